@@ -1,0 +1,66 @@
+"""Typed errors. Every error names the offending argument and states what was expected.
+
+The hierarchy subclasses the matching builtin too (``ShapeError`` is a ``ValueError``,
+``DTypeError`` a ``TypeError``), so generic ``except ValueError`` code keeps working.
+"""
+from __future__ import annotations
+
+
+class ConnwalkError(Exception):
+    """Base class of every error raised by connwalk."""
+
+    def __init__(self, message: str, *, argument: str | None = None):
+        self.argument = argument
+        super().__init__(f"{argument}: {message}" if argument else message)
+
+
+class ShapeError(ConnwalkError, ValueError):
+    """Wrong number of dimensions, wrong sizes, or mismatched n / d / H between arguments."""
+
+
+class DTypeError(ConnwalkError, TypeError):
+    """Non-floating dtype, complex where real is required, or mixed dtypes."""
+
+
+class DeviceMismatchError(ConnwalkError, ValueError):
+    """Arguments that live on different devices."""
+
+
+class NonFiniteError(ConnwalkError, ValueError):
+    """NaN or inf where finite values are required."""
+
+
+class NegativeWeightError(ConnwalkError, ValueError):
+    """Negative entries in a walk / attention matrix (walk matrices are nonnegative)."""
+
+
+class NotStochasticError(ConnwalkError, ValueError):
+    """Rows that do not sum to 1 where row-stochasticity is required."""
+
+
+class OffSupportError(ConnwalkError, LookupError):
+    """An edge with P_ij = 0: its transport O_ij is undefined (0/0), not zero."""
+
+
+class UndefinedError(ConnwalkError, ValueError):
+    """A quantity that does not exist for this input (e.g. several stationary distributions)."""
+
+
+class ModelError(ConnwalkError, RuntimeError):
+    """Problems loading or adapting a model (missing package, unsupported architecture, bad file)."""
+
+
+class ModelNotInstalledError(ModelError, ModuleNotFoundError):
+    """A named checkpoint whose package is not installed; the message gives the install command."""
+
+
+class UnsupportedArchitectureError(ModelError):
+    """A model family the adapters do not support; the message lists the supported ones."""
+
+
+class CorruptFileError(ModelError):
+    """A malformed GGUF / safetensors / cache file; the message gives the path and reason."""
+
+
+class SequenceTooLongError(ConnwalkError, ValueError):
+    """An input longer than the model's context window (refused, never truncated)."""

@@ -1,0 +1,401 @@
+r"""Connection walks: the operator view of (multi-head) attention (THEORY.md T1, T2).
+
+A connection walk on ``n`` tokens in ``R^d`` is
+
+.. math::  (W x)_i = \sum_j P_{ij} O_{ij} x_j, \qquad P \ge 0,\ O_{ij} \in R^{d\times d},
+
+with token-major block ``(i, j)`` equal to ``B_ij = P_ij O_ij``. Multi-head attention with head
+attention matrices ``A^h`` and head transports ``T_h`` (``T_h = W_O^h W_V^h`` for torch
+``nn.Linear`` weights) has blocks ``B_ij = Σ_h A^h_ij T_h`` (T2); with ``P = mean_h A^h`` and
+gates ``g^h_ij = A^h_ij / Σ_k A^k_ij`` the edge transport is ``O_ij = H Σ_h g^h_ij T_h``.
+
+Three storage forms, never converted to the dense ``(n·d)²`` operator unless :meth:`to_dense` is
+called:
+
+* ``heads`` with full transports ``T`` of shape ``(H, d, d)``;
+* ``heads`` with low-rank factors ``W_O`` ``(H, d, d_h)`` and ``W_V`` ``(H, d_h, d)`` so that
+  ``apply`` costs what the attention layer costs (``O(H n² d_h + n d H d_h)``);
+* ``edges``: an explicit walk matrix ``P`` ``(..., n, n)`` and per-edge transports ``O``
+  ``(..., n, n, d, d)`` (small cases, counterexamples, gauge-transformed walks).
+
+Shapes: leading batch dims ``...`` are allowed on attention (and broadcast against ``X``).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from numerics.errors import OffSupportError, ShapeError
+from numerics.validate import (
+    as_tensor,
+    check_finite,
+    check_ndim,
+    check_nonnegative,
+    check_same,
+    check_square,
+    check_stochastic,
+)
+from numerics.tolerance import tol
+
+__all__ = ["ConnectionWalk", "ConstantTransport", "kron_token_major", "kron_feature_major"]
+
+
+def kron_token_major(A: torch.Tensor, T: torch.Tensor) -> torch.Tensor:
+    """``kron(A, T)`` batched over A's leading dims: the token-major operator of SHA (T1)."""
+    n, d = A.shape[-1], T.shape[-1]
+    out = A[..., :, None, :, None] * T[..., None, :, None, :]
+    return out.reshape(*out.shape[:-4], n * d, n * d)
+
+
+def kron_feature_major(A: torch.Tensor, T: torch.Tensor) -> torch.Tensor:
+    """``kron(T, A)``: the same map written for feature-major stacking ``vec(X)``.
+
+    It is *not* the token-major operator; tests show the two differ (the classic silent bug)."""
+    n, d = A.shape[-1], T.shape[-1]
+    out = T[..., :, None, :, None] * A[..., None, :, None, :]
+    return out.reshape(*out.shape[:-4], n * d, n * d)
+
+
+@dataclass
+class ConstantTransport:
+    """Result of the T2 constant-transport test.
+
+    ``holds``: every block ``B_ij`` is a nonnegative multiple ``P_ij T`` of one transport ``T``
+    (within tolerance). ``transport``: that ``T`` scaled so that ``P`` is row-stochastic when the
+    row sums of ``B`` allow it (``T = T_Σ`` for row-stochastic heads), else the unit-Frobenius
+    leading direction. ``walk_matrix``: the coefficients ``P_ij``. ``residual``: the Frobenius
+    distance from ``B`` to the nearest Kronecker product ``P ⊗ T`` (Van Loan–Pitsianis), relative
+    to ``‖B‖_F`` in ``relative_residual``. ``min_coefficient``: the most negative ``P_ij`` (a
+    negative coefficient means a sign flip: not a walk). Batched: fields carry the batch dims.
+    """
+
+    holds: torch.Tensor
+    transport: torch.Tensor
+    walk_matrix: torch.Tensor
+    residual: torch.Tensor
+    relative_residual: torch.Tensor
+    min_coefficient: torch.Tensor
+
+
+class ConnectionWalk:
+    """A connection walk; see the module docstring for the maths and storage forms.
+
+    Build with :meth:`from_sha`, :meth:`from_mha`, :meth:`from_factors` or :meth:`from_edges`.
+    """
+
+    def __init__(self, *, kind: str, A=None, T=None, W_O=None, W_V=None, P=None, O=None):
+        self.kind = kind
+        self._A = A  # (..., H, n, n)
+        self._T = T  # (H, d, d) or (..., H, d, d)
+        self._W_O = W_O  # (H, d, d_h)
+        self._W_V = W_V  # (H, d_h, d)
+        self._P = P  # (..., n, n)   (edges)
+        self._O = O  # (..., n, n, d, d)   (edges)
+
+    # ------------------------------------------------------------------ constructors
+    @staticmethod
+    def _check_attention(A, name: str, min_ndim: int, doc: str, stochastic: bool) -> torch.Tensor:
+        A = as_tensor(name, A)
+        check_ndim(name, A, min_ndim, doc)
+        check_square(name, A, doc)
+        if A.shape[-1] < 1:
+            raise ShapeError(f"needs n >= 1 tokens, got shape {tuple(A.shape)}", argument=name)
+        check_finite(name, A)
+        check_nonnegative(name, A)
+        if stochastic:
+            check_stochastic(name, A)
+        return A
+
+    @classmethod
+    def from_sha(cls, A, T, *, stochastic: bool = False) -> "ConnectionWalk":
+        """Single head (T1): ``A`` ``(..., n, n)``, ``T`` ``(d, d)``. ``W = kron(A, T)``.
+
+        ``stochastic=True`` additionally requires rows of ``A`` to sum to 1."""
+        A = cls._check_attention(A, "A", 2, "(..., n, n)", stochastic)
+        T = as_tensor("T", T)
+        check_ndim("T", T, 2, "(d, d)", max_ndim=2)
+        check_square("T", T, "(d, d)")
+        check_finite("T", T)
+        check_same(["A", "T"], [A, T])
+        return cls(kind="heads", A=A.unsqueeze(-3), T=T.unsqueeze(0))
+
+    @classmethod
+    def from_mha(cls, A, T, *, stochastic: bool = False) -> "ConnectionWalk":
+        """Multi-head (T2): ``A`` ``(..., H, n, n)``, ``T`` ``(H, d, d)`` (or ``(..., H, d, d)``)."""
+        A = cls._check_attention(A, "A", 3, "(..., H, n, n)", stochastic)
+        T = as_tensor("T", T)
+        check_ndim("T", T, 3, "(H, d, d)")
+        check_square("T", T, "(H, d, d)")
+        check_finite("T", T)
+        check_same(["A", "T"], [A, T])
+        if T.shape[-3] != A.shape[-3]:
+            raise ShapeError(f"has H={T.shape[-3]} heads but A has H={A.shape[-3]}", argument="T")
+        return cls(kind="heads", A=A, T=T)
+
+    @classmethod
+    def from_factors(cls, A, W_O, W_V, *, stochastic: bool = False) -> "ConnectionWalk":
+        """Multi-head with low-rank transports ``T_h = W_O[h] @ W_V[h]``.
+
+        ``A`` ``(..., H, n, n)``, ``W_O`` ``(H, d, d_h)``, ``W_V`` ``(H, d_h, d)`` (torch ``nn.Linear``
+        layout: ``W_V[h]`` maps the model dim to the head dim, ``W_O[h]`` maps back)."""
+        A = cls._check_attention(A, "A", 3, "(..., H, n, n)", stochastic)
+        W_O = as_tensor("W_O", W_O)
+        W_V = as_tensor("W_V", W_V)
+        check_ndim("W_O", W_O, 3, "(H, d, d_h)", max_ndim=3)
+        check_ndim("W_V", W_V, 3, "(H, d_h, d)", max_ndim=3)
+        check_finite("W_O", W_O)
+        check_finite("W_V", W_V)
+        check_same(["A", "W_O", "W_V"], [A, W_O, W_V])
+        H = A.shape[-3]
+        if W_O.shape[0] != H:
+            raise ShapeError(f"has H={W_O.shape[0]} heads but A has H={H}", argument="W_O")
+        if W_V.shape[0] != H:
+            raise ShapeError(f"has H={W_V.shape[0]} heads but A has H={H}", argument="W_V")
+        if W_O.shape[2] != W_V.shape[1]:
+            raise ShapeError(f"head dim {W_O.shape[2]} != W_V's head dim {W_V.shape[1]}", argument="W_O")
+        if W_O.shape[1] != W_V.shape[2]:
+            raise ShapeError(f"model dim {W_O.shape[1]} != W_V's model dim {W_V.shape[2]} (need square T_h)", argument="W_O")
+        return cls(kind="heads", A=A, W_O=W_O, W_V=W_V)
+
+    @classmethod
+    def from_edges(cls, P, O, *, stochastic: bool = False) -> "ConnectionWalk":
+        """Explicit walk matrix ``P`` ``(..., n, n)`` and per-edge transports ``O`` ``(..., n, n, d, d)``.
+
+        ``O`` may be ``(d, d)`` for a constant transport (broadcast to every edge)."""
+        P = cls._check_attention(P, "P", 2, "(..., n, n)", stochastic)
+        O = as_tensor("O", O)
+        check_square("O", O, "(..., n, n, d, d)")
+        check_finite("O", O)
+        check_same(["P", "O"], [P, O])
+        n = P.shape[-1]
+        if O.ndim == 2:
+            O = O.expand(*P.shape, *O.shape)
+        if O.ndim < 4 or O.shape[-4:-2] != P.shape[-2:]:
+            raise ShapeError(f"expected (..., {n}, {n}, d, d) to match P, got {tuple(O.shape)}", argument="O")
+        return cls(kind="edges", P=P, O=O)
+
+    @classmethod
+    def from_blocks(cls, B, *, P=None) -> "ConnectionWalk":
+        """From blocks ``B`` ``(..., n, n, d, d)`` with a chosen gauge ``P`` (default: row sums of
+        ``‖B_ij‖_F`` normalised; any row-stochastic ``P`` positive where ``B ≠ 0`` works, T2 gauge)."""
+        B = as_tensor("B", B)
+        check_ndim("B", B, 4, "(..., n, n, d, d)")
+        check_square("B", B, "(..., n, n, d, d)")
+        check_finite("B", B)
+        if B.shape[-4] != B.shape[-3]:
+            raise ShapeError(f"expected (..., n, n, d, d), got {tuple(B.shape)}", argument="B")
+        if P is None:
+            w = torch.linalg.matrix_norm(B)
+            s = w.sum(-1, keepdim=True)
+            P = torch.where(s > 0, w / torch.where(s > 0, s, torch.ones_like(s)), torch.zeros_like(w))
+        else:
+            P = cls._check_attention(P, "P", 2, "(..., n, n)", False)
+            check_same(["B", "P"], [B, P])
+            off = (P == 0) & (torch.linalg.matrix_norm(B) > 0)
+            if bool(off.any()):
+                raise OffSupportError("is zero on an edge where B is nonzero: no transport reproduces it", argument="P")
+        safe = torch.where(P > 0, P, torch.ones_like(P))
+        O = torch.where((P > 0)[..., None, None], B / safe[..., None, None], torch.zeros_like(B))
+        return cls(kind="edges", P=P, O=O)
+
+    # ------------------------------------------------------------------ basic properties
+    @property
+    def attention(self) -> torch.Tensor:
+        """Per-head attention ``(..., H, n, n)`` (heads form) or ``P`` as one head (edges form)."""
+        return self._A if self.kind == "heads" else self._P.unsqueeze(-3)
+
+    @property
+    def n_heads(self) -> int:
+        return self._A.shape[-3] if self.kind == "heads" else 1
+
+    @property
+    def n(self) -> int:
+        return (self._A if self.kind == "heads" else self._P).shape[-1]
+
+    @property
+    def d(self) -> int:
+        if self.kind == "edges":
+            return self._O.shape[-1]
+        return (self._T if self._T is not None else self._W_V).shape[-1]
+
+    @property
+    def dtype(self) -> torch.dtype:
+        return (self._A if self.kind == "heads" else self._P).dtype
+
+    @property
+    def device(self) -> torch.device:
+        return (self._A if self.kind == "heads" else self._P).device
+
+    @property
+    def batch_shape(self) -> torch.Size:
+        return self._A.shape[:-3] if self.kind == "heads" else self._P.shape[:-2]
+
+    @property
+    def factored(self) -> bool:
+        return self.kind == "heads" and self._T is None
+
+    @property
+    def head_transports(self) -> torch.Tensor:
+        """``T_h`` ``(H, d, d)``; formed from the factors on demand (``H d² d_h`` work)."""
+        if self.kind != "heads":
+            raise ShapeError("an edges-form walk has no head transports; use edge_transports()", argument="walk")
+        if self._T is not None:
+            return self._T
+        return self._W_O @ self._W_V
+
+    @property
+    def walk_matrix(self) -> torch.Tensor:
+        """``P`` ``(..., n, n)``: the mean of the heads (T2 convention) or the explicit ``P``."""
+        return self._A.mean(-3) if self.kind == "heads" else self._P
+
+    @property
+    def support(self) -> torch.Tensor:
+        """Boolean ``(..., n, n)``: edges with ``P_ij > 0`` (where ``O_ij`` is defined)."""
+        return self.walk_matrix > 0
+
+    def to(self, device=None, dtype=None) -> "ConnectionWalk":
+        f = lambda t: None if t is None else t.to(device=device, dtype=dtype)  # noqa: E731
+        return ConnectionWalk(kind=self.kind, A=f(self._A), T=f(self._T), W_O=f(self._W_O), W_V=f(self._W_V),
+                              P=f(self._P), O=f(self._O))
+
+    # ------------------------------------------------------------------ action
+    def apply(self, X) -> torch.Tensor:
+        """``Y = W(X)``: ``y_i = Σ_j B_ij x_j``; ``X`` ``(..., n, d)`` → ``(..., n, d)``.
+
+        Heads form: ``Σ_h A^h X T_hᵀ`` without forming any ``n²d²`` object; with factors this is
+        ``concat_h(A^h X W_V[h]ᵀ) @ W_Oᵀ``, exactly the attention layer's own cost."""
+        X = as_tensor("X", X)
+        check_ndim("X", X, 2, "(..., n, d)")
+        check_same(["walk", "X"], [self.attention, X])
+        if X.shape[-2] != self.n or X.shape[-1] != self.d:
+            raise ShapeError(f"expected (..., {self.n}, {self.d}), got {tuple(X.shape)}", argument="X")
+        if self.kind == "edges":
+            return torch.einsum("...ij,...ijab,...jb->...ia", self._P, self._O, X)
+        A = self._A
+        if self._T is not None:
+            # (..., H, n, d): A^h X, then transport per head and sum
+            AX = torch.matmul(A, X.unsqueeze(-3))
+            return torch.einsum("...hia,...hba->...ib", AX, self._T)
+        H, d, dh = self._W_O.shape
+        V = torch.matmul(X.unsqueeze(-3), self._W_V.transpose(-1, -2))  # (..., H, n, d_h)
+        Z = torch.matmul(A, V)  # (..., H, n, d_h)
+        Zc = Z.transpose(-3, -2).reshape(*Z.shape[:-3], Z.shape[-2], H * dh)  # (..., n, H d_h)
+        Wo = self._W_O.permute(1, 0, 2).reshape(d, H * dh)  # (d, H d_h)
+        return Zc @ Wo.T
+
+    __call__ = apply
+
+    def blocks(self) -> torch.Tensor:
+        """``B`` ``(..., n, n, d, d)`` with ``B[..., i, j] = Σ_h A^h_ij T_h`` (materialises n²d²)."""
+        if self.kind == "edges":
+            return self._P[..., None, None] * self._O
+        return torch.einsum("...hij,...hab->...ijab", self._A, self.head_transports)
+
+    def to_dense(self) -> torch.Tensor:
+        """Token-major ``(..., n·d, n·d)`` operator: rows ``i·d:(i+1)·d``, cols ``j·d:(j+1)·d`` = ``B_ij``."""
+        B = self.blocks()
+        n, d = self.n, self.d
+        return B.transpose(-3, -2).reshape(*B.shape[:-4], n * d, n * d)
+
+    # ------------------------------------------------------------------ gates and edge transports
+    def gates(self) -> torch.Tensor:
+        """``g^h_ij = A^h_ij / Σ_k A^k_ij`` ``(..., H, n, n)``; convex on the support.
+
+        Off the support (all heads zero) the gate is 0/0: reported as NaN, never filled in."""
+        A = self.attention
+        s = A.sum(-3, keepdim=True)
+        return torch.where(s > 0, A / torch.where(s > 0, s, torch.ones_like(s)), torch.full_like(A, float("nan")))
+
+    def edge_transport(self, i: int, j: int) -> torch.Tensor:
+        """``O_ij = H Σ_h g^h_ij T_h = B_ij / P_ij`` ``(..., d, d)``.
+
+        Raises :class:`OffSupportError` when ``P_ij = 0`` (in any batch element): there ``O_ij`` is
+        arbitrary (T2, off support), so no value is returned."""
+        n = self.n
+        for name, k in (("i", i), ("j", j)):
+            if not (-n <= int(k) < n):
+                raise ShapeError(f"index {k} out of range for n={n}", argument=name)
+        P = self.walk_matrix[..., i, j]
+        if bool((P <= 0).any()):
+            raise OffSupportError(
+                f"edge ({i}, {j}) has P_ij = 0 in {int((P <= 0).sum())} batch element(s): O_ij is undefined (0/0)",
+                argument="(i, j)",
+            )
+        if self.kind == "edges":
+            return self._O[..., i, j, :, :]
+        B = torch.einsum("...h,...hab->...ab", self._A[..., :, i, j], self.head_transports)
+        return B / P[..., None, None]
+
+    def edge_transports(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """All ``O_ij`` ``(..., n, n, d, d)`` and the support mask; NaN off the support."""
+        P = self.walk_matrix
+        sup = P > 0
+        B = self.blocks()
+        safe = torch.where(sup, P, torch.ones_like(P))
+        O = torch.where(sup[..., None, None], B / safe[..., None, None], torch.full_like(B, float("nan")))
+        return O, sup
+
+    # ------------------------------------------------------------------ constant transport (T2)
+    def _kron_factors(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """``R = U Vᵀ`` with ``R[(i,j), (a,b)] = B_ij[a,b]`` (the Van Loan rearrangement of B).
+
+        Heads form: ``U = vec(A^h)`` ``(..., n², H)`` and ``V = vec(T_h)`` ``(d², H)``: rank ≤ H,
+        so the nearest Kronecker product costs two thin QRs and an H×H SVD."""
+        n, d = self.n, self.d
+        if self.kind == "heads":
+            U = self._A.reshape(*self._A.shape[:-2], n * n).transpose(-1, -2)
+            T = self.head_transports
+            V = T.reshape(*T.shape[:-2], d * d).transpose(-1, -2)
+            return U, V
+        B = self.blocks()
+        R = B.reshape(*B.shape[:-4], n * n, d * d)
+        eye = torch.eye(d * d, dtype=R.dtype, device=R.device)
+        return R, eye.expand(*R.shape[:-2], d * d, d * d) if R.ndim > 2 else eye
+
+    def nearest_kronecker(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """``(P, T, gap)`` minimising ``‖B − P ⊗ T‖_F`` over all ``P`` (n×n) and ``T`` (d×d).
+
+        ``gap = sqrt(Σ_{k≥2} s_k²)`` with ``s`` the singular values of the rearranged ``R``."""
+        U, V = self._kron_factors()
+        Qu, Ru = torch.linalg.qr(U)
+        Qv, Rv = torch.linalg.qr(V)
+        core = Ru @ Rv.transpose(-1, -2)
+        u, s, vh = torch.linalg.svd(core)
+        p = Qu @ u[..., :, 0:1]  # (..., n², 1)
+        t = Qv @ vh.transpose(-1, -2)[..., :, 0:1]  # (..., d², 1)
+        s0 = s[..., 0]
+        # sign: make the walk part nonnegative on average
+        sign = torch.where(p.sum((-1, -2)) < 0, -1.0, 1.0).to(p.dtype)
+        n, d = self.n, self.d
+        P = (sign * s0)[..., None, None] * p.reshape(*p.shape[:-2], n, n)
+        T = sign[..., None, None] * t.reshape(*t.shape[:-2], d, d)
+        gap = torch.sqrt(torch.clamp((s[..., 1:] ** 2).sum(-1), min=0))
+        return P, T, gap
+
+    def constant_transport(self, *, rtol: float | None = None) -> ConstantTransport:
+        """T2 constant-transport test: is every ``B_ij = P_ij T`` with ``P ≥ 0``?
+
+        Returns the transport when it exists (``T = Σ_j B_ij`` row sum direction, i.e. ``T_Σ`` for
+        row-stochastic heads), with the nearest-Kronecker residual either way."""
+        P, T, gap = self.nearest_kronecker()
+        # rescale so that rows of P sum to 1 where possible (T2: T = T_Σ when heads are stochastic)
+        rs = P.sum(-1).mean(-1)
+        scale = torch.where(rs.abs() > 0, rs, torch.ones_like(rs))
+        P = P / scale[..., None, None]
+        T = T * scale[..., None, None]
+        U, V = self._kron_factors()
+        G = (U.transpose(-1, -2) @ U) * (V.transpose(-1, -2) @ V)  # ‖U Vᵀ‖_F² = Σ (UᵀU)∘(VᵀV)
+        normB = torch.sqrt(G.sum((-1, -2)).clamp(min=0))
+        rel = gap / torch.where(normB > 0, normB, torch.ones_like(normB))
+        n, d = self.n, self.d
+        bound = rtol if rtol is not None else tol(self.dtype, n * d)
+        minc = P.amin((-1, -2))
+        holds = (rel <= bound) & (minc >= -bound * P.abs().amax((-1, -2)).clamp(min=1))
+        return ConstantTransport(holds=holds, transport=T, walk_matrix=P, residual=gap, relative_residual=rel,
+                                 min_coefficient=minc)
+
+    def __repr__(self) -> str:
+        extra = " factored" if self.factored else ""
+        return (f"ConnectionWalk(kind={self.kind}{extra}, batch={tuple(self.batch_shape)}, H={self.n_heads}, "
+                f"n={self.n}, d={self.d}, dtype={self.dtype}, device={self.device})")

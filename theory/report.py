@@ -1,0 +1,109 @@
+"""Recording what the test-suite checked, per theorem id, for the end-of-run theorem table.
+
+Torch-free. Tests (and helpers they call) record:
+    record("T3", residual=1e-15)                # one property example, its residual
+    record("T3", counterexample="drop (a): ...")  # a necessity counterexample found
+    record("T3", symbolic=True)                  # the symbolic derivation reached exact zero
+The pytest plugin in ``tests/conftest.py`` prints the table and can dump it as JSON.
+"""
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+
+
+@dataclass
+class TheoremTally:
+    theorem: str
+    symbolic: bool | None = None  # None: no symbolic test ran; True: all exact zero; False: one failed
+    examples: int = 0
+    worst_residual: float = 0.0
+    counterexamples: list[str] = field(default_factory=list)
+    tests_passed: int = 0
+    tests_failed: int = 0
+
+    def as_dict(self) -> dict:
+        return {
+            "theorem": self.theorem,
+            "symbolic": self.symbolic,
+            "examples": self.examples,
+            "worst_residual": self.worst_residual,
+            "counterexamples": list(self.counterexamples),
+            "tests_passed": self.tests_passed,
+            "tests_failed": self.tests_failed,
+        }
+
+
+TALLY: dict[str, TheoremTally] = {}
+
+
+def _get(theorem: str) -> TheoremTally:
+    return TALLY.setdefault(theorem, TheoremTally(theorem))
+
+
+def record(theorem: str, *, residual: float | None = None, symbolic: bool | None = None,
+           counterexample: str | None = None, examples: int | None = None) -> None:
+    t = _get(theorem)
+    if residual is not None:
+        t.examples += 1 if examples is None else examples
+        r = float(residual)
+        t.worst_residual = r if math.isnan(r) else max(t.worst_residual, r)
+    elif examples is not None:
+        t.examples += examples
+    if symbolic is not None:
+        t.symbolic = symbolic if t.symbolic is None else (t.symbolic and symbolic)
+    if counterexample is not None and counterexample not in t.counterexamples:
+        t.counterexamples.append(counterexample)
+
+
+def record_outcome(theorem: str, passed: bool) -> None:
+    t = _get(theorem)
+    if passed:
+        t.tests_passed += 1
+    else:
+        t.tests_failed += 1
+        if t.symbolic is None:
+            pass
+
+
+def merge(rows: list[dict]) -> None:
+    """Merge tallies from another process (pytest-xdist workers)."""
+    for row in rows:
+        t = _get(row["theorem"])
+        t.examples += row["examples"]
+        t.worst_residual = max(t.worst_residual, row["worst_residual"])
+        if row["symbolic"] is not None:
+            t.symbolic = row["symbolic"] if t.symbolic is None else (t.symbolic and row["symbolic"])
+        for c in row["counterexamples"]:
+            if c not in t.counterexamples:
+                t.counterexamples.append(c)
+        t.tests_passed += row["tests_passed"]
+        t.tests_failed += row["tests_failed"]
+
+
+def table_rows() -> list[dict]:
+    def key(k: str):
+        return (k[0], int(k[1:]) if k[1:].isdigit() else 0, k)
+
+    return [TALLY[k].as_dict() for k in sorted(TALLY, key=key)]
+
+
+def render_table() -> str:
+    rows = table_rows()
+    lines = [
+        f"{'theorem':<8} {'symbolic':<9} {'tests':>11} {'examples':>9} {'worst residual':>15}  counterexamples",
+    ]
+    for r in rows:
+        sym = {None: "-", True: "✓", False: "✗"}[r["symbolic"]]
+        tests = f"{r['tests_passed']}/{r['tests_passed'] + r['tests_failed']}"
+        ce = len(r["counterexamples"])
+        lines.append(f"{r['theorem']:<8} {sym:<9} {tests:>11} {r['examples']:>9} {r['worst_residual']:>15.3e}  {ce}")
+        for c in r["counterexamples"]:
+            lines.append(f"{'':<8}   - {c}")
+    return "\n".join(lines)
+
+
+def dump_json(path: str) -> None:
+    with open(path, "w", encoding="utf-8") as fh:
+        json.dump({"theorems": table_rows()}, fh, indent=2)
