@@ -116,8 +116,8 @@ class ConnectionWalk:
         T = as_tensor("T", T)
         check_ndim("T", T, 2, "(d, d)", max_ndim=2)
         check_square("T", T, "(d, d)")
-        check_finite("T", T)
         check_same(["A", "T"], [A, T])
+        check_finite("T", T)
         return cls(kind="heads", A=A.unsqueeze(-3), T=T.unsqueeze(0))
 
     @classmethod
@@ -127,8 +127,8 @@ class ConnectionWalk:
         T = as_tensor("T", T)
         check_ndim("T", T, 3, "(H, d, d)")
         check_square("T", T, "(H, d, d)")
-        check_finite("T", T)
         check_same(["A", "T"], [A, T])
+        check_finite("T", T)
         if T.shape[-3] != A.shape[-3]:
             raise ShapeError(f"has H={T.shape[-3]} heads but A has H={A.shape[-3]}", argument="T")
         return cls(kind="heads", A=A, T=T)
@@ -144,9 +144,9 @@ class ConnectionWalk:
         W_V = as_tensor("W_V", W_V)
         check_ndim("W_O", W_O, 3, "(H, d, d_h)", max_ndim=3)
         check_ndim("W_V", W_V, 3, "(H, d_h, d)", max_ndim=3)
+        check_same(["A", "W_O", "W_V"], [A, W_O, W_V])
         check_finite("W_O", W_O)
         check_finite("W_V", W_V)
-        check_same(["A", "W_O", "W_V"], [A, W_O, W_V])
         H = A.shape[-3]
         if W_O.shape[0] != H:
             raise ShapeError(f"has H={W_O.shape[0]} heads but A has H={H}", argument="W_O")
@@ -166,8 +166,8 @@ class ConnectionWalk:
         P = cls._check_attention(P, "P", 2, "(..., n, n)", stochastic)
         O = as_tensor("O", O)
         check_square("O", O, "(..., n, n, d, d)")
-        check_finite("O", O)
         check_same(["P", "O"], [P, O])
+        check_finite("O", O)
         n = P.shape[-1]
         if O.ndim == 2:
             O = O.expand(*P.shape, *O.shape)

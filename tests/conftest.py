@@ -16,7 +16,7 @@ import os
 import pytest
 from hypothesis import HealthCheck, settings
 
-from theory import report
+from theory import report as theorem_report
 
 settings.register_profile(
     "ci", max_examples=30, derandomize=True, deadline=None, print_blob=True,
@@ -81,39 +81,39 @@ def pytest_collection_modifyitems(config, items):
         items[:] = keep
 
 
-def pytest_runtest_logreport(rep):
-    if rep.when != "call" and not (rep.when == "setup" and rep.failed):
+def pytest_runtest_logreport(report):
+    if report.when != "call" and not (report.when == "setup" and report.failed):
         return
     if os.environ.get("PYTEST_XDIST_WORKER"):
         return  # counted once, in the controller
-    for key, value in rep.user_properties:
+    for key, value in report.user_properties:
         if key == "theorem":
-            report.record_outcome(value, rep.passed)
+            theorem_report.record_outcome(value, report.passed)
 
 
 def pytest_sessionfinish(session, exitstatus):
     cfg = session.config
     if hasattr(cfg, "workeroutput"):
         cfg.workeroutput["theorem_tally"] = [
-            {**r, "tests_passed": 0, "tests_failed": 0} for r in report.table_rows()
+            {**r, "tests_passed": 0, "tests_failed": 0} for r in theorem_report.table_rows()
         ]
     path = cfg.getoption("--theorem-json")
     if path and not hasattr(cfg, "workerinput"):
-        report.dump_json(path)
+        theorem_report.dump_json(path)
 
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_testnodedown(node, error):
     rows = getattr(node, "workeroutput", {}).get("theorem_tally")
     if rows:
-        report.merge(rows)
+        theorem_report.merge(rows)
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config):
-    if hasattr(config, "workerinput") or not report.TALLY:
+    if hasattr(config, "workerinput") or not theorem_report.TALLY:
         return
     terminalreporter.section("theorem checker")
-    terminalreporter.write_line(report.render_table())
+    terminalreporter.write_line(theorem_report.render_table())
 
 
 @pytest.fixture

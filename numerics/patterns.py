@@ -1,0 +1,609 @@
+r"""Pattern formation: linear theory of MHA token dynamics on a ring (THEORY.md T6, Seed B).
+
+Dynamics (continuous depth)::
+
+    dx_i/dt = Σ_h Σ_j A^h_ij(X) T_h x_j − x_i ,     X ∈ R^{n×d}, T_h ∈ R^{d×d}.
+
+At a homogeneous state ``X = 1 ⊗ x*`` with row-stochastic attention (H1, H2) the Jacobian is
+exactly ``J = block(Σ_h A0^h_ij T_h) − I`` (token-major, ``nd × nd``). With a relative positional
+kernel on a ring (H3), ``A0^h_ij = a_h((j − i) mod n)`` (``kernels[h, m] = a_h(m)``), ``J`` is
+block-circulant and block-diagonalised by ``φ_k(i) = e^{+2πiki/n}``:
+
+    J (φ_k ⊗ v) = φ_k ⊗ (M(k) − I) v,   M(k) = Σ_h â_h(k) T_h,   â_h(k) = Σ_m a_h(m) e^{+2πikm/n}
+
+(``â = n · ifft(a)``; numpy/torch ``fft`` has the opposite sign and reverses the direction of
+travel). The *dispersion relation* is the set of branches ``σ_b(k) = eig_b M(k) − 1``.
+
+Selection: ``k* = argmax_k max_b Re σ_b(k)``, growth rate ``σ = σ(k*)``. For real kernels and
+transports ``M(−k) = conj M(k)``: ``(k, σ, v)`` and ``(−k, σ̄, v̄)`` are the *same* real pattern
+``Re(e^{σt} φ_k ⊗ v)``. The representative reported here has ``k* > 0`` (or, for ``k* ∈ {0, n/2}``,
+``Im σ ≥ 0``); the phase velocity ``c = −n Im σ / (2π k*)`` (tokens per unit time) is invariant
+under the conjugation. Distinct real patterns with the same growth (within ``tie_tol``) are
+reported as a tie (``PatternPrediction.tie``), never as a guessed winner.
+
+Rotation: the real pattern at token ``i`` is ``e^{Re σ t}(cos(ωt + ψ_i) u_1 + sin(ωt + ψ_i) u_2)``
+with ``u_1 = Re v``, ``u_2 = −Im v``, ``ω = Im σ`` and ``ψ_i = 2πk*i/n``. When ``v`` is not real up
+to a phase (polarisation ``|vᵀv| / vᴴv < 1``) every token rotates in the plane ``(u_1, u_2)`` at
+angular frequency ``ω`` (``rotation_frequency``), from ``u_1`` towards ``u_2``; for ``T = ρR(θ)``
+this is THEORY.md's ``ω = ρ(Re â sin θ + Im â cos θ)``.
+
+Beyond the ring: absolute positional encodings, RoPE on a line and causal masks make ``A0`` non
+circulant; use :func:`linear_operator` / the autograd Jacobian of :mod:`numerics.simulate` with
+:func:`predict_from_operator` (dense eig) and, for non-normal operators (causal), report
+:func:`transient_growth` ``‖e^{tJ}‖₂`` rather than only the spectrum.
+
+Discrete layer stacks select with the per-layer factor, not with ``Re σ`` (see
+:func:`discrete_selection`).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import torch
+
+from numerics.errors import NotStochasticError, ShapeError, UndefinedError
+from numerics.tolerance import tol
+from numerics.validate import (
+    as_tensor,
+    check_finite,
+    check_ndim,
+    check_nonnegative,
+    check_same,
+    check_square,
+)
+
+__all__ = [
+    # vocabulary
+    "CLUSTER", "ROTATING_CLUSTER", "STATIONARY", "TRAVELLING", "STANDING", "TRAVELLING_HELIX",
+    "STANDING_HELIX", "COEXISTING", "INCOHERENT", "PATTERN_CLASSES",
+    # kernels
+    "gaussian_kernel", "kernel_from_bias", "circulant", "validate_kernels", "validate_transports",
+    # linear theory
+    "signed_wavenumbers", "kernel_hat", "symbol", "dispersion", "PatternPrediction",
+    "predict_pattern", "linear_operator", "predict_from_operator", "polarisation",
+    "naive_per_head_growth",
+    # non-normal / discrete
+    "TransientGrowth", "transient_growth", "StackSelection", "discrete_selection", "effective_time",
+]
+
+# ----------------------------------------------------------------------------- pattern vocabulary
+CLUSTER = "cluster"  # k* = 0, no rotation: tokens collapse to a common state
+ROTATING_CLUSTER = "rotating cluster"  # k* = 0, Im σ ≠ 0: the common state rotates
+STATIONARY = "stationary periodic"  # k* ≠ 0, σ real
+TRAVELLING = "travelling wave"  # k* ≠ 0, σ complex, v real up to phase, one handedness
+STANDING = "standing wave"  # tied (k, σ), (−k, σ) with v linearly polarised
+TRAVELLING_HELIX = "travelling helix"  # rotating wave, one handedness (asymmetric kernel)
+STANDING_HELIX = "standing helix"  # rotating wave, tied ±k helices (symmetric kernel)
+COEXISTING = "coexisting modes"  # several distinct modes of (nearly) equal growth / power
+INCOHERENT = "incoherent"  # no dominant mode (classifier only)
+PATTERN_CLASSES = (CLUSTER, ROTATING_CLUSTER, STATIONARY, TRAVELLING, STANDING, TRAVELLING_HELIX,
+                   STANDING_HELIX, COEXISTING, INCOHERENT)
+
+#: polarisation below ``1 − POLARISATION_TOL`` counts as rotating (tokens trace an ellipse)
+POLARISATION_TOL = 1e-6
+
+
+# ----------------------------------------------------------------------------- kernels
+def gaussian_kernel(n: int, center: float, width: float, *, dtype=torch.float64, device=None) -> torch.Tensor:
+    r"""Wrapped Gaussian relative kernel ``a(m) ∝ exp(−δ(m)² / (2 width²))``, ``δ(m)`` the signed ring
+    offset of ``m − center`` in ``[−n/2, n/2)``; normalised to sum 1. Shape ``(n,)``.
+
+    This is the form that reproduces THEORY.md T6 Ex1 exactly (``center=4, width=1.5, n=64``)."""
+    if int(n) < 2:
+        raise ShapeError(f"ring size must be >= 2, got {n}", argument="n")
+    if not (width > 0 and math.isfinite(width)):
+        raise ShapeError(f"width must be positive and finite, got {width}", argument="width")
+    m = torch.arange(n, dtype=dtype, device=device)
+    delta = torch.remainder(m - center + n / 2, n) - n / 2
+    a = torch.exp(-delta**2 / (2 * width**2))
+    return a / a.sum()
+
+
+def kernel_from_bias(bias) -> torch.Tensor:
+    """Relative-position attention at a homogeneous state: ``a_h = softmax(bias_h)`` over ``m``.
+
+    ``bias`` ``(..., n)`` real (``−inf`` allowed = masked offset) → kernel ``(..., n)``. Scores that
+    depend on content only through ``x*ᵀ M x*`` are constant along a row and cancel in softmax."""
+    b = as_tensor("bias", bias)
+    if bool(torch.isnan(b).any()) or bool((b == float("inf")).any()):
+        raise ShapeError("bias must not contain NaN or +inf", argument="bias")
+    return torch.softmax(b, dim=-1)
+
+
+def circulant(kernels) -> torch.Tensor:
+    """``A0[..., i, j] = a((j − i) mod n)``: ``(..., n)`` → ``(..., n, n)``."""
+    a = as_tensor("kernels", kernels)
+    n = a.shape[-1]
+    idx = (torch.arange(n, device=a.device)[None, :] - torch.arange(n, device=a.device)[:, None]) % n
+    return a[..., idx]
+
+
+def validate_kernels(kernels, *, normalize: bool = False) -> torch.Tensor:
+    """Check ``kernels`` ``(H, n)``: real floating, finite, ``n >= 2``, nonnegative, rows summing to 1.
+
+    ``normalize=True`` divides each row by its sum instead of requiring it (explicit opt-in; a row
+    with sum 0 is still refused as not normalisable)."""
+    a = as_tensor("kernels", kernels)
+    check_ndim("kernels", a, 2, "(H, n)", max_ndim=2)
+    if a.shape[0] < 1:
+        raise ShapeError("need at least one head", argument="kernels")
+    if a.shape[1] < 2:
+        raise ShapeError(f"ring size n must be >= 2, got n={a.shape[1]}", argument="kernels")
+    check_finite("kernels", a)
+    check_nonnegative("kernels", a)
+    s = a.sum(-1)
+    if bool((s <= 0).any()):
+        raise NotStochasticError("a kernel row sums to 0: not normalisable", argument="kernels")
+    if normalize:
+        return a / s[:, None]
+    r = (s - 1).abs().max().item()
+    bound = tol(a.dtype, a.shape[1])
+    if r > bound:
+        raise NotStochasticError(
+            f"kernel rows must sum to 1 (max |sum − 1| = {r:.3e} > {bound:.1e}); pass normalize=True to "
+            "normalise explicitly", argument="kernels")
+    return a
+
+
+def validate_transports(transports, H: int | None = None) -> torch.Tensor:
+    """Check ``transports`` ``(H, d, d)``: real floating, finite, square, ``H`` matching."""
+    T = as_tensor("transports", transports)
+    check_ndim("transports", T, 3, "(H, d, d)", max_ndim=3)
+    check_square("transports", T, "(H, d, d)")
+    check_finite("transports", T)
+    if H is not None and T.shape[0] != H:
+        raise ShapeError(f"expected {H} heads (kernels have {H} rows), got {T.shape[0]}", argument="transports")
+    return T
+
+
+def _validate(kernels, transports, normalize: bool):
+    a = validate_kernels(kernels, normalize=normalize)
+    T = validate_transports(transports, a.shape[0])
+    check_same(["kernels", "transports"], [a, T])
+    return a, T
+
+
+# ----------------------------------------------------------------------------- linear theory
+def signed_wavenumbers(n: int, device=None) -> torch.Tensor:
+    """Signed wavenumber of FFT index ``k = 0..n−1``: values in ``(−n/2, n/2]`` (``(n,)`` int64)."""
+    k = torch.arange(n, device=device)
+    return torch.where(k <= n // 2, k, k - n)
+
+
+def kernel_hat(kernels) -> torch.Tensor:
+    r"""``â_h(k) = Σ_m a_h(m) e^{+2πikm/n}`` for FFT index ``k = 0..n−1``: ``(..., n)`` → complex ``(..., n)``.
+
+    Computed as ``n · ifft(a)`` (THEORY.md sign convention)."""
+    a = as_tensor("kernels", kernels)
+    n = a.shape[-1]
+    return torch.fft.ifft(a, dim=-1) * n
+
+
+def symbol(kernels, transports, *, normalize: bool = False) -> torch.Tensor:
+    """``M(k) = Σ_h â_h(k) T_h``: kernels ``(H, n)``, transports ``(H, d, d)`` → complex ``(n, d, d)``."""
+    a, T = _validate(kernels, transports, normalize)
+    ah = kernel_hat(a)  # (H, n)
+    return torch.einsum("hk,hab->kab", ah, T.to(ah.dtype))
+
+
+def dispersion(kernels, transports, *, normalize: bool = False) -> torch.Tensor:
+    """All branches ``σ_b(k) = eig_b M(k) − 1``: complex ``(n, d)``, row ``k`` = FFT index ``k``
+    (signed value ``signed_wavenumbers(n)[k]``), branches sorted by decreasing real part.
+
+    These are exactly the ``n·d`` eigenvalues of the Jacobian ``J = block(Σ_h A0^h_ij T_h) − I``."""
+    M = symbol(kernels, transports, normalize=normalize)
+    ev = torch.linalg.eigvals(M) - 1
+    order = torch.argsort(ev.real, dim=-1, descending=True)
+    return torch.gather(ev, -1, order)
+
+
+def polarisation(v: torch.Tensor) -> float:
+    """``|vᵀv| / vᴴv`` ∈ [0, 1]: 1 when ``v`` is real up to a phase (tokens oscillate on a line),
+    0 for circular polarisation (tokens rotate on a circle)."""
+    v = v.to(torch.complex128)
+    num = torch.abs((v * v).sum()).item()
+    den = (v.conj() * v).sum().real.item()
+    if den == 0:
+        raise UndefinedError("zero vector has no polarisation", argument="v")
+    return num / den
+
+
+def naive_per_head_growth(kernels, transports, *, normalize: bool = False) -> torch.Tensor:
+    r"""The *per-head guess* ``g_naive(k) = Σ_h max_b Re eig(â_h(k) T_h) − 1`` (real ``(n,)``).
+
+    Exact only when the heads commute and share the dominant eigenvector; for non-commuting heads
+    it is a wrong prediction (THEORY.md T6 Ex3), kept to demonstrate that."""
+    a, T = _validate(kernels, transports, normalize)
+    ah = kernel_hat(a)
+    per = torch.linalg.eigvals(ah[:, :, None, None] * T[:, None].to(ah.dtype))  # (H, n, d)
+    return per.real.max(-1).values.sum(0) - 1
+
+
+@dataclass
+class PatternPrediction:
+    """What the linear theory predicts.
+
+    ``k_star``            signed selected wavenumber in ``(−n/2, n/2]`` (representative of ±k*: > 0
+                          or, at 0 / n/2, with ``Im σ ≥ 0``)
+    ``growth_rate``       complex ``σ = λ_max(M(k*)) − 1`` (``Re σ``: growth, ``Im σ``: temporal frequency)
+    ``phase_velocity``    ``c = −n Im σ / (2π k*)`` tokens per unit time (0 when ``k* = 0``)
+    ``rotation_frequency``  ``ω = Im σ`` when tokens rotate (polarisation < 1), else 0.0
+    ``frequency``         ``Im σ`` (temporal angular frequency of the mode, rotating or not)
+    ``eigenvector``       ``v`` ``(d,)`` complex unit vector, ``M(k*) v = (σ + 1) v``
+    ``mode``              ``φ_{k*} ⊗ v`` as ``(n, d)`` complex: ``mode[i] = e^{2πik*i/n} v``
+    ``rotation_plane``    ``(2, d)`` real: ``(Re v, −Im v)``; tokens turn from row 0 towards row 1
+    ``polarisation``      ``|vᵀv| / vᴴv``
+    ``conjugate_pair``    the pattern also appears as ``(−k*, σ̄, v̄)`` (true unless ``k*∈{0,n/2}`` and σ real)
+    ``tie``               another *distinct* real pattern has the same growth within ``tie_tol``
+    ``ties``              list of ``(k, σ)`` representatives of all tied patterns (incl. the reported one)
+    ``gap``               ``Re σ`` minus the best distinct pattern's growth (any k, any branch)
+    ``gap_k``             ``Re σ`` minus the best growth at a different ``|k|``
+    ``runner_up_k``       signed ``k`` of the best mode at a different ``|k|``
+    ``pattern_class``     one of :data:`PATTERN_CLASSES`
+    ``dispersion``        ``(n, d)`` complex branches (FFT order) — ``None`` for dense predictions
+    ``method``            ``"fft"`` or ``"dense"``
+    ``purity``            dense only: fraction of the mode's power in ``±k*``
+    """
+
+    n: int
+    d: int
+    k_star: int
+    growth_rate: complex
+    phase_velocity: float
+    rotation_frequency: float
+    frequency: float
+    eigenvector: torch.Tensor
+    mode: torch.Tensor
+    rotation_plane: torch.Tensor
+    polarisation: float
+    conjugate_pair: bool
+    tie: bool
+    ties: list
+    gap: float
+    gap_k: float
+    runner_up_k: int | None
+    pattern_class: str
+    tie_tol: float
+    dispersion: torch.Tensor | None = None
+    method: str = "fft"
+    purity: float = 1.0
+    extra: dict = field(default_factory=dict)
+
+    @property
+    def growing(self) -> bool:
+        return self.growth_rate.real > 0
+
+
+def _canonical(k: int, sigma: complex, n: int) -> tuple[int, complex, bool]:
+    """Representative of ``{(k, σ), (−k, σ̄)}``; returns (k, σ, flipped)."""
+    ks = k if k <= n // 2 else k - n
+    self_conj_k = ks == 0 or (n % 2 == 0 and abs(ks) == n // 2)
+    if self_conj_k:
+        if sigma.imag < 0:
+            return ks, sigma.conjugate(), True
+        return ks, sigma, False
+    if ks < 0:
+        return -ks, sigma.conjugate(), True
+    return ks, sigma, False
+
+
+def _canonical_arrays(sig: torch.Tensor, n: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Vectorised :func:`_canonical` for ``sig`` ``(n, d)`` in FFT order: ``(k_c (n,), σ_c (n, d))``."""
+    ks = signed_wavenumbers(n, device=sig.device)
+    self_conj = (ks == 0) | ((n % 2 == 0) & (ks.abs() == n // 2))
+    flip = torch.where(self_conj[:, None], sig.imag < 0, (ks < 0)[:, None].expand_as(sig.real))
+    return ks.abs(), torch.where(flip, sig.conj(), sig)
+
+
+def _classify_prediction(k_star: int, sigma: complex, pol: float, tie: bool, ties: list, n: int,
+                         tie_tol: float) -> str:
+    rotating = pol < 1 - POLARISATION_TOL and abs(sigma.imag) > tie_tol
+    if tie:
+        ks = {abs(k) for k, _ in ties}
+        # tied ±k with equal (non-conjugate) σ: standing; anything else: coexisting modes
+        if len(ks) == 1 and len(ties) == 2 and k_star != 0:
+            return STANDING_HELIX if rotating else STANDING
+        return COEXISTING
+    if k_star == 0:
+        return ROTATING_CLUSTER if abs(sigma.imag) > tie_tol else CLUSTER
+    if abs(sigma.imag) <= tie_tol:
+        return STATIONARY
+    return TRAVELLING_HELIX if rotating else TRAVELLING
+
+
+def _group_patterns(ks: list[int], sig: list[complex], n: int, tie_tol: float) -> list[tuple[int, complex]]:
+    """Distinct real patterns among ``(k, σ)`` pairs: merge ``(k, σ)`` with ``(−k, σ̄)``."""
+    reps: list[tuple[int, complex]] = []
+    for k, s in zip(ks, sig):
+        kc, sc, _ = _canonical(k, s, n)
+        if not any(kc == k2 and abs(sc - s2) <= tie_tol for k2, s2 in reps):
+            reps.append((kc, sc))
+    return reps
+
+
+def predict_pattern(kernels, transports, *, normalize: bool = False, tie_tol: float | None = None) -> PatternPrediction:
+    r"""Linear prediction for ring dynamics with relative kernels (THEORY.md T6), by FFT.
+
+    ``kernels`` ``(H, n)`` with ``A0^h_ij = a_h((j − i) mod n)`` (nonnegative, rows summing to 1;
+    ``normalize=True`` to normalise explicitly), ``transports`` ``(H, d, d)``. Cost
+    ``O(H n log n + n d³)`` versus ``O((nd)³)`` for the dense Jacobian.
+
+    ``tie_tol`` (default ``tol(dtype, n·d, scale=max(1, max|σ|))``): growth rates closer than this
+    are ties. See :class:`PatternPrediction` for the fields and conventions."""
+    a, T = _validate(kernels, transports, normalize)
+    H, n = a.shape
+    d = T.shape[-1]
+    M = torch.einsum("hk,hab->kab", kernel_hat(a), T.to(torch.complex128 if a.dtype == torch.float64 else torch.complex64))
+    ev, V = torch.linalg.eig(M)  # (n, d), (n, d, d)
+    sig = ev - 1
+    scale = max(1.0, sig.abs().max().item())
+    ttol = tie_tol if tie_tol is not None else tol(a.dtype, n * d, scale=scale)
+    re = sig.real
+    best = re.max().item()
+    flat = torch.nonzero(re >= best - ttol, as_tuple=False).tolist()
+    tied_ks = [k for k, b in flat]
+    tied_sig = [complex(sig[k, b].item()) for k, b in flat]
+    ties = _group_patterns(tied_ks, tied_sig, n, ttol)
+    # choose the reported representative: the first tied pair in FFT order with the best real part
+    kb = max(flat, key=lambda kb_: (re[kb_[0], kb_[1]].item(), -kb_[0]))
+    k_idx, b = kb
+    sigma = complex(sig[k_idx, b].item())
+    v = V[k_idx, :, b]
+    k_star, sigma, flipped = _canonical(k_idx, sigma, n)
+    if flipped:
+        v = v.conj()
+    v = _normalise_phase(v)
+    tie = len(ties) > 1
+    # gaps to distinct patterns (vectorised canonical representatives of every (k, branch))
+    kc, sc = _canonical_arrays(sig, n)
+    same = (kc[:, None] == k_star) & ((sc - sigma).abs() <= ttol)
+    re_c = sc.real.masked_fill(same, -math.inf)
+    gap = best - re_c.max().item()
+    diff_k = re_c.masked_fill((kc.abs() == abs(k_star))[:, None].expand_as(re_c), -math.inf)
+    if bool(torch.isfinite(diff_k).any()):
+        flat_i = int(torch.argmax(diff_k).item())
+        gap_k, runner = best - diff_k.flatten()[flat_i].item(), int(kc[flat_i // d].item())
+    else:
+        gap_k, runner = math.inf, None
+    return _finish(n, d, k_star, sigma, v, tie, ties, gap, gap_k, runner, ttol, "fft", sig.gather(
+        -1, torch.argsort(sig.real, -1, descending=True)), 1.0, a.device)
+
+
+def _normalise_phase(v: torch.Tensor) -> torch.Tensor:
+    """Unit norm; phase fixed so that ``vᵀv`` is real ≥ 0 (then ``Re v ⟂ Im v`` are the ellipse axes)."""
+    v = v / torch.linalg.vector_norm(v)
+    s = (v * v).sum()
+    if s.abs().item() > 0:
+        v = v * torch.exp(-0.5j * torch.angle(s))
+    return v
+
+
+def _finish(n, d, k_star, sigma, v, tie, ties, gap, gap_k, runner, ttol, method, disp, purity, device):
+    pol = polarisation(v)
+    rotating = pol < 1 - POLARISATION_TOL and abs(sigma.imag) > ttol
+    freq = sigma.imag if abs(sigma.imag) > ttol else 0.0
+    c = 0.0 if k_star == 0 else -n * freq / (2 * math.pi * k_star)
+    i = torch.arange(n, device=device, dtype=torch.float64)
+    phi = torch.exp(2j * math.pi * k_star * i / n).to(v.dtype)
+    mode = phi[:, None] * v[None, :]
+    plane = torch.stack([v.real, -v.imag]).to(torch.float64)
+    cls = _classify_prediction(k_star, sigma, pol, tie, ties, n, ttol)
+    return PatternPrediction(
+        n=n, d=d, k_star=int(k_star), growth_rate=sigma, phase_velocity=float(c),
+        rotation_frequency=float(freq) if rotating else 0.0, frequency=float(freq), eigenvector=v, mode=mode,
+        rotation_plane=plane, polarisation=pol,
+        conjugate_pair=not ((k_star == 0 or 2 * abs(k_star) == n) and abs(sigma.imag) <= ttol),
+        tie=tie, ties=ties, gap=float(gap), gap_k=float(gap_k), runner_up_k=runner, pattern_class=cls,
+        tie_tol=ttol, dispersion=disp, method=method, purity=purity)
+
+
+def linear_operator(attention, transports) -> torch.Tensor:
+    """Dense token-major Jacobian ``J = block(Σ_h A0^h_ij T_h) − I`` ``(n·d, n·d)``.
+
+    ``attention``: either kernels ``(H, n)`` (ring, circulant) or full base-state attention
+    ``(H, n, n)`` (absolute PE, causal, RoPE on a line …). This is the float64 naive reference the
+    FFT path is checked against."""
+    A = as_tensor("attention", attention)
+    if A.ndim == 2:
+        A = circulant(validate_kernels(A))
+    check_ndim("attention", A, 3, "(H, n) kernels or (H, n, n) attention", max_ndim=3)
+    check_square("attention", A, "(H, n, n)")
+    T = validate_transports(transports, A.shape[0])
+    check_same(["attention", "transports"], [A, T])
+    n, d = A.shape[-1], T.shape[-1]
+    B = torch.einsum("hij,hab->iajb", A, T).reshape(n * d, n * d)
+    return B - torch.eye(n * d, dtype=B.dtype, device=B.device)
+
+
+def predict_from_operator(J, n: int, d: int, *, tie_tol: float | None = None) -> PatternPrediction:
+    """Dense prediction from any token-major ``(n·d, n·d)`` linearisation ``J`` (non-circulant cases).
+
+    The leading eigenpair ``(σ, w)`` of ``J`` (largest real part) gives the growth rate; the mode
+    ``w`` reshaped ``(n, d)`` is Fourier-analysed along tokens (``c_k = (1/n) Σ_i w_i e^{−2πiki/n}``)
+    and ``k*`` is its dominant wavenumber (``purity`` = its share of the power, ±k together).
+    For non-normal ``J`` (causal masks) the spectrum is only the asymptotic story; see
+    :func:`transient_growth`."""
+    J = as_tensor("J", J)
+    check_square("J", J, "(n·d, n·d)")
+    check_finite("J", J)
+    if J.shape[-1] != n * d:
+        raise ShapeError(f"expected ({n * d}, {n * d}) for n={n}, d={d}, got {tuple(J.shape)}", argument="J")
+    ev, W = torch.linalg.eig(J)
+    scale = max(1.0, ev.abs().max().item())
+    ttol = tie_tol if tie_tol is not None else tol(J.dtype, n * d, scale=scale) * math.sqrt(n * d)
+    re = ev.real
+    best = re.max().item()
+    idx = torch.nonzero(re >= best - ttol).flatten().tolist()
+    # dominant wavenumber of each tied eigenvector
+    infos = []
+    for j in idx:
+        w = W[:, j].reshape(n, d)
+        C = torch.fft.fft(w, dim=0) / n  # c_k, FFT index k
+        p = (C.abs() ** 2).sum(-1)
+        kk = int(torch.argmax(p).item())
+        infos.append((kk, complex(ev[j].item()), w, p))
+    reps = _group_patterns([i[0] for i in infos], [i[1] for i in infos], n, ttol)
+    kk, sigma, w, p = max(infos, key=lambda t: (t[1].real, -t[0]))
+    k_star, sigma, flipped = _canonical(kk, sigma, n)
+    ks = signed_wavenumbers(n, device=J.device)
+    pk = p.clone()
+    mask = (ks.abs() == abs(k_star))
+    purity = (pk[mask].sum() / pk.sum()).item()
+    C = torch.fft.fft(w, dim=0) / n
+    v = C[kk]
+    if flipped:
+        v = v.conj()
+    v = _normalise_phase(v)
+    rest = re.clone()
+    rest[idx] = -math.inf
+    # the conjugate partner of a complex leading eigenvalue is the same real pattern
+    conj_mask = (ev - complex(sigma).conjugate()).abs() <= ttol
+    rest[conj_mask] = -math.inf
+    gap = best - rest.max().item() if bool(torch.isfinite(rest).any()) else math.inf
+    pred = _finish(n, d, k_star, sigma, v, len(reps) > 1, reps, gap, math.nan, None, ttol, "dense", None,
+                   purity, J.device)
+    pred.extra["eigenvalues"] = ev
+    return pred
+
+
+# ----------------------------------------------------------------------------- non-normal growth
+@dataclass
+class TransientGrowth:
+    """``G(t) = ‖e^{tJ}‖₂`` on ``times``; ``spectral_abscissa = max Re λ(J)`` (the asymptotic rate) and
+    ``numerical_abscissa = λ_max((J + Jᵀ)/2)`` (the initial rate ``dG/dt`` at ``t = 0⁺``).
+    ``amplification = max_t G(t) · e^{−t·spectral_abscissa}``: > 1 means growth the spectrum misses."""
+
+    times: torch.Tensor
+    norms: torch.Tensor
+    spectral_abscissa: float
+    numerical_abscissa: float
+    max_norm: float
+    t_max: float
+    amplification: float
+
+
+def transient_growth(J, times) -> TransientGrowth:
+    """``‖e^{tJ}‖₂`` for each ``t`` in ``times`` (dense ``matrix_exp``; ``J`` ``(N, N)``)."""
+    J = as_tensor("J", J)
+    check_square("J", J, "(N, N)")
+    check_finite("J", J)
+    t = as_tensor("times", torch.as_tensor(times, dtype=J.dtype, device=J.device))
+    check_ndim("times", t, 1, "(T,)", max_ndim=1)
+    check_finite("times", t)
+    E = torch.linalg.matrix_exp(t[:, None, None] * J[None])
+    norms = torch.linalg.matrix_norm(E, ord=2)
+    sa = torch.linalg.eigvals(J).real.max().item()
+    na = torch.linalg.eigvalsh((J + J.T) / 2).max().item()
+    i = int(torch.argmax(norms).item())
+    amp = (norms * torch.exp(-t * sa)).max().item()
+    return TransientGrowth(t, norms, sa, na, norms[i].item(), t[i].item(), amp)
+
+
+# ----------------------------------------------------------------------------- discrete stacks
+def effective_time(scheme: str, eta: float, layers: int) -> float:
+    r"""Continuous time a stack of ``layers`` layers of step ``eta`` corresponds to (onset regime).
+
+    * ``"postnorm"`` ``x ← norm(x + η MHA(x))``: per-layer factor ``1 + h(μ − 1)``, ``h = η/(1+η)``,
+      so ``τ = h·L``.
+    * ``"prenorm"`` ``x ← x + η MHA(norm(x))``: the residual stream's amplitude grows like
+      ``r_l = 1 + ηl``, so layer ``l`` advances relative perturbations by ``η / r_l`` and
+      ``τ = Σ_{l<L} η/(1 + ηl) ≈ log(1 + ηL)`` — it grows only logarithmically.
+    * ``"euler"`` ``x ← x + η f(x)``: ``τ = ηL``."""
+    _check_eta(eta)
+    if scheme == "postnorm":
+        return eta / (1 + eta) * layers
+    if scheme == "prenorm":
+        l = torch.arange(layers, dtype=torch.float64)
+        return float((eta / (1 + eta * l)).sum().item())
+    if scheme == "euler":
+        return eta * layers
+    raise ShapeError(f"unknown scheme {scheme!r}; expected 'postnorm', 'prenorm' or 'euler'", argument="scheme")
+
+
+def _check_eta(eta):
+    if not (isinstance(eta, (int, float)) and math.isfinite(eta) and eta > 0):
+        raise ShapeError(f"step size must be a positive finite number, got {eta!r}", argument="eta")
+
+
+@dataclass
+class StackSelection:
+    """Which mode a discrete stack amplifies, versus the continuous flow (issue 7 item 2 traps).
+
+    ``log_gain`` ``(n, d)``: total log amplitude gain of each branch after ``layers`` layers,
+    relative to the homogeneous state. ``k_star`` / ``k_continuous``: signed representatives.
+    ``differs``: the stack selects a different ``|k|`` than the continuous flow (trap 1).
+    ``contrast``: log-gain of the winner minus that of the best mode at another ``|k|``; ``frozen``
+    when ``contrast < log(min_contrast)``: selection not finished after ``layers`` layers (trap 2,
+    typical of pre-norm stacks whose ``effective_time`` grows like ``log(1 + ηL)``).
+    ``time_needed``: continuous time for the continuous winner to reach ``min_contrast``."""
+
+    scheme: str
+    eta: float
+    layers: int
+    k_star: int
+    k_continuous: int
+    differs: bool
+    effective_time: float
+    contrast: float
+    frozen: bool
+    time_needed: float
+    log_gain: torch.Tensor
+
+    def messages(self) -> list[str]:
+        out = []
+        if self.differs:
+            out.append(f"{self.scheme} stack (eta={self.eta}) selects |k|={abs(self.k_star)} but the continuous "
+                       f"flow selects |k|={abs(self.k_continuous)} (per-layer factor vs Re σ)")
+        if self.frozen:
+            out.append(f"{self.scheme} stack: effective time {self.effective_time:.3g} after {self.layers} layers "
+                       f"< {self.time_needed:.3g} needed; the pattern freezes before selection finishes "
+                       f"(contrast e^{self.contrast:.2f})")
+        return out
+
+
+def discrete_selection(kernels, transports, eta: float, layers: int, *, scheme: str = "postnorm",
+                       min_contrast: float = 10.0, normalize: bool = False) -> StackSelection:
+    r"""Mode selection of a discrete stack, from the symbol ``μ = eig M(k)``.
+
+    * ``postnorm``: per-layer factor ``|1 + h(μ − 1)|``, ``h = η/(1+η)``; selection
+      ``argmax_k max_b |1 + h(μ_b(k) − 1)|`` (can differ from ``argmax Re μ`` when ``Im μ`` is large:
+      ``|1 + h(μ−1)|² = (1 + h(Re μ − 1))² + h² (Im μ)²``).
+    * ``prenorm``: layer ``l`` multiplies by ``|1 + (η/(1+ηl))(μ − 1)|``.
+    * ``euler``: ``|1 + η(μ − 1)|`` per layer.
+    Both onset estimates assume the homogeneous state's amplitude follows the eigenvalue-1 direction
+    (unit growth of ``M(0)``), as for the reference cases."""
+    _check_eta(eta)
+    if int(layers) < 1:
+        raise ShapeError(f"layers must be >= 1, got {layers}", argument="layers")
+    a, T = _validate(kernels, transports, normalize)
+    n, d = a.shape[1], T.shape[-1]
+    mu = torch.linalg.eigvals(torch.einsum("hk,hab->kab", kernel_hat(a), T.to(torch.complex128)))
+    if scheme == "postnorm":
+        h = eta / (1 + eta)
+        lg = layers * torch.log(torch.abs(1 + h * (mu - 1)))
+    elif scheme == "euler":
+        lg = layers * torch.log(torch.abs(1 + eta * (mu - 1)))
+    elif scheme == "prenorm":
+        lg = torch.zeros_like(mu.real)
+        for l in range(int(layers)):
+            lg = lg + torch.log(torch.abs(1 + eta / (1 + eta * l) * (mu - 1)))
+    else:
+        raise ShapeError(f"unknown scheme {scheme!r}; expected 'postnorm', 'prenorm' or 'euler'", argument="scheme")
+    ks = signed_wavenumbers(n)
+    best_per_k = lg.max(-1).values
+    kd = int(torch.argmax(best_per_k).item())
+    kc = int(torch.argmax((mu.real - 1).max(-1).values).item())
+    k_disc, k_cont = abs(int(ks[kd])), abs(int(ks[kc]))
+    other = best_per_k.clone()
+    other[ks.abs() == k_disc] = -math.inf
+    contrast = (best_per_k[kd] - other.max()).item() if n > 2 or bool(torch.isfinite(other).any()) else math.inf
+    re = (mu.real - 1).max(-1).values
+    o2 = re.clone()
+    o2[ks.abs() == k_cont] = -math.inf
+    gap_c = (re[kc] - o2.max()).item() if bool(torch.isfinite(o2).any()) else math.inf
+    need = math.log(min_contrast) / gap_c if gap_c > 0 else math.inf
+    tau = effective_time(scheme, eta, int(layers))
+    return StackSelection(scheme=scheme, eta=float(eta), layers=int(layers), k_star=k_disc, k_continuous=k_cont,
+                          differs=k_disc != k_cont, effective_time=tau, contrast=float(contrast),
+                          frozen=contrast < math.log(min_contrast), time_needed=need, log_gain=lg)

@@ -1,0 +1,46 @@
+"""Naive float64 references shared by the numeric tests (loops over tokens; no vectorisation)."""
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+
+def naive_walk_apply(A_heads: torch.Tensor, T_heads: torch.Tensor, X: torch.Tensor) -> torch.Tensor:
+    """``y_i = Σ_h Σ_j A^h_ij T_h x_j`` with explicit loops, float64, for one batch element.
+
+    ``A_heads`` (H, n, n), ``T_heads`` (H, d, d), ``X`` (n, d)."""
+    A = A_heads.detach().cpu().double().numpy()
+    T = T_heads.detach().cpu().double().numpy()
+    Xn = X.detach().cpu().double().numpy()
+    H, n, _ = A.shape
+    d = Xn.shape[1]
+    Y = np.zeros((n, d))
+    for h in range(H):
+        for i in range(n):
+            for j in range(n):
+                Y[i] += A[h, i, j] * (T[h] @ Xn[j])
+    return torch.from_numpy(Y)
+
+
+def naive_token_major(A_heads: torch.Tensor, T_heads: torch.Tensor) -> torch.Tensor:
+    """Dense ``nd × nd`` operator assembled block by block: block (i, j) = Σ_h A^h_ij T_h."""
+    A = A_heads.detach().cpu().double().numpy()
+    T = T_heads.detach().cpu().double().numpy()
+    H, n, _ = A.shape
+    d = T.shape[-1]
+    W = np.zeros((n * d, n * d))
+    for i in range(n):
+        for j in range(n):
+            W[i * d:(i + 1) * d, j * d:(j + 1) * d] = sum(A[h, i, j] * T[h] for h in range(H))
+    return torch.from_numpy(W)
+
+
+def eigvec_condition(M: torch.Tensor) -> float:
+    """κ(V) of the eigenvector matrix (Bauer–Fike constant); inf for defective matrices."""
+    Mn = M.detach().cpu().double().numpy()
+    if Mn.size == 0:
+        return 1.0
+    _, V = np.linalg.eig(Mn)
+    with np.errstate(all="ignore"):
+        c = np.linalg.cond(V)
+    return float(c) if np.isfinite(c) else float("inf")
