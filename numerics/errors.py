@@ -64,3 +64,17 @@ class CorruptFileError(ModelError):
 
 class SequenceTooLongError(ConnwalkError, ValueError):
     """An input longer than the model's context window (refused, never truncated)."""
+
+
+class UnstableStepError(ConnwalkError, ValueError):
+    """A step size outside the integrator's stability / accuracy region for the linearised operator
+    (the simulation would diverge or amplify decaying modes numerically); the message gives a safe bound."""
+
+
+class SimulationDivergedError(NonFiniteError):
+    """A simulation produced NaN/inf, exceeded its divergence bound, or hit a zero-norm token in a
+    normalisation; the message gives the step / layer and time at which it happened."""
+
+
+class CorpusTooShortError(ConnwalkError, ValueError):
+    """A text or corpus with fewer tokens than the requested prompt length (never padded silently)."""

@@ -1,0 +1,455 @@
+r"""networkx views of connection walks: irreducibility, periodicity, reversibility by Kolmogorov's
+criterion on a cycle basis, holonomy (flatness), and the softmax triangle identity (T3, T4).
+
+These are *independent* of the linear-algebra diagnostics in :mod:`numerics.laplacian` (they walk
+the graph; no eigen-solves or null spaces), and the tests check that both give the same answers.
+
+* :func:`to_networkx` — ``DiGraph`` on nodes ``0..n-1`` with an edge ``i → j`` for every
+  ``P_ij > 0``, edge data ``weight = P_ij`` (float), ``transport = O_ij`` (``(d, d)`` numpy
+  float64, ``x_i = O_ij x_j`` is "parallel along the edge") and ``block = B_ij = P_ij O_ij``.
+* :func:`is_reversible` — Kolmogorov: a chain with positive ``π`` is reversible iff its support is
+  symmetric and, for every cycle ``c_0 → c_1 → … → c_0`` of a cycle basis of the undirected support,
+  ``Σ_k log P(c_k, c_{k+1}) − log P(c_{k+1}, c_k) = 0`` (the 1-form ``log P_ij − log P_ji`` is
+  exact iff it integrates to zero on an integral cycle basis). ``π`` then comes from a spanning
+  tree: ``π_j / π_i = P_ij / P_ji``.
+* :func:`holonomies` / :func:`is_flat` — frames ``R`` from a spanning tree (``R_root = I``,
+  ``R_i = O_ij R_j``) and, for every non-tree edge (each closes one basis cycle), the holonomy
+  ``R_i^{-1} O_ij R_j``; flat (``O_ij = R_i R_j^{-1}`` on every edge) iff all are ``I``.
+* :func:`softmax_triangle_identity` — T4: for every triangle,
+  ``log[A_ij A_jk A_ki / (A_ik A_kj A_ji)] = 2·scale·(x_j − x_i)ᵀ M_a (x_k − x_i)``.
+
+Tolerances come from :func:`numerics.tolerance.tol`.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import networkx as nx
+import numpy as np
+import torch
+
+from numerics.errors import ShapeError, UndefinedError
+from numerics.laplacian import as_walk
+from numerics.tolerance import tol
+from numerics.validate import as_tensor, check_finite, check_ndim, check_nonnegative, check_square
+from numerics.walk import ConnectionWalk
+
+__all__ = [
+    "to_networkx",
+    "is_irreducible",
+    "is_aperiodic",
+    "period",
+    "closed_classes",
+    "stationary_distribution",
+    "Reversibility",
+    "is_reversible",
+    "kolmogorov_cycles",
+    "Holonomy",
+    "Flatness",
+    "holonomies",
+    "is_flat",
+    "TriangleIdentity",
+    "softmax_triangle_identity",
+    "reversible_by_span",
+]
+
+F64 = torch.float64
+EPS64 = float(np.finfo(np.float64).eps)
+
+
+def _tol(size: int, scale: float = 1.0) -> float:
+    return tol(F64, size, scale=scale)
+
+
+# ---------------------------------------------------------------------------------------------
+def to_networkx(walk, *, index: tuple | int | None = None) -> nx.DiGraph:
+    """``DiGraph`` of one walk (a :class:`ConnectionWalk`, blocks ``B`` ``(n, n, d, d)``, or a walk
+    matrix ``P`` ``(n, n)``: then no ``transport`` data). Batched walks need ``index`` (the batch
+    index of the element to view); otherwise :class:`ShapeError`.
+
+    Graph data: ``G.graph["n"]``, ``G.graph["d"]``. Edge ``i → j`` iff ``P_ij > 0``, with
+    ``weight`` ``P_ij``, ``transport`` ``O_ij`` and ``block`` ``B_ij`` (numpy float64)."""
+    if isinstance(walk, ConnectionWalk) or (isinstance(walk, torch.Tensor) and walk.ndim >= 4):
+        w = as_walk(walk)
+        P = w.walk_matrix
+        O, sup = w.edge_transports()
+        B = w.blocks()
+        batch = tuple(w.batch_shape)
+    else:
+        P = as_tensor("P", walk)
+        check_ndim("P", P, 2, "(n, n)")
+        check_square("P", P, "(n, n)")
+        check_finite("P", P)
+        check_nonnegative("P", P)
+        O = B = None
+        batch = tuple(P.shape[:-2])
+    if batch:
+        if index is None:
+            raise ShapeError(f"batched walk (batch shape {batch}): pass index= to choose one element",
+                             argument="walk")
+        idx = (index,) if isinstance(index, int) else tuple(index)
+        P = P[idx]
+        O = None if O is None else O[idx]
+        B = None if B is None else B[idx]
+        if P.ndim != 2:
+            raise ShapeError(f"index {index} does not select one walk of batch shape {batch}", argument="index")
+    Pn = P.detach().to("cpu", F64).numpy()
+    On = None if O is None else O.detach().to("cpu", F64).numpy()
+    Bn = None if B is None else B.detach().to("cpu", F64).numpy()
+    n = Pn.shape[0]
+    G = nx.DiGraph(n=n, d=None if On is None else On.shape[-1])
+    G.add_nodes_from(range(n))
+    for i, j in zip(*np.nonzero(Pn > 0)):
+        data = {"weight": float(Pn[i, j])}
+        if On is not None:
+            data["transport"] = On[i, j].copy()
+            data["block"] = Bn[i, j].copy()
+        G.add_edge(int(i), int(j), **data)
+    return G
+
+
+def _graph(walk_or_graph, index=None) -> nx.DiGraph:
+    if isinstance(walk_or_graph, nx.DiGraph):
+        return walk_or_graph
+    return to_networkx(walk_or_graph, index=index)
+
+
+def is_irreducible(walk, *, index=None) -> bool:
+    """Strongly connected support (``nx.is_strongly_connected``)."""
+    return bool(nx.is_strongly_connected(_graph(walk, index)))
+
+
+def period(walk, *, index=None) -> int:
+    """Period of an irreducible walk: gcd of cycle lengths (1 = aperiodic). Raises
+    :class:`UndefinedError` for a reducible walk (each class has its own period)."""
+    G = _graph(walk, index)
+    if not nx.is_strongly_connected(G):
+        raise UndefinedError("the period is defined for irreducible walks; this one is reducible", argument="walk")
+    # BFS levels: period = gcd over edges of (level(u) + 1 − level(v))
+    root = next(iter(G.nodes))
+    level = nx.single_source_shortest_path_length(G, root)
+    g = 0
+    for u, v in G.edges:
+        g = math.gcd(g, level[u] + 1 - level[v])
+    return abs(g) if g else 1
+
+
+def is_aperiodic(walk, *, index=None) -> bool:
+    """``nx.is_aperiodic`` (for an irreducible walk: period 1)."""
+    return bool(nx.is_aperiodic(_graph(walk, index)))
+
+
+def closed_classes(walk, *, index=None) -> list[set[int]]:
+    """Closed communicating classes (``nx.attracting_components``): one per extreme stationary
+    distribution of a stochastic walk."""
+    return [set(c) for c in nx.attracting_components(_graph(walk, index))]
+
+
+# ---------------------------------------------------------------------------------------------
+@dataclass
+class Reversibility:
+    """Result of :func:`is_reversible`.
+
+    ``holds``: reversible with a positive ``π`` (support symmetric, Kolmogorov on every basis cycle,
+    and — for a walk that is not stochastic — nothing more is claimed than detailed balance).
+    ``pi`` ``(n,)`` numpy float64 from spanning-tree ratios (NaN if the support is not symmetric);
+    each connected component gets total mass ``1/k`` when there are ``k`` components (π is then not
+    unique: ``unique`` False). ``residual``: max over basis cycles of the Kolmogorov log-ratio
+    ``|Σ log P_fwd − Σ log P_bwd|`` (``inf`` when an edge has no reverse). ``balance_residual``:
+    ``max |π_i P_ij − π_j P_ji|`` with that ``π``. ``cycles``: ``(cycle, log_ratio)`` pairs.
+    ``reason``: why it fails (or notes), else ''.
+    """
+
+    holds: bool
+    pi: np.ndarray
+    residual: float
+    balance_residual: float
+    unique: bool
+    cycles: list = field(default_factory=list)
+    reason: str = ""
+    tol: float = 0.0
+
+    def __bool__(self) -> bool:
+        return self.holds
+
+
+def kolmogorov_cycles(G: nx.DiGraph) -> list[tuple[list[int], float]]:
+    """``(cycle, log_ratio)`` for each cycle of ``nx.cycle_basis`` of the undirected support, with
+    ``log_ratio = Σ_k log P(c_k, c_{k+1}) − log P(c_{k+1}, c_k)`` (needs a symmetric support)."""
+    U = nx.Graph()
+    U.add_nodes_from(G.nodes)
+    U.add_edges_from((u, v) for u, v in G.edges if u != v)
+    out = []
+    for cyc in nx.cycle_basis(U):
+        s = 0.0
+        L = len(cyc)
+        for k in range(L):
+            a, b = cyc[k], cyc[(k + 1) % L]
+            s += math.log(G[a][b]["weight"]) - math.log(G[b][a]["weight"])
+        out.append((list(cyc), s))
+    return out
+
+
+def _tree_pi(G: nx.DiGraph) -> tuple[np.ndarray, int]:
+    """π from spanning-tree ratios ``π_v = π_u P_uv / P_vu`` per weakly connected component,
+    each component normalised to mass 1/k."""
+    n = G.number_of_nodes()
+    pi = np.zeros(n)
+    comps = list(nx.weakly_connected_components(G))
+    k = len(comps)
+    for comp in comps:
+        root = min(comp)
+        logpi = {root: 0.0}
+        U = G.subgraph(comp).to_undirected(as_view=True)
+        for u, v in nx.bfs_edges(U, root):
+            logpi[v] = logpi[u] + math.log(G[u][v]["weight"]) - math.log(G[v][u]["weight"])
+        m = max(logpi.values())
+        vals = {i: math.exp(lp - m) for i, lp in logpi.items()}
+        tot = sum(vals.values())
+        for i, val in vals.items():
+            pi[i] = val / tot / k
+    return pi, k
+
+
+def is_reversible(walk, *, index=None) -> Reversibility:
+    """Reversibility by Kolmogorov's criterion on a cycle basis (see the module docstring).
+
+    Accepts a walk (any kind), blocks, a walk matrix ``P`` or a ``DiGraph`` from
+    :func:`to_networkx`. Undirected self-loops are irrelevant (they cancel in detailed balance)."""
+    G = _graph(walk, index)
+    n = G.number_of_nodes()
+    one_way = [(u, v) for u, v in G.edges if u != v and not G.has_edge(v, u)]
+    if one_way:
+        u, v = one_way[0]
+        return Reversibility(False, np.full(n, np.nan), math.inf, math.inf, False, [],
+                             f"edge {u}→{v} has no reverse edge: detailed balance needs π_{u} P_{u}{v} = 0",
+                             0.0)
+    if n and any(G.out_degree(i) == 0 for i in G.nodes):
+        i = next(i for i in G.nodes if G.out_degree(i) == 0)
+        # an isolated node with no edges at all: P row zero (not a walk); π_i is then free
+        reason_zero = f"node {i} has no outgoing edge (zero row)"
+    else:
+        reason_zero = ""
+    cycles = kolmogorov_cycles(G)
+    res = max((abs(s) for _, s in cycles), default=0.0)
+    bound = _tol(max((len(c) for c, _ in cycles), default=1) * 2)
+    pi, k = _tree_pi(G)
+    bal = 0.0
+    for u, v, data in G.edges(data=True):
+        bal = max(bal, abs(pi[u] * data["weight"] - pi[v] * G[v][u]["weight"]))
+    holds = res <= bound and not reason_zero
+    notes = [reason_zero] if reason_zero else []
+    if k > 1:
+        notes.append(f"{k} components: π not unique, each component has mass 1/{k}")
+    if not holds and not reason_zero:
+        worst = max(cycles, key=lambda cs: abs(cs[1]))
+        notes.insert(0, f"Kolmogorov fails on cycle {worst[0]} (log-ratio {worst[1]:.3e})")
+    return Reversibility(bool(holds), pi, float(res), float(bal), k == 1, cycles, "; ".join(notes), bound)
+
+
+def stationary_distribution(walk, *, index=None) -> np.ndarray:
+    """Stationary ``π`` of a stochastic walk from the graph: spanning-tree ratios when the walk is
+    reversible (no linear solve), otherwise a linear solve restricted to the unique closed class
+    (transient states get 0). Raises :class:`UndefinedError` with several closed classes."""
+    G = _graph(walk, index)
+    n = G.number_of_nodes()
+    classes = list(nx.attracting_components(G))
+    if len(classes) != 1:
+        raise UndefinedError(f"{len(classes)} closed classes: several stationary distributions", argument="walk")
+    rev = is_reversible(G)
+    if rev.holds:
+        return rev.pi
+    cls = sorted(classes[0])
+    Pc = nx.to_numpy_array(G, nodelist=cls, weight="weight")
+    m = len(cls)
+    M = (np.eye(m) - Pc + 1.0).T
+    pc = np.linalg.solve(M, np.ones(m))
+    pi = np.zeros(n)
+    pi[cls] = pc / pc.sum()
+    return pi
+
+
+# ---------------------------------------------------------------------------------------------
+@dataclass
+class Holonomy:
+    """Transport around one basis cycle closed by edge ``edge = (i, j)``: ``matrix`` =
+    ``R_i^{-1} O_ij R_j`` and ``defect = ‖matrix − I‖_F``; ``cycle`` = the node sequence."""
+
+    edge: tuple[int, int]
+    cycle: list[int]
+    matrix: np.ndarray
+    defect: float
+
+
+@dataclass
+class Flatness:
+    """``holds``: every holonomy is ``I`` within tolerance (``O_ij = R_i R_j^{-1}`` on all edges);
+    ``residual``: max holonomy defect relative to the transports' scale; ``frames`` ``(n, d, d)``;
+    ``reason``: e.g. a singular transport on a tree edge (flatness then fails)."""
+
+    holds: bool
+    residual: float
+    holonomies: list[Holonomy]
+    frames: np.ndarray | None
+    reason: str = ""
+    tol: float = 0.0
+
+    def __bool__(self) -> bool:
+        return self.holds
+
+
+def holonomies(walk, *, index=None) -> Flatness:
+    """Frames by BFS spanning tree per weakly connected component and holonomy of every non-tree
+    edge (self-loops and two-way edges included: each closes a cycle of the multigraph)."""
+    G = _graph(walk, index)
+    n = G.number_of_nodes()
+    d = G.graph.get("d")
+    if d is None:
+        raise ShapeError("graph has no transports (built from P alone)", argument="walk")
+    R = np.zeros((n, d, d))
+    Rinv = np.zeros((n, d, d))
+    parent = {}
+    tree = set()
+    U = nx.Graph()
+    U.add_nodes_from(G.nodes)
+    U.add_edges_from((u, v) for u, v in G.edges if u != v)
+    scale = max([np.linalg.norm(dat["transport"], 2) for _, _, dat in G.edges(data=True)] + [1.0])
+    reason = ""
+    for comp in nx.connected_components(U):
+        root = min(comp)
+        R[root] = np.eye(d)
+        Rinv[root] = np.eye(d)
+        parent[root] = None
+        for u, v in nx.bfs_edges(U, root):
+            parent[v] = u
+            if G.has_edge(u, v):  # x_u = O_uv x_v  ->  R_v = O_uv^{-1} R_u
+                Ouv = G[u][v]["transport"]
+                tree.add((u, v))
+                try:
+                    R[v] = np.linalg.solve(Ouv, R[u])
+                except np.linalg.LinAlgError:
+                    R[v] = np.full((d, d), np.nan)
+                    reason = reason or f"singular transport O_{u}{v} on a spanning-tree edge"
+            else:  # x_v = O_vu x_u  ->  R_v = O_vu R_u
+                tree.add((v, u))
+                R[v] = G[v][u]["transport"] @ R[u]
+            cond = np.linalg.cond(R[v]) if np.isfinite(R[v]).all() else np.inf
+            if not np.isfinite(cond) or cond * EPS64 > 1e-2:
+                reason = reason or f"frame at node {v} is (numerically) singular"
+                Rinv[v] = np.full((d, d), np.nan)
+            else:
+                Rinv[v] = np.linalg.inv(R[v])
+    hols: list[Holonomy] = []
+    for i, j, dat in G.edges(data=True):
+        if (i, j) in tree:
+            continue
+        Hm = Rinv[i] @ dat["transport"] @ R[j]
+        defect = float(np.linalg.norm(Hm - np.eye(d))) if np.isfinite(Hm).all() else math.inf
+        hols.append(Holonomy((i, j), _cycle_of(parent, i, j), Hm, defect))
+    res = max((h.defect for h in hols), default=0.0)
+    # rounding: products along tree paths of length <= n, amplified by the frames' conditioning
+    conds = [np.linalg.cond(R[v]) for v in range(n) if np.isfinite(R[v]).all()]
+    bound = _tol((n + 1) * d, scale=scale * max(conds + [1.0]))
+    holds = res <= bound and not reason
+    return Flatness(bool(holds), float(res), hols, R, reason, bound)
+
+
+def _cycle_of(parent: dict, i: int, j: int) -> list[int]:
+    """Node sequence of the fundamental cycle closed by edge ``i → j`` (tree path j … i, then j)."""
+    def up(x):
+        path = [x]
+        while parent.get(x) is not None:
+            x = parent[x]
+            path.append(x)
+        return path
+
+    pi_, pj = up(i), up(j)
+    common = set(pi_) & set(pj)
+    a = next(x for x in pi_ if x in common)
+    left = pi_[:pi_.index(a) + 1]
+    right = pj[:pj.index(a)]
+    return left + right[::-1]
+
+
+is_flat = holonomies
+
+
+# ---------------------------------------------------------------------------------------------
+@dataclass
+class TriangleIdentity:
+    """T4 triangle identity. ``residual``: max over triangles ``(i < j < k)`` of
+    ``|log-ratio − 2·scale·(x_j−x_i)ᵀ M_a (x_k−x_i)|``; ``max_log_ratio``: max ``|log-ratio|``
+    (0 iff A is reversible, for full support and n ≥ 3); ``n_triangles``."""
+
+    holds: bool
+    residual: float
+    max_log_ratio: float
+    n_triangles: int
+    tol: float
+
+
+def softmax_triangle_identity(A, X, M, *, scale: float) -> TriangleIdentity:
+    r"""Check ``log[A_ij A_jk A_ki / (A_ik A_kj A_ji)] = 2·scale·(x_j−x_i)ᵀ M_a (x_k−x_i)`` on every
+    triangle of the (complete) support graph of softmax attention ``A = softmax(scale·X M Xᵀ)``
+    ``(n, n)`` with tokens ``X`` ``(n, d)``, form ``M`` ``(d, d)``, ``M_a = (M − Mᵀ)/2``.
+
+    Triangles are enumerated from the networkx graph of ``A`` (3-cliques of its undirected
+    support); edges with ``A_ij = 0`` (masks) take no part."""
+    A = as_tensor("A", A)
+    X = as_tensor("X", X)
+    M = as_tensor("M", M)
+    check_ndim("A", A, 2, "(n, n)", max_ndim=2)
+    check_square("A", A, "(n, n)")
+    check_ndim("X", X, 2, "(n, d)", max_ndim=2)
+    check_square("M", M, "(d, d)")
+    for nm, t in (("A", A), ("X", X), ("M", M)):
+        check_finite(nm, t)
+    if X.shape[0] != A.shape[0] or M.shape[0] != X.shape[1]:
+        raise ShapeError(f"A {tuple(A.shape)}, X {tuple(X.shape)}, M {tuple(M.shape)} do not match", argument="X")
+    An = A.detach().to("cpu", F64).numpy()
+    Xn = X.detach().to("cpu", F64).numpy()
+    Mn = M.detach().to("cpu", F64).numpy()
+    Ma = (Mn - Mn.T) / 2
+    G = to_networkx(torch.as_tensor(An))
+    U = nx.Graph()
+    U.add_nodes_from(G.nodes)
+    U.add_edges_from((u, v) for u, v in G.edges if u != v and G.has_edge(v, u))
+    res = 0.0
+    maxlr = 0.0
+    count = 0
+    mag = 0.0
+    for clique in nx.enumerate_all_cliques(U):
+        if len(clique) < 3:
+            continue
+        if len(clique) > 3:
+            break
+        i, j, k = sorted(clique)
+        lr = (math.log(An[i, j]) + math.log(An[j, k]) + math.log(An[k, i])
+              - math.log(An[i, k]) - math.log(An[k, j]) - math.log(An[j, i]))
+        rhs = 2 * scale * float((Xn[j] - Xn[i]) @ Ma @ (Xn[k] - Xn[i]))
+        res = max(res, abs(lr - rhs))
+        maxlr = max(maxlr, abs(lr))
+        mag = max(mag, abs(scale) * float(np.abs(Xn).max()) ** 2 * float(np.abs(Mn).sum()) + 1.0)
+        count += 1
+    bound = _tol(6 * max(Xn.shape[1], 1) ** 2, scale=max(mag, 1.0))
+    return TriangleIdentity(res <= bound, float(res), float(maxlr), count, bound)
+
+
+def reversible_by_span(X, M) -> tuple[bool, float]:
+    """T4's exact criterion for full-support softmax: ``M_a = (M − Mᵀ)/2`` vanishes on
+    ``span{x_j − x_1}``; returns ``(holds, ‖Uᵀ M_a U‖_F)`` with ``U`` an orthonormal basis of that
+    span (from an SVD with the rank threshold of :func:`tol`)."""
+    X = as_tensor("X", X).detach().to("cpu", F64).numpy()
+    M = as_tensor("M", M).detach().to("cpu", F64).numpy()
+    Ma = (M - M.T) / 2
+    D = X[1:] - X[:1]
+    if D.shape[0] == 0:
+        return True, 0.0
+    u, s, vh = np.linalg.svd(D, full_matrices=False)
+    thr = _tol(max(D.shape), scale=max(s.max() if s.size else 0.0, 1e-300))
+    Ub = vh[s > thr].T
+    if Ub.shape[1] == 0:
+        return True, 0.0
+    r = float(np.linalg.norm(Ub.T @ Ma @ Ub))
+    return r <= _tol(X.shape[1] ** 2, scale=max(float(np.abs(Ma).max()), 1.0)), r

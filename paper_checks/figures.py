@@ -1,0 +1,125 @@
+r"""Figures of the paper checks (matplotlib, Agg backend): per-layer curves with bootstrap bands,
+trained vs null, and transport singular-value spectra."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import warnings  # noqa: E402
+
+from paper_checks.inference import _boot_colmeans  # noqa: E402
+
+from paper_checks.measure import E1_STATS, VARIANTS  # noqa: E402
+
+PNG_META = {"Software": None}
+
+
+def layer_band(Vs: list[np.ndarray], n_boot: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per-column mean and 95% band of ``(U, K)`` arrays (one per seed; nested bootstrap)."""
+    Vs = [np.asarray(v, dtype=float) for v in Vs]
+    S = len(Vs)
+    with np.errstate(invalid="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        mean = np.nanmean([np.nanmean(v, 0) for v in Vs], 0)
+        sidx = rng.integers(0, S, size=(n_boot, S))
+        cm = np.stack([np.stack([_boot_colmeans(v, rng.integers(0, v.shape[0], size=(n_boot, v.shape[0])))
+                                 for v in Vs]) for _ in range(S)])
+        b = np.arange(n_boot)
+        draws = np.nanmean([cm[j, sidx[:, j], b] for j in range(S)], axis=0)
+        if np.isnan(draws).all():
+            return mean, mean, mean
+        lo, hi = np.nanquantile(draws, 0.025, 0), np.nanquantile(draws, 0.975, 0)
+    return mean, lo, hi
+
+
+def _band(ax, x, band, label, color, ls="-"):
+    m, lo, hi = band
+    ax.plot(x, m, ls, color=color, label=label, lw=1.5)
+    ax.fill_between(x, lo, hi, color=color, alpha=0.2, lw=0)
+
+
+def plot_e1(run, path: Path, *, n_boot: int, seed: int) -> None:
+    t = run.trained
+    rng = np.random.default_rng([seed, 101])
+    fig, axes = plt.subplots(2, 4, figsize=(16, 7))
+    for ax, spec in zip(axes.flat, E1_STATS):
+        for variant, color, ls in zip(VARIANTS, ("C0", "C1"), ("-", "--")):
+            V = t.e1[variant][spec.id]
+            K = V.shape[1]
+            x = np.arange(K) + (0.5 if spec.summary == "late_early_ratio" else 0)
+            _band(ax, x, layer_band([V], n_boot, rng), f"trained ({variant})", color, ls)
+            Vn = [m.e1[variant][spec.id] for m in run.nulls]
+            _band(ax, x, layer_band(Vn, n_boot, rng), f"random init ({variant})", "0.4" if variant == "plain" else "0.7", ls)
+        ax.set_title(spec.id, fontsize=9)
+        ax.set_xlabel("layer" + (" transition l→l+1" if spec.summary == "late_early_ratio" else ""))
+    axes.flat[-1].axis("off")
+    h, lab = axes.flat[0].get_legend_handles_labels()
+    axes.flat[-1].legend(h, lab, loc="center", fontsize=9)
+    fig.suptitle(f"E1 per-layer walk statistics — {t.name} ({t.kind}); bands: 95% bootstrap over prompts (× seeds)")
+    fig.subplots_adjust(left=0.05, right=0.98, bottom=0.1, top=0.88, wspace=0.25, hspace=0.35)
+    fig.savefig(path, dpi=80, metadata=PNG_META)
+    plt.close(fig)
+
+
+def plot_e2(run, path: Path, *, n_boot: int, seed: int) -> None:
+    t = run.trained
+    rng = np.random.default_rng([seed, 202])
+    fig, axes = plt.subplots(1, 3, figsize=(16, 4.5))
+    L, H = t.n_layers, t.n_heads
+    ax = axes[0]
+    hcv = t.e2["head_sv_cv"].reshape(L, H)
+    x = np.arange(L)
+    ax.plot(x, hcv.mean(1), color="C0", label="trained (mean over heads)")
+    ax.fill_between(x, hcv.min(1), hcv.max(1), color="C0", alpha=0.2, lw=0, label="trained (min–max heads)")
+    ncv = np.stack([m.e2["head_sv_cv"].reshape(L, H) for m in run.nulls])
+    ax.plot(x, ncv.mean((0, 2)), color="0.4", label="random init")
+    ax.fill_between(x, ncv.min((0, 2)), ncv.max((0, 2)), color="0.4", alpha=0.2, lw=0)
+    ax.set_title("head partial-isometry defect (CV of σ(T_h))", fontsize=9)
+    ax.set_xlabel("layer")
+    ax.legend(fontsize=7)
+    ax = axes[1]
+    _band(ax, x, layer_band([t.e2["data_gain_cv"]], n_boot, rng), "trained", "C0")
+    _band(ax, x, layer_band([m.e2["data_gain_cv"] for m in run.nulls], n_boot, rng), "random init", "0.4")
+    for b, c in (("spectrum_matched", "C2"), ("flat_subspace", "C3")):
+        if b in t.e2_baselines:
+            _band(ax, x, layer_band([t.e2_baselines[b]["data_gain_cv"]], n_boot, rng), b.replace("_", " "), c, "--")
+    ax.set_title("data-dependent defect: CV over tokens of ‖T_h x‖/‖x‖", fontsize=9)
+    ax.set_xlabel("layer")
+    ax.legend(fontsize=7)
+    ax = axes[2]
+    cmap = plt.get_cmap("viridis")
+    spec = t.spectra  # (L, H, dh)
+    k = np.arange(1, spec.shape[-1] + 1)
+    for l in range(L):
+        s = spec[l] / spec[l].mean(-1, keepdims=True)
+        ax.plot(k, np.median(s, 0), color=cmap(l / max(L - 1, 1)), lw=1)
+    for m in run.nulls[:1]:
+        for l in range(L):
+            s = m.spectra[l] / m.spectra[l].mean(-1, keepdims=True)
+            ax.plot(k, np.median(s, 0), color="0.6", lw=0.8, ls=":")
+    ax.axhline(1.0, color="k", lw=0.5)
+    ax.set_title("σ_k(T_h)/mean σ(T_h), median over heads; colour = depth, dotted = random init", fontsize=9)
+    ax.set_xlabel("singular value index k")
+    fig.suptitle(f"E2 transports — {t.name} ({t.kind})")
+    fig.subplots_adjust(left=0.05, right=0.98, bottom=0.1, top=0.88, wspace=0.25, hspace=0.35)
+    fig.savefig(path, dpi=80, metadata=PNG_META)
+    plt.close(fig)
+
+
+def draw_all(runs, outdir: Path, *, n_boot: int, seed: int, claims: set[str]) -> list[str]:
+    names = []
+    for run in runs:
+        safe = "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in run.trained.name)
+        if "E1" in claims or "E3" in claims or "E4" in claims:
+            f = f"e1_{safe}.png"
+            plot_e1(run, outdir / f, n_boot=n_boot, seed=seed)
+            names.append(f)
+        if "E2" in claims or "E3" in claims or "E4" in claims:
+            f = f"e2_{safe}.png"
+            plot_e2(run, outdir / f, n_boot=n_boot, seed=seed)
+            names.append(f)
+    return names

@@ -1,0 +1,197 @@
+r"""Uncertainty and decision rules shared by the paper checks.
+
+Data layout: a measurement of one statistic on one model is an array ``V`` ``(U, K)``: ``U``
+resampling units (prompts for attention / hidden-state statistics, heads or layers for weight
+statistics) by ``K`` columns (layers). A *summary* ``f`` maps the column means ``(K,)`` to the
+reported scalar (late/early ratio, late-third mean, overall mean, Spearman ρ against depth).
+
+* Trained model: percentile bootstrap over units (``n_boot`` resamples, 95%).
+* Null model (several seeds): nested bootstrap — resample seeds with replacement, then units
+  within each chosen seed; the column means of the chosen seeds are averaged before ``f``.
+* Effect = trained − null, bootstrapped with independent draws of both.
+
+These intervals cover prompt (and null-seed) sampling only; they do **not** cover variation
+across models or training runs.
+"""
+from __future__ import annotations
+
+import warnings
+from typing import Callable, Sequence
+
+import numpy as np
+from scipy.stats import rankdata
+
+from paper_checks.verdict import INCONCLUSIVE, NOT_REPRODUCED, REPRODUCED
+
+LEVEL = 0.95
+EQUIV_FRACTION = 0.05  # effects whose whole interval lies within ±5% of |null| count as "no effect"
+
+
+# ------------------------------------------------------------------------------- summaries
+def thirds(K: int) -> int:
+    """Number of columns in the early / late third: ``max(1, round(K/3))``."""
+    return max(1, int(round(K / 3)))
+
+
+def late_early_ratio(m: np.ndarray) -> float:
+    """``mean(last third) / mean(first third)`` of the per-layer means ``m``."""
+    k = thirds(len(m))
+    early, late = np.mean(m[:k]), np.mean(m[-k:])
+    return float(late / early) if early != 0 else float("nan")
+
+
+def late_mean(m: np.ndarray) -> float:
+    """Mean of the last third of the per-layer means."""
+    return float(np.mean(m[-thirds(len(m)):]))
+
+
+def overall_mean(m: np.ndarray) -> float:
+    return float(np.mean(m))
+
+
+def spearman_depth(m: np.ndarray) -> float:
+    """Spearman ρ between depth index and the per-layer means (NaN for < 3 layers or constant)."""
+    if len(m) < 3 or np.all(m == m[0]):
+        return float("nan")
+    if not np.all(np.isfinite(m)):
+        return float("nan")
+    r1 = np.arange(len(m), dtype=float)
+    if len(np.unique(m)) == len(m):
+        r2 = np.empty(len(m))
+        r2[np.argsort(m)] = np.arange(len(m))
+    else:
+        r2 = rankdata(m)
+    return float(np.corrcoef(r1, r2)[0, 1])
+
+
+SUMMARIES: dict[str, Callable[[np.ndarray], float]] = {
+    "late_early_ratio": late_early_ratio,
+    "late_mean": late_mean,
+    "mean": overall_mean,
+    "spearman": spearman_depth,
+}
+
+
+# ------------------------------------------------------------------------------- bootstrap
+def _colmeans(V: np.ndarray) -> np.ndarray:
+    with np.errstate(invalid="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN columns stay NaN (undefined statistic)
+        return np.nanmean(V, axis=0) if np.isnan(V).any() else V.mean(axis=0)
+
+
+def point(V: np.ndarray | Sequence[np.ndarray], f: Callable) -> float:
+    """Point estimate: ``f`` of the column means (pooled over seeds for a list)."""
+    if isinstance(V, np.ndarray):
+        return f(_colmeans(V))
+    return f(np.mean([_colmeans(v) for v in V], axis=0))
+
+
+def boot_draws(V: np.ndarray, f: Callable, n_boot: int, rng: np.random.Generator) -> np.ndarray:
+    """Bootstrap draws of ``f(colmeans(V[idx]))`` over the units (rows) of ``V`` ``(U, K)``."""
+    V = np.asarray(V, dtype=float)
+    U = V.shape[0]
+    idx = rng.integers(0, U, size=(n_boot, U))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.array([f(cm) for cm in _boot_colmeans(V, idx)])
+
+
+def _boot_colmeans(V: np.ndarray, idx: np.ndarray) -> np.ndarray:
+    """Column means of ``V[idx[b]]`` for every draw ``b``: ``(n_boot, K)`` (NaN-aware)."""
+    W = V[idx]  # (n_boot, U, K)
+    with np.errstate(invalid="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return np.nanmean(W, axis=1) if np.isnan(W).any() else W.mean(axis=1)
+
+
+def boot_draws_nested(Vs: Sequence[np.ndarray], f: Callable, n_boot: int, rng: np.random.Generator) -> np.ndarray:
+    """Nested bootstrap over seeds, then units within seed (see the module docstring)."""
+    Vs = [np.asarray(v, dtype=float) for v in Vs]
+    S = len(Vs)
+    sidx = rng.integers(0, S, size=(n_boot, S))
+    # an independent unit resample for every (slot, seed) pair, so repeated seeds stay independent
+    cm = np.stack([np.stack([_boot_colmeans(v, rng.integers(0, v.shape[0], size=(n_boot, v.shape[0])))
+                             for v in Vs]) for _ in range(S)])  # (slot, seed, n_boot, K)
+    b = np.arange(n_boot)
+    pooled = np.mean([cm[j, sidx[:, j], b] for j in range(S)], axis=0)  # (n_boot, K)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.array([f(c) for c in pooled])
+
+
+def interval(draws: np.ndarray, level: float = LEVEL) -> tuple[float, float] | None:
+    """Percentile interval of the finite draws; None when fewer than half are finite."""
+    d = np.asarray(draws, dtype=float)
+    d = d[np.isfinite(d)]
+    if d.size < max(2, len(draws) // 2):
+        return None
+    a = (1 - level) / 2
+    return float(np.quantile(d, a)), float(np.quantile(d, 1 - a))
+
+
+# ------------------------------------------------------------------------------- verdicts
+def decide(effect_ci: tuple[float, float] | None, direction: int, *, null_value: float | None = None,
+           trained_ci: tuple[float, float] | None = None, reference: float | None = None) -> tuple[str, str]:
+    """Verdict from the effect interval (trained − null) and an optional absolute condition.
+
+    ``direction`` = −1 when smaller values support the claim, +1 when larger values do. With
+    ``reference`` (e.g. 1 for a late/early ratio) the trained interval must also lie on the claim
+    side of it. Rule:
+
+    * ``reproduced``: the effect interval lies entirely on the claim side of 0 (and, with a
+      reference, the trained interval entirely on the claim side of the reference);
+    * ``not reproduced``: the effect interval lies entirely on the wrong side of 0, or (with a
+      reference) the trained interval entirely on the wrong side, or the whole effect interval is
+      within ±5% of |null| (no practical difference from the null);
+    * ``inconclusive``: otherwise (including undefined statistics).
+
+    Returns ``(verdict, reason)``."""
+    if effect_ci is None or not all(np.isfinite(effect_ci)):
+        return INCONCLUSIVE, "statistic undefined or interval unavailable"
+    lo, hi = effect_ci
+    s = direction
+    eff_claim = (lo > 0) if s > 0 else (hi < 0)
+    eff_wrong = (lo > 0) if s < 0 else (hi < 0)
+    abs_claim = abs_wrong = None
+    if reference is not None:
+        if trained_ci is None or not all(np.isfinite(trained_ci)):
+            return INCONCLUSIVE, "trained interval unavailable"
+        tlo, thi = trained_ci
+        abs_claim = (thi < reference) if s < 0 else (tlo > reference)
+        abs_wrong = (tlo > reference) if s < 0 else (thi < reference)
+    if eff_wrong:
+        return NOT_REPRODUCED, "effect interval on the wrong side of 0"
+    if abs_wrong:
+        return NOT_REPRODUCED, f"trained interval on the wrong side of {reference:g}"
+    if null_value is not None and np.isfinite(null_value):
+        m = EQUIV_FRACTION * abs(null_value)
+        if m > 0 and -m <= lo and hi <= m:
+            return NOT_REPRODUCED, "effect interval within ±5% of |null| (no practical difference)"
+    if eff_claim and (abs_claim is None or abs_claim):
+        return REPRODUCED, "effect interval on the claim side of 0" + (
+            f" and trained interval on the claim side of {reference:g}" if reference is not None else "")
+    return INCONCLUSIVE, "interval includes no effect"
+
+
+def decide_scale(diff_ci: tuple[float, float] | None) -> tuple[str, str]:
+    """E3: ``diff`` = claim-oriented strength (larger model) − strength (smaller model).
+
+    reproduced if its interval is > 0, not reproduced if < 0, else inconclusive."""
+    if diff_ci is None or not all(np.isfinite(diff_ci)):
+        return INCONCLUSIVE, "interval unavailable"
+    lo, hi = diff_ci
+    if lo > 0:
+        return REPRODUCED, "larger model's effect is stronger (interval > 0)"
+    if hi < 0:
+        return NOT_REPRODUCED, "larger model's effect is weaker (interval < 0)"
+    return INCONCLUSIVE, "interval includes 0"
+
+
+def decide_both(verdicts: Sequence[str], have_encoder: bool, have_decoder: bool) -> tuple[str, str]:
+    """E4: reproduced iff reproduced for every encoder and every decoder; not reproduced if any
+    model's verdict is ``not reproduced``; inconclusive otherwise or when a kind is missing."""
+    if not (have_encoder and have_decoder):
+        return INCONCLUSIVE, "needs at least one encoder and one decoder"
+    if any(v == NOT_REPRODUCED for v in verdicts):
+        return NOT_REPRODUCED, "not reproduced for at least one architecture"
+    if verdicts and all(v == REPRODUCED for v in verdicts):
+        return REPRODUCED, "reproduced for encoders and decoders"
+    return INCONCLUSIVE, "mixed or inconclusive per-model verdicts"

@@ -1,0 +1,214 @@
+r"""The main job: every paper check on the chosen models, one report directory.
+
+``run_job(JobConfig(...), out)``:
+
+1. validates the claims, the output path and every model name, loads the trained models and draws
+   the prompts (bad input fails here, before any work and before anything is written);
+2. for each model measures E1/E2 statistics on the trained checkpoint and on ``random:<name>``
+   for ``null_seeds`` seeds (:mod:`paper_checks.measure`), with a progress bar;
+3. turns them into verdict rows (:mod:`paper_checks.claims`), calls the E5/E6 modules when present
+   and requested, draws the figures and writes the report atomically (:mod:`paper_checks.report`).
+
+Deterministic given ``seed``: prompts, null-model seeds (``seed·100 + k``), baselines and bootstrap
+streams all derive from it.
+"""
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import sys
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import torch
+
+from numerics.errors import ConnwalkError, ModelError
+from paper_checks import claims as C
+from paper_checks import synthetic
+from paper_checks.measure import measure
+from paper_checks.report import check_out_dir, write_report
+from paper_checks.verdict import StatResult
+
+CLAIMS = ("E1", "E2", "E3", "E4", "E5", "E6")
+EMBEDDED = ("minilm", "smollm2-135m")
+SCALE_SET = ("mpnet-base", "gemma3-270m")
+EXTERNAL = {"E5": "paper_checks.e5_phase", "E6": "paper_checks.e6_prior"}
+
+
+class UnknownClaimError(ConnwalkError, ValueError):
+    """A claim id that is not one of E1..E6."""
+
+
+@dataclass
+class JobConfig:
+    """Settings of one run. ``quick`` shrinks every size (used by tests and for a first look)."""
+
+    models: list[str] = field(default_factory=lambda: list(EMBEDDED))
+    claims: list[str] = field(default_factory=lambda: list(CLAIMS))
+    seed: int = 0
+    quick: bool = False
+    n_prompts: int | None = None
+    length: int | None = None
+    null_seeds: int | None = None
+    n_boot: int | None = None
+    edge_layers: int | None = None
+    edge_prompts: int | None = None
+    progress: bool = True
+
+    def resolved(self) -> dict:
+        q = self.quick
+        return {
+            "models": list(self.models),
+            "claims": list(self.claims),
+            "seed": self.seed,
+            "quick": q,
+            "n_prompts": self.n_prompts or (8 if q else 16),
+            "length": self.length or (32 if q else 64),
+            "null_seeds": self.null_seeds or (2 if q else 3),
+            "n_boot": self.n_boot or (200 if q else 1000),
+            "edge_layers": self.edge_layers or (3 if q else 6),
+            "edge_prompts": self.edge_prompts or (2 if q else 4),
+        }
+
+
+def check_claims(claims) -> list[str]:
+    out = []
+    for c in claims:
+        cu = str(c).strip().upper()
+        if cu not in CLAIMS:
+            raise UnknownClaimError(f"unknown claim {c!r}; known claims: {', '.join(CLAIMS)}", argument="--claims")
+        if cu not in out:
+            out.append(cu)
+    if not out:
+        raise UnknownClaimError("no claims requested", argument="--claims")
+    return out
+
+
+def default_models() -> list[str]:
+    """The embedded checkpoints plus every scale-set model whose packages are installed."""
+    models = list(EMBEDDED)
+    try:
+        reg = importlib.import_module("numerics.models.registry")
+        avail = getattr(reg, "available", None)
+        if callable(avail):
+            have = set(avail())
+            models += [m for m in SCALE_SET if m in have]
+    except ImportError:
+        pass
+    return models
+
+
+def load_model(name: str, *, seed: int = 0):
+    """A model handle: ``synthetic:...`` names here, everything else via the registry (float32)."""
+    if synthetic.is_synthetic(name):
+        return synthetic.load(name, seed=seed)
+    try:
+        reg = importlib.import_module("numerics.models.registry")
+    except ImportError as exc:
+        raise ModelError(f"cannot load {name!r}: numerics.models.registry is not available ({exc})",
+                         argument="--models") from exc
+    return reg.load(name, dtype=torch.float32, device="cpu", seed=seed)
+
+
+def sample_ids(handle, n_prompts: int, length: int, seed: int) -> torch.Tensor:
+    """``(n_prompts, length)`` token ids from the shipped corpus (synthetic: seeded random ids)."""
+    if isinstance(handle, synthetic.SyntheticHandle):
+        return handle.sample_ids(n_prompts, length, seed)
+    from numerics.models.corpus import sample_prompts
+
+    return sample_prompts(handle, n_prompts, length, seed)
+
+
+def _external(claim: str):
+    mod = EXTERNAL[claim]
+    if importlib.util.find_spec(mod) is None:
+        return None
+    return importlib.import_module(mod)
+
+
+def _bar(total: int, enabled: bool):
+    if not enabled:
+        return None
+    from tqdm import tqdm
+
+    return tqdm(total=total, desc="paper checks", unit="layer", file=sys.stderr, dynamic_ncols=True)
+
+
+def run_job(cfg: JobConfig, out: str | Path | None, *, log=print) -> tuple[list[StatResult], list]:
+    """Run the job; write the report to ``out`` (None: no report). Returns ``(rows, runs)``."""
+    claims = check_claims(cfg.claims)
+    cfg.claims = claims
+    if out is not None:
+        check_out_dir(out)
+    r = cfg.resolved()
+    if not cfg.models:
+        raise ModelError("no models requested", argument="--models")
+    want_models = any(c in claims for c in ("E1", "E2", "E3", "E4"))
+    handles, ids = {}, {}
+    if want_models:
+        for name in cfg.models:
+            if name in handles:
+                continue
+            handles[name] = load_model(name, seed=cfg.seed)
+            ids[name] = sample_ids(handles[name], r["n_prompts"], r["length"], cfg.seed)
+    notes = []
+    runs: list[C.ModelRun] = []
+    total = sum((1 + r["null_seeds"]) * int(h.n_layers) for h in handles.values())
+    bar = _bar(total, cfg.progress and total > 0)
+    step = (lambda k: bar.update(k)) if bar is not None else None
+    try:
+        for name, h in handles.items():
+            m = measure(h, ids[name], baselines=True, edge_layers=r["edge_layers"],
+                        edge_prompts=r["edge_prompts"], seed=cfg.seed, progress=step)
+            nulls = []
+            for k in range(r["null_seeds"]):
+                hn = load_model(f"random:{name}", seed=cfg.seed * 100 + k)
+                nulls.append(measure(hn, ids[name], baselines=False, edge_layers=r["edge_layers"],
+                                     edge_prompts=r["edge_prompts"], seed=cfg.seed * 100 + k, progress=step))
+                del hn
+            runs.append(C.ModelRun(trained=m, nulls=nulls))
+    finally:
+        if bar is not None:
+            bar.close()
+    rows: list[StatResult] = []
+    per_model = [row for run in runs for row in C.model_rows(run, n_boot=r["n_boot"], seed=cfg.seed)]
+    rows += [x for x in per_model if x.claim in claims]
+    if "E3" in claims:
+        rows += C.e3_rows(runs, seed=cfg.seed)
+    if "E4" in claims:
+        rows += C.e4_rows(runs)
+    models_info = {run.trained.name: {k: getattr(run.trained, k) for k in
+                                      ("kind", "family", "n_params", "n_layers", "n_heads", "d_model", "d_head")}
+                   | {"sink_positions": run.trained.sinks, "edge_layers": run.trained.edge_layers}
+                   for run in runs}
+    config = dict(r) | {"models": cfg.models, "claims": claims}
+
+    def build(tmp: Path) -> list[str]:
+        figs = []
+        if runs:
+            from paper_checks.figures import draw_all
+
+            figs += draw_all(runs, tmp, n_boot=min(r["n_boot"], 300), seed=cfg.seed, claims=set(claims))
+        for c in ("E5", "E6"):
+            if c not in claims:
+                continue
+            mod = _external(c)
+            if mod is None or not hasattr(mod, "run"):
+                msg = f"{c}: module {EXTERNAL[c]} is not available in this installation; {c} was skipped"
+                notes.append(msg)
+                log(f"warning: {msg}", file=sys.stderr)
+                continue
+            before = {p.name for p in tmp.iterdir()}
+            ext_rows = mod.run(tmp, quick=cfg.quick, seed=cfg.seed)
+            rows.extend(ext_rows)
+            figs += sorted(p.name for p in tmp.iterdir() if p.suffix == ".png" and p.name not in before)
+        return figs
+
+    if out is not None:
+        write_report(out, rows, config, figures=build, notes=notes,
+                     extra_json={"models": models_info})
+    else:
+        for c in ("E5", "E6"):
+            if c in claims:
+                notes.append(f"{c} not run without an output directory")
+    return rows, runs

@@ -1,0 +1,201 @@
+r"""The report directory: ``report.md``, ``results.json`` and PNG figures, written atomically.
+
+:func:`write_report` builds everything in a sibling temporary directory and then swaps it into
+place (rename), so an interrupted or failed run never leaves a half-written report at ``out``:
+``out`` holds either the previous complete report or the new complete one.
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+
+from numerics.errors import ConnwalkError
+from paper_checks.verdict import VERDICTS, StatResult
+
+
+class OutputPathError(ConnwalkError, ValueError):
+    """The output directory cannot be used (it is a file, or its parent is not writable)."""
+
+
+CAVEATS = [
+    "Intervals are 95% percentile bootstraps over prompts (and over null seeds × prompts, or heads / "
+    "layers for weight statistics). They do **not** cover variation across models, checkpoints or "
+    "training runs: a verdict describes these checkpoints on this corpus, not transformers in general.",
+    "The paper's scale range is 124M → 8B parameters; the models here span at most 22M → 270M, a far "
+    "smaller range. The loaders accept any larger local Hugging Face directory or GGUF file "
+    "(`connwalk paper-checks --models /path/to/model ...`).",
+    "Null model = `random:<same architecture>`: the same architecture with a seeded random "
+    "initialisation, run on the same prompts.",
+]
+
+
+def check_out_dir(out: str | os.PathLike) -> Path:
+    """Validate ``out`` before any work: it may exist only as a directory; its parent must be creatable."""
+    p = Path(out)
+    if p.exists() and not p.is_dir():
+        raise OutputPathError(f"{str(p)!r} exists and is not a directory", argument="--out")
+    parent = p.absolute().parent
+    if parent.exists() and not parent.is_dir():
+        raise OutputPathError(f"parent {str(parent)!r} is not a directory", argument="--out")
+    anc = parent
+    while not anc.exists():
+        anc = anc.parent
+    if not anc.is_dir() or not os.access(anc, os.W_OK):
+        raise OutputPathError(f"cannot create files under {str(anc)!r}", argument="--out")
+    return p
+
+
+def _json_safe(x):
+    if isinstance(x, float):
+        return x if math.isfinite(x) else None
+    if isinstance(x, (np.floating,)):
+        return _json_safe(float(x))
+    if isinstance(x, (np.integer,)):
+        return int(x)
+    if isinstance(x, np.ndarray):
+        return [_json_safe(v) for v in x.tolist()]
+    if isinstance(x, dict):
+        return {str(k): _json_safe(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [_json_safe(v) for v in x]
+    return x
+
+
+def fmt(x, digits: int = 3) -> str:
+    if x is None:
+        return "—"
+    if isinstance(x, float) and not math.isfinite(x):
+        return "—"
+    ax = abs(x)
+    if ax != 0 and (ax < 1e-3 or ax >= 1e4):
+        return f"{x:.{digits - 1}e}"
+    return f"{x:.{digits}f}"
+
+
+def fmt_ci(ci) -> str:
+    return "—" if ci is None else f"[{fmt(ci[0])}, {fmt(ci[1])}]"
+
+
+def verdict_table(rows: list[StatResult]) -> str:
+    """Markdown table claim × model × statistic × trained / null / effect [CI] / verdict."""
+    lines = ["| claim | model | statistic | trained | null | effect | 95% CI | verdict |",
+             "|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        lines.append(f"| {r.claim} | {r.model} | {r.statistic} | {fmt(r.trained)} | {fmt(r.null)} | "
+                     f"{fmt(r.effect)} | {fmt_ci(r.interval)} | **{r.verdict}** |")
+    return "\n".join(lines)
+
+
+def summary_table(rows: list[StatResult]) -> str:
+    claims = sorted({r.claim for r in rows}, key=lambda c: (len(c), c))
+    lines = ["| claim | " + " | ".join(VERDICTS) + " |", "|---" * (len(VERDICTS) + 1) + "|"]
+    for c in claims:
+        cnt = [sum(1 for r in rows if r.claim == c and r.verdict == v) for v in VERDICTS]
+        lines.append(f"| {c} | " + " | ".join(str(k) for k in cnt) + " |")
+    return "\n".join(lines)
+
+
+def baseline_table(rows: list[StatResult]) -> str:
+    lines = ["| model | statistic | trained | random null | spectrum-matched | flat on own subspace |",
+             "|---|---|---|---|---|---|"]
+    for r in rows:
+        if r.claim != "E2":
+            continue
+        bl = r.extra.get("baselines", {})
+        sm = bl.get("spectrum_matched", {})
+        fl = bl.get("flat_subspace", {})
+        lines.append(f"| {r.model} | {r.statistic} | {fmt(r.trained)} | {fmt(r.null)} {fmt_ci(r.null_interval)} | "
+                     f"{fmt(sm.get('value'))} {fmt_ci(sm.get('interval'))} | "
+                     f"{fmt(fl.get('value'))} {fmt_ci(fl.get('interval'))} |")
+    return "\n".join(lines)
+
+
+def trend_table(rows: list[StatResult]) -> str:
+    lines = ["| model | statistic | Spearman ρ (depth) trained [95% CI] | ρ null | trained value [95% CI] |",
+             "|---|---|---|---|---|"]
+    for r in rows:
+        if r.claim != "E1":
+            continue
+        e = r.extra
+        lines.append(f"| {r.model} | {r.statistic} | {fmt(e.get('spearman_trained'))} "
+                     f"{fmt_ci(e.get('spearman_trained_interval'))} | {fmt(e.get('spearman_null'))} | "
+                     f"{fmt(r.trained)} {fmt_ci(e.get('trained_interval'))} |")
+    return "\n".join(lines)
+
+
+def definitions_section(rows: list[StatResult]) -> str:
+    seen, lines = set(), []
+    for r in rows:
+        key = (r.claim, r.statistic.split(" [")[0])
+        if key in seen or not r.definition:
+            continue
+        seen.add(key)
+        lines.append(f"- **{r.claim} `{key[1]}`**: {r.definition}. Rule: {r.rule}.")
+    return "\n".join(lines)
+
+
+def render_markdown(rows: list[StatResult], config: dict, figures: list[str], notes: list[str]) -> str:
+    cfg = "\n".join(f"- {k}: `{v}`" for k, v in config.items())
+    parts = [
+        "# connwalk paper checks (Seed A claims E1–E4; E5/E6 when requested)",
+        "",
+        "## Run", cfg, "",
+        "## How to read this", *[f"- {c}" for c in CAVEATS], *[f"- {n}" for n in notes], "",
+        "## Verdict summary (counts of rows)", summary_table(rows), "",
+        "## Verdicts", "Effect = trained − null for E1/E2 (see each rule); E3 compares sizes; E4 "
+        "conjoins encoders and decoders. `[sink-aware]`: attention-sink tokens removed, rows renormalised.",
+        "", verdict_table(rows), "",
+    ]
+    if any(r.claim == "E2" for r in rows):
+        parts += ["## E2 transport baselines",
+                  "The spectrum-matched baseline keeps each head's singular values with Haar-random singular "
+                  "vectors (which subspace a head reads); the flat baseline keeps the head's own subspaces with "
+                  "all gains equal to their mean (how uneven its gains are). Both use the trained model's hidden "
+                  "states and attention.", "", baseline_table(rows), ""]
+    if any(r.claim == "E1" for r in rows):
+        parts += ["## E1 depth trends", trend_table(rows), ""]
+    parts += ["## Definitions and rules", definitions_section(rows), ""]
+    if figures:
+        parts += ["## Figures", *[f"![{f}]({f})" for f in figures], ""]
+    return "\n".join(parts)
+
+
+def write_report(out: str | os.PathLike, rows: list[StatResult], config: dict, *,
+                 figures: Callable[[Path], list[str]] | None = None, extra_json: dict | None = None,
+                 notes: list[str] | None = None) -> Path:
+    """Write ``report.md``, ``results.json`` and figures into ``out`` atomically (temp dir + rename).
+
+    ``figures(tmpdir) -> [file names]`` draws PNGs into the temporary directory."""
+    out = check_out_dir(out)
+    parent = out.absolute().parent
+    parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=parent))
+    try:
+        figs = figures(tmp) if figures is not None else []
+        payload = {"config": config, "rows": [r.as_dict() for r in rows], "verdicts": list(VERDICTS)}
+        if extra_json:
+            payload.update(extra_json)
+        with open(tmp / "results.json", "w", encoding="utf-8") as fh:
+            json.dump(_json_safe(payload), fh, indent=1, ensure_ascii=False, allow_nan=False)
+        with open(tmp / "report.md", "w", encoding="utf-8") as fh:
+            fh.write(render_markdown(rows, config, figs, notes or []))
+        os.chmod(tmp, 0o755)
+        old = None
+        if out.exists():
+            old = Path(tempfile.mkdtemp(prefix=f".{out.name}.old-", dir=parent))
+            os.rmdir(old)
+            os.rename(out, old)
+        os.rename(tmp, out)
+        if old is not None:
+            shutil.rmtree(old, ignore_errors=True)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return out

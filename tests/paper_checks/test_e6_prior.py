@@ -1,0 +1,168 @@
+"""E6 machinery on known answers (not on how the claim comes out)."""
+from __future__ import annotations
+
+import pickle
+
+import numpy as np
+import pytest
+import torch
+
+from numerics.errors import CorruptFileError, ShapeError
+from paper_checks import e6_prior as e6
+from paper_checks.verdict import INCONCLUSIVE, NOT_REPRODUCED, REPRODUCED, VERDICTS, StatResult
+
+pytestmark = pytest.mark.theorem("E6")
+
+T_975_DF4 = 2.7764451051977987  # Student t quantile, 0.975, 4 d.o.f. (tables)
+
+
+def test_paired_interval_hand_computed():
+    m, lo, hi = e6.paired_interval([1.0, 2.0, 3.0, 4.0, 5.0])
+    se = np.sqrt(2.5) / np.sqrt(5)
+    assert m == pytest.approx(3.0, rel=1e-12)
+    assert lo == pytest.approx(3.0 - T_975_DF4 * se, rel=1e-9)
+    assert hi == pytest.approx(3.0 + T_975_DF4 * se, rel=1e-9)
+
+
+def test_paired_interval_covers_true_mean_at_nominal_rate():
+    """Synthetic paired samples with known mean: the 95% interval covers it ~95% of the time."""
+    rng = np.random.default_rng(123)
+    mu, reps, m = 0.7, 2000, 5
+    base = rng.normal(0.0, 1.0, (reps, m))
+    treat = base + mu + rng.normal(0.0, 0.5, (reps, m))  # paired: shared per-seed component
+    covered = 0
+    for b, t in zip(base, treat):
+        _, lo, hi = e6.paired_interval(t - b)
+        covered += lo <= mu <= hi
+    rate = covered / reps
+    # binomial sd at p=.95, 2000 reps: 0.0049 -> 4 sd band
+    assert 0.93 <= rate <= 0.97, rate
+
+
+def test_paired_interval_refuses_bad_input():
+    with pytest.raises(ShapeError):
+        e6.paired_interval([1.0])
+    with pytest.raises(ValueError):
+        e6.paired_interval([1.0, np.inf, 2.0])
+
+
+def test_effect_verdict_rule():
+    assert e6.effect_verdict(0.1, 0.5) == REPRODUCED
+    assert e6.effect_verdict(-0.5, -0.1) == NOT_REPRODUCED
+    assert e6.effect_verdict(-0.5, 0.0) == NOT_REPRODUCED
+    assert e6.effect_verdict(-0.1, 0.3) == INCONCLUSIVE
+
+
+def test_steps_to_threshold_known():
+    L = np.array([[0.5, 0.2, 0.05, 0.01], [0.01, 0.5, 0.5, 0.5], [1.0, 1.0, 1.0, 1.0]])
+    np.testing.assert_array_equal(e6.steps_to_threshold(L, 0.1), [2.0, 0.0, np.inf])
+
+
+def test_kernel_symbol_matches_numpy_ifft_convention():
+    rng = np.random.default_rng(0)
+    a = rng.random(11)
+    a /= a.sum()
+    np.testing.assert_allclose(e6.kernel_symbol(a), 11 * np.fft.ifft(a), rtol=0, atol=1e-13)
+
+
+@pytest.mark.parametrize("n,s", [(16, 3), (12, 1), (9, 4)])
+def test_delta_kernel_velocity_and_prior_choice(n, s):
+    """A kernel concentrated at +s moves every pattern by −s per layer (y_i = x_{i+s})."""
+    a = np.zeros(n)
+    a[s] = 1.0
+    assert e6.kernel_velocity(a, 1) == pytest.approx(-s, abs=1e-12)
+    m0, kern, c = e6.choose_prior_kernel(n, -s, 0.5)
+    assert m0 == s
+    assert int(np.argmax(kern)) == s
+    m0m, _, cm = e6.choose_prior_kernel(n, s, 0.5)
+    assert m0m == (-s) % n
+    assert c == pytest.approx(-s, abs=0.3) and cm == pytest.approx(s, abs=0.3)
+
+
+def test_shift_data_is_cyclic_shift():
+    cfg = e6.ShiftTaskConfig(n=7, shift=2)
+    x, y = e6._shift_data(torch.Generator().manual_seed(0), 5, cfg)
+    for b in range(5):
+        for i in range(7):
+            assert y[b, i] == x[b, (i + 2) % 7]
+
+
+def test_arms_are_paired_by_seed():
+    cfg = e6.ShiftTaskConfig()
+    a = e6._shift_member_init(cfg, "aligned", 3)
+    z = e6._shift_member_init(cfg, "rel_zero", 3)
+    other = e6._shift_member_init(cfg, "rel_zero", 4)
+    for k in ("E", "U", "WQ", "WK"):
+        assert torch.equal(a[k], z[k])
+        assert not torch.equal(z[k], other[k])
+
+
+def test_exact_prior_reaches_threshold_in_zero_steps():
+    """With E = I, U = 12·I, no content attention and a sharp aligned kernel the aligned model *is*
+    the cyclic shift: held-out CE = log(1 + 7e^{-12}) ≈ 4e-5 before any update."""
+    cfg = e6.ShiftTaskConfig(identity_embedding=True, readout_gain=12.0, prior_width=0.05, qk_scale=0.0,
+                             max_steps=3, loss_threshold=1e-3, data_sizes=(1,), data_steps=2, seeds=5,
+                             arms=("aligned", "rel_zero", "misaligned"), eval_size=16, batch=8)
+    res = e6.train_shift_task(cfg, device="cpu")
+    np.testing.assert_array_equal(res["steps"]["aligned"], np.zeros(5))
+    assert (res["steps"]["rel_zero"] > 0).all() and (res["steps"]["misaligned"] > 0).all()
+    np.testing.assert_array_equal(res["accuracy"]["aligned"], np.ones((5, 1)))
+    assert (res["accuracy"]["misaligned"] < 0.5).all()
+    assert res["loss_curves"]["aligned"][:, 0].max() < 1e-3
+
+
+def test_gpsa_local_init_attends_to_offsets():
+    """ConViT local init with 9 heads: head (h1, h2) attends most to the query + (h1−1, h2−1)."""
+    cfg = e6.GPSAConfig(heads=9, d=18)
+    p = e6._gpsa_member_init(cfg, "convit_local", 0, pdim=4, T=25, classes=10)
+    _, pos = e6.patchify(np.zeros((1, 1, 10, 10)), 2)  # 5x5 grid
+    pos = torch.as_tensor(pos, dtype=torch.float32)
+    delta = pos[None] - pos[:, None]
+    rel = torch.cat([delta, (delta**2).sum(-1, keepdim=True)], -1)
+    scores = torch.einsum("ijc,hc->hij", rel, p["vpos"])
+    centre = 12  # (2, 2)
+    for h1 in range(3):
+        for h2 in range(3):
+            h = h1 + 3 * h2
+            j = int(scores[h, centre].argmax())
+            assert tuple(pos[j].tolist()) == (2 + h1 - 1, 2 + h2 - 1)
+
+
+def test_patchify_matches_loop():
+    rng = np.random.default_rng(1)
+    imgs = rng.random((2, 3, 8, 8))
+    tok, pos = e6.patchify(imgs, 4)
+    assert tok.shape == (2, 4, 48) and pos.shape == (4, 2)
+    # token 1 = grid (0, 1): rows 0..3, cols 4..7, channel-major
+    np.testing.assert_array_equal(tok[1, 1], imgs[1, :, 0:4, 4:8].reshape(-1))
+    with pytest.raises(ShapeError):
+        e6.patchify(imgs, 3)
+
+
+def test_cifar_loader_reads_python_pickle_layout(tmp_path):
+    rng = np.random.default_rng(2)
+    for name, count in (("data_batch_1", 20), ("test_batch", 10)):
+        with open(tmp_path / name, "wb") as fh:
+            pickle.dump({b"data": rng.integers(0, 256, (count, 3072), dtype=np.uint8),
+                         b"labels": list(rng.integers(0, 10, count))}, fh)
+    data = e6.load_cifar10_tokens(tmp_path, max_train=None, max_test=None)
+    assert data["x_train"].shape == (20, 64, 48) and data["x_test"].shape == (10, 64, 48)
+    assert data["y_train"].shape == (20,) and data["pos"].shape == (64, 2)
+    (tmp_path / "test_batch").write_bytes(b"not a pickle")
+    with pytest.raises(CorruptFileError):
+        e6.load_cifar10_tokens(tmp_path)
+    with pytest.raises(FileNotFoundError):
+        e6.load_cifar10_tokens(tmp_path / "missing")
+
+
+def test_run_quick_end_to_end(tmp_path):
+    rows = e6.run(tmp_path, quick=True)
+    assert rows and all(isinstance(r, StatResult) for r in rows)
+    models = {r.model for r in rows}
+    assert any(m.startswith("E6a") for m in models) and any(m.startswith("E6b") for m in models)
+    for r in rows:
+        assert r.claim == "E6" and r.verdict in VERDICTS and r.rule
+        lo, hi = r.interval
+        assert lo <= r.effect <= hi
+    for png in ("e6a_shift.png", "e6b_digits8x8.png"):
+        assert (tmp_path / png).stat().st_size > 1000
