@@ -51,7 +51,11 @@ def main(argv=None) -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--device", default=None)
     ap.add_argument("--extrapolate", action="store_true")
+    ap.add_argument("--threads", type=int, default=None, help="torch intra-op threads (both paths)")
+    ap.add_argument("--fft-only", action="store_true", help="time the FFT path only (no dense baseline)")
     args = ap.parse_args(argv)
+    if args.threads:
+        torch.set_num_threads(args.threads)
     dev = default_device(args.device)
     g = torch.Generator().manual_seed(args.seed)
     n, d, H = args.n, args.d, args.heads
@@ -67,6 +71,10 @@ def main(argv=None) -> int:
         _sync(dev)
         fft_times.append(time.perf_counter() - t0)
     t_fft = min(fft_times)
+    if args.fft_only:
+        print(f"n={n} d={d} H={H} nd={n * d} device={dev.type} threads={torch.get_num_threads()}")
+        print(f"fft dispersion      : {t_fft * 1e3:10.2f} ms (best of {len(fft_times)}); dense baseline not run")
+        return 0
 
     _sync(dev)
     t0 = time.perf_counter()

@@ -43,6 +43,7 @@ from numerics.patterns import (
     CLUSTER, COEXISTING, INCOHERENT, ROTATING_CLUSTER, STANDING, STANDING_HELIX, STATIONARY, TRAVELLING,
     TRAVELLING_HELIX, polarisation,
 )
+from numerics.simulate import _threads_for
 from numerics.validate import as_tensor, check_finite, check_ndim
 
 __all__ = ["Thresholds", "PatternObservation", "ModeFit", "spatial_modes", "space_time_spectrum",
@@ -190,6 +191,12 @@ def measure_mode(times, states, k: int, *, window=None, delays: int = 3, svd_rto
     Hankel DMD of ``c_k(t)`` over ``window = (t0, t1)`` (default: all samples); the component with
     the largest amplitude at the window's end is reported. For the conjugate representative use
     ``k > 0``; then ``velocity = −n Im σ / (2π k)`` as in :class:`numerics.patterns.PatternPrediction`."""
+    X = as_tensor("states", states)
+    with _threads_for(X):
+        return _measure_mode(times, X, k, window=window, delays=delays, svd_rtol=svd_rtol)
+
+
+def _measure_mode(times, states, k, *, window, delays, svd_rtol) -> ModeFit:
     t, X = _check_traj(times, states)
     t, X = _window(t, X, window)
     n = X.shape[1]
@@ -204,6 +211,12 @@ def measure_mode(times, states, k: int, *, window=None, delays: int = 3, svd_rto
 
 def classify_trajectory(times, states, *, window=None, thresholds: Thresholds | None = None) -> PatternObservation:
     """Classify a trajectory ``(T, n, d)`` (uniform ``times``) into a pattern class (module docstring)."""
+    X = as_tensor("states", states)
+    with _threads_for(X):
+        return _classify(times, X, window, thresholds)
+
+
+def _classify(times, states, window, thresholds) -> PatternObservation:
     th = thresholds or Thresholds()
     t, X = _check_traj(times, states)
     t, X = _window(t, X, window)

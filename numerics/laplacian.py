@@ -41,6 +41,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+import numpy as np
 import torch
 
 from numerics.errors import ShapeError, UndefinedError
@@ -55,6 +56,8 @@ __all__ = [
     "as_walk",
     "diagnose",
     "reachability",
+    "communicating_classes",
+    "weak_components",
     "stationary_info",
     "stationary_distribution",
     "parallel_constraints",
@@ -289,6 +292,45 @@ def _classes(R: torch.Tensor):
     return same, closed, n_closed
 
 
+def communicating_classes(support: torch.Tensor):
+    """Strongly connected components of a boolean adjacency ``(..., n, n)`` (Tarjan via
+    ``scipy.sparse.csgraph``, ``O(n²)`` per element on the CPU): returns ``(same, closed, n_closed)``
+    — same-class mask ``(..., n, n)``, closed-node mask ``(..., n)`` (no edge leaves the node's
+    class), number of closed classes ``(...)``. Equals :func:`_classes` of :func:`reachability`
+    (which costs ``O(n³ log n)``), without the transitive closure."""
+    from scipy.sparse.csgraph import connected_components
+
+    n = support.shape[-1]
+    S = support.reshape(-1, n, n).detach().cpu().numpy()
+    same = np.zeros(S.shape, dtype=bool)
+    closed = np.zeros(S.shape[:2], dtype=bool)
+    n_closed = np.zeros(S.shape[0], dtype=np.int64)
+    for b in range(S.shape[0]):
+        k, lab = connected_components(S[b], directed=True, connection="strong")
+        ii, jj = np.nonzero(S[b])
+        leaving = lab[ii] != lab[jj]
+        closed_comp = np.ones(k, dtype=bool)
+        closed_comp[lab[ii[leaving]]] = False
+        closed[b] = closed_comp[lab]
+        n_closed[b] = int(closed_comp.sum())
+        same[b] = lab[:, None] == lab[None, :]
+    dev = support.device
+    bshape = support.shape[:-2]
+    return (torch.as_tensor(same, device=dev).reshape(*bshape, n, n),
+            torch.as_tensor(closed, device=dev).reshape(*bshape, n),
+            torch.as_tensor(n_closed, device=dev).reshape(bshape))
+
+
+def weak_components(support: torch.Tensor) -> torch.Tensor:
+    """Number of weakly connected components ``(...)`` of a boolean adjacency ``(..., n, n)``."""
+    from scipy.sparse.csgraph import connected_components
+
+    n = support.shape[-1]
+    S = support.reshape(-1, n, n).detach().cpu().numpy()
+    out = [connected_components(S[b], directed=True, connection="weak")[0] for b in range(S.shape[0])]
+    return torch.as_tensor(out, dtype=torch.int64, device=support.device).reshape(support.shape[:-2])
+
+
 def _perron_solve(P: torch.Tensor, rho: torch.Tensor):
     """Solve ``π (ρI − P + 11ᵀ) = 1ᵀ`` (nonsingular iff the Perron root is simple)."""
     n = P.shape[-1]
@@ -310,9 +352,8 @@ def stationary_info(P) -> StationaryInfo:
     n = P.shape[-1]
     batch = P.shape[:-2]
     sup = P > 0
-    R = reachability(sup)
-    same, closed, n_closed = _classes(R)
-    irreducible = R.all(-1).all(-1)
+    same, closed, n_closed = communicating_classes(sup)
+    irreducible = same.all(-1).all(-1)
     transient = ~closed.all(-1)
     rows = P.sum(-1)
     stoch = ((rows - 1).abs() <= tol(F64, n)).all(-1)
@@ -636,8 +677,7 @@ def diagnose(walk, *, probes: int = 3, seed: int = 0, max_dense: int = 1024, pi=
 
     # ---- components of the undirected support
     und = sup | sup.transpose(-1, -2)
-    Ru = reachability(und)
-    n_comp = torch.round((1.0 / Ru.sum(-1).to(F64)).sum(-1)).to(torch.int64)
+    n_comp = weak_components(und)
 
     # ---- dense pieces
     nd = n * d

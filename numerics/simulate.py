@@ -49,7 +49,7 @@ from numerics.validate import as_tensor, check_finite, check_ndim, check_same
 
 __all__ = [
     "MHADynamics", "Trajectory", "SelectionWarning", "simulate_flow", "simulate_stack", "rk4_amplification",
-    "check_rk4_step", "perturbed_homogeneous", "sphere_project", "layer_norm",
+    "check_rk4_step", "perturbed_homogeneous", "sphere_project", "layer_norm", "sinusoidal_pe",
 ]
 
 
@@ -229,6 +229,18 @@ class MHADynamics:
     def lipschitz_bound(self) -> float:
         """``1 + Σ_h ‖T_h‖₂``: bounds ‖J‖ for attention that does not depend on ``X`` (row-stochastic)."""
         return 1.0 + torch.linalg.matrix_norm(self.T, ord=2).sum().item()
+
+
+def sinusoidal_pe(n: int, d: int, *, base: float = 10000.0, dtype=torch.float64, device=None) -> torch.Tensor:
+    """Absolute sinusoidal encoding ``(n, d)``: ``p_{i,2f} = sin(i ω_f)``, ``p_{i,2f+1} = cos(i ω_f)``,
+    ``ω_f = base^{−2f/d}`` (Vaswani et al.); odd ``d`` drops the last cosine."""
+    if int(n) < 1 or int(d) < 1:
+        raise ShapeError(f"need n, d >= 1, got n={n}, d={d}", argument="n")
+    f = torch.arange((d + 1) // 2, dtype=dtype, device=device)
+    w = base ** (-2 * f / d)
+    ang = torch.arange(n, dtype=dtype, device=device)[:, None] * w[None, :]
+    pe = torch.stack([torch.sin(ang), torch.cos(ang)], -1).reshape(n, -1)
+    return pe[:, :d].contiguous()
 
 
 def _rope(q: torch.Tensor, base: float) -> torch.Tensor:

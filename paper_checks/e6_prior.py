@@ -670,6 +670,19 @@ def _train_gpsa(cfg: GPSAConfig, data: dict, *, seeds=None, device=None) -> dict
 # --------------------------------------------------------------------------------------------------
 # rows, plots, entry point
 # --------------------------------------------------------------------------------------------------
+BASELINE_NOTES = {
+    "aligned_pe": "ablation, not a standard baseline: the same positional prior with standard OV init "
+                  "(isolates the contribution of the identity OV initialisation)",
+    "abs_pe_0.02": "standard baseline: learned absolute PE at GPT-2/BERT init scale",
+    "abs_pe_1": "standard baseline: learned absolute PE at torch nn.Embedding default scale",
+    "rel_zero": "standard baseline: zero-initialised relative bias (T5-style)",
+    "misaligned": "deliberately misaligned prior (opposite velocity)",
+    "gpsa_random": "ablation: GPSA with random positional init and standard W_V",
+    "vit_abs_pe": "standard baseline: DeiT-style attention with learned absolute PE",
+    "gpsa_antilocal": "deliberately misaligned prior (anti-local positional init)",
+}
+
+
 def _censor(steps: np.ndarray, cap: float) -> np.ndarray:
     s = np.asarray(steps, dtype=np.float64).copy()
     s[~np.isfinite(s)] = cap
@@ -695,8 +708,10 @@ def _step_rows(res: dict, treat: str, baselines, cap: float, model: str, unit: s
                         f"reaching the threshold; never-reaching runs censored at {cap:g}; "
                         f"trained/null = mean steps of {treat}/{b}"),
             notes=(f"speed-up factor 2^effect = {2**m:.2f}; censored runs: {treat} {n_cens_t}, {b} {n_cens_b}"
-                   + (" (effect is a lower bound)" if n_cens_b and not n_cens_t else "")),
-            extra={"steps_treatment": res["steps"][treat].tolist(), "steps_baseline": res["steps"][b].tolist(),
+                   + (" (effect is a lower bound)" if n_cens_b and not n_cens_t else "")
+                   + (" (effect is an upper bound)" if n_cens_t and not n_cens_b else "")
+                   + (" (both arms censored in some seeds: effect biased toward 0)" if n_cens_t and n_cens_b else "")),
+            extra={"baseline_role": BASELINE_NOTES.get(b, ""), "steps_treatment": res["steps"][treat].tolist(), "steps_baseline": res["steps"][b].tolist(),
                    "paired_log2_ratios": diffs.tolist()},
         ))
     return rows
@@ -722,7 +737,8 @@ def _acc_rows(res: dict, treat: str, baselines, model: str) -> list[StatResult]:
             verdict=effect_verdict(lo, hi), rule=RULE,
             definition=(f"mean over N in {list(res['data_sizes'])} of test accuracy({treat}) − accuracy({b}), "
                         "paired by seed (data-efficiency: area between accuracy-vs-N curves)"),
-            extra={"per_N": per_n},
+            notes=BASELINE_NOTES.get(b, ""),
+            extra={"per_N": per_n, "baseline_role": BASELINE_NOTES.get(b, "")},
         ))
     return rows
 
@@ -751,6 +767,9 @@ def _plot_a(res: dict, out_dir: Path) -> list[str]:
         ax.errorbar(res["data_sizes"], acc.mean(0), yerr=acc.std(0, ddof=1) if acc.shape[0] > 1 else None,
                     marker="o", capsize=3, label=a)
     ax.set_xscale("log")
+    ax.set_xticks(res["data_sizes"])
+    ax.set_xticklabels([str(N) for N in res["data_sizes"]])
+    ax.minorticks_off()
     ax.set_xlabel("training sequences N")
     ax.set_ylabel("held-out token accuracy")
     ax.set_title("accuracy vs data (mean ± sd over seeds)")
@@ -780,6 +799,9 @@ def _plot_b(res: dict, out_dir: Path) -> list[str]:
     axes[0].set_title(f"E6(b) GPSA on {res['dataset']}")
     axes[0].legend(fontsize=7)
     axes[1].set_xscale("log")
+    axes[1].set_xticks(res["data_sizes"])
+    axes[1].set_xticklabels([str(N) for N in res["data_sizes"]])
+    axes[1].minorticks_off()
     axes[1].set_xlabel("training images N")
     axes[1].set_ylabel("test accuracy")
     fig.tight_layout()

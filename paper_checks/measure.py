@@ -144,13 +144,12 @@ def measure(handle, input_ids: torch.Tensor, *, baselines: bool = True, edge_lay
         Ps.append(P)
         D2s.append(S.sq_dists(X))
         # --- E2 weight statistics
-        s = S.head_singular_values(Wo, Wv)  # (H, dh)
+        U, s, V = S.svd_factors(Wo, Wv)  # T_h = U_h diag(s_h) V_hᵀ, s (H, dh)
         spectra.append(_np(s))
         head_cv.append(_np(S.nonzero_sv_cv(s, rank_tol)))
 
         def summed(wo, wv):
-            T = torch.einsum("hdk,hke->de", wo, wv)
-            sv = torch.linalg.svdvals(T)
+            sv = S.summed_singular_values(wo, wv)
             return (float(S.nonzero_sv_cv(sv[None], rank_tol)[0]), float(S.procrustes_defect(sv, d)))
 
         c, p = summed(Wo, Wv)
@@ -159,8 +158,8 @@ def measure(handle, input_ids: torch.Tensor, *, baselines: bool = True, edge_lay
         data_cv.append(_np(S.data_gain_cv(Wo, Wv, X).mean(-1)))  # (B,)
         variants = {"trained": (Wo, Wv)}
         if baselines:
-            variants["spectrum_matched"] = S.spectrum_matched_factors(Wo, Wv, gen)
-            variants["flat_subspace"] = S.flat_factors(Wo, Wv)
+            variants["spectrum_matched"] = S.spectrum_matched_factors(Wo, Wv, gen, svd=(U, s, V))
+            variants["flat_subspace"] = S.flat_factors(Wo, Wv, svd=(U, s, V))
             for bname in BASELINES:
                 wo, wv = variants[bname]
                 c2, p2 = summed(wo, wv)

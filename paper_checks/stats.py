@@ -313,24 +313,44 @@ def procrustes_defect(s: torch.Tensor, d: int) -> torch.Tensor:
 
 
 def data_gain_cv(W_O, W_V, X) -> torch.Tensor:
-    """CV over tokens of ``‖T_h x‖ / ‖x‖``, ``(B, H)``; ``X`` ``(B, n, d)`` real hidden states."""
+    """CV over tokens of ``‖T_h x‖ / ‖x‖``, ``(B, H)``; ``X`` ``(B, n, d)`` real hidden states.
+
+    ``‖T_h x‖² = zᵀ (W_O[h]ᵀ W_O[h]) z`` with ``z = W_V[h] x``: one ``(B n) × d × (H d_h)`` GEMM."""
     Wo, Wv = _factors(W_O, W_V)
     X = as_tensor("X", X)
     check_ndim("X", X, 3, "(B, n, d)", max_ndim=3)
     X = X.to(F64)
-    z = X[:, None] @ Wv.transpose(-1, -2)  # (B, H, n, d_h)
-    G = Wo.transpose(-1, -2) @ Wo  # (H, d_h, d_h): ‖W_O z‖² = zᵀ (W_Oᵀ W_O) z
-    sq = ((z @ G[None]) * z).sum(-1).clamp_min(0)
-    g = sq.sqrt() / torch.linalg.vector_norm(X, dim=-1)[:, None, :]
-    return cv(g, -1)
+    B, n, d = X.shape
+    H, dh = Wv.shape[0], Wv.shape[1]
+    z = (X.reshape(B * n, d) @ Wv.reshape(H * dh, d).T).reshape(B * n, H, dh)  # (Bn, H, d_h)
+    G = Wo.transpose(-1, -2) @ Wo  # (H, d_h, d_h)
+    sq = torch.einsum("thi,hij,thj->th", z, G, z).clamp_min(0)  # (Bn, H)
+    g = sq.sqrt() / torch.linalg.vector_norm(X.reshape(B * n, d), dim=-1)[:, None]
+    return cv(g.reshape(B, n, H).transpose(1, 2), -1)
+
+
+def summed_singular_values(W_O, W_V) -> torch.Tensor:
+    """All d singular values of ``T_Σ = Σ_h T_h`` (descending), from ``eigvalsh(T_Σ T_Σᵀ)``.
+
+    Accuracy: nonzero singular values to rounding; singular values near zero only to
+    ``~sqrt(eps)·σ_max`` (Gram route), far under the rank cut-off used for nonzero singular values
+    and negligible in the Procrustes sum."""
+    Wo, Wv = _factors(W_O, W_V)
+    H, d, dh = Wo.shape
+    T = Wo.permute(1, 0, 2).reshape(d, H * dh) @ Wv.reshape(H * dh, d)
+    lam = torch.linalg.eigvalsh(T @ T.T).flip(-1).clamp_min(0)
+    return lam.sqrt()
 
 
 def factor_rank(W_O, W_V, rank_tol: float) -> int:
     """Rank bound r of every edge transport: ``min(rank W_O_cat, rank W_V_cat)``."""
     Wo, Wv = _factors(W_O, W_V)
     H, d, dh = Wo.shape
-    so = torch.linalg.svdvals(Wo.permute(1, 0, 2).reshape(d, H * dh))
-    sv = torch.linalg.svdvals(Wv.reshape(H * dh, d))
+    Oc = Wo.permute(1, 0, 2).reshape(d, H * dh)
+    Vc = Wv.reshape(H * dh, d)
+    # singular values from the (H d_h)² Gram matrices (eigvalsh: cheaper than an SVD)
+    so = torch.linalg.eigvalsh(Oc.T @ Oc).clamp_min(0).sqrt()
+    sv = torch.linalg.eigvalsh(Vc @ Vc.T).clamp_min(0).sqrt()
     ro = int((so > rank_tol * so.max()).sum())
     rv = int((sv > rank_tol * sv.max()).sum())
     return min(ro, rv)
@@ -427,11 +447,12 @@ def svd_factors(W_O, W_V) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     return Qo @ u, s, Qv @ vh.transpose(-1, -2)
 
 
-def spectrum_matched_factors(W_O, W_V, generator: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
+def spectrum_matched_factors(W_O, W_V, generator: torch.Generator, *, svd=None) -> tuple[torch.Tensor, torch.Tensor]:
     """Baseline: the same singular values, Haar-random singular vectors (per head).
 
-    Returns factors ``(U' s^{1/2}, s^{1/2} V'ᵀ)`` with ``U', V'`` random orthonormal ``(d, d_h)``."""
-    _, s, _ = svd_factors(W_O, W_V)
+    Returns factors ``(U' s^{1/2}, s^{1/2} V'ᵀ)`` with ``U', V'`` random orthonormal ``(d, d_h)``.
+    ``svd``: a precomputed :func:`svd_factors` result."""
+    _, s, _ = svd if svd is not None else svd_factors(W_O, W_V)
     H, dh = s.shape
     d = W_O.shape[1]
 
@@ -445,8 +466,8 @@ def spectrum_matched_factors(W_O, W_V, generator: torch.Generator) -> tuple[torc
     return U * r[:, None, :], (V * r[:, None, :]).transpose(-1, -2)
 
 
-def flat_factors(W_O, W_V) -> tuple[torch.Tensor, torch.Tensor]:
+def flat_factors(W_O, W_V, *, svd=None) -> tuple[torch.Tensor, torch.Tensor]:
     """Baseline: the head's own subspaces with a flat spectrum, ``T'_h = mean(s_h) U_h V_hᵀ``."""
-    U, s, V = svd_factors(W_O, W_V)
+    U, s, V = svd if svd is not None else svd_factors(W_O, W_V)
     r = s.mean(-1).sqrt()[:, None, None]
     return U * r, (V * r).transpose(-1, -2)

@@ -13,6 +13,7 @@ necessity witness, must *not*).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from fractions import Fraction
 from typing import Any, Iterable, Sequence
 
 import sympy as sp
@@ -82,7 +83,7 @@ def is_exact_zero(residual) -> bool:
         return all(is_exact_zero(e) for e in residual)
     if isinstance(residual, (list, tuple)):
         return all(is_exact_zero(e) for e in residual)
-    if isinstance(residual, (int,)):
+    if isinstance(residual, (int, Fraction)):
         return residual == 0
     return sp.sympify(residual) == 0  # structural: the derivation has already canonicalised it
 
@@ -101,6 +102,25 @@ def expand_all(M):
     if isinstance(M, sp.MatrixBase):
         return M.applyfunc(sp.expand)
     return sp.expand(M)
+
+
+def numerators(M):
+    """Entrywise expanded numerator of ``together(.)``: zero iff the rational function is zero
+    (denominators here are products of positive sums, never zero). Cheaper than ``cancel``."""
+    if isinstance(M, sp.MatrixBase):
+        return M.applyfunc(numerators)
+    return sp.expand(sp.fraction(sp.together(M))[0])
+
+
+def at_rational_point(M, *, seed: int = 0):
+    """Evaluate every free symbol at a fixed positive rational (``(k mod 7 + 1) / (k mod 5 + 2)``
+    for the k-th symbol in name order, shifted by ``seed``): an exact witness value. A nonzero
+    result proves the expression is not identically zero."""
+    syms = sorted(sp.sympify(M).free_symbols if not isinstance(M, sp.MatrixBase) else M.free_symbols,
+                  key=lambda s: s.name)
+    point = {s: sp.Rational((k + seed) % 7 + 1, (k + seed) % 5 + 2) for k, s in enumerate(syms)}
+    out = M.xreplace(point)
+    return out
 
 
 def reduce_circle(expr, angles: Sequence[sp.Symbol]):

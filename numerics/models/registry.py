@@ -109,10 +109,12 @@ def _package_dir(ck: Checkpoint, dist: str | None = None) -> Path:
     except importlib.metadata.PackageNotFoundError as exc:
         raise ModelNotInstalledError(f"{ck.name!r} needs package {dist}; install it with: {ck.install_command}",
                                      argument="name") from exc
-    files = [f for f in (d.files or []) if not str(f).endswith((".pyc", "RECORD", "METADATA"))]
-    if not files:  # pragma: no cover
-        raise ModelNotInstalledError(f"{dist} has no files; reinstall with: {ck.install_command}", argument="name")
-    return Path(d.locate_file(files[0])).parent
+    tops = sorted({f.parts[0] for f in (d.files or []) if len(f.parts) > 1 and f.parts[0] != ".."
+                   and not f.parts[0].endswith((".dist-info", ".data"))})
+    if not tops:  # pragma: no cover
+        raise ModelNotInstalledError(f"{dist} has no package files; reinstall with: {ck.install_command}",
+                                     argument="name")
+    return Path(d.locate_file(tops[0]))
 
 
 def _not_installed(ck: Checkpoint) -> ModelNotInstalledError:
@@ -287,14 +289,41 @@ def _zip_chunks_dir(ck: Checkpoint) -> Path:
 
 
 def _gguf_chunks_path(ck: Checkpoint) -> Path:
-    d = _package_dir(ck)
-    mod_init = d / "__init__.py"
-    # the meta package assembles the chunk files; call it without importing the package
-    spec = importlib.util.spec_from_file_location(f"_connwalk_{ck.module}", mod_init)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)  # type: ignore[union-attr]
-    p = Path(mod.assemble())
-    return p
+    """Concatenate the GGUF chunk files of ``ck`` (``<part>/data/*.gguf.partNN``) once into the cache,
+    checking the SHA-256 listed in the meta package's ``data/SHA256SUMS``; returns the ``.gguf`` path."""
+    meta = _package_dir(ck)
+    sums = {}
+    sums_file = meta / "data" / "SHA256SUMS"
+    if sums_file.is_file():
+        for line in sums_file.read_text().splitlines():
+            parts = line.split()
+            if len(parts) == 2:
+                sums[parts[1].lstrip("*")] = parts[0]
+    chunks = []
+    for p in ck.packages[1:]:
+        d = _package_dir(ck, p)
+        chunks.extend(sorted(d.rglob(f"{ck.relpath}.part[0-9][0-9]")))
+    if len(chunks) != len(ck.packages) - 1:
+        raise CorruptFileError(f"{meta}: expected {len(ck.packages) - 1} chunk files of {ck.relpath}, found "
+                               f"{len(chunks)}; reinstall with: {ck.install_command}", argument="name")
+
+    def build(tmp: Path) -> None:
+        import hashlib
+
+        h = hashlib.sha256()
+        with open(tmp / ck.relpath, "wb") as out:
+            for c in chunks:
+                with open(c, "rb") as fh:
+                    for b in iter(lambda: fh.read(1 << 24), b""):
+                        h.update(b)
+                        out.write(b)
+        want = sums.get(ck.relpath)
+        if want is not None and h.hexdigest() != want:
+            raise CorruptFileError(f"{chunks[0]}: the joined chunks have SHA-256 {h.hexdigest()}, "
+                                   f"{sums_file} says {want}", argument="name")
+
+    info = _cache.cached_build(f"joined-{ck.name}", chunks[0], build)
+    return info.path / ck.relpath
 
 
 def resolve(name: str) -> tuple[str, Path]:

@@ -22,7 +22,7 @@ from numerics.graphs import (
     stationary_distribution,
     to_networkx,
 )
-from numerics.laplacian import diagnose, reachability, stationary_info
+from numerics.laplacian import _classes, communicating_classes, diagnose, reachability, stationary_info
 from numerics.tolerance import assert_close, tol
 from numerics.walk import ConnectionWalk
 from theory.report import record
@@ -59,6 +59,10 @@ def test_irreducibility_and_closed_classes_agree(P):
     assert is_irreducible(P) == bool(info.irreducible)
     assert bool(reachability(P > 0).all()) == is_irreducible(P)
     assert len(closed_classes(P)) == int(info.n_closed)
+    # Tarjan (scipy) vs transitive closure by boolean matrix squaring
+    same, closed, nc = communicating_classes(P > 0)
+    same_r, closed_r, nc_r = _classes(reachability(P > 0))
+    assert bool((same == same_r).all()) and bool((closed == closed_r).all()) and int(nc) == int(nc_r)
 
 
 @given(walk_matrices)

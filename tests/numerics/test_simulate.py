@@ -207,3 +207,17 @@ def test_bad_input_errors_name_the_argument():
         MHADynamics(T, kernels=a[:1])
     with pytest.raises(ShapeError):
         perturbed_homogeneous(1, 2, [0.0, 0.0], 1e-3)
+
+
+def test_sinusoidal_pe_literal_values():
+    from numerics.simulate import sinusoidal_pe
+
+    pe = sinusoidal_pe(5, 5, base=100.0)
+    for i in range(5):
+        for f in range(3):
+            w = 100.0 ** (-2 * f / 5)
+            assert pe[i, 2 * f].item() == pytest.approx(math.sin(i * w), abs=1e-15)
+            if 2 * f + 1 < 5:
+                assert pe[i, 2 * f + 1].item() == pytest.approx(math.cos(i * w), abs=1e-15)
+    with pytest.raises(ShapeError):
+        sinusoidal_pe(0, 4)

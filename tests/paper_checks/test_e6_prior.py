@@ -166,3 +166,39 @@ def test_run_quick_end_to_end(tmp_path):
         assert lo <= r.effect <= hi
     for png in ("e6a_shift.png", "e6b_digits8x8.png"):
         assert (tmp_path / png).stat().st_size > 1000
+
+
+def test_scales_and_all_data_path():
+    """Every scale builds; ``None`` in data_sizes means the whole training set."""
+    for scale in e6.SCALES:
+        a, b = e6.configs(scale)
+        assert a.seeds >= 5 and b.seeds >= 5  # the issue asks for >= 5 seeds
+    with pytest.raises(ValueError):
+        e6.configs("huge")
+    data = e6.load_digits_tokens()
+    small = {**data, "x_train": data["x_train"][:40], "y_train": data["y_train"][:40]}
+    cfg = e6.GPSAConfig(steps=2, eval_every=1, data_sizes=(10, None), seeds=2, arms=("convit_local",))
+    res = e6.train_gpsa(cfg, small, device="cpu")
+    assert res["data_sizes"] == [10, 40]
+    assert res["accuracy"]["convit_local"].shape == (2, 2)
+
+
+def test_ensemble_members_train_independently():
+    """Fast path (all arms × seeds in one batched Adam run) equals training one member alone."""
+    from numerics.tolerance import tol
+
+    cfg = e6.ShiftTaskConfig(max_steps=12, data_sizes=(4,), data_steps=5, eval_size=16, batch=8,
+                             arms=("aligned", "rel_zero"), seeds=2, loss_threshold=1e-6)
+    both = e6.train_shift_task(cfg, seeds=[0, 1], device="cpu")
+    alone = e6.train_shift_task(replace_cfg(cfg, arms=("rel_zero",)), seeds=[1], device="cpu")
+    a = both["loss_curves"]["rel_zero"][1]
+    b = alone["loss_curves"]["rel_zero"][0]
+    bound = tol(torch.float32, cfg.max_steps * cfg.n * cfg.d, scale=float(np.abs(b).max()))
+    assert np.abs(a - b).max() <= bound
+    assert abs(both["accuracy"]["rel_zero"][1, 0] - alone["accuracy"]["rel_zero"][0, 0]) <= 1.0 / (cfg.eval_size * cfg.n)
+
+
+def replace_cfg(cfg, **kw):
+    from dataclasses import replace
+
+    return replace(cfg, **kw)

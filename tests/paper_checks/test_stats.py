@@ -148,6 +148,10 @@ def test_head_singular_values_match_dense(device):
     s = S.head_singular_values(Wo, Wv)
     ref = torch.linalg.svdvals(Wo @ Wv)[:, :2]
     assert_close(s, ref, size=81)
+    # T_Σ has rank 6 < 9: nonzero singular values to rounding, zero ones to sqrt(eps)·σ_max (Gram route)
+    got, ref = S.summed_singular_values(Wo, Wv), torch.linalg.svdvals((Wo @ Wv).sum(0))
+    assert_close(got[:6], ref[:6], size=81)
+    assert float((got - ref).abs().max()) <= math.sqrt(tol(F64, 81)) * float(ref[0])
     U, s2, V = S.svd_factors(Wo, Wv)
     assert_close((U * s2[:, None, :]) @ V.transpose(-1, -2), Wo @ Wv, size=81)
 
