@@ -9,8 +9,8 @@ so a real pattern ``Re(e^{σt} φ_k ⊗ v)`` has ``c_k(t) = e^{σt} v / 2`` and 
 
 Decision procedure (thresholds in :class:`Thresholds`; all exposed so sensitivity can be studied):
 
-1. **cluster**: the relative fluctuation ``r(t) = ‖X − mean_i X‖ / ‖mean_i X‖`` decays (log-slope
-   over the window < −``decay_slope``), or is below ``cluster_tol`` at the window's end without
+1. **cluster**: the relative fluctuation ``r(t) = ‖X − mean_i X‖ / ‖mean_i X‖`` ends below 1 and
+   decays (log-slope over the window < −``decay_slope``), or is below ``cluster_tol`` at the window's end without
    growing (a small but growing fluctuation is a pattern in its linear window, not a cluster). A cluster
    whose mean rotates (oscillatory Hankel-DMD components of ``c_0``) is a **rotating cluster**.
 2. Power per ``|k| ≥ 1``: ``P(|k|) = ‖c_k‖² + ‖c_{−k}‖²`` at the window's last frame, as fractions
@@ -43,7 +43,7 @@ from numerics.patterns import (
     CLUSTER, COEXISTING, INCOHERENT, ROTATING_CLUSTER, STANDING, STANDING_HELIX, STATIONARY, TRAVELLING,
     TRAVELLING_HELIX, polarisation,
 )
-from numerics.simulate import _threads_for
+from numerics._threads import small_problem_threads as _threads_for
 from numerics.validate import as_tensor, check_finite, check_ndim
 
 __all__ = ["Thresholds", "PatternObservation", "ModeFit", "spatial_modes", "space_time_spectrum",
@@ -233,7 +233,9 @@ def _classify(times, states, window, thresholds) -> PatternObservation:
     slope = ((tc * (lr - lr.mean())).sum() / (tc * tc).sum().clamp_min(1e-300)).item()
     details = {"rel_fluctuation": r[-1].item(), "fluctuation_slope": slope, "duration": duration}
     growing = slope > th.decay_slope
-    if slope < -th.decay_slope or (r[-1].item() < th.cluster_tol and not growing):
+    # a cluster needs the fluctuation below the mean at the end (r < 1); this also keeps a
+    # roundoff-floored mean (r ~ 1/eps, e.g. mean decaying much faster than the pattern) out
+    if r[-1].item() < 1.0 and (slope < -th.decay_slope or (r[-1].item() < th.cluster_tol and not growing)):
         comps = hankel_dmd(t, C[:, 0], delays=th.delays, svd_rtol=th.svd_rtol)
         amax = comps[0][1] if comps else 0.0
         osc = [c for c in comps if c[1] >= th.coexist_ratio * amax and abs(c[0].imag) * duration >= th.phase_tol]

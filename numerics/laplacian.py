@@ -341,14 +341,16 @@ def _perron_solve(P: torch.Tensor, rho: torch.Tensor):
     return sol[..., 0], info
 
 
-def stationary_info(P) -> StationaryInfo:
+def stationary_info(P, *, dtype: torch.dtype | None = None) -> StationaryInfo:
     r"""Left Perron vector ``π`` of a nonnegative ``P`` ``(..., n, n)`` with ``πP = ρπ``, ``Σπ = 1``.
 
     For stochastic ``P`` (``ρ = 1``) this is the stationary distribution. Irreducible ``P``: ``π``
     unique and positive. Several closed classes (stochastic ``P``): each class's stationary
     distribution weighted ``1/k`` (``unique`` False). Reducible non-stochastic ``P``: undefined
-    (NaN)."""
-    P = _check_walk_matrix(P).to(F64)
+    (NaN). ``dtype``: precision for the stochasticity tolerance (default: ``P``'s dtype)."""
+    P = _check_walk_matrix(P)
+    dtype = dtype or P.dtype
+    P = P.to(F64)
     n = P.shape[-1]
     batch = P.shape[:-2]
     sup = P > 0
@@ -356,7 +358,7 @@ def stationary_info(P) -> StationaryInfo:
     irreducible = same.all(-1).all(-1)
     transient = ~closed.all(-1)
     rows = P.sum(-1)
-    stoch = ((rows - 1).abs() <= tol(F64, n)).all(-1)
+    stoch = ((rows - 1).abs() <= tol(dtype, n)).all(-1)
     rho = torch.ones(batch, dtype=F64, device=P.device)
     if not bool(stoch.all()):
         ev = torch.linalg.eigvals(P)
@@ -487,15 +489,16 @@ def _apply_constraints(O: torch.Tensor, support: torch.Tensor, K: torch.Tensor) 
 
 
 def _parallel_svd(O: torch.Tensor, support: torch.Tensor, max_entries: int = 1 << 22):
-    """Singular values (descending) and right singular vectors of ``C`` (parallel constraints):
-    an SVD of ``C`` when it is small, else an eigendecomposition of ``CᵀC`` (σ = √λ)."""
+    """Singular values (descending), right singular vectors of ``C`` (parallel constraints) and
+    whether the Gram path was used: an SVD of ``C`` when it is small, else an eigendecomposition of
+    ``CᵀC`` (σ = √λ, accurate to √eps·‖C‖ only)."""
     n, d = O.shape[-3], O.shape[-1]
     if n * n * d * n * d <= max_entries:
         _, s, Vh = torch.linalg.svd(parallel_constraints(O, support), full_matrices=False)
-        return s, Vh
+        return s, Vh, False
     lam, V = torch.linalg.eigh(_parallel_gram(O, support))
     lam, V = lam.flip(-1), V.flip(-1)
-    return lam.clamp(min=0).sqrt(), V.transpose(-1, -2)
+    return lam.clamp(min=0).sqrt(), V.transpose(-1, -2), True
 
 
 # ---------------------------------------------------------------------------------------------
@@ -515,7 +518,7 @@ def _block_pi(Bn: torch.Tensor) -> tuple[torch.Tensor, str]:
     safe = torch.where(r > 0, r, torch.ones_like(r))
     Nh = Bn / safe[..., None]
     Nh = torch.where((r > 0)[..., None], Nh, torch.eye(Bn.shape[-1], dtype=F64, device=Bn.device).expand_as(Nh))
-    info = stationary_info(Nh)
+    info = stationary_info(Nh, dtype=F64)
     pi = info.pi / safe
     pi = pi / pi.sum(-1, keepdim=True)
     bad = zero_row | info.transient
@@ -530,7 +533,8 @@ def _block_pi(Bn: torch.Tensor) -> tuple[torch.Tensor, str]:
     return pi, reason
 
 
-def diagnose(walk, *, probes: int = 3, seed: int = 0, max_dense: int = 1024, pi=None) -> LaplacianDiagnostics:
+def diagnose(walk, *, probes: int = 3, seed: int = 0, max_dense: int = 1024, pi=None,
+             svd_max_entries: int = 1 << 22) -> LaplacianDiagnostics:
     r"""Measure every T3 condition of ``walk`` (a :class:`ConnectionWalk` of any kind, batched, or
     blocks ``B`` ``(..., n, n, d, d)``). See the module docstring for definitions and gauges.
 
@@ -538,9 +542,15 @@ def diagnose(walk, *, probes: int = 3, seed: int = 0, max_dense: int = 1024, pi=
     largest ``n·d`` for which the dense spectrum / kernel / parallel-section / flatness checks run
     (else they are reported undefined with the reason). ``pi``: optional ``(..., n)`` positive
     weights to use instead of the computed Perron vector (e.g. one chosen stationary
-    distribution of a disconnected walk).
+    distribution of a disconnected walk). ``svd_max_entries``: above this many entries of the
+    parallel-section constraint matrix ``C`` (``n³d²``) its null space comes from ``CᵀC``
+    (``(nd)²`` memory, rank threshold ``√eps``) instead of an SVD of ``C``.
     """
     w = as_walk(walk)
+    # tolerances follow the input precision (float32 inputs carry float32 rounding); every
+    # computation below runs in float64
+    tdt = w.dtype if w.dtype in (torch.float16, torch.bfloat16, torch.float32) else F64
+    w = w.to(dtype=F64)
     n, d = w.n, w.d
     dev = w.device
     P = w.walk_matrix.to(F64)
@@ -562,13 +572,13 @@ def diagnose(walk, *, probes: int = 3, seed: int = 0, max_dense: int = 1024, pi=
 
     # ---- (a) stochastic
     rows = P.sum(-1)
-    t_row = tol(F64, n)
+    t_row = tol(tdt, n)
     zero_rows = (rows <= 0).any(-1)
     stoch = mk("stochastic", (rows - 1).abs().amax(-1), t_row,
                "zero row(s) in P: not a walk" if bool(zero_rows.any()) else None)
 
     # ---- stationary π (walk gauge)
-    info = stationary_info(P)
+    info = stationary_info(P, dtype=tdt)
     reasons = sorted({r for r in info.reasons if r})
     if pi is not None:
         pi_t = as_tensor("pi", pi).to(F64)
@@ -581,7 +591,7 @@ def diagnose(walk, *, probes: int = 3, seed: int = 0, max_dense: int = 1024, pi=
         pi_v = info.pi
         pi_res = info.residual
     pi_pos = (pi_v > 0).all(-1) & ~torch.isnan(pi_v).any(-1)
-    t_pi = tol(F64, n)
+    t_pi = tol(tdt, n)
     pos_stat = mk("positive_stationary", pi_res, t_pi, "; ".join(reasons),
                   holds=(pi_res <= t_pi) & pi_pos)
     pi_def = ~torch.isnan(pi_v).any(-1)
@@ -591,7 +601,7 @@ def diagnose(walk, *, probes: int = 3, seed: int = 0, max_dense: int = 1024, pi=
     F = pi_safe[..., :, None] * P
     db_res = (F - F.transpose(-1, -2)).abs().amax((-1, -2))
     db_res = torch.where(pi_def, db_res, nan_b)
-    t_db = tol(F64, n, scale=max(F.abs().max().item(), 1e-300) if F.numel() else 1.0)
+    t_db = tol(tdt, n, scale=max(F.abs().max().item(), 1e-300) if F.numel() else 1.0)
     pi_why = None if bool(pi_pos.all()) else ("no positive π: " + "; ".join(reasons) if reasons
                                               else "no positive π")
     db = mk("detailed_balance", db_res, t_db, pi_why, holds=(db_res <= t_db) & pi_pos)
@@ -605,7 +615,7 @@ def diagnose(walk, *, probes: int = 3, seed: int = 0, max_dense: int = 1024, pi=
     bdb_res = torch.linalg.matrix_norm(G - G.transpose(-4, -3).transpose(-1, -2)).amax((-1, -2))
     bdb_res = torch.where(bpi_def, bdb_res, nan_b)
     gscale = max(float(torch.linalg.matrix_norm(G).max()), float(Bn.max()) / n, 1e-300)
-    t_bdb = tol(F64, n * d, scale=gscale)
+    t_bdb = tol(tdt, n * d, scale=gscale)
     bdb = mk("block_detailed_balance", bdb_res, t_bdb, bpi_reason or None)
 
     # ---- (c) orthogonality and O_ji = O_ijᵀ (walk gauge, on the support)
@@ -613,13 +623,13 @@ def diagnose(walk, *, probes: int = 3, seed: int = 0, max_dense: int = 1024, pi=
     orth_def = torch.linalg.matrix_norm(OtO - eye_d)
     orth_res = _masked_max(orth_def, sup, (-1, -2))
     onorm = _masked_max(torch.linalg.matrix_norm(O) ** 2, sup, (-1, -2))
-    t_orth = tol(F64, d, scale=max(float(onorm.max()) if onorm.numel() else 1.0, float(d)))
+    t_orth = tol(tdt, d, scale=max(float(onorm.max()) if onorm.numel() else 1.0, float(d)))
     orth = mk("orthogonal", orth_res, t_orth)
     two_way = sup & sup.transpose(-1, -2)
     ts_def = torch.linalg.matrix_norm(O.transpose(-4, -3) - O.transpose(-1, -2))
     ts_res = _masked_max(ts_def, two_way, (-1, -2))
     one_way = (sup & ~sup.transpose(-1, -2)).any(-1).any(-1)
-    t_ts = tol(F64, d, scale=max(math.sqrt(float(onorm.max())) if onorm.numel() else 1.0, 1.0))
+    t_ts = tol(tdt, d, scale=max(math.sqrt(float(onorm.max())) if onorm.numel() else 1.0, 1.0))
     ts = mk("transpose_symmetric", ts_res, t_ts,
             "support not symmetric: checked on two-way edges only" if bool(one_way.any()) else None)
     mc = Check("metric_compatible", orth.holds & ts.holds, torch.maximum(orth.residual, ts.residual),
@@ -632,8 +642,8 @@ def diagnose(walk, *, probes: int = 3, seed: int = 0, max_dense: int = 1024, pi=
     s_safe = torch.where(s_max > 0, s_max, torch.ones_like(s_max))
     Qw = O / s_safe[..., None, None, None, None]
     qorth = _masked_max(torch.linalg.matrix_norm(Qw.transpose(-1, -2) @ Qw - eye_d), sup, (-1, -2))
-    common = ((s_max - s_min) <= tol(F64, d, scale=s_safe.max().item() if s_safe.numel() else 1.0)) & (
-        qorth <= tol(F64, d, scale=float(d)))
+    common = ((s_max - s_min) <= tol(tdt, d, scale=s_safe.max().item() if s_safe.numel() else 1.0)) & (
+        qorth <= tol(tdt, d, scale=float(d)))
     transport_scale = torch.where(common, s_max, nan_b)
 
     # ---- gauge-free scaled isometry
@@ -645,7 +655,7 @@ def diagnose(walk, *, probes: int = 3, seed: int = 0, max_dense: int = 1024, pi=
     s_est = rs.mean(-1)
     s_spread = (rs - s_est[..., None]).abs().amax(-1) / torch.where(s_est > 0, s_est, torch.ones_like(s_est))
     si_res = torch.maximum(q_def, s_spread)
-    t_si = tol(F64, n * d, scale=float(d))
+    t_si = tol(tdt, n * d, scale=float(d))
     si = mk("scaled_isometry", si_res, t_si, "zero block row" if bool((rs <= 0).any()) else None,
             holds=(si_res <= t_si) & (s_est > 0))
     scale = s_est
@@ -655,7 +665,7 @@ def diagnose(walk, *, probes: int = 3, seed: int = 0, max_dense: int = 1024, pi=
     sa_res = torch.linalg.matrix_norm(Gw - Gw.transpose(-4, -3).transpose(-1, -2)).amax((-1, -2))
     sa_res = torch.where(pi_def, sa_res, nan_b)
     gws = torch.linalg.matrix_norm(Gw).amax((-1, -2)) if Gw.numel() else torch.ones(batch, dtype=F64)
-    t_sa = tol(F64, n * d, scale=max(float(gws.max()) if gws.numel() else 1.0, 1e-300))
+    t_sa = tol(tdt, n * d, scale=max(float(gws.max()) if gws.numel() else 1.0, 1e-300))
     sa = mk("self_adjoint", sa_res, t_sa, pi_why, holds=(sa_res <= t_sa) & pi_pos)
 
     # ---- Dirichlet identity (walk gauge, scaled correction when the transports share a scale)
@@ -672,7 +682,7 @@ def diagnose(walk, *, probes: int = 3, seed: int = 0, max_dense: int = 1024, pi=
               + (pi_safe[..., None, :, None] * Bx.abs() * x.abs()).sum((-1, -2)) + E.abs())
     dir_rel = ((lhs - E - corr).abs() / dscale.clamp(min=1e-300)).amax(-1)
     dir_rel = torch.where(pi_def, dir_rel, nan_b)
-    t_dir = tol(F64, n * d)
+    t_dir = tol(tdt, n * d)
     dirichlet = mk("dirichlet", dir_rel, t_dir, None if bool(pi_def.all()) else "π undefined")
 
     # ---- components of the undirected support
@@ -689,7 +699,7 @@ def diagnose(walk, *, probes: int = 3, seed: int = 0, max_dense: int = 1024, pi=
         ev = torch.linalg.eigvals(D)
         spectrum = ev
         wn = torch.linalg.matrix_norm(Wd, ord=2) if nd else torch.zeros(batch, dtype=F64, device=dev)
-        t_sp = tol(F64, nd, scale=max(float(wn.max()) if wn.numel() else 1.0, 1.0))
+        t_sp = tol(tdt, nd, scale=max(float(wn.max()) if wn.numel() else 1.0, 1.0))
         im = ev.imag.abs().amax(-1)
         re = ev.real
         out = torch.clamp(torch.maximum(-re, re - 2), min=0).amax(-1)
@@ -703,12 +713,15 @@ def diagnose(walk, *, probes: int = 3, seed: int = 0, max_dense: int = 1024, pi=
                      None if bool(si.holds.all()) else "not a scaled isometry (no common scale s)")
         # kernel of Δ and parallel sections
         _, sD, VhD = torch.linalg.svd(D)
-        sC, VhC = _parallel_svd(O, sup)
+        sC, VhC, gram_path = _parallel_svd(O, sup, max_entries=svd_max_entries)
         dn = sD[..., :1].clamp(min=1.0)
         cn = sC.amax(-1, keepdim=True).clamp(min=1.0)
-        thr_rel = math.sqrt(tol(F64, nd))  # rank threshold (relative): robust to O(√eps) noise
-        kD = (sD <= thr_rel * dn).sum(-1)
-        kC = (sC <= thr_rel * cn).sum(-1)
+        # relative rank thresholds: singular values from an SVD are accurate to eps·‖·‖; those
+        # from √λ(CᵀC) (large walks) only to √eps·‖C‖
+        thr_D = tol(tdt, nd)
+        thr_C = max(thr_D, math.sqrt(tol(F64, nd))) if gram_path else thr_D
+        kD = (sD <= thr_D * dn).sum(-1)
+        kC = (sC <= thr_C * cn).sum(-1)
         kernel_dim, parallel_dim = kD, kC
         kp_res = torch.zeros(batch, dtype=F64, device=dev)
         flat_res = torch.zeros(batch, dtype=F64, device=dev)
@@ -733,9 +746,9 @@ def diagnose(walk, *, probes: int = 3, seed: int = 0, max_dense: int = 1024, pi=
             else:
                 s_sorted = torch.sort(fsC[b]).values
                 fl_flat[b] = s_sorted[need - 1].item() / fcn[b].item()
-        t_k = thr_rel
+        t_k = max(thr_D, thr_C)
         kp = mk("kernel_parallel", kp_res, t_k, holds=(kp_res <= t_k) & (kD == kC))
-        flat = mk("flat", flat_res, t_k)
+        flat = mk("flat", flat_res, thr_C)
     else:
         why = f"skipped: n·d = {nd} > max_dense = {max_dense} (use numerics.spectra)"
         spec_int = Check("spectrum_interval", false_b, nan_b, float("nan"), why)

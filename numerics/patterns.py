@@ -42,6 +42,7 @@ from dataclasses import dataclass, field
 
 import torch
 
+from numerics._threads import small_problem_threads
 from numerics.errors import NotStochasticError, ShapeError, UndefinedError
 from numerics.tolerance import tol
 from numerics.validate import (
@@ -429,7 +430,8 @@ def predict_from_operator(J, n: int, d: int, *, tie_tol: float | None = None) ->
     check_finite("J", J)
     if J.shape[-1] != n * d:
         raise ShapeError(f"expected ({n * d}, {n * d}) for n={n}, d={d}, got {tuple(J.shape)}", argument="J")
-    ev, W = torch.linalg.eig(J)
+    with small_problem_threads(J):
+        ev, W = torch.linalg.eig(J)
     scale = max(1.0, ev.abs().max().item())
     ttol = tie_tol if tie_tol is not None else tol(J.dtype, n * d, scale=scale) * math.sqrt(n * d)
     re = ev.real
@@ -491,10 +493,11 @@ def transient_growth(J, times) -> TransientGrowth:
     t = as_tensor("times", torch.as_tensor(times, dtype=J.dtype, device=J.device))
     check_ndim("times", t, 1, "(T,)", max_ndim=1)
     check_finite("times", t)
-    E = torch.linalg.matrix_exp(t[:, None, None] * J[None])
-    norms = torch.linalg.matrix_norm(E, ord=2)
-    sa = torch.linalg.eigvals(J).real.max().item()
-    na = torch.linalg.eigvalsh((J + J.T) / 2).max().item()
+    with small_problem_threads(J):
+        E = torch.linalg.matrix_exp(t[:, None, None] * J[None])
+        norms = torch.linalg.matrix_norm(E, ord=2)
+        sa = torch.linalg.eigvals(J).real.max().item()
+        na = torch.linalg.eigvalsh((J + J.T) / 2).max().item()
     i = int(torch.argmax(norms).item())
     amp = (norms * torch.exp(-t * sa)).max().item()
     return TransientGrowth(t, norms, sa, na, norms[i].item(), t[i].item(), amp)

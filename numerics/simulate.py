@@ -22,6 +22,11 @@ Integrators (all batched over leading dims, any device, dtype of ``X0``):
 * :func:`simulate_flow` — RK4 on ``dX/dt = f(X)``; ``sphere=True``: RK4 on the tangent field
   ``P^⊥_{x_i} MHA(X)_i`` followed by renormalisation ``x_i ← x_i/‖x_i‖`` (normalisation is the
   saturating nonlinearity).
+  Onset on the sphere is *not* the flat symbol in general: at a fixed point ``x*`` (unit,
+  ``T_Σ x* = λ* x*``) tangent perturbations grow with ``eig(P M(k) P) − x*ᵀT_Σx*`` on
+  ``P = I − x*x*ᵀ``; it equals the flat ``σ(k)`` when ``λ* = 1`` and the pattern lives in an
+  invariant complement of ``x*`` (e.g. ``T = blockdiag(1, ρR(θ))``, ``x* = e1``). In ``d = 2`` the
+  tangent space is one-dimensional, so rotating (complex) branches cannot appear there.
 * :func:`simulate_stack` — discrete layers: ``postnorm`` ``X ← norm(X + η·MHA(X))``,
   ``prenorm`` ``X ← X + η·MHA(norm(X))``; ``norm`` = per-token unit sphere or LayerNorm (no affine).
 
@@ -38,11 +43,11 @@ from __future__ import annotations
 
 import math
 import warnings
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import torch
 
+from numerics._threads import small_problem_threads
 from numerics.errors import ShapeError, SimulationDivergedError, UnstableStepError
 from numerics.patterns import StackSelection, discrete_selection, effective_time, validate_kernels, validate_transports
 from numerics.validate import as_tensor, check_finite, check_ndim, check_same
@@ -214,7 +219,7 @@ class MHADynamics:
         check_ndim("X", X, 2, "(n, d)", max_ndim=2)
         n, d = X.shape
         fn = self.sphere_velocity if sphere else self.velocity
-        with _threads_for(X):
+        with small_problem_threads(X):
             Jt = torch.autograd.functional.jacobian(lambda v: fn(v.reshape(n, d)).reshape(-1), X.reshape(-1),
                                                     vectorize=True)
         return Jt
@@ -351,21 +356,6 @@ def check_rk4_step(dyn: MHADynamics, X0, dt: float, *, sphere: bool = False, max
     return z.abs().max().item()
 
 
-@contextmanager
-def _threads_for(X: torch.Tensor):
-    """Run small CPU problems single-threaded: intra-op threading only adds synchronisation cost
-    for ``n ≲ 256`` token states (measured 50× slower on a loaded 2-core machine)."""
-    small = X.device.type == "cpu" and X.numel() * X.shape[-2] <= 1 << 22
-    prev = torch.get_num_threads()
-    if small and prev != 1:
-        torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        if small and prev != 1:
-            torch.set_num_threads(prev)
-
-
 def _check_positive(name: str, v) -> float:
     if not (isinstance(v, (int, float)) and math.isfinite(v) and v > 0):
         raise ShapeError(f"must be a positive finite number, got {v!r}", argument=name)
@@ -400,10 +390,10 @@ def simulate_flow(dyn: MHADynamics, X0, t_final: float, dt: float = 0.01, *, sph
     if sphere:
         X = sphere_project(X, where="of X0")
     if check_step:
-        with _threads_for(X):
+        with small_problem_threads(X):
             check_rk4_step(dyn, X, dt, sphere=sphere)
     fn = dyn.sphere_velocity if sphere else dyn.velocity
-    with _threads_for(X):
+    with small_problem_threads(X):
         times, states = _rk4_loop(fn, X, dt, steps, sphere, save_every, max_norm)
     return Trajectory(torch.tensor(times, dtype=torch.float64), torch.stack(states), "sphere" if sphere else "flow", dt)
 
@@ -455,7 +445,7 @@ def simulate_stack(dyn: MHADynamics, X0, layers: int, eta: float, *, scheme: str
     if scheme == "postnorm":
         X = nf(X, where="of X0")
     times, states = [0], [X]
-    with _threads_for(X):
+    with small_problem_threads(X):
         for l in range(1, int(layers) + 1):
             where = f"layer {l}"
             if scheme == "postnorm":

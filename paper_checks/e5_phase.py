@@ -30,7 +30,10 @@ checked against :mod:`numerics.simulate` in the tests), classified by
 :func:`numerics.classify.classify_trajectory` on the *linear window* ``[t_lin/2, t_lin]``
 (``t_lin = log(A_lin/ε)/max Re s`` over all modes, the ``k = 0`` turn of the common direction included,
 clamped) and on the *saturated window* at the end
-(``t_lin + t_sat/2 … t_lin + t_sat``).
+(``t_lin + t_sat/2 … t_lin + t_sat``). Pre-norm windows are classified in effective time
+``τ_l = Σ_{j<l} η/(1+η(j+1))`` (:func:`prenorm_effective_window`): per layer the relative growth is
+``1 + η(μ−1)/(1+η(l+1))``, a non-autonomous rate in the layer index that the classifier's exponential
+(DMD) model would split into spurious components; in ``τ`` it is ``e^{(μ−1)τ}`` up to ``O(h_l²)``.
 
 Statistics: agreement fraction predicted vs observed (onset; class and ``|k|``) with a Wilson 95%
 interval, its range over classifier-threshold variants (each threshold ×0.5 and ×2); per component,
@@ -122,6 +125,7 @@ class PhaseConfig:
     layers_cap: int = 80
     layers_sat: int = 60
     samples: int = 60  # target samples per window
+    prenorm_effective_time: bool = True  # classify pre-norm windows in effective time τ (see run_sweep)
     seed: int = 0
 
 
@@ -373,7 +377,7 @@ def simulate_cells(bd: BatchedDynamics, X0: torch.Tensor, *, dynamics: str, step
 THRESHOLD_VARIANTS = ("coexist_ratio", "phase_tol", "pol_threshold", "incoherent_frac", "decay_slope")
 
 
-def _observe(times, states, window, th: Thresholds):
+def _observe(times, states, window, th: Thresholds):  # window None: all samples
     obs = classify_trajectory(times, states, window=window, thresholds=th)
     lab = coarse_class(obs.label)
     return lab, (0 if lab == C_CLUSTER else int(obs.k)), obs
@@ -452,12 +456,19 @@ def _run_sweep(cfg: PhaseConfig, threshold_factors) -> dict:
             lin_w = (tl / 2, tl)
             sat_end = tl + (cfg.layers_sat if stack else cfg.t_sat)
             sat_w = (tl + (cfg.layers_sat if stack else cfg.t_sat) / 2, sat_end)
+            if dyn_name == "prenorm" and cfg.prenorm_effective_time:
+                # classify in effective time: autonomous growth e^{(μ−1)τ} in the window (see docstring)
+                obs_t_lin, obs_s_lin = prenorm_effective_window(tr_states, lin_w, cfg.eta)
+                obs_t_sat, obs_s_sat = prenorm_effective_window(tr_states, sat_w, cfg.eta)
+                lin_args, sat_args = (obs_t_lin, obs_s_lin, None), (obs_t_sat, obs_s_sat, None)
+            else:
+                lin_args, sat_args = (times, tr_states, lin_w), (times, tr_states, sat_w)
             obs_by_variant = {}
             for vname, th in variants:
-                lab, k, _ = _observe(times, tr_states, lin_w, th)
+                lab, k, _ = _observe(*lin_args, th)
                 obs_by_variant[vname] = (lab, k, agreement(p.label, p.k, lab, k))
-            lab, k, o_lin = _observe(times, tr_states, lin_w, Thresholds())
-            slab, sk, o_sat = _observe(times, tr_states, sat_w, Thresholds())
+            lab, k, o_lin = _observe(*lin_args, Thresholds())
+            slab, sk, o_sat = _observe(*sat_args, Thresholds())
             fluct = (tr_states - tr_states.mean(1, keepdim=True)).norm(dim=(-1, -2)) / tr_states.norm(dim=(-1, -2))
             sel = None
             if stack:
@@ -474,6 +485,29 @@ def _run_sweep(cfg: PhaseConfig, threshold_factors) -> dict:
             })
     return {"records": records, "variants": [v for v, _ in variants], "seconds": time.perf_counter() - t0,
             "config": cfg}
+
+
+def prenorm_effective_time(layers: int, eta: float) -> np.ndarray:
+    """``τ_l = Σ_{j<l} η/(1 + η(j+1))`` for ``l = 0..layers`` (the pre-norm layer ``j`` multiplies a
+    relative perturbation by ``1 + η(μ−1)/(1+η(j+1)) ≈ e^{η(μ−1)/(1+η(j+1))}``)."""
+    j = np.arange(int(layers))
+    return np.concatenate([[0.0], np.cumsum(eta / (1 + eta * (j + 1)))])
+
+
+def prenorm_effective_window(states: torch.Tensor, window, eta: float) -> tuple[np.ndarray, torch.Tensor]:
+    """Pre-norm states ``(L+1, n, d)`` (one per layer) in the layer window ``(l0, l1)`` resampled onto a
+    uniform grid of effective time (same number of samples; linear interpolation between layers). In
+    late layers ``η/(1+η(l+1))`` is small, so the relative growth is autonomous in ``τ``: the classifier's
+    exponential (DMD) model applies; velocities are then per unit ``τ``."""
+    l0, l1 = int(round(window[0])), int(round(window[1]))
+    if not 0 <= l0 < l1 < states.shape[0]:
+        raise ShapeError(f"window {window} outside layers 0..{states.shape[0] - 1}", argument="window")
+    tau = prenorm_effective_time(states.shape[0] - 1, eta)
+    grid = np.linspace(tau[l0], tau[l1], l1 - l0 + 1)
+    idx = np.clip(np.searchsorted(tau, grid, side="right") - 1, l0, l1 - 1)
+    w = torch.as_tensor((grid - tau[idx]) / (tau[idx + 1] - tau[idx]), dtype=states.dtype)[:, None, None]
+    ii = torch.as_tensor(idx)
+    return grid, (1 - w) * states[ii] + w * states[ii + 1]
 
 
 def transition(rec: dict, vel_rtol: float = 0.1) -> str:

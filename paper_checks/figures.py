@@ -54,6 +54,9 @@ def plot_e1(run, path: Path, *, n_boot: int, seed: int) -> None:
             _band(ax, x, layer_band([V], n_boot, rng), f"trained ({variant})", color, ls)
             Vn = [m.e1[variant][spec.id] for m in run.nulls]
             _band(ax, x, layer_band(Vn, n_boot, rng), f"random init ({variant})", "0.4" if variant == "plain" else "0.7", ls)
+        if all(np.isnan(t.e1[v][spec.id]).all() for v in VARIANTS):
+            ax.text(0.5, 0.5, "undefined for causal walks\n(never reversible, T4)", ha="center", va="center",
+                    transform=ax.transAxes, fontsize=9)
         ax.set_title(spec.id, fontsize=9)
         ax.set_xlabel("layer" + (" transition l→l+1" if spec.summary == "late_early_ratio" else ""))
     axes.flat[-1].axis("off")

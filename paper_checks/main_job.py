@@ -9,7 +9,7 @@ r"""The main job: every paper check on the chosen models, one report directory.
 3. turns them into verdict rows (:mod:`paper_checks.claims`), calls the E5/E6 modules when present
    and requested, draws the figures and writes the report atomically (:mod:`paper_checks.report`).
 
-Deterministic given ``seed``: prompts, null-model seeds (``seed·100 + k``), baselines and bootstrap
+Deterministic given ``seed``: prompts, null-model seeds (``seed·100 + k + 1``), baselines and bootstrap
 streams all derive from it.
 """
 from __future__ import annotations
@@ -17,6 +17,7 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import sys
+import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -110,10 +111,25 @@ def load_model(name: str, *, seed: int = 0):
     return reg.load(name, dtype=torch.float32, device="cpu", seed=seed)
 
 
+def null_name(name: str) -> str:
+    """The null model of ``name``: ``random:<name>``; ``tiny:*`` test configs are already random
+    inits, so their null is the same config under other seeds."""
+    return name if name.startswith("tiny:") else f"random:{name}"
+
+
 def sample_ids(handle, n_prompts: int, length: int, seed: int) -> torch.Tensor:
-    """``(n_prompts, length)`` token ids from the shipped corpus (synthetic: seeded random ids)."""
+    """``(n_prompts, length)`` token ids from the shipped corpus.
+
+    Synthetic models and tokenizer-less ``tiny:*`` configs get seeded uniform random ids."""
     if isinstance(handle, synthetic.SyntheticHandle):
         return handle.sample_ids(n_prompts, length, seed)
+    if getattr(handle, "tokenizer", None) is None and str(getattr(handle, "name", "")).startswith("tiny:"):
+        if length > int(handle.max_length):
+            from numerics.errors import SequenceTooLongError
+
+            raise SequenceTooLongError(f"{length} > max_length={handle.max_length}", argument="--length")
+        g = torch.Generator().manual_seed(int(seed))
+        return torch.randint(0, int(handle.model.config.vocab_size), (n_prompts, length), generator=g)
     from numerics.models.corpus import sample_prompts
 
     return sample_prompts(handle, n_prompts, length, seed)
@@ -152,21 +168,24 @@ def run_job(cfg: JobConfig, out: str | Path | None, *, log=print) -> tuple[list[
             handles[name] = load_model(name, seed=cfg.seed)
             ids[name] = sample_ids(handles[name], r["n_prompts"], r["length"], cfg.seed)
     notes = []
+    timings: dict[str, float] = {}
     runs: list[C.ModelRun] = []
     total = sum((1 + r["null_seeds"]) * int(h.n_layers) for h in handles.values())
     bar = _bar(total, cfg.progress and total > 0)
     step = (lambda k: bar.update(k)) if bar is not None else None
     try:
         for name, h in handles.items():
+            t0 = time.perf_counter()
             m = measure(h, ids[name], baselines=True, edge_layers=r["edge_layers"],
                         edge_prompts=r["edge_prompts"], seed=cfg.seed, progress=step)
             nulls = []
             for k in range(r["null_seeds"]):
-                hn = load_model(f"random:{name}", seed=cfg.seed * 100 + k)
+                hn = load_model(null_name(name), seed=cfg.seed * 100 + k + 1)
                 nulls.append(measure(hn, ids[name], baselines=False, edge_layers=r["edge_layers"],
                                      edge_prompts=r["edge_prompts"], seed=cfg.seed * 100 + k, progress=step))
                 del hn
             runs.append(C.ModelRun(trained=m, nulls=nulls))
+            timings[name] = time.perf_counter() - t0
     finally:
         if bar is not None:
             bar.close()
@@ -199,7 +218,9 @@ def run_job(cfg: JobConfig, out: str | Path | None, *, log=print) -> tuple[list[
                 log(f"warning: {msg}", file=sys.stderr)
                 continue
             before = {p.name for p in tmp.iterdir()}
+            t0 = time.perf_counter()
             ext_rows = mod.run(tmp, quick=cfg.quick, seed=cfg.seed)
+            timings[c] = time.perf_counter() - t0
             rows.extend(ext_rows)
             figs += sorted(p.name for p in tmp.iterdir() if p.suffix == ".png" and p.name not in before)
         return figs
@@ -207,6 +228,8 @@ def run_job(cfg: JobConfig, out: str | Path | None, *, log=print) -> tuple[list[
     if out is not None:
         write_report(out, rows, config, figures=build, notes=notes,
                      extra_json={"models": models_info})
+    if timings:  # wall-clock per stage, on stderr only (the report stays deterministic)
+        log("timings: " + ", ".join(f"{k} {v:.1f} s" for k, v in timings.items()), file=sys.stderr)
     else:
         for c in ("E5", "E6"):
             if c in claims:

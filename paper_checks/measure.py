@@ -41,8 +41,10 @@ CHANGE_DEF = {
 LEVEL_DEF = {
     "reversibility_defect": ("‖F − Fᵀ‖_F / ‖F + Fᵀ‖_F, F = diag(π) P_l, π stationary (NaN: causal, never "
                              "reversible by T4)", -1),
-    "positional_r2": ("1 − Σ_S (P_ij − a(i−j))² / Σ_S (P_ij − P̄)², a = least-squares Toeplitz kernel", +1),
-    "diffusion_r2": ("corr²_S(P_ij, K_ij), K = row-normalised exp(−‖x_i − x_j‖²/ε), ε = median", +1),
+    "positional_r2": ("1 − Σ_S (P̃_ij − a(i−j))² / Σ_S P̃_ij², P̃ = P minus its row means on the support S, "
+                      "a = least-squares Toeplitz kernel", +1),
+    "diffusion_r2": ("within-row corr²_S(P, K), K = row-normalised exp(−‖x_i − x_j‖²/ε), ε = median, "
+                     "both row-centred on S", +1),
 }
 
 E1_STATS: list[StatSpec] = [

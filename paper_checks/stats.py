@@ -22,13 +22,15 @@ single-layer statistics:
   distribution of ``P`` (``π = 1ᵀ (I − P + 11ᵀ)^{-1}``); 0 iff detailed balance holds (T3 b), in
   [0, 1]. NaN for causal walks: they are never reversible with a positive π (T4), so the statistic
   is not defined there;
-* ``positional_r2(P) = 1 − Σ_S (P_ij − a(i−j))² / Σ_S (P_ij − P̄)²`` over the support S, where
-  ``a(m)`` = mean of P over the support's m-th diagonal (the least-squares Toeplitz fit) and ``P̄``
-  the mean over S: the fraction of the variance of P explained by a positional kernel a(i−j);
-* ``diffusion_r2(P, X)`` = squared Pearson correlation over S between ``P_ij`` and the
+* ``positional_r2(P) = 1 − Σ_S (P̃_ij − a(i−j))² / Σ_S P̃_ij²`` over the support S, where
+  ``P̃`` is P with its row means (over S) subtracted and ``a(m)`` the mean of ``P̃`` over the m-th
+  diagonal of S (least-squares Toeplitz fit): the fraction of the within-row variance of P
+  explained by a positional kernel a(i−j);
+* ``diffusion_r2(P, X)`` = squared within-row correlation over S between ``P`` and the
   row-normalised diffusion kernel ``K_ij ∝ exp(−‖x_i − x_j‖² / ε)`` (ε = median squared distance
-  over S, i≠j): the variance fraction explained by a linear function of a diffusion kernel on
-  the hidden states.
+  over S, i≠j; both row-centred): the within-row variance fraction explained by a linear function
+  of a diffusion kernel on the hidden states. Row centring matters for causal walks, whose rows
+  all share the ``1/(i+1)``-like normalisation profile.
 
 Sink-aware variants: :func:`sink_positions` finds the positions that act as attention sinks
 (position 0 always, plus every key whose mean received attention ``(1/n) Σ_i P_ij`` reaches
@@ -164,21 +166,33 @@ def _r2(resid_ss: torch.Tensor, total_ss: torch.Tensor, scale: torch.Tensor, cou
     return torch.where(total_ss > floor, r2, torch.full_like(r2, float("nan")))
 
 
+def _row_centred(P: torch.Tensor, S: torch.Tensor) -> torch.Tensor:
+    """``P_ij − mean_{j∈S_i} P_ij`` on the support, 0 off it."""
+    Sf = S.to(F64)
+    m = (P * Sf).sum(-1, keepdim=True) / Sf.sum(-1, keepdim=True).clamp_min(1)
+    return (P - m) * Sf
+
+
 def positional_r2(P) -> torch.Tensor:
-    """Variance fraction of P on its support explained by the best kernel ``a(i − j)``, ``(B,)``."""
+    """Fraction of the within-row variance of P explained by a positional kernel ``a(i − j)``, ``(B,)``.
+
+    ``Pc = P − row means`` on the support S; ``a(m)`` = mean of ``Pc`` over the m-th diagonal of S
+    (its least-squares Toeplitz fit); ``R² = 1 − Σ_S (Pc − a(i−j))² / Σ_S Pc²`` ∈ [0, 1]. Row
+    centring removes what every walk shares (rows sum to 1: the causal ``1/(i+1)`` profile); NaN
+    when P has no within-row variance (e.g. uniform attention)."""
     P = _walk("P", P)
     B, n, _ = P.shape
-    S = support_mask(P).to(F64)
+    Sb = support_mask(P)
+    S = Sb.to(F64)
+    Pc = _row_centred(P, Sb)
     idx = (torch.arange(n, device=P.device)[:, None] - torch.arange(n, device=P.device)[None, :]) + n - 1
     idx = idx.reshape(-1).expand(B, -1)
-    sums = torch.zeros(B, 2 * n - 1, dtype=F64, device=P.device).scatter_add_(1, idx, (P * S).reshape(B, -1))
+    sums = torch.zeros(B, 2 * n - 1, dtype=F64, device=P.device).scatter_add_(1, idx, Pc.reshape(B, -1))
     cnts = torch.zeros(B, 2 * n - 1, dtype=F64, device=P.device).scatter_add_(1, idx, S.reshape(B, -1))
     a = sums / cnts.clamp_min(1)
-    fit = a.gather(1, idx).reshape(B, n, n)
-    cnt = S.sum((-1, -2))
-    mean = (P * S).sum((-1, -2)) / cnt
-    resid = (((P - fit) * S) ** 2).sum((-1, -2))
-    total = (((P - mean[:, None, None]) * S) ** 2).sum((-1, -2))
+    fit = a.gather(1, idx).reshape(B, n, n) * S
+    resid = ((Pc - fit) ** 2).sum((-1, -2))
+    total = (Pc ** 2).sum((-1, -2))
     return _r2(resid, total, (P * P * S).sum((-1, -2)), n * n)
 
 
@@ -196,8 +210,10 @@ def sq_dists(X) -> torch.Tensor:
 
 
 def diffusion_r2(P, D2) -> torch.Tensor:
-    """Squared correlation over the support between ``P`` and the row-normalised diffusion kernel
-    ``K_ij ∝ exp(−D2_ij / ε)`` (ε = median of ``D2`` over the off-diagonal support), ``(B,)``.
+    """Squared within-row correlation between ``P`` and the row-normalised diffusion kernel
+    ``K_ij ∝ exp(−D2_ij / ε)`` (ε = median of ``D2`` over the off-diagonal support), ``(B,)``:
+    ``(Σ_S P̃ K̃)² / (Σ_S P̃² Σ_S K̃²)`` with ``P̃, K̃`` row-centred on the support S (so the shared
+    row-normalisation profile of causal walks does not count as explained).
 
     ``D2`` ``(B, n, n)``: squared distances of the hidden states (:func:`sq_dists`)."""
     P = _walk("P", P)
@@ -218,7 +234,7 @@ def diffusion_r2(P, D2) -> torch.Tensor:
         K = torch.exp(-D2[b] / eps_) * S[b]
         K = K / K.sum(-1, keepdim=True)
         p, k = P[b][S[b]], K[S[b]]
-        pc, kc = p - p.mean(), k - k.mean()
+        pc, kc = _row_centred(P[b], S[b])[S[b]], _row_centred(K, S[b])[S[b]]
         den = (pc * pc).sum() * (kc * kc).sum()
         if den > tol(F64, p.numel()) * ((p * p).sum() * (k * k).sum()):
             out[b] = (pc * kc).sum() ** 2 / den

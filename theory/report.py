@@ -42,13 +42,19 @@ def _get(theorem: str) -> TheoremTally:
     return TALLY.setdefault(theorem, TheoremTally(theorem))
 
 
+def _worse(a: float, b: float) -> float:
+    """The worse of two residuals; NaN is worst of all and is never hidden by a later max()."""
+    if math.isnan(a) or math.isnan(b):
+        return math.nan
+    return max(a, abs(b))
+
+
 def record(theorem: str, *, residual: float | None = None, symbolic: bool | None = None,
            counterexample: str | None = None, examples: int | None = None) -> None:
     t = _get(theorem)
     if residual is not None:
         t.examples += 1 if examples is None else examples
-        r = float(residual)
-        t.worst_residual = r if math.isnan(r) else max(t.worst_residual, r)
+        t.worst_residual = _worse(t.worst_residual, float(residual))
     elif examples is not None:
         t.examples += examples
     if symbolic is not None:
@@ -63,8 +69,6 @@ def record_outcome(theorem: str, passed: bool) -> None:
         t.tests_passed += 1
     else:
         t.tests_failed += 1
-        if t.symbolic is None:
-            pass
 
 
 def merge(rows: list[dict]) -> None:
@@ -72,7 +76,7 @@ def merge(rows: list[dict]) -> None:
     for row in rows:
         t = _get(row["theorem"])
         t.examples += row["examples"]
-        t.worst_residual = max(t.worst_residual, row["worst_residual"])
+        t.worst_residual = _worse(t.worst_residual, float(row["worst_residual"]))
         if row["symbolic"] is not None:
             t.symbolic = row["symbolic"] if t.symbolic is None else (t.symbolic and row["symbolic"])
         for c in row["counterexamples"]:

@@ -1,2 +1,9 @@
 """Adapters from real checkpoints to connection walks. See :mod:`numerics.models.base` for the
-interface every family adapter implements."""
+interface every family adapter implements.
+
+* :mod:`.registry` — ``load(name, *, dtype, device, seed)``, ``available()``, ``wrap(model, tokenizer)``;
+* :mod:`.adapters` — the family specs (BERT, Llama, GPT-2, Gemma 3, MPNet) and ``HFModelHandle``;
+* :mod:`.cache` — the atomic, checksummed cache of dequantised GGUF weights;
+* :mod:`.corpus` — the shipped corpus and ``sample_prompts``;
+* :mod:`.tiny` — tiny random configs of each family (tests, examples).
+"""

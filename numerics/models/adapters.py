@@ -82,8 +82,26 @@ class FamilySpec:
     force_output_attentions: bool = False
 
 
+def _param(module, name: str):
+    """``module.<name>`` as a real tensor, also when ``accelerate`` offloaded it (then the parameter
+    is on the ``meta`` device outside the module's own forward, and the values live in the
+    hook's ``weights_map`` on CPU or disk)."""
+    t = getattr(module, name, None)
+    if t is None or t.device.type != "meta":
+        return t
+    hook = getattr(module, "_hf_hook", None)
+    for hk in [hook] + list(getattr(hook, "hooks", []) or []):
+        wm = getattr(hk, "weights_map", None)
+        if wm is not None and name in wm:
+            dev = getattr(hk, "execution_device", None)
+            v = wm[name]
+            return v.to(dev) if dev is not None else v
+    raise ModelError(f"parameter {name} of {type(module).__name__} is on the meta device and no accelerate "
+                     f"weights map holds it", argument="model")
+
+
 def _lin(m):
-    return m.weight, (m.bias if getattr(m, "bias", None) is not None else None)
+    return _param(m, "weight"), _param(m, "bias")
 
 
 def _bert_weights(layer, cfg):
@@ -103,10 +121,10 @@ def _llama_weights(layer, cfg):
 def _gpt2_weights(layer, cfg):
     a = layer.attn
     d = a.embed_dim
-    W = a.c_attn.weight  # Conv1D: (in=d, out=3d), y = x W + b
-    b = a.c_attn.bias
-    return dict(W_Q=W[:, :d].T, W_K=W[:, d:2 * d].T, W_V=W[:, 2 * d:].T, W_O=a.c_proj.weight.T,
-                b_Q=b[:d], b_K=b[d:2 * d], b_V=b[2 * d:], b_O=a.c_proj.bias,
+    W, b = _lin(a.c_attn)  # Conv1D: weight (in=d, out=3d), y = x W + b
+    Wp, bp = _lin(a.c_proj)
+    return dict(W_Q=W[:, :d].T, W_K=W[:, d:2 * d].T, W_V=W[:, 2 * d:].T, W_O=Wp.T,
+                b_Q=b[:d], b_K=b[d:2 * d], b_V=b[2 * d:], b_O=bp,
                 n_heads=cfg.n_head, n_kv_heads=None, scale=None)
 
 
@@ -187,16 +205,16 @@ def _normalised(x: torch.Tensor, norm: torch.nn.Module, kind: str) -> tuple[torc
     """``(x̂, g, β)`` with ``norm(x) = g ⊙ x̂ + β`` (computed in the norm's own arithmetic)."""
     if kind == "layernorm":
         xh = torch.nn.functional.layer_norm(x, norm.normalized_shape, None, None, norm.eps)
-        return xh, norm.weight, norm.bias
+        return xh, _param(norm, "weight"), _param(norm, "bias")
     eps = getattr(norm, "variance_epsilon", getattr(norm, "eps", None))
     if kind == "rmsnorm":  # Llama: x̂ = (x_f32 * rsqrt(mean x² + eps)).to(dtype); out = w * x̂
         xf = x.to(torch.float32)
         xh = (xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + eps)).to(x.dtype)
-        return xh, norm.weight, None
+        return xh, _param(norm, "weight"), None
     if kind == "rmsnorm1p":  # Gemma: x̂ = x_f32 * rsqrt(mean x² + eps); out = x̂ * (1 + w)
         xf = x.float()
         xh = xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + eps)
-        return xh.to(x.dtype), 1.0 + norm.weight.float(), None
+        return xh.to(x.dtype), 1.0 + _param(norm, "weight").float(), None
     raise ModelError(f"unknown norm kind {kind!r}", argument="kind")  # pragma: no cover
 
 
@@ -244,6 +262,17 @@ class HFModelHandle:
         self.max_length = self.spec.max_length(cfg)
         self.vocab_size = int(cfg.vocab_size)
         self.dtype = next(model.parameters()).dtype
+
+    _active = None
+
+    def _supersede(self) -> None:
+        if self._active is not None:
+            stop, handles, superseded = self._active
+            superseded.set()
+            stop.set()
+            for h in handles:
+                h.remove()
+            self._active = None
 
     def __repr__(self) -> str:
         return (f"HFModelHandle(name={self.name!r}, family={self.family}, kind={self.kind}, layers={self.n_layers}, "
@@ -327,6 +356,7 @@ class HFModelHandle:
         mask_cpu = None if attention_mask is None else attention_mask.to(torch.bool)
         state: dict[int, dict] = {}
         handles = []
+        owner: dict[str, int] = {}  # hooks act only inside this stream's own worker thread
 
         def put(item):
             while True:
@@ -343,6 +373,8 @@ class HFModelHandle:
 
         def make_pre(l):
             def pre(module, args, kwargs):
+                if threading.get_ident() != owner.get("tid"):
+                    return None  # another stream's forward pass on the same model
                 if stop.is_set():
                     raise _Abort()
                 hs = args[0] if args else kwargs["hidden_states"]
@@ -357,6 +389,8 @@ class HFModelHandle:
 
         def make_attn_post(l):
             def post(module, args, kwargs, output):
+                if threading.get_ident() != owner.get("tid"):
+                    return None
                 st = state[l]
                 if not isinstance(output, tuple) or len(output) < 2 or output[1] is None:
                     raise ModelError(f"layer {l}: attention module returned no probabilities "
@@ -371,6 +405,8 @@ class HFModelHandle:
 
         def make_out_post(l):
             def post(module, args, output):
+                if threading.get_ident() != owner.get("tid"):
+                    return None
                 st = state[l]
                 st["y"] = output.detach()
                 if fold_gain and l in norm_inputs:
@@ -394,10 +430,9 @@ class HFModelHandle:
                                     for k, v in spec.weights(layers[l], cfg).items()})
             x = st["x"]
             norm_mod, nkind = spec.norm(self._base, layers, l)
+            g_eff = _param(norm_mod, "weight").detach()
             if nkind == "rmsnorm1p":
-                g_eff = (1.0 + norm_mod.weight.detach().float()).to(x.dtype)
-            else:
-                g_eff = norm_mod.weight.detach()
+                g_eff = (1.0 + g_eff.float()).to(x.dtype)
             if fold_gain:
                 xin = st.get("norm_in")
                 if xin is None:
@@ -424,27 +459,28 @@ class HFModelHandle:
 
         def make_norm_pre(l):
             def pre(module, args):
-                norm_inputs[l] = args[0].detach()
+                if threading.get_ident() == owner.get("tid"):
+                    norm_inputs[l] = args[0].detach()
             return pre
 
         norm_inputs: dict[int, torch.Tensor] = {}
 
-        for l in sorted(wanted):
-            L = layers[l]
-            handles.append(spec.attn(L).register_forward_pre_hook(make_pre(l), with_kwargs=True))
-            handles.append(spec.attn(L).register_forward_hook(make_attn_post(l), with_kwargs=True))
-            if fold_gain:
-                nm, _ = spec.norm(self._base, layers, l)
-                handles.append(nm.register_forward_pre_hook(make_norm_pre(l)))
-
-        for l in sorted(wanted):
-            handles.append(spec.out(layers[l]).register_forward_hook(make_out_post(l)))
+        def register():
+            for l in sorted(wanted):
+                L = layers[l]
+                handles.append(spec.attn(L).register_forward_pre_hook(make_pre(l), with_kwargs=True))
+                handles.append(spec.attn(L).register_forward_hook(make_attn_post(l), with_kwargs=True))
+                if fold_gain:
+                    nm, _ = spec.norm(self._base, layers, l)
+                    handles.append(nm.register_forward_pre_hook(make_norm_pre(l)))
+                handles.append(spec.out(L).register_forward_hook(make_out_post(l)))
 
         dev = self._input_device()
         ids = input_ids.to(dev)
         am = None if attention_mask is None else attention_mask.to(dev)
 
         def run():
+            owner["tid"] = threading.get_ident()
             try:
                 with torch.inference_mode():
                     self._base(input_ids=ids, attention_mask=am, use_cache=False)
@@ -460,12 +496,27 @@ class HFModelHandle:
                 except _Abort:
                     pass
 
+        superseded = threading.Event()
+
         def gen():
+            # one live stream per handle: a stream abandoned without being closed (e.g. an exception
+            # in the consumer's loop) is stopped here, so its hooks can never fire again
+            self._supersede()
+            self._active = (stop, handles, superseded)
+            register()
             t = threading.Thread(target=run, name="connwalk-capture", daemon=True)
             t.start()
             try:
                 while True:
-                    item = q.get()
+                    try:
+                        item = q.get(timeout=0.1)
+                    except queue.Empty:
+                        if superseded.is_set():
+                            raise ModelError("this layers() stream was superseded by a newer layers() call on the "
+                                             "same handle; consume one stream at a time", argument="layers")
+                        if not t.is_alive() and q.empty():
+                            raise ModelError("the capture thread ended without a result", argument="layers")
+                        continue
                     if item is _DONE:
                         break
                     if isinstance(item, BaseException):
@@ -481,6 +532,8 @@ class HFModelHandle:
                 t.join()
                 for h in handles:
                     h.remove()
+                if self._active is not None and self._active[0] is stop:
+                    self._active = None
 
         return gen()
 

@@ -72,6 +72,8 @@ class ModelHandle(Protocol):
     d_head: int
     n_params: int
     max_length: int
+    model: object  # the Hugging Face model (eager attention, eval mode)
+    tokenizer: object | None  # its tokenizer (None for tokenizer-less local dirs and tiny: models)
 
     def tokenize(self, texts: list[str], length: int) -> torch.Tensor: ...
 

@@ -378,8 +378,10 @@ def load(name: str, *, dtype: torch.dtype = torch.float32, device=None, seed: in
     """Load ``name`` (see the module docstring) as a handle; eager attention, eval mode.
 
     ``dtype``: parameter dtype (float64 for verification). ``device``: ``None`` → the default device
-    (``CONNWALK_DEVICE`` / cuda if available), a device, or ``"auto"`` for ``accelerate``'s
-    ``device_map="auto"`` (models bigger than one device). ``seed``: the init seed of ``random:``."""
+    (``CONNWALK_DEVICE`` / cuda if available), a device, ``"auto"`` for ``accelerate``'s
+    ``device_map="auto"`` (models bigger than one device), or an explicit ``device_map`` dict (modules →
+    ``"cpu"``, ``"cuda:0"``, ``"disk"``; offloaded weights go under the cache root). ``seed``: the init
+    seed of ``random:`` (random nulls are placed on one device)."""
     from transformers import AutoConfig, AutoTokenizer
     from transformers.utils import logging as hf_logging
 
@@ -391,7 +393,9 @@ def load(name: str, *, dtype: torch.dtype = torch.float32, device=None, seed: in
         from numerics.models.tiny import tiny_model
 
         m = tiny_model(name[5:], seed=seed, dtype=dtype)
-        return wrap(_place(m, None if device == "auto" else device), None, name=name, source="tiny", trained=False)
+        return wrap(_place(m, None if (device == "auto" or isinstance(device, dict)) else device), None, name=name,
+                    source="tiny", trained=False)
+    mapped = device == "auto" or isinstance(device, dict)
     random_init = name.startswith("random:")
     base = name[7:] if random_init else name
     kind, path = resolve(base)
@@ -423,16 +427,17 @@ def load(name: str, *, dtype: torch.dtype = torch.float32, device=None, seed: in
             model = model.to(dtype)
         else:
             kw = dict(attn_implementation="eager", dtype=dtype)
-            if device == "auto":
-                kw["device_map"] = "auto"
+            if mapped:
+                kw["device_map"] = device
+                kw["offload_folder"] = str(_cache.cache_root() / "offload" / Path(path).name)
             try:
                 model = cls.from_pretrained(str(path), **kw)
             except (OSError, ValueError, RuntimeError) as exc:
                 raise CorruptFileError(f"{path}: could not load the weights ({exc})", argument="name") from exc
     finally:
         hf_logging.set_verbosity(prev)
-    if device != "auto" or random_init:
-        model = _place(model, None if device == "auto" else device)
+    if not mapped or random_init:
+        model = _place(model, None if mapped else device)
     return wrap(model, tok, name=name, source=str(path), trained=not random_init)
 
 

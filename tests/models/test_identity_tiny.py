@@ -144,3 +144,36 @@ def test_handle_attributes():
     assert h.max_length == 64
     b = handle("mpnet", torch.float32)
     assert b.kind == "encoder" and b.max_length == 66 - 1 - 1
+
+
+def test_transformerlens_layout_ov_is_the_transpose():
+    """THEORY.md §0 against TransformerLens's layout (TransformerLens itself is not installed, see the
+    issue note): TL stores GPT-2 heads as ``W_V[h] = c_attn.weight[:, 2d + h d_h : …]`` ``(d, d_h)`` and
+    ``W_O[h] = c_proj.weight[h d_h : …, :]`` ``(d_h, d)`` and acts on row vectors, so its OV circuit
+    ``W_V[h] @ W_O[h]`` is ``T_hᵀ`` of our column-vector transport."""
+    h = handle("gpt2", torch.float64)
+    attn = h.model.transformer.h[0].attn
+    d, H = h.d_model, h.n_heads
+    dh = d // H
+    cap = next(iter(h.layers(_ids(h), keep={0})))
+    W = attn.c_attn.weight.detach()
+    Wp = attn.c_proj.weight.detach()
+    for k in range(H):
+        ov_tl = W[:, 2 * d + k * dh: 2 * d + (k + 1) * dh] @ Wp[k * dh:(k + 1) * dh, :]
+        assert rel_err(ov_tl.T, cap.transports[k]) <= tol(torch.float64, dh)
+        assert rel_err(ov_tl, cap.transports[k]) > 0.1  # not symmetric: the transpose matters
+
+
+def test_abandoned_stream_is_superseded():
+    """A stream left open (consumer raised mid-loop) must not leave live hooks: the next layers()
+    call stops it, and the abandoned one then raises instead of hanging or truncating silently."""
+    from numerics.errors import ModelError
+
+    h = handle("bert", torch.float32)
+    ids = _ids(h)
+    old = h.layers(ids)
+    assert next(old).layer == 0
+    assert [c.layer for c in h.layers(ids)] == [0, 1]
+    with pytest.raises(ModelError, match="superseded"):
+        next(old)
+    assert [m for m in h.model.modules() if m._forward_hooks or m._forward_pre_hooks] == []

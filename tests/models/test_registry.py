@@ -174,3 +174,19 @@ def test_unsupported_in_memory_model():
     m = tf.T5Model(tf.T5Config(d_model=8, d_kv=4, num_heads=2, d_ff=8, num_layers=1, vocab_size=11))
     with pytest.raises(UnsupportedArchitectureError, match="supported model types"):
         registry.wrap(m)
+
+
+@pytest.mark.theorem("T2")
+def test_device_map_with_disk_offload(bert_dir, tmp_path, monkeypatch):
+    """accelerate device maps: layer 1 offloaded to disk (its weights are meta outside its forward);
+    the adapter reads them through accelerate's weights map and the identity still holds."""
+    monkeypatch.setenv("CONNWALK_CACHE", str(tmp_path))
+    dm = {"embeddings": "cpu", "encoder.layer.0": "cpu", "encoder.layer.1": "disk", "pooler": "cpu"}
+    h = load(str(bert_dir), dtype=torch.float32, device=dm)
+    assert h.model.encoder.layer[1].attention.self.value.weight.device.type == "meta"
+    ids = torch.randint(0, h.vocab_size, (2, 7), generator=torch.Generator().manual_seed(0))
+    assert_identity(h, ids)
+    assert_identity(h, ids, fold_gain=True)
+    ref = load(str(bert_dir), dtype=torch.float32, device="cpu")
+    for a, b in zip(h.layers(ids), ref.layers(ids)):
+        assert torch.equal(a.W_V, b.W_V) and torch.equal(a.A, b.A)

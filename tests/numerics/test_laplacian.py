@@ -375,3 +375,64 @@ def test_parallel_constraints_match_definition():
         for j in range(3):
             ref = x[i] - O[i, j] @ x[j] if P[i, j] > 0 else torch.zeros(2, dtype=F, device=DEV)
             assert_close(Cx[i, j], ref, size=2, what=f"C row ({i},{j})")
+
+
+@given(cst.metric_compatible_walks(max_n=4, max_d=2), st.booleans())
+def test_gram_path_of_parallel_constraints_matches_svd_path(walk, sparse):
+    """The large-size path (eigh of CᵀC without forming C) against the direct SVD of C."""
+    from numerics.laplacian import _parallel_gram, _parallel_svd
+
+    P, O, _ = walk
+    sup = P > 0
+    if sparse:
+        sup = sup & (torch.rand(P.shape, generator=torch.Generator().manual_seed(0)).to(P.device) < 0.6)
+    C = parallel_constraints(O, sup)
+    N = C.shape[-1]
+    assert_close(_parallel_gram(O, sup), C.T @ C, size=N, what="G = CᵀC")
+    s_svd, _, g1 = _parallel_svd(O, sup)
+    s_eig, _, g2 = _parallel_svd(O, sup, max_entries=0)
+    assert not g1 and g2
+    # σ from √λ(CᵀC) is accurate to √(eps)·‖C‖ only
+    assert float((s_svd - s_eig).abs().max()) <= math.sqrt(tol(F, N)) * max(float(s_svd.max()), 1.0)
+
+
+@given(cst.metric_compatible_walks(max_n=4, max_d=3))
+def test_float32_walks_use_float32_tolerances(walk):
+    P, O, _ = walk
+    w32 = ConnectionWalk.from_edges(P.float(), O.float())
+    D = diagnose(w32)
+    assert bool(D.hypotheses_t3()) and bool(D.conclusions_t3()), D.summary()
+    assert D.orthogonal.tol == pytest.approx(tol(torch.float32, O.shape[-1], scale=max(O.shape[-1], 1)), rel=0.5)
+    # a float32-sized defect is still caught when it is larger than float32 rounding
+    O2 = O.clone()
+    O2[0, 0] = O2[0, 0] * (1 + 1e-3)
+    D2 = diagnose(ConnectionWalk.from_edges(P.float(), O2.float()))
+    assert not bool(D2.orthogonal.holds)
+
+
+def test_gram_path_end_to_end_finds_flat_kernel():
+    """Parallel sections from CᵀC (the path used when C has > 2²² entries), forced on a small walk."""
+    g = torch.Generator().manual_seed(5)
+    n, d = 10, 3
+    K = torch.rand(n, n, dtype=F, generator=g)
+    K = (K + K.T) * (torch.rand(n, n, dtype=F, generator=g) < 0.4)
+    K = ((K + K.T) / 2 + torch.eye(n, dtype=F)).to(DEV)
+    P = K / K.sum(-1, keepdim=True)
+    R, _ = torch.linalg.qr(torch.randn(n, d, d, dtype=F, generator=g))
+    R = R.to(DEV)
+    O = torch.einsum("iab,jcb->ijac", R, R)
+    D = diagnose(ConnectionWalk.from_edges(P, O), svd_max_entries=0)
+    ncomp = int(D.n_components)
+    assert bool(D.flat.holds) and bool(D.kernel_parallel.holds) and int(D.kernel_dim) == d * ncomp, D.summary()
+    assert D.flat.tol >= math.sqrt(tol(F, n * d))  # the Gram path's √eps threshold was used
+    # break flatness on one two-way edge (still metric-compatible): the kernel shrinks
+    Rm = torch.linalg.qr(torch.randn(d, d, dtype=F, generator=g))[0].to(DEV)
+    i, j = [int(v) for v in torch.nonzero((P > 0) & ~torch.eye(n, dtype=torch.bool, device=DEV))[0]]
+    O2 = O.clone()
+    O2[i, j] = O[i, j] @ Rm
+    O2[j, i] = O2[i, j].T
+    D2 = diagnose(ConnectionWalk.from_edges(P, O2), svd_max_entries=0)
+    D3 = diagnose(ConnectionWalk.from_edges(P, O2))
+    assert not bool(D2.flat.holds) and bool(D2.kernel_parallel.holds)
+    assert int(D2.kernel_dim) == int(D3.kernel_dim) < d * ncomp
+    assert int(D2.parallel_dim) == int(D3.parallel_dim)

@@ -159,3 +159,11 @@ def test_analyze_prints_table(capsys):
     out = capsys.readouterr().out
     assert "| E1 | synthetic:enc | walk_change_frob |" in out
     assert "| E2 | synthetic:enc | edge_defect |" in out
+
+
+def test_analyze_through_the_model_adapters(capsys):
+    """Tiny random HF configs (registry ``tiny:*``) go through the real adapter path (GQA llama)."""
+    assert cli.main(["analyze", "tiny:llama", *SMALL]) == 0
+    out = capsys.readouterr().out
+    for stat in ("walk_change_frob", "positional_r2", "head_sv_cv", "data_gain_cv", "edge_defect"):
+        assert f"| tiny:llama | {stat} |" in out

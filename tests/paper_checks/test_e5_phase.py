@@ -173,3 +173,20 @@ def test_run_quick_end_to_end(tmp_path):
     assert "default" in sens and len(sens) == 1 + 2 * len(e5.THRESHOLD_VARIANTS)
     for dyn in ("sphere", "postnorm", "prenorm"):
         assert (tmp_path / f"e5_phase_{dyn}.png").stat().st_size > 1000
+
+
+def test_prenorm_effective_time_and_resampling():
+    eta, L = 0.7, 30
+    tau = e5.prenorm_effective_time(L, eta)
+    assert tau[0] == 0.0 and tau.shape == (L + 1,)
+    assert tau[5] == pytest.approx(sum(eta / (1 + eta * (j + 1)) for j in range(5)), rel=1e-14)
+    # a signal linear in τ is reproduced exactly by the resampling (linear interpolation between layers)
+    t = torch.as_tensor(tau, dtype=F64)
+    states = (2.0 + 3.0 * t)[:, None, None].expand(L + 1, 4, 2).clone()
+    grid, res = e5.prenorm_effective_window(states, (10, 30), eta)
+    assert grid.shape == (21,) and grid[0] == pytest.approx(tau[10]) and grid[-1] == pytest.approx(tau[30])
+    np.testing.assert_allclose(np.diff(grid), np.full(20, (tau[30] - tau[10]) / 20), rtol=1e-12)
+    ref = (2.0 + 3.0 * torch.as_tensor(grid, dtype=F64))[:, None, None].expand_as(res)
+    assert (res - ref).abs().max().item() <= tol(F64, L, scale=ref.abs().max().item())
+    with pytest.raises(ShapeError):
+        e5.prenorm_effective_window(states, (10, 31), eta)

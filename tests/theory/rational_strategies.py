@@ -18,28 +18,43 @@ SIZES_D = st.integers(2, 3)
 
 
 def rationals(lo=-3, hi=3, max_den=MAX_DEN):
-    return st.fractions(min_value=lo, max_value=hi, max_denominator=max_den)
+    """One rational in ``[lo, hi]`` with denominator <= ``max_den``."""
+    return st.integers(1, max_den).flatmap(
+        lambda den: st.integers(lo * den, hi * den).map(lambda k: Fraction(k, den)))
 
 
 def positive_rationals(hi=4, max_den=MAX_DEN):
-    return st.fractions(min_value=Fraction(1, max_den), max_value=hi, max_denominator=max_den)
+    return rationals(0, hi, max_den).map(lambda x: x if x > 0 else Fraction(1, MAX_DEN))
 
 
-def matrices(r, c, elements=None):
-    elements = elements if elements is not None else rationals()
-    return st.lists(st.lists(elements, min_size=c, max_size=c), min_size=r, max_size=r)
+@st.composite
+def _row(draw, c, lo, hi, positive, max_den=MAX_DEN):
+    """A row of ``c`` rationals sharing one drawn denominator (fast to generate: one integer draw
+    per entry); zero entries become ``1/max_den`` when ``positive``."""
+    den = draw(st.integers(1, max_den))
+    lo_k = 1 if positive else lo * den
+    ks = draw(st.lists(st.integers(lo_k, hi * den), min_size=c, max_size=c))
+    return [Fraction(k, den) for k in ks]
 
 
-def vectors(k, elements=None):
-    return st.lists(elements if elements is not None else rationals(), min_size=k, max_size=k)
+def matrices(r, c, elements=None, *, lo=-3, hi=3, positive=False):
+    """``r x c`` rational matrix (rows share a denominator); ``elements`` overrides per entry."""
+    if elements is not None:
+        return st.lists(st.lists(elements, min_size=c, max_size=c), min_size=r, max_size=r)
+    return st.lists(_row(c, lo, hi, positive), min_size=r, max_size=r)
+
+
+def vectors(k, elements=None, *, lo=-3, hi=3, positive=False):
+    if elements is not None:
+        return st.lists(elements, min_size=k, max_size=k)
+    return _row(k, lo, hi, positive)
 
 
 @st.composite
 def row_stochastic(draw, n, *, positive=True, support=None):
     """Row-stochastic rational ``n x n``: positive weights normalised per row (``support`` an
     optional 0/1 mask; the diagonal is always kept so rows never vanish)."""
-    el = positive_rationals() if positive else st.one_of(st.just(Fraction(0)), positive_rationals())
-    W = draw(matrices(n, n, el))
+    W = draw(matrices(n, n, lo=0, hi=4, positive=positive))
     if support is not None:
         W = [[W[i][j] if (support[i][j] or i == j) else Fraction(0) for j in range(n)] for i in range(n)]
     for i in range(n):
@@ -52,12 +67,11 @@ def row_stochastic(draw, n, *, positive=True, support=None):
 def symmetric_weights(draw, n, *, sparse=True):
     """Symmetric nonnegative rational weights with positive diagonal (so every degree > 0);
     ``sparse`` lets off-diagonal weights be exactly 0 (a general graph, not only complete)."""
-    el = st.one_of(st.just(Fraction(0)), positive_rationals()) if sparse else positive_rationals()
-    w = [[Fraction(0)] * n for _ in range(n)]
+    U = draw(matrices(n, n, lo=0, hi=4, positive=not sparse))
+    w = [[U[min(i, j)][max(i, j)] for j in range(n)] for i in range(n)]
     for i in range(n):
-        w[i][i] = draw(positive_rationals())
-        for j in range(i + 1, n):
-            w[i][j] = w[j][i] = draw(el)
+        if w[i][i] == 0:
+            w[i][i] = Fraction(1, MAX_DEN)
     return w
 
 

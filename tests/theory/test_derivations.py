@@ -77,7 +77,8 @@ def test_t1_catches_feature_major_kron(monkeypatch):
 
 @pytest.mark.theorem("T3")
 def test_t3_catches_transports_without_transpose(monkeypatch):
-    """O_ji = O_ij (instead of O_ij^T): pi-self-adjointness and the Dirichlet identity must fail."""
+    """O_ji = O_ij (instead of O_ij^T): pi-self-adjointness must fail. (The Dirichlet identity is a
+    quadratic-form identity and survives: it needs only orthogonality and stationarity.)"""
     real = dv._metric_transports
 
     def broken(n, d, scale=1):
@@ -88,10 +89,10 @@ def test_t3_catches_transports_without_transpose(monkeypatch):
         return O, angles
 
     monkeypatch.setattr(dv, "_metric_transports", broken)
-    D = dv.derive_t3(n=3, d=2)
+    D = dv.derive_t3(n=2, d=2, counterexamples=False)
     failed = {c.name for c in D.failures()}
     assert any(name.startswith("1. Delta is pi-self-adjoint") for name in failed), D.summary()
-    assert any(name.startswith("3. Dirichlet") for name in failed), D.summary()
+    assert not any(name.startswith("3. Dirichlet") for name in failed), D.summary()
 
 
 @pytest.mark.theorem("L2")

@@ -1,0 +1,101 @@
+"""The theorem registry: contents, lookups, bad input, and the no-torch rule for ``theory``."""
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from theory import derivations as dv
+from theory.errors import TheoryError, UnknownTheoremError, UnsupportedSizeError
+from theory.registry import LEMMAS, MAIN, THEOREMS, Theorem, get, ids
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def test_registry_lists_t1_to_t6_and_their_lemmas():
+    assert [t.id for t in MAIN] == ["T1", "T2", "T3", "T4", "T5", "T6"]
+    assert THEOREMS == LEMMAS + MAIN
+    assert len(set(ids())) == len(THEOREMS)
+    known = set(ids())
+    for t in THEOREMS:
+        assert isinstance(t, Theorem)
+        assert t.title and t.hypotheses and t.conclusions and t.source.claim and t.source.section
+        assert all(h.name and h.statement for h in t.hypotheses)
+        assert set(t.lemmas) <= known, (t.id, t.lemmas)
+        assert callable(t.derivation) and t.supported_sizes, t.id
+        assert t.symbolic_tests, t.id
+        for p in t.symbolic_tests + t.certificate_tests:  # the theory area's own tests exist
+            assert (REPO / p).is_file(), p
+        if t.kind == "theorem":
+            assert t.numeric_tests and t.necessity_tests and t.certificate_tests, t.id
+            assert all(p.startswith("tests/numerics/test_") and p.endswith(".py") for p in t.numeric_tests + t.necessity_tests)
+        for s in (t.title, *t.conclusions, *t.notes, *(h.statement for h in t.hypotheses)):
+            assert s.count("$") % 2 == 0, f"{t.id}: unbalanced $ in {s!r}"
+
+
+def test_numeric_test_paths_are_the_assigned_ones():
+    assert set(get("T1").numeric_tests) == {"tests/numerics/test_walk_t1.py", "tests/numerics/test_attention.py"}
+    assert set(get("T2").numeric_tests) == {"tests/numerics/test_walk_t2.py", "tests/numerics/test_attention.py"}
+    for tid in ("T3", "T5"):
+        t = get(tid)
+        assert set(t.numeric_tests + t.necessity_tests) == {
+            "tests/numerics/test_laplacian.py", "tests/numerics/test_reversibility.py",
+            "tests/numerics/test_necessity.py", "tests/numerics/test_graphs.py"}
+    assert get("T6").numeric_tests == ("tests/numerics/test_patterns.py",)
+
+
+def test_get_returns_registered_objects():
+    for t in THEOREMS:
+        assert get(t.id) is t
+
+
+@pytest.mark.parametrize("bad", ["T7", "t3", "E1", "", None, 3])
+def test_unknown_id_lists_known_ids(bad):
+    with pytest.raises(UnknownTheoremError) as ei:
+        get(bad)
+    assert isinstance(ei.value, KeyError) and isinstance(ei.value, TheoryError)
+    msg = str(ei.value)
+    assert repr(bad) in msg
+    for t in THEOREMS:
+        assert t.id in msg
+
+
+def test_size_out_of_range_lists_supported_sizes():
+    with pytest.raises(UnsupportedSizeError) as ei:
+        get("T3").derive(n=12)
+    msg = str(ei.value)
+    assert "T3" in msg and "n=12" in msg and "n in 2..3" in msg and "d in 1..2" in msg
+    assert isinstance(ei.value, ValueError)
+    with pytest.raises(UnsupportedSizeError, match="heads in 1..2"):
+        get("T6").derive(heads=5)
+    with pytest.raises(UnsupportedSizeError, match="supported sizes: n in 1..4, d in 1..3"):
+        get("T1").derive(m=3)  # unknown size name
+    with pytest.raises(UnsupportedSizeError):
+        get("T1").derive(n=2.0)  # not an int
+    with pytest.raises(UnsupportedSizeError):
+        dv.derive_t1(n=True)
+    with pytest.raises(UnsupportedSizeError):
+        dv.derive_t2(0)  # positional sizes are validated too
+
+
+def test_default_sizes_are_within_supported_ranges():
+    for t in THEOREMS:
+        for k, v in t.default_sizes.items():
+            lo, hi = t.supported_sizes[k]
+            assert lo <= v <= hi, (t.id, k, v)
+        assert set(t.default_sizes) == set(t.supported_sizes), t.id
+
+
+def test_theory_never_imports_torch():
+    code = ("import sys\n"
+            "import theory, theory.registry, theory.render, theory.derivations, theory.certificates, "
+            "theory.symbolic, theory.report, theory.errors\n"
+            "theory.render.render_markdown(); theory.render.render_latex()\n"
+            "bad = sorted(m for m in sys.modules if m.split('.')[0] in ('torch', 'numerics', 'paper_checks', 'numpy'))\n"
+            "assert not bad, bad\n"
+            "print('clean')\n")
+    out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "clean"

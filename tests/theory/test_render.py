@@ -1,0 +1,71 @@
+"""THEOREMS.md is generated from the registry and guarded: a theory change must be rendered."""
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from theory import render
+from theory.registry import THEOREMS
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def test_committed_theorems_md_matches_rendering():
+    path = REPO / "THEOREMS.md"
+    assert path.is_file(), "THEOREMS.md missing: run `python -m theory.render`"
+    assert path.read_text(encoding="utf-8") == render.render_markdown(), \
+        "THEOREMS.md differs from the registry: run `python -m theory.render` and commit the result"
+
+
+def test_markdown_contains_every_statement():
+    md = render.render_markdown()
+    for t in THEOREMS:
+        assert f"## {t.id} — {t.title}" in md
+        for h in t.hypotheses:
+            assert h.statement in md
+        for c in t.conclusions:
+            assert c in md
+        assert t.derivation.__name__ in md
+    assert render.render_markdown() == md  # deterministic
+
+
+def test_check_mode_exit_codes(tmp_path):
+    out = tmp_path / "T.md"
+    run = lambda *a: subprocess.run([sys.executable, "-m", "theory.render", "--output", str(out), *a],  # noqa: E731
+                                    cwd=REPO, capture_output=True, text=True, timeout=120)
+    r = run("--check")
+    assert r.returncode == 1 and "out of date" in r.stderr  # missing file
+    r = run("--latex", str(tmp_path / "t.tex"))
+    assert r.returncode == 0 and out.read_text(encoding="utf-8") == render.render_markdown()
+    assert (tmp_path / "t.tex").read_text(encoding="utf-8") == render.render_latex()
+    assert run("--check").returncode == 0
+    out.write_text(out.read_text(encoding="utf-8").replace("Dirichlet", "Dirichlett", 1), encoding="utf-8")
+    r = run("--check")
+    assert r.returncode == 1 and "Dirichlett" in r.stdout  # the diff is shown
+
+
+def test_latex_rendering_is_well_formed():
+    tex = render.render_latex()
+    assert tex.startswith("\\documentclass") and tex.rstrip().endswith("\\end{document}")
+    for t in THEOREMS:
+        env = "lemma" if t.kind == "lemma" else "theorem"
+        assert f"\\begin{{{env}}}[{t.id}:" in tex
+        body = t.to_latex()
+        assert body.count("\\begin{") == body.count("\\end{")
+        # braces balance once escaped braces are removed
+        plain = body.replace("\\{", "").replace("\\}", "")
+        assert plain.count("{") == plain.count("}"), t.id
+        # no raw markdown left outside math
+        text = re.sub(r"\$[^$]*\$", "", body)
+        assert "**" not in text and "`" not in text and "_" not in text.replace("\\_", ""), t.id
+    assert t.to_markdown() == render.theorem_markdown(t)
+
+
+def test_latex_text_escaping():
+    assert render.latex_text("a_b $x_i$ **b** `c_d` 50%") == r"a\_b $x_i$ \textbf{b} \texttt{c\_d} 50\%"
+    with pytest.raises(ValueError, match="unbalanced"):
+        render.latex_text("cost $x")
