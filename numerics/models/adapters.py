@@ -508,13 +508,13 @@ class HFModelHandle:
             t.start()
             try:
                 while True:
+                    if superseded.is_set():
+                        raise ModelError("this layers() stream was superseded by a newer layers() call on the "
+                                         "same handle; consume one stream at a time", argument="layers")
                     try:
                         item = q.get(timeout=0.1)
                     except queue.Empty:
-                        if superseded.is_set():
-                            raise ModelError("this layers() stream was superseded by a newer layers() call on the "
-                                             "same handle; consume one stream at a time", argument="layers")
-                        if not t.is_alive() and q.empty():
+                        if not t.is_alive() and q.empty() and not superseded.is_set():
                             raise ModelError("the capture thread ended without a result", argument="layers")
                         continue
                     if item is _DONE:
