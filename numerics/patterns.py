@@ -510,15 +510,17 @@ def effective_time(scheme: str, eta: float, layers: int) -> float:
     * ``"postnorm"`` ``x ← norm(x + η MHA(x))``: per-layer factor ``1 + h(μ − 1)``, ``h = η/(1+η)``,
       so ``τ = h·L``.
     * ``"prenorm"`` ``x ← x + η MHA(norm(x))``: the residual stream's amplitude grows like
-      ``r_l = 1 + ηl``, so layer ``l`` advances relative perturbations by ``η / r_l`` and
-      ``τ = Σ_{l<L} η/(1 + ηl) ≈ log(1 + ηL)`` — it grows only logarithmically.
+      ``r_l = 1 + ηl``; a relative perturbation ``ε = δ/r`` obeys
+      ``ε_{l+1} = ε_l (r_l + ημ)/(r_l + η) = ε_l (1 + η(μ−1)/r_{l+1})``, so layer ``l`` advances it by
+      ``η / (1 + η(l+1))`` and ``τ = Σ_{l<L} η/(1 + η(l+1)) ≈ log((1 + ηL)/(1+η)) + …`` — it grows
+      only logarithmically.
     * ``"euler"`` ``x ← x + η f(x)``: ``τ = ηL``."""
     _check_eta(eta)
     if scheme == "postnorm":
         return eta / (1 + eta) * layers
     if scheme == "prenorm":
         l = torch.arange(layers, dtype=torch.float64)
-        return float((eta / (1 + eta * l)).sum().item())
+        return float((eta / (1 + eta * (l + 1))).sum().item())
     if scheme == "euler":
         return eta * layers
     raise ShapeError(f"unknown scheme {scheme!r}; expected 'postnorm', 'prenorm' or 'euler'", argument="scheme")
@@ -572,7 +574,8 @@ def discrete_selection(kernels, transports, eta: float, layers: int, *, scheme: 
     * ``postnorm``: per-layer factor ``|1 + h(μ − 1)|``, ``h = η/(1+η)``; selection
       ``argmax_k max_b |1 + h(μ_b(k) − 1)|`` (can differ from ``argmax Re μ`` when ``Im μ`` is large:
       ``|1 + h(μ−1)|² = (1 + h(Re μ − 1))² + h² (Im μ)²``).
-    * ``prenorm``: layer ``l`` multiplies by ``|1 + (η/(1+ηl))(μ − 1)|``.
+    * ``prenorm``: layer ``l`` multiplies by ``|1 + η(μ − 1)/(1 + η(l+1))|`` (relative to the
+      base state, whose amplitude grows as ``1 + ηl``; see :func:`effective_time`).
     * ``euler``: ``|1 + η(μ − 1)|`` per layer.
     Both onset estimates assume the homogeneous state's amplitude follows the eigenvalue-1 direction
     (unit growth of ``M(0)``), as for the reference cases."""
@@ -590,7 +593,7 @@ def discrete_selection(kernels, transports, eta: float, layers: int, *, scheme: 
     elif scheme == "prenorm":
         lg = torch.zeros_like(mu.real)
         for l in range(int(layers)):
-            lg = lg + torch.log(torch.abs(1 + eta / (1 + eta * l) * (mu - 1)))
+            lg = lg + torch.log(torch.abs(1 + eta / (1 + eta * (l + 1)) * (mu - 1)))
     else:
         raise ShapeError(f"unknown scheme {scheme!r}; expected 'postnorm', 'prenorm' or 'euler'", argument="scheme")
     ks = signed_wavenumbers(n)

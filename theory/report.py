@@ -105,9 +105,30 @@ def render_table() -> str:
         lines.append(f"{r['theorem']:<8} {sym:<9} {tests:>11} {r['examples']:>9} {r['worst_residual']:>15.3e}  {ce}")
         for c in r["counterexamples"]:
             lines.append(f"{'':<8}   - {c}")
+    lines.append("symbolic: ✓ every derivation reached exact zero, ✗ one failed, - none ran; "
+                 "tests: passed/run; examples: property examples recorded")
     return "\n".join(lines)
 
 
-def dump_json(path: str) -> None:
+def _titles() -> dict[str, str]:
+    try:
+        from .registry import THEOREMS
+
+        return {t.id: t.title for t in THEOREMS}
+    except Exception:  # pragma: no cover - the table must print even if the registry is broken
+        return {}
+
+
+def dump_json(path: str, *, exitstatus: int | None = None) -> None:
+    """Write ``{"theorems": [row, ...], "exitstatus": ...}``; each row as in :func:`table_rows`
+    plus the registered ``title`` (``null`` for ids not in the registry, e.g. E1-E6). A NaN worst
+    residual is written as the string ``"nan"`` so the file stays strict JSON."""
+    titles = _titles()
+    rows = []
+    for r in table_rows():
+        r = dict(r, title=titles.get(r["theorem"]))
+        if isinstance(r["worst_residual"], float) and math.isnan(r["worst_residual"]):
+            r["worst_residual"] = "nan"
+        rows.append(r)
     with open(path, "w", encoding="utf-8") as fh:
-        json.dump({"theorems": table_rows()}, fh, indent=2)
+        json.dump({"theorems": rows, "exitstatus": exitstatus}, fh, indent=2, ensure_ascii=False)

@@ -29,18 +29,20 @@ def _mask(batch=2, n=N):
 _HANDLES: dict = {}
 
 
-def handle(family, dtype):
-    key = (family, dtype)
+def handle(family, dtype, device="cpu"):
+    key = (family, dtype, str(device))
     if key not in _HANDLES:
-        _HANDLES[key] = wrap(tiny_model(family, seed=0, dtype=dtype), name=f"tiny:{family}", trained=False)
+        m = tiny_model(family, seed=0, dtype=dtype).to(device)
+        _HANDLES[key] = wrap(m, name=f"tiny:{family}", trained=False)
     return _HANDLES[key]
 
 
 @pytest.mark.theorem("T2")
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64], ids=["f32", "f64"])
 @pytest.mark.parametrize("family", TINY_FAMILIES)
-def test_identity_every_layer(family, dtype):
-    h = handle(family, dtype)
+def test_identity_every_layer(family, dtype, device):
+    """On the test device (``--device``; captures come back on CPU)."""
+    h = handle(family, dtype, device)
     assert_identity(h, _ids(h))
     assert_identity(h, _ids(h, seed=1), _mask())
 

@@ -464,9 +464,11 @@ def test_postnorm_stack_can_select_another_k_than_the_flow():
 def test_prenorm_effective_time_is_logarithmic_and_freezing_is_reported():
     for eta, L in [(0.5, 10), (0.1, 1000), (1.0, 50)]:
         tau = effective_time("prenorm", eta, L)
-        ref = sum(eta / (1 + eta * l) for l in range(L))
+        # relative perturbations see the base amplitude after the layer, r_{l+1} = 1 + η(l+1)
+        ref = sum(eta / (1 + eta * (l + 1)) for l in range(L))
         assert tau == pytest.approx(ref, rel=1e-12)
-        assert math.log(1 + eta * (L - 1)) <= tau <= eta + math.log(1 + eta * L)
+        # integral bounds of the decreasing summand η/(1+ηx), x = 1..L
+        assert math.log((1 + eta * (L + 1)) / (1 + eta)) <= tau <= math.log(1 + eta * L)
     assert effective_time("postnorm", 1.0, 10) == pytest.approx(5.0)
     a, T = ex1()
     sel = discrete_selection(a, T, eta=0.5, layers=12, scheme="prenorm")

@@ -130,7 +130,7 @@ def test_stacks_match_their_literal_formulas_and_batching():
     fb = simulate_flow(dyn, X0, 0.2, 0.02)
     for b in range(4):
         assert_close(fb.final[b], simulate_flow(dyn, X0[b], 0.2, 0.02).final, size=60, dtype=F64)
-    assert pre.effective_times[-1].item() == pytest.approx(sum(eta / (1 + eta * l) for l in range(3)))
+    assert pre.effective_times[-1].item() == pytest.approx(sum(eta / (1 + eta * (l + 1)) for l in range(3)))
 
 
 def test_simulation_runs_on_the_test_device(device):

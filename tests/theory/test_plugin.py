@@ -20,49 +20,93 @@ def _pytest(*args, timeout=180):
                           cwd=REPO, capture_output=True, text=True, timeout=timeout)
 
 
-def test_theorem_option_selects_and_table_prints(tmp_path):
-    js = tmp_path / "t.json"
-    r = _pytest("--theorem", "T3", "--theorem-json", str(js))
-    assert r.returncode == 0, r.stdout + r.stderr
-    assert "2 passed, 2 deselected" in r.stdout
-    assert "theorem checker" in r.stdout
-    row = next(line for line in r.stdout.splitlines() if line.startswith("T3 "))
-    assert "✓" in row and "2/2" in row and "3.000e-15" in row
-    data = json.loads(js.read_text())
-    (t3,) = [t for t in data["theorems"] if t["theorem"] == "T3"]
-    assert t3["examples"] == 3 and t3["worst_residual"] == 3e-15 and t3["symbolic"] is True
-    assert t3["counterexamples"] == ["drop (a): spec {-1, 3}"] and t3["tests_passed"] == 2
-    assert all(t["theorem"] != "T1" for t in data["theorems"])
-
-
-def test_failures_are_counted_and_symbolic_cross_shown(tmp_path):
+def test_end_to_end_table_and_json(tmp_path):
+    """One real pytest run over the fixture: outcomes counted, ✓/✗, residuals, JSON artefact."""
     js = tmp_path / "t.json"
     r = _pytest("--theorem-json", str(js))
-    assert r.returncode == 1
-    row = next(line for line in r.stdout.splitlines() if line.startswith("T1 "))
-    assert "✗" in row and "1/2" in row
-    (t1,) = [t for t in json.loads(js.read_text())["theorems"] if t["theorem"] == "T1"]
-    assert t1["tests_failed"] == 1 and t1["symbolic"] is False
+    assert r.returncode == 1, r.stdout + r.stderr  # the fixture has one deliberate failure
+    assert "theorem checker" in r.stdout
+    rows = {line.split()[0]: line for line in r.stdout.splitlines() if line[:2] in ("T1", "T3")}
+    assert "✓" in rows["T3"] and "2/2" in rows["T3"] and "3.000e-15" in rows["T3"]
+    assert "✗" in rows["T1"] and "1/2" in rows["T1"]
+    data = {t["theorem"]: t for t in json.loads(js.read_text())["theorems"]}
+    t3, t1 = data["T3"], data["T1"]
+    assert t3["examples"] == 3 and t3["worst_residual"] == 3e-15 and t3["symbolic"] is True
+    assert t3["counterexamples"] == ["drop (a): spec {-1, 3}"] and t3["tests_passed"] == 2
+    assert t1["tests_failed"] == 1 and t1["tests_passed"] == 1 and t1["symbolic"] is False
+    assert json.loads(js.read_text())["exitstatus"] == 1
+
+
+def test_theorem_option_deselects_other_tests():
+    import types
+
+    import tests.conftest as cf
+
+    def item(*ids):
+        marks = [types.SimpleNamespace(args=(i,)) for i in ids]
+        return types.SimpleNamespace(iter_markers=lambda name, m=marks: iter(m if name == "theorem" else []),
+                                     user_properties=[])
+
+    items = [item("T3"), item("T1"), item(), item("T1", "T3")]
+    deselected = []
+    cfg = _FakeConfig(**{"--theorem": ["T3"]})
+    cfg.hook = types.SimpleNamespace(pytest_deselected=lambda items: deselected.extend(items))
+    keep = list(items)
+    cf.pytest_collection_modifyitems(cfg, keep)
+    assert keep == [items[0], items[3]] and deselected == [items[1], items[2]]
+    assert items[3].user_properties == [("theorem", "T1"), ("theorem", "T3")]
+
+
+class _FakeConfig:
+    def __init__(self, **opts):
+        self.opts = opts
+
+    def getoption(self, name):
+        return self.opts.get(name)
 
 
 def test_unknown_theorem_id_is_a_usage_error():
-    r = _pytest("--theorem", "T9")
-    assert r.returncode == 4  # pytest usage error
-    out = r.stdout + r.stderr
-    assert "unknown id(s) ['T9']" in out and "T1" in out and "T6" in out and "L1" in out
+    import tests.conftest as cf
+
+    with pytest.raises(pytest.UsageError) as ei:
+        cf.pytest_configure(_FakeConfig(**{"--device": None, "--theorem": ["T3", "T9"]}))
+    msg = str(ei.value)
+    assert "unknown id(s) ['T9']" in msg and "T1" in msg and "T6" in msg and "L1" in msg
+    cf.pytest_configure(_FakeConfig(**{"--device": None, "--theorem": ["T3", "L2", "E1"]}))  # accepted
 
 
-def test_xdist_workers_are_merged(tmp_path):
-    pytest.importorskip("xdist")
-    js = tmp_path / "t.json"
-    r = _pytest("-n", "2", "--theorem", "T3", "--theorem-json", str(js), timeout=240)
-    assert r.returncode == 0, r.stdout + r.stderr
-    (t3,) = json.loads(js.read_text())["theorems"]
+def test_xdist_worker_tallies_are_merged(monkeypatch, tmp_path):
+    """The xdist path without spawning workers: a worker's sessionfinish exports its tally, the
+    controller's testnodedown merges it (outcomes are counted in the controller only)."""
+    import types
+
+    import tests.conftest as cf
+
+    monkeypatch.setattr(report, "TALLY", {})
+    report.record("T3", residual=3e-15)
+    report.record("T3", symbolic=True, counterexample="c1")
+    report.record_outcome("T3", True)
+    worker_cfg = _FakeConfig(**{"--theorem-json": None})
+    worker_cfg.workeroutput, worker_cfg.workerinput = {}, {}
+    cf.pytest_sessionfinish(types.SimpleNamespace(config=worker_cfg), 0)
+    rows = worker_cfg.workeroutput["theorem_tally"]
+    assert rows[0]["tests_passed"] == 0  # not double counted
+    monkeypatch.setattr(report, "TALLY", {})  # the controller's tally
+    report.record("T3", residual=1e-16, counterexample="c2")
+    report.record_outcome("T3", True)
+    cf.pytest_testnodedown(types.SimpleNamespace(workeroutput={"theorem_tally": rows}), None)
+    cf.pytest_testnodedown(types.SimpleNamespace(workeroutput={"theorem_tally": rows}), None)  # 2nd worker
+    (t3,) = report.table_rows()
     assert t3["examples"] == 3 and t3["worst_residual"] == 3e-15 and t3["symbolic"] is True
-    assert t3["tests_passed"] == 2 and t3["counterexamples"] == ["drop (a): spec {-1, 3}"]
+    assert t3["counterexamples"] == ["c2", "c1"] and t3["tests_passed"] == 1
+    js = tmp_path / "t.json"
+    cf.pytest_sessionfinish(types.SimpleNamespace(config=_FakeConfig(**{"--theorem-json": str(js)})), 0)
+    data = json.loads(js.read_text())
+    assert data["exitstatus"] == 0 and data["theorems"][0]["title"] == "When the generator is a random-walk connection Laplacian"
+    assert [{k: v for k, v in r.items() if k != "title"} for r in data["theorems"]] == report.table_rows()
 
 
-def test_report_tally_semantics(monkeypatch):
+def test_report_tally_semantics(monkeypatch, tmp_path):
     monkeypatch.setattr(report, "TALLY", {})
     report.record("T2", residual=1e-12)
     report.record("T2", residual=5e-13)
@@ -85,3 +129,6 @@ def test_report_tally_semantics(monkeypatch):
     assert math.isnan(report.table_rows()[0]["worst_residual"])
     table = report.render_table()
     assert "T2" in table and "✗" in table and "nan" in table
+    js = tmp_path / "t.json"
+    report.dump_json(str(js))
+    assert json.loads(js.read_text())["theorems"][0]["worst_residual"] == "nan"  # strict JSON

@@ -33,19 +33,25 @@ def test_markdown_contains_every_statement():
     assert render.render_markdown() == md  # deterministic
 
 
-def test_check_mode_exit_codes(tmp_path):
+def test_check_mode_exit_codes(tmp_path, capsys):
     out = tmp_path / "T.md"
-    run = lambda *a: subprocess.run([sys.executable, "-m", "theory.render", "--output", str(out), *a],  # noqa: E731
-                                    cwd=REPO, capture_output=True, text=True, timeout=120)
-    r = run("--check")
-    assert r.returncode == 1 and "out of date" in r.stderr  # missing file
-    r = run("--latex", str(tmp_path / "t.tex"))
-    assert r.returncode == 0 and out.read_text(encoding="utf-8") == render.render_markdown()
+    assert render.main(["--output", str(out), "--check"]) == 1  # missing file
+    assert "out of date" in capsys.readouterr().err
+    assert render.main(["--output", str(out), "--latex", str(tmp_path / "t.tex")]) == 0
+    assert out.read_text(encoding="utf-8") == render.render_markdown()
     assert (tmp_path / "t.tex").read_text(encoding="utf-8") == render.render_latex()
-    assert run("--check").returncode == 0
+    assert render.main(["--output", str(out), "--check"]) == 0
     out.write_text(out.read_text(encoding="utf-8").replace("Dirichlet", "Dirichlett", 1), encoding="utf-8")
-    r = run("--check")
-    assert r.returncode == 1 and "Dirichlett" in r.stdout  # the diff is shown
+    capsys.readouterr()
+    assert render.main(["--output", str(out), "--check"]) == 1
+    assert "Dirichlett" in capsys.readouterr().out  # the diff is shown
+
+
+def test_module_cli_checks_the_committed_file():
+    r = subprocess.run([sys.executable, "-m", "theory.render", "--check"], cwd=REPO,
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "up to date" in r.stdout
 
 
 def test_latex_rendering_is_well_formed():
