@@ -9,8 +9,10 @@ Rules (also printed in the report):
   below 1 ("the walk changes less in the late third than in the early third").
 * **E3**: within each architecture kind, models ordered by parameter count; for consecutive sizes,
   diff = claim-oriented effect of the larger − of the smaller (``direction × effect``), bootstrap
-  interval from independent draws; reproduced if > 0, not reproduced if < 0. One size only:
-  ``insufficient scale range``.
+  interval from independent draws; reproduced if > 0 *and* the larger model's own E1/E2 verdict
+  for that statistic is reproduced (a phenomenon that is absent cannot strengthen: moving toward
+  the claim while still not reproducing it is inconclusive); not reproduced if < 0. One size
+  only: ``insufficient scale range``.
 * **E4**: per statistic, reproduced iff reproduced for every encoder and every decoder; not
   reproduced if any of them is not reproduced; else inconclusive.
 """
@@ -24,7 +26,7 @@ import numpy as np
 
 from paper_checks import inference as I
 from paper_checks.measure import BASELINES, E1_STATS, E2_BASELINED, E2_STATS, VARIANTS, Measurement, StatSpec
-from paper_checks.verdict import INSUFFICIENT_SCALE, StatResult
+from paper_checks.verdict import INCONCLUSIVE, INSUFFICIENT_SCALE, REPRODUCED, StatResult
 
 INTERVAL_NOTE = ("95% percentile bootstrap over prompts (trained) and over seeds × prompts (null); "
                  "it does not cover variation across models or training runs")
@@ -157,14 +159,18 @@ def e3_rows(runs: list[ModelRun], *, seed: int) -> list[StatResult]:
                     diff = s_large - s_small
                     ci = I.interval(diff)
                     verdict, reason = I.decide_scale(ci)
-                    es = small.rows[key].effect
+                    if verdict == REPRODUCED and large.rows[key].verdict != REPRODUCED:
+                        verdict = INCONCLUSIVE
+                        reason = (f"moves toward the claim with size, but the larger model's own {spec.claim} "
+                                  f"verdict is '{large.rows[key].verdict}': nothing to strengthen")
                     el = large.rows[key].effect
                     eff = None if es is None or el is None else spec.direction * (el - es)
                     out.append(StatResult(
                         claim="E3", model=f"{small.trained.name} → {large.trained.name}", statistic=stat,
                         trained=el, null=es, interval=_ci(ci), effect=eff, verdict=verdict,
                         rule="reproduced if the larger model's claim-oriented effect exceeds the smaller's "
-                             "(interval > 0); not reproduced if < 0; else inconclusive",
+                             "(interval > 0) and the larger model's own E1/E2 verdict is reproduced; "
+                             "not reproduced if < 0; else inconclusive",
                         interval_of="direction·(effect_large − effect_small), independent bootstrap draws",
                         definition=spec.definition, notes=reason + "; 'trained' = larger model's effect, "
                                                                     "'null' = smaller model's effect",

@@ -51,7 +51,12 @@ def pytest_addoption(parser):
     parser.addoption("--theorem-json", default=None, help="write the theorem table as JSON to this path")
 
 
+_IS_XDIST_WORKER = False
+
+
 def pytest_configure(config):
+    global _IS_XDIST_WORKER
+    _IS_XDIST_WORKER = hasattr(config, "workerinput")
     dev = config.getoption("--device")
     if dev:
         os.environ["CONNWALK_DEVICE"] = dev
@@ -84,8 +89,8 @@ def pytest_collection_modifyitems(config, items):
 def pytest_runtest_logreport(report):
     if report.when != "call" and not (report.when == "setup" and report.failed):
         return
-    if os.environ.get("PYTEST_XDIST_WORKER"):
-        return  # counted once, in the controller
+    if _IS_XDIST_WORKER:
+        return  # counted once, in the controller (not via the env var: subprocesses inherit it)
     for key, value in report.user_properties:
         if key == "theorem":
             theorem_report.record_outcome(value, report.passed)
@@ -99,7 +104,7 @@ def pytest_sessionfinish(session, exitstatus):
         ]
     path = cfg.getoption("--theorem-json")
     if path and not hasattr(cfg, "workerinput"):
-        theorem_report.dump_json(path)
+        theorem_report.dump_json(path, exitstatus=int(exitstatus), only=cfg.getoption("--theorem") or None)
 
 
 @pytest.hookimpl(optionalhook=True)
@@ -113,7 +118,7 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
     if hasattr(config, "workerinput") or not theorem_report.TALLY:
         return
     terminalreporter.section("theorem checker")
-    terminalreporter.write_line(theorem_report.render_table())
+    terminalreporter.write_line(theorem_report.render_table(only=config.getoption("--theorem") or None))
 
 
 @pytest.fixture

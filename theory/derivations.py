@@ -426,8 +426,9 @@ def derive_t4(n: int = 3, d: int = 2) -> Derivation:
     ``M``. Kolmogorov triangle identity
     ``log[A_ij A_jk A_ki / (A_ik A_kj A_ji)] = (2/sqrt(d_k)) (x_j-x_i)^T M_a (x_k-x_i)``,
     ``M_a = (M - M^T)/2``; symmetric M gives detailed balance with ``pi_i ∝ D_ii`` (stationary);
-    a query bias ``beta_j`` keeps it with ``pi_i ∝ e^{beta_i} D_ii``; a key bias cancels;
-    affinely collinear tokens are reversible for any M; causal attention forces ``pi_2 = pi_3 = 0``."""
+    a query bias ``beta_j`` keeps it with ``pi_i ∝ e^{beta_i} sum_j e^{S_ij + beta_j}``; a key
+    bias cancels; affinely collinear tokens are reversible for any M; with a causal mask detailed
+    balance forces ``pi_1 = ... = pi_{n-1} = 0`` (0-indexed): no positive pi."""
     D = Derivation("T4", {"n": n, "d": d})
     X = symbol_matrix("x", n, d, real=True)
     M = symbol_matrix("m", d, d, real=True)

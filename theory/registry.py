@@ -216,7 +216,7 @@ MAIN: list[Theorem] = [
             "a key bias cancels; a query bias keeps reversibility with $\\pi_i \\propto e^{\\beta_i}\\sum_j e^{S_{ij}+\\beta_j}$",
             "causal attention is never reversible with a positive $\\pi$ ($n \\ge 2$)",
         ),
-        derivation=_dv.derive_t4, lemmas=("L2",),
+        derivation=_dv.derive_t4,
         notes=("RoPE: reversible when $W_Q = W_K$; symmetric $M$ alone is not enough.",),
         symbolic_tests=(_SYM,), certificate_tests=(_CERT,),
         numeric_tests=("tests/numerics/test_reversibility.py", "tests/numerics/test_graphs.py"),

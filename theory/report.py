@@ -86,15 +86,17 @@ def merge(rows: list[dict]) -> None:
         t.tests_failed += row["tests_failed"]
 
 
-def table_rows() -> list[dict]:
+def table_rows(only: list[str] | None = None) -> list[dict]:
+    """Rows sorted by id (T2 before T10); ``only`` restricts to these ids (e.g. ``--theorem``)."""
     def key(k: str):
         return (k[0], int(k[1:]) if k[1:].isdigit() else 0, k)
 
-    return [TALLY[k].as_dict() for k in sorted(TALLY, key=key)]
+    keys = [k for k in sorted(TALLY, key=key) if only is None or k in only]
+    return [TALLY[k].as_dict() for k in keys]
 
 
-def render_table() -> str:
-    rows = table_rows()
+def render_table(only: list[str] | None = None) -> str:
+    rows = table_rows(only)
     lines = [
         f"{'theorem':<8} {'symbolic':<9} {'tests':>11} {'examples':>9} {'worst residual':>15}  counterexamples",
     ]
@@ -119,13 +121,13 @@ def _titles() -> dict[str, str]:
         return {}
 
 
-def dump_json(path: str, *, exitstatus: int | None = None) -> None:
+def dump_json(path: str, *, exitstatus: int | None = None, only: list[str] | None = None) -> None:
     """Write ``{"theorems": [row, ...], "exitstatus": ...}``; each row as in :func:`table_rows`
     plus the registered ``title`` (``null`` for ids not in the registry, e.g. E1-E6). A NaN worst
     residual is written as the string ``"nan"`` so the file stays strict JSON."""
     titles = _titles()
     rows = []
-    for r in table_rows():
+    for r in table_rows(only):
         r = dict(r, title=titles.get(r["theorem"]))
         if isinstance(r["worst_residual"], float) and math.isnan(r["worst_residual"]):
             r["worst_residual"] = "nan"

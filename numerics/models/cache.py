@@ -152,6 +152,9 @@ def cached_build(key: str, source, build: Callable[[Path], None], *, root=None,
             os.fsync(fh.fileno())
         _fsync_dir(tmp)
         if entry.exists():
+            if verify_entry(entry, sha) is None:  # another process finished first: keep its entry
+                shutil.rmtree(tmp, ignore_errors=True)
+                return CacheInfo(entry, False, rebuilt)
             shutil.rmtree(entry, ignore_errors=True)
         try:
             os.replace(tmp, entry)

@@ -129,3 +129,17 @@ def test_smollm2_cache_cold_then_warm(smollm_cold):
             fh.seek(-1, os.SEEK_END)
             fh.write(last)
     assert verify_entry(entry, man["source_sha256"]) is None
+
+
+def test_concurrent_builder_keeps_the_first_complete_entry(src, tmp_path):
+    """Two processes miss at once: the one that finishes second must not delete the first's entry."""
+    root = tmp_path / "cache"
+    first = Builder()
+
+    def racing(tmp):
+        first(tmp)
+        cached_build("k", src, Builder(), root=root)  # the 'other process' completes meanwhile
+
+    info = cached_build("k", src, racing, root=root)
+    assert verify_entry(info.path, file_sha256(src)) is None
+    assert [p.name for p in root.iterdir()] == [info.path.name]

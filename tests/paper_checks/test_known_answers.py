@@ -155,6 +155,10 @@ def test_e3_direction_of_strengthening():
     rows = [r for r in C.e3_rows([large, small], seed=0) if r.model == "s → l"]
     assert rows and all(r.verdict == REPRODUCED for r in rows)  # claim-oriented effect grows with size
     assert all(r.effect > 0 for r in rows)
+    # stronger with size, but the larger model does not reproduce the phenomenon itself: inconclusive
+    absent = _fake_run("l", "encoder", 100, rng.normal(0.5, 0.01, 200), verdict=NOT_REPRODUCED)
+    rows = [r for r in C.e3_rows([small, absent], seed=0) if r.model == "s → l"]
+    assert rows and all(r.verdict == INCONCLUSIVE for r in rows)
     weaker = _fake_run("l", "encoder", 100, rng.normal(0.05, 0.01, 200))
     rows = [r for r in C.e3_rows([small, weaker], seed=0) if r.model == "s → l"]
     assert rows and all(r.verdict == NOT_REPRODUCED for r in rows)

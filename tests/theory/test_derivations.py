@@ -11,6 +11,14 @@ from theory.report import record
 from theory.symbolic import Check, Derivation
 
 
+#: lemma id -> the theorems whose derivation relies on it (their table rows include the lemma)
+USERS = {t.id: [u.id for u in THEOREMS if t.id in u.lemmas] for t in THEOREMS}
+
+
+def _ids_for(theorem_id: str) -> list[str]:
+    return [theorem_id, *USERS.get(theorem_id, [])]
+
+
 def _is_necessity(c: Check) -> bool:
     return (not c.expect_zero) or c.name.startswith("drop")
 
@@ -19,9 +27,11 @@ def _run_and_record(theorem_id: str, **sizes) -> Derivation:
     try:
         D = get(theorem_id).derive(**sizes)
     except Exception:
-        record(theorem_id, symbolic=False)
+        for tid in _ids_for(theorem_id):
+            record(tid, symbolic=False)
         raise
-    record(theorem_id, symbolic=D.passed)
+    for tid in _ids_for(theorem_id):
+        record(tid, symbolic=D.passed)
     for c in D.checks:
         if _is_necessity(c) and c.passed:
             record(theorem_id, counterexample=c.name)
@@ -29,7 +39,8 @@ def _run_and_record(theorem_id: str, **sizes) -> Derivation:
 
 
 @pytest.mark.parametrize(
-    "theorem_id", [pytest.param(t.id, marks=pytest.mark.theorem(t.id), id=t.id) for t in THEOREMS]
+    "theorem_id",
+    [pytest.param(t.id, marks=[pytest.mark.theorem(i) for i in _ids_for(t.id)], id=t.id) for t in THEOREMS],
 )
 def test_derivation_reaches_exact_zero(theorem_id):
     D = _run_and_record(theorem_id)

@@ -65,8 +65,10 @@ class _FakeConfig:
         return self.opts.get(name)
 
 
-def test_unknown_theorem_id_is_a_usage_error():
+def test_unknown_theorem_id_is_a_usage_error(monkeypatch):
     import tests.conftest as cf
+
+    monkeypatch.setattr(cf, "_IS_XDIST_WORKER", cf._IS_XDIST_WORKER)  # restored afterwards
 
     with pytest.raises(pytest.UsageError) as ei:
         cf.pytest_configure(_FakeConfig(**{"--device": None, "--theorem": ["T3", "T9"]}))
@@ -123,6 +125,8 @@ def test_report_tally_semantics(monkeypatch, tmp_path):
     assert t2["examples"] == 12 and t2["worst_residual"] == 1e-12 and t2["symbolic"] is False
     assert t2["counterexamples"] == ["x"] and (t2["tests_passed"], t2["tests_failed"]) == (1, 1)
     assert t10["theorem"] == "T10" and t10["examples"] == 2
+    assert [r["theorem"] for r in report.table_rows(only=["T10"])] == ["T10"]  # --theorem filter
+    assert "T2 " not in report.render_table(only=["T10"])
     report.record("T2", residual=float("nan"))
     assert math.isnan(report.table_rows()[0]["worst_residual"])  # NaN is never hidden
     report.record("T2", residual=1.0)
