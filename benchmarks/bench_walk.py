@@ -4,7 +4,7 @@
    transports as low-rank factors W_O^h, W_V^h) vs the module's own forward
    (n=1024, d=512, H=8, float32, CPU). Target: ratio ≤ 1.3.
 2. factored ``apply`` vs dense ``to_dense() @ x`` (n=256, d=64, H=4, float32). Target: ≥ 50×.
-3. Peak extra memory of factored apply vs the O(H·n² + n·d) estimate (subprocess ru_maxrss).
+3. Peak extra memory of factored apply vs the O(H·n² + n·d) estimate (subprocess VmHWM).
 
 Run: ``python benchmarks/bench_walk.py [--quick]``.
 """
@@ -56,12 +56,13 @@ def bench_dense(n, d, H):
     walk = ConnectionWalk.from_factors(A, Wo, Wv)
     X = torch.randn(n, d)
     with torch.no_grad():
+        # factored first: after a 1 GiB dense build/free the allocator state slows small ops for a while
+        t_fact = best_of(lambda: walk.apply(X), repeat=30)
         t_build = time.perf_counter()
         D = walk.to_dense()
         t_build = time.perf_counter() - t_build
         x = X.reshape(-1)
         t_dense = best_of(lambda: D @ x, repeat=3)
-        t_fact = best_of(lambda: walk.apply(X), repeat=30)
         err = ((D @ x).reshape(n, d) - walk.apply(X)).norm().item() / walk.apply(X).norm().item()
     return {"n": n, "d": d, "H": H, "dense_matvec_s": t_dense, "dense_build_s": t_build, "factored_apply_s": t_fact,
             "speedup_matvec_only": t_dense / t_fact, "speedup_incl_build": (t_dense + t_build) / t_fact,
@@ -69,17 +70,21 @@ def bench_dense(n, d, H):
 
 
 MEM_SNIPPET = r"""
-import resource, sys, torch
+import sys, torch
+def hwm():  # peak RSS of this process image (VmHWM is reset at exec, unlike ru_maxrss)
+    for line in open("/proc/self/status"):
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) * 1024
 sys.path.insert(0, ".")
 from numerics.walk import ConnectionWalk
 n, d, H, mode = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
 torch.manual_seed(0)
 A = torch.softmax(torch.randn(H, n, n), -1); dh = d // H
 walk = ConnectionWalk.from_factors(A, torch.randn(H, d, dh), torch.randn(H, dh, d)); X = torch.randn(n, d)
-base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+base = hwm()
 with torch.no_grad():
     y = walk.apply(X) if mode == "factored" else walk.to_dense() @ X.reshape(-1)
-print((resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - base) * 1024)
+print(hwm() - base)
 """
 
 
