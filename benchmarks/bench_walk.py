@@ -102,8 +102,10 @@ def bench_memory(n, d, H):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true", help="smaller sizes (smoke run)")
+    ap.add_argument("--threads", type=int, default=1,
+                    help="torch intra-op threads for both sides (default 1: stable on a shared machine)")
     args = ap.parse_args()
-    torch.set_num_threads(torch.get_num_threads())
+    torch.set_num_threads(args.threads)
     if args.quick:
         res = {"mha": bench_mha(256, 128, 8), "dense": bench_dense(64, 32, 4), "memory": bench_memory(64, 32, 4)}
     else:
