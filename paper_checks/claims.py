@@ -163,6 +163,7 @@ def e3_rows(runs: list[ModelRun], *, seed: int) -> list[StatResult]:
                         verdict = INCONCLUSIVE
                         reason = (f"moves toward the claim with size, but the larger model's own {spec.claim} "
                                   f"verdict is '{large.rows[key].verdict}': nothing to strengthen")
+                    es = small.rows[key].effect
                     el = large.rows[key].effect
                     eff = None if es is None or el is None else spec.direction * (el - es)
                     out.append(StatResult(

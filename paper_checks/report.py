@@ -149,8 +149,12 @@ def render_markdown(rows: list[StatResult], config: dict, figures: list[str], no
         "## Run", cfg, "",
         "## How to read this", *[f"- {c}" for c in CAVEATS], *[f"- {n}" for n in notes], "",
         "## Verdict summary (counts of rows)", summary_table(rows), "",
-        "## Verdicts", "Effect = trained − null for E1/E2 (see each rule); E3 compares sizes; E4 "
-        "conjoins encoders and decoders. `[sink-aware]`: attention-sink tokens removed, rows renormalised.",
+        "## Verdicts", "E1/E2: effect = trained − null (null = random init of the same architecture). "
+        "E3: `trained` = the larger model's effect, `null` = the smaller model's, effect = their difference "
+        "oriented so that > 0 means stronger with size. E4: `trained` = mean effect over encoders, `null` = "
+        "over decoders; the verdict conjoins the per-model verdicts. `[sink-aware]`: attention-sink tokens "
+        "(position 0 and any key receiving ≥ 20% of the attention on average in some layer) removed, rows "
+        "renormalised.",
         "", verdict_table(rows), "",
     ]
     if any(r.claim == "E2" for r in rows):

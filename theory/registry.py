@@ -202,7 +202,7 @@ MAIN: list[Theorem] = [
             "Necessity (evaluated exactly): drop (a) $P=[[0,2],[2,0]]$: spec $\\{-1,3\\}$, $\\langle x,\\Delta x\\rangle_\\pi = -1$ vs Dirichlet $0$ at $x=(1,1)$; drop (b) directed 3-cycle: spec $\\{0, \\frac32 \\pm \\frac{\\sqrt3}{2} i\\}$; drop $O_{ji}=O_{ij}^\\top$ (swap, $R(\\pi/3)$): spec $\\{\\frac12\\pm\\frac{\\sqrt3}2 i, \\frac32\\pm\\frac{\\sqrt3}2 i\\}$; drop orthogonality (swap, $O=2$): spec $\\{-1,3\\}$; keep $O_{ji}=O_{ij}^{-1}$ only (3-cycle): eigenvalue $-0.0268$ and complex pairs.",
         ),
         symbolic_tests=(_SYM,), certificate_tests=(_CERT,),
-        numeric_tests=_T3_NUMERIC, necessity_tests=_T3_NECESSITY,
+        numeric_tests=_T3_NUMERIC + ("tests/numerics/test_spectra.py",), necessity_tests=_T3_NECESSITY,
     ),
     Theorem(
         id="T4", title="When softmax attention is reversible", kind="theorem",
@@ -237,7 +237,7 @@ MAIN: list[Theorem] = [
         ),
         derivation=_dv.derive_t5, lemmas=("L3", "L4"),
         symbolic_tests=(_SYM,), certificate_tests=(_CERT,),
-        numeric_tests=_T3_NUMERIC, necessity_tests=_T3_NECESSITY,
+        numeric_tests=_T3_NUMERIC + ("tests/numerics/test_involution.py",), necessity_tests=_T3_NECESSITY,
     ),
     Theorem(
         id="T6", title="Pattern formation: linearisation and dispersion relation", kind="theorem",
