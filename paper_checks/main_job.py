@@ -18,7 +18,7 @@ import importlib
 import importlib.util
 import sys
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import torch

@@ -11,7 +11,8 @@ E1 (walk) statistics — consecutive layers ``a = P_l``, ``b = P_{l+1}``:
 
 * ``frob_change(a, b)  = ‖b − a‖_F / ‖a‖_F``;
 * ``tv_change(a, b)    = (1/n) Σ_i ½ Σ_j |b_ij − a_ij|``  (mean row total variation, in [0, 1]);
-* ``spectral_distance(a, b) = ‖σ(b) − σ(a)‖_2 / ‖σ(a)‖_2`` with σ the sorted singular values;
+* ``spectral_distance(a, b) = ‖σ(b) − σ(a)‖_2 / ‖σ(a)‖_2`` with σ the sorted singular values
+  (:func:`walk_singular_values`);
 * ``stationary_drift(a, b) = ½ ‖π(b) − π(a)‖_1`` with π the PageRank distribution
   ``π = (α/n) 1ᵀ (I − (1−α) P)^{-1}``, α = 0.15 (unique and positive also for causal walks,
   whose plain stationary distribution is the degenerate e_1);
@@ -109,10 +110,21 @@ def tv_change(Pa, Pb) -> torch.Tensor:
     return 0.5 * (b - a).abs().sum(-1).mean(-1)
 
 
+def walk_singular_values(P) -> torch.Tensor:
+    """Singular values of ``P`` ``(B, n)`` descending, as ``sqrt(eigvalsh(P Pᵀ))``.
+
+    LAPACK's SVD is very slow on the graded, nearly-uniform causal walks of random models; the
+    Gram route is exact for the large singular values and accurate to ``~sqrt(eps)·σ_max`` for
+    the ones near 0, negligible in :func:`spectral_distance`."""
+    P = _walk("P", P)
+    lam = torch.linalg.eigvalsh(P @ P.transpose(-1, -2)).flip(-1).clamp_min(0)
+    return lam.sqrt()
+
+
 def spectral_distance(Pa, Pb) -> torch.Tensor:
     """``‖σ(Pb) − σ(Pa)‖_2 / ‖σ(Pa)‖_2`` (sorted singular values) per prompt, ``(B,)``."""
     a, b = _pair(Pa, Pb)
-    sa, sb = torch.linalg.svdvals(a), torch.linalg.svdvals(b)
+    sa, sb = walk_singular_values(a), walk_singular_values(b)
     return torch.linalg.vector_norm(sb - sa, dim=-1) / torch.linalg.vector_norm(sa, dim=-1)
 
 
@@ -346,16 +358,33 @@ def data_gain_cv(W_O, W_V, X) -> torch.Tensor:
 
 
 def summed_singular_values(W_O, W_V) -> torch.Tensor:
-    """All d singular values of ``T_Σ = Σ_h T_h`` (descending), from ``eigvalsh(T_Σ T_Σᵀ)``.
+    """All d singular values of ``T_Σ = Σ_h T_h`` (descending).
 
-    Accuracy: nonzero singular values to rounding; singular values near zero only to
-    ``~sqrt(eps)·σ_max`` (Gram route), far under the rank cut-off used for nonzero singular values
-    and negligible in the Procrustes sum."""
+    Heads that share a value block (GQA) are grouped first, ``T_Σ = Σ_g (Σ_{h∈g} W_O[h]) W_V[g]``,
+    so the inner dimension is ``k = (#groups)·d_h``. When ``k < d`` the nonzero singular values are
+    those of ``R_o R_vᵀ`` (thin QRs of the grouped factors, k × k) and the other ``d − k`` are exactly
+    0; otherwise ``svdvals`` of the dense ``d × d`` product."""
     Wo, Wv = _factors(W_O, W_V)
     H, d, dh = Wo.shape
-    T = Wo.permute(1, 0, 2).reshape(d, H * dh) @ Wv.reshape(H * dh, d)
-    lam = torch.linalg.eigvalsh(T @ T.T).flip(-1).clamp_min(0)
-    return lam.sqrt()
+    blocks: list[torch.Tensor] = []
+    sums: list[torch.Tensor] = []
+    for h in range(H):
+        for g, b in enumerate(blocks):
+            if torch.equal(b, Wv[h]):
+                sums[g] = sums[g] + Wo[h]
+                break
+        else:
+            blocks.append(Wv[h])
+            sums.append(Wo[h])
+    Og = torch.cat(sums, dim=1)  # (d, k)
+    Vg = torch.cat(blocks, dim=0)  # (k, d)
+    k = Og.shape[1]
+    if k >= d:
+        return torch.linalg.svdvals(Og @ Vg)
+    Ro = torch.linalg.qr(Og)[1]
+    Rv = torch.linalg.qr(Vg.T)[1]
+    s = torch.linalg.svdvals(Ro @ Rv.T)
+    return torch.cat([s, torch.zeros(d - k, dtype=F64, device=s.device)])
 
 
 def factor_rank(W_O, W_V, rank_tol: float) -> int:

@@ -129,7 +129,7 @@ def test_e3_single_size_is_insufficient(enc, dec):
 
 
 def _fake_run(name, kind, n_params, effect_draws, verdict=REPRODUCED):
-    m = synthetic.load("synthetic:enc")
+    """A run carrying only what E3/E4 read: per-statistic effect draws and per-model verdicts."""
     from paper_checks.measure import Measurement
 
     meas = Measurement(name=name, kind=kind, family="x", n_params=n_params, n_layers=1, n_heads=1, d_model=1,
@@ -143,7 +143,6 @@ def _fake_run(name, kind, n_params, effect_draws, verdict=REPRODUCED):
             run.draws[(spec.id, v)] = d
             run.rows[(spec.id, v)] = StatResult(spec.claim, name, spec.id, 0.0, 0.0, None, float(np.mean(d)),
                                                 verdict, "rule")
-    del m
     return run
 
 

@@ -46,6 +46,11 @@ def test_change_statistics_known_values(device):
     assert_close(S.tv_change(Pa, Pb), torch.tensor([1.0], dtype=F64, device=device), size=4)
     # both permutations: identical singular values, spectral distance 0
     assert_close(S.spectral_distance(Pa, Pb), torch.zeros(1, dtype=F64, device=device), size=4)
+    # Gram-route singular values vs the SVD (causal walk with tiny singular values)
+    Pc = _rand_attention(2, 1, 9, causal=True, seed=5, device=device)[:, 0]
+    ref = torch.linalg.svdvals(Pc)
+    got = S.walk_singular_values(Pc)
+    assert float((got - ref).abs().max()) <= math.sqrt(tol(F64, 81)) * float(ref.max())
     P = _rand_attention(3, 1, 7, device=device)[:, 0]
     for f in (S.frob_change, S.tv_change, S.spectral_distance, S.stationary_drift):
         assert float(f(P, P).abs().max()) == 0.0
@@ -153,10 +158,19 @@ def test_head_singular_values_match_dense(device):
     s = S.head_singular_values(Wo, Wv)
     ref = torch.linalg.svdvals(Wo @ Wv)[:, :2]
     assert_close(s, ref, size=81)
-    # T_Σ has rank 6 < 9: nonzero singular values to rounding, zero ones to sqrt(eps)·σ_max (Gram route)
+    # T_Σ has rank 6 < 9: the grouped QR route gives the 6 nonzero values and exact zeros
     got, ref = S.summed_singular_values(Wo, Wv), torch.linalg.svdvals((Wo @ Wv).sum(0))
-    assert_close(got[:6], ref[:6], size=81)
-    assert float((got - ref).abs().max()) <= math.sqrt(tol(F64, 81)) * float(ref[0])
+    assert_close(got, ref, size=81)
+    assert float(got[6:].abs().max()) == 0.0
+    # GQA: heads 0, 1 share a value block -> inner dimension 2·d_h = 4
+    Wv2 = Wv.clone()
+    Wv2[1] = Wv2[0]
+    got2, ref2 = S.summed_singular_values(Wo, Wv2), torch.linalg.svdvals((Wo @ Wv2).sum(0))
+    assert_close(got2, ref2, size=81)
+    assert float(got2[4:].abs().max()) == 0.0
+    # a full-rank sum (d_h·H ≥ d) goes through the dense route
+    Wo3, Wv3 = _factors(3, 5, 2, seed=21, device=device)
+    assert_close(S.summed_singular_values(Wo3, Wv3), torch.linalg.svdvals((Wo3 @ Wv3).sum(0)), size=25)
     U, s2, V = S.svd_factors(Wo, Wv)
     assert_close((U * s2[:, None, :]) @ V.transpose(-1, -2), Wo @ Wv, size=81)
 
