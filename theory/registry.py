@@ -177,7 +177,9 @@ MAIN: list[Theorem] = [
         derivation=_dv.derive_t2, lemmas=("L1",),
         notes=("GQA: query head $h$ reads kv head $h // (H/H_{kv})$; $\\operatorname{rank} T_h \\le d_h$, so a single head is never orthogonal when $d_h < d$.",),
         symbolic_tests=(_SYM,), certificate_tests=(_CERT,),
-        numeric_tests=("tests/numerics/test_walk_t2.py", "tests/numerics/test_attention.py"),
+        numeric_tests=("tests/numerics/test_walk_t2.py", "tests/numerics/test_attention.py",
+                       "tests/models/test_identity_tiny.py", "tests/models/test_identity_real.py",
+                       "tests/models/test_registry.py"),
         necessity_tests=("tests/numerics/test_walk_t2.py",),
     ),
     Theorem(

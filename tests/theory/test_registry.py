@@ -30,14 +30,17 @@ def test_registry_lists_t1_to_t6_and_their_lemmas():
             assert (REPO / p).is_file(), p
         if t.kind == "theorem":
             assert t.numeric_tests and t.necessity_tests and t.certificate_tests, t.id
-            assert all(p.startswith("tests/numerics/test_") and p.endswith(".py") for p in t.numeric_tests + t.necessity_tests)
+            assert all(p.startswith(("tests/numerics/test_", "tests/models/test_")) and p.endswith(".py")
+                       for p in t.numeric_tests + t.necessity_tests)
         for s in (t.title, *t.conclusions, *t.notes, *(h.statement for h in t.hypotheses)):
             assert s.count("$") % 2 == 0, f"{t.id}: unbalanced $ in {s!r}"
 
 
 def test_numeric_test_paths_are_the_assigned_ones():
     assert set(get("T1").numeric_tests) == {"tests/numerics/test_walk_t1.py", "tests/numerics/test_attention.py"}
-    assert set(get("T2").numeric_tests) == {"tests/numerics/test_walk_t2.py", "tests/numerics/test_attention.py"}
+    assert set(get("T2").numeric_tests) == {"tests/numerics/test_walk_t2.py", "tests/numerics/test_attention.py",
+                                            "tests/models/test_identity_tiny.py", "tests/models/test_identity_real.py",
+                                            "tests/models/test_registry.py"}
     group = {"tests/numerics/test_laplacian.py", "tests/numerics/test_reversibility.py",
              "tests/numerics/test_necessity.py", "tests/numerics/test_graphs.py"}
     assert set(get("T3").numeric_tests + get("T3").necessity_tests) == group | {"tests/numerics/test_spectra.py"}
