@@ -583,7 +583,7 @@ def discrete_selection(kernels, transports, eta: float, layers: int, *, scheme: 
     if int(layers) < 1:
         raise ShapeError(f"layers must be >= 1, got {layers}", argument="layers")
     a, T = _validate(kernels, transports, normalize)
-    n, d = a.shape[1], T.shape[-1]
+    n = a.shape[1]
     mu = torch.linalg.eigvals(torch.einsum("hk,hab->kab", kernel_hat(a), T.to(torch.complex128)))
     if scheme == "postnorm":
         h = eta / (1 + eta)

@@ -45,8 +45,7 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass, field, replace
-from itertools import product
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np

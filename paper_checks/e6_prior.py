@@ -59,10 +59,9 @@ Statistics (paired over seeds; 95% t-intervals of the mean paired difference, :f
 from __future__ import annotations
 
 import math
-import os
 import pickle
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np

@@ -6,7 +6,6 @@ import os
 import types
 
 import pytest
-import torch
 
 from numerics.errors import CorpusTooShortError
 from paper_checks import cli, main_job
@@ -15,13 +14,6 @@ from paper_checks.verdict import REPRODUCED, StatResult
 SMALL = ["--prompts", "4", "--length", "12", "--null-seeds", "2", "--n-boot", "40", "--no-progress"]
 MODELS = ["synthetic:enc", "synthetic:dec"]
 
-
-@pytest.fixture(autouse=True, scope="module")
-def _one_thread():
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
 
 
 def _pc(out, *extra, models=MODELS, claims=("E1", "E2", "E3", "E4")):

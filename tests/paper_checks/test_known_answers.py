@@ -13,14 +13,6 @@ from paper_checks.verdict import INCONCLUSIVE, INSUFFICIENT_SCALE, NOT_REPRODUCE
 
 F64 = torch.float64
 
-
-@pytest.fixture(autouse=True, scope="module")
-def _one_thread():
-    """Tiny tensors: intra-op threads only add contention on the shared CI cores."""
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
 CHANGES = ("walk_change_frob", "walk_change_tv", "walk_spectral_distance", "stationary_drift")
 
 
