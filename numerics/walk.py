@@ -331,6 +331,8 @@ class ConnectionWalk:
         """All ``O_ij`` ``(..., n, n, d, d)`` and the support mask; NaN off the support."""
         P = self.walk_matrix
         sup = P > 0
+        if self.kind == "edges":  # the stored transports, exactly (no B / P round trip)
+            return torch.where(sup[..., None, None], self._O, torch.full_like(self._O, float("nan"))), sup
         B = self.blocks()
         safe = torch.where(sup, P, torch.ones_like(P))
         O = torch.where(sup[..., None, None], B / safe[..., None, None], torch.full_like(B, float("nan")))

@@ -217,3 +217,13 @@ def test_batched_mha(case):
     assert Y.shape == X.shape
     for b in range(2):
         assert_close(Y[b].cpu(), naive_walk_apply(A[b], T, X[b]), size=A.shape[1] * X[b].numel())
+
+
+def test_edges_form_returns_stored_transports_exactly():
+    P = torch.tensor([[0.5, 0.5], [0.0, 1.0]], dtype=torch.float64)
+    O = torch.randn(2, 2, 3, 3, dtype=torch.float64, generator=torch.Generator().manual_seed(1))
+    w = ConnectionWalk.from_edges(P, O)
+    Oe, sup = w.edge_transports()
+    assert torch.equal(Oe[sup], O[sup])
+    assert bool(torch.isnan(Oe[1, 0]).all())
+    assert torch.equal(w.edge_transport(0, 1), O[0, 1])
