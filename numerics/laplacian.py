@@ -107,7 +107,8 @@ class StationaryInfo:
     ``pi`` ``(..., n)`` (sum 1; NaN where undefined), ``rho`` Perron root (1 for stochastic P),
     ``irreducible``, ``n_closed`` (number of closed communicating classes), ``transient`` (some
     state outside every closed class: ``π`` has zeros), ``unique``, ``residual``
-    ``‖πP − ρπ‖_∞``, ``reasons`` (one string per batch element, '' when fine)."""
+    ``‖πP − ρπ‖_∞``, ``reasons`` (one string per batch element, '' when fine), ``condition`` the
+    condition number of the Perron solve (π is reported undefined when ``condition · tol ≥ 1``)."""
 
     pi: torch.Tensor
     rho: torch.Tensor
@@ -117,6 +118,7 @@ class StationaryInfo:
     unique: torch.Tensor
     residual: torch.Tensor
     reasons: list[str]
+    condition: torch.Tensor | None = None  # cond(ρI − P + 11ᵀ) of the Perron solve (1 where not used)
 
 
 CHECK_NAMES = (
@@ -365,9 +367,19 @@ def stationary_info(P, *, dtype: torch.dtype | None = None) -> StationaryInfo:
         rho = torch.where(stoch, rho, ev.real.amax(-1))
     pi, info = _perron_solve(P, rho)
     pi = pi / pi.sum(-1, keepdim=True)
-    ok = irreducible & (info == 0)
+    # forward error of the solve ≲ cond(ρI − P + 11ᵀ) · backward error: a nearly decomposable walk
+    # (couplings below roundoff) has a stationary π that float arithmetic cannot resolve
+    eye = torch.eye(n, dtype=F64, device=P.device)
+    cond = torch.linalg.cond(rho[..., None, None] * eye - P + 1.0) if n else torch.ones(batch, dtype=F64)
+    cond = torch.where(irreducible & torch.isfinite(cond), cond, torch.where(irreducible, torch.inf, 1.0))
+    ill = irreducible & (cond * tol(dtype, n) >= 1)
+    ok = irreducible & (info == 0) & ~ill
     pi = torch.where(ok[..., None], pi, torch.full_like(pi, float("nan")))
     reasons = [""] * math.prod(batch)
+    for b, bad in enumerate(ill.reshape(-1).tolist()):
+        if bad:
+            reasons[b] = (f"undefined: π is ill-conditioned (cond(ρI − P + 11ᵀ) = {cond.reshape(-1)[b].item():.1e}): "
+                          f"a nearly decomposable walk whose couplings are below roundoff")
     flatP = P.reshape(-1, n, n)
     flat_pi = pi.reshape(-1, n).clone()
     flat_irr = irreducible.reshape(-1)
@@ -406,7 +418,7 @@ def stationary_info(P, *, dtype: torch.dtype | None = None) -> StationaryInfo:
     res = (pi.unsqueeze(-2) @ P).squeeze(-2) - rho[..., None] * pi
     residual = res.abs().amax(-1)
     return StationaryInfo(pi=pi, rho=rho, irreducible=irreducible, n_closed=n_closed, transient=transient,
-                          unique=unique, residual=residual, reasons=reasons)
+                          unique=unique, residual=residual, reasons=reasons, condition=cond)
 
 
 def stationary_distribution(P) -> torch.Tensor:
@@ -601,7 +613,9 @@ def diagnose(walk, *, probes: int = 3, seed: int = 0, max_dense: int = 1024, pi=
     F = pi_safe[..., :, None] * P
     db_res = (F - F.transpose(-1, -2)).abs().amax((-1, -2))
     db_res = torch.where(pi_def, db_res, nan_b)
-    t_db = tol(tdt, n, scale=max(F.abs().max().item(), 1e-300) if F.numel() else 1.0)
+    # π comes from a linear solve: its forward error carries the solve's condition number
+    kappa = float(torch.nan_to_num(info.condition, nan=1.0, posinf=1.0).max().item()) if pi is None and F.numel() else 1.0
+    t_db = tol(tdt, n, scale=max(F.abs().max().item(), 1e-300) if F.numel() else 1.0) * max(kappa, 1.0)
     pi_why = None if bool(pi_pos.all()) else ("no positive π: " + "; ".join(reasons) if reasons
                                               else "no positive π")
     db = mk("detailed_balance", db_res, t_db, pi_why, holds=(db_res <= t_db) & pi_pos)
