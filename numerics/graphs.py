@@ -251,7 +251,10 @@ def is_reversible(walk, *, index=None) -> Reversibility:
 def stationary_distribution(walk, *, index=None) -> np.ndarray:
     """Stationary ``π`` of a stochastic walk from the graph: spanning-tree ratios when the walk is
     reversible (no linear solve), otherwise a linear solve restricted to the unique closed class
-    (transient states get 0). Raises :class:`UndefinedError` with several closed classes."""
+    (transient states get 0). Raises :class:`UndefinedError` with several closed classes, and when
+    that solve cannot resolve π: ``cond(I − P_C + 11ᵀ) · tol(float64, m) ≥ 1`` (a nearly
+    decomposable class whose couplings are below roundoff; same criterion as
+    :func:`numerics.laplacian.stationary_info`)."""
     G = _graph(walk, index)
     n = G.number_of_nodes()
     classes = list(nx.attracting_components(G))
@@ -264,6 +267,10 @@ def stationary_distribution(walk, *, index=None) -> np.ndarray:
     Pc = nx.to_numpy_array(G, nodelist=cls, weight="weight")
     m = len(cls)
     M = (np.eye(m) - Pc + 1.0).T
+    kappa = float(np.linalg.cond(M))
+    if not math.isfinite(kappa) or kappa * _tol(m) >= 1:
+        raise UndefinedError(f"π is ill-conditioned (cond(I − P_C + 11ᵀ) = {kappa:.1e}): a nearly decomposable "
+                             "walk whose couplings are below roundoff", argument="walk")
     pc = np.linalg.solve(M, np.ones(m))
     pi = np.zeros(n)
     pi[cls] = pc / pc.sum()

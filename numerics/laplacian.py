@@ -108,7 +108,10 @@ class StationaryInfo:
     ``irreducible``, ``n_closed`` (number of closed communicating classes), ``transient`` (some
     state outside every closed class: ``π`` has zeros), ``unique``, ``residual``
     ``‖πP − ρπ‖_∞``, ``reasons`` (one string per batch element, '' when fine), ``condition`` the
-    condition number of the Perron solve (π is reported undefined when ``condition · tol ≥ 1``)."""
+    condition number of the Perron solve (for reducible stochastic ``P``: the largest over the
+    per-class solves); π is reported undefined when ``condition · tol ≥ 1``. The solve is backward
+    stable, so ``‖π̂ − π‖ / ‖π‖ ≲ condition · tol(dtype, n)``: any comparison of this π with an
+    exact route must carry that factor."""
 
     pi: torch.Tensor
     rho: torch.Tensor
@@ -118,7 +121,8 @@ class StationaryInfo:
     unique: torch.Tensor
     residual: torch.Tensor
     reasons: list[str]
-    condition: torch.Tensor | None = None  # cond(ρI − P + 11ᵀ) of the Perron solve (1 where not used)
+    condition: torch.Tensor | None = None  # cond(ρI − P + 11ᵀ) of the Perron solve; reducible
+    # stochastic P: the largest cond(I − P_C + 11ᵀ) over the closed classes C; 1 where no solve ran
 
 
 CHECK_NAMES = (
@@ -388,6 +392,7 @@ def stationary_info(P, *, dtype: torch.dtype | None = None) -> StationaryInfo:
     flat_closed = closed.reshape(-1, n)
     flat_same = same.reshape(-1, n, n)
     flat_tr = transient.reshape(-1)
+    flat_cond = cond.reshape(-1).clone()
     for b in range(flatP.shape[0]):
         if bool(flat_irr[b]):
             continue
@@ -397,6 +402,8 @@ def stationary_info(P, *, dtype: torch.dtype | None = None) -> StationaryInfo:
             continue
         piv = torch.zeros(n, dtype=F64, device=P.device)
         done = torch.zeros(n, dtype=torch.bool, device=P.device)
+        flat_cond[b] = 1.0
+        ill_cls: list = []
         for i in range(n):
             if done[i] or not flat_closed[b, i]:
                 continue
@@ -404,7 +411,20 @@ def stationary_info(P, *, dtype: torch.dtype | None = None) -> StationaryInfo:
             done[idx] = True
             sub = flatP[b][idx][:, idx]
             p_c, inf_c = _perron_solve(sub, torch.ones((), dtype=F64, device=P.device))
+            # the class's own Perron solve carries its own condition number (same bound as above)
+            m = int(idx.numel())
+            c_c = torch.linalg.cond(torch.eye(m, dtype=F64, device=P.device) - sub + 1.0).item()
+            c_c = c_c if math.isfinite(c_c) else math.inf
+            flat_cond[b] = max(float(flat_cond[b]), c_c)
+            if int(inf_c) != 0 or c_c * tol(dtype, m) >= 1:
+                ill_cls.append((idx.tolist(), c_c))
             piv[idx] = p_c / p_c.sum() / k
+        if ill_cls:
+            flat_pi[b] = float("nan")
+            where, c_c = max(ill_cls, key=lambda t: t[1])
+            reasons[b] = (f"undefined: π is ill-conditioned on closed class {where} (cond(I − P_C + 11ᵀ) = "
+                          f"{c_c:.1e}): a nearly decomposable class whose couplings are below roundoff")
+            continue
         flat_pi[b] = piv
         msgs = []
         if k > 1:
@@ -414,6 +434,7 @@ def stationary_info(P, *, dtype: torch.dtype | None = None) -> StationaryInfo:
             msgs.append("transient states: the stationary π has zeros (no positive π)")
         reasons[b] = "; ".join(msgs)
     pi = flat_pi.reshape(*batch, n)
+    cond = flat_cond.reshape(batch)
     unique = (n_closed == 1) & ~torch.isnan(pi).any(-1)
     res = (pi.unsqueeze(-2) @ P).squeeze(-2) - rho[..., None] * pi
     residual = res.abs().amax(-1)
@@ -536,8 +557,11 @@ def _block_pi(Bn: torch.Tensor) -> tuple[torch.Tensor, str]:
     bad = zero_row | info.transient
     pi = torch.where(bad[..., None], torch.full_like(pi, float("nan")), pi)
     reason = ""
+    ill = [r for r in info.reasons if "ill-conditioned" in r]
     if bool(zero_row.any()):
         reason = "a block row of B is zero: no positive π balances it"
+    elif ill:
+        reason = "block π " + ill[0]
     elif bool(info.transient.any()):
         reason = "the support of B has transient states: no positive π"
     elif not bool(info.unique.all()):
@@ -602,7 +626,13 @@ def diagnose(walk, *, probes: int = 3, seed: int = 0, max_dense: int = 1024, pi=
     else:
         pi_v = info.pi
         pi_res = info.residual
-    pi_pos = (pi_v > 0).all(-1) & ~torch.isnan(pi_v).any(-1)
+    if pi is None:
+        # positivity of the computed π is structural (Perron–Frobenius: π > 0 exactly on the closed
+        # classes, 0 on transient states), not numerical: an entry like 1e-238 (a state entered with
+        # probability 1e-238) may round to 0 in the solve while the normwise error is still tiny
+        pi_pos = ~info.transient & ~torch.isnan(pi_v).any(-1)
+    else:
+        pi_pos = (pi_v > 0).all(-1) & ~torch.isnan(pi_v).any(-1)
     t_pi = tol(tdt, n)
     pos_stat = mk("positive_stationary", pi_res, t_pi, "; ".join(reasons),
                   holds=(pi_res <= t_pi) & pi_pos)
@@ -618,7 +648,16 @@ def diagnose(walk, *, probes: int = 3, seed: int = 0, max_dense: int = 1024, pi=
     t_db = tol(tdt, n, scale=max(F.abs().max().item(), 1e-300) if F.numel() else 1.0) * max(kappa, 1.0)
     pi_why = None if bool(pi_pos.all()) else ("no positive π: " + "; ".join(reasons) if reasons
                                               else "no positive π")
-    db = mk("detailed_balance", db_res, t_db, pi_why, holds=(db_res <= t_db) & pi_pos)
+    # exact, rounding-free necessary condition: with π > 0, π_i P_ij = π_j P_ji needs P_ji > 0
+    # whenever P_ij > 0 (a one-way edge whose flux is below the tolerance is still a certain failure)
+    p_one_way = (sup & ~sup.transpose(-1, -2)).any(-1).any(-1)
+    if bool((p_one_way & pi_pos).any()):
+        ow = torch.nonzero((sup & ~sup.transpose(-1, -2)).reshape(-1, n, n)[p_one_way.reshape(-1).nonzero()[0, 0]])[0]
+        i_, j_ = int(ow[0]), int(ow[1])
+        pi_why = ((pi_why + "; ") if pi_why else "") + (
+            f"support of P not symmetric (e.g. edge {i_}→{j_} has no reverse edge): exact detailed balance "
+            f"is impossible for π > 0, whatever the size of the residual")
+    db = mk("detailed_balance", db_res, t_db, pi_why, holds=(db_res <= t_db) & pi_pos & ~p_one_way)
 
     # ---- gauge-free block detailed balance
     Bn = torch.linalg.matrix_norm(B)  # (..., n, n)
@@ -710,7 +749,13 @@ def diagnose(walk, *, probes: int = 3, seed: int = 0, max_dense: int = 1024, pi=
         Wd = w.to_dense().to(F64)
         eye = torch.eye(nd, dtype=F64, device=dev)
         D = eye - Wd
-        ev = torch.linalg.eigvals(D)
+        try:
+            ev = torch.linalg.eigvals(D)
+        except torch.linalg.LinAlgError:
+            # torch's geev can fail to converge on matrices whose entries span hundreds of decades
+            # (e.g. a 1e-131 coupling next to 5e-17 rounding); LAPACK through numpy (with balancing)
+            # handles them: same algorithm family, float64, on the host
+            ev = torch.as_tensor(np.linalg.eigvals(D.detach().cpu().numpy())).to(device=dev, dtype=torch.complex128)
         spectrum = ev
         wn = torch.linalg.matrix_norm(Wd, ord=2) if nd else torch.zeros(batch, dtype=F64, device=dev)
         t_sp = tol(tdt, nd, scale=max(float(wn.max()) if wn.numel() else 1.0, 1.0))
@@ -743,6 +788,12 @@ def diagnose(walk, *, probes: int = 3, seed: int = 0, max_dense: int = 1024, pi=
         fO, fS = O.reshape(-1, n, n, d, d), sup.reshape(-1, n, n)
         fkD, fkC = kD.reshape(-1), kC.reshape(-1)
         fdn, fcn, fsC = dn.reshape(-1), cn.reshape(-1), sC.reshape(-1, sC.shape[-1])
+        fsD = sD.reshape(-1, sD.shape[-1])
+        fP, fpi, fpidef = P.reshape(-1, n, n), pi_safe.reshape(-1, n), pi_def.reshape(-1)
+        t_k = max(thr_D, thr_C)
+        kp_bound = torch.full(batch, t_k, dtype=F64, device=dev).reshape(-1)
+        kp_amb = torch.zeros(batch, dtype=torch.bool, device=dev).reshape(-1)
+        amb_why: list[str] = []
         fcomp = n_comp.reshape(-1)
         kp_flat = kp_res.reshape(-1)
         fl_flat = flat_res.reshape(-1)
@@ -754,14 +805,55 @@ def diagnose(walk, *, probes: int = 3, seed: int = 0, max_dense: int = 1024, pi=
             r2 = (torch.linalg.matrix_norm(_apply_constraints(fO[b], fS[b], K), ord=2).item() / fcn[b].item()
                   if K.shape[1] else 0.0)
             kp_flat[b] = max(r1, r2)
+            # A computed null basis is off the exact one by sin θ ≤ ‖E‖ / gap (Wedin / Davis–Kahan),
+            # ‖E‖ ≤ thr·‖·‖, gap = the smallest singular value kept out of the null space; so
+            # r2 = ‖CK‖/‖C‖ ≤ thr_D·‖D‖/gap_D and r1 = ‖DZ‖/‖D‖ ≤ thr_C·‖C‖/gap_C.
+            kDb, kCb = int(fkD[b]), int(fkC[b])
+            sDb, sCb = fsD[b], fsC[b]
+            bnd = t_k
+            if 0 < kDb < sDb.numel():
+                bnd = max(bnd, thr_D * fdn[b].item() / sDb[sDb.numel() - kDb - 1].item())
+            if 0 < kCb < sCb.numel():
+                bnd = max(bnd, thr_C * fcn[b].item() / sCb[sCb.numel() - kCb - 1].item())
+            kp_bound[b] = bnd
+            # Counts that differ only by what the other operator cannot resolve are ambiguous, not a
+            # violation. Δ sees a parallel-section defect quadratically: for a unit x with
+            # ‖Δx‖ ≤ thr_D·‖Δ‖ the Dirichlet identity gives E(x) = ½ Σ π_i P_ij ‖(Cx)_ij‖²
+            # = <x, Δx>_π ≤ π_max·thr_D·‖Δ‖, so a defect with E(x) below that (×2 for the identity's
+            # own rounding) is invisible to Δ however clearly C resolves it. Conversely (Jensen,
+            # rows of P summing to r_i) ‖Δz‖ ≤ max(r_max, 1)·‖Cz‖, so a parallel section that C
+            # accepts at thr_C·‖C‖ may miss Δ's threshold by that much. Beyond these limits the
+            # mismatch is certain (e.g. a kernel of Δ with a large Dirichlet energy).
+            if kDb != kCb and bool(fpidef[b]):
+                if kDb > kCb:
+                    wts = (fpi[b][:, None] * fP[b]).clamp(min=0).sqrt()
+                    WCK = _apply_constraints(fO[b], fS[b], K).reshape(n, n, d, -1) * wts[:, :, None, None]
+                    e_max = 0.5 * torch.linalg.matrix_norm(WCK.reshape(n * n * d, -1), ord=2).item() ** 2
+                    lim = 2 * fpi[b].max().item() * thr_D * fdn[b].item()
+                    amb = e_max <= lim
+                    what = (f"the extra directions of ker Δ have Dirichlet energy ≤ {e_max:.1e} (≤ {lim:.1e}, below "
+                            f"what Δ resolves: it sees the defect ‖Cx‖ ≈ {math.sqrt(2 * e_max):.1e} only squared)")
+                else:
+                    lim = thr_C * fcn[b].item() * max(float(fP[b].sum(-1).max()), 1.0) / fdn[b].item()
+                    amb = r1 <= lim
+                    what = f"the extra parallel sections have ‖ΔZ‖/‖Δ‖ = {r1:.1e} ≤ {lim:.1e} (the Jensen bound)"
+                if amb:
+                    kp_amb[b] = True
+                    amb_why.append(
+                        f"undefined: ker Δ vs parallel sections is ambiguous at "
+                        f"{str(tdt).replace('torch.', '')} precision: dim ker Δ = {kDb} at tolerance {thr_D:.1e}, "
+                        f"dim parallel = {kCb} at {thr_C:.1e}, and {what}")
             need = int(fcomp[b]) * d  # flat: parallel sections of full dimension d per component
             if need == 0:
                 fl_flat[b] = 0.0
             else:
                 s_sorted = torch.sort(fsC[b]).values
                 fl_flat[b] = s_sorted[need - 1].item() / fcn[b].item()
-        t_k = max(thr_D, thr_C)
-        kp = mk("kernel_parallel", kp_res, t_k, holds=(kp_res <= t_k) & (kD == kC))
+        kp_bound = kp_bound.reshape(batch)
+        kp_amb = kp_amb.reshape(batch)
+        kp_res = torch.where(kp_amb, nan_b, kp_res)
+        kp = mk("kernel_parallel", kp_res, float(kp_bound.max()) if kp_bound.numel() else t_k,
+                amb_why[0] if amb_why else None, holds=(kp_res <= kp_bound) & (kD == kC) & ~kp_amb)
         flat = mk("flat", flat_res, thr_C)
     else:
         why = f"skipped: n·d = {nd} > max_dense = {max_dense} (use numerics.spectra)"

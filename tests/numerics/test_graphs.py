@@ -94,7 +94,12 @@ def test_reversibility_graph_agrees_with_linear_algebra(P):
     la = bool(D.detailed_balance.holds)
     assert rev.holds == la, (rev.reason, D.detailed_balance, P)
     if rev.holds:
-        r = assert_close(torch.as_tensor(rev.pi, device=P.device), D.pi, size=n * n, what="graph π vs LA π")
+        # LA π carries the condition number of its solve (see check_graph_pi_against_linear_algebra)
+        kappa = max(float(stationary_info(P).condition), 1.0)
+        err = float(torch.linalg.vector_norm(torch.as_tensor(rev.pi, dtype=F, device=P.device) - D.pi))
+        bound = kappa * tol(F, 2 * n, scale=float(torch.linalg.vector_norm(D.pi)))
+        assert err <= bound, f"graph π vs LA π: |err|={err:.3e} > κ·tol={bound:.3e} (κ = {kappa:.3e})"
+        r = err / float(torch.linalg.vector_norm(D.pi))
         assert rev.unique == bool(D.pi_unique)
         record("T3", residual=r)
 
@@ -106,8 +111,43 @@ def test_stationary_distribution_graph_agrees_with_linear_algebra(P):
         with pytest.raises(UndefinedError):
             stationary_distribution(P)
         return
-    pi_g = torch.as_tensor(stationary_distribution(P), device=P.device)
-    assert_close(pi_g, info.pi, size=P.shape[0] ** 2, what="stationary π")
+    check_graph_pi_against_linear_algebra(P, info)
+
+
+def check_graph_pi_against_linear_algebra(P: torch.Tensor, info) -> float:
+    """Graph π (spanning-tree ratios, or a solve on the closed class) against the LA π.
+
+    Error budget. Each route's rounding is a backward error of relative size ``tol(F, n)`` (n
+    accumulated operations per entry: LU of an n×n matrix, or a product of ≤ n−1 edge ratios). The
+    LA π solves ``π (ρI − P + 11ᵀ) = 1ᵀ``; a backward-stable solve gives
+    ``‖π̂ − π‖ ≤ κ · tol(F, n) · ‖π‖`` with ``κ = info.condition`` (first order in the backward
+    error; the LA route reports π undefined when ``κ · tol(F, n) ≥ 1``). The graph route computes
+    the π of the exactly-balanced walk that ``P`` rounds (a relative perturbation of P of size
+    ``tol(F, n)``), so it too is within ``κ · tol(F, n) · ‖π‖`` of the Perron vector of ``P``. The
+    two routes therefore differ by at most ``2κ · tol(F, n) · ‖π‖ = κ · tol(F, 2n, scale=‖π‖)``.
+    Independently of κ, both must be stationary to roundoff: ``‖πP − π‖_∞ ≤ tol(F, n)`` (a
+    backward-error check that ill-conditioning cannot excuse)."""
+    n = P.shape[0]
+    kappa = float(info.condition)
+    try:
+        pi_g = torch.as_tensor(stationary_distribution(P), dtype=F, device=P.device)
+    except UndefinedError as e:
+        # not reversible, so the graph route needs the same solve: it may decline only for the same
+        # reason as LA, and then LA must decline too
+        assert "ill-conditioned" in str(e) and bool(torch.isnan(info.pi).all()), (e, info.reasons)
+        assert kappa * tol(F, n) >= 1 and "ill-conditioned" in info.reasons[0]
+        return 0.0
+    assert float(((pi_g @ P) - pi_g).abs().max()) <= tol(F, n), "graph π is not stationary"
+    if bool(torch.isnan(info.pi).any()):
+        # LA declines to answer: it must be because the solve is too ill-conditioned to resolve π,
+        # and it must say so; the graph route still answers (checked stationary above)
+        assert kappa * tol(F, n) >= 1 and "ill-conditioned" in info.reasons[0], (kappa, info.reasons)
+        return 0.0
+    assert float(((info.pi @ P) - info.pi).abs().max()) <= tol(F, n), "LA π is not stationary"
+    err = float(torch.linalg.vector_norm(pi_g - info.pi))
+    bound = max(kappa, 1.0) * tol(F, 2 * n, scale=float(torch.linalg.vector_norm(info.pi)))
+    assert err <= bound, f"graph π vs LA π: |err|={err:.3e} > κ·tol={bound:.3e} (κ = {kappa:.3e})"
+    return err
 
 
 @st.composite
@@ -199,3 +239,101 @@ def test_nearly_decomposable_reversible_walk_is_reported_ill_conditioned_not_wro
     rev = is_reversible(P)
     assert rev.holds
     assert_close(torch.as_tensor(rev.pi, dtype=F), pi_true, size=9, what="graph π")
+
+
+def test_graph_and_la_stationary_pi_agree_within_the_condition_number():
+    """Found by Hypothesis (dev profile): K symmetric with one coupling 5e-13 (a nearly decomposable
+    reversible walk, cond(I − P + 11ᵀ) ≈ 5.9e10). LA π and graph π differ by ~1e-6 ≫ tol(F, 9) =
+    1.3e-13, but within κ · tol(F, 2n). Against the exact Perron vector of the float P (mpmath, 60
+    digits: π = (0.4951456139215, 0.009708772157485, 0.4951456139210)) the LA error is 9.5e-7 and the
+    graph error 4.2e-8: both within κ · tol(F, 3) ≈ 2.5e-3, the graph route being the more accurate."""
+    K = np.array([[0.01, 1e-12, 1.0], [0.0, 0.01, 0.0], [0.0, 0.0, 0.01]])
+    K = (K + K.T) / 2
+    P = torch.as_tensor(K / K.sum(-1, keepdims=True), dtype=F, device=DEV)
+    info = stationary_info(P)
+    assert 1e10 < float(info.condition) < 1e11 and not bool(torch.isnan(info.pi).any())
+    err = check_graph_pi_against_linear_algebra(P, info)
+    assert err > tol(F, 9)  # the plain tolerance alone could not have passed: κ is needed
+    exact = torch.tensor([0.4951456139215, 0.009708772157485366, 0.4951456139210146], dtype=F, device=DEV)
+    kt = float(info.condition) * tol(F, 3)
+    assert float(torch.linalg.vector_norm(info.pi - exact)) <= kt
+    pi_g = torch.as_tensor(stationary_distribution(P), dtype=F, device=DEV)
+    assert float(torch.linalg.vector_norm(pi_g - exact)) <= kt
+    # and the graph π is the π of the exactly-balanced walk that P rounds: D / ΣD
+    assert_close(pi_g, torch.as_tensor(K.sum(-1) / K.sum(), dtype=F, device=DEV), size=3, what="graph π")
+
+
+def test_ill_conditioned_pi_is_reported_undefined_and_graph_still_answers():
+    """Found by Hypothesis (dev profile): P = [[1, 3.3e-247], [3.3e-247, 1]] (rows sum to 1 in float).
+    cond(I − P + 11ᵀ) = ∞ in float: LA reports π undefined with the reason; the graph gives (½, ½)."""
+    c = 3.3345e-247
+    P = torch.tensor([[1.0, c], [c, 1.0]], dtype=F, device=DEV)
+    info = stationary_info(P)
+    assert bool(torch.isnan(info.pi).all()) and "ill-conditioned" in info.reasons[0]
+    assert check_graph_pi_against_linear_algebra(P, info) == 0.0
+    assert_close(torch.as_tensor(stationary_distribution(P), dtype=F, device=DEV),
+                 torch.tensor([0.5, 0.5], dtype=F, device=DEV), size=2, what="graph π")
+
+
+def test_ill_conditioned_closed_class_of_a_reducible_walk_is_reported_undefined():
+    """Found by Hypothesis (dev profile): two closed classes, one of them {0, 1} coupled by 7e-44
+    (below roundoff). The per-class Perron solve is singular in float: LA must report π undefined with
+    the reason (it returned NaN with no reason before); the graph certifies reversibility exactly."""
+    c = 7.0065e-44
+    P = torch.tensor([[1.0, c, 0.0], [c, 1.0, 0.0], [0.0, 0.0, 1.0]], dtype=F, device=DEV)
+    info = stationary_info(P)
+    assert int(info.n_closed) == 2 and bool(torch.isnan(info.pi).all())
+    assert "ill-conditioned" in info.reasons[0] and float(info.condition) * tol(F, 3) >= 1
+    D = diagnose(ConnectionWalk.from_edges(P, torch.eye(1, dtype=F, device=DEV)))
+    assert not bool(D.detailed_balance.holds) and "ill-conditioned" in D.detailed_balance.reason
+    rev = is_reversible(P)
+    assert rev.holds and not rev.unique
+    np.testing.assert_allclose(rev.pi, [0.25, 0.25, 0.5], rtol=0, atol=tol(F, 3))
+    # a well-separated reducible walk still gets its per-class π and a finite condition number
+    Q = torch.tensor([[0.5, 0.5, 0.0], [0.5, 0.5, 0.0], [0.0, 0.3, 0.7]], dtype=F, device=DEV)
+    iq = stationary_info(Q)
+    assert_close(iq.pi, torch.tensor([0.5, 0.5, 0.0], dtype=F, device=DEV), size=3, what="π")
+    assert 1.0 <= float(iq.condition) < 10
+
+
+def test_ill_conditioned_non_reversible_walk_graph_route_declines_too():
+    """Found by Hypothesis: a non-reversible walk whose closed class {1, 2} is coupled by 8.8e-208.
+    The graph route needs a solve there as well; it raised numpy's LinAlgError before, and now
+    raises UndefinedError with the reason, as LA reports π undefined."""
+    c = 8.7918e-208
+    P = torch.tensor([[0.0, 0.0, 1.0, 0.0], [c, 1.0, 0.0, 0.0], [0.0, c, 1.0, 0.0], [0.0, 0.0, 1.0, 0.0]],
+                     dtype=F, device=DEV)
+    info = stationary_info(P)
+    assert bool(torch.isnan(info.pi).all()) and "ill-conditioned" in info.reasons[0]
+    with pytest.raises(UndefinedError, match="ill-conditioned"):
+        stationary_distribution(P)
+    assert check_graph_pi_against_linear_algebra(P, info) == 0.0
+
+
+def test_positivity_of_pi_is_structural_not_a_rounded_entry():
+    """Found by Hypothesis (dev profile, seed 11): P = [[1, 1.4359e-238], [1, 0]] is irreducible, so
+    π = (1, 1.4359e-238)/Σ > 0 (Perron–Frobenius) and it is reversible (one edge pair, balanced to
+    1e-238). The LA solve returns π_1 = 0 — normwise accurate, but it used to report 'no positive π'.
+    Positivity now comes from the class structure (transient states ⇔ zeros)."""
+    c = 1.4359e-238
+    P = torch.tensor([[1.0, c], [1.0, 0.0]], dtype=F, device=DEV)
+    D = diagnose(ConnectionWalk.from_edges(P, torch.eye(1, dtype=F, device=DEV)))
+    assert bool(D.positive_stationary.holds) and bool(D.detailed_balance.holds), D.summary()
+    assert is_reversible(P).holds
+    assert_close(D.pi, torch.tensor([1.0, c], dtype=F, device=DEV), size=2, what="π")
+    # a genuinely transient state still makes π non-positive
+    Q = torch.tensor([[1.0, 0.0], [0.5, 0.5]], dtype=F, device=DEV)
+    Dq = diagnose(ConnectionWalk.from_edges(Q, torch.eye(1, dtype=F, device=DEV)))
+    assert not bool(Dq.positive_stationary.holds) and not bool(Dq.detailed_balance.holds)
+
+
+def test_one_way_edge_is_a_certain_detailed_balance_failure_even_below_tolerance():
+    """Found by Hypothesis (dev profile, seed 21): P = [[1, 0, 4.343e-174], [⅓, ⅓, ⅓], [⅓, ⅓, ⅓]] is
+    irreducible (π > 0) with edge 1→0 but no edge 0→1: not reversible, exactly. LA's detailed-balance
+    residual is ~1e-174 (π_1, π_2 ~ 1e-174), below any tolerance, so it used to report 'holds'. The
+    zero pattern is exact data; the diagnostic now fails detailed balance on it with the reason."""
+    P = torch.tensor([[1.0, 0.0, 4.343e-174], [1 / 3, 1 / 3, 1 / 3], [1 / 3, 1 / 3, 1 / 3]], dtype=F, device=DEV)
+    D = diagnose(ConnectionWalk.from_edges(P, torch.eye(1, dtype=F, device=DEV)))
+    assert float(D.detailed_balance.residual) <= D.detailed_balance.tol  # numerically tiny ...
+    assert not bool(D.detailed_balance.holds) and "no reverse edge" in D.detailed_balance.reason  # ... certain
+    assert not is_reversible(P).holds

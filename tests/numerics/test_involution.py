@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-from hypothesis import assume, given
+from hypothesis import given
 from hypothesis import strategies as st
 from scipy.optimize import linear_sum_assignment
 
@@ -88,13 +88,38 @@ def test_spectrum_of_kron_is_products_of_eigenvalues(inst, d, data):
 
 
 @st.composite
-def non_orthogonal_involutions(draw, max_d: int = 3):
+def non_orthogonal_involutions(draw, max_d: int = 3, s_min: float = 0.1, s_max: float = 1.5):
+    """``(G, J, T)`` with ``T = G J G⁻¹`` a non-orthogonal involution, ``J = diag(I_r, −I_{d−r})``.
+
+    Built so that ``G`` is invertible *with a known inverse* and bounded condition number (no
+    ``inv`` of a drawn matrix, which can be singular): ``G = Q (I + N)`` with ``Q`` orthogonal and
+    ``N = [[0, S], [0, 0]]`` (``S`` is ``r × (d−r)``), so ``N² = 0``, ``G⁻¹ = (I − N) Qᵀ`` and
+    ``cond(G) ≤ (1 + ‖S‖₂)² ≤ (1 + s_max)²``. This loses no generality: every involution with
+    ``dim Fix = r`` is ``B J B⁻¹`` (``B`` = eigenbasis); write ``B = QR`` (QR) and absorb
+    ``diag(R₁₁, R₂₂)`` (it commutes with ``J``) to get ``R = I + N`` with ``S = R₁₂ R₂₂⁻¹``. Then
+    ``T = Q [[I, −2S], [0, −I]] Qᵀ`` and ``‖TᵀT − I‖_F ≥ 2√2 ‖S‖_F ≥ 2√2 s_min``: non-orthogonal by
+    construction. ``S = U diag(σ) Vᵀ`` with orthogonal ``U``, ``V`` and ``σ ∈ [s_min, s_max]``."""
     d = draw(st.integers(2, max_d))
     r = draw(st.integers(1, d - 1))
-    G = draw(cst.arrays((d, d), -1.0, 1.0)) + 2 * torch.eye(d, dtype=F, device=DEV)
-    J = torch.diag(torch.tensor([1.0] * r + [-1.0] * (d - r), dtype=F, device=DEV))
-    T = G @ J @ torch.linalg.inv(G)
-    return G, J, T
+    k = min(r, d - r)
+    sig = draw(st.lists(st.floats(s_min, s_max, allow_nan=False), min_size=k, max_size=k))
+    U = draw(cst.orthogonal(r, dtype=F, device=DEV))[0][:, :k]
+    V = draw(cst.orthogonal(d - r, dtype=F, device=DEV))[0][:, :k]
+    S = U @ torch.diag(torch.tensor(sig, dtype=F, device=DEV)) @ V.T
+    Q = draw(cst.orthogonal(d, dtype=F, device=DEV))[0]
+    return involution_from_parts(Q, S)
+
+
+def involution_from_parts(Q: torch.Tensor, S: torch.Tensor):
+    """``(G, J, T)``: ``G = Q (I + N)``, ``N = [[0, S], [0, 0]]``, ``J = diag(I_r, −I_{d−r})``,
+    ``T = G J G⁻¹`` with the exact inverse ``G⁻¹ = (I − N) Qᵀ`` (``S`` is ``r × (d−r)``)."""
+    r, d = S.shape[0], Q.shape[0]
+    N = torch.zeros(d, d, dtype=F, device=Q.device)
+    N[:r, r:] = S
+    eye = torch.eye(d, dtype=F, device=Q.device)
+    G, G_inv = Q @ (eye + N), (eye - N) @ Q.T
+    J = torch.diag(torch.tensor([1.0] * r + [-1.0] * (d - r), dtype=F, device=Q.device))
+    return G, J, G @ J @ G_inv
 
 
 @given(cst.softmax_attention(symmetric=True, min_n=2, max_n=5), non_orthogonal_involutions())
@@ -102,7 +127,11 @@ def test_non_orthogonal_involution_real_spectrum_but_not_self_adjoint(inst, inv)
     A = inst.A
     G, J, T = inv
     d = T.shape[0]
-    assume(float(torch.linalg.matrix_norm(T.T @ T - torch.eye(d, dtype=F, device=DEV))) > 1e-3)
+    # the strategy's guarantees (by construction, not by filtering)
+    eye = torch.eye(d, dtype=F, device=DEV)
+    assert float(torch.linalg.matrix_norm(T.T @ T - eye)) >= 2 * 2 ** 0.5 * 0.1 * (1 - tol(F, d * d))
+    assert float(torch.linalg.cond(G)) <= (1 + 1.5) ** 2 * (1 + tol(F, d * d))
+    assert_close(T @ T, eye, size=4 * d, what="T² = I")
     D = diagnose(ConnectionWalk.from_sha(A, T))
     assert bool(D.spectrum_interval.holds), D.summary()  # real, in [0, 2]
     assert not bool(D.orthogonal.holds)
@@ -118,3 +147,25 @@ def test_non_orthogonal_involution_real_spectrum_but_not_self_adjoint(inst, inv)
     Dg = diagnose(ConnectionWalk.from_sha(A, J))
     assert bool(Dg.conclusions_t3())
     record("T5", residual=r)
+
+
+def test_non_orthogonal_involution_strategy_needs_no_inverse_of_a_drawn_matrix():
+    """Regression (Hypothesis dev profile): the old strategy drew ``G = E + 2I`` with ``E ∈ [−1, 1]``
+    and called ``inv(G)``; ``E = 11ᵀ − 2I`` is such a draw and makes ``G = 11ᵀ`` singular (crash while
+    generating). The new construction never inverts a drawn matrix. It is also general: an
+    arbitrary non-orthogonal involution ``T₀ = B J B⁻¹`` is reproduced from ``B = QR`` with
+    ``S = R₁₂ R₂₂⁻¹``."""
+    G_old = torch.ones(3, 3, dtype=F, device=DEV)  # = E + 2I with E = 11ᵀ − 2I, entries in [−1, 1]
+    assert int(torch.linalg.matrix_rank(G_old)) == 1
+    B = torch.tensor([[2.0, 1.0, 0.5], [0.0, 1.0, -1.0], [1.0, 0.0, 1.0]], dtype=F, device=DEV)
+    r = 1
+    J = torch.diag(torch.tensor([1.0, -1.0, -1.0], dtype=F, device=DEV))
+    T0 = B @ J @ torch.linalg.inv(B)  # B is a fixed, well-conditioned matrix
+    Qb, R = torch.linalg.qr(B)
+    S = R[:r, r:] @ torch.linalg.inv(R[r:, r:])
+    G, J2, T = involution_from_parts(Qb, S)
+    assert torch.equal(J, J2)
+    assert_close(T, T0, size=27, what="reconstructed involution")
+    assert float(torch.linalg.cond(G)) <= (1 + float(torch.linalg.matrix_norm(S, ord=2))) ** 2 * (1 + tol(F, 9))
+    eye = torch.eye(3, dtype=F, device=DEV)
+    assert float(torch.linalg.matrix_norm(T.T @ T - eye)) >= 2 * 2 ** 0.5 * float(torch.linalg.matrix_norm(S)) * (1 - tol(F, 9))
