@@ -31,6 +31,19 @@ F = torch.float64
 DEV = default_device()
 
 
+def _triangle_rotation_walk(c: float, s_: float):
+    """n = 3, uniform P, O_ij = R (i < j), Rᵀ (i > j), I on the diagonal, R = [[c, −s], [s, c]]:
+    holonomy R(θ) around the triangle, so no parallel section unless θ = 0."""
+    R = torch.tensor([[c, -s_], [s_, c]], dtype=F, device=DEV)
+    n, d = 3, 2
+    P = torch.full((n, n), 1 / 3, dtype=F, device=DEV)
+    O = torch.empty(n, n, d, d, dtype=F, device=DEV)
+    for i in range(n):
+        for j in range(n):
+            O[i, j] = torch.eye(d, dtype=F, device=DEV) if i == j else (R if i < j else R.T)
+    return P, O
+
+
 def t(x) -> torch.Tensor:
     return torch.as_tensor(x, dtype=F, device=DEV)
 
@@ -462,13 +475,8 @@ def test_float32_borderline_kernel_is_reported_ambiguous_not_wrong():
     silent wrong 'T3 violated'); it is now undefined with the reason."""
     th = 0.0204
     c, s_ = math.cos(th), math.sin(th)
-    R = torch.tensor([[c, -s_], [s_, c]], dtype=F, device=DEV)
+    P, O = _triangle_rotation_walk(c, s_)
     n, d = 3, 2
-    P = torch.full((n, n), 1 / 3, dtype=F, device=DEV)
-    O = torch.empty(n, n, d, d, dtype=F, device=DEV)
-    for i in range(n):
-        for j in range(n):
-            O[i, j] = torch.eye(d, dtype=F, device=DEV) if i == j else (R if i < j else R.T)
     D = diagnose(ConnectionWalk.from_edges(P.float(), O.float()))
     assert bool(D.hypotheses_t3())
     assert torch.isnan(D.kernel_parallel.residual) and "ambiguous at float32" in D.kernel_parallel.reason
@@ -587,13 +595,7 @@ def test_nearly_flat_float64_walk_kernel_is_ambiguous():
     Reported ambiguous (was a silent kernel_parallel False)."""
     s_ = 3.3333e-10
     c = math.sqrt(1 - s_ * s_)
-    R = torch.tensor([[c, -s_], [s_, c]], dtype=F, device=DEV)
-    n, d = 3, 2
-    P = torch.full((n, n), 1 / 3, dtype=F, device=DEV)
-    O = torch.empty(n, n, d, d, dtype=F, device=DEV)
-    for i in range(n):
-        for j in range(n):
-            O[i, j] = torch.eye(d, dtype=F, device=DEV) if i == j else (R if i < j else R.T)
+    P, O = _triangle_rotation_walk(c, s_)
     D = diagnose(ConnectionWalk.from_edges(P, O))
     assert bool(D.hypotheses_t3())
     assert int(D.kernel_dim) == 2 and int(D.parallel_dim) == 0
