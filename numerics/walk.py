@@ -355,10 +355,8 @@ class ConnectionWalk:
         eye = torch.eye(d * d, dtype=R.dtype, device=R.device)
         return R, eye.expand(*R.shape[:-2], d * d, d * d) if R.ndim > 2 else eye
 
-    def nearest_kronecker(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """``(P, T, gap)`` minimising ``‖B − P ⊗ T‖_F`` over all ``P`` (n×n) and ``T`` (d×d).
-
-        ``gap = sqrt(Σ_{k≥2} s_k²)`` with ``s`` the singular values of the rearranged ``R``."""
+    def _nearest_kronecker(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+        """``(P, T, gap, ‖B‖_F)`` from one factorisation of the rearranged ``R``."""
         U, V = self._kron_factors()
         Qu, Ru = torch.linalg.qr(U)
         Qv, Rv = torch.linalg.qr(V)
@@ -373,6 +371,14 @@ class ConnectionWalk:
         P = (sign * s0)[..., None, None] * p.reshape(*p.shape[:-2], n, n)
         T = sign[..., None, None] * t.reshape(*t.shape[:-2], d, d)
         gap = torch.sqrt(torch.clamp((s[..., 1:] ** 2).sum(-1), min=0))
+        normB = torch.linalg.vector_norm(s, dim=-1)  # ‖R‖_F = ‖B‖_F = ‖σ(R)‖₂
+        return P, T, gap, normB
+
+    def nearest_kronecker(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """``(P, T, gap)`` minimising ``‖B − P ⊗ T‖_F`` over all ``P`` (n×n) and ``T`` (d×d).
+
+        ``gap = sqrt(Σ_{k≥2} s_k²)`` with ``s`` the singular values of the rearranged ``R``."""
+        P, T, gap, _ = self._nearest_kronecker()
         return P, T, gap
 
     def constant_transport(self, *, rtol: float | None = None) -> ConstantTransport:
@@ -380,15 +386,12 @@ class ConnectionWalk:
 
         Returns the transport when it exists (``T = Σ_j B_ij`` row sum direction, i.e. ``T_Σ`` for
         row-stochastic heads), with the nearest-Kronecker residual either way."""
-        P, T, gap = self.nearest_kronecker()
+        P, T, gap, normB = self._nearest_kronecker()
         # rescale so that rows of P sum to 1 where possible (T2: T = T_Σ when heads are stochastic)
         rs = P.sum(-1).mean(-1)
         scale = torch.where(rs.abs() > 0, rs, torch.ones_like(rs))
         P = P / scale[..., None, None]
         T = T * scale[..., None, None]
-        U, V = self._kron_factors()
-        G = (U.transpose(-1, -2) @ U) * (V.transpose(-1, -2) @ V)  # ‖U Vᵀ‖_F² = Σ (UᵀU)∘(VᵀV)
-        normB = torch.sqrt(G.sum((-1, -2)).clamp(min=0))
         rel = gap / torch.where(normB > 0, normB, torch.ones_like(normB))
         n, d = self.n, self.d
         bound = rtol if rtol is not None else tol(self.dtype, n * d)
