@@ -1,6 +1,6 @@
 """connwalk numerics: torch reference implementations of the connection-walk view of attention.
 
-Conventions (THEORY.md §0): tokens are rows of ``X`` (``(..., n, d)``); stacking is token-major,
+Conventions (THEOREMS.md (Conventions)): tokens are rows of ``X`` (``(..., n, d)``); stacking is token-major,
 ``x = X.reshape(-1)``; block ``(i, j)`` of an ``nd x nd`` operator is rows ``i*d:(i+1)*d`` and
 columns ``j*d:(j+1)*d``; transports act on column vectors.
 """

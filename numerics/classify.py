@@ -1,7 +1,7 @@
 r"""Pattern classification of simulated token trajectories by space–time Fourier analysis.
 
 Input: ``states`` ``(T, n, d)`` at uniformly spaced ``times`` ``(T,)`` (one trajectory; slice a
-batch first). Spatial modes (THEORY.md sign convention, ``φ_k(i) = e^{+2πiki/n}``)::
+batch first). Spatial modes (THEOREMS.md sign convention, ``φ_k(i) = e^{+2πiki/n}``)::
 
     c_k(t) = (1/n) Σ_i x_i(t) e^{−2πiki/n}  ∈ C^d         (numpy/torch ``fft`` along tokens / n)
 

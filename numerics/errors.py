@@ -78,3 +78,13 @@ class SimulationDivergedError(NonFiniteError):
 
 class CorpusTooShortError(ConnwalkError, ValueError):
     """A text or corpus with fewer tokens than the requested prompt length (never padded silently)."""
+
+
+class ParameterError(ConnwalkError, ValueError):
+    """A bad scalar parameter (NaN, negative, zero, out of range, non-integer where an integer is
+    meant). ``ShapeError`` is reserved for shapes."""
+
+
+class MemoryBudgetError(ConnwalkError, MemoryError):
+    """A dense object (n²d² blocks, an N×N matrix with N = nd) whose estimated size exceeds the memory
+    budget; the message gives the estimate, the budget, and the factored alternative."""

@@ -1,4 +1,4 @@
-r"""Laplacian-reduction diagnostics (THEORY.md T3–T5): is ``Δ = I − W`` a connection Laplacian?
+r"""Laplacian-reduction diagnostics (THEOREMS.md T3–T5): is ``Δ = I − W`` a connection Laplacian?
 
 For a connection walk ``(W x)_i = Σ_j P_ij O_ij x_j`` with token-major blocks ``B_ij = P_ij O_ij``
 (shape ``(..., n, n, d, d)``) the generator is ``Δ = I − W``. T3's hypotheses are

@@ -1,4 +1,4 @@
-r"""Pattern formation: linear theory of MHA token dynamics on a ring (THEORY.md T6, Seed B).
+r"""Pattern formation: linear theory of MHA token dynamics on a ring (THEOREMS.md T6, Seed B).
 
 Dynamics (continuous depth)::
 
@@ -25,7 +25,7 @@ Rotation: the real pattern at token ``i`` is ``e^{Re σ t}(cos(ωt + ψ_i) u_1 +
 with ``u_1 = Re v``, ``u_2 = −Im v``, ``ω = Im σ`` and ``ψ_i = 2πk*i/n``. When ``v`` is not real up
 to a phase (polarisation ``|vᵀv| / vᴴv < 1``) every token rotates in the plane ``(u_1, u_2)`` at
 angular frequency ``ω`` (``rotation_frequency``), from ``u_1`` towards ``u_2``; for ``T = ρR(θ)``
-this is THEORY.md's ``ω = ρ(Re â sin θ + Im â cos θ)``.
+this is THEOREMS.md's ``ω = ρ(Re â sin θ + Im â cos θ)``.
 
 Beyond the ring: absolute positional encodings, RoPE on a line and causal masks make ``A0`` non
 circulant; use :func:`linear_operator` / the autograd Jacobian of :mod:`numerics.simulate` with
@@ -90,7 +90,7 @@ def gaussian_kernel(n: int, center: float, width: float, *, dtype=torch.float64,
     r"""Wrapped Gaussian relative kernel ``a(m) ∝ exp(−δ(m)² / (2 width²))``, ``δ(m)`` the signed ring
     offset of ``m − center`` in ``[−n/2, n/2)``; normalised to sum 1. Shape ``(n,)``.
 
-    This is the form that reproduces THEORY.md T6 Ex1 exactly (``center=4, width=1.5, n=64``)."""
+    This is the form that reproduces THEOREMS.md T6 Ex1 exactly (``center=4, width=1.5, n=64``)."""
     if int(n) < 2:
         raise ShapeError(f"ring size must be >= 2, got {n}", argument="n")
     if not (width > 0 and math.isfinite(width)):
@@ -175,7 +175,7 @@ def signed_wavenumbers(n: int, device=None) -> torch.Tensor:
 def kernel_hat(kernels) -> torch.Tensor:
     r"""``â_h(k) = Σ_m a_h(m) e^{+2πikm/n}`` for FFT index ``k = 0..n−1``: ``(..., n)`` → complex ``(..., n)``.
 
-    Computed as ``n · ifft(a)`` (THEORY.md sign convention)."""
+    Computed as ``n · ifft(a)`` (THEOREMS.md sign convention)."""
     a = as_tensor("kernels", kernels)
     n = a.shape[-1]
     return torch.fft.ifft(a, dim=-1) * n
@@ -214,7 +214,7 @@ def naive_per_head_growth(kernels, transports, *, normalize: bool = False) -> to
     r"""The *per-head guess* ``g_naive(k) = Σ_h max_b Re eig(â_h(k) T_h) − 1`` (real ``(n,)``).
 
     Exact only when the heads commute and share the dominant eigenvector; for non-commuting heads
-    it is a wrong prediction (THEORY.md T6 Ex3), kept to demonstrate that."""
+    it is a wrong prediction (THEOREMS.md T6 Ex3), kept to demonstrate that."""
     a, T = _validate(kernels, transports, normalize)
     ah = kernel_hat(a)
     per = torch.linalg.eigvals(ah[:, :, None, None] * T[:, None].to(ah.dtype))  # (H, n, d)
@@ -324,7 +324,7 @@ def _group_patterns(ks: list[int], sig: list[complex], n: int, tie_tol: float) -
 
 
 def predict_pattern(kernels, transports, *, normalize: bool = False, tie_tol: float | None = None) -> PatternPrediction:
-    r"""Linear prediction for ring dynamics with relative kernels (THEORY.md T6), by FFT.
+    r"""Linear prediction for ring dynamics with relative kernels (THEOREMS.md T6), by FFT.
 
     ``kernels`` ``(H, n)`` with ``A0^h_ij = a_h((j − i) mod n)`` (nonnegative, rows summing to 1;
     ``normalize=True`` to normalise explicitly), ``transports`` ``(H, d, d)``. Cost

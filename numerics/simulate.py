@@ -1,6 +1,6 @@
 r"""Simulators of MHA token dynamics: continuous flow (RK4), sphere flow, post-/pre-norm stacks.
 
-The dynamics (THEORY.md T6), for a state ``X`` ``(..., n, d)``::
+The dynamics (THEOREMS.md T6), for a state ``X`` ``(..., n, d)``::
 
     MHA(X)_i = Σ_h Σ_j A^h_ij(X) T_h x_j,          f(X) = MHA(X) − X            (flow)
     S^h_ij   = b^h_ij + β · q^h_i · k^h_j / √d_k   (scores; A^h = softmax_j S^h, or sigmoid)

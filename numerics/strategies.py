@@ -4,7 +4,7 @@ Every strategy draws its entries through Hypothesis (so failures shrink to small
 matrices), returns torch tensors in ``dtype`` (float64 by default) on ``device`` (default:
 :func:`numerics.device.default_device`), and allows sizes down to ``n = 1`` / ``d = 1``.
 
-Quick map (THEORY.md ids in brackets):
+Quick map (THEOREMS.md ids in brackets):
 
 =============================  =====================================================================
 ``row_stochastic``             nonnegative row-stochastic ``(batch.., n, n)``, optional zeros [T2, T3a]

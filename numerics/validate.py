@@ -72,3 +72,48 @@ def check_same(names: Sequence[str], tensors: Sequence[torch.Tensor]) -> None:
             raise DTypeError(f"dtype {t.dtype} differs from {names[0]}'s {t0.dtype}; cast explicitly", argument=nm)
         if t.device != t0.device:
             raise DeviceMismatchError(f"device {t.device} differs from {names[0]}'s {t0.device}", argument=nm)
+
+
+# ----------------------------------------------------------------------------------- memory budget
+_BUDGET_ENV = "CONNWALK_MEMORY_BUDGET"
+
+
+def memory_budget() -> int:
+    """Bytes one dense intermediate may take. ``$CONNWALK_MEMORY_BUDGET`` (bytes; suffixes K/M/G
+    accepted) overrides; the default is half the memory available now (``/proc/meminfo``
+    MemAvailable), or 4 GiB where that cannot be read."""
+    import os
+
+    raw = os.environ.get(_BUDGET_ENV)
+    if raw:
+        s = raw.strip().upper()
+        mult = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}.get(s[-1:], 1)
+        try:
+            val = float(s[:-1] if s[-1:] in "KMGT" else s) * mult
+        except ValueError as exc:
+            from numerics.errors import ParameterError
+
+            raise ParameterError(f"cannot parse {raw!r} as a byte count", argument=_BUDGET_ENV) from exc
+        return int(val)
+    try:
+        with open("/proc/meminfo") as fh:
+            for line in fh:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024 // 2
+    except OSError:  # pragma: no cover - non-Linux
+        pass
+    return 4 << 30
+
+
+def check_memory(name: str, nbytes: int | float, what: str, alternative: str, budget: int | None = None) -> None:
+    """Refuse (``MemoryBudgetError`` naming ``name``) to form a dense object of ``nbytes`` bytes above
+    the budget; ``what`` says what would be formed, ``alternative`` the factored way to get it."""
+    from numerics.errors import MemoryBudgetError
+
+    limit = memory_budget() if budget is None else int(budget)
+    if nbytes > limit:
+        raise MemoryBudgetError(
+            f"{what} would take {nbytes / 2**30:.3g} GiB, over the memory budget of {limit / 2**30:.3g} GiB "
+            f"(set ${_BUDGET_ENV} to change it); use {alternative} instead",
+            argument=name,
+        )

@@ -1,4 +1,4 @@
-r"""Connection walks: the operator view of (multi-head) attention (THEORY.md T1, T2).
+r"""Connection walks: the operator view of (multi-head) attention (THEOREMS.md T1, T2).
 
 A connection walk on ``n`` tokens in ``R^d`` is
 

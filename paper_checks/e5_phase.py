@@ -1,6 +1,6 @@
-r"""E5 — phase diagrams: which pattern each architectural component selects (Seed B, THEORY.md T6).
+r"""E5 — phase diagrams: which pattern each architectural component selects (Seed B, THEOREMS.md T6).
 
-Claim (THEORY.md E5): positional encoding (kernel shape / asymmetry), multi-head attention and
+Claim (THEOREMS.md E5): positional encoding (kernel shape / asymmetry), multi-head attention and
 output-value geometry (the OV eigenvalue angle θ) control which pattern is amplified (cluster,
 stationary periodic, travelling wave, rotating / helical waves, …), which stabilise, compete or
 coexist.

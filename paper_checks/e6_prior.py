@@ -1,6 +1,6 @@
 """E6 — task-aligned positional encoding + initialisation as a controllable dynamical prior (Seed B).
 
-Claim (THEORY.md E6): choosing the positional encoding and the weight initialisation so that the
+Claim (THEOREMS.md E6): choosing the positional encoding and the weight initialisation so that the
 forward dynamics already amplify the pattern the task needs makes learning faster (fewer optimiser
 steps to a loss threshold) and more data-efficient (higher test accuracy from few examples).
 
@@ -15,7 +15,7 @@ E6(a) — cyclic shift on a ring (``y_i = x_{(i+s) mod n}``, one-hot symbols, ``
     ``A^h = softmax(q kᵀ/√d_h + bias)``, output ``Σ_h A^h H W_V^h W_O^h`` (row layout; the transport is
     ``T = (Σ_h W_V^h W_O^h)ᵀ``), readout ``U`` (d×V), cross-entropy.
 
-    Dispersion analysis (THEORY.md T6, one layer ``x ← A x T``): with ``T = I`` the layer's symbol is
+    Dispersion analysis (THEOREMS.md T6, one layer ``x ← A x T``): with ``T = I`` the layer's symbol is
     ``â(k) = Σ_m a(m) e^{+2πikm/n}`` and a Fourier mode advances by ``arg â(k)`` per layer, i.e. the
     pattern moves at ``c(k) = −n·arg â(k)/(2πk)`` tokens per layer, damped by ``|â(k)|``. The task
     ``y_i = x_{i+s}`` moves every pattern at velocity ``−s`` without damping. The *aligned prior*
@@ -129,7 +129,7 @@ RULE = ("per baseline: 'reproduced' if the 95% paired t-interval of the effect l
 
 
 # --------------------------------------------------------------------------------------------------
-# dispersion analysis of the positional prior (THEORY.md T6 conventions)
+# dispersion analysis of the positional prior (THEOREMS.md T6 conventions)
 # --------------------------------------------------------------------------------------------------
 def _circ(m: np.ndarray, n: int) -> np.ndarray:
     """Signed circular offset in (−n/2, n/2]."""
@@ -149,7 +149,7 @@ def ring_kernel(n: int, peak: int, width: float) -> np.ndarray:
 
 
 def kernel_symbol(kernel) -> np.ndarray:
-    """``â(k) = Σ_m a(m) e^{+2πikm/n}`` for k = 0..n−1 (= n·ifft(a)); THEORY.md T6 sign convention."""
+    """``â(k) = Σ_m a(m) e^{+2πikm/n}`` for k = 0..n−1 (= n·ifft(a)); THEOREMS.md T6 sign convention."""
     a = np.asarray(kernel, dtype=np.float64)
     n = a.shape[-1]
     m = np.arange(n)
@@ -159,7 +159,7 @@ def kernel_symbol(kernel) -> np.ndarray:
 
 def kernel_velocity(kernel, k: int = 1) -> float:
     """Per-layer phase velocity of Fourier mode ``k`` under ``x ← A x`` (T = I):
-    ``c(k) = −n·arg â(k)/(2πk)`` tokens per layer (THEORY.md T6 sign: ``y_i = x_{i+s}`` is c = −s)."""
+    ``c(k) = −n·arg â(k)/(2πk)`` tokens per layer (THEOREMS.md T6 sign: ``y_i = x_{i+s}`` is c = −s)."""
     a = np.asarray(kernel, dtype=np.float64)
     n = a.shape[-1]
     ah = kernel_symbol(a)[k]

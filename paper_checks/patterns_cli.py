@@ -1,6 +1,6 @@
 r"""``connwalk patterns``: dispersion relation, space–time diagram and phase diagram for given parameters.
 
-Usage (all options have defaults; ``--example ex1`` reproduces THEORY.md T6 Ex1)::
+Usage (all options have defaults; ``--example ex1`` reproduces THEOREMS.md T6 Ex1)::
 
     connwalk patterns --out DIR [--example ex1|ex3] [--n 64]
                       [--kernel CENTER:WIDTH ...] [--transport SPEC ...]
@@ -97,7 +97,7 @@ EXAMPLES = {
 def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.ArgumentParser:
     p = parser or argparse.ArgumentParser(prog="connwalk patterns", description=__doc__.split("\n")[0])
     p.add_argument("--out", required=True, help="output directory (created if missing)")
-    p.add_argument("--example", choices=sorted(EXAMPLES), default=None, help="THEORY.md T6 reference case")
+    p.add_argument("--example", choices=sorted(EXAMPLES), default=None, help="THEOREMS.md T6 reference case")
     p.add_argument("--n", type=int, default=64, help="ring size (default 64)")
     p.add_argument("--kernel", action="append", default=None, help="CENTER:WIDTH, one per head")
     p.add_argument("--transport", action="append", default=None, help="transport spec, one per head")

@@ -1,4 +1,4 @@
-"""connwalk theory: SymPy statements and derivations of THEORY.md's theorems (no torch here).
+"""connwalk theory: SymPy statements and derivations of THEOREMS.md's theorems (no torch here).
 
 * :mod:`theory.registry` — ``THEOREMS`` (lemmas L1-L4, theorems T1-T6) and ``get(id)``.
 * :mod:`theory.derivations` — exact symbolic derivations (``derive_t1`` ... ``derive_t6``).

@@ -260,7 +260,7 @@ def derive_t2(n: int = 2, d: int = 2, heads: int = 2) -> Derivation:
             D.add("constant transport with independent T_h forces A^1_ij = ... = A^H_ij",
                   sp.Matrix([sp.simplify(a - tup[-1]) for a in tup[:-1]]),
                   detail=f"solution set {sp.sstr(sol)}")
-    # the counterexample of THEORY.md (exact numbers)
+    # the counterexample of THEOREMS.md (exact numbers)
     D.checks.extend(t2_counterexample().checks)
     return D
 
@@ -300,7 +300,7 @@ def derive_t3(n: int = 3, d: int = 2, counterexamples: bool = True) -> Derivatio
     identity holds exactly, ``<x,(2I - Delta) x>_pi = 1/2 sum pi_i P_ij ||x_i + O_ij x_j||^2``
     (so spec in [0,2]), the scaled version gains ``(1 - s^2)/2 ||x||^2_pi``, and the flat
     connection ``O_ij = R_i R_j^T`` gives ``Delta = R((I-P) (x) I)R^T`` with parallel sections in the
-    kernel. Then (``counterexamples=True``) every necessity counterexample of THEORY.md is evaluated
+    kernel. Then (``counterexamples=True``) every necessity counterexample of THEOREMS.md is evaluated
     exactly."""
     D = Derivation("T3", {"n": n, "d": d})
     w = _sym_weights(n)
@@ -359,7 +359,7 @@ def _spectrum_residual(M: sp.Matrix, expected: dict) -> sp.Matrix:
 
 
 def t3_counterexamples() -> Derivation:
-    """THEORY.md T3's necessity counterexamples, evaluated in exact arithmetic."""
+    """THEOREMS.md T3's necessity counterexamples, evaluated in exact arithmetic."""
     D = Derivation("T3", {})
     R = sp.Rational
     i = sp.I

@@ -22,7 +22,7 @@ from .symbolic import Derivation
 
 SEED_A = "Seed A: *From Self-Attention to Connection Laplacian: A Unified Operator View of Transformers* (arXiv 2607.10677; seeds/000_5bdc14e69496fe14.txt, seeds/002_3d12162842770432.txt)"
 SEED_B = "Seed B: *Pattern Formation in Transformers* (seeds/004_438af889239262c2.txt)"
-THEORY_MD = "shared/THEORY.md"
+THEORY_MD = "THEOREMS.md"
 
 
 @dataclass(frozen=True)
@@ -109,7 +109,7 @@ _T3_NECESSITY = ("tests/numerics/test_necessity.py",)
 LEMMAS: list[Theorem] = [
     Theorem(
         id="L1", title="Token-major stacking of a bilinear token map", kind="lemma",
-        source=Source("(convention)", "token-major stacking; mixing conventions is the classic silent bug", "THEORY.md §0"),
+        source=Source("(convention)", "token-major stacking; mixing conventions is the classic silent bug", "THEOREMS.md (Conventions)"),
         hypotheses=(Hypothesis("shapes", "$A \\in \\mathbb{R}^{n\\times n}$, $T \\in \\mathbb{R}^{d\\times d}$, $X \\in \\mathbb{R}^{n\\times d}$ (row $i$ is $x_i^\\top$)"),),
         conclusions=(
             "$\\operatorname{vec}((A X T^\\top)^\\top) = (A \\otimes T)\\, \\operatorname{vec}(X^\\top)$ (token-major stacking, block $(i,j)$ of $A\\otimes T$ is $A_{ij} T$)",
@@ -119,14 +119,14 @@ LEMMAS: list[Theorem] = [
     ),
     Theorem(
         id="L2", title="Softmax rows: normalisation kills the derivative", kind="lemma",
-        source=Source("(lemma)", "the softmax-derivative terms cancel because rows of dA sum to 0", "THEORY.md T6"),
+        source=Source("(lemma)", "the softmax-derivative terms cancel because rows of dA sum to 0", "THEOREMS.md T6"),
         hypotheses=(Hypothesis("softmax", "$A_{ij}(X) = e^{S_{ij}(X)} / \\sum_k e^{S_{ik}(X)}$ for differentiable scores $S$"),),
         conclusions=("$\\sum_j A_{ij} = 1$ and $\\sum_j \\partial A_{ij} / \\partial x_{ab} = 0$ for every $i, a, b$",),
         derivation=_dv.derive_l2, symbolic_tests=(_SYM,),
     ),
     Theorem(
         id="L3", title="Dirichlet identity with a stochasticity correction", kind="lemma",
-        source=Source("(lemma)", "general correction term $\\sum_i \\pi_i (1-r_i)|x_i|^2$", "THEORY.md T3"),
+        source=Source("(lemma)", "general correction term $\\sum_i \\pi_i (1-r_i)|x_i|^2$", "THEOREMS.md T3"),
         hypotheses=(
             Hypothesis("detailed balance", "$\\pi_i P_{ij} = \\pi_j P_{ji}$ with $\\pi > 0$; row sums $r_i = \\sum_j P_{ij}$ arbitrary"),
             Hypothesis("metric", "$O_{ij}$ orthogonal and $O_{ji} = O_{ij}^\\top$"),
@@ -136,7 +136,7 @@ LEMMAS: list[Theorem] = [
     ),
     Theorem(
         id="L4", title="Spectrum of a Kronecker product", kind="lemma",
-        source=Source("(lemma)", "spectrum of kron(A,T) = products of eigenvalues with algebraic multiplicities", "THEORY.md T1"),
+        source=Source("(lemma)", "spectrum of kron(A,T) = products of eigenvalues with algebraic multiplicities", "THEOREMS.md T1"),
         hypotheses=(Hypothesis("square", "$A \\in \\mathbb{C}^{n\\times n}$, $T \\in \\mathbb{C}^{d\\times d}$ arbitrary"),),
         conclusions=("$\\det(zI - A\\otimes T) = \\operatorname{Res}_\\mu\\big(p_T(\\mu),\\, \\mu^n p_A(z/\\mu)\\big) = \\prod_{i,k} (z - \\lambda_i \\mu_k)$",),
         derivation=_dv.derive_l4, symbolic_tests=(_SYM,),
@@ -146,7 +146,7 @@ LEMMAS: list[Theorem] = [
 MAIN: list[Theorem] = [
     Theorem(
         id="T1", title="Single-head attention is a constant-transport connection walk", kind="theorem",
-        source=Source(SEED_A, _CLAIM_SHA, "THEORY.md T1"),
+        source=Source(SEED_A, _CLAIM_SHA, "THEOREMS.md T1"),
         hypotheses=(
             Hypothesis("factorisation", "$A = A(X)$ is treated as given: the identity is a factorisation $Y = W(X) X$, not linearity in $X$"),
             Hypothesis("transport", "$T = W_O W_V$ (torch `nn.Linear` layout, column vectors)"),
@@ -162,7 +162,7 @@ MAIN: list[Theorem] = [
     ),
     Theorem(
         id="T2", title="Multi-head attention is one edge-dependent connection walk", kind="theorem",
-        source=Source(SEED_A, _CLAIM_MHA, "THEORY.md T2"),
+        source=Source(SEED_A, _CLAIM_MHA, "THEOREMS.md T2"),
         hypotheses=(
             Hypothesis("heads", "$B_{ij} = \\sum_h A^h_{ij} T_h$, every $A^h$ row-stochastic (softmax: strictly positive)"),
             Hypothesis("convention", "$P = \\frac1H \\sum_h A^h$ (a gauge choice)"),
@@ -184,7 +184,7 @@ MAIN: list[Theorem] = [
     ),
     Theorem(
         id="T3", title="When the generator is a random-walk connection Laplacian", kind="theorem",
-        source=Source(SEED_A, _CLAIM_LAP, "THEORY.md T3"),
+        source=Source(SEED_A, _CLAIM_LAP, "THEOREMS.md T3"),
         hypotheses=(
             Hypothesis("(a) stochastic", "$\\sum_j P_{ij} = 1$"),
             Hypothesis("(b) reversible", "$\\pi_i P_{ij} = \\pi_j P_{ji}$ for some positive $\\pi$"),
@@ -208,7 +208,7 @@ MAIN: list[Theorem] = [
     ),
     Theorem(
         id="T4", title="When softmax attention is reversible", kind="theorem",
-        source=Source(SEED_A, _CLAIM_LAP, "THEORY.md T4"),
+        source=Source(SEED_A, _CLAIM_LAP, "THEOREMS.md T4"),
         hypotheses=(
             Hypothesis("softmax", "$A = \\operatorname{softmax}_{\\text{rows}}(X M X^\\top / \\sqrt{d_k})$, $M = W_Q^\\top W_K$, full support (no mask), $n \\ge 3$"),
         ),
@@ -226,7 +226,7 @@ MAIN: list[Theorem] = [
     ),
     Theorem(
         id="T5", title="Single head: when $I - A\\otimes T$ is a connection Laplacian", kind="theorem",
-        source=Source(SEED_A, _CLAIM_LAP, "THEORY.md T5"),
+        source=Source(SEED_A, _CLAIM_LAP, "THEOREMS.md T5"),
         hypotheses=(
             Hypothesis("softmax", "$A$ softmax attention with full support"),
             Hypothesis("reversible", "$A$ reversible"),
@@ -243,7 +243,7 @@ MAIN: list[Theorem] = [
     ),
     Theorem(
         id="T6", title="Pattern formation: linearisation and dispersion relation", kind="theorem",
-        source=Source(SEED_B, _CLAIM_PAT, "THEORY.md T6"),
+        source=Source(SEED_B, _CLAIM_PAT, "THEOREMS.md T6"),
         hypotheses=(
             Hypothesis("(H1) normalised", "each $A^h(X)$ is row-stochastic for all $X$"),
             Hypothesis("(H2) homogeneous", "base state $X = \\mathbf 1 \\otimes x^*$ (not necessarily an equilibrium)"),

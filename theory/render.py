@@ -27,7 +27,7 @@ Each statement below is registered in `theory/registry.py` and derived symbolica
 zero residuals) in `theory/derivations.py`; `pytest --theorem ID` runs every test tagged with that
 id and prints the theorem table (symbolic ✓/✗, property examples, worst residual, necessity
 counterexamples). Conventions (token-major stacking, transports on column vectors) are those of
-THEORY.md §0.
+THEOREMS.md (Conventions).
 """
 
 

@@ -1,6 +1,6 @@
 """Exact (SymPy) building blocks shared by the derivations. No torch, no floats.
 
-Conventions are those of THEORY.md §0:
+Conventions are those of THEOREMS.md (Conventions):
 
 * ``X`` is ``n x d``, row ``i`` is the token ``x_i``; **token-major** stacking ``x = vec(X^T)``
   (``x[i*d + k] = X[i, k]``); block ``(i, j)`` of an ``nd x nd`` operator is rows ``i*d:(i+1)*d``,

@@ -8,7 +8,7 @@ For every attention layer ``l`` the adapter captures, with forward hooks on the 
 * ``A``           ``(B, H, n, n)`` per-query-head probabilities returned by the eager kernel (padding,
   causal, sliding-window masks and relative position bias already applied by the model);
 * ``W_O`` ``(H, d, d_h)``, ``W_V`` ``(H, d_h, d)`` in ``nn.Linear`` layout with GQA mapped to query heads
-  (``kv(h) = h // (H / H_kv)``, THEORY.md T2), so ``T_h = W_O[h] W_V[h]``;
+  (``kv(h) = h // (H / H_kv)``, THEOREMS.md T2), so ``T_h = W_O[h] W_V[h]``;
 * ``offset`` ``(d,)`` ``c = W_O b_V + b_O``;
 * ``attn_output`` ``(B, n, d)`` the attention sub-layer output before the residual add: the output
   projection's output (BERT ``attention.output.dense``, MPNet ``attn.o``, Llama/Gemma 3 ``o_proj``,

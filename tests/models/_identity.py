@@ -44,7 +44,7 @@ def head_permuted_error(cap) -> float:
 
 
 def transposed_transport_error(cap) -> float:
-    """Negative control for THEORY.md §0: using ``T_hᵀ`` (the row-vector / TransformerLens layout
+    """Negative control for THEOREMS.md (Conventions): using ``T_hᵀ`` (the row-vector / TransformerLens layout
     read as column-vector transports) instead of ``T_h``."""
     T = cap.transports.transpose(-1, -2)
     return rel_err(ConnectionWalk.from_mha(cap.A, T).apply(cap.attn_input) + cap.offset, cap.attn_output)

@@ -149,7 +149,7 @@ def test_handle_attributes():
 
 
 def test_transformerlens_layout_ov_is_the_transpose():
-    """THEORY.md §0 against TransformerLens's layout (TransformerLens itself is not installed, see the
+    """THEOREMS.md (Conventions) against TransformerLens's layout (TransformerLens itself is not installed, see the
     issue note): TL stores GPT-2 heads as ``W_V[h] = c_attn.weight[:, 2d + h d_h : …]`` ``(d, d_h)`` and
     ``W_O[h] = c_proj.weight[h d_h : …, :]`` ``(d_h, d)`` and acts on row vectors, so its OV circuit
     ``W_V[h] @ W_O[h]`` is ``T_hᵀ`` of our column-vector transport."""

@@ -1,5 +1,5 @@
 """T3: diagnostics of the Laplacian reduction, property tests of T3's conclusions, the weaker
-(stationary, non-reversible) statement, scaled isometries, flat connections, THEORY.md's
+(stationary, non-reversible) statement, scaled isometries, flat connections, THEOREMS.md's
 counterexamples, a naive float64 reference, and bad input."""
 from __future__ import annotations
 
@@ -206,7 +206,7 @@ def test_eigenvalue_two_attained_iff_twisted_section():
     assert int(D2f.kernel_dim) == 1 and abs(float(D2f.spectrum.real.min())) <= D2f.spectrum_interval.tol
 
 
-# --------------------------------------------------------------------------------------- THEORY.md cases
+# --------------------------------------------------------------------------------------- THEOREMS.md cases
 def _edges(P, O):
     return ConnectionWalk.from_edges(t(P), t(O))
 

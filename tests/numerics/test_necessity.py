@@ -1,7 +1,7 @@
 """Necessity of every hypothesis of T3 and T5: for each hypothesis, Hypothesis ``find`` searches a
 strategy in which only that hypothesis is dropped for an instance whose conclusion fails, shrinks
 it, and the test re-checks the shrunk instance and records it (with its spectrum) in the theorem
-report. (THEORY.md's explicit counterexamples are classified in ``test_laplacian.py``.)
+report. (THEOREMS.md's explicit counterexamples are classified in ``test_laplacian.py``.)
 
 Conclusion checked (T3 items 1–4): Δ π-self-adjoint, spectrum real in [0, 2], the Dirichlet
 identity, ker Δ = parallel sections."""

@@ -36,12 +36,12 @@ def _R(theta: float) -> torch.Tensor:
 
 # ------------------------------------------------------------------ reference constructions
 def ex1():
-    """THEORY.md T6 Ex1: n=64, wrapped Gaussian kernel centred at +4, width 1.5 (form found to
+    """THEOREMS.md T6 Ex1: n=64, wrapped Gaussian kernel centred at +4, width 1.5 (form found to
     reproduce the stated numbers exactly), T = diag(1, −3)."""
     return gaussian_kernel(64, 4.0, 1.5)[None], torch.diag(_t([1.0, -3.0]))[None]
 
 
-# Ex3 transports are not given in THEORY.md; these integer, non-commuting T_h were found by a search
+# Ex3 transports are not given in THEOREMS.md; these integer, non-commuting T_h were found by a search
 # over small integer matrices for "symbol |k*| = 6, per-head guess |k| = 3, both with clear gaps".
 EX3_T = _t([[[-1.0, -3.0], [3.0, 0.0]], [[-1.0, -1.0], [3.0, -1.0]]])
 
@@ -51,7 +51,7 @@ def ex3():
 
 
 def naive_kernel_hat(a: np.ndarray) -> np.ndarray:
-    """â(k) = Σ_m a(m) e^{+2πikm/n} by explicit loops (THEORY.md sign convention)."""
+    """â(k) = Σ_m a(m) e^{+2πikm/n} by explicit loops (THEOREMS.md sign convention)."""
     n = a.shape[-1]
     out = np.zeros(a.shape, dtype=complex)
     for k in range(n):
@@ -254,7 +254,7 @@ def test_rotating_wave_frequency_formula_and_handedness():
     assert {k for k, _ in q.ties} == {abs(q.k_star)}
 
 
-# ------------------------------------------------------------------ reference cases (THEORY.md T6)
+# ------------------------------------------------------------------ reference cases (THEOREMS.md T6)
 @pytest.mark.theorem("T6")
 def test_ex1_prediction_matches_stated_numbers():
     a, T = ex1()
@@ -372,7 +372,7 @@ def test_prediction_matches_emergence_when_gap_is_clear(case):
     s = p.growth_rate
     rel_g = abs(fit.growth_rate.real - s.real) / abs(s.real)
     if p.k_star % n in (0, n // 2) and n % 2 == 0 or p.k_star == 0:
-        # self-conjugate wavenumber (k ≡ −k): σ and σ̄ are the same real pattern (THEORY.md T6,
+        # self-conjugate wavenumber (k ≡ −k): σ and σ̄ are the same real pattern (THEOREMS.md T6,
         # "compare selections modulo this conjugation"); the sign of Im σ is a convention there
         rel_w = abs(abs(fit.growth_rate.imag) - abs(s.imag)) / abs(s)
     else:

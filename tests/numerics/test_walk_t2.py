@@ -180,7 +180,7 @@ def test_counterexample_of_theory_md():
     # rearranged matrix has singular values √2·σ(C), C = coefficients of (I, J) per edge
     C = np.array([[0.9, 0.5], [0.1, 0.5], [0.2, 0.5], [0.8, 0.5]])
     gap_ref = np.sqrt(2) * np.linalg.svd(C, compute_uv=False)[1]
-    assert abs(gap_ref - 0.662) < 5e-4  # THEORY.md's stated value
+    assert abs(gap_ref - 0.662) < 5e-4  # THEOREMS.md's stated value
     assert abs(float(ct.residual) - gap_ref) <= tol(torch.float64, 4)
     # and with a shared A the criterion holds
     assert bool(ConnectionWalk.from_mha(torch.stack([A1, A1]), torch.stack([I, J])).constant_transport().holds)

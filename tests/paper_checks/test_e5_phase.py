@@ -39,7 +39,7 @@ def test_coarse_class_covers_the_vocabulary():
 
 
 def test_predict_cell_reproduces_theory_ex1():
-    """THEORY.md T6 Ex1 (n=64, kernel at +4 width 1.5, T = diag(1, −3)): |k*| = 7,
+    """THEOREMS.md T6 Ex1 (n=64, kernel at +4 width 1.5, T = diag(1, −3)): |k*| = 7,
     σ = 0.62926 ± 0.67486i, c ≈ 0.982; the flow's fluctuation prediction must say exactly this."""
     a = gaussian_kernel(64, 4.0, 1.5)[None]
     T = torch.diag(torch.tensor([1.0, -3.0], dtype=F64))[None]
