@@ -255,3 +255,63 @@ def mha_instances(draw, *, max_n: int = 6, max_heads: int = 3, max_d_head: int =
         b_V=get((Hkv * dh,)) if biases else None, b_O=get((d,)) if biases else None,
     )
     return MHAInstance(X, w, causal)
+
+
+# ---------------------------------------------------------------------------------- large sizes
+SCALE_ENV = "CONNWALK_SCALE_MAX_N"
+
+
+def scale_max_n(default: int = 48) -> int:
+    """Largest ``n`` the at-scale strategies draw: ``$CONNWALK_SCALE_MAX_N`` (e.g. 1024 on a GPU),
+    else ``default`` (small enough for CI on a CPU)."""
+    import os
+
+    raw = os.environ.get(SCALE_ENV)
+    if not raw:
+        return default
+    try:
+        val = int(raw)
+    except ValueError:
+        val = 0
+    if val < 2:
+        from numerics.errors import ParameterError
+
+        raise ParameterError(f"must be an integer >= 2, got {raw!r}", argument=SCALE_ENV)
+    return val
+
+
+@dataclass
+class SeededWalk:
+    """An at-scale instance built on ``device`` from a drawn seed (entries are not drawn one by one,
+    so sizes up to n = 1024 stay cheap; a failure is reproduced by its ``(n, d, H, seed)``)."""
+
+    n: int
+    d: int
+    H: int
+    seed: int
+    X: torch.Tensor  # (n, d)
+    A: torch.Tensor  # (H, n, n) row-stochastic (softmax of random scores, optionally causal)
+    T: torch.Tensor  # (H, d, d)
+    causal: bool
+
+
+@st.composite
+def seeded_walks(draw, *, max_n: int | None = None, max_d: int = 16, max_heads: int = 4, dtype=None, device=None):
+    """``SeededWalk`` with ``n`` up to :func:`scale_max_n` (log-uniform), ``d ≤ max_d``, ``H ≤ max_heads``."""
+    top = max_n if max_n is not None else scale_max_n()
+    exp = draw(st.integers(1, max(1, int(np.log2(top)))))
+    n = draw(st.integers(2 ** (exp - 1) + (exp > 1), min(2**exp, top)))
+    d = draw(st.integers(1, max_d))
+    H = draw(st.integers(1, max_heads))
+    seed = draw(st.integers(0, 2**31 - 1))
+    causal = draw(st.booleans())
+    dev = device if device is not None else default_device()
+    dt = dtype or DEFAULT_DTYPE
+    g = torch.Generator(device="cpu").manual_seed(seed)
+    S = torch.randn(H, n, n, generator=g, dtype=torch.float64) * 2.0
+    if causal:
+        S = S.masked_fill(torch.ones(n, n, dtype=torch.bool).triu(1), float("-inf"))
+    A = torch.softmax(S, dim=-1)
+    T = torch.randn(H, d, d, generator=g, dtype=torch.float64) / max(d, 1) ** 0.5
+    X = torch.randn(n, d, generator=g, dtype=torch.float64)
+    return SeededWalk(n, d, H, seed, X.to(dev, dt), A.to(dev, dt), T.to(dev, dt), causal)
