@@ -157,7 +157,7 @@ MAIN: list[Theorem] = [
         ),
         derivation=_dv.derive_t1, lemmas=("L1", "L4"),
         symbolic_tests=(_SYM,), certificate_tests=(_CERT,),
-        numeric_tests=("tests/numerics/test_walk_t1.py", "tests/numerics/test_attention.py"),
+        numeric_tests=("tests/numerics/test_walk_t1.py", "tests/numerics/test_attention.py", "tests/numerics/test_scale.py"),
         necessity_tests=("tests/numerics/test_walk_t1.py",),
     ),
     Theorem(
@@ -177,7 +177,7 @@ MAIN: list[Theorem] = [
         derivation=_dv.derive_t2, lemmas=("L1",),
         notes=("GQA: query head $h$ reads kv head $h // (H/H_{kv})$; $\\operatorname{rank} T_h \\le d_h$, so a single head is never orthogonal when $d_h < d$.",),
         symbolic_tests=(_SYM,), certificate_tests=(_CERT,),
-        numeric_tests=("tests/numerics/test_walk_t2.py", "tests/numerics/test_attention.py",
+        numeric_tests=("tests/numerics/test_walk_t2.py", "tests/numerics/test_attention.py", "tests/numerics/test_scale.py",
                        "tests/models/test_identity_tiny.py", "tests/models/test_identity_real.py",
                        "tests/models/test_registry.py"),
         necessity_tests=("tests/numerics/test_walk_t2.py",),
@@ -204,7 +204,7 @@ MAIN: list[Theorem] = [
             "Necessity (evaluated exactly): drop (a) $P=[[0,2],[2,0]]$: spec $\\{-1,3\\}$, $\\langle x,\\Delta x\\rangle_\\pi = -1$ vs Dirichlet $0$ at $x=(1,1)$; drop (b) directed 3-cycle: spec $\\{0, \\frac32 \\pm \\frac{\\sqrt3}{2} i\\}$; drop $O_{ji}=O_{ij}^\\top$ (swap, $R(\\pi/3)$): spec $\\{\\frac12\\pm\\frac{\\sqrt3}2 i, \\frac32\\pm\\frac{\\sqrt3}2 i\\}$; drop orthogonality (swap, $O=2$): spec $\\{-1,3\\}$; keep $O_{ji}=O_{ij}^{-1}$ only (3-cycle): eigenvalue $-0.0268$ and complex pairs.",
         ),
         symbolic_tests=(_SYM,), certificate_tests=(_CERT,),
-        numeric_tests=_T3_NUMERIC + ("tests/numerics/test_spectra.py",), necessity_tests=_T3_NECESSITY,
+        numeric_tests=_T3_NUMERIC + ("tests/numerics/test_spectra.py", "tests/numerics/test_scale.py"), necessity_tests=_T3_NECESSITY,
     ),
     Theorem(
         id="T4", title="When softmax attention is reversible", kind="theorem",
