@@ -454,7 +454,9 @@ def reversible_by_span(X, M) -> tuple[bool, float]:
     if D.shape[0] == 0:
         return True, 0.0
     u, s, vh = np.linalg.svd(D, full_matrices=False)
-    thr = _tol(max(D.shape), scale=max(s.max() if s.size else 0.0, 1e-300))
+    # differences x_j − x_1 carry round-off relative to the tokens' magnitude, not to their own:
+    # nearly coincident tokens far from the origin must not gain spurious rank (GPU-run finding)
+    thr = _tol(max(D.shape), scale=max(float(np.abs(X).max()), 1e-300))
     Ub = vh[s > thr].T
     if Ub.shape[1] == 0:
         return True, 0.0

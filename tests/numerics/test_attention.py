@@ -76,7 +76,7 @@ def test_weights_helpers_against_naive_heads(inst):
         v = X @ w.W_V[kk].T + (w.b_V[kk] if w.b_V is not None else 0)
         S = q @ k.transpose(-1, -2) / math.sqrt(dh)
         if inst.causal:
-            S = S.masked_fill(torch.ones(S.shape[-1], S.shape[-1], dtype=torch.bool).triu(1), float("-inf"))
+            S = S.masked_fill(torch.ones(S.shape[-1], S.shape[-1], dtype=torch.bool, device=S.device).triu(1), float("-inf"))
         Ah = torch.softmax(S, -1)
         assert_close(A[:, h], Ah, size=d, what=f"A^{h}")
         assert_close(T[h], w.W_O[:, h * dh:(h + 1) * dh] @ w.W_V[kk], size=dh, what=f"T_{h}")

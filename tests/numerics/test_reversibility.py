@@ -200,3 +200,21 @@ def test_rope_with_symmetric_form_but_different_weights_is_not_reversible():
     assert not bool(D.detailed_balance.holds)
     record("T4", counterexample=f"RoPE, symmetric W_QᵀW_K but W_Q ≠ W_K (n={n}, d={d}): Kolmogorov "
                                 f"log-ratio {rev.residual:.3f} ≠ 0 — not reversible")
+
+
+def test_collinear_tokens_far_from_origin_keep_rank_one():
+    """Regression (found by the GPU property run, dev profile): tokens x0 + t·v with |v| = 1e-5 and
+    |x0| = 1 are collinear; the differences x_j − x_1 carry round-off of order eps·|x0|, which a
+    rank threshold relative to |x_j − x_1| mistook for a second direction (verdict: not reversible)."""
+    x0 = torch.tensor([0.0, 1.0], dtype=torch.float64)
+    v = torch.tensor([1e-5, 1e-5], dtype=torch.float64)
+    ts = torch.tensor([1.0, 2.0, 0.0], dtype=torch.float64)
+    M = torch.tensor([[1.0, 0.0], [1.0, 1.0]], dtype=torch.float64)
+    X = x0[None, :] + ts[:, None] * v[None, :]
+    A = torch.softmax(X @ M @ X.T / math.sqrt(2), dim=-1)
+    assert is_reversible(A).holds
+    holds, r = reversible_by_span(X, M)
+    assert holds, r
+    # and a genuinely two-dimensional span with the same antisymmetric part is refused
+    X2 = torch.tensor([[0.0, 1.0], [1e-2, 1.0], [0.0, 1.01]], dtype=torch.float64)
+    assert not reversible_by_span(X2, M)[0]

@@ -37,13 +37,15 @@ def test_registry_lists_t1_to_t6_and_their_lemmas():
 
 
 def test_numeric_test_paths_are_the_assigned_ones():
-    assert set(get("T1").numeric_tests) == {"tests/numerics/test_walk_t1.py", "tests/numerics/test_attention.py"}
-    assert set(get("T2").numeric_tests) == {"tests/numerics/test_walk_t2.py", "tests/numerics/test_attention.py",
+    assert set(get("T1").numeric_tests) == {"tests/numerics/test_walk_t1.py", "tests/numerics/test_attention.py",
+                                            "tests/numerics/test_scale.py"}
+    assert set(get("T2").numeric_tests) == {"tests/numerics/test_walk_t2.py", "tests/numerics/test_attention.py", "tests/numerics/test_scale.py",
                                             "tests/models/test_identity_tiny.py", "tests/models/test_identity_real.py",
                                             "tests/models/test_registry.py"}
     group = {"tests/numerics/test_laplacian.py", "tests/numerics/test_reversibility.py",
              "tests/numerics/test_necessity.py", "tests/numerics/test_graphs.py"}
-    assert set(get("T3").numeric_tests + get("T3").necessity_tests) == group | {"tests/numerics/test_spectra.py"}
+    assert set(get("T3").numeric_tests + get("T3").necessity_tests) == group | {"tests/numerics/test_spectra.py",
+                                                                               "tests/numerics/test_scale.py"}
     assert set(get("T5").numeric_tests + get("T5").necessity_tests) == group | {"tests/numerics/test_involution.py"}
     assert set(get("T4").numeric_tests + get("T4").necessity_tests) <= group
     assert get("T6").numeric_tests == ("tests/numerics/test_patterns.py",)
