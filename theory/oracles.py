@@ -185,12 +185,13 @@ def walk_pi(inst: Mapping, P: np.ndarray) -> np.ndarray:
     return np.asarray(inst["pi"], float) if inst.get("pi") is not None else stationary(P)
 
 
-def null_space(M: np.ndarray, rel: float = 1e-9) -> np.ndarray:
-    """Orthonormal basis (columns) of the numerical null space of ``M`` (threshold ``rel·σ_max``)."""
+def null_space(M: np.ndarray, rel: float = 1e-9, scale: float | None = None) -> np.ndarray:
+    """Orthonormal basis (columns) of the numerical null space of ``M``: singular values
+    ``≤ rel·scale`` count as zero (``scale`` defaults to ``max(σ_max, 1)``)."""
     if M.size == 0:
         return np.eye(M.shape[1])
     _, s, Vh = np.linalg.svd(M)
-    smax = s[0] if s.size and s[0] > 0 else 1.0
+    smax = scale if scale is not None else max(float(s[0]) if s.size else 0.0, 1.0)
     rank = int((s > rel * smax).sum())
     return Vh[rank:].T.conj()
 
@@ -527,7 +528,8 @@ def sha_laplacian(inst, params) -> Verdict:
 
 
 def _eig_count(T: np.ndarray, value: float) -> int:
-    return int(null_space(T - value * np.eye(T.shape[0]), rel=1e-9).shape[1])
+    """Geometric multiplicity of ``value`` (threshold relative to ``max(‖T‖₂, 1)``)."""
+    return int(null_space(T - value * np.eye(T.shape[0]), rel=1e-9, scale=max(float(np.linalg.norm(T, 2)), 1.0)).shape[1])
 
 
 def t5_spectrum(inst, params) -> Verdict:
@@ -543,7 +545,7 @@ def t5_kernel(inst, params) -> Verdict:
     A, T = np.asarray(inst["A"], float), np.asarray(inst["T"], float)
     n, d = A.shape[0], T.shape[0]
     K = null_space(np.eye(n * d) - np.kron(A, T))
-    F = null_space(T - np.eye(d))
+    F = null_space(T - np.eye(d), scale=max(float(np.linalg.norm(T, 2)), 1.0))
     S = np.kron(np.ones((n, 1)), F) if F.size else np.zeros((n * d, 0))
     joint = np.linalg.matrix_rank(np.hstack([K, S]), tol=1e-7) if (K.size or S.size) else 0
     ok = K.shape[1] == S.shape[1] == joint
