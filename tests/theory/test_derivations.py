@@ -49,6 +49,21 @@ def test_derivation_reaches_exact_zero(theorem_id):
     # every positive step is an exact structural zero, every witness an exact nonzero
     for c in D.checks:
         assert c.is_zero is c.expect_zero, c.describe()
+    # every registry link to a step of this derivation names a step that ran and passed
+    for owner, text in _links_to(theorem_id):
+        assert any(c.name.startswith(text) and c.passed for c in D.checks), \
+            f"{owner} links to derivation step {theorem_id}::{text!r}, which is not a passing check"
+
+
+def _links_to(theorem_id: str) -> list[tuple[str, str]]:
+    out = []
+    for t in THEOREMS:
+        for c in t.conclusions:
+            out += [(c.id, link.split("::", 1)[1]) for link in c.derivations if link.split("::", 1)[0] == theorem_id]
+        for h in t.hypotheses:
+            out += [(w.id, w.derivation.split("::", 1)[1]) for w in h.witnesses
+                    if w.derivation and w.derivation.split("::", 1)[0] == theorem_id]
+    return out
 
 
 @pytest.mark.theorem("L1")
