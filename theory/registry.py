@@ -24,6 +24,7 @@ import inspect
 from dataclasses import dataclass, field, replace
 from typing import Callable
 
+from . import cases as _cases
 from . import derivations as _dv
 from .errors import UnknownTheoremError, UnsupportedSizeError
 from .statements import Claim, Conclusion, Hypothesis, Witness
@@ -193,10 +194,7 @@ LEMMAS: list[Theorem] = [
 
 _ROT = [["3/5", "-4/5"], ["4/5", "3/5"]]  # a rational rotation (Cayley), not symmetric
 _REFL = [[1, 0], [0, -1]]
-_T2_CE = {"A1": [["9/10", "1/10"], ["2/10", "8/10"]], "A2": [["1/2", "1/2"], ["1/2", "1/2"]],
-          "T1": [[1, 0], [0, 1]], "T2": [[0, -1], [1, 0]],
-          "B11": [["9/10", "-1/2"], ["1/2", "9/10"]], "B12": [["1/10", "-1/2"], ["1/2", "1/10"]],
-          "miss_exact": "sqrt(2)*sqrt(5 - sqrt(17))/2", "miss": 0.662, "digits": 3}
+_T2_CE = dict(_cases.T2_COUNTEREXAMPLE)
 
 MAIN: list[Theorem] = [
     Theorem(
@@ -296,7 +294,7 @@ MAIN: list[Theorem] = [
                                           fails=("T3.spectrum",),
                                           instance={"kind": "walk", "P": [[0, 1], [1, 0]], "O": [[[[0]], [[2]]], [[[2]], [[0]]]]},
                                           derivation="T3::drop orthogonality [swap, O=2]"),
-                                  Witness("T3.c1.w2", "keep $O_{ji} = O_{ij}^{-1}$ only (3-cycle, weights $\\frac12$, $O_{12}=[[1,\\frac32],[0,1]]$, $O_{23}=I$, $O_{31}=\\operatorname{diag}(2,\\frac12)$): a negative eigenvalue $\\approx -0.0268$ and a complex pair",
+                                  Witness("T3.c1.w2", "keep $O_{ji} = O_{ij}^{-1}$ only (3-cycle, weights $\\frac12$, $O_{12}=[[1,\\frac32],[0,1]]$, $O_{23}=I$, $O_{31}=\\operatorname{diag}(2,\\frac12)$): a negative eigenvalue $\\approx " + str(_cases.T3_INVERSE_TRANSPORTS["negative_eigenvalue"]) + "$ and a complex pair",
                                           derivation="T3::drop orthogonality keep O_ji=O_ij^-1 [3-cycle]: one negative real eigenvalue"))),
             Hypothesis("T3.c2", "(c2) transpose-compatible", "$O_{ji} = O_{ij}^\\top$ on every edge", predicate="transpose_compatible",
                        witnesses=(Witness("T3.c2.w1", "swap walk, $O_{12} = O_{21} = R$ a rotation ($R = [[\\frac35,-\\frac45],[\\frac45,\\frac35]]$ here, $R(\\pi/3)$ in the derivation): complex spectrum",
