@@ -75,6 +75,7 @@ class Derivation:
     theorem: str
     sizes: dict
     checks: list[Check] = field(default_factory=list)
+    facts: dict = field(default_factory=dict)  # decisions a certificate reached (e.g. "reversible")
 
     def add(self, name: str, residual, *, expect_zero: bool = True, detail: str = "") -> Check:
         c = Check(self.theorem, name, residual, expect_zero, detail)
