@@ -523,6 +523,34 @@ def walk_scaled(inst, params) -> Verdict:
                 walk_dirichlet(dict(sc, P=P), {}, correction=(1 - s * s) / 2))
 
 
+def block_detailed_balance(inst, params) -> Verdict:
+    """Gauge-free detailed balance on the blocks ``B_ij = P_ij O_ij``: some ``π > 0`` with
+    ``π_i B_ij = π_j B_jiᵀ``. On a connected support the ratios ``π_j/π_i = ‖B_ij‖/‖B_ji‖`` along a
+    spanning tree (breadth first from 0) are forced; the candidate is then checked on every block
+    (and a one-way edge, ``B_ij ≠ 0 = B_ji``, is a certain failure)."""
+    P, O = walk_view(inst)
+    n = P.shape[0]
+    B = P[:, :, None, None] * O
+    N = np.linalg.norm(B, axis=(-1, -2))
+    if ((N > 0) & (N.T == 0)).any():
+        return Verdict(False, math.inf, 0.0, "one-way block")
+    pi = np.full(n, np.nan)
+    pi[0] = 1.0
+    queue = [0]
+    while queue:
+        i = queue.pop(0)
+        for j in range(n):
+            if np.isnan(pi[j]) and N[i, j] > 0:
+                pi[j] = pi[i] * N[i, j] / N[j, i]
+                queue.append(j)
+    if np.isnan(pi).any():
+        return _na("support of B not connected")
+    G = pi[:, None, None, None] * B
+    r = float(np.abs(G - np.swapaxes(np.swapaxes(G, 0, 1), -1, -2)).max()) / max(float(np.abs(G).max()), 1e-300)
+    norms = float(np.abs(pi[:, None] * N - (pi[:, None] * N).T).max()) / max(float((pi[:, None] * N).max()), 1e-300)
+    return _v(r, 64 * EPS * n * O.shape[-1], f"π_i B_ij = π_j B_jiᵀ (norms balanced to {norms:.1e})")
+
+
 def sha_laplacian(inst, params) -> Verdict:
     return _all(walk_self_adjoint(inst, params), walk_spectrum_interval(inst, params), walk_dirichlet(inst, params))
 
@@ -685,7 +713,7 @@ PREDICATES: dict[str, Callable[[Mapping, Mapping], Verdict]] = {f.__name__: f fo
     stochastic, reversible, orthogonal, transpose_compatible, orthogonal_involution, full_support, heads_stochastic,
     p_is_head_mean, softmax_full_support, circulant, t1_transport_layout,
     t1_walk, kron_spectrum, t2_gated_walk, t2_constant_criterion, t2_counterexample, walk_self_adjoint,
-    walk_spectrum_interval, walk_dirichlet, walk_kernel_parallel, walk_flat, walk_scaled, sha_laplacian, t5_spectrum,
+    walk_spectrum_interval, walk_dirichlet, block_detailed_balance, walk_kernel_parallel, walk_flat, walk_scaled, sha_laplacian, t5_spectrum,
     t5_kernel, t4_triangle, t4_symmetric_reversible, t4_query_bias, t4_causal, t6_fourier, t6_selection, t6_rotating,
 )}
 
