@@ -388,14 +388,14 @@ def t2_gated_walk(inst, params) -> Verdict:
 
 
 def _rearranged(B: np.ndarray) -> np.ndarray:
-    n, d = B.shape[0], B.shape[-1]
+    n = B.shape[0]
     return np.stack([B[i, j].reshape(-1) for i in range(n) for j in range(n)])  # rows vec(B_ij)
 
 
 def t2_constant_criterion(inst, params) -> Verdict:
     As, Ts = np.asarray(inst["As"], float), np.asarray(inst["Ts"], float)
     B = heads_B(As, Ts)
-    n, d = B.shape[0], B.shape[-1]
+    n = B.shape[0]
     normB = max(float(np.linalg.norm(B)), 1e-300)
     U, s, Vh = np.linalg.svd(_rearranged(B), full_matrices=False)
     miss = float(np.sqrt((s[1:] ** 2).sum()))
