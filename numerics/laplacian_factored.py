@@ -70,8 +70,10 @@ class FactoredBlocks:
     ``P`` ``(..., n, n)``, ``a`` ``(..., H, n, n)``, ``T`` ``(H, d, d)`` or ``(..., H, d, d)``
     (all float64). ``chunk_elems`` bounds the size of every temporary."""
 
-    def __init__(self, P: torch.Tensor, a: torch.Tensor, T: torch.Tensor, *, chunk_elems: int = 1 << 22):
+    def __init__(self, P: torch.Tensor, a: torch.Tensor, T: torch.Tensor, *, chunk_elems: int = 1 << 22,
+                 W_O: torch.Tensor | None = None, W_V: torch.Tensor | None = None):
         self.P, self.a, self.T = P, a, T
+        self.W_O, self.W_V = W_O, W_V  # optional low-rank factors T_h = W_O[h] @ W_V[h] (cheaper products)
         self.sup = P > 0
         self.n, self.d, self.H = P.shape[-1], T.shape[-1], a.shape[-3]
         self.batch = P.shape[:-2]
@@ -101,22 +103,30 @@ class FactoredBlocks:
             m = 2 * H
         else:  # "gram": columns vec(T_hᵀT_k + T_kᵀT_h) (h < k), vec(T_hᵀT_h), then vec I
             hh, kk = torch.triu_indices(H, H, device=T.device)
+            S = self._pair_products(hh, kk)  # (..., pairs, d, d): T_hᵀ T_k
+            S = S + (hh != kk).to(T.dtype)[:, None, None] * S.transpose(-1, -2)
             eye = torch.eye(d, dtype=T.dtype, device=T.device)
+            ca = max(1, min(d, self.chunk_elems // max(len(hh) * d, 1)))
 
             def gen():
                 for a0 in range(0, d, ca):
-                    S = torch.einsum("...hba,...kbc->...hkac", T[..., :, :, a0:a0 + ca], T)  # (T_hᵀ T_k)[a, c]
-                    St = torch.einsum("...kba,...hbc->...hkac", T[..., :, :, a0:a0 + ca], T)  # (T_kᵀ T_h)[a, c]
-                    off = (hh != kk).to(T.dtype)[:, None, None]
-                    cols = S[..., hh, kk, :, :] + off * St[..., hh, kk, :, :]
-                    idc = eye[a0:a0 + ca].expand(*cols.shape[:-3], 1, *eye[a0:a0 + ca].shape)
-                    yield torch.cat([cols, idc], -3).reshape(*cols.shape[:-3], len(hh) + 1, -1).transpose(-1, -2)
+                    cols = S[..., a0:a0 + ca, :].reshape(*S.shape[:-2], -1)
+                    idc = eye[a0:a0 + ca].reshape(1, -1).expand(*cols.shape[:-2], 1, cols.shape[-1])
+                    yield torch.cat([cols, idc], -2).transpose(-1, -2)
 
             chunks = gen()
             m = H * (H + 1) // 2 + 1
         R = _tsqr(chunks, m, T.dtype, T.device, tb)
         self._R[key] = R
         return R
+
+    def _pair_products(self, hh: torch.Tensor, kk: torch.Tensor) -> torch.Tensor:
+        """``T_hᵀ T_k`` for the index pairs ``(hh, kk)``; with factors
+        ``W_V[h]ᵀ (W_O[h]ᵀ W_O[k]) W_V[k]`` (``d² d_h`` per pair instead of ``d³``)."""
+        if self.W_O is not None:
+            G = self.W_O[hh].transpose(-1, -2) @ self.W_O[kk]  # (pairs, d_h, d_h)
+            return self.W_V[hh].transpose(-1, -2) @ (G @ self.W_V[kk])
+        return self.T[..., hh, :, :].transpose(-1, -2) @ self.T[..., kk, :, :]
 
     def _norms(self, R: torch.Tensor, coef) -> torch.Tensor:
         """``‖R c_ij‖₂`` ``(..., n, n)`` for coefficients built row-chunk by row-chunk:
@@ -154,26 +164,44 @@ class FactoredBlocks:
 
         return self._norms(self._factor("gram"), coef)
 
+    def _tx(self, x: torch.Tensor) -> torch.Tensor:
+        """``T_h x_j`` ``(..., p, H, n, d)`` for ``x`` ``(..., p, n, d)``."""
+        if self.W_O is not None:
+            return (x.unsqueeze(-3) @ self.W_V.transpose(-1, -2)) @ self.W_O.transpose(-1, -2)
+        return x.unsqueeze(-3) @ self.T.transpose(-1, -2).unsqueeze(-4)
+
     def apply(self, x: torch.Tensor) -> torch.Tensor:
-        """``W x`` for ``x`` ``(..., p, n, d)``: ``Σ_h a^h x T_hᵀ``."""
-        ax = torch.einsum("...hij,...pjb->...phib", self.a, x)
-        return torch.einsum("...phib,...hab->...pia", ax, self.T)
+        """``W x`` for ``x`` ``(..., p, n, d)``: ``Σ_h a^h x T_hᵀ`` (with factors
+        ``Σ_h (a^h x W_V[h]ᵀ) W_O[h]ᵀ``, the attention layer's own cost)."""
+        a = self.a.unsqueeze(-4)
+        if self.W_O is not None:
+            return ((a @ (x.unsqueeze(-3) @ self.W_V.transpose(-1, -2))) @ self.W_O.transpose(-1, -2)).sum(-3)
+        return (a @ self._tx(x)).sum(-3)
 
     def apply_t(self, y: torch.Tensor) -> torch.Tensor:
         """``Wᵀ y``: ``(Wᵀy)_j = Σ_i B_ijᵀ y_i = Σ_h (a^hᵀ y T_h)_j``."""
-        ay = torch.einsum("...hij,...pia->...phja", self.a, y)
-        return torch.einsum("...phja,...hab->...pjb", ay, self.T)
+        at = self.a.transpose(-1, -2).unsqueeze(-4)
+        if self.W_O is not None:
+            return ((at @ (y.unsqueeze(-3) @ self.W_O)) @ self.W_V).sum(-3)
+        return (at @ (y.unsqueeze(-3) @ self.T.unsqueeze(-4))).sum(-3)
+
+    def _transported(self, Y: torch.Tensor, i0: int, i1: int) -> torch.Tensor:
+        """``O_ij x_j = Σ_h w^h_ij (T_h x_j)`` ``(..., p, i1 − i0, n, d)`` from ``Y = T x`` (one
+        matrix product per target token j)."""
+        w = self.w[..., i0:i1, :]  # (..., H, c, n)
+        Yj = Y.movedim(-2, -3)  # (..., p, n_j, H, d)
+        wj = w.movedim(-1, -3).unsqueeze(-4)  # (..., 1, n_j, H, c)
+        return (wj.transpose(-1, -2) @ Yj).movedim(-3, -2)  # (..., p, c, n_j, d)
 
     def edge_energy(self, pi: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
         """``½ Σ_ij π_i P_ij ‖x_i − O_ij x_j‖²`` ``(..., p)``, summed over row chunks."""
-        Y = torch.einsum("...hab,...pjb->...phja", self.T, x)  # T_h x_j
+        Y = self._tx(x)
         p = x.shape[-3]
         E = torch.zeros(*x.shape[:-2], dtype=F64, device=x.device)
         step = self._row_chunk(p * self.n * self.d * 2)
         for i0 in range(0, self.n, step):
             i1 = min(i0 + step, self.n)
-            Ox = torch.einsum("...hij,...phja->...pija", self.w[..., i0:i1, :], Y)
-            diff = x[..., i0:i1, None, :] - Ox
+            diff = x[..., i0:i1, None, :] - self._transported(Y, i0, i1)
             wt = (pi[..., i0:i1, None] * self.P[..., i0:i1, :] * self.sup[..., i0:i1, :])[..., None, :, :]
             E = E + 0.5 * (wt * (diff ** 2).sum(-1)).sum((-1, -2))
         return E
@@ -181,17 +209,21 @@ class FactoredBlocks:
     def constraints_gram_apply(self, x: torch.Tensor) -> torch.Tensor:
         """``CᵀC x`` for one walk, ``x`` ``(p, n, d)``: ``(Cx)_ij = x_i − O_ij x_j`` on the support,
         accumulated over row chunks (``Cx`` itself, ``n²d`` per probe, is never held whole)."""
-        Y = torch.einsum("hab,pjb->phja", self.T, x)
+        Y = self._tx(x)
         out = torch.zeros_like(x)
         p = x.shape[0]
         s = self.sup.to(F64)
         step = self._row_chunk(p * self.n * self.d * 2)
         for i0 in range(0, self.n, step):
             i1 = min(i0 + step, self.n)
-            y = (x[:, i0:i1, None, :] - torch.einsum("hij,phja->pija", self.w[:, i0:i1], Y)) * s[None, i0:i1, :, None]
+            y = (x[:, i0:i1, None, :] - self._transported(Y, i0, i1)) * s[None, i0:i1, :, None]
             out[:, i0:i1] += y.sum(-2)  # Σ_j y_ij into row i
-            z = torch.einsum("hij,pija->phja", self.w[:, i0:i1], y)  # Σ_i w^h_ij y_ij
-            out -= torch.einsum("hba,phjb->pja", self.T, z)  # − Σ_i O_ijᵀ y_ij into row j
+            z = (self.w[:, i0:i1].permute(2, 0, 1) @ y.permute(2, 1, 0, 3).reshape(self.n, i1 - i0, -1))
+            z = z.reshape(self.n, self.H, p, self.d).permute(2, 1, 0, 3)  # (p, H, n_j, d): Σ_i w^h_ij y_ij
+            if self.W_O is not None:
+                out -= ((z @ self.W_O) @ self.W_V).sum(1)  # − Σ_h T_hᵀ z^h
+            else:
+                out -= (z @ self.T).sum(1)
         return out
 
 
@@ -200,7 +232,8 @@ def factored_blocks(w, *, chunk_elems: int = 1 << 22) -> FactoredBlocks:
     its Van Loan rearrangement ``[B_ij]_{(ij),(ab)} = U diag(σ) Vᵀ`` (``a^h = σ_h U_h``, ``T_h = V_h``)."""
     if w.kind == "heads":
         a = w.attention.to(F64)
-        return FactoredBlocks(a.mean(-3), a, w.head_transports.to(F64), chunk_elems=chunk_elems)
+        fac = {"W_O": w._W_O.to(F64), "W_V": w._W_V.to(F64)} if w.factored else {}
+        return FactoredBlocks(a.mean(-3), a, w.head_transports.to(F64), chunk_elems=chunk_elems, **fac)
     P = w.walk_matrix.to(F64)
     n, d = w.n, w.d
     B = w.blocks().to(F64)
@@ -217,7 +250,8 @@ def _element(fb: FactoredBlocks, b: int) -> FactoredBlocks:
         return fb
     n, H, d = fb.n, fb.H, fb.d
     T = fb.T if fb.T.ndim == 3 else fb.T.reshape(-1, H, d, d)[b]
-    return FactoredBlocks(fb.P.reshape(-1, n, n)[b], fb.a.reshape(-1, H, n, n)[b], T, chunk_elems=fb.chunk_elems)
+    return FactoredBlocks(fb.P.reshape(-1, n, n)[b], fb.a.reshape(-1, H, n, n)[b], T, chunk_elems=fb.chunk_elems,
+                          W_O=fb.W_O, W_V=fb.W_V)
 
 
 def _op(fn, N: int, n: int, d: int, counter: list):
