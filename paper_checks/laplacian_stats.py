@@ -1,0 +1,415 @@
+r"""Statistics of the ``LAP`` check: how far a real attention layer is from a connection Laplacian.
+
+Notation (one layer, one prompt; every function is batched over a leading prompt axis ``B``):
+``A`` ``(B, H, n, n)`` head attention, ``W_O`` ``(H, d, d_h)``, ``W_V`` ``(H, d_h, d)``,
+``T_h = W_O[h] W_V[h]``, blocks ``B_ij = Σ_h A^h_ij T_h``, walk gauge ``P = mean_h A^h`` and
+``O_ij = B_ij / P_ij = Σ_h c^h_ij T_h`` with ``c^h_ij = A^h_ij / P_ij`` (THEOREMS.md T2); ``X``
+``(B, n, d)`` the layer's real input (``LayerCapture.attn_input``), ``Y = W X`` (rows
+``y_i = Σ_j B_ij x_j``: the attention output without the bias offset).
+
+Hypothesis defects (0 iff the hypothesis holds; all relative, scale-free):
+
+* ``stochastic``: ``max_i |Σ_j P_ij − 1|`` (T3 a);
+* ``detailed_balance``: ``‖F − Fᵀ‖_F / ‖F + Fᵀ‖_F``, ``F = diag(π) P``, π stationary (T3 b);
+* ``block_detailed_balance``: ``‖G − G^τ‖ / ‖G + G^τ‖`` with ``G_ij = π̂_i B_ij``,
+  ``G^τ_ij = π̂_j B_jiᵀ`` (Frobenius over all blocks), π̂ the gauge-free π of the block norms
+  (stationary law of ``N_ij / Σ_k N_ik`` divided by the row sums, ``N_ij = ‖B_ij‖_F``);
+* ``transpose_symmetry``: ``(Σ w_ij ‖O_ij − O_jiᵀ‖² / Σ w_ij ‖O_ij + O_jiᵀ‖²)^{1/2}`` over the
+  two-way edges, ``w_ij = (P_ij + P_ji)/2`` (T3 c, second half);
+* ``orthogonality``: ``Σ_ij P_ij ‖O_ijᵀO_ij − I‖_F/√d / Σ_ij P_ij`` (T3 c, first half);
+* ``scaled_isometry``: ``Σ_ij P_ij ι(O_ij) / Σ_ij P_ij``, ``ι(O)² = d tr((OᵀO)²)/tr(OᵀO)² − 1``
+  (the CV of all ``d`` squared singular values: 0 iff ``O = sQ``, ``Q`` orthogonal);
+
+conclusion statuses:
+
+* ``self_adjoint``: ``‖ΠW − WᵀΠ‖_F / ‖ΠW + WᵀΠ‖_F``, ``Π = diag(π) ⊗ I_d`` (T3.1);
+* ``dirichlet``: the Dirichlet identity on the real input ``x``: ``|a − b| / (a + b)`` with
+  ``a = ½ Σ_i π_i (2 − r_i) ‖x_i‖²`` and ``b = ½ Σ_ij π_i P_ij ‖O_ij x_j‖²`` (``r_i = Σ_j P_ij``),
+  since ``<x, Δx>_π − ½ Σ_ij π_i P_ij ‖x_i − O_ij x_j‖² = a − b`` for any π-weighted walk (T3.3);
+* ``spectral_radius``: ``ρ(W)``; T3.2 (spectrum of Δ in [0, 2]) implies ``ρ(W) ≤ 1`` (matrix-free
+  ARPACK, :func:`spectral_radius`).
+
+Distances to walks that satisfy the hypotheses (:func:`nearest_walk_distances`; THEOREMS.md
+"LAP" states and proves the properties):
+
+* ``dist_reversible``: ``‖Y − W_rev X‖_F / ‖Y‖_F``, ``W_rev = Π''⁻¹ ½ (ΠW + WᵀΠ)`` (π as below,
+  ``π'' = ½(π ⊙ r + Pᵀπ)``): the renormalised π-self-adjoint part of ``W``. Its walk
+  ``P'' = F/π''``, ``F = ½(ΠP + PᵀΠ)``, is stochastic and reversible w.r.t. π''; its transports
+  ``O''_ij = (f_ij O_ij + f_ji O_jiᵀ)/(f_ij + f_ji)`` (``f_ij = π_i P_ij``) satisfy ``O''_ji = O''_ijᵀ``;
+  when π is stationary (π'' = π) it is the orthogonal projection of ``W`` onto the π-self-adjoint
+  operators in the Hilbert–Schmidt norm of ``ℓ²(π) ⊗ ℝ^d`` (the nearest one in that norm).
+* ``dist_laplacian``: ``min_{s ≥ 0, Q} ‖Y − (P'' ⊗ sQ) X‖_F / ‖Y‖_F`` over orthogonal involutions
+  ``Q = Qᵀ = Q⁻¹`` (the T5 connection Laplacians on the reversible walk P''); closed form:
+  ``S = sym(ZᵀY)`` with ``Z = P''X`` (rows), ``S = U Λ Uᵀ``, ``Q* = U sign(Λ) Uᵀ``,
+  ``s* = Σ|λ| / ‖Z‖_F²`` (von Neumann's trace inequality). ``P'' ⊗ s*Q*`` satisfies (a), (b) and
+  scaled metric compatibility, so this is an upper bound on the distance to the set of all scaled
+  connection Laplacians (with per-edge transports) in the same output norm.
+
+π: the stationary distribution of ``P`` when it is positive (encoders); for causal walks (never
+reversible with a positive π, T4) the π-dependent defects are NaN and the nearest walk uses the
+PageRank law (α = 0.15), which is positive. Cost per prompt: ``O(H² n² + H n d d_h)`` for
+everything except ``orthogonality`` / ``scaled_isometry`` (``O(H⁴ n²)`` from the head Gram terms of
+:func:`paper_checks.stats.edge_gram_terms`); nothing of size ``n²d²`` (not even ``n d²``) is formed.
+:func:`dense_reference` is the literal float64 reference (forms every block; small sizes only).
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import torch
+
+from numerics.errors import ShapeError
+from numerics.tolerance import tol
+from numerics.validate import as_tensor, check_finite, check_ndim
+from paper_checks import stats as S
+
+F64 = torch.float64
+
+HYPOTHESES = ("stochastic", "detailed_balance", "block_detailed_balance", "transpose_symmetry", "orthogonality",
+              "scaled_isometry")
+CONCLUSIONS = ("self_adjoint", "dirichlet", "spectral_radius")
+DISTANCES = ("dist_reversible", "dist_laplacian")
+
+
+def gram_resolution(n: int, H: int) -> float:
+    """Absolute resolution of the Gram-identity defects (``block_detailed_balance``, ``self_adjoint``,
+    ``transpose_symmetry``, ``orthogonality``, ``scaled_isometry``): each is the square root of a
+    difference of two sums of ``H² n²`` float64 terms of magnitude ~1 (e.g. ``‖a − b‖² = ‖a‖² + ‖b‖²
+    − 2<a, b>``), so a defect that is exactly 0 comes out as up to ``√tol(float64, H² n²)`` (~1e-6
+    at n = 128, H = 12) — far below any defect of a real layer (0.1–1) and below the float32 status
+    tolerance of the check."""
+    return math.sqrt(tol(F64, H * H * n * n))
+
+
+# ------------------------------------------------------------------------------------------ inputs
+def _inputs(A, W_O, W_V, X=None):
+    A = as_tensor("A", A)
+    check_ndim("A", A, 4, "(B, H, n, n)", max_ndim=4)
+    check_finite("A", A)
+    Wo, Wv = S._factors(W_O, W_V)
+    B, H, n, n2 = A.shape
+    if n != n2:
+        raise ShapeError(f"expected (B, H, n, n), got {tuple(A.shape)}", argument="A")
+    if Wo.shape[0] != H:
+        raise ShapeError(f"has H={H} heads but W_O has {Wo.shape[0]}", argument="A")
+    if X is None:
+        return A.to(F64), Wo, Wv
+    X = as_tensor("X", X)
+    check_ndim("X", X, 3, "(B, n, d)", max_ndim=3)
+    check_finite("X", X)
+    if X.shape != (B, n, Wo.shape[1]):
+        raise ShapeError(f"expected {(B, n, Wo.shape[1])} to match A and W_O, got {tuple(X.shape)}", argument="X")
+    return A.to(F64), Wo, Wv, X.to(F64)
+
+
+def head_grams(W_O, W_V) -> tuple[torch.Tensor, torch.Tensor]:
+    """``G_hk = tr(T_hᵀ T_k)`` and ``N_hk = tr(T_h T_k)`` ``(H, H)``, from d_h×d_h products only.
+
+    For coefficient vectors ``a, b``: ``‖Σ a_h T_h‖_F² = aᵀGa`` and
+    ``<Σ a_h T_h, Σ b_k T_kᵀ>_F = aᵀNb``."""
+    Wo, Wv = S._factors(W_O, W_V)
+    C = torch.einsum("hdi,kdj->hkij", Wo, Wo)  # W_O[h]ᵀ W_O[k]
+    D = torch.einsum("kid,ljd->klij", Wv, Wv)  # W_V[k] W_V[l]ᵀ
+    G = torch.einsum("hkij,khji->hk", C, D)
+    E = torch.einsum("hid,kde->hkie", Wv, Wo)  # W_V[h] W_O[k]  (d_h × d_h)
+    N = torch.einsum("hkij,khji->hk", E, E)
+    return G, N
+
+
+def stationary_or_nan(P: torch.Tensor) -> torch.Tensor:
+    """Stationary law ``(B, n)`` of ``P``; NaN rows for causal walks (no positive π, T4)."""
+    causal = S.is_causal(P)
+    out = torch.full(P.shape[:-1], float("nan"), dtype=F64, device=P.device)
+    if (~causal).any():
+        out[~causal] = S.stationary(P[~causal])
+    return out
+
+
+def walk_pi(P: torch.Tensor) -> torch.Tensor:
+    """The positive π used by the nearest walks: stationary (non-causal) or PageRank (causal)."""
+    causal = S.is_causal(P)
+    pi = S.pagerank(P)
+    if (~causal).any():
+        pi[~causal] = S.stationary(P[~causal])
+    return pi
+
+
+def block_pi(A: torch.Tensor, G: torch.Tensor) -> torch.Tensor:
+    """Gauge-free π ``(B, n)`` from the block norms ``N_ij = ‖B_ij‖_F = (A_ijᵀ G A_ij)^{1/2}``.
+
+    ``π ∝ π'/r`` with ``r_i = Σ_j N_ij`` and ``π'`` the stationary law of ``N/r`` (then
+    ``π_i N_ij = π_j N_ji`` whenever block detailed balance holds). NaN for causal walks."""
+    Nn = torch.einsum("bhij,hk,bkij->bij", A, G, A).clamp_min(0).sqrt()
+    r = Nn.sum(-1)
+    Nh = Nn / r.clamp_min(torch.finfo(F64).tiny)[..., None]
+    pi = stationary_or_nan(Nh) / r
+    return pi / pi.sum(-1, keepdim=True)
+
+
+def _pi_sym_defect(A: torch.Tensor, pi: torch.Tensor, G: torch.Tensor, N: torch.Tensor) -> torch.Tensor:
+    """``‖ΠW − WᵀΠ‖_F / ‖ΠW + WᵀΠ‖_F`` for weights π ``(B, n)`` (NaN where π is NaN).
+
+    With ``Ã^h = diag(π) A^h``: ``Σ_ij ‖π_i B_ij ∓ π_j B_jiᵀ‖² = 2 Σ_hk (G_hk S_hk ∓ N_hk R_hk)``,
+    ``S_hk = <Ã^h, Ã^k>_F``, ``R_hk = <Ã^h, Ã^kᵀ>_F``: O(H² n²)."""
+    At = torch.nan_to_num(pi)[:, None, :, None] * A
+    Sg = torch.einsum("bhij,bkij->bhk", At, At)
+    Rg = torch.einsum("bhij,bkji->bhk", At, At)
+    gs = (G * Sg).sum((-1, -2))
+    nr = (N * Rg).sum((-1, -2))
+    out = ((gs - nr).clamp_min(0) / (gs + nr).clamp_min(torch.finfo(F64).tiny)).sqrt()
+    return torch.where(torch.isnan(pi).any(-1), torch.full_like(out, float("nan")), out)
+
+
+# ------------------------------------------------------------------------------------- defects
+def stochastic_defect(A) -> torch.Tensor:
+    """``max_i |Σ_j P_ij − 1|`` ``(B,)``."""
+    A = as_tensor("A", A).to(F64)
+    return (A.mean(1).sum(-1) - 1).abs().amax(-1)
+
+
+def hypothesis_defects(A, W_O, W_V, *, quartic: bool = True, gram=None) -> dict[str, torch.Tensor]:
+    """Every hypothesis defect and the ``self_adjoint`` conclusion, factored, each ``(B,)``.
+
+    ``quartic`` False skips ``orthogonality`` / ``scaled_isometry`` (the O(H⁴ n²) ones).
+    ``gram``: precomputed ``(head_grams, edge_gram_terms)`` of the layer."""
+    A, Wo, Wv = _inputs(A, W_O, W_V)
+    Bsz, H, n, _ = A.shape
+    d = Wo.shape[1]
+    (G, N), q = gram if gram is not None else (head_grams(Wo, Wv), None)
+    P = A.mean(1)
+    out = {"stochastic": (P.sum(-1) - 1).abs().amax(-1)}
+    out["detailed_balance"] = S.reversibility_defect(P)
+    pi = stationary_or_nan(P)
+    out["block_detailed_balance"] = _pi_sym_defect(A, block_pi(A, G), G, N)
+    out["self_adjoint"] = _pi_sym_defect(A, pi, G, N)
+    # transpose symmetry on two-way edges (walk gauge)
+    c = A / P.clamp_min(torch.finfo(F64).tiny)[:, None]
+    ct = c.transpose(-1, -2)
+    two = (P > 0) & (P.transpose(-1, -2) > 0)
+    g_ij = torch.einsum("bhij,hk,bkij->bij", c, G, c)  # ‖O_ij‖²
+    g_ji = g_ij.transpose(-1, -2)  # ‖O_ji‖² = ‖O_jiᵀ‖²
+    x_ij = torch.einsum("bhij,hk,bkij->bij", c, N, ct)  # <O_ij, O_jiᵀ>
+    w = 0.5 * (P + P.transpose(-1, -2)) * two
+    num = (w * (g_ij + g_ji - 2 * x_ij)).sum((-1, -2))
+    den = (w * (g_ij + g_ji + 2 * x_ij)).sum((-1, -2))
+    out["transpose_symmetry"] = (num.clamp_min(0) / den.clamp_min(torch.finfo(F64).tiny)).sqrt()
+    if quartic:
+        G2, Q4 = q if q is not None else S.edge_gram_terms(Wo, Wv)
+        cf = c.permute(0, 2, 3, 1).reshape(-1, H)
+        s2 = torch.einsum("eh,hk,ek->e", cf, G2, cf)
+        Qm = Q4.reshape(H * H, H * H)
+        s4 = torch.empty_like(s2)
+        for s in range(0, cf.shape[0], 8192):
+            cc = cf[s:s + 8192]
+            u = (cc[:, :, None] * cc[:, None, :]).reshape(-1, H * H)
+            s4[s:s + 8192] = ((u @ Qm) * u).sum(-1)
+        wp = P.reshape(-1)
+        orth = ((s4 - 2 * s2 + d).clamp_min(0) / d).sqrt()
+        ok = s2 > 0
+        iso = torch.where(ok, (d * s4 / torch.where(ok, s2, torch.ones_like(s2)) ** 2 - 1).clamp_min(0).sqrt(),
+                          torch.zeros_like(s2))
+        W_ = wp.reshape(Bsz, -1)
+        out["orthogonality"] = (orth.reshape(Bsz, -1) * W_).sum(-1) / W_.sum(-1)
+        out["scaled_isometry"] = (iso.reshape(Bsz, -1) * W_ * ok.reshape(Bsz, -1)).sum(-1) / (
+            W_ * ok.reshape(Bsz, -1)).sum(-1)
+    return out
+
+
+# ----------------------------------------------------------------------------------- on data
+def walk_output(A, W_O, W_V, X) -> torch.Tensor:
+    """``Y = W X`` rows ``y_i = Σ_j Σ_h A^h_ij T_h x_j``: ``Σ_h A^h (X W_V[h]ᵀ) W_O[h]ᵀ`` ``(B, n, d)``."""
+    A, Wo, Wv, X = _inputs(A, W_O, W_V, X)
+    Z = torch.einsum("bnd,hed->bhne", X, Wv)
+    return torch.einsum("bhij,bhje,hde->bid", A, Z, Wo)
+
+
+def walk_transpose_output(A, W_O, W_V, U) -> torch.Tensor:
+    """``Wᵀ U`` rows ``Σ_j B_jiᵀ u_j``: ``Σ_h A^hᵀ (U W_O[h]) W_V[h]`` ``(B, n, d)``."""
+    A, Wo, Wv, U = _inputs(A, W_O, W_V, U)
+    Z = torch.einsum("bnd,hde->bhne", U, Wo)
+    return torch.einsum("bhji,bhje,hed->bid", A, Z, Wv)
+
+
+def dirichlet_defect(A, W_O, W_V, X, *, pi=None) -> torch.Tensor:
+    """``|a − b| / (a + b)`` of the Dirichlet identity on ``X`` (module docstring), ``(B,)``.
+
+    ``b = ½ Σ_ij π_i ‖B_ij x_j‖² / P_ij`` with ``‖B_ij x_j‖² = A_ijᵀ K_j A_ij``,
+    ``K_j[h, k] = (T_h x_j)ᵀ (T_k x_j)``: O(H² n² + H² d_h² n). NaN for causal walks (unless ``pi``)."""
+    A, Wo, Wv, X = _inputs(A, W_O, W_V, X)
+    P = A.mean(1)
+    pi = stationary_or_nan(P) if pi is None else as_tensor("pi", pi).to(F64)
+    z = torch.einsum("bnd,hed->bnhe", X, Wv)  # W_V[h] x_j
+    C = torch.einsum("hdi,kdj->hkij", Wo, Wo)
+    K = torch.einsum("bnhi,hkij,bnkj->bnhk", z, C, z)
+    bx = torch.einsum("bhij,bjhk,bkij->bij", A, K, A)  # ‖B_ij x_j‖²
+    sup = P > 0
+    bterm = torch.where(sup, bx / torch.where(sup, P, torch.ones_like(P)), torch.zeros_like(P))
+    pis = torch.nan_to_num(pi)
+    b = 0.5 * (pis[:, :, None] * bterm).sum((-1, -2))
+    a = 0.5 * (pis * (2 - P.sum(-1)) * (X * X).sum(-1)).sum(-1)
+    out = (a - b).abs() / (a + b).abs().clamp_min(torch.finfo(F64).tiny)
+    return torch.where(torch.isnan(pi).any(-1), torch.full_like(out, float("nan")), out)
+
+
+def reversible_part(A, W_O, W_V, X, *, pi=None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """``(W_rev X, π'', P'')``: the renormalised π-self-adjoint part of the walk applied to ``X``.
+
+    ``W_rev X = (π ⊙ WX + Wᵀ(π ⊙ X)) / (2π'')``, ``π'' = ½(π ⊙ r + Pᵀπ)``, ``P'' = F / π''`` with
+    ``F = ½(diag(π) P + Pᵀ diag(π))``; π = :func:`walk_pi` unless given (must be positive)."""
+    A, Wo, Wv, X = _inputs(A, W_O, W_V, X)
+    P = A.mean(1)
+    pi = walk_pi(P) if pi is None else as_tensor("pi", pi).to(F64)
+    if bool((pi <= 0).any()) or bool(torch.isnan(pi).any()):
+        raise ShapeError("must be positive and finite", argument="pi")
+    Y = walk_output(A, Wo, Wv, X)
+    YT = walk_transpose_output(A, Wo, Wv, pi[..., None] * X)
+    pi2 = 0.5 * (pi * P.sum(-1) + (P.transpose(-1, -2) @ pi[..., None])[..., 0])
+    F = 0.5 * (pi[..., :, None] * P + (pi[..., :, None] * P).transpose(-1, -2))
+    P2 = F / pi2[..., :, None]
+    return (pi[..., None] * Y + YT) / (2 * pi2[..., None]), pi2, P2
+
+
+def involution_fit(Y: torch.Tensor, Z: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(s*, Q*)`` minimising ``‖Y − s Z Q‖_F`` over ``s ≥ 0`` and orthogonal involutions ``Q``.
+
+    ``S = ½(ZᵀY + YᵀZ) = U Λ Uᵀ``; ``Q* = U sign(Λ) Uᵀ`` (sign 0 → +1) maximises ``<S, Q>`` over
+    symmetric orthogonal ``Q`` (von Neumann: ``<S, Q> ≤ Σ|λ_i|``), ``s* = Σ|λ| / ‖Z‖_F²``."""
+    M = Z.transpose(-1, -2) @ Y
+    Sm = 0.5 * (M + M.transpose(-1, -2))
+    lam, U = torch.linalg.eigh(Sm)
+    sg = torch.where(lam >= 0, torch.ones_like(lam), -torch.ones_like(lam))
+    Q = (U * sg[..., None, :]) @ U.transpose(-1, -2)
+    zz = (Z * Z).sum((-1, -2))
+    s = lam.abs().sum(-1) / zz.clamp_min(torch.finfo(F64).tiny)
+    return s, Q
+
+
+def nearest_walk_distances(A, W_O, W_V, X) -> dict[str, torch.Tensor]:
+    """``dist_reversible`` and ``dist_laplacian`` ``(B,)`` (module docstring), plus the fitted
+    scale ``laplacian_scale`` s* of the involution walk."""
+    A, Wo, Wv, X = _inputs(A, W_O, W_V, X)
+    Y = walk_output(A, Wo, Wv, X)
+    Yr, _, P2 = reversible_part(A, Wo, Wv, X)
+    ny = torch.linalg.vector_norm(Y, dim=(-1, -2)).clamp_min(torch.finfo(F64).tiny)
+    Z = P2 @ X
+    s, Q = involution_fit(Y, Z)
+    YL = s[:, None, None] * (Z @ Q)
+    return {"dist_reversible": torch.linalg.vector_norm(Y - Yr, dim=(-1, -2)) / ny,
+            "dist_laplacian": torch.linalg.vector_norm(Y - YL, dim=(-1, -2)) / ny,
+            "laplacian_scale": s}
+
+
+def spectral_radius(A, W_O, W_V, *, index: int = 0, tol_arpack: float = 1e-6, seed: int = 0) -> float:
+    """``ρ(W)`` of prompt ``index``: the modulus of the largest-modulus eigenvalue of ``W`` (ARPACK
+    ``eigs`` on the factored walk, relative accuracy ``tol_arpack``). ``Δ = I − W`` has eigenvalues
+    ``1 − μ``, so T3.2 (spec Δ ⊂ [0, 2]) implies ``ρ(W) ≤ 1``. Matrix-free: one matvec costs one
+    attention layer; nothing of size ``(nd)²`` is formed."""
+    from scipy.sparse.linalg import LinearOperator, eigs
+
+    from numerics.walk import ConnectionWalk
+
+    A, Wo, Wv = _inputs(A, W_O, W_V)
+    w = ConnectionWalk.from_factors(A[index], Wo, Wv)
+    n, d = w.n, w.d
+
+    def mv(x):
+        Xt = torch.from_numpy(np.ascontiguousarray(np.asarray(x).reshape(n, d), dtype=np.float64))
+        return w.apply(Xt).reshape(-1).numpy()
+
+    op = LinearOperator((n * d, n * d), matvec=mv, dtype=np.float64)
+    v0 = np.random.default_rng(seed).standard_normal(n * d)
+    vals = eigs(op, k=1, which="LM", v0=v0, tol=tol_arpack, return_eigenvectors=False)
+    return float(np.abs(vals).max())
+
+
+# ----------------------------------------------------------------------------- dense reference
+def dense_reference(A, W_O, W_V, X, *, b: int = 0) -> dict[str, float]:
+    """Literal float64 reference of every statistic for prompt ``b`` (forms all ``n²`` blocks,
+    ``O_ij``, the dense ``nd × nd`` ``W``, ``W_rev``; the involution fit by the same closed form on
+    dense products). Small sizes only: ``O(n² d² + (nd)³)``."""
+    A = torch.as_tensor(A, dtype=F64)[b]
+    Wo = torch.as_tensor(W_O, dtype=F64)
+    Wv = torch.as_tensor(W_V, dtype=F64)
+    X = torch.as_tensor(X, dtype=F64)[b]
+    H, n, _ = A.shape
+    d = Wo.shape[1]
+    T = Wo @ Wv
+    P = A.mean(0)
+    Bk = torch.einsum("hij,hab->ijab", A, T)
+    O = Bk / P[:, :, None, None]
+    eye = torch.eye(d, dtype=F64)
+    causal = bool((torch.triu(P, 1) == 0).all()) and n > 1
+    out: dict[str, float] = {"stochastic": float((P.sum(1) - 1).abs().max())}
+
+    def stat(Pm):
+        Mt = torch.eye(n, dtype=F64) - Pm + 1.0
+        p = torch.linalg.solve(Mt.T, torch.ones(n, dtype=F64))
+        return p / p.sum()
+
+    pi = None if causal else stat(P)
+    if pi is None:
+        out["detailed_balance"] = out["self_adjoint"] = out["block_detailed_balance"] = out["dirichlet"] = math.nan
+    else:
+        F = pi[:, None] * P
+        out["detailed_balance"] = float(torch.linalg.norm(F - F.T) / torch.linalg.norm(F + F.T))
+        Wd = Bk.permute(0, 2, 1, 3).reshape(n * d, n * d)
+        Pi = torch.diag(pi.repeat_interleave(d))
+        out["self_adjoint"] = float(torch.linalg.norm(Pi @ Wd - Wd.T @ Pi) / torch.linalg.norm(Pi @ Wd + Wd.T @ Pi))
+        Nn = torch.linalg.matrix_norm(Bk)
+        r = Nn.sum(1)
+        bp = stat(Nn / r[:, None]) / r
+        bp = bp / bp.sum()
+        Gb = bp[:, None, None, None] * Bk
+        Gt = (bp[:, None, None, None] * Bk).permute(1, 0, 3, 2)
+        out["block_detailed_balance"] = float(torch.linalg.norm(Gb - Gt) / torch.linalg.norm(Gb + Gt))
+        lhs = float((pi[:, None] * X * (X - (Wd @ X.reshape(-1)).reshape(n, d))).sum())
+        E = 0.0
+        for i in range(n):
+            for j in range(n):
+                E += 0.5 * float(pi[i] * P[i, j] * ((X[i] - O[i, j] @ X[j]) ** 2).sum())
+        a = 0.5 * float((pi * (2 - P.sum(1)) * (X * X).sum(1)).sum())
+        bb = 0.5 * sum(float(pi[i] * P[i, j] * ((O[i, j] @ X[j]) ** 2).sum()) for i in range(n) for j in range(n))
+        out["dirichlet"] = abs(lhs - E) / abs(a + bb)
+    num = den = 0.0
+    so = sw = si = swi = 0.0
+    for i in range(n):
+        for j in range(n):
+            if P[i, j] > 0 and P[j, i] > 0:
+                wgt = 0.5 * float(P[i, j] + P[j, i])
+                num += wgt * float(torch.linalg.norm(O[i, j] - O[j, i].T) ** 2)
+                den += wgt * float(torch.linalg.norm(O[i, j] + O[j, i].T) ** 2)
+            if P[i, j] > 0:
+                p = float(P[i, j])
+                so += p * float(torch.linalg.norm(O[i, j].T @ O[i, j] - eye)) / math.sqrt(d)
+                sw += p
+                lam = torch.linalg.svdvals(O[i, j]) ** 2  # all d squared singular values
+                if float(lam.sum()) > 0:
+                    si += p * math.sqrt(max(float(lam.var(unbiased=False) / lam.mean() ** 2), 0.0))
+                    swi += p
+    out["transpose_symmetry"] = math.sqrt(num / den)
+    out["orthogonality"] = so / sw
+    out["scaled_isometry"] = si / swi
+    # nearest walks, densely
+    pw = stat(P) if not causal else _pagerank_dense(P)
+    Wd = Bk.permute(0, 2, 1, 3).reshape(n * d, n * d)
+    Pi = torch.diag(pw.repeat_interleave(d))
+    pi2 = 0.5 * (pw * P.sum(1) + P.T @ pw)
+    Wrev = torch.diag(1 / pi2.repeat_interleave(d)) @ (0.5 * (Pi @ Wd + Wd.T @ Pi))
+    x = X.reshape(-1)
+    y = Wd @ x
+    out["dist_reversible"] = float(torch.linalg.norm(y - Wrev @ x) / torch.linalg.norm(y))
+    Fm = 0.5 * (pw[:, None] * P + (pw[:, None] * P).T)
+    P2 = Fm / pi2[:, None]
+    Z = P2 @ X
+    s, Q = involution_fit(y.reshape(n, d)[None], Z[None])
+    WL = torch.kron(P2, s[0] * Q[0])  # token-major P'' ⊗ sQ (Q symmetric)
+    out["dist_laplacian"] = float(torch.linalg.norm(y - WL @ x) / torch.linalg.norm(y))
+    out["spectral_radius"] = float(torch.linalg.eigvals(Wd).abs().max())
+    return out
+
+
+def _pagerank_dense(P: torch.Tensor, alpha: float = S.PAGERANK_ALPHA) -> torch.Tensor:
+    n = P.shape[0]
+    v = torch.linalg.solve((torch.eye(n, dtype=F64) - (1 - alpha) * P).T, torch.full((n,), alpha / n, dtype=F64))
+    return v / v.sum()
