@@ -24,9 +24,10 @@ Statistic, null model and decision rule (the E1/E2 machinery of :mod:`paper_chec
   tolerance), ``fails`` when its lower end is above it, ``borderline`` otherwise, ``undefined``
   for causal walks where T3 needs a positive π that does not exist (T4).
 
-Costs: the quartic transport statistics (orthogonality, scaled isometry) run on the first
-``quartic_prompts`` prompts, the matrix-free spectral radius on the first ``spec_prompts`` prompts
-of ``spec_layers`` evenly spaced layers; everything else on every prompt and layer.
+Scope (cost): every statistic runs on the first ``edge_prompts`` prompts of ``edge_layers`` evenly
+spaced layers (the E2 edge-defect scope: 4 prompts and 6 layers by default — all of MiniLM's 6 —,
+2 and 3 with ``--quick``); the matrix-free spectral radius on 2 prompts of the first and last of
+those layers.
 """
 from __future__ import annotations
 
@@ -74,10 +75,10 @@ SPECS: list[LapSpec] = [
             "(Σ w_ij ‖O_ij − O_jiᵀ‖² / Σ w_ij ‖O_ij + O_jiᵀ‖²)^½ over two-way edges, w = (P + Pᵀ)/2, "
             "O_ij = Σ_h (A^h_ij/P_ij) T_h (causal: the diagonal only)"),
     LapSpec("orthogonality", "hypothesis", "T3 (c): O_ij orthogonal",
-            "Σ_ij P_ij ‖O_ijᵀO_ij − I‖_F/√d / Σ_ij P_ij (from head Gram terms)", unit="prompts (first few)"),
+            "Σ_ij P_ij ‖O_ijᵀO_ij − I‖_F/√d / Σ_ij P_ij (from head Gram terms)"),
     LapSpec("scaled_isometry", "hypothesis", "T3 item 6: O_ij = s Q_ij",
             "Σ_ij P_ij ι(O_ij) / Σ_ij P_ij, ι(O)² = d tr((OᵀO)²)/tr(OᵀO)² − 1 (CV of all d squared singular "
-            "values; 0 iff O = sQ)", unit="prompts (first few)"),
+            "values; 0 iff O = sQ)"),
     LapSpec("self_adjoint", "conclusion", "T3.1",
             "‖ΠW − WᵀΠ‖_F / ‖ΠW + WᵀΠ‖_F, Π = diag(π) ⊗ I_d, π stationary (NaN: causal)"),
     LapSpec("dirichlet", "conclusion", "T3.3 on the real input x",
@@ -85,7 +86,7 @@ SPECS: list[LapSpec] = [
             "a − b = <x, Δx>_π − ½ Σ_ij π_i P_ij ‖x_i − O_ij x_j‖² (NaN: causal)"),
     LapSpec("spectral_radius", "conclusion", "T3.2 ⇒ ρ(W) ≤ 1",
             "ρ(W), largest |eigenvalue| of the walk (matrix-free ARPACK); spec Δ ⊂ [0, 2] implies ρ(W) ≤ 1",
-            unit="prompts (first few) × layers (evenly spaced)", reference=1.0),
+            unit="prompts (first 2) × layers (first and last)", reference=1.0),
     LapSpec("dist_reversible", "distance", "nearest π-self-adjoint walk",
             "‖Wx − W_rev x‖/‖Wx‖ on the real input, W_rev = Π''⁻¹ ½(ΠW + WᵀΠ), π'' = ½(π ⊙ r + Pᵀπ) "
             "(π stationary; PageRank for causal walks)"),
@@ -103,61 +104,70 @@ def _rule() -> str:
 
 
 class Collector:
-    """Per-layer hook for :func:`paper_checks.measure.measure` computing every ``LAP`` statistic."""
+    """Per-layer hook for :func:`paper_checks.measure.measure` computing every ``LAP`` statistic on the
+    first ``prompts`` prompts of the layers ``layers`` (all when None); the spectral radius on the first
+    ``spec_prompts`` prompts of ``spec_layers`` evenly spaced ones among them."""
 
     name = NAME
 
-    def __init__(self, n_layers: int, *, quartic_prompts: int = 4, spec_prompts: int = 2, spec_layers: int = 3,
-                 spec_tol: float = 1e-6, seed: int = 0):
+    def __init__(self, n_layers: int, *, prompts: int = 4, layers: int | None = None, spec_prompts: int = 2,
+                 spec_layers: int = 2, spec_tol: float = 1e-4, seed: int = 0):
         self.n_layers = int(n_layers)
-        self.quartic_prompts = int(quartic_prompts)
+        self.prompts = int(prompts)
+        self.layer_ids = spread_layers(self.n_layers, layers) if layers else list(range(self.n_layers))
         self.spec_prompts = int(spec_prompts)
-        self.spec_layer_ids = spread_layers(self.n_layers, spec_layers) if spec_layers > 0 else []
+        self.spec_layer_ids = ([self.layer_ids[i] for i in spread_layers(len(self.layer_ids), spec_layers)]
+                               if spec_layers > 0 else [])
         self.spec_tol = float(spec_tol)
         self.seed = int(seed)
         self.cols: dict[str, list[np.ndarray]] = {s.id: [] for s in SPECS}
         self.extra_cols: dict[str, list[np.ndarray]] = {"laplacian_scale": []}
-        self.n = self.d = None
+        self.n = self.d = self.used_prompts = None
 
     def layer(self, index: int, A: torch.Tensor, X: torch.Tensor, W_O: torch.Tensor, W_V: torch.Tensor) -> None:
-        A, X = A.to(torch.float64), X.to(torch.float64)
+        if index not in self.layer_ids:
+            return
+        p = min(self.prompts, int(A.shape[0]))
+        A, X = A[:p].to(torch.float64), X[:p].to(torch.float64)
         Wo, Wv = W_O.to(torch.float64), W_V.to(torch.float64)
-        self.n, self.d = int(A.shape[-1]), int(Wo.shape[1])
-        q = min(self.quartic_prompts, A.shape[0])
+        self.n, self.d, self.used_prompts = int(A.shape[-1]), int(Wo.shape[1]), p
         grams = LS.head_grams(Wo, Wv)
-        hd = LS.hypothesis_defects(A, Wo, Wv, quartic=False, gram=(grams, None))
-        hq = LS.hypothesis_defects(A[:q], Wo, Wv, quartic=True, gram=(grams, S.edge_gram_terms(Wo, Wv)))
-        for k in ("stochastic", "detailed_balance", "block_detailed_balance", "transpose_symmetry", "self_adjoint"):
+        hd = LS.hypothesis_defects(A, Wo, Wv, quartic=True, gram=(grams, S.edge_gram_terms(Wo, Wv)))
+        for k in HYP_KEYS:
             self.cols[k].append(hd[k].numpy())
-        for k in ("orthogonality", "scaled_isometry"):
-            self.cols[k].append(hq[k].numpy())
         self.cols["dirichlet"].append(LS.dirichlet_defect(A, Wo, Wv, X).numpy())
         dist = LS.nearest_walk_distances(A, Wo, Wv, X)
         for k in ("dist_reversible", "dist_laplacian"):
             self.cols[k].append(dist[k].numpy())
         self.extra_cols["laplacian_scale"].append(dist["laplacian_scale"].numpy())
         if index in self.spec_layer_ids:
-            m = min(self.spec_prompts, A.shape[0])
+            m = min(self.spec_prompts, p)
             self.cols["spectral_radius"].append(np.array(
                 [LS.spectral_radius(A, Wo, Wv, index=b, tol_arpack=self.spec_tol, seed=self.seed + b)
                  for b in range(m)]))
 
     def finish(self, n_layers: int) -> dict:
         stats = {k: np.stack(v, 1) if v else np.full((1, 1), np.nan) for k, v in self.cols.items()}
-        layers = {k: (self.spec_layer_ids if k == "spectral_radius" else list(range(n_layers))) for k in stats}
-        return {"stats": stats, "layers": layers, "n": self.n, "d": self.d,
+        layers = {k: (self.spec_layer_ids if k == "spectral_radius" else list(self.layer_ids)) for k in stats}
+        return {"stats": stats, "layers": layers, "n": self.n, "d": self.d, "prompts": self.used_prompts,
                 "laplacian_scale": np.stack(self.extra_cols["laplacian_scale"], 1)}
 
 
+HYP_KEYS = ("stochastic", "detailed_balance", "block_detailed_balance", "transpose_symmetry", "orthogonality",
+            "scaled_isometry", "self_adjoint")
+
+
 def settings(resolved: dict) -> dict:
-    """Collector settings from the job's resolved config (quick: fewer prompts / layers)."""
+    """Collector settings from the job's resolved config: the E2 edge-defect scope (first
+    ``edge_prompts`` prompts, ``edge_layers`` evenly spaced layers: 4 and 6 by default, 2 and 3 quick)."""
     q = bool(resolved.get("quick"))
-    return {"quartic_prompts": int(resolved.get("edge_prompts") or (2 if q else 4)),
-            "spec_prompts": 2, "spec_layers": 2 if q else 3, "spec_tol": 1e-4 if q else 1e-6}
+    return {"prompts": int(resolved.get("edge_prompts") or (2 if q else 4)),
+            "layers": int(resolved.get("edge_layers") or (3 if q else 6)),
+            "spec_prompts": 2, "spec_layers": 2, "spec_tol": 1e-3 if q else 1e-4}
 
 
 def hooks_for(claims, handle, resolved: dict, seed: int = 0) -> list:
-    """``[Collector]`` when ``LAP`` is among the claims, else ``[]`` (one registration line per measure call)."""
+    """``[Collector]`` when ``LAP`` is among the claims, else ``[]`` (one registration per measure call)."""
     if CLAIM not in claims:
         return []
     return [Collector(int(handle.n_layers), seed=seed, **settings(resolved))]
@@ -228,7 +238,8 @@ def model_rows(run, *, n_boot: int, seed: int) -> list[StatResult]:
         extra = {"kind": spec.kind, "ref": spec.ref, "status_trained": st_t, "status_null": st_n,
                  "tolerance": tol_f32, "tolerance_note": "tol(float32, n): the model computes attention in float32",
                  "trained_interval": _ci(t_ci), "unit": spec.unit, "summary": "mean over layers", "direction": -1,
-                 "model_kind": t.kind, "n": n, "d": res_t["d"], "null_seeds": len(res_n), "per_layer": per_layer}
+                 "model_kind": t.kind, "n": n, "d": res_t["d"], "null_seeds": len(res_n), "per_layer": per_layer,
+                 "prompts": res_t.get("prompts"), "layers": list(res_t["layers"][spec.id])}
         if spec.id == "dist_laplacian":
             extra["laplacian_scale"] = _f(np.nanmean(res_t["laplacian_scale"]))
         out.append(StatResult(
@@ -273,7 +284,8 @@ def report_section(rows_: list[StatResult]) -> list[str]:
     for model in dict.fromkeys(r.model for r in lap):
         mr = [r for r in lap if r.model == model]
         e = mr[0].extra
-        parts += [f"### {model} (n = {e['n']}, d = {e['d']}, {e['model_kind']}, {e['null_seeds']} null seeds)", "",
+        parts += [f"### {model} (n = {e['n']}, d = {e['d']}, {e['model_kind']}, {e['null_seeds']} null seeds; "
+                  f"first {e['prompts']} prompts, layers {e['layers']})", "",
                   "| statistic | kind | status trained / null | trained [95% CI] | null [95% CI] | effect [95% CI] | "
                   "verdict |", "|---|---|---|---|---|---|---|"]
         for r in mr:

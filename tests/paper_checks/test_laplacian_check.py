@@ -174,6 +174,17 @@ def test_involution_distance_matches_brute_force(seed):
     assert float(f["dist_laplacian"][0]) >= bf - 1e-6  # ... and the brute force reaches it
 
 
+@pytest.mark.parametrize("n,d", [(3, 20), (5, 11), (6, 12)])
+def test_involution_on_the_data_subspace_equals_the_full_fit(n, d):
+    g = torch.Generator().manual_seed(n * d)
+    Y = torch.randn(2, n, d, generator=g, dtype=F64)
+    Z = torch.randn(2, n, d, generator=g, dtype=F64)
+    s_full, Q = LS.involution_fit(Y, Z)
+    s_red, ZQ = LS.involution_apply(Y, Z)
+    assert torch.allclose(s_full, s_red, atol=1e-12)
+    assert torch.allclose(s_full[:, None, None] * (Z @ Q), ZQ, atol=1e-11)
+
+
 def _dense_nearest_walks(A, Wo, Wv, b=0, causal=False):
     """The two target walks built edge by edge (independently of the operator formulas)."""
     A, Wo, Wv = A[b], Wo, Wv
