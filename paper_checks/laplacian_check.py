@@ -131,8 +131,7 @@ class Collector:
         A, X = A[:p].to(torch.float64), X[:p].to(torch.float64)
         Wo, Wv = W_O.to(torch.float64), W_V.to(torch.float64)
         self.n, self.d, self.used_prompts = int(A.shape[-1]), int(Wo.shape[1]), p
-        grams = LS.head_grams(Wo, Wv)
-        hd = LS.hypothesis_defects(A, Wo, Wv, quartic=True, gram=(grams, S.edge_gram_terms(Wo, Wv)))
+        hd = LS.hypothesis_defects(A, Wo, Wv, quartic=True, gram=LS.transport_grams(Wo, Wv))
         for k in HYP_KEYS:
             self.cols[k].append(hd[k].numpy())
         self.cols["dirichlet"].append(LS.dirichlet_defect(A, Wo, Wv, X).numpy())

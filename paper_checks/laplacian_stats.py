@@ -141,6 +141,26 @@ def head_grams(W_O, W_V) -> tuple[torch.Tensor, torch.Tensor]:
     return G, N
 
 
+def transport_grams(W_O, W_V) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """``(G, N, Q4)`` of the layer: :func:`head_grams` and the quartic ``Q4_hklm = tr(C_hk D_kl C_lm D_mh)``
+    of :func:`paper_checks.stats.edge_gram_terms`, from three ``(H d_h)²`` GEMMs
+    (``C = W_Oᵀ W_O``, ``D = W_V W_Vᵀ``, ``E = W_V W_O`` on the concatenated heads) shared by all."""
+    Wo, Wv = S._factors(W_O, W_V)
+    H, d, dh = Wo.shape
+    Oc = Wo.permute(1, 0, 2).reshape(d, H * dh)
+    Vc = Wv.reshape(H * dh, d)
+    C = (Oc.T @ Oc).reshape(H, dh, H, dh).permute(0, 2, 1, 3)  # C[h,k] = W_O[h]ᵀ W_O[k]
+    D = (Vc @ Vc.T).reshape(H, dh, H, dh).permute(0, 2, 1, 3)  # D[k,l] = W_V[k] W_V[l]ᵀ
+    E = (Vc @ Oc).reshape(H, dh, H, dh).permute(0, 2, 1, 3)  # E[h,k] = W_V[h] W_O[k]
+    G = (C * D.permute(1, 0, 3, 2)).sum((-1, -2))  # tr(C_hk D_kh)
+    N = (E * E.permute(1, 0, 3, 2)).sum((-1, -2))  # tr(E_hk E_kh)
+    X = torch.einsum("hkij,klja->hklia", C, D)  # C_hk D_kl
+    Xf = X.permute(0, 2, 1, 3, 4).reshape(H, H, H, dh * dh)  # (h, l, k, e)
+    Yf = X.transpose(-1, -2).reshape(H, H, H, dh * dh).permute(2, 0, 1, 3)  # (h, l, m, e)
+    Q4 = (Xf @ Yf.transpose(-1, -2)).permute(0, 2, 1, 3).contiguous()  # (h, k, l, m)
+    return G, N, Q4
+
+
 def stationary_or_nan(P: torch.Tensor) -> torch.Tensor:
     """Stationary law ``(B, n)`` of ``P``; NaN rows for causal walks (no positive π, T4)."""
     causal = S.is_causal(P)
@@ -202,11 +222,11 @@ def hypothesis_defects(A, W_O, W_V, *, quartic: bool = True, gram=None) -> dict[
     """Every hypothesis defect and the ``self_adjoint`` conclusion, factored, each ``(B,)``.
 
     ``quartic`` False skips ``orthogonality`` / ``scaled_isometry`` (the O(H⁴ n²) ones).
-    ``gram``: precomputed ``(head_grams, edge_gram_terms)`` of the layer."""
+    ``gram``: precomputed :func:`transport_grams` ``(G, N, Q4)`` of the layer."""
     A, Wo, Wv = _inputs(A, W_O, W_V)
     Bsz, H, n, _ = A.shape
     d = Wo.shape[1]
-    (G, N), q = gram if gram is not None else (head_grams(Wo, Wv), None)
+    G, N, Q4 = gram if gram is not None else transport_grams(Wo, Wv)
     P = A.mean(1)
     out = {"stochastic": (P.sum(-1) - 1).abs().amax(-1)}
     out["detailed_balance"] = S.reversibility_defect(P)
@@ -225,7 +245,7 @@ def hypothesis_defects(A, W_O, W_V, *, quartic: bool = True, gram=None) -> dict[
     den = (w * (g_ij + g_ji + 2 * x_ij)).sum((-1, -2))
     out["transpose_symmetry"] = (num.clamp_min(0) / den.clamp_min(torch.finfo(F64).tiny)).sqrt()
     if quartic:
-        G2, Q4 = q if q is not None else S.edge_gram_terms(Wo, Wv)
+        G2 = G
         cf = c.permute(0, 2, 3, 1).reshape(-1, H)
         s2 = ((cf @ G2) * cf).sum(-1)
         Qm = Q4.reshape(H * H, H * H)

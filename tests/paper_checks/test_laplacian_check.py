@@ -67,6 +67,19 @@ def test_factored_matches_dense_reference(seed, causal, gqa, n, dh, H):
                 assert math.isnan(float(f[k][b]))
 
 
+@pytest.mark.parametrize("gqa", [False, True])
+def test_transport_grams_match_the_e2_gram_terms_and_dense_traces(gqa):
+    _, Wo, Wv, _ = _instance(3, H=3, d=7, dh=2, gqa=gqa)
+    G, N, Q4 = LS.transport_grams(Wo, Wv)
+    G2, Q4e = LS.S.edge_gram_terms(Wo, Wv)  # the E2 implementation (independent einsum route)
+    assert torch.allclose(G, G2, atol=1e-12) and torch.allclose(Q4, Q4e, atol=1e-12)
+    T = Wo @ Wv
+    assert torch.allclose(N, torch.einsum("hab,kba->hk", T, T), atol=1e-12)  # tr(T_h T_k), literal
+    assert torch.allclose(G, torch.einsum("hab,kab->hk", T, T), atol=1e-12)  # tr(T_hᵀ T_k)
+    Gh, Nh = LS.head_grams(Wo, Wv)
+    assert torch.allclose(G, Gh, atol=1e-12) and torch.allclose(N, Nh, atol=1e-12)
+
+
 def _reversible_attention(seed, n, B=1):
     """Softmax of symmetric scores: reversible with π ∝ row sums of exp(S) (T4)."""
     g = torch.Generator().manual_seed(seed)
