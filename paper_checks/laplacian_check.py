@@ -162,7 +162,7 @@ def settings(resolved: dict) -> dict:
     q = bool(resolved.get("quick"))
     return {"prompts": int(resolved.get("edge_prompts") or (2 if q else 4)),
             "layers": int(resolved.get("edge_layers") or (3 if q else 6)),
-            "spec_prompts": 2, "spec_layers": 2, "spec_tol": 1e-3 if q else 1e-4}
+            "spec_prompts": 2, "spec_layers": 2, "spec_tol": 1e-3}
 
 
 def hooks_for(claims, handle, resolved: dict, seed: int = 0) -> list:
