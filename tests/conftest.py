@@ -33,14 +33,14 @@ settings.register_profile(
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE") or ("ci" if os.environ.get("CI") else "dev"))
 
 KNOWN_IDS_FALLBACK = ["T1", "T2", "T3", "T4", "T5", "T6", "E1", "E2", "E3", "E4", "E5", "E6"]
+THEOREM_CHECKER = pytest.StashKey["TheoremChecker"]()
 
 
 def known_theorem_ids() -> list[str]:
     try:
-        from theory.registry import THEOREMS  # type: ignore
+        from theory.registry import claim_ids, ids
 
-        ids = [t.id for t in THEOREMS]
-        return ids + [i for i in KNOWN_IDS_FALLBACK if i.startswith("E") and i not in ids]
+        return ids() + claim_ids()
     except Exception:
         return KNOWN_IDS_FALLBACK
 
@@ -51,12 +51,64 @@ def pytest_addoption(parser):
     parser.addoption("--theorem-json", default=None, help="write the theorem table as JSON to this path")
 
 
-_IS_XDIST_WORKER = False
+class TheoremChecker:
+    """The theorem-checker plugin: owns this session's :class:`theory.report.TheoremReport`
+    (stored on the config, ``config.stash[THEOREM_CHECKER]``), makes it the active report while the
+    session runs, counts outcomes of tagged tests, prints the table and writes ``--theorem-json``.
+    Under pytest-xdist each worker has its own checker; the controller merges the workers' tallies
+    (outcomes are counted in the controller only)."""
+
+    def __init__(self, config) -> None:
+        self.config = config
+        self.report = theorem_report.TheoremReport()
+        self.worker = hasattr(config, "workerinput")
+        self._ctx = None
+
+    def start(self) -> None:
+        self._ctx = theorem_report.activate(self.report)
+        self._ctx.__enter__()
+
+    def stop(self) -> None:
+        if self._ctx is not None:
+            self._ctx.__exit__(None, None, None)
+            self._ctx = None
+
+    def pytest_runtest_logreport(self, report):
+        if report.when != "call" and not (report.when == "setup" and report.failed):
+            return
+        if self.worker:
+            return  # counted once, in the controller
+        for key, value in report.user_properties:
+            if key == "theorem":
+                self.report.record_outcome(value, report.passed)
+
+    def pytest_sessionfinish(self, session, exitstatus):
+        cfg = self.config
+        if hasattr(cfg, "workeroutput"):
+            cfg.workeroutput["theorem_tally"] = [
+                {**r, "tests_passed": 0, "tests_failed": 0} for r in self.report.table_rows()
+            ]
+        path = cfg.getoption("--theorem-json")
+        if path and not self.worker:
+            self.report.dump_json(path, exitstatus=int(exitstatus), only=cfg.getoption("--theorem") or None)
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_testnodedown(self, node, error):
+        rows = getattr(node, "workeroutput", {}).get("theorem_tally")
+        if rows:
+            self.report.merge(rows)
+
+    def pytest_terminal_summary(self, terminalreporter, exitstatus, config):
+        if self.worker or not self.report:
+            return
+        terminalreporter.section("theorem checker")
+        terminalreporter.write_line(self.report.render_table(only=config.getoption("--theorem") or None))
+
+    def pytest_unconfigure(self, config):
+        self.stop()
 
 
 def pytest_configure(config):
-    global _IS_XDIST_WORKER
-    _IS_XDIST_WORKER = hasattr(config, "workerinput")
     dev = config.getoption("--device")
     if dev:
         os.environ["CONNWALK_DEVICE"] = dev
@@ -66,6 +118,12 @@ def pytest_configure(config):
         unknown = [w for w in wanted if w not in known]
         if unknown:
             raise pytest.UsageError(f"--theorem: unknown id(s) {unknown}; known ids: {', '.join(known)}")
+    if not hasattr(config, "stash") or not hasattr(config, "pluginmanager"):
+        return  # a bare config object (unit tests of this hook)
+    checker = TheoremChecker(config)
+    config.stash[THEOREM_CHECKER] = checker
+    config.pluginmanager.register(checker, "theorem-checker")
+    checker.start()
 
 
 def _theorem_ids(item) -> list[str]:
@@ -84,41 +142,6 @@ def pytest_collection_modifyitems(config, items):
         if drop:
             config.hook.pytest_deselected(items=drop)
         items[:] = keep
-
-
-def pytest_runtest_logreport(report):
-    if report.when != "call" and not (report.when == "setup" and report.failed):
-        return
-    if _IS_XDIST_WORKER:
-        return  # counted once, in the controller (not via the env var: subprocesses inherit it)
-    for key, value in report.user_properties:
-        if key == "theorem":
-            theorem_report.record_outcome(value, report.passed)
-
-
-def pytest_sessionfinish(session, exitstatus):
-    cfg = session.config
-    if hasattr(cfg, "workeroutput"):
-        cfg.workeroutput["theorem_tally"] = [
-            {**r, "tests_passed": 0, "tests_failed": 0} for r in theorem_report.table_rows()
-        ]
-    path = cfg.getoption("--theorem-json")
-    if path and not hasattr(cfg, "workerinput"):
-        theorem_report.dump_json(path, exitstatus=int(exitstatus), only=cfg.getoption("--theorem") or None)
-
-
-@pytest.hookimpl(optionalhook=True)
-def pytest_testnodedown(node, error):
-    rows = getattr(node, "workeroutput", {}).get("theorem_tally")
-    if rows:
-        theorem_report.merge(rows)
-
-
-def pytest_terminal_summary(terminalreporter, exitstatus, config):
-    if hasattr(config, "workerinput") or not theorem_report.TALLY:
-        return
-    terminalreporter.section("theorem checker")
-    terminalreporter.write_line(theorem_report.render_table(only=config.getoption("--theorem") or None))
 
 
 @pytest.fixture

@@ -306,10 +306,17 @@ def certify_t3_flat(w, R, v) -> Derivation:
 
 def certify_t4(K, query_bias=None) -> Derivation:
     """T4 on a positive rational kernel ``K`` (``K_ij`` plays ``exp(S_ij)``): ``A = D^{-1}K``.
+
     Always: every triangle ratio of A equals that of K (the row normalisers cancel: the
-    exponentiated Kolmogorov identity). If K is symmetric: detailed balance with ``pi_i ∝ D_ii``,
-    stationarity, every triangle ratio = 1. With positive rational ``query_bias`` ``b_j``
-    (``e^{beta_j}``): ``A' = D'^{-1} K diag(b)`` is reversible with ``pi_i ∝ b_i D'_ii``."""
+    exponentiated Kolmogorov identity), and the **Kolmogorov criterion** is decided exactly: A is
+    reversible iff every triangle ratio through token 0 equals 1 (full support: these triangles
+    span the cycle space). Its two sides are checked against each other: the only candidate
+    ``pi_0 = 1``, ``pi_j = A_0j / A_j0`` (forced by detailed balance on the edges at 0) balances A
+    exactly when the criterion holds (a positive check), and leaves a nonzero residual when it fails
+    (a necessity witness, ``expect_zero=False``). ``D.facts["reversible"]`` records the decision.
+    If K is symmetric: detailed balance with ``pi_i ∝ D_ii``, stationarity, every triangle ratio
+    = 1. With positive rational ``query_bias`` ``b_j`` (``e^{beta_j}``) and symmetric K:
+    ``A' = D'^{-1} K diag(b)`` is reversible with ``pi_i ∝ b_i D'_ii``."""
     K = qmat(K, "K")
     n = len(K)
     if any(v <= 0 for r in K for v in r):
@@ -321,6 +328,18 @@ def certify_t4(K, query_bias=None) -> Derivation:
     D.add("triangle ratio of A = triangle ratio of K (normalisers cancel)",
           [A[i][j] * A[j][k] * A[k][i] / (A[i][k] * A[k][j] * A[j][i]) - K[i][j] * K[j][k] * K[k][i] / (K[i][k] * K[k][j] * K[j][i])
            for i, j, k in tri])
+    through0 = [A[0][j] * A[j][k] * A[k][0] / (A[0][k] * A[k][j] * A[j][0]) - 1 for j in range(1, n) for k in range(j + 1, n)]
+    reversible = all(r == 0 for r in through0)
+    pi = [Fraction(1)] + [A[0][j] / A[j][0] for j in range(1, n)]
+    db = [pi[i] * A[i][j] - pi[j] * A[j][i] for i in range(n) for j in range(n)]
+    D.facts["reversible"] = reversible
+    if reversible:
+        D.add("Kolmogorov criterion holds (every triangle ratio through 0 is 1): pi_j = A_0j/A_j0 balances A", db)
+        D.add("Kolmogorov criterion holds: that pi is stationary",
+              [sum(pi[i] * A[i][j] for i in range(n)) - pi[j] for j in range(n)])
+    else:
+        D.add("Kolmogorov criterion fails: a triangle ratio through 0 differs from 1", through0, expect_zero=False)
+        D.add("Kolmogorov criterion fails: the only candidate pi_j = A_0j/A_j0 does not balance A", db, expect_zero=False)
     symmetric = all(K[i][j] == K[j][i] for i in range(n) for j in range(n))
     if symmetric:
         D.add("symmetric K: detailed balance with pi_i = D_ii", [Dg[i] * A[i][j] - Dg[j] * A[j][i] for i in range(n) for j in range(n)])

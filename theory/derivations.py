@@ -14,6 +14,7 @@ import inspect
 
 import sympy as sp
 
+from .cases import T2_COUNTEREXAMPLE, T3_INVERSE_TRANSPORTS
 from .errors import UnsupportedSizeError
 from .symbolic import (
     Derivation,
@@ -214,6 +215,18 @@ def _softmax_like(name: str, n: int):
     return sp.Matrix(n, n, lambda i, j: E[i, j] / sum(E[i, k] for k in range(n)))
 
 
+def _head_blocks(As, Ts) -> sp.Matrix:
+    """``block(B)`` with ``B_ij = sum_h A^h_ij T_h`` (T2's definition of the blocks)."""
+    H, n, d = len(As), As[0].shape[0], Ts[0].shape[0]
+    return block_matrix([[sum((As[h][i, j] * Ts[h] for h in range(H)), sp.zeros(d, d)) for j in range(n)] for i in range(n)])
+
+
+def _gates(As):
+    """``g[i][j][h] = A^h_ij / sum_k A^k_ij`` (T2's gates)."""
+    H, n = len(As), As[0].shape[0]
+    return [[[As[h][i, j] / sum(As[k][i, j] for k in range(H)) for h in range(H)] for j in range(n)] for i in range(n)]
+
+
 @sized("T2", n=(1, 3), d=(1, 3), heads=(1, 3))
 def derive_t2(n: int = 2, d: int = 2, heads: int = 2) -> Derivation:
     """T2: MHA is one edge-dependent connection walk. Blocks ``B_ij = sum_h A^h_ij T_h``;
@@ -225,12 +238,12 @@ def derive_t2(n: int = 2, d: int = 2, heads: int = 2) -> Derivation:
     Ts = [symbol_matrix(f"t{h}", d, d) for h in range(H)]
     X = symbol_matrix("x", n, d)
     x = stack_token_major(X)
-    B = block_matrix([[sum((As[h][i, j] * Ts[h] for h in range(H)), sp.zeros(d, d)) for j in range(n)] for i in range(n)])
+    B = _head_blocks(As, Ts)
     mha = sum((As[h] * X * Ts[h].T for h in range(H)), sp.zeros(n, d))
     D.add("MHA(X) = block(B) x, B_ij = sum_h A^h_ij T_h", cancel_all(stack_token_major(mha) - B * x))
     P = sum(As, sp.zeros(n, n)) / H
     D.add("P = mean_h A^h is row-stochastic", cancel_all(P * sp.ones(n, 1) - sp.ones(n, 1)))
-    gates = [[[As[h][i, j] / sum(As[k][i, j] for k in range(H)) for h in range(H)] for j in range(n)] for i in range(n)]
+    gates = _gates(As)
     D.add("gates are convex: sum_h g^h_ij = 1",
           cancel_all(sp.Matrix([sum(gates[i][j]) - 1 for i in range(n) for j in range(n)])))
     O = [[H * sum((gates[i][j][h] * Ts[h] for h in range(H)), sp.zeros(d, d)) for j in range(n)] for i in range(n)]
@@ -240,15 +253,24 @@ def derive_t2(n: int = 2, d: int = 2, heads: int = 2) -> Derivation:
     Op = [[block(B, i, j, d) / Pp[i, j] for j in range(n)] for i in range(n)]
     D.add("gauge: block(P', B/P') = B for any positive row-stochastic P'", cancel_all(walk_matrix(Pp, Op) - B))
     if H >= 2:
-        # cancelling heads: T_2 = -T_1, A^1 = A^2 => B = 0 while P > 0
-        Bc = block_matrix([[As[0][i, j] * Ts[0] + As[0][i, j] * (-Ts[0]) for j in range(n)] for i in range(n)])
-        D.add("cancelling heads (T_2=-T_1, A^1=A^2): B = 0", expand_all(Bc))
-        # shared A => O = T_Sigma ; shared T => O = H T
+        # the special cases, substituted into the generic definitions of B, P and O above
+        E = [symbol_matrix(f"e{h}", n, n, positive=True) for h in range(H)]
+        shareA = {E[h][i, j]: E[0][i, j] for h in range(1, H) for i in range(n) for j in range(n)}
+        T_of = [symbol_matrix(f"t{h}", d, d) for h in range(H)]
+        cancel = {T_of[1][a, b]: -T_of[0][a, b] for a in range(d) for b in range(d)}
+        cancel.update({T_of[h][a, b]: 0 for h in range(2, H) for a in range(d) for b in range(d)})
+        cancel.update({E[1][i, j]: E[0][i, j] for i in range(n) for j in range(n)})
+        # cancelling heads: T_2 = -T_1, A^1 = A^2 (other heads switched off) => B = 0 while P = A^1 > 0
+        D.add("cancelling heads (T_2=-T_1, A^1=A^2): B = 0", cancel_all(B.xreplace(cancel)))
+        D.add("cancelling heads: P = (A^1 + A^2)/H stays positive (equals 2A^1/H)",
+              cancel_all(P.xreplace(cancel) - 2 * As[0] / H) if H == 2 else
+              cancel_all(P.xreplace(cancel) - (2 * As[0] + sum(As[2:], sp.zeros(n, n))) / H))
+        # shared A (A^h = A^1 for all h) and shared T (T_h = T_1 for all h) in the gates formula
         TS = sum(Ts, sp.zeros(d, d))
-        g_shared = [[H * sum((As[0][i, j] / (H * As[0][i, j]) * Ts[h] for h in range(H)), sp.zeros(d, d)) for j in range(n)] for i in range(n)]
-        D.add("shared A across heads: O_ij = T_Sigma", cancel_all(block_matrix(g_shared) - block_matrix([[TS] * n] * n)))
-        O_sharedT = [[H * sum((gates[i][j][h] * Ts[0] for h in range(H)), sp.zeros(d, d)) for j in range(n)] for i in range(n)]
-        D.add("shared T across heads: O_ij = H T", cancel_all(block_matrix(O_sharedT) - H * block_matrix([[Ts[0]] * n] * n)))
+        Oblock = block_matrix(O)
+        D.add("shared A across heads: O_ij = T_Sigma", cancel_all(Oblock.xreplace(shareA) - block_matrix([[TS] * n] * n)))
+        shareT = {T_of[h][a, b]: T_of[0][a, b] for h in range(1, H) for a in range(d) for b in range(d)}
+        D.add("shared T across heads: O_ij = H T", cancel_all(Oblock.xreplace(shareT) - H * block_matrix([[Ts[0]] * n] * n)))
         # constant-transport criterion with linearly independent generic T_h: solve
         # sum_h alpha_h T_h = kappa T_Sigma for (alpha, kappa): only alpha_h = kappa for all h.
         if d >= 2:
@@ -265,27 +287,44 @@ def derive_t2(n: int = 2, d: int = 2, heads: int = 2) -> Derivation:
     return D
 
 
-def t2_counterexample() -> Derivation:
-    """The n=2, d=2, H=2 counterexample: ``A^1=[[.9,.1],[.2,.8]]``, ``A^2`` uniform, ``T_1=I``,
-    ``T_2=J``. ``B_11 = .9I+.5J`` and ``B_12 = .1I+.5J`` are linearly independent (no constant
-    transport); the nearest Kronecker product misses by ``sqrt(trace(R R^T) - lambda_max(R R^T))``
-    (Van Loan rearrangement ``R``; rows ``vec(B_ij)``), which rounds to 0.662."""
+def _q(v):
+    return sp.Rational(str(v))
+
+
+def _qmat(rows) -> sp.Matrix:
+    return sp.Matrix([[_q(v) for v in r] for r in rows])
+
+
+def t2_counterexample(data: dict | None = None) -> Derivation:
+    """The n=2, d=2, H=2 counterexample of :data:`theory.cases.T2_COUNTEREXAMPLE`, from the
+    definitions: the blocks of the MHA operator ``x -> stack(sum_h A^h X T_h^T)`` (its Jacobian,
+    token-major) are compared with the stated ``B_11``, ``B_12``; their linear independence is an
+    exact rank; the nearest-Kronecker miss ``sqrt(trace(R R^T) - lambda_max(R R^T))`` (Van Loan
+    rearrangement ``R``, rows ``vec(B_ij)``) equals the stated closed form exactly, and its rounding
+    to the stated number of decimals is a *numeric* step with that precision."""
+    data = T2_COUNTEREXAMPLE if data is None else data
     D = Derivation("T2", {"n": 2, "d": 2, "heads": 2})
-    R = sp.Rational
-    A1 = sp.Matrix([[R(9, 10), R(1, 10)], [R(2, 10), R(8, 10)]])
-    A2 = sp.Matrix([[R(1, 2), R(1, 2)], [R(1, 2), R(1, 2)]])
-    I2, J = sp.eye(2), sp.Matrix([[0, -1], [1, 0]])
-    Bs = [[A1[i, j] * I2 + A2[i, j] * J for j in range(2)] for i in range(2)]
-    D.add("counterexample: B_11 = .9 I + .5 J", Bs[0][0] - (R(9, 10) * I2 + R(1, 2) * J))
-    D.add("counterexample: B_12 = .1 I + .5 J", Bs[0][1] - (R(1, 10) * I2 + R(1, 2) * J))
+    A1, A2, T1, T2 = (_qmat(data[k]) for k in ("A1", "A2", "T1", "T2"))
+    X = symbol_matrix("x", 2, 2)
+    mha = A1 * X * T1.T + A2 * X * T2.T
+    Op = stack_token_major(mha).jacobian(list(stack_token_major(X)))
+    Bs = [[Op[2 * i:2 * i + 2, 2 * j:2 * j + 2] for j in range(2)] for i in range(2)]
+    D.add("counterexample: B_11 of the MHA operator is the stated matrix", Bs[0][0] - _qmat(data["B11"]))
+    D.add("counterexample: B_12 of the MHA operator is the stated matrix", Bs[0][1] - _qmat(data["B12"]))
     V = sp.Matrix.hstack(Bs[0][0].reshape(4, 1), Bs[0][1].reshape(4, 1))
-    D.add("counterexample: B_11, B_12 linearly independent (rank 2)", V.rank() - 2)
+    D.add("counterexample: B_11, B_12 linearly independent (rank 2)", sp.Integer(V.rank() - 2),
+          detail="exact rank over Q")
     Rm = sp.Matrix([list(Bs[i][j].reshape(1, 4)) for i in range(2) for j in range(2)])
     G = Rm * Rm.T
     lam_max = max(G.eigenvals(), key=lambda e: float(e))
-    miss = sp.sqrt(sp.nsimplify(G.trace() - lam_max))
-    D.add("counterexample: nearest Kronecker product misses by 0.662 (3 decimals)",
-          sp.Integer(round(float(miss) * 1000) - 662), detail=f"exact miss = {sp.sstr(sp.radsimp(miss))} = {float(miss):.6f}")
+    miss2 = sp.nsimplify(G.trace() - lam_max)
+    stated = sp.sympify(data["miss_exact"])
+    D.add("counterexample: nearest Kronecker product misses by the stated closed form (squares agree, both >= 0)",
+          sp.radsimp(sp.expand(miss2 - stated ** 2)), detail=f"miss^2 = {sp.sstr(miss2)}")
+    digits = int(data["digits"])
+    D.add_numeric(f"counterexample: nearest Kronecker product misses by {data['miss']} ({digits} decimals)",
+                  float(sp.sqrt(miss2).evalf(30)), float(data["miss"]), 0.5 * 10.0 ** (-digits),
+                  detail=f"miss = {float(sp.sqrt(miss2).evalf(30)):.9f}")
     return D
 
 
@@ -390,11 +429,11 @@ def t3_counterexamples() -> Derivation:
     D.add("drop orthogonality [swap, O=2]: spec = {-1, 3}",
           _spectrum_residual(sp.eye(2) - sp.Matrix([[0, 2], [2, 0]]), {-1: 1, 3: 1}))
     # drop orthogonality, keep O_ji = O_ij^{-1}
-    O12 = sp.Matrix([[1, R(3, 2)], [0, 1]])
-    O31 = sp.diag(2, R(1, 2))
+    inv = T3_INVERSE_TRANSPORTS
+    O12, O31 = _qmat(inv["O12"]), _qmat(inv["O31"])
     Oc = [[None] * 3 for _ in range(3)]
     Oc[0][1], Oc[1][0] = O12, O12.inv()
-    Oc[1][2], Oc[2][1] = sp.eye(2), sp.eye(2)
+    Oc[1][2], Oc[2][1] = _qmat(inv["O23"]), _qmat(inv["O23"]).inv()
     Oc[2][0], Oc[0][2] = O31, O31.inv()
     for k in range(3):
         Oc[k][k] = sp.zeros(2, 2)
@@ -402,16 +441,23 @@ def t3_counterexamples() -> Derivation:
     Dc = sp.eye(6) - walk_matrix(Pc, Oc)
     z = sp.Symbol("z")
     cp = sp.Poly(Dc.charpoly(z).as_expr(), z)
-    real_roots = sp.real_roots(cp)  # with multiplicity
-    neg = sorted({r for r in real_roots if r < 0}, key=float)
+    real_roots = sp.real_roots(cp)  # exact (isolated), with multiplicity
+    neg_all = [r for r in real_roots if r < 0]
+    neg = sorted(set(neg_all), key=float)
     n_complex = cp.degree() - len(real_roots)
-    # the negative real eigenvalue rounds to -0.0268 (4 decimals) and complex eigenvalues exist
-    neg_val = float(neg[0]) if neg else float("nan")
-    D.add("drop orthogonality keep O_ji=O_ij^-1 [3-cycle]: one negative real eigenvalue, -0.0268 (4 decimals)",
-          sp.Integer(0 if (len(neg) == 1 and round(neg_val, 4) == -0.0268) else 1),
-          detail=f"negative real root {neg_val:.6f}, multiplicity {sum(1 for r in real_roots if r < 0)}")
-    D.add("drop orthogonality keep O_ji=O_ij^-1 [3-cycle]: a complex pair exists",
-          sp.Integer(0 if n_complex >= 2 else 1), detail=f"{n_complex} non-real eigenvalues")
+    D.add("drop orthogonality keep O_ji=O_ij^-1 [3-cycle]: one negative real eigenvalue",
+          sp.Integer(len(neg) - 1),
+          detail=f"{len(neg)} distinct negative real root(s), algebraic multiplicity {len(neg_all)}, exact root isolation")
+    stated, digits = inv["negative_eigenvalue"], int(inv["digits"])
+    half = sp.Rational(1, 2 * 10 ** digits)
+    lo, hi = _q(stated) - half, _q(stated) + half
+    D.add(f"drop orthogonality keep O_ji=O_ij^-1 [3-cycle]: exactly one distinct real eigenvalue in [{stated} -+ {float(half):g}]",
+          sp.Integer(cp.count_roots(lo, hi) - 1), detail="exact root count in the rounding interval")
+    D.add_numeric(f"drop orthogonality keep O_ji=O_ij^-1 [3-cycle]: the negative eigenvalue is {stated} ({digits} decimals)",
+                  float(neg[0].evalf(30)) if neg else float("nan"), float(stated), float(half),
+                  detail=f"negative real root {float(neg[0].evalf(30)) if neg else float('nan'):.8f}")
+    D.add("drop orthogonality keep O_ji=O_ij^-1 [3-cycle]: a complex pair exists (number of non-real eigenvalues)",
+          sp.Integer(n_complex), expect_zero=False, detail=f"{n_complex} non-real eigenvalues")
     Sc = kron(sp.eye(3) / 3, sp.eye(2)) * Dc
     D.add("drop orthogonality keep O_ji=O_ij^-1: pi-self-adjointness fails", Sc - Sc.T, expect_zero=False)
     return D

@@ -4,10 +4,17 @@ Torch-free. Tests (and helpers they call) record:
     record("T3", residual=1e-15)                # one property example, its residual
     record("T3", counterexample="drop (a): ...")  # a necessity counterexample found
     record("T3", symbolic=True)                  # the symbolic derivation reached exact zero
-The pytest plugin in ``tests/conftest.py`` prints the table and can dump it as JSON.
+
+The bookkeeping lives in a :class:`TheoremReport` object owned by the pytest session: the
+theorem-checker plugin (``tests/conftest.py``) creates one per session, stores it on the pytest
+config and makes it the *active* report for the session's duration (:func:`activate`);
+:func:`record` writes to the active report (outside a session, to a detached one that nothing
+reads). The plugin prints the table, dumps it as JSON and merges the reports of pytest-xdist
+workers.
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 from dataclasses import dataclass, field
@@ -35,13 +42,6 @@ class TheoremTally:
         }
 
 
-TALLY: dict[str, TheoremTally] = {}
-
-
-def _get(theorem: str) -> TheoremTally:
-    return TALLY.setdefault(theorem, TheoremTally(theorem))
-
-
 def _worse(a: float, b: float) -> float:
     """The worse of two residuals; NaN is worst of all and is never hidden by a later max()."""
     if math.isnan(a) or math.isnan(b):
@@ -49,88 +49,122 @@ def _worse(a: float, b: float) -> float:
     return max(a, abs(b))
 
 
+def _key(k: str):
+    return (k[0], int(k[1:]) if k[1:].isdigit() else 0, k)
+
+
+class TheoremReport:
+    """Per-theorem tallies of one test session (or one xdist worker)."""
+
+    def __init__(self) -> None:
+        self.tallies: dict[str, TheoremTally] = {}
+
+    def __bool__(self) -> bool:
+        return bool(self.tallies)
+
+    def _get(self, theorem: str) -> TheoremTally:
+        return self.tallies.setdefault(theorem, TheoremTally(theorem))
+
+    def record(self, theorem: str, *, residual: float | None = None, symbolic: bool | None = None,
+               counterexample: str | None = None, examples: int | None = None) -> None:
+        t = self._get(theorem)
+        if residual is not None:
+            t.examples += 1 if examples is None else examples
+            t.worst_residual = _worse(t.worst_residual, float(residual))
+        elif examples is not None:
+            t.examples += examples
+        if symbolic is not None:
+            t.symbolic = symbolic if t.symbolic is None else (t.symbolic and symbolic)
+        if counterexample is not None and counterexample not in t.counterexamples:
+            t.counterexamples.append(counterexample)
+
+    def record_outcome(self, theorem: str, passed: bool) -> None:
+        t = self._get(theorem)
+        if passed:
+            t.tests_passed += 1
+        else:
+            t.tests_failed += 1
+
+    def merge(self, rows: list[dict]) -> None:
+        """Merge tallies from another process (pytest-xdist workers)."""
+        for row in rows:
+            t = self._get(row["theorem"])
+            t.examples += row["examples"]
+            wr = row["worst_residual"]
+            t.worst_residual = _worse(t.worst_residual, math.nan if wr == "nan" else float(wr))
+            if row["symbolic"] is not None:
+                t.symbolic = row["symbolic"] if t.symbolic is None else (t.symbolic and row["symbolic"])
+            for c in row["counterexamples"]:
+                if c not in t.counterexamples:
+                    t.counterexamples.append(c)
+            t.tests_passed += row["tests_passed"]
+            t.tests_failed += row["tests_failed"]
+
+    def table_rows(self, only: list[str] | None = None) -> list[dict]:
+        """Rows sorted by id (T2 before T10); ``only`` restricts to these ids (e.g. ``--theorem``)."""
+        keys = [k for k in sorted(self.tallies, key=_key) if only is None or k in only]
+        return [self.tallies[k].as_dict() for k in keys]
+
+    def render_table(self, only: list[str] | None = None) -> str:
+        rows = self.table_rows(only)
+        lines = [
+            f"{'theorem':<8} {'symbolic':<9} {'tests':>11} {'examples':>9} {'worst residual':>15}  counterexamples",
+        ]
+        for r in rows:
+            sym = {None: "-", True: "✓", False: "✗"}[r["symbolic"]]
+            tests = f"{r['tests_passed']}/{r['tests_passed'] + r['tests_failed']}"
+            ce = len(r["counterexamples"])
+            lines.append(f"{r['theorem']:<8} {sym:<9} {tests:>11} {r['examples']:>9} {r['worst_residual']:>15.3e}  {ce}")
+            for c in r["counterexamples"]:
+                lines.append(f"{'':<8}   - {c}")
+        lines.append("symbolic: ✓ every derivation reached exact zero, ✗ one failed, - none ran; "
+                     "tests: passed/run; examples: property examples recorded")
+        return "\n".join(lines)
+
+    def dump_json(self, path: str, *, exitstatus: int | None = None, only: list[str] | None = None) -> None:
+        """Write ``{"theorems": [row, ...], "exitstatus": ...}``; each row as in :meth:`table_rows`
+        plus the registered ``title`` (theorem or claim; ``null`` for unregistered ids). A NaN worst
+        residual is written as the string ``"nan"`` so the file stays strict JSON."""
+        titles = _titles()
+        rows = []
+        for r in self.table_rows(only):
+            r = dict(r, title=titles.get(r["theorem"]))
+            if isinstance(r["worst_residual"], float) and math.isnan(r["worst_residual"]):
+                r["worst_residual"] = "nan"
+            rows.append(r)
+        with open(path, "w", encoding="utf-8") as fh:
+            json.dump({"theorems": rows, "exitstatus": exitstatus}, fh, indent=2, ensure_ascii=False)
+
+
+_active: list[TheoremReport] = [TheoremReport()]  # the bottom entry is the detached report
+
+
+def active() -> TheoremReport:
+    """The report :func:`record` writes to: the current session's, else a detached one."""
+    return _active[-1]
+
+
+@contextlib.contextmanager
+def activate(rep: TheoremReport):
+    """Make ``rep`` the active report inside the ``with`` block (the pytest plugin wraps the
+    session in it)."""
+    _active.append(rep)
+    try:
+        yield rep
+    finally:
+        _active.remove(rep)
+
+
 def record(theorem: str, *, residual: float | None = None, symbolic: bool | None = None,
            counterexample: str | None = None, examples: int | None = None) -> None:
-    t = _get(theorem)
-    if residual is not None:
-        t.examples += 1 if examples is None else examples
-        t.worst_residual = _worse(t.worst_residual, float(residual))
-    elif examples is not None:
-        t.examples += examples
-    if symbolic is not None:
-        t.symbolic = symbolic if t.symbolic is None else (t.symbolic and symbolic)
-    if counterexample is not None and counterexample not in t.counterexamples:
-        t.counterexamples.append(counterexample)
-
-
-def record_outcome(theorem: str, passed: bool) -> None:
-    t = _get(theorem)
-    if passed:
-        t.tests_passed += 1
-    else:
-        t.tests_failed += 1
-
-
-def merge(rows: list[dict]) -> None:
-    """Merge tallies from another process (pytest-xdist workers)."""
-    for row in rows:
-        t = _get(row["theorem"])
-        t.examples += row["examples"]
-        t.worst_residual = _worse(t.worst_residual, float(row["worst_residual"]))
-        if row["symbolic"] is not None:
-            t.symbolic = row["symbolic"] if t.symbolic is None else (t.symbolic and row["symbolic"])
-        for c in row["counterexamples"]:
-            if c not in t.counterexamples:
-                t.counterexamples.append(c)
-        t.tests_passed += row["tests_passed"]
-        t.tests_failed += row["tests_failed"]
-
-
-def table_rows(only: list[str] | None = None) -> list[dict]:
-    """Rows sorted by id (T2 before T10); ``only`` restricts to these ids (e.g. ``--theorem``)."""
-    def key(k: str):
-        return (k[0], int(k[1:]) if k[1:].isdigit() else 0, k)
-
-    keys = [k for k in sorted(TALLY, key=key) if only is None or k in only]
-    return [TALLY[k].as_dict() for k in keys]
-
-
-def render_table(only: list[str] | None = None) -> str:
-    rows = table_rows(only)
-    lines = [
-        f"{'theorem':<8} {'symbolic':<9} {'tests':>11} {'examples':>9} {'worst residual':>15}  counterexamples",
-    ]
-    for r in rows:
-        sym = {None: "-", True: "✓", False: "✗"}[r["symbolic"]]
-        tests = f"{r['tests_passed']}/{r['tests_passed'] + r['tests_failed']}"
-        ce = len(r["counterexamples"])
-        lines.append(f"{r['theorem']:<8} {sym:<9} {tests:>11} {r['examples']:>9} {r['worst_residual']:>15.3e}  {ce}")
-        for c in r["counterexamples"]:
-            lines.append(f"{'':<8}   - {c}")
-    lines.append("symbolic: ✓ every derivation reached exact zero, ✗ one failed, - none ran; "
-                 "tests: passed/run; examples: property examples recorded")
-    return "\n".join(lines)
+    """Record into the active report (see :class:`TheoremReport.record`)."""
+    active().record(theorem, residual=residual, symbolic=symbolic, counterexample=counterexample, examples=examples)
 
 
 def _titles() -> dict[str, str]:
     try:
-        from .registry import THEOREMS
+        from .registry import CLAIMS, THEOREMS
 
-        return {t.id: t.title for t in THEOREMS}
+        return {t.id: t.title for t in [*THEOREMS, *CLAIMS]}
     except Exception:  # pragma: no cover - the table must print even if the registry is broken
         return {}
-
-
-def dump_json(path: str, *, exitstatus: int | None = None, only: list[str] | None = None) -> None:
-    """Write ``{"theorems": [row, ...], "exitstatus": ...}``; each row as in :func:`table_rows`
-    plus the registered ``title`` (``null`` for ids not in the registry, e.g. E1-E6). A NaN worst
-    residual is written as the string ``"nan"`` so the file stays strict JSON."""
-    titles = _titles()
-    rows = []
-    for r in table_rows(only):
-        r = dict(r, title=titles.get(r["theorem"]))
-        if isinstance(r["worst_residual"], float) and math.isnan(r["worst_residual"]):
-            r["worst_residual"] = "nan"
-        rows.append(r)
-    with open(path, "w", encoding="utf-8") as fh:
-        json.dump({"theorems": rows, "exitstatus": exitstatus}, fh, indent=2, ensure_ascii=False)

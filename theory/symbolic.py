@@ -31,6 +31,10 @@ class Check:
     so "is exactly zero" is a structural test, never a floating comparison.
     ``expect_zero=False`` marks a *necessity witness*: dropping a hypothesis must leave a nonzero
     residual (the derivation is then shown to use that hypothesis).
+
+    ``precision`` set: a *numeric* step (a rounded value such as "0.662, 3 decimals"): ``residual``
+    is a float, and the step is "zero" iff ``|residual| <= precision``. Such a step is reported as
+    numeric with its precision, never as an exact residual.
     """
 
     theorem: str
@@ -38,9 +42,16 @@ class Check:
     residual: Any
     expect_zero: bool = True
     detail: str = ""
+    precision: float | None = None
+
+    @property
+    def numeric(self) -> bool:
+        return self.precision is not None
 
     @property
     def is_zero(self) -> bool:
+        if self.precision is not None:
+            return abs(float(self.residual)) <= self.precision
         return is_exact_zero(self.residual)
 
     @property
@@ -49,7 +60,11 @@ class Check:
 
     def describe(self) -> str:
         status = "ok" if self.passed else "FAILED"
-        want = "= 0" if self.expect_zero else "!= 0"
+        if self.precision is not None:
+            want = (f"numeric |{float(self.residual):.3g}| <= {self.precision:g}" if self.expect_zero
+                    else f"numeric |{float(self.residual):.3g}| > {self.precision:g}")
+        else:
+            want = "exact = 0" if self.expect_zero else "exact != 0"
         return f"[{status}] {self.theorem} {self.name}: residual {want}" + (f" ({self.detail})" if self.detail else "")
 
 
@@ -60,9 +75,16 @@ class Derivation:
     theorem: str
     sizes: dict
     checks: list[Check] = field(default_factory=list)
+    facts: dict = field(default_factory=dict)  # decisions a certificate reached (e.g. "reversible")
 
     def add(self, name: str, residual, *, expect_zero: bool = True, detail: str = "") -> Check:
         c = Check(self.theorem, name, residual, expect_zero, detail)
+        self.checks.append(c)
+        return c
+
+    def add_numeric(self, name: str, value: float, stated: float, precision: float, *, detail: str = "") -> Check:
+        """A rounded value: ``|value - stated| <= precision`` (reported as numeric, not exact)."""
+        c = Check(self.theorem, name, float(value) - float(stated), True, detail, precision=float(precision))
         self.checks.append(c)
         return c
 

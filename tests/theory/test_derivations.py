@@ -49,6 +49,21 @@ def test_derivation_reaches_exact_zero(theorem_id):
     # every positive step is an exact structural zero, every witness an exact nonzero
     for c in D.checks:
         assert c.is_zero is c.expect_zero, c.describe()
+    # every registry link to a step of this derivation names a step that ran and passed
+    for owner, text in _links_to(theorem_id):
+        assert any(c.name.startswith(text) and c.passed for c in D.checks), \
+            f"{owner} links to derivation step {theorem_id}::{text!r}, which is not a passing check"
+
+
+def _links_to(theorem_id: str) -> list[tuple[str, str]]:
+    out = []
+    for t in THEOREMS:
+        for c in t.conclusions:
+            out += [(c.id, link.split("::", 1)[1]) for link in c.derivations if link.split("::", 1)[0] == theorem_id]
+        for h in t.hypotheses:
+            out += [(w.id, w.derivation.split("::", 1)[1]) for w in h.witnesses
+                    if w.derivation and w.derivation.split("::", 1)[0] == theorem_id]
+    return out
 
 
 @pytest.mark.theorem("L1")
@@ -131,3 +146,52 @@ def test_check_and_derivation_semantics():
     D.checks.append(bad)
     assert not D.passed and D.failures() == [bad]
     assert "FAILED" in D.summary()
+
+
+# ---------------------------------------------------------------------------------------------
+# T2's special cases and counterexample are computed from the definitions, not by construction
+# ---------------------------------------------------------------------------------------------
+@pytest.mark.theorem("T2")
+def test_t2_special_cases_use_the_definitions(monkeypatch):
+    """Break the definition of the blocks (a head weighted twice) or of the gates (not normalised):
+    the cancelling-heads and shared-A steps, which substitute into those definitions, must fail."""
+    real_blocks, real_gates = dv._head_blocks, dv._gates
+
+    def weighted(As, Ts):
+        return real_blocks(As, [T * (h + 1) for h, T in enumerate(Ts)])
+
+    monkeypatch.setattr(dv, "_head_blocks", weighted)
+    failed = {c.name for c in dv.derive_t2(n=2, d=2, heads=2).failures()}
+    assert any(n.startswith("cancelling heads (T_2=-T_1") for n in failed), failed
+    monkeypatch.setattr(dv, "_head_blocks", real_blocks)
+    monkeypatch.setattr(dv, "_gates", lambda As: [[[g * 2 for g in row] for row in rows] for rows in real_gates(As)])
+    failed = {c.name for c in dv.derive_t2(n=2, d=2, heads=2).failures()}
+    assert any(n.startswith("shared A across heads") for n in failed), failed
+    assert any(n.startswith("gates are convex") for n in failed), failed
+
+
+@pytest.mark.theorem("T2")
+@pytest.mark.parametrize("change,step", [
+    ({"B11": [["9/10", "1/2"], ["1/2", "9/10"]]}, "counterexample: B_11 of the MHA operator"),
+    ({"miss_exact": "sqrt(2)*sqrt(5 - sqrt(17))/3"}, "counterexample: nearest Kronecker product misses by the stated closed form"),
+    ({"miss": 0.5}, "counterexample: nearest Kronecker product misses by 0.5"),
+    ({"A2": [["1/3", "2/3"], ["1/2", "1/2"]]}, "counterexample: B_12 of the MHA operator"),
+])
+def test_t2_counterexample_checks_its_stated_data(change, step):
+    from theory.cases import T2_COUNTEREXAMPLE
+
+    D = dv.t2_counterexample({**T2_COUNTEREXAMPLE, **change})
+    assert any(c.name.startswith(step) for c in D.failures()), D.summary()
+
+
+def test_rounded_values_are_numeric_steps_with_their_precision():
+    D = dv.t2_counterexample()
+    (num,) = [c for c in D.checks if c.numeric]
+    assert num.precision == 0.0005 and abs(num.residual) <= num.precision
+    assert "numeric" in num.describe() and "<= 0.0005" in num.describe()
+    assert all(not c.numeric for c in D.checks if c is not num)  # everything else is exact
+    T3 = dv.t3_counterexamples()
+    (num3,) = [c for c in T3.checks if c.numeric]
+    assert num3.precision == 5e-05 and "numeric" in num3.describe()
+    wrong = Check("T3", "rounded", 0.001, precision=5e-05)
+    assert not wrong.passed and "numeric" in wrong.describe()

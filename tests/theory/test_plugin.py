@@ -37,6 +37,18 @@ def test_end_to_end_table_and_json(tmp_path):
     assert json.loads(js.read_text())["exitstatus"] == 1
 
 
+def test_end_to_end_under_xdist(tmp_path):
+    """Two xdist workers: each has its own report; the controller merges them and counts outcomes
+    once, so the JSON artefact equals the serial run's."""
+    js = tmp_path / "t.json"
+    r = _pytest("-n", "2", "--theorem-json", str(js), timeout=300)
+    assert r.returncode == 1, r.stdout + r.stderr
+    data = {t["theorem"]: t for t in json.loads(js.read_text())["theorems"]}
+    assert (data["T3"]["examples"], data["T3"]["tests_passed"], data["T3"]["worst_residual"]) == (3, 2, 3e-15)
+    assert (data["T1"]["tests_passed"], data["T1"]["tests_failed"], data["T1"]["symbolic"]) == (1, 1, False)
+    assert data["T3"]["counterexamples"] == ["drop (a): spec {-1, 3}"]
+
+
 def test_theorem_option_deselects_other_tests():
     import types
 
@@ -65,74 +77,97 @@ class _FakeConfig:
         return self.opts.get(name)
 
 
-def test_unknown_theorem_id_is_a_usage_error(monkeypatch):
+def test_unknown_theorem_id_is_a_usage_error():
     import tests.conftest as cf
-
-    monkeypatch.setattr(cf, "_IS_XDIST_WORKER", cf._IS_XDIST_WORKER)  # restored afterwards
 
     with pytest.raises(pytest.UsageError) as ei:
         cf.pytest_configure(_FakeConfig(**{"--device": None, "--theorem": ["T3", "T9"]}))
     msg = str(ei.value)
-    assert "unknown id(s) ['T9']" in msg and "T1" in msg and "T6" in msg and "L1" in msg
+    assert "unknown id(s) ['T9']" in msg and "T1" in msg and "T6" in msg and "L1" in msg and "E6" in msg
     cf.pytest_configure(_FakeConfig(**{"--device": None, "--theorem": ["T3", "L2", "E1"]}))  # accepted
 
 
-def test_xdist_worker_tallies_are_merged(monkeypatch, tmp_path):
-    """The xdist path without spawning workers: a worker's sessionfinish exports its tally, the
-    controller's testnodedown merges it (outcomes are counted in the controller only)."""
-    import types
-
+def _checker(worker: bool, **opts):
     import tests.conftest as cf
 
-    monkeypatch.setattr(report, "TALLY", {})
-    report.record("T3", residual=3e-15)
-    report.record("T3", symbolic=True, counterexample="c1")
-    report.record_outcome("T3", True)
-    worker_cfg = _FakeConfig(**{"--theorem-json": None})
-    worker_cfg.workeroutput, worker_cfg.workerinput = {}, {}
-    cf.pytest_sessionfinish(types.SimpleNamespace(config=worker_cfg), 0)
-    rows = worker_cfg.workeroutput["theorem_tally"]
+    cfg = _FakeConfig(**{"--theorem-json": None, "--theorem": [], **opts})
+    if worker:
+        cfg.workeroutput, cfg.workerinput = {}, {}
+    return cf.TheoremChecker(cfg)
+
+
+def test_xdist_worker_tallies_are_merged(tmp_path):
+    """The xdist path without spawning workers: a worker's checker exports its report at session
+    finish, the controller's checker merges it (outcomes are counted in the controller only)."""
+    import types
+
+    worker = _checker(True)
+    with report.activate(worker.report):
+        report.record("T3", residual=3e-15)
+        report.record("T3", symbolic=True, counterexample="c1")
+    worker.pytest_runtest_logreport(types.SimpleNamespace(when="call", passed=True, failed=False,
+                                                          user_properties=[("theorem", "T3")]))
+    worker.pytest_sessionfinish(None, 0)
+    rows = worker.config.workeroutput["theorem_tally"]
     assert rows[0]["tests_passed"] == 0  # not double counted
-    monkeypatch.setattr(report, "TALLY", {})  # the controller's tally
-    report.record("T3", residual=1e-16, counterexample="c2")
-    report.record_outcome("T3", True)
-    cf.pytest_testnodedown(types.SimpleNamespace(workeroutput={"theorem_tally": rows}), None)
-    cf.pytest_testnodedown(types.SimpleNamespace(workeroutput={"theorem_tally": rows}), None)  # 2nd worker
-    (t3,) = report.table_rows()
+    js = tmp_path / "t.json"
+    ctl = _checker(False, **{"--theorem-json": str(js)})
+    with report.activate(ctl.report):
+        report.record("T3", residual=1e-16, counterexample="c2")
+    assert worker.report.table_rows()[0]["counterexamples"] == ["c1"]  # reports are separate objects
+    ctl.pytest_runtest_logreport(types.SimpleNamespace(when="call", passed=True, failed=False,
+                                                       user_properties=[("theorem", "T3")]))
+    ctl.pytest_testnodedown(types.SimpleNamespace(workeroutput={"theorem_tally": rows}), None)
+    ctl.pytest_testnodedown(types.SimpleNamespace(workeroutput={"theorem_tally": rows}), None)  # 2nd worker
+    (t3,) = ctl.report.table_rows()
     assert t3["examples"] == 3 and t3["worst_residual"] == 3e-15 and t3["symbolic"] is True
     assert t3["counterexamples"] == ["c2", "c1"] and t3["tests_passed"] == 1
-    js = tmp_path / "t.json"
-    cf.pytest_sessionfinish(types.SimpleNamespace(config=_FakeConfig(**{"--theorem-json": str(js)})), 0)
+    ctl.pytest_sessionfinish(None, 0)
     data = json.loads(js.read_text())
     assert data["exitstatus"] == 0 and data["theorems"][0]["title"] == "When the generator is a random-walk connection Laplacian"
-    assert [{k: v for k, v in r.items() if k != "title"} for r in data["theorems"]] == report.table_rows()
+    assert [{k: v for k, v in r.items() if k != "title"} for r in data["theorems"]] == ctl.report.table_rows()
 
 
-def test_report_tally_semantics(monkeypatch, tmp_path):
-    monkeypatch.setattr(report, "TALLY", {})
-    report.record("T2", residual=1e-12)
-    report.record("T2", residual=5e-13)
-    report.record("T2", residual=0, examples=10)
-    report.record("T2", symbolic=True)
-    report.record("T2", symbolic=False)
-    report.record("T2", symbolic=True)  # one failure sticks
-    report.record("T2", counterexample="x")
-    report.record("T2", counterexample="x")  # deduplicated
-    report.record("T10", examples=2)
-    report.record_outcome("T2", True)
-    report.record_outcome("T2", False)
-    (t2, t10) = report.table_rows()  # T2 before T10 (numeric order)
+def test_record_goes_to_the_active_report_only():
+    a, b = report.TheoremReport(), report.TheoremReport()
+    with report.activate(a):
+        report.record("T1", residual=1.0)
+        with report.activate(b):
+            report.record("T2", residual=2.0)
+        report.record("T1", residual=3.0)
+    assert [r["theorem"] for r in a.table_rows()] == ["T1"] and a.table_rows()[0]["examples"] == 2
+    assert [r["theorem"] for r in b.table_rows()] == ["T2"]
+    assert report.active() is not a and report.active() is not b
+
+
+def test_report_tally_semantics(tmp_path):
+    rep = report.TheoremReport()
+    rep.record("T2", residual=1e-12)
+    rep.record("T2", residual=5e-13)
+    rep.record("T2", residual=0, examples=10)
+    rep.record("T2", symbolic=True)
+    rep.record("T2", symbolic=False)
+    rep.record("T2", symbolic=True)  # one failure sticks
+    rep.record("T2", counterexample="x")
+    rep.record("T2", counterexample="x")  # deduplicated
+    rep.record("T10", examples=2)
+    rep.record_outcome("T2", True)
+    rep.record_outcome("T2", False)
+    (t2, t10) = rep.table_rows()  # T2 before T10 (numeric order)
     assert t2["examples"] == 12 and t2["worst_residual"] == 1e-12 and t2["symbolic"] is False
     assert t2["counterexamples"] == ["x"] and (t2["tests_passed"], t2["tests_failed"]) == (1, 1)
     assert t10["theorem"] == "T10" and t10["examples"] == 2
-    assert [r["theorem"] for r in report.table_rows(only=["T10"])] == ["T10"]  # --theorem filter
-    assert "T2 " not in report.render_table(only=["T10"])
-    report.record("T2", residual=float("nan"))
-    assert math.isnan(report.table_rows()[0]["worst_residual"])  # NaN is never hidden
-    report.record("T2", residual=1.0)
-    assert math.isnan(report.table_rows()[0]["worst_residual"])
-    table = report.render_table()
+    assert [r["theorem"] for r in rep.table_rows(only=["T10"])] == ["T10"]  # --theorem filter
+    assert "T2 " not in rep.render_table(only=["T10"])
+    rep.record("T2", residual=float("nan"))
+    assert math.isnan(rep.table_rows()[0]["worst_residual"])  # NaN is never hidden
+    rep.record("T2", residual=1.0)
+    assert math.isnan(rep.table_rows()[0]["worst_residual"])
+    table = rep.render_table()
     assert "T2" in table and "✗" in table and "nan" in table
     js = tmp_path / "t.json"
-    report.dump_json(str(js))
+    rep.dump_json(str(js))
     assert json.loads(js.read_text())["theorems"][0]["worst_residual"] == "nan"  # strict JSON
+    other = report.TheoremReport()
+    other.merge(json.loads(js.read_text())["theorems"])  # a worker's "nan" string merges as NaN
+    assert math.isnan(other.table_rows()[0]["worst_residual"])

@@ -9,7 +9,7 @@ import pytest
 
 from theory import derivations as dv
 from theory.errors import TheoryError, UnknownTheoremError, UnsupportedSizeError
-from theory.registry import LEMMAS, MAIN, THEOREMS, Theorem, get, ids
+from theory.registry import CLAIMS, LEMMAS, MAIN, THEOREMS, Theorem, claim_ids, get, get_claim, ids
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -22,7 +22,8 @@ def test_registry_lists_t1_to_t6_and_their_lemmas():
     for t in THEOREMS:
         assert isinstance(t, Theorem)
         assert t.title and t.hypotheses and t.conclusions and t.source.claim and t.source.section
-        assert all(h.name and h.statement for h in t.hypotheses)
+        assert all(h.id and h.name and h.text for h in t.hypotheses)
+        assert all(c.id and c.text for c in t.conclusions)
         assert set(t.lemmas) <= known, (t.id, t.lemmas)
         assert callable(t.derivation) and t.supported_sizes, t.id
         assert t.symbolic_tests, t.id
@@ -32,26 +33,38 @@ def test_registry_lists_t1_to_t6_and_their_lemmas():
             assert t.numeric_tests and t.necessity_tests and t.certificate_tests, t.id
             assert all(p.startswith(("tests/numerics/test_", "tests/models/test_")) and p.endswith(".py")
                        for p in t.numeric_tests + t.necessity_tests)
-        for s in (t.title, *t.conclusions, *t.notes, *(h.statement for h in t.hypotheses)):
+        for s in (t.title, *(c.text for c in t.conclusions), *t.notes, *(h.text for h in t.hypotheses)):
             assert s.count("$") % 2 == 0, f"{t.id}: unbalanced $ in {s!r}"
 
 
 def test_numeric_test_paths_are_the_assigned_ones():
-    assert set(get("T1").numeric_tests) == {"tests/numerics/test_walk_t1.py", "tests/numerics/test_attention.py"}
+    stmt = "tests/numerics/test_statements.py"
+    assert set(get("T1").numeric_tests) == {"tests/numerics/test_walk_t1.py", "tests/numerics/test_attention.py", stmt}
     assert set(get("T2").numeric_tests) == {"tests/numerics/test_walk_t2.py", "tests/numerics/test_attention.py",
                                             "tests/models/test_identity_tiny.py", "tests/models/test_identity_real.py",
-                                            "tests/models/test_registry.py"}
+                                            "tests/models/test_registry.py", stmt}
     group = {"tests/numerics/test_laplacian.py", "tests/numerics/test_reversibility.py",
-             "tests/numerics/test_necessity.py", "tests/numerics/test_graphs.py"}
-    assert set(get("T3").numeric_tests + get("T3").necessity_tests) == group | {"tests/numerics/test_spectra.py"}
+             "tests/numerics/test_necessity.py", "tests/numerics/test_graphs.py", "tests/numerics/test_statements.py"}
+    assert set(get("T3").numeric_tests + get("T3").necessity_tests) == group | {
+        "tests/numerics/test_spectra.py", "tests/numerics/test_oracles.py"}
     assert set(get("T5").numeric_tests + get("T5").necessity_tests) == group | {"tests/numerics/test_involution.py"}
     assert set(get("T4").numeric_tests + get("T4").necessity_tests) <= group
-    assert get("T6").numeric_tests == ("tests/numerics/test_patterns.py",)
+    assert set(get("T6").numeric_tests) == {"tests/numerics/test_patterns.py", "tests/numerics/test_statements.py",
+                                            "tests/numerics/test_t6_emergence.py"}
 
 
 def test_get_returns_registered_objects():
     for t in THEOREMS:
         assert get(t.id) is t
+
+
+def test_claims_are_registered_and_separate_from_theorems():
+    assert claim_ids() == ["E1", "E2", "E3", "E4", "E5", "E6"]
+    for c in CLAIMS:
+        assert get_claim(c.id) is c
+        assert c.statement and c.statistic and c.null_model and c.decision_rule and c.module
+    with pytest.raises(UnknownTheoremError):
+        get_claim("T3")
 
 
 @pytest.mark.parametrize("bad", ["T7", "t3", "E1", "", None, 3])
@@ -92,11 +105,18 @@ def test_default_sizes_are_within_supported_ranges():
 
 
 def test_theory_never_imports_torch():
+    """theory/ imports neither torch nor numerics (nor paper_checks); the registry, the renderer and
+    the derivations do not even need numpy (only the oracles use it)."""
     code = ("import sys\n"
             "import theory, theory.registry, theory.render, theory.derivations, theory.certificates, "
-            "theory.symbolic, theory.report, theory.errors\n"
+            "theory.symbolic, theory.report, theory.errors, theory.statements\n"
             "theory.render.render_markdown(); theory.render.render_latex()\n"
             "bad = sorted(m for m in sys.modules if m.split('.')[0] in ('torch', 'numerics', 'paper_checks', 'numpy'))\n"
+            "assert not bad, bad\n"
+            "import theory.oracles\n"
+            "from theory.registry import THEOREMS\n"
+            "theory.oracles.judge(THEOREMS[5].conclusions[-1], {})\n"
+            "bad = sorted(m for m in sys.modules if m.split('.')[0] in ('torch', 'numerics', 'paper_checks'))\n"
             "assert not bad, bad\n"
             "print('clean')\n")
     out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=120)

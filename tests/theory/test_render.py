@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from theory import render
-from theory.registry import THEOREMS
+from theory.registry import CLAIMS, CONVENTIONS, THEOREMS, get
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -26,11 +26,33 @@ def test_markdown_contains_every_statement():
     for t in THEOREMS:
         assert f"## {t.id} — {t.title}" in md
         for h in t.hypotheses:
-            assert h.statement in md
+            assert h.text in md
+            for w in h.witnesses:
+                assert w.text in md
         for c in t.conclusions:
-            assert c in md
+            assert c.text in md
+        for note in t.notes:
+            assert note in md
         assert t.derivation.__name__ in md
+    for c in CLAIMS:
+        assert f"## {c.id} — {c.title}" in md
+        for part in (c.statement, c.statistic, c.null_model, c.decision_rule):
+            assert part in md
+    for conv in CONVENTIONS:
+        assert conv in md
     assert render.render_markdown() == md  # deterministic
+
+
+def test_numbers_in_statements_come_from_their_params():
+    """Editing a param changes the rendered statement (THEOREMS.md and the tests read one value)."""
+    c = get("T3").conclusion("T3.spectrum")
+    assert "$[0, 2]$" in c.text
+    assert "$[0, 1]$" in c.with_params(hi=1).text
+    md = render.render_markdown([get("T3").with_conclusion(c.with_params(hi=1))], claims=[])
+    assert "$[0, 1]$" in md and "$[0, 2]$" not in md.split("(`T3.spectrum`)")[1].split("\n")[0]
+    f = get("T6").conclusion("T6.fourier")
+    assert "e^{+2\\pi i k m / n}" in f.text and "e^{-2\\pi i k m / n}" in f.with_params(hat_sign=-1).text
+    assert "0.662" in get("T2").conclusion("T2.counterexample").text
 
 
 def test_check_mode_exit_codes(tmp_path, capsys):
@@ -60,7 +82,7 @@ def test_latex_rendering_is_well_formed():
     for t in THEOREMS:
         env = "lemma" if t.kind == "lemma" else "theorem"
         assert f"\\begin{{{env}}}[{t.id}:" in tex
-        body = t.to_latex()
+        body = render.theorem_latex(t)
         assert body.count("\\begin{") == body.count("\\end{")
         # braces balance once escaped braces are removed
         plain = body.replace("\\{", "").replace("\\}", "")
@@ -68,7 +90,7 @@ def test_latex_rendering_is_well_formed():
         # no raw markdown left outside math
         text = re.sub(r"\$[^$]*\$", "", body)
         assert "**" not in text and "`" not in text and "_" not in text.replace("\\_", ""), t.id
-    assert t.to_markdown() == render.theorem_markdown(t)
+    assert render.theorem_markdown(t).startswith(f"## {t.id} — ")
 
 
 def test_latex_text_escaping():

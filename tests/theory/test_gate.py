@@ -1,0 +1,102 @@
+"""The theorem gate rejects wrong statements: statement mutants applied to the registry data in
+memory must be rejected by the checks on instances they draw.
+
+Each mutant changes one number or one hypothesis of a registered statement. The check is the one
+the property tests run (``tests/numerics/test_statements.py``): draw instances that satisfy the
+mutant's hypotheses (``tests/numerics/statement_cases.py``) and judge its conclusions with the
+oracles, using the mutant's params. Hypothesis ``find`` must produce an instance the mutant fails
+on; for a changed conclusion the original statement must hold on that same instance (so the
+rejection is due to the mutation); for a removed hypothesis the instance must violate it (so the
+hypothesis was needed). ``test_property_test_reads_the_registry`` runs the property test itself
+with the registry patched, proving the edit of ``theory/registry.py`` is what gets tested.
+"""
+from __future__ import annotations
+
+import pytest
+from hypothesis import HealthCheck, Phase, find, given, settings
+from hypothesis import strategies as st
+
+from tests.numerics import statement_cases as cases
+from tests.numerics import test_statements
+from theory import oracles, registry
+from theory.registry import get
+from theory.report import record
+
+SEARCH = settings(max_examples=100, derandomize=True, database=None, deadline=None,
+                  phases=[Phase.generate], suppress_health_check=list(HealthCheck))
+
+
+def _conclusion_mutant(tid, cid, **params):
+    t = get(tid)
+    return t, t.with_conclusion(t.conclusion(cid).with_params(**params))
+
+
+MUTANTS = {
+    "T3 upper bound 2 -> 1": lambda: _conclusion_mutant("T3", "T3.spectrum", hi=1),
+    "T1 token-major -> feature-major": lambda: _conclusion_mutant("T1", "T1.walk", stacking="feature-major"),
+    "T2 Kronecker miss 0.662 -> 0.5": lambda: _conclusion_mutant("T2", "T2.counterexample", miss=0.5),
+    "T4 triangle identity sign flipped": lambda: _conclusion_mutant("T4", "T4.triangle", sign=-1),
+    "T5 without the involution hypothesis": lambda: (get("T5"), get("T5").without("T5.involution")),
+    "T6 Fourier sign reversed": lambda: _conclusion_mutant("T6", "T6.fourier", hat_sign=-1),
+    # further mutants of the numbers the statements carry
+    "T3 lower bound 0 -> 0.5": lambda: _conclusion_mutant("T3", "T3.spectrum", lo=0.5),
+    "T5 spectral map swapped": lambda: _conclusion_mutant("T5", "T5.spectrum", on_fix=1, on_minus=-1),
+    "T6 growth shift 1 -> 0": lambda: _conclusion_mutant("T6", "T6.selection", shift=0),
+    "T4 triangle coefficient 2 -> 1": lambda: _conclusion_mutant("T4", "T4.triangle", coefficient=1),
+    "T3 without (b) reversible": lambda: (get("T3"), get("T3").without("T3.b")),
+    "T3 without (c1) orthogonal": lambda: (get("T3"), get("T3").without("T3.c1")),
+    "T3 without (c2) transpose": lambda: (get("T3"), get("T3").without("T3.c2")),
+    "T3 without (a) stochastic": lambda: (get("T3"), get("T3").without("T3.a")),
+    "T5 without reversible": lambda: (get("T5"), get("T5").without("T5.reversible")),
+    "T6 without (H3) circulant": lambda: (get("T6"), get("T6").without("T6.H3")),
+    "T2 without the P convention": lambda: (get("T2"), get("T2").without("T2.convention")),
+    "T1 without the transport layout": lambda: (get("T1"), get("T1").without("T1.transport")),
+}
+
+
+def _params(names):
+    return [pytest.param(n, marks=pytest.mark.theorem(n.split()[0]), id=n) for n in names]
+
+
+@pytest.mark.parametrize("name", _params(MUTANTS))
+def test_statement_mutant_is_rejected(name):
+    original, mutant = MUTANTS[name]()
+    inst = find(cases.instances(mutant), lambda i: not cases.conclusions_hold(mutant, i), settings=SEARCH)
+    _, con = oracles.judge_theorem(mutant, inst)
+    rejected = sorted(k for k, v in con.items() if not v.holds)
+    assert rejected, name
+    dropped = original.hypothesis_ids - mutant.hypothesis_ids
+    if dropped:  # the instance is outside the original theorem: it violates the removed hypothesis
+        for hid in dropped:
+            h = original.hypothesis(hid)
+            if h.predicate:
+                assert not oracles.judge(h, inst).holds, (name, hid)
+    else:  # same instance, original statement: accepted
+        hyp, con0 = oracles.judge_theorem(original, inst)
+        assert all(v.holds for v in hyp.values()) and all(v.holds for v in con0.values()), (name, con0)
+    record(original.id, counterexample=f"statement mutant rejected: {name} (fails {', '.join(rejected)})")
+
+
+@pytest.mark.parametrize("name", _params(["T3 upper bound 2 -> 1", "T6 Fourier sign reversed",
+                                          "T1 token-major -> feature-major", "T5 without the involution hypothesis"]))
+def test_property_test_reads_the_registry(monkeypatch, name):
+    """The property test itself (``test_conclusions_hold_on_drawn_instances``) fails once the
+    registry entry is the mutant: the test reads its numbers from the registry, not from a copy."""
+    original, mutant = MUTANTS[name]()
+    monkeypatch.setitem(registry._BY_ID, original.id, mutant)
+    assert get(original.id) is mutant
+    # the property test's own body, re-wrapped without the shrink phase (shrinking is wasted here)
+    body = test_statements.test_conclusions_hold_on_drawn_instances.hypothesis.inner_test
+
+    def fresh(tid, data):
+        body(tid=tid, data=data)
+
+    run = given(data=st.data())(SEARCH(fresh))
+    with pytest.raises(AssertionError, match="conclusions rejected by the oracles"):
+        run(tid=original.id)
+    # (the unpatched entry passes the same test: tests/numerics/test_statements.py)
+
+
+def test_every_theorem_has_at_least_one_mutant_here():
+    ids = {n.split()[0] for n in MUTANTS}
+    assert ids == {"T1", "T2", "T3", "T4", "T5", "T6"}

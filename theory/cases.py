@@ -1,0 +1,31 @@
+"""Reference data the statements carry: counterexamples and their stated numbers, in exact form.
+
+One home for each number: the registry (:mod:`theory.registry`) uses these dicts as the params of
+its conclusions (so THEOREMS.md and the oracles read them), and the symbolic derivations
+(:mod:`theory.derivations`) recompute them from the same data. Entries are ints or ``"p/q"``
+strings (exact); ``*_exact`` strings are SymPy expressions; rounded values carry their number of
+decimals. Standard library only.
+"""
+from __future__ import annotations
+
+#: T2: no constant transport although both heads are softmax-realisable (n = d = H = 2)
+T2_COUNTEREXAMPLE: dict = {
+    "A1": [["9/10", "1/10"], ["2/10", "8/10"]],
+    "A2": [["1/2", "1/2"], ["1/2", "1/2"]],
+    "T1": [[1, 0], [0, 1]],
+    "T2": [[0, -1], [1, 0]],
+    "B11": [["9/10", "-1/2"], ["1/2", "9/10"]],
+    "B12": [["1/10", "-1/2"], ["1/2", "1/10"]],
+    "miss_exact": "sqrt(2)*sqrt(5 - sqrt(17))/2",
+    "miss": 0.662,
+    "digits": 3,
+}
+
+#: T3: drop orthogonality but keep O_ji = O_ij^{-1} (3-cycle, weights 1/2): everything fails
+T3_INVERSE_TRANSPORTS: dict = {
+    "O12": [[1, "3/2"], [0, 1]],
+    "O23": [[1, 0], [0, 1]],
+    "O31": [[2, 0], [0, "1/2"]],
+    "negative_eigenvalue": -0.0268,
+    "digits": 4,
+}
