@@ -45,6 +45,24 @@ Distances to walks that satisfy the hypotheses (:func:`nearest_walk_distances`; 
   scaled metric compatibility, so this is an upper bound on the distance to the set of all scaled
   connection Laplacians (with per-edge transports) in the same output norm.
 
+Why the two targets satisfy the hypotheses (tested in ``tests/paper_checks/test_laplacian_check.py``
+with the dense ``numerics.laplacian.diagnose``):
+
+* ``W_rev`` has blocks ``B''_ij = (π_i B_ij + π_j B_jiᵀ) / (2π''_i)``. With ``f_ij = π_i P_ij`` and
+  ``F = (f + fᵀ)/2`` (symmetric, ≥ 0): ``π''_i = Σ_j F_ij``, so ``P'' = F/π''`` has rows summing to 1
+  (a) and ``π''_i P''_ij = F_ij = π''_j P''_ji`` (b, ``π'' > 0`` because ``π > 0``). Its transports
+  ``O''_ij = B''_ij / P''_ij = (f_ij O_ij + f_ji O_jiᵀ)/(f_ij + f_ji)`` satisfy ``O''_ji = O''_ijᵀ``, and
+  ``π''_i B''_ij = ½(π_i B_ij + π_j B_jiᵀ) = (π''_j B''_ji)ᵀ``: Δ'' is π''-self-adjoint (T3.1). When
+  ``πP = π``, ``π'' = π`` and ``W_rev = ½(W + W*)`` with ``W* = Π⁻¹WᵀΠ`` the ``ℓ²(π)``-adjoint; ``W − W_rev``
+  is π-skew, orthogonal to every π-self-adjoint ``S`` in ``<M, N> = tr(M* N)``, so ``W_rev`` is the
+  nearest π-self-adjoint operator in that norm. Orthogonality of ``O''`` is *not* enforced.
+* ``P'' ⊗ sQ`` with ``Q = Qᵀ = Q⁻¹``: every transport is ``sQ`` (a scaled orthogonal map) and
+  ``O_ji = sQ = O_ijᵀ``; with (a), (b) from ``P''`` this is T3 with the scale of item 6 (T5 up to the
+  scale): π''-self-adjoint, spectrum in ``[1 − s, 1 + s]``. Optimality: for orthogonal ``Q``,
+  ``‖Y − sZQ‖² = ‖Y‖² − 2s<ZᵀY, Q> + s²‖Z‖²`` and for symmetric ``Q``, ``<ZᵀY, Q> = <S, Q> ≤ Σ|λ_i(S)|``
+  (von Neumann's trace inequality, all singular values of ``Q`` equal 1), with equality at ``Q*``;
+  minimising over ``s ≥ 0`` gives ``s*``.
+
 π: the stationary distribution of ``P`` when it is positive (encoders); for causal walks (never
 reversible with a positive π, T4) the π-dependent defects are NaN and the nearest walk uses the
 PageRank law (α = 0.15), which is positive. Cost per prompt: ``O(H² n² + H n d d_h)`` for
