@@ -311,3 +311,30 @@ def test_laplacian_claim_in_the_job_and_the_cli(tmp_path, capsys):
     table = capsys.readouterr().out
     assert "| LAP | synthetic:enc | dist_laplacian |" in table and "| E1 |" not in table
     assert cli.main(["analyze", "synthetic:enc", "--claims", "laplacien", *SMALL]) == 2
+
+
+def test_statuses_agree_with_the_factored_diagnose():
+    """The T3 ``diagnose(method="factored")`` and the LAP defects tell the same story: on a walk that
+    satisfies the hypotheses every check holds and every defect is at rounding level; on a random
+    softmax layer the checks fail and the defects are large."""
+    n, d, H = 12, 6, 2
+    P = _reversible_attention(8, n, B=1)
+    A = P[:, None].expand(1, H, n, n).contiguous()
+    Q = _householder(d, 2)
+    Wo = (1.0 / H) * Q.expand(H, d, d).contiguous()
+    Wv = torch.eye(d, dtype=F64).expand(H, d, d).contiguous()
+    X = torch.randn(1, n, d, generator=torch.Generator().manual_seed(3), dtype=F64)
+    good = diagnose(ConnectionWalk.from_factors(A[0], Wo, Wv), method="factored")
+    f = _factored(A, Wo, Wv, X)
+    res = LS.gram_resolution(n, H)
+    assert bool(good.hypotheses_t3()) and bool(good.self_adjoint) and bool(good.dirichlet)
+    assert all(float(f[k][0]) <= res for k in ("detailed_balance", "transpose_symmetry", "orthogonality",
+                                               "scaled_isometry", "self_adjoint", "block_detailed_balance"))
+    A2, Wo2, Wv2, X2 = _instance(5, B=1, H=H, n=n, d=d, dh=3)
+    bad = diagnose(ConnectionWalk.from_factors(A2[0], Wo2, Wv2), method="factored")
+    f2 = _factored(A2, Wo2, Wv2, X2)
+    for check, stat in (("detailed_balance", "detailed_balance"), ("transpose_symmetric", "transpose_symmetry"),
+                        ("orthogonal", "orthogonality"), ("self_adjoint", "self_adjoint"),
+                        ("block_detailed_balance", "block_detailed_balance"), ("scaled_isometry", "scaled_isometry")):
+        assert not bool(getattr(bad, check).holds), check
+        assert float(f2[stat][0]) > 1e-3, stat
