@@ -301,6 +301,7 @@ def test_laplacian_claim_in_the_job_and_the_cli(tmp_path, capsys):
     dec = {r["statistic"]: r for r in rows if r["model"] == "synthetic:dec"}
     # softmax rows: stochastic at rounding level; causal walks: π-dependent statistics undefined
     assert enc["stochastic"]["extra"]["status_trained"] == "holds"
+    assert enc["stochastic"]["verdict"] == "not reproduced" and "rounding" in enc["stochastic"]["notes"]
     assert dec["detailed_balance"]["trained"] is None and dec["detailed_balance"]["verdict"] == "inconclusive"
     assert enc["detailed_balance"]["trained"] is not None
     assert len(enc["dist_laplacian"]["extra"]["per_layer"]) == 6
