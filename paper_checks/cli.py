@@ -2,7 +2,8 @@ r"""``connwalk`` command line.
 
 * ``connwalk paper-checks --out DIR [--models M ...] [--claims E1 ...] [--seed S] [--quick]``:
   the main job (all checks, one report directory: report.md, results.json, PNG figures).
-* ``connwalk analyze MODEL [--out DIR]``: E1/E2 for one model; prints the verdict table.
+* ``connwalk analyze MODEL [--out DIR] [--claims E1 E2 | laplacian ...]``: checks on one model (default
+  E1/E2; ``--claims laplacian`` runs the LAP check); prints the verdict table.
 * ``connwalk patterns ...``: registered by :mod:`paper_checks.patterns_cli` when installed.
 
 Exit status: 0 success; 2 bad input (unknown claim / model, corpus too short, output path that is a
@@ -56,9 +57,11 @@ def build_parser() -> argparse.ArgumentParser:
                          "also local HF directories, .gguf files, synthetic:* test models")
     pc.add_argument("--claims", nargs="+", default=None, help=f"claims to check (default: all of {' '.join(CLAIMS)})")
     _common(pc)
-    an = sub.add_parser("analyze", help="E1/E2 statistics and verdicts for one model")
+    an = sub.add_parser("analyze", help="E1/E2 (or --claims ...) statistics and verdicts for one model")
     an.add_argument("model", help="model name (as for --models)")
     an.add_argument("--out", default=None, help="also write a report directory here")
+    an.add_argument("--claims", nargs="+", default=None,
+                    help="claims to check (default: E1 E2; e.g. `--claims laplacian` for the LAP check)")
     _common(an)
     if importlib.util.find_spec("paper_checks.patterns_cli") is not None:
         mod = importlib.import_module("paper_checks.patterns_cli")
@@ -93,7 +96,7 @@ def main(argv: list[str] | None = None) -> int:
             return 0
         if args.command == "analyze":
             _positive(args)
-            cfg = _config(args, [args.model], ["E1", "E2"])
+            cfg = _config(args, [args.model], args.claims or ["E1", "E2"])
             rows, _ = run_job(cfg, args.out)
             print(verdict_table(rows))
             return 0

@@ -25,12 +25,13 @@ import torch
 
 from numerics.errors import ConnwalkError, ModelError
 from paper_checks import claims as C
+from paper_checks import laplacian_check as LAP
 from paper_checks import synthetic
 from paper_checks.measure import measure
 from paper_checks.report import check_out_dir, write_report
 from paper_checks.verdict import StatResult
 
-CLAIMS = ("E1", "E2", "E3", "E4", "E5", "E6")
+CLAIMS = ("E1", "E2", "E3", "E4", "E5", "E6", LAP.CLAIM)
 EMBEDDED = ("minilm", "smollm2-135m")
 SCALE_SET = ("mpnet-base", "gemma3-270m")
 EXTERNAL = {"E5": "paper_checks.e5_phase", "E6": "paper_checks.e6_prior"}
@@ -76,6 +77,7 @@ def check_claims(claims) -> list[str]:
     out = []
     for c in claims:
         cu = str(c).strip().upper()
+        cu = LAP.CLAIM if cu in LAP.ALIASES else cu
         if cu not in CLAIMS:
             raise UnknownClaimError(f"unknown claim {c!r}; known claims: {', '.join(CLAIMS)}", argument="--claims")
         if cu not in out:
@@ -159,7 +161,7 @@ def run_job(cfg: JobConfig, out: str | Path | None, *, log=print) -> tuple[list[
     r = cfg.resolved()
     if not cfg.models:
         raise ModelError("no models requested", argument="--models")
-    want_models = any(c in claims for c in ("E1", "E2", "E3", "E4"))
+    want_models = any(c in claims for c in ("E1", "E2", "E3", "E4", LAP.CLAIM))
     handles, ids = {}, {}
     if want_models:
         for name in cfg.models:
@@ -177,12 +179,14 @@ def run_job(cfg: JobConfig, out: str | Path | None, *, log=print) -> tuple[list[
         for name, h in handles.items():
             t0 = time.perf_counter()
             m = measure(h, ids[name], baselines=True, edge_layers=r["edge_layers"],
-                        edge_prompts=r["edge_prompts"], seed=cfg.seed, progress=step)
+                        edge_prompts=r["edge_prompts"], seed=cfg.seed, progress=step,
+                        hooks=LAP.hooks_for(claims, h, r, cfg.seed))
             nulls = []
             for k in range(r["null_seeds"]):
                 hn = load_model(null_name(name), seed=cfg.seed * 100 + k + 1)
                 nulls.append(measure(hn, ids[name], baselines=False, edge_layers=r["edge_layers"],
-                                     edge_prompts=r["edge_prompts"], seed=cfg.seed * 100 + k, progress=step))
+                                     edge_prompts=r["edge_prompts"], seed=cfg.seed * 100 + k, progress=step,
+                                     hooks=LAP.hooks_for(claims, hn, r, cfg.seed)))
                 del hn
             runs.append(C.ModelRun(trained=m, nulls=nulls))
             timings[name] = time.perf_counter() - t0
@@ -196,6 +200,7 @@ def run_job(cfg: JobConfig, out: str | Path | None, *, log=print) -> tuple[list[
         rows += C.e3_rows(runs, seed=cfg.seed)
     if "E4" in claims:
         rows += C.e4_rows(runs)
+    rows += LAP.rows(runs, claims, n_boot=r["n_boot"], seed=cfg.seed)
     models_info = {run.trained.name: {k: getattr(run.trained, k) for k in
                                       ("kind", "family", "n_params", "n_layers", "n_heads", "d_model", "d_head")}
                    | {"sink_positions": run.trained.sinks, "edge_layers": run.trained.edge_layers}

@@ -100,6 +100,7 @@ class Measurement:
     spectra: np.ndarray | None = None
     sinks: list = field(default_factory=list)
     edge_layers: list = field(default_factory=list)
+    checks: dict = field(default_factory=dict)  # name -> result of a per-layer hook (see measure)
 
 
 def spread_layers(L: int, k: int) -> list[int]:
@@ -116,12 +117,17 @@ def _np(t: torch.Tensor) -> np.ndarray:
 
 
 def measure(handle, input_ids: torch.Tensor, *, baselines: bool = True, edge_layers: int = 6,
-            edge_prompts: int = 4, seed: int = 0, progress: Callable[[int], None] | None = None) -> Measurement:
+            edge_prompts: int = 4, seed: int = 0, progress: Callable[[int], None] | None = None,
+            hooks: Iterable = ()) -> Measurement:
     """Measure every E1/E2 statistic of ``handle`` on ``input_ids`` ``(B, n)``.
 
     ``baselines``: also compute the E2 spectrum-matched and flat-subspace baselines (trained model).
     ``edge_layers`` / ``edge_prompts``: the edge defect (the costly one) is computed on that many
-    evenly spaced layers and the first that many prompts. ``progress(1)`` is called per layer."""
+    evenly spaced layers and the first that many prompts. ``progress(1)`` is called per layer.
+    ``hooks``: objects with ``name``, ``layer(index, A, X, W_O, W_V)`` (float64 tensors of each layer,
+    called in order) and ``finish(n_layers)``; their results land in ``Measurement.checks[name]``
+    (further checks on the same forward pass, e.g. :mod:`paper_checks.laplacian_check`)."""
+    hooks = list(hooks)
     B, n = int(input_ids.shape[0]), int(input_ids.shape[1])
     L = int(handle.n_layers)
     e_layers = spread_layers(L, edge_layers)
@@ -177,6 +183,8 @@ def measure(handle, input_ids: torch.Tensor, *, baselines: bool = True, edge_lay
                     wo, wv = variants[bname]
                     rb = S.factor_rank(wo, wv, rank_tol)
                     base[bname]["edge_defect"].append(_np(S.edge_defect(Ae, wo, wv, rb)))
+        for hk in hooks:
+            hk.layer(len(seen) - 1, A, X, Wo, Wv)
         if progress is not None:
             progress(1)
     if len(Ps) != L:
@@ -222,6 +230,7 @@ def measure(handle, input_ids: torch.Tensor, *, baselines: bool = True, edge_lay
             for b in BASELINES
         }
     m.spectra = np.stack(spectra)
+    m.checks = {hk.name: hk.finish(L) for hk in hooks}
     return m
 
 

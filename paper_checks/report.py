@@ -165,6 +165,10 @@ def render_markdown(rows: list[StatResult], config: dict, figures: list[str], no
                   "states and attention.", "", baseline_table(rows), ""]
     if any(r.claim == "E1" for r in rows):
         parts += ["## E1 depth trends", trend_table(rows), ""]
+    if any(r.claim == "LAP" for r in rows):
+        from paper_checks.laplacian_check import report_section
+
+        parts += report_section(rows)
     parts += ["## Definitions and rules", definitions_section(rows), ""]
     if figures:
         parts += ["## Figures", *[f"![{f}]({f})" for f in figures], ""]

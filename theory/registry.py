@@ -1,5 +1,5 @@
 """The theorem registry: one object per theorem T1-T6, per lemma L1-L4 it needs, and per
-empirical claim E1-E6.
+empirical claim E1-E6 and LAP.
 
 ``THEOREMS`` (ordered: L1-L4, then T1-T6) is the single list everything reads: the pytest plugin
 (``--theorem`` ids), ``python -m theory.render`` (THEOREMS.md) and the test-suite. Statements are
@@ -9,7 +9,7 @@ links — conclusions name the derivation steps of :mod:`theory.derivations` tha
 property tests that exercise them, hypotheses name their necessity witnesses. Every number a
 statement carries (T3's interval, T2's Kronecker miss, T4's triangle coefficient, T5's spectra,
 T6's Fourier sign and growth formula, T1's stacking) is a param: THEOREMS.md and the property
-tests (``tests/numerics/test_statements.py``) read it from here. ``CLAIMS`` holds E1-E6 (statement,
+tests (``tests/numerics/test_statements.py``) read it from here. ``CLAIMS`` holds E1-E6 and LAP (statement,
 statistic, null model, decision rule); adding a claim is adding one :class:`Claim` entry.
 
     >>> from theory.registry import get
@@ -505,6 +505,40 @@ CLAIMS: list[Claim] = [
           decision_rule=("per baseline: 'reproduced' if the 95% paired t-interval of the effect lies above 0, "
                          "'not reproduced' if its upper end is ≤ 0, 'inconclusive' otherwise"),
           module="paper_checks.e6_prior", source=SEED_B, tests=("tests/paper_checks/test_e6_prior.py",)),
+    # LAP (issue 13): the T3 hypotheses measured on real layers; added by the LAP check's branch
+    Claim("LAP", "Real attention layers and the Laplacian-reduction hypotheses",
+          ("trained attention layers are closer to a random-walk connection Laplacian (T3: (a) stochastic, "
+           "(b) reversible, (c) metric-compatible) than a random initialisation of the same architecture; and how "
+           "far each layer is from a walk that satisfies the hypotheses"),
+          statistic=("per layer and prompt, on the layer's real input $x$, with $P = \\frac1H\\sum_h A^h$, "
+                     "$O_{ij} = \\sum_h (A^h_{ij}/P_{ij}) T_h$, $\\pi$ stationary: each hypothesis's defect — "
+                     "$\\max_i|\\sum_j P_{ij} - 1|$; $\\lVert F - F^\\top\\rVert_F/\\lVert F + F^\\top\\rVert_F$, "
+                     "$F = \\operatorname{diag}(\\pi)P$; the same for the blocks $\\hat\\pi_i B_{ij}$ vs "
+                     "$\\hat\\pi_j B_{ji}^\\top$ ($\\hat\\pi$ from the block norms); the $P$-weighted transpose "
+                     "asymmetry $\\lVert O_{ij} - O_{ji}^\\top\\rVert/\\lVert O_{ij} + O_{ji}^\\top\\rVert$, "
+                     "orthogonality defect $\\lVert O_{ij}^\\top O_{ij} - I\\rVert_F/\\sqrt d$ and scaled-isometry "
+                     "defect (CV of all $d$ squared singular values of $O_{ij}$) — and each conclusion's status: "
+                     "$\\lVert \\Pi W - W^\\top \\Pi\\rVert_F/\\lVert \\Pi W + W^\\top \\Pi\\rVert_F$, the Dirichlet "
+                     "identity on $x$ ($|a - b|/(a + b)$, $a - b = \\langle x, \\Delta x\\rangle_\\pi - \\tfrac12\\sum_{ij} "
+                     "\\pi_i P_{ij}\\lVert x_i - O_{ij}x_j\\rVert^2$) and the spectral radius $\\rho(W)$ (T3.2 implies "
+                     "$\\rho(W) \\le 1$); distances $\\lVert Wx - W'x\\rVert/\\lVert Wx\\rVert$ to "
+                     "$W_{\\mathrm{rev}} = \\Pi''^{-1}\\tfrac12(\\Pi W + W^\\top\\Pi)$, $\\pi'' = \\tfrac12(\\pi \\odot r + "
+                     "P^\\top\\pi)$ (stochastic, reversible w.r.t. $\\pi''$, $O''_{ji} = O''^\\top_{ij}$; for stationary "
+                     "$\\pi$ the nearest $\\pi$-self-adjoint operator in the Hilbert–Schmidt norm of "
+                     "$\\ell^2(\\pi)\\otimes\\mathbb R^d$) and to the best $P''\\otimes sQ$ over orthogonal involutions "
+                     "$Q = Q^\\top = Q^{-1}$, $s \\ge 0$ (closed form $Q^* = U\\operatorname{sign}(\\Lambda)U^\\top$ from "
+                     "$\\operatorname{sym}(Z^\\top Y) = U\\Lambda U^\\top$, $Z = P''X$, $Y = WX$, $s^* = \\sum|\\lambda|/\\lVert Z\\rVert_F^2$: "
+                     "a T5 connection Laplacian, so an upper bound on the distance to all scaled connection Laplacians); "
+                     "mean over layers; causal walks have no positive $\\pi$ (T4): $\\pi$-dependent defects undefined, "
+                     "the distances use the PageRank law (`paper_checks.laplacian_stats`)"),
+          null_model=_NULL_RANDOM,
+          decision_rule=("direction: smaller = closer to a connection Laplacian; 'reproduced' if the 95% bootstrap "
+                         "interval of the effect (trained − null) lies below 0; 'not reproduced' if above 0 or entirely "
+                         "within ±5% of |null|; otherwise 'inconclusive' (`paper_checks.inference.decide`); separately a "
+                         "status per statistic: 'holds' iff the trained interval lies at or below tol(float32, n) (the "
+                         "model computes softmax in float32; $\\rho(W)$ against $1 + $ tol)"),
+          module="paper_checks.laplacian_check", source=SEED_A,
+          tests=("tests/paper_checks/test_laplacian_check.py",)),
 ]
 
 #: every registered statement, lemmas first (they are used by the theorems)
@@ -530,7 +564,7 @@ def get(theorem_id: str) -> Theorem:
 
 
 def get_claim(claim_id: str) -> Claim:
-    """The registered empirical claim E1-E6 with this id (``UnknownTheoremError`` otherwise)."""
+    """The registered empirical claim (E1-E6, LAP) with this id (``UnknownTheoremError`` otherwise)."""
     if not isinstance(claim_id, str) or claim_id not in _CLAIMS_BY_ID:
         raise UnknownTheoremError(claim_id, claim_ids())
     return _CLAIMS_BY_ID[claim_id]

@@ -61,7 +61,7 @@ def test_get_returns_registered_objects():
 
 
 def test_claims_are_registered_and_separate_from_theorems():
-    assert claim_ids() == ["E1", "E2", "E3", "E4", "E5", "E6"]
+    assert claim_ids() == ["E1", "E2", "E3", "E4", "E5", "E6", "LAP"]
     for c in CLAIMS:
         assert get_claim(c.id) is c
         assert c.statement and c.statistic and c.null_model and c.decision_rule and c.module
