@@ -24,7 +24,8 @@ import torch
 from scipy.sparse.linalg import LinearOperator, eigs, eigsh
 
 from numerics.errors import ShapeError, UndefinedError
-from numerics.laplacian import as_walk, generator_dense, stationary_info
+from numerics.laplacian import as_walk, generator_dense
+from numerics.markov import stationary_info
 from numerics.tolerance import tol
 from numerics.validate import as_tensor, check_finite
 from numerics.walk import ConnectionWalk

@@ -1,0 +1,376 @@
+r"""One function per T3 hypothesis and conclusion, shared by the dense and the factored diagnostics.
+
+Every check reads the walk through a small *block algebra*: an object with the per-edge quantities
+the checks need, so that the same tolerance rule and the same verdict logic serve both paths.
+
+* :class:`DenseBlocks` holds ``B`` ``(..., n, n, d, d)`` and ``O`` and computes every quantity from
+  the blocks (``n²d²`` memory: the reference).
+* :class:`numerics.laplacian_factored.FactoredBlocks` holds ``B_ij = Σ_h a^h_ij T_h`` as the
+  coefficients ``a`` ``(..., H, n, n)`` and ``T`` ``(H, d, d)`` and gets the same quantities from
+  small triangular factors of the ``T``'s (``O(H n² + H² d²)`` memory, never ``n²d²``).
+
+The interface (each returns ``(..., n, n)`` unless said):
+
+* ``norms()`` ``‖B_ij‖_F``; ``transport_norms()`` ``‖O_ij‖_F`` (0 off the support);
+* ``balance_defect(π)`` ``‖π_i B_ij − π_j B_jiᵀ‖_F``;
+* ``transpose_defect()`` ``‖O_ji − O_ijᵀ‖_F``;
+* ``gram_defect(c)`` ``‖c_ij² O_ijᵀ O_ij − I‖_F`` for a scaling ``c`` ``(..., n, n)``;
+* ``apply(x)`` ``(Wx)`` for ``x`` ``(..., p, n, d)``; ``edge_energy(π, x)``
+  ``½ Σ_ij π_i P_ij ‖x_i − O_ij x_j‖²`` ``(..., p)``.
+
+Tolerances all come from :func:`numerics.tolerance.tol` with ``tdt`` the precision the walk was
+given in (see :func:`numerics.laplacian.diagnose` for ``attention_dtype``).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+
+from numerics.errors import ShapeError
+from numerics.markov import StationaryInfo, stationary_info
+from numerics.tolerance import tol
+from numerics.validate import as_tensor, check_finite
+
+F64 = torch.float64
+
+__all__ = [
+    "Check",
+    "DenseBlocks",
+    "Stationary",
+    "make_check",
+    "check_stochastic",
+    "stationary",
+    "check_detailed_balance",
+    "check_block_detailed_balance",
+    "check_orthogonal",
+    "check_transpose_symmetric",
+    "check_metric_compatible",
+    "transport_scale",
+    "check_scaled_isometry",
+    "check_self_adjoint",
+    "check_dirichlet",
+    "spectrum_checks",
+    "block_pi",
+]
+
+
+@dataclass
+class Check:
+    """One condition: ``holds`` (bool, batch shape), ``residual`` (float64, batch shape; NaN where
+    undefined), the tolerance used, and ``reason`` (why it is undefined / skipped, else None)."""
+
+    name: str
+    holds: torch.Tensor
+    residual: torch.Tensor
+    tol: float
+    reason: str | None = None
+
+    def __bool__(self) -> bool:
+        return bool(self.holds.all())
+
+    @property
+    def defined(self) -> torch.Tensor:
+        return ~torch.isnan(self.residual)
+
+    def __repr__(self) -> str:
+        r = self.residual.detach().cpu()
+        h = self.holds.detach().cpu()
+        if r.ndim == 0:
+            body = f"holds={bool(h)}, residual={r.item():.3e}"
+        else:
+            body = f"holds={int(h.sum())}/{h.numel()}, max residual={torch.nan_to_num(r, nan=-1).max().item():.3e}"
+        why = f", reason={self.reason!r}" if self.reason else ""
+        return f"Check({self.name}: {body}, tol={self.tol:.1e}{why})"
+
+
+def make_check(name: str, residual: torch.Tensor, bound: float, reason=None, holds=None) -> Check:
+    """``holds = residual ≤ bound`` (or the given ``holds``), always False where the residual is NaN."""
+    residual = residual.to(F64)
+    h = (residual <= bound) if holds is None else holds
+    h = h & ~torch.isnan(residual)
+    return Check(name, h, residual, float(bound), reason or None)
+
+
+def _masked_max(x: torch.Tensor, mask: torch.Tensor, dims) -> torch.Tensor:
+    v = torch.where(mask, x, torch.zeros_like(x))
+    return v.amax(dims) if v.numel() else v.sum(dims)
+
+
+def _fmax(x: torch.Tensor, default: float = 1.0) -> float:
+    return float(x.max()) if x.numel() else default
+
+
+# ------------------------------------------------------------------------------------ dense algebra
+class DenseBlocks:
+    """The block algebra on explicit blocks: ``P`` ``(..., n, n)``, ``B`` and ``O``
+    ``(..., n, n, d, d)`` (float64, ``O`` zero off the support)."""
+
+    def __init__(self, P: torch.Tensor, B: torch.Tensor, O: torch.Tensor):
+        self.P, self.B, self.O = P, B, O
+        self.sup = P > 0
+        self.n, self.d = P.shape[-1], B.shape[-1]
+        self._OtO = None
+
+    def norms(self) -> torch.Tensor:
+        return torch.linalg.matrix_norm(self.B)
+
+    def transport_norms(self) -> torch.Tensor:
+        return torch.linalg.matrix_norm(self.O)
+
+    def balance_defect(self, pi: torch.Tensor) -> torch.Tensor:
+        G = pi[..., :, None, None, None] * self.B
+        return torch.linalg.matrix_norm(G - G.transpose(-4, -3).transpose(-1, -2))
+
+    def transpose_defect(self) -> torch.Tensor:
+        return torch.linalg.matrix_norm(self.O.transpose(-4, -3) - self.O.transpose(-1, -2))
+
+    def gram_defect(self, c: torch.Tensor) -> torch.Tensor:
+        if self._OtO is None:
+            self._OtO = self.O.transpose(-1, -2) @ self.O
+        eye = torch.eye(self.d, dtype=F64, device=self.P.device)
+        return torch.linalg.matrix_norm((c ** 2)[..., None, None] * self._OtO - eye)
+
+    def apply(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.einsum("...ijab,...pjb->...pia", self.B, x)
+
+    def edge_energy(self, pi: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+        from numerics.laplacian import dirichlet_energy
+
+        return dirichlet_energy(self.P[..., None, :, :], self.O[..., None, :, :, :, :], pi[..., None, :], x)
+
+
+# ------------------------------------------------------------------------------------ (a) stochastic
+def check_stochastic(P: torch.Tensor, tdt: torch.dtype, row_tol: float | None = None) -> Check:
+    """(a) ``max_i |Σ_j P_ij − 1|`` against ``row_tol`` (default ``tol(tdt, n)``)."""
+    n = P.shape[-1]
+    rows = P.sum(-1)
+    t_row = tol(tdt, n) if row_tol is None else float(row_tol)
+    zero_rows = (rows <= 0).any(-1)
+    return make_check("stochastic", (rows - 1).abs().amax(-1), t_row,
+                      "zero row(s) in P: not a walk" if bool(zero_rows.any()) else None)
+
+
+# ------------------------------------------------------------------------------------ stationary π
+@dataclass
+class Stationary:
+    """The walk-gauge π and what the π-dependent checks need from it."""
+
+    check: Check  # positive_stationary
+    pi: torch.Tensor  # (..., n), NaN where undefined
+    safe: torch.Tensor  # π with NaN replaced by 0
+    positive: torch.Tensor  # (...) bool
+    defined: torch.Tensor  # (...) bool
+    info: StationaryInfo
+    reasons: list
+    given: bool  # π was passed in by the caller
+
+
+def stationary(P: torch.Tensor, tdt: torch.dtype, pi=None) -> Stationary:
+    """Stationary π of ``P`` (:func:`numerics.markov.stationary_info`) or the caller's ``pi``,
+    its residual ``‖πP − ρπ‖_∞`` and positivity (``positive_stationary``)."""
+    n = P.shape[-1]
+    info = stationary_info(P, dtype=tdt)
+    reasons = sorted({r for r in info.reasons if r})
+    if pi is not None:
+        pi_t = as_tensor("pi", pi).to(F64)
+        if pi_t.shape != P.shape[:-1]:
+            raise ShapeError(f"expected {tuple(P.shape[:-1])}, got {tuple(pi_t.shape)}", argument="pi")
+        check_finite("pi", pi_t)
+        pi_v = pi_t / pi_t.sum(-1, keepdim=True)
+        pi_res = ((pi_v.unsqueeze(-2) @ P).squeeze(-2) - info.rho[..., None] * pi_v).abs().amax(-1)
+        pi_pos = (pi_v > 0).all(-1) & ~torch.isnan(pi_v).any(-1)
+    else:
+        pi_v, pi_res = info.pi, info.residual
+        # positivity of the computed π is structural (Perron–Frobenius: π > 0 exactly on the closed
+        # classes, 0 on transient states), not numerical: an entry like 1e-238 may round to 0
+        pi_pos = ~info.transient & ~torch.isnan(pi_v).any(-1)
+    t_pi = tol(tdt, n)
+    chk = make_check("positive_stationary", pi_res, t_pi, "; ".join(reasons), holds=(pi_res <= t_pi) & pi_pos)
+    pi_def = ~torch.isnan(pi_v).any(-1)
+    safe = torch.where(pi_def[..., None], pi_v, torch.zeros_like(pi_v))
+    return Stationary(chk, pi_v, safe, pi_pos, pi_def, info, reasons, pi is not None)
+
+
+def _pi_reason(st: Stationary) -> str | None:
+    if bool(st.positive.all()):
+        return None
+    return "no positive π: " + "; ".join(st.reasons) if st.reasons else "no positive π"
+
+
+# ------------------------------------------------------------------------------------ (b) reversibility
+def check_detailed_balance(P: torch.Tensor, st: Stationary, tdt: torch.dtype) -> Check:
+    """(b) ``max_ij |π_i P_ij − π_j P_ji|``; the tolerance carries the π solve's condition number.
+    A one-way edge (``P_ij > 0 = P_ji``) is a certain failure whatever the residual's size."""
+    n = P.shape[-1]
+    sup = P > 0
+    F = st.safe[..., :, None] * P
+    res = (F - F.transpose(-1, -2)).abs().amax((-1, -2))
+    res = torch.where(st.defined, res, torch.full_like(res, float("nan")))
+    kappa = (float(torch.nan_to_num(st.info.condition, nan=1.0, posinf=1.0).max().item())
+             if not st.given and F.numel() else 1.0)
+    t_db = tol(tdt, n, scale=max(F.abs().max().item(), 1e-300) if F.numel() else 1.0) * max(kappa, 1.0)
+    why = _pi_reason(st)
+    one_way_e = sup & ~sup.transpose(-1, -2)
+    one_way = one_way_e.any(-1).any(-1)
+    if bool((one_way & st.positive).any()):
+        b = int((one_way & st.positive).reshape(-1).nonzero()[0, 0])
+        ow = torch.nonzero(one_way_e.reshape(-1, n, n)[b])[0]
+        i_, j_ = int(ow[0]), int(ow[1])
+        why = ((why + "; ") if why else "") + (
+            f"support of P not symmetric (e.g. edge {i_}→{j_} has no reverse edge): exact detailed balance "
+            f"is impossible for π > 0, whatever the size of the residual")
+    return make_check("detailed_balance", res, t_db, why, holds=(res <= t_db) & st.positive & ~one_way)
+
+
+def block_pi(Bn: torch.Tensor) -> tuple[torch.Tensor, str]:
+    """Gauge-free π from ``N_ij = ‖B_ij‖_F``: ``π ∝ π'/r`` with ``π'`` stationary for ``N/r``."""
+    r = Bn.sum(-1)
+    zero_row = (r <= 0).any(-1)
+    safe = torch.where(r > 0, r, torch.ones_like(r))
+    Nh = Bn / safe[..., None]
+    Nh = torch.where((r > 0)[..., None], Nh, torch.eye(Bn.shape[-1], dtype=F64, device=Bn.device).expand_as(Nh))
+    info = stationary_info(Nh, dtype=F64)
+    pi = info.pi / safe
+    pi = pi / pi.sum(-1, keepdim=True)
+    bad = zero_row | info.transient
+    pi = torch.where(bad[..., None], torch.full_like(pi, float("nan")), pi)
+    reason = ""
+    ill = [r for r in info.reasons if "ill-conditioned" in r]
+    if bool(zero_row.any()):
+        reason = "a block row of B is zero: no positive π balances it"
+    elif ill:
+        reason = "block π " + ill[0]
+    elif bool(info.transient.any()):
+        reason = "the support of B has transient states: no positive π"
+    elif not bool(info.unique.all()):
+        reason = "support of B is disconnected: block π weights each class equally"
+    return pi, reason
+
+
+def check_block_detailed_balance(blocks, tdt: torch.dtype) -> tuple[Check, torch.Tensor]:
+    """Gauge-free ``max_ij ‖π_i B_ij − π_j B_jiᵀ‖_F`` with π from the block norms; returns the
+    check and that π."""
+    n, d = blocks.n, blocks.d
+    Bn = blocks.norms()
+    bpi, why = block_pi(Bn)
+    bdef = ~torch.isnan(bpi).any(-1)
+    bsafe = torch.where(bdef[..., None], bpi, torch.zeros_like(bpi))
+    res = blocks.balance_defect(bsafe).amax((-1, -2))
+    res = torch.where(bdef, res, torch.full_like(res, float("nan")))
+    gscale = max(_fmax(bsafe[..., :, None] * Bn, 0.0), _fmax(Bn, 0.0) / max(n, 1), 1e-300)
+    return make_check("block_detailed_balance", res, tol(tdt, n * d, scale=gscale), why or None), bpi
+
+
+# ------------------------------------------------------------------------------------ (c) metric compatibility
+def check_orthogonal(blocks, tdt: torch.dtype) -> tuple[Check, float]:
+    """``max ‖O_ijᵀ O_ij − I‖_F`` on the support; returns the check and ``max ‖O_ij‖_F²``."""
+    d, sup = blocks.d, blocks.sup
+    one = torch.ones_like(blocks.P)
+    res = _masked_max(blocks.gram_defect(one), sup, (-1, -2))
+    onorm = _fmax(_masked_max(blocks.transport_norms() ** 2, sup, (-1, -2)))
+    return make_check("orthogonal", res, tol(tdt, d, scale=max(onorm, float(d)))), onorm
+
+
+def check_transpose_symmetric(blocks, tdt: torch.dtype, onorm: float) -> Check:
+    """``max ‖O_ji − O_ijᵀ‖_F`` over two-way edges (a one-way edge is reported in the reason)."""
+    d, sup = blocks.d, blocks.sup
+    two_way = sup & sup.transpose(-1, -2)
+    res = _masked_max(blocks.transpose_defect(), two_way, (-1, -2))
+    one_way = (sup & ~sup.transpose(-1, -2)).any(-1).any(-1)
+    return make_check("transpose_symmetric", res, tol(tdt, d, scale=max(math.sqrt(onorm), 1.0)),
+                      "support not symmetric: checked on two-way edges only" if bool(one_way.any()) else None)
+
+
+def check_metric_compatible(orth: Check, ts: Check) -> Check:
+    """(c) = orthogonal ∧ transpose-symmetric."""
+    return Check("metric_compatible", orth.holds & ts.holds, torch.maximum(orth.residual, ts.residual),
+                 max(orth.tol, ts.tol), None)
+
+
+def transport_scale(blocks, tdt: torch.dtype) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Walk-gauge common scale ``s`` with ``O_ij = s Q_ij``, ``Q_ij`` orthogonal: returns
+    ``(transport_scale (NaN if not common), common (bool), s_max)``."""
+    d, sup = blocks.d, blocks.sup
+    s_edge = blocks.transport_norms() / math.sqrt(d)
+    s_max = _masked_max(s_edge, sup, (-1, -2))
+    s_min = -_masked_max(-s_edge, sup, (-1, -2))
+    s_safe = torch.where(s_max > 0, s_max, torch.ones_like(s_max))
+    c = (1 / s_safe)[..., None, None].expand_as(blocks.P)
+    qorth = _masked_max(blocks.gram_defect(c), sup, (-1, -2))
+    common = ((s_max - s_min) <= tol(tdt, d, scale=_fmax(s_safe))) & (qorth <= tol(tdt, d, scale=float(d)))
+    return torch.where(common, s_max, torch.full_like(s_max, float("nan"))), common, s_max
+
+
+def check_scaled_isometry(blocks, tdt: torch.dtype) -> tuple[Check, torch.Tensor]:
+    """Gauge-free ``B_ij = β_ij Q_ij`` (``β_ij = ‖B_ij‖_F/√d``, ``Q_ij`` orthogonal) with equal
+    row sums ``s`` of ``β``; residual ``max(max ‖Q_ijᵀQ_ij − I‖_F, spread of the row sums / s)``.
+    Returns the check and ``s`` (mean row sum)."""
+    n, d = blocks.n, blocks.d
+    beta = blocks.norms() / math.sqrt(d)
+    mask = blocks.sup & (beta > 0)
+    bsafe = torch.where(mask, beta, torch.ones_like(beta))
+    c = torch.where(mask, blocks.P / bsafe, torch.zeros_like(beta))  # Q_ij = O_ij P_ij / β_ij
+    q_def = _masked_max(blocks.gram_defect(c), mask, (-1, -2))
+    rs = beta.sum(-1)
+    s_est = rs.mean(-1)
+    spread = (rs - s_est[..., None]).abs().amax(-1) / torch.where(s_est > 0, s_est, torch.ones_like(s_est))
+    res = torch.maximum(q_def, spread)
+    t_si = tol(tdt, n * d, scale=float(d))
+    return make_check("scaled_isometry", res, t_si, "zero block row" if bool((rs <= 0).any()) else None,
+                      holds=(res <= t_si) & (s_est > 0)), s_est
+
+
+# ------------------------------------------------------------------------------------ conclusions
+def check_self_adjoint(blocks, st: Stationary, tdt: torch.dtype) -> Check:
+    """T3.1: ``max ‖π_i B_ij − π_j B_jiᵀ‖_F`` with the walk's π (``(DW)ᵀ = DW`` blockwise)."""
+    n, d = blocks.n, blocks.d
+    res = blocks.balance_defect(st.safe).amax((-1, -2))
+    res = torch.where(st.defined, res, torch.full_like(res, float("nan")))
+    gws = _fmax(st.safe[..., :, None] * blocks.norms())
+    t_sa = tol(tdt, n * d, scale=max(gws, 1e-300))
+    return make_check("self_adjoint", res, t_sa, _pi_reason(st), holds=(res <= t_sa) & st.positive)
+
+
+def probe_fields(batch, n: int, d: int, probes: int, seed: int, device) -> torch.Tensor:
+    """Seeded standard-normal test fields ``(..., probes, n, d)`` (the same for every path)."""
+    gen = torch.Generator(device="cpu").manual_seed(seed)
+    x = torch.randn(probes, *batch, n, d, generator=gen, dtype=F64).to(device)
+    return x.movedim(0, -3) if len(batch) else x
+
+
+def check_dirichlet(blocks, st: Stationary, common: torch.Tensor, s_max: torch.Tensor, tdt: torch.dtype,
+                    probes: int, seed: int) -> Check:
+    """T3.3 on seeded probes: ``|<x, Δx>_π − E(x) − ½(1 − s²)‖x‖²_π|`` relative to the magnitudes of
+    every summed term (``s`` the common walk-gauge transport scale, 1 if none)."""
+    n, d = blocks.n, blocks.d
+    batch = blocks.P.shape[:-2]
+    x = probe_fields(batch, n, d, probes, seed, blocks.P.device)
+    pi = st.safe[..., None, :]
+    Bx = blocks.apply(x)
+    from numerics.laplacian import pi_inner
+
+    lhs = pi_inner(x, x - Bx, pi)
+    E = blocks.edge_energy(st.safe, x)
+    s_w = torch.where(common, s_max, torch.ones_like(s_max))
+    xx = pi_inner(x, x, pi)
+    corr = 0.5 * (1 - s_w[..., None] ** 2) * xx
+    dscale = xx * (1 + s_w[..., None] ** 2) + (pi[..., :, None] * Bx.abs() * x.abs()).sum((-1, -2)) + E.abs()
+    rel = ((lhs - E - corr).abs() / dscale.clamp(min=1e-300)).amax(-1)
+    rel = torch.where(st.defined, rel, torch.full_like(rel, float("nan")))
+    return make_check("dirichlet", rel, tol(tdt, n * d), None if bool(st.defined.all()) else "π undefined")
+
+
+def spectrum_checks(im_max, re_min, re_max, mod_max, scale, si: Check, t_sp: float, why: str | None = None):
+    """``spectrum_interval`` (real, in [0, 2]), ``spectrum_disk`` (``|z − 1| ≤ 1``) and
+    ``spectrum_scaled`` (real, in ``[1 − s, 1 + s]``) from the extremes of the spectrum of Δ:
+    ``max |Im z|``, ``min Re z``, ``max Re z``, ``max |z − 1|`` (each ``(...)``)."""
+    out = torch.clamp(torch.maximum(-re_min, re_max - 2), min=0)
+    s_int = make_check("spectrum_interval", torch.maximum(im_max, out), t_sp, why)
+    s_disk = make_check("spectrum_disk", torch.clamp(mod_max - 1, min=0), t_sp, why)
+    out_s = torch.clamp(torch.maximum((1 - scale) - re_min, re_max - (1 + scale)), min=0)
+    res_s = torch.where(si.holds, torch.maximum(im_max, out_s), torch.full_like(out_s, float("nan")))
+    extra = None if bool(si.holds.all()) else "not a scaled isometry (no common scale s)"
+    s_sc = make_check("spectrum_scaled", res_s, t_sp, "; ".join(r for r in (why, extra) if r) or None)
+    return s_int, s_disk, s_sc

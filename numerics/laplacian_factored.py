@@ -1,0 +1,484 @@
+r"""Factored T3 diagnostics: every check of :func:`numerics.laplacian.diagnose` without the
+``n²d²`` blocks.
+
+A walk is held as ``B_ij = Σ_h a^h_ij T_h`` with coefficients ``a`` ``(..., H, n, n)`` and
+transports ``T`` ``(H, d, d)``: for a heads-form walk ``a = A`` (the attention of each head) and
+``T_h`` (``W_O^h W_V^h`` when stored as factors); an edges-form walk is rewritten exactly this way
+by an SVD of its Van Loan rearrangement (``H = rank ≤ min(n², d²)``). Then, with
+``w^h_ij = a^h_ij / P_ij`` (so ``O_ij = Σ_h w^h_ij T_h``):
+
+* every per-edge Frobenius norm the checks need is ``‖Σ_m c_m(i, j) X_m‖_F`` for a short list of
+  fixed matrices ``X_m`` — ``{T_h}`` (block norms), ``{T_h, T_hᵀ}`` (``π_i B_ij − π_j B_jiᵀ``,
+  ``O_ji − O_ijᵀ``), ``{T_hᵀT_k + T_kᵀT_h, I}`` (``c² O_ijᵀO_ij − I``). With ``R`` the triangular
+  factor of the ``d² × m`` matrix ``[vec X_m]`` (Householder QR, accumulated over row chunks so
+  that only ``H² · chunk · d`` numbers exist at once), ``‖Σ c_m X_m‖_F = ‖R c‖₂`` *exactly*: no
+  ``n²d²`` object and, unlike the expansion ``cᵀ(XᵀX)c``, no cancellation (the error is
+  ``O(eps)·Σ|c_m|‖X_m‖``, as for the dense sum, not ``O(√eps)``);
+* ``W``, ``Wᵀ``, ``Δ``, the π-symmetrised ``S = D^{½} Δ D^{-½}`` and the parallel-section
+  constraints ``C`` (``(Cx)_ij = x_i − O_ij x_j``) are applied matrix-free (``Σ_h a^h X T_hᵀ``);
+* the Dirichlet identity uses the same seeded probes as the dense path, its energy summed over
+  row chunks.
+
+Spectrum (stated bounds). Bendixson's theorem: every eigenvalue ``z`` of ``Δ`` (= of ``S``) has
+``λ_min(H_S) ≤ Re z ≤ λ_max(H_S)`` and ``|Im z| ≤ ‖K_S‖₂`` (``H_S``, ``K_S`` the symmetric and
+skew parts of ``S``), and ``|z − 1| ≤ ‖W‖_π``. Those extremes of symmetric operators come from
+Lanczos (ARPACK ``eigsh``, tolerance = machine precision; the Ritz residuals are reported in
+``extra``). When the enclosure already satisfies a spectral check it *certifies* it (the reported
+residual is an upper bound of the dense one); for a π-self-adjoint walk ``K_S = 0`` and the
+enclosure is the exact spectral interval. Otherwise the extreme eigenvalues of the non-normal
+``Δ`` are estimated by Arnoldi (``eigs``: smallest / largest real part, largest imaginary part,
+largest ``|z − 1|``); those are Ritz values without a rigorous bound and the reason says so.
+
+Kernel. ``dim ker Δ`` and the parallel sections come from the ``k_max`` smallest eigenpairs of
+``ΔᵀΔ`` and ``CᵀC`` (σ = √λ, accurate to ``√eps·‖·‖``: the rank threshold is ``√tol`` as on the
+dense path's Gram route); a dimension that reaches ``k_max`` is reported undefined.
+
+Walks with ``n·d ≤ assemble_max`` (default 32) are too small for ARPACK (``k < n·d − 1``): there
+``Δ`` and ``CᵀC`` are assembled from the same matrix-free operators applied to unit vectors
+(``(nd)² ≤ 1024`` numbers) and decomposed densely.
+
+Memory: ``a`` and ``w`` (``2H n²``), ``T`` (``H d²``), the triangular factors (``(H²/2)²``),
+probes and Lanczos vectors (``O(n d)`` each) and chunks bounded by ``chunk_elems``.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import torch
+
+from numerics.laplacian_checks import Check, make_check, spectrum_checks
+from numerics.tolerance import tol
+
+F64 = torch.float64
+
+__all__ = ["FactoredBlocks", "factored_blocks", "diagnose_factored", "spectrum_factored", "kernel_factored"]
+
+
+def _tsqr(chunks, m: int, dtype, device, batch=()) -> torch.Tensor:
+    """Triangular ``R`` (``..., ≤m, m``) with ``RᵀR = XᵀX`` for ``X`` given as row chunks
+    ``(..., rows, m)`` (QR of ``[R_prev; chunk]`` one chunk at a time)."""
+    R = torch.zeros(*batch, 0, m, dtype=dtype, device=device)
+    for X in chunks:
+        X = X.expand(*batch, *X.shape[-2:]) if len(batch) and X.ndim == 2 else X
+        R = torch.linalg.qr(torch.cat([R, X], dim=-2), mode="r")[1]
+    return R
+
+
+class FactoredBlocks:
+    """The block algebra of :mod:`numerics.laplacian_checks` for ``B_ij = Σ_h a^h_ij T_h``:
+    ``P`` ``(..., n, n)``, ``a`` ``(..., H, n, n)``, ``T`` ``(H, d, d)`` or ``(..., H, d, d)``
+    (all float64). ``chunk_elems`` bounds the size of every temporary."""
+
+    def __init__(self, P: torch.Tensor, a: torch.Tensor, T: torch.Tensor, *, chunk_elems: int = 1 << 22,
+                 W_O: torch.Tensor | None = None, W_V: torch.Tensor | None = None):
+        self.P, self.a, self.T = P, a, T
+        self.W_O, self.W_V = W_O, W_V  # optional low-rank factors T_h = W_O[h] @ W_V[h] (cheaper products)
+        self.sup = P > 0
+        self.n, self.d, self.H = P.shape[-1], T.shape[-1], a.shape[-3]
+        self.batch = P.shape[:-2]
+        safe = torch.where(self.sup, P, torch.ones_like(P))
+        self.w = torch.where(self.sup[..., None, :, :], a / safe[..., None, :, :], torch.zeros_like(a))
+        self.chunk_elems = int(chunk_elems)
+        self._R: dict = {}
+
+    # -------------------------------------------------------------- triangular factors
+    def _row_chunk(self, per_row: int) -> int:
+        return max(1, min(self.n, self.chunk_elems // max(per_row, 1)))
+
+    def _factor(self, key: str) -> torch.Tensor:
+        if key in self._R:
+            return self._R[key]
+        T, d, H = self.T, self.d, self.H
+        tb = T.shape[:-3]
+        ca = max(1, min(d, self.chunk_elems // max(H * H * d, 1)))  # rows a of the d×d matrices per chunk
+        if key == "T":  # columns vec T_h
+            chunks = (T[..., :, a0:a0 + ca, :].reshape(*tb, H, -1).transpose(-1, -2) for a0 in range(0, d, ca))
+            m = H
+        elif key == "TTt":  # columns vec T_h, then vec T_hᵀ
+            Tt = T.transpose(-1, -2)
+            chunks = (torch.cat([T[..., :, a0:a0 + ca, :].reshape(*tb, H, -1),
+                                 Tt[..., :, a0:a0 + ca, :].reshape(*tb, H, -1)], -2).transpose(-1, -2)
+                      for a0 in range(0, d, ca))
+            m = 2 * H
+        else:  # "gram": columns vec(T_hᵀT_k + T_kᵀT_h) (h < k), vec(T_hᵀT_h), then vec I
+            hh, kk = torch.triu_indices(H, H, device=T.device)
+            S = self._pair_products(hh, kk)  # (..., pairs, d, d): T_hᵀ T_k
+            S = S + (hh != kk).to(T.dtype)[:, None, None] * S.transpose(-1, -2)
+            eye = torch.eye(d, dtype=T.dtype, device=T.device)
+            ca = max(1, min(d, self.chunk_elems // max(len(hh) * d, 1)))
+
+            def gen():
+                for a0 in range(0, d, ca):
+                    cols = S[..., a0:a0 + ca, :].reshape(*S.shape[:-2], -1)
+                    idc = eye[a0:a0 + ca].reshape(1, -1).expand(*cols.shape[:-2], 1, cols.shape[-1])
+                    yield torch.cat([cols, idc], -2).transpose(-1, -2)
+
+            chunks = gen()
+            m = H * (H + 1) // 2 + 1
+        R = _tsqr(chunks, m, T.dtype, T.device, tb)
+        self._R[key] = R
+        return R
+
+    def _pair_products(self, hh: torch.Tensor, kk: torch.Tensor) -> torch.Tensor:
+        """``T_hᵀ T_k`` for the index pairs ``(hh, kk)``; with factors
+        ``W_V[h]ᵀ (W_O[h]ᵀ W_O[k]) W_V[k]`` (``d² d_h`` per pair instead of ``d³``)."""
+        if self.W_O is not None:
+            G = self.W_O[hh].transpose(-1, -2) @ self.W_O[kk]  # (pairs, d_h, d_h)
+            return self.W_V[hh].transpose(-1, -2) @ (G @ self.W_V[kk])
+        return self.T[..., hh, :, :].transpose(-1, -2) @ self.T[..., kk, :, :]
+
+    def _norms(self, R: torch.Tensor, coef) -> torch.Tensor:
+        """``‖R c_ij‖₂`` ``(..., n, n)`` for coefficients built row-chunk by row-chunk:
+        ``coef(i0, i1)`` returns ``(..., m, i1 − i0, n)``."""
+        out = torch.empty(*self.batch, self.n, self.n, dtype=F64, device=self.P.device)
+        step = self._row_chunk(R.shape[-1] * self.n * 2)
+        for i0 in range(0, self.n, step):
+            c = coef(i0, min(i0 + step, self.n))
+            out[..., i0:i0 + step, :] = torch.linalg.vector_norm(torch.einsum("...rm,...mij->...rij", R, c), dim=-3)
+        return out
+
+    # -------------------------------------------------------------- the block-algebra interface
+    def norms(self) -> torch.Tensor:
+        return self._norms(self._factor("T"), lambda i0, i1: self.a[..., i0:i1, :])
+
+    def transport_norms(self) -> torch.Tensor:
+        return self._norms(self._factor("T"), lambda i0, i1: self.w[..., i0:i1, :])
+
+    def balance_defect(self, pi: torch.Tensor) -> torch.Tensor:
+        a, aT = self.a, self.a.transpose(-1, -2)
+        return self._norms(self._factor("TTt"), lambda i0, i1: torch.cat(
+            [pi[..., None, i0:i1, None] * a[..., i0:i1, :], -pi[..., None, None, :] * aT[..., i0:i1, :]], -3))
+
+    def transpose_defect(self) -> torch.Tensor:
+        w, wT = self.w, self.w.transpose(-1, -2)
+        return self._norms(self._factor("TTt"), lambda i0, i1: torch.cat([wT[..., i0:i1, :], -w[..., i0:i1, :]], -3))
+
+    def gram_defect(self, c: torch.Tensor) -> torch.Tensor:
+        hh, kk = torch.triu_indices(self.H, self.H, device=self.P.device)
+
+        def coef(i0, i1):
+            w = self.w[..., i0:i1, :]
+            pair = w[..., hh, :, :] * w[..., kk, :, :] * (c[..., None, i0:i1, :] ** 2)
+            return torch.cat([pair, -torch.ones_like(pair[..., :1, :, :])], -3)
+
+        return self._norms(self._factor("gram"), coef)
+
+    def _tx(self, x: torch.Tensor) -> torch.Tensor:
+        """``T_h x_j`` ``(..., p, H, n, d)`` for ``x`` ``(..., p, n, d)``."""
+        if self.W_O is not None:
+            return (x.unsqueeze(-3) @ self.W_V.transpose(-1, -2)) @ self.W_O.transpose(-1, -2)
+        return x.unsqueeze(-3) @ self.T.transpose(-1, -2).unsqueeze(-4)
+
+    def apply(self, x: torch.Tensor) -> torch.Tensor:
+        """``W x`` for ``x`` ``(..., p, n, d)``: ``Σ_h a^h x T_hᵀ`` (with factors
+        ``Σ_h (a^h x W_V[h]ᵀ) W_O[h]ᵀ``, the attention layer's own cost)."""
+        a = self.a.unsqueeze(-4)
+        if self.W_O is not None:
+            return ((a @ (x.unsqueeze(-3) @ self.W_V.transpose(-1, -2))) @ self.W_O.transpose(-1, -2)).sum(-3)
+        return (a @ self._tx(x)).sum(-3)
+
+    def apply_t(self, y: torch.Tensor) -> torch.Tensor:
+        """``Wᵀ y``: ``(Wᵀy)_j = Σ_i B_ijᵀ y_i = Σ_h (a^hᵀ y T_h)_j``."""
+        at = self.a.transpose(-1, -2).unsqueeze(-4)
+        if self.W_O is not None:
+            return ((at @ (y.unsqueeze(-3) @ self.W_O)) @ self.W_V).sum(-3)
+        return (at @ (y.unsqueeze(-3) @ self.T.unsqueeze(-4))).sum(-3)
+
+    def _transported(self, Y: torch.Tensor, i0: int, i1: int) -> torch.Tensor:
+        """``O_ij x_j = Σ_h w^h_ij (T_h x_j)`` ``(..., p, i1 − i0, n, d)`` from ``Y = T x`` (one
+        matrix product per target token j)."""
+        w = self.w[..., i0:i1, :]  # (..., H, c, n)
+        Yj = Y.movedim(-2, -3)  # (..., p, n_j, H, d)
+        wj = w.movedim(-1, -3).unsqueeze(-4)  # (..., 1, n_j, H, c)
+        return (wj.transpose(-1, -2) @ Yj).movedim(-3, -2)  # (..., p, c, n_j, d)
+
+    def edge_energy(self, pi: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+        """``½ Σ_ij π_i P_ij ‖x_i − O_ij x_j‖²`` ``(..., p)``, summed over row chunks."""
+        Y = self._tx(x)
+        p = x.shape[-3]
+        E = torch.zeros(*x.shape[:-2], dtype=F64, device=x.device)
+        step = self._row_chunk(p * self.n * self.d * 2)
+        for i0 in range(0, self.n, step):
+            i1 = min(i0 + step, self.n)
+            diff = x[..., i0:i1, None, :] - self._transported(Y, i0, i1)
+            wt = (pi[..., i0:i1, None] * self.P[..., i0:i1, :] * self.sup[..., i0:i1, :])[..., None, :, :]
+            E = E + 0.5 * (wt * (diff ** 2).sum(-1)).sum((-1, -2))
+        return E
+
+    def constraints_gram_apply(self, x: torch.Tensor) -> torch.Tensor:
+        """``CᵀC x`` for one walk, ``x`` ``(p, n, d)``: ``(Cx)_ij = x_i − O_ij x_j`` on the support,
+        accumulated over row chunks (``Cx`` itself, ``n²d`` per probe, is never held whole)."""
+        Y = self._tx(x)
+        out = torch.zeros_like(x)
+        p = x.shape[0]
+        s = self.sup.to(F64)
+        step = self._row_chunk(p * self.n * self.d * 2)
+        for i0 in range(0, self.n, step):
+            i1 = min(i0 + step, self.n)
+            y = (x[:, i0:i1, None, :] - self._transported(Y, i0, i1)) * s[None, i0:i1, :, None]
+            out[:, i0:i1] += y.sum(-2)  # Σ_j y_ij into row i
+            z = (self.w[:, i0:i1].permute(2, 0, 1) @ y.permute(2, 1, 0, 3).reshape(self.n, i1 - i0, -1))
+            z = z.reshape(self.n, self.H, p, self.d).permute(2, 1, 0, 3)  # (p, H, n_j, d): Σ_i w^h_ij y_ij
+            if self.W_O is not None:
+                out -= ((z @ self.W_O) @ self.W_V).sum(1)  # − Σ_h T_hᵀ z^h
+            else:
+                out -= (z @ self.T).sum(1)
+        return out
+
+
+def factored_blocks(w, *, chunk_elems: int = 1 << 22) -> FactoredBlocks:
+    """:class:`FactoredBlocks` of a walk in float64: heads form as is; edges form through the SVD of
+    its Van Loan rearrangement ``[B_ij]_{(ij),(ab)} = U diag(σ) Vᵀ`` (``a^h = σ_h U_h``, ``T_h = V_h``)."""
+    if w.kind == "heads":
+        a = w.attention.to(F64)
+        fac = {"W_O": w._W_O.to(F64), "W_V": w._W_V.to(F64)} if w.factored else {}
+        return FactoredBlocks(a.mean(-3), a, w.head_transports.to(F64), chunk_elems=chunk_elems, **fac)
+    P = w.walk_matrix.to(F64)
+    n, d = w.n, w.d
+    B = w.blocks().to(F64)
+    U, s, Vh = torch.linalg.svd(B.reshape(*B.shape[:-4], n * n, d * d), full_matrices=False)
+    a = (U * s[..., None, :]).transpose(-1, -2).reshape(*B.shape[:-4], -1, n, n)
+    T = Vh.reshape(*B.shape[:-4], -1, d, d)
+    return FactoredBlocks(P, a, T, chunk_elems=chunk_elems)
+
+
+# ------------------------------------------------------------------------------------ spectrum
+def _element(fb: FactoredBlocks, b: int) -> FactoredBlocks:
+    """Batch element ``b`` (flat index) as an unbatched :class:`FactoredBlocks`."""
+    if not len(fb.batch):
+        return fb
+    n, H, d = fb.n, fb.H, fb.d
+    T = fb.T if fb.T.ndim == 3 else fb.T.reshape(-1, H, d, d)[b]
+    return FactoredBlocks(fb.P.reshape(-1, n, n)[b], fb.a.reshape(-1, H, n, n)[b], T, chunk_elems=fb.chunk_elems,
+                          W_O=fb.W_O, W_V=fb.W_V)
+
+
+def _op(fn, N: int, n: int, d: int, counter: list):
+    from scipy.sparse.linalg import LinearOperator
+
+    def mv(v):
+        counter[0] += 1
+        x = torch.from_numpy(np.ascontiguousarray(np.asarray(v).real.reshape(1, n, d), dtype=np.float64))
+        return fn(x).reshape(-1).numpy()
+
+    return LinearOperator((N, N), matvec=mv, dtype=np.float64)
+
+
+def _assemble(fn, N: int, n: int, d: int) -> torch.Tensor:
+    """The ``N × N`` matrix of a matrix-free map (its columns are the images of unit vectors)."""
+    E = torch.eye(N, dtype=F64).reshape(N, n, d)
+    return fn(E).reshape(N, N).T.contiguous()
+
+
+def _sym_extreme(fn, N, n, d, which: str, counter, seed: int, k: int = 1, vectors: bool = False):
+    """Extreme eigenvalues of a symmetric matrix-free map by Lanczos, with Ritz residual norms."""
+    from scipy.sparse.linalg import eigsh
+
+    v0 = np.random.default_rng(seed).standard_normal(N)
+    vals, vecs = eigsh(_op(fn, N, n, d, counter), k=k, which=which, v0=v0, tol=0.0)
+    V = torch.from_numpy(vecs)
+    res = torch.linalg.vector_norm(fn(V.T.reshape(-1, n, d)).reshape(k, N).T - V * torch.from_numpy(vals), dim=0)
+    order = np.argsort(vals)
+    return torch.from_numpy(vals[order]), V[:, order], res[order]
+
+
+def spectrum_factored(fb: FactoredBlocks, pi_safe, pi_ok, scale, si: Check, tdt, *, assemble_max: int = 32,
+                      seed: int = 0):
+    """``(interval, disk, scaled)`` checks and ``extra`` facts, per batch element (module docstring)."""
+    from numerics.laplacian_dense import dense_spectrum
+
+    n, d = fb.n, fb.d
+    N = n * d
+    nb = max(1, math.prod(fb.batch))
+    vals = {k: torch.zeros(nb, dtype=F64) for k in ("im", "lo", "hi", "mod", "wn")}
+    how, facts = [], []
+    for b in range(nb):
+        e = _element(fb, b)
+        W = lambda x, e=e: e.apply(x)  # noqa: E731
+        if N <= assemble_max:
+            Wd = _assemble(W, N, n, d)
+            ev = torch.linalg.eigvals(torch.eye(N, dtype=F64) - Wd)
+            vals["im"][b], vals["lo"][b], vals["hi"][b] = ev.imag.abs().max(), ev.real.min(), ev.real.max()
+            vals["mod"][b] = (ev - 1).abs().max()
+            vals["wn"][b] = torch.linalg.matrix_norm(Wd, ord=2)
+            how.append("assembled")
+            continue
+        cnt = [0]
+        p = pi_safe.reshape(-1, n)[b] if bool(pi_ok.reshape(-1)[b]) else torch.full((n,), 1.0 / n, dtype=F64)
+        sq = p.sqrt()[:, None]
+        S = lambda x: x - e.apply(x / sq) * sq  # noqa: E731
+        St = lambda x: x - e.apply_t(x * sq) / sq  # noqa: E731
+        Hs = lambda x: 0.5 * (S(x) + St(x))  # noqa: E731
+        KtK = lambda x: 0.25 * (St(S(x) - St(x)) - S(S(x) - St(x)))  # (S − Sᵀ)ᵀ(S − Sᵀ)/4  # noqa: E731
+        M = lambda x: x - S(x)  # D^{½} W D^{-½}  # noqa: E731
+        MtM = lambda x: (lambda y: y - St(y))(M(x))  # MᵀM, Mᵀy = y − Sᵀy  # noqa: E731
+        WtW = lambda x: e.apply_t(e.apply(x))  # noqa: E731
+        lo, _, r_lo = _sym_extreme(Hs, N, n, d, "SA", cnt, seed)
+        hi, _, r_hi = _sym_extreme(Hs, N, n, d, "LA", cnt, seed)
+        kk, _, r_k = _sym_extreme(KtK, N, n, d, "LA", cnt, seed)
+        mm, _, r_m = _sym_extreme(MtM, N, n, d, "LA", cnt, seed)
+        ww, _, _ = _sym_extreme(WtW, N, n, d, "LA", cnt, seed)
+        vals["lo"][b], vals["hi"][b] = lo[0], hi[0]
+        vals["im"][b] = kk[0].clamp(min=0).sqrt()
+        vals["mod"][b] = mm[0].clamp(min=0).sqrt()
+        vals["wn"][b] = ww[0].clamp(min=0).sqrt()
+        facts.append({"bendixson_re": (float(lo[0]), float(hi[0])), "bendixson_im": float(vals["im"][b]),
+                      "norm_W_pi": float(vals["mod"][b]), "ritz_residuals": float(max(r_lo.max(), r_hi.max(),
+                                                                                          r_k.max(), r_m.max())),
+                      "matvecs": cnt[0]})
+        how.append("bendixson")
+    bs = fb.batch
+    t_sp = tol(tdt, N, scale=max(float(vals["wn"].max()), 1.0))
+    enc = spectrum_checks(vals["im"].reshape(bs), vals["lo"].reshape(bs), vals["hi"].reshape(bs),
+                          vals["mod"].reshape(bs), scale, si, t_sp)
+    if all(h == "assembled" for h in how):
+        return enc, {"spectrum_method": "assembled"}
+    # where the enclosure does not certify a check, estimate the extremes of the non-normal Δ by Arnoldi
+    out = []
+    for c in enc:
+        if bool(c.holds.all()) or (c.name == "spectrum_scaled" and not bool(si.holds.all())):
+            out.append(Check(c.name, c.holds, c.residual, c.tol,
+                             c.reason or "certified by the Bendixson enclosure (residual: its upper bound)"))
+            continue
+        ritz = _ritz_extremes(fb, seed)
+        r = spectrum_checks(*(v.reshape(bs) for v in ritz), scale, si, t_sp,
+                            "Ritz values of the non-normal Δ (ARPACK eigs): no rigorous error bound; the "
+                            "Bendixson enclosure does not certify it")
+        out.append(next(x for x in r if x.name == c.name))
+    return tuple(out), {"spectrum_method": "bendixson+arnoldi", "spectrum_facts": facts}
+
+
+def _ritz_extremes(fb: FactoredBlocks, seed: int):
+    from scipy.sparse.linalg import eigs
+
+    n, d = fb.n, fb.d
+    N = n * d
+    nb = max(1, math.prod(fb.batch))
+    im, lo, hi, mod = (torch.zeros(nb, dtype=F64) for _ in range(4))
+    v0 = np.random.default_rng(seed).standard_normal(N)
+    k = min(2, N - 2)
+    for b in range(nb):
+        e = _element(fb, b)
+        cnt = [0]
+        D = _op(lambda x, e=e: x - e.apply(x), N, n, d, cnt)
+        W = _op(lambda x, e=e: e.apply(x), N, n, d, cnt)
+        z = np.concatenate([eigs(D, k=k, which=wh, v0=v0, tol=0.0, return_eigenvectors=False)
+                            for wh in ("SR", "LR", "LI")])
+        mu = eigs(W, k=k, which="LM", v0=v0, tol=0.0, return_eigenvectors=False)
+        im[b], lo[b], hi[b] = float(np.abs(z.imag).max()), float(z.real.min()), float(z.real.max())
+        mod[b] = float(np.abs(mu).max())
+    return im, lo, hi, mod
+
+
+# ------------------------------------------------------------------------------------ kernel
+def kernel_factored(fb: FactoredBlocks, n_comp: torch.Tensor, tdt, *, assemble_max: int = 32, k_max: int = 8,
+                    seed: int = 0):
+    """``(kernel_parallel, flat, kernel_dim, parallel_dim)`` from the smallest eigenpairs of ``ΔᵀΔ``
+    and ``CᵀC`` (module docstring); per batch element."""
+    n, d = fb.n, fb.d
+    N = n * d
+    nb = max(1, math.prod(fb.batch))
+    kp_res, kp_bnd, fl_res = (torch.zeros(nb, dtype=F64) for _ in range(3))
+    kD_all, kC_all = torch.zeros(nb, dtype=torch.int64), torch.zeros(nb, dtype=torch.int64)
+    undefined, fl_undef, whys = torch.zeros(nb, dtype=torch.bool), torch.zeros(nb, dtype=torch.bool), []
+    small = N <= assemble_max
+    thr_D = tol(tdt, N) if small else max(tol(tdt, N), math.sqrt(tol(F64, N)))
+    thr_C = max(tol(tdt, N), math.sqrt(tol(F64, N)))
+    for b in range(nb):
+        e = _element(fb, b)
+        Dfn = lambda x, e=e: x - e.apply(x)  # noqa: E731
+        DtD = lambda x, e=e: (lambda y: y - e.apply_t(y))(x - e.apply(x))  # noqa: E731
+        CtC = e.constraints_gram_apply
+        if small:
+            Dm = _assemble(Dfn, N, n, d)
+            _, sD, VhD = torch.linalg.svd(Dm)
+            sD, VD = sD.flip(0), VhD.flip(0).T  # ascending
+            lamC, VC = torch.linalg.eigh(_assemble(CtC, N, n, d))
+            sC = lamC.clamp(min=0).sqrt()
+            dn, cn = max(float(sD[-1]), 1.0), max(float(sC[-1]), 1.0)
+            complete = True
+        else:
+            k = min(k_max, N - 1)
+            cnt = [0]
+            lamD, VD, _ = _sym_extreme(DtD, N, n, d, "SA", cnt, seed, k=k)
+            lamC, VC, _ = _sym_extreme(CtC, N, n, d, "SA", cnt, seed, k=k)
+            sD, sC = lamD.clamp(min=0).sqrt(), lamC.clamp(min=0).sqrt()
+            dn = max(float(_sym_extreme(DtD, N, n, d, "LA", cnt, seed)[0][0].clamp(min=0).sqrt()), 1.0)
+            cn = max(float(_sym_extreme(CtC, N, n, d, "LA", cnt, seed)[0][0].clamp(min=0).sqrt()), 1.0)
+            complete = k >= N
+        kD = int((sD <= thr_D * dn).sum())
+        kC = int((sC <= thr_C * cn).sum())
+        kD_all[b], kC_all[b] = kD, kC
+        if not complete and (kD == sD.numel() or kC == sC.numel()):
+            undefined[b] = True
+            whys.append(f"undefined: a null space reaches the k_max = {sD.numel()} eigenpairs computed "
+                        f"(dim ker Δ ≥ {kD} or dim parallel ≥ {kC}); raise k_max")
+        K, Z = VD[:, :kD], VC[:, :kC]
+        r1 = (float(torch.linalg.matrix_norm(Dfn(Z.T.reshape(-1, n, d)).reshape(kC, N).T, ord=2)) / dn
+              if kC else 0.0)
+        r2 = (float(torch.linalg.eigvalsh(K.T @ CtC(K.T.reshape(-1, n, d)).reshape(kD, N).T).max().clamp(min=0).sqrt())
+              / cn if kD else 0.0)
+        kp_res[b] = max(r1, r2)
+        bnd = max(thr_D, thr_C)
+        if 0 < kD < sD.numel():  # Wedin / Davis–Kahan, as on the dense path
+            bnd = max(bnd, thr_D * dn / float(sD[kD]))
+        if 0 < kC < sC.numel():
+            bnd = max(bnd, thr_C * cn / float(sC[kC]))
+        kp_bnd[b] = bnd
+        need = int(n_comp.reshape(-1)[b]) * d
+        if need == 0:
+            fl_res[b] = 0.0
+        elif need <= sC.numel():
+            fl_res[b] = float(sC[need - 1]) / cn
+        else:  # σ_need ≥ σ_k: a lower bound; certain failure only when it already exceeds the threshold
+            fl_res[b] = float(sC[-1]) / cn
+            fl_undef[b] = fl_res[b] <= thr_C
+            whys.append(f"flat: σ_{need} of C not computed (k_max = {sC.numel()}); residual is the lower "
+                        f"bound σ_{sC.numel()}/‖C‖")
+    bs = fb.batch
+    kD_t, kC_t = kD_all.reshape(bs), kC_all.reshape(bs)
+    kp_r = torch.where(undefined, torch.full_like(kp_res, float("nan")), kp_res).reshape(bs)
+    kp = make_check("kernel_parallel", kp_r, float(kp_bnd.max()), whys[0] if whys else None,
+                    holds=(kp_r <= kp_bnd.reshape(bs)) & (kD_t == kC_t))
+    fl_r = torch.where(fl_undef, torch.full_like(fl_res, float("nan")), fl_res).reshape(bs)
+    flat = make_check("flat", fl_r, thr_C, next((w for w in whys if w.startswith("flat")), None))
+    return kp, flat, kD_t, kC_t
+
+
+# ------------------------------------------------------------------------------------ assembly
+def diagnose_factored(w, *, probes: int = 3, seed: int = 0, pi=None, tdt=F64, assemble_max: int = 32,
+                      k_max: int = 8, chunk_elems: int = 1 << 22, spectrum: bool = True, kernel: bool = True):
+    """The factored :class:`numerics.laplacian.LaplacianDiagnostics` of a :class:`ConnectionWalk`
+    (use :func:`numerics.laplacian.diagnose` with ``method="factored"``). ``spectrum`` / ``kernel``
+    False skip those checks (reported undefined with the reason); ``k_max``: eigenpairs computed for
+    the null spaces; ``assemble_max``: largest ``n·d`` assembled densely; ``chunk_elems``: the
+    largest temporary (numbers)."""
+    from numerics.errors import ParameterError
+    from numerics.laplacian import _algebraic_checks, _skipped, assemble
+    from numerics.markov import weak_components
+
+    for name, val, lo in (("assemble_max", assemble_max, 0), ("k_max", k_max, 1), ("chunk_elems", chunk_elems, 1)):
+        if not isinstance(val, int) or isinstance(val, bool) or val < lo:
+            raise ParameterError(f"must be an int >= {lo}, got {val!r}", argument=name)
+    w = w.to(dtype=F64)
+    fb = factored_blocks(w, chunk_elems=chunk_elems)
+    P = fb.P
+    hyp = _algebraic_checks(fb, P, tdt, pi, probes, seed)
+    st, si, scale = hyp["_st"], hyp["scaled_isometry"], hyp["_scale"]
+    sup = fb.sup
+    n_comp = weak_components(sup | sup.transpose(-1, -2))
+    extra = {"method": "factored", "tolerance_dtype": str(tdt), "H": fb.H}
+    if spectrum:
+        (s_int, s_disk, s_sc), facts = spectrum_factored(fb, st.safe, st.positive, scale, si, tdt,
+                                                         assemble_max=assemble_max, seed=seed)
+        extra.update(facts)
+    else:
+        s_int, s_disk, s_sc = (_skipped(k, fb.batch, P.device, "skipped: spectrum=False")
+                               for k in ("spectrum_interval", "spectrum_disk", "spectrum_scaled"))
+    if kernel:
+        kp, flat, kD, kC = kernel_factored(fb, n_comp, tdt, assemble_max=assemble_max, k_max=k_max, seed=seed)
+    else:
+        kp, flat = (_skipped(k, fb.batch, P.device, "skipped: kernel=False") for k in ("kernel_parallel", "flat"))
+        kD = kC = None
+    return assemble(hyp, s_int, s_disk, s_sc, kp, flat, None, kD, kC, n_comp, fb.n, fb.d, extra)
