@@ -135,6 +135,7 @@ def measure(handle, input_ids: torch.Tensor, *, baselines: bool = True, edge_lay
         if cap.mask is not None and not bool(cap.mask.all()):
             raise ModelError("padded prompts are not supported by the paper checks; use full-length prompts",
                              argument="input_ids")
+        attn_dtype = cap.A.dtype  # the precision the walk's entries carry (π's conditioning guard)
         A = cap.A.detach().to("cpu", F64)
         X = cap.attn_input.detach().to("cpu", F64)
         Wo = cap.W_O.detach().to("cpu", F64)
@@ -200,7 +201,7 @@ def measure(handle, input_ids: torch.Tensor, *, baselines: bool = True, edge_lay
         e1["walk_spectral_distance"] = np.stack([_np(S.spectral_distance(a, b)) for a, b in zip(Pv[:-1], Pv[1:])], 1)
         pr = [S.pagerank(P) for P in Pv]
         e1["stationary_drift"] = np.stack([_np(0.5 * (b - a).abs().sum(-1)) for a, b in zip(pr[:-1], pr[1:])], 1)
-        e1["reversibility_defect"] = np.stack([_np(S.reversibility_defect(P)) for P in Pv], 1)
+        e1["reversibility_defect"] = np.stack([_np(S.reversibility_defect(P, dtype=attn_dtype)) for P in Pv], 1)
         e1["positional_r2"] = np.stack([_np(S.positional_r2(P)) for P in Pv], 1)
         e1["diffusion_r2"] = np.stack([_np(S.diffusion_r2(P, D)) for P, D in zip(Pv, Dv)], 1)
         m.e1[variant] = e1

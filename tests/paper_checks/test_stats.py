@@ -73,6 +73,26 @@ def test_pagerank_and_stationary(device):
     assert float(pi.min()) > 0
 
 
+def test_stationary_is_refused_where_the_walk_precision_cannot_resolve_it():
+    """Two 3-token blocks coupled with weight c: π = uniform for any c > 0 (doubly stochastic), but
+    cond(I − P + 11ᵀ) ~ 1/c. For float32 entries c = 1e-6 is below what the solve can resolve: π and
+    the reversibility defect are NaN (never a confident wrong number); the float64 reading resolves it."""
+    def blocks(c):
+        B = torch.full((3, 3), (1 - c) / 3, dtype=F64)
+        P = torch.block_diag(B, B)
+        P[:3, 3:] = c / 3
+        P[3:, :3] = c / 3
+        return P[None]
+
+    u = torch.full((1, 6), 1 / 6, dtype=F64)
+    assert_close(S.stationary(blocks(0.2)), u, size=36)
+    assert torch.isnan(S.stationary(blocks(1e-6))).all()
+    assert torch.isnan(S.reversibility_defect(blocks(1e-6))).all()
+    err = (S.stationary(blocks(1e-6), dtype=F64) - u).abs().max().item()
+    assert err <= 1e6 * tol(F64, 36), err  # forward error <= cond · tol, cond ~ 1/c
+    assert S.reversibility_defect(blocks(1e-6), dtype=F64).item() <= 1e-9  # symmetric: reversible
+
+
 @pytest.mark.theorem("E1")
 def test_reversibility_defect(device):
     g = torch.Generator().manual_seed(3)
