@@ -3,8 +3,8 @@ classify, and the E5/E6 paper checks use it)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 import contextlib
+from collections.abc import Iterator
 from contextlib import contextmanager
 
 import torch

@@ -146,7 +146,7 @@ class MHADynamics:
                              argument="normalization")
         self.normalization = normalization
         self.H, self.d = H, d
-        self._A_const = None
+        self._A_const: torch.Tensor | None = None
         self.n = None if self.bias is None else self.bias.shape[-1]
         if self.abs_pe is not None:
             if self.n is not None and self.abs_pe.shape[0] != self.n:
@@ -191,10 +191,12 @@ class MHADynamics:
         X = self._check_X(X)
         if self.content_free and self.bias is not None:
             # constant attention: computed once (it does not depend on X)
-            if self._A_const is None or self._A_const.dtype != X.dtype:
+            A = self._A_const
+            if A is None or A.dtype != X.dtype:
                 S = self.scores(X[(0,) * (X.ndim - 2)])
-                self._A_const = torch.softmax(S, -1) if self.normalization == "softmax" else torch.sigmoid(S)
-            return self._A_const
+                A = torch.softmax(S, -1) if self.normalization == "softmax" else torch.sigmoid(S)
+                self._A_const = A
+            return A
         S = self.scores(X)
         if self.normalization == "softmax":
             return torch.softmax(S, dim=-1)
@@ -488,6 +490,8 @@ class BatchedDynamics:
         if not dyns:
             raise ShapeError("need at least one dynamics", argument="dyns")
         n, d = dyns[0].n, dyns[0].d
+        if n is None:
+            raise ParameterError("cell 0 has no ring (no kernels)", argument="dyns")
         H = max(dy.H for dy in dyns)
         dk = max((dy.Wq.shape[1] for dy in dyns if dy.Wq is not None), default=1)
         P = len(dyns)

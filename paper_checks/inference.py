@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 from scipy import stats as _st
@@ -31,7 +32,7 @@ EQUIV_FRACTION = 0.05  # effects whose whole interval lies within ±5% of |null|
 # ------------------------------------------------------------------------------- summaries
 def thirds(K: int) -> int:
     """Number of columns in the early / late third: ``max(1, round(K/3))``."""
-    return max(1, int(round(K / 3)))
+    return max(1, round(K / 3))
 
 
 def late_early_ratio(m: np.ndarray) -> float:
@@ -75,7 +76,7 @@ def spearman_depth(m: np.ndarray) -> float | np.ndarray:
 ROWWISE = frozenset({spearman_depth})
 
 
-SUMMARIES: dict[str, Callable[[np.ndarray], float]] = {
+SUMMARIES: dict[str, Callable[[np.ndarray], Any]] = {
     "late_early_ratio": late_early_ratio,
     "late_mean": late_mean,
     "mean": overall_mean,

@@ -13,6 +13,7 @@ from numerics.patterns import distinct_patterns, prenorm_layer_steps, signed_wav
 from numerics.tolerance import tol
 from paper_checks.e5.cells import C_CLUSTER, C_COEXISTING, C_STANDING, C_STATIONARY, C_TRAVELLING, DYNAMICS
 
+
 @dataclass
 class CellPrediction:
     """Linear prediction of a cell: coarse ``label``, ``k`` (|k*|, 0 for clusters), winner exponent ``s``

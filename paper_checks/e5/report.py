@@ -22,9 +22,10 @@ from paper_checks.e5.sweep import run_sweep, transition
 from paper_checks.inference import wilson_interval
 from paper_checks.verdict import INCONCLUSIVE, NOT_REPRODUCED, REPRODUCED, StatResult
 
+
 def _axis_pairs(records, axis: str, key: str):
     """Pairs of cells that differ only in ``axis``; returns (changed, total)."""
-    by = {}
+    by: dict[tuple, list] = {}
     for r in records:
         c = r["cell"]
         rest = tuple((f, getattr(c, f)) for f in ("kernel", "theta", "heads", "content", "dynamics") if f != axis)
@@ -52,7 +53,7 @@ def _rows(sweep: dict, scale: str) -> list[StatResult]:
     k_ok = sum(r["agree"] for r in recs)
     lo, hi = wilson_interval(k_ok, N)
     frac = k_ok / N
-    var_fracs = {}
+    var_fracs: dict[str, float] = {}
     for v in sweep["variants"]:
         var_fracs[v] = sum(r["variants"][v][2] for r in recs) / N
     per_dyn = {}
@@ -61,7 +62,7 @@ def _rows(sweep: dict, scale: str) -> list[StatResult]:
         ok = sum(r["agree"] for r in sub)
         per_dyn[dyn] = {"agree": ok, "cells": len(sub), "fraction": ok / len(sub), "wilson95": wilson_interval(ok, len(sub))}
     ties = [r for r in recs if r["pred"].tie]
-    confusion = {}
+    confusion: dict[str, int] = {}
     for r in recs:
         key = f"{r['pred'].label}->{r['obs']}"
         confusion[key] = confusion.get(key, 0) + 1
@@ -76,8 +77,8 @@ def _rows(sweep: dict, scale: str) -> list[StatResult]:
                    "class and |k|) equals the linear prediction (symbol M(k); per-layer factor for stacks; ties "
                    "predicted as standing/coexisting, never a guessed winner)",
         notes=(f"agreement across classifier-threshold variants (each threshold x0.5 / x2): min "
-               f"{min(var_fracs.values()):.3f} ({min(var_fracs, key=var_fracs.get)}), max "
-               f"{max(var_fracs.values()):.3f} ({max(var_fracs, key=var_fracs.get)}); predicted ties: {len(ties)} "
+               f"{min(var_fracs.values()):.3f} ({min(var_fracs, key=var_fracs.__getitem__)}), max "
+               f"{max(var_fracs.values()):.3f} ({max(var_fracs, key=var_fracs.__getitem__)}); predicted ties: {len(ties)} "
                f"(observed as {sorted({r['obs'] for r in ties})})"),
         extra={"per_dynamics": per_dyn, "threshold_sensitivity": var_fracs, "confusion": confusion,
                "cells": N, "scale": scale, "seconds": sweep["seconds"]},
@@ -124,7 +125,7 @@ def _rows(sweep: dict, scale: str) -> list[StatResult]:
             extra={"pairs": tot, "observed_changed": ch_o, "predicted_changed": ch_p, "saturated_changed": ch_s},
         ))
     # saturation: which patterns stabilise, compete, coexist, pin or drift
-    trans = {}
+    trans: dict[str, int] = {}
     for r in recs:
         t = transition(r)
         trans[t] = trans.get(t, 0) + 1

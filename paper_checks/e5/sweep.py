@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import replace
+from typing import Any
 
 import numpy as np
 import torch
@@ -68,7 +69,8 @@ def _run_sweep(cfg: PhaseConfig, threshold_factors) -> dict:
         group = [c for c in cells if c.dynamics == dyn_name]
         models = [cell_model(cfg, c) for c in group]
         dyns = [MHADynamics(T, kernels=a, content=cont) for a, T, cont in models]
-        preds, t_lins = [], []
+        preds: list = []
+        t_lins: list[float] = []
         stack = dyn_name != "sphere"
         for (a, T, _), c, dy in zip(models, group, dyns):
             # linear window from the predicted winner's growth (cells that do not grow: a fixed window)
@@ -98,8 +100,8 @@ def _run_sweep(cfg: PhaseConfig, threshold_factors) -> dict:
         else:
             total_t = max(t_lins) + cfg.t_sat
             win = min(t_lins) / 2
-            se = max(1, int(round(win / cfg.samples / cfg.dt)))
-            steps = se * int(math.ceil(total_t / cfg.dt / se))
+            se = max(1, round(win / cfg.samples / cfg.dt))
+            steps = se * math.ceil(total_t / cfg.dt / se)
             times, states = simulate_cells(bd, X0, dynamics="sphere", steps=steps, dt=cfg.dt, save_every=se)
         for i, (c, p, tl) in enumerate(zip(group, preds, t_lins)):
             tr_states = states[:, i]
@@ -110,7 +112,8 @@ def _run_sweep(cfg: PhaseConfig, threshold_factors) -> dict:
                 # classify in effective time: autonomous growth e^{(μ−1)τ} in the window (see docstring)
                 obs_t_lin, obs_s_lin = prenorm_effective_window(tr_states, lin_w, cfg.eta)
                 obs_t_sat, obs_s_sat = prenorm_effective_window(tr_states, sat_w, cfg.eta)
-                lin_args, sat_args = (obs_t_lin, obs_s_lin, None), (obs_t_sat, obs_s_sat, None)
+                lin_args: tuple[Any, Any, Any] = (obs_t_lin, obs_s_lin, None)
+                sat_args: tuple[Any, Any, Any] = (obs_t_sat, obs_s_sat, None)
             else:
                 lin_args, sat_args = (times, tr_states, lin_w), (times, tr_states, sat_w)
             obs_by_variant = {}
@@ -150,7 +153,7 @@ def prenorm_effective_window(states: torch.Tensor, window, eta: float) -> tuple[
     ``scipy.interpolate.make_interp_spline(k=1)``). In
     late layers ``η/(1+η(l+1))`` is small, so the relative growth is autonomous in ``τ``: the classifier's
     exponential (DMD) model applies; velocities are then per unit ``τ``."""
-    l0, l1 = int(round(window[0])), int(round(window[1]))
+    l0, l1 = round(window[0]), round(window[1])
     if not 0 <= l0 < l1 < states.shape[0]:
         raise ParameterError(f"window {window} outside layers 0..{states.shape[0] - 1}", argument="window")
     tau = prenorm_effective_time(states.shape[0] - 1, eta)

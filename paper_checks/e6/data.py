@@ -9,6 +9,7 @@ import numpy as np
 
 from numerics.errors import CorruptFileError, ParameterError
 
+
 def patchify(images: np.ndarray, patch: int) -> tuple[np.ndarray, np.ndarray]:
     """(N, C, H, W) images → tokens (N, (H/p)(W/p), C·p·p) and the grid positions (T, 2) (row, col)."""
     N, C, Hh, Ww = images.shape

@@ -61,7 +61,7 @@ def _gpsa_member_init(cfg: GPSAConfig, arm: str, seed: int, pdim: int, T: int, c
     if alpha is None:
         p["vpos"] = vpos_random
     else:  # ConViT local init: heads on a kernel_size² grid of offsets around the query
-        ks = int(round(math.sqrt(H)))
+        ks = round(math.sqrt(H))
         center = (ks - 1) / 2
         v = torch.zeros(H, 3)
         for h1 in range(ks):
@@ -175,12 +175,12 @@ def _train_gpsa(cfg: GPSAConfig, data: dict, *, seeds=None, device=None) -> dict
         loss = torch.nn.functional.cross_entropy(lg.reshape(-1, lg.shape[-1]), yb.reshape(-1), reduction="none")
         loss.reshape(G, -1).mean(-1).sum().backward()
         opt.step()
-    curves = curves[:, :ei].reshape(A, S, K, ei)
+    by_arm = curves[:, :ei].reshape(A, S, K, ei)
     eval_steps = np.arange(ei) * cfg.eval_every
-    hit = curves[:, :, -1, :] >= cfg.acc_threshold
+    hit = by_arm[:, :, -1, :] >= cfg.acc_threshold
     steps = np.where(hit.any(-1), eval_steps[np.argmax(hit, -1)], np.inf)
     return {"arms": arms, "seeds": seeds, "data_sizes": Ns, "dataset": data["name"],
-            "accuracy": {a: curves[i, :, :, -1] for i, a in enumerate(arms)},
-            "curves": {a: curves[i] for i, a in enumerate(arms)}, "eval_steps": eval_steps,
+            "accuracy": {a: by_arm[i, :, :, -1] for i, a in enumerate(arms)},
+            "curves": {a: by_arm[i] for i, a in enumerate(arms)}, "eval_steps": eval_steps,
             "steps": {a: steps[i] for i, a in enumerate(arms)}, "seconds": time.perf_counter() - t0,
             "config": cfg}

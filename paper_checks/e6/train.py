@@ -27,7 +27,7 @@ def steps_to_threshold(losses, threshold: float) -> np.ndarray:
     """First step index t with ``losses[..., t] < threshold`` (step 0 = before any update);
     ``inf`` where never reached. ``losses``: (..., T+1)."""
     L = np.asarray(losses, dtype=np.float64)
-    hit = L < threshold
+    hit = threshold > L
     first = np.argmax(hit, axis=-1).astype(np.float64)
     first[~hit.any(axis=-1)] = np.inf
     return first

@@ -378,7 +378,7 @@ def test_prediction_matches_emergence_when_gap_is_clear(case):
     fit = measure_mode(t, tr.states, abs(p.k_star), window=(t[-1].item() / 2, t[-1].item()))
     s = p.growth_rate
     rel_g = abs(fit.growth_rate.real - s.real) / abs(s.real)
-    if p.k_star % n in (0, n // 2) and n % 2 == 0 or p.k_star == 0:
+    if (p.k_star % n in (0, n // 2) and n % 2 == 0) or p.k_star == 0:
         # self-conjugate wavenumber (k ≡ −k): σ and σ̄ are the same real pattern (THEOREMS.md T6,
         # "compare selections modulo this conjugation"); the sign of Im σ is a convention there
         rel_w = abs(abs(fit.growth_rate.imag) - abs(s.imag)) / abs(s)
