@@ -13,6 +13,7 @@ reported scalar (late/early ratio, late-third mean, overall mean, Spearman ρ ag
 These intervals cover prompt (and null-seed) sampling only; they do **not** cover variation
 across models or training runs.
 """
+
 from __future__ import annotations
 
 import warnings
@@ -44,7 +45,7 @@ def late_early_ratio(m: np.ndarray) -> float:
 
 def late_mean(m: np.ndarray) -> float:
     """Mean of the last third of the per-layer means."""
-    return float(np.mean(m[-thirds(len(m)):]))
+    return float(np.mean(m[-thirds(len(m)) :]))
 
 
 def overall_mean(m: np.ndarray) -> float:
@@ -128,8 +129,12 @@ def boot_draws_nested(Vs: Sequence[np.ndarray], f: Callable, n_boot: int, rng: n
     S = len(Vs)
     sidx = rng.integers(0, S, size=(n_boot, S))
     # an independent unit resample for every (slot, seed) pair, so repeated seeds stay independent
-    cm = np.stack([np.stack([_boot_colmeans(v, rng.integers(0, v.shape[0], size=(n_boot, v.shape[0])))
-                             for v in Vs]) for _ in range(S)])  # (slot, seed, n_boot, K)
+    cm = np.stack(
+        [
+            np.stack([_boot_colmeans(v, rng.integers(0, v.shape[0], size=(n_boot, v.shape[0]))) for v in Vs])
+            for _ in range(S)
+        ]
+    )  # (slot, seed, n_boot, K)
     b = np.arange(n_boot)
     pooled = np.mean([cm[j, sidx[:, j], b] for j in range(S)], axis=0)  # (n_boot, K)
     return _apply(f, pooled)
@@ -180,9 +185,15 @@ def paired_interval(diffs, level: float = LEVEL) -> tuple[float, float, float]:
 
 
 # ------------------------------------------------------------------------------- verdicts
-def decide(effect_ci: tuple[float, float] | None, direction: int, *, null_value: float | None = None,
-           trained_ci: tuple[float, float] | None = None, reference: float | None = None,
-           closed_wrong_side: bool = False) -> tuple[str, str]:
+def decide(
+    effect_ci: tuple[float, float] | None,
+    direction: int,
+    *,
+    null_value: float | None = None,
+    trained_ci: tuple[float, float] | None = None,
+    reference: float | None = None,
+    closed_wrong_side: bool = False,
+) -> tuple[str, str]:
     """Verdict from the effect interval (trained − null) and an optional absolute condition.
 
     ``direction`` = −1 when smaller values support the claim, +1 when larger values do. With
@@ -218,7 +229,9 @@ def decide(effect_ci: tuple[float, float] | None, direction: int, *, null_value:
         abs_claim = (thi < reference) if s < 0 else (tlo > reference)
         abs_wrong = (tlo > reference) if s < 0 else (thi < reference)
     if eff_wrong:
-        return NOT_REPRODUCED, "effect interval on the wrong side of 0" + (" (or ending at 0)" if closed_wrong_side else "")
+        return NOT_REPRODUCED, "effect interval on the wrong side of 0" + (
+            " (or ending at 0)" if closed_wrong_side else ""
+        )
     if abs_wrong:
         return NOT_REPRODUCED, f"trained interval on the wrong side of {reference:g}"
     if null_value is not None and np.isfinite(null_value):
@@ -227,7 +240,8 @@ def decide(effect_ci: tuple[float, float] | None, direction: int, *, null_value:
             return NOT_REPRODUCED, "effect interval within ±5% of |null| (no practical difference)"
     if eff_claim and (abs_claim is None or abs_claim):
         return REPRODUCED, "effect interval on the claim side of 0" + (
-            f" and trained interval on the claim side of {reference:g}" if reference is not None else "")
+            f" and trained interval on the claim side of {reference:g}" if reference is not None else ""
+        )
     return INCONCLUSIVE, "interval includes no effect"
 
 

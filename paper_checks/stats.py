@@ -50,6 +50,7 @@ E2 (transport) statistics:
   ``κ(O)² = r tr((OᵀO)²) / tr(OᵀO)² − 1``, averaged with weights ``P_ij``; computed from the head
   Gram terms without forming any ``O_ij`` (:func:`edge_defect`), reference :func:`edge_defect_naive`.
 """
+
 from __future__ import annotations
 
 import math
@@ -207,7 +208,7 @@ def positional_r2(P) -> torch.Tensor:
     a = sums / cnts.clamp_min(1)
     fit = a.gather(1, idx).reshape(B, n, n) * S
     resid = ((Pc - fit) ** 2).sum((-1, -2))
-    total = (Pc ** 2).sum((-1, -2))
+    total = (Pc**2).sum((-1, -2))
     return _r2(resid, total, (P * P * S).sum((-1, -2)), n * n)
 
 
@@ -448,9 +449,9 @@ def edge_defect(A, W_O, W_V, rank: int, *, gram=None) -> torch.Tensor:
     out = torch.empty_like(s2)
     chunk = 8192
     for s in range(0, c.shape[0], chunk):
-        cc = c[s:s + chunk]
+        cc = c[s : s + chunk]
         u = (cc[:, :, None] * cc[:, None, :]).reshape(-1, H * H)
-        out[s:s + chunk] = ((u @ Qm) * u).sum(-1)
+        out[s : s + chunk] = ((u @ Qm) * u).sum(-1)
     s4 = out
     ok = (w > 0) & (s2 > 0)
     k2 = torch.where(ok, rank * s4 / torch.where(ok, s2, torch.ones_like(s2)) ** 2 - 1, torch.zeros_like(s2))

@@ -46,7 +46,6 @@ Modules: :mod:`~paper_checks.e5.cells` (vocabulary, sweep configuration, cell mo
 classification), :mod:`~paper_checks.e5.report` (rows, figures, :func:`run`).
 """
 
-
 from numerics.simulate import (
     BatchedDynamics,
     simulate_cells,

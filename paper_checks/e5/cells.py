@@ -23,12 +23,24 @@ from numerics.patterns import (
 
 CLAIM = "E5"
 C_CLUSTER, C_STATIONARY, C_TRAVELLING, C_STANDING, C_COEXISTING, C_INCOHERENT = (
-    "cluster", "stationary", "travelling", "standing", "coexisting", "incoherent")
+    "cluster",
+    "stationary",
+    "travelling",
+    "standing",
+    "coexisting",
+    "incoherent",
+)
 COARSE = (C_CLUSTER, C_STATIONARY, C_TRAVELLING, C_STANDING, C_COEXISTING, C_INCOHERENT)
 _COARSE_OF = {
-    CLUSTER: C_CLUSTER, ROTATING_CLUSTER: C_CLUSTER, STATIONARY: C_STATIONARY, TRAVELLING: C_TRAVELLING,
-    TRAVELLING_HELIX: C_TRAVELLING, STANDING: C_STANDING, STANDING_HELIX: C_STANDING,
-    COEXISTING: C_COEXISTING, INCOHERENT: C_INCOHERENT,
+    CLUSTER: C_CLUSTER,
+    ROTATING_CLUSTER: C_CLUSTER,
+    STATIONARY: C_STATIONARY,
+    TRAVELLING: C_TRAVELLING,
+    TRAVELLING_HELIX: C_TRAVELLING,
+    STANDING: C_STANDING,
+    STANDING_HELIX: C_STANDING,
+    COEXISTING: C_COEXISTING,
+    INCOHERENT: C_INCOHERENT,
 }
 DYNAMICS = ("sphere", "postnorm", "prenorm")
 
@@ -38,14 +50,15 @@ def coarse_class(label: str) -> str:
     try:
         return _COARSE_OF[label]
     except KeyError:
-        raise ParameterError(f"unknown pattern class {label!r}; expected one of {sorted(_COARSE_OF)}",
-                             argument="label") from None
-
+        raise ParameterError(
+            f"unknown pattern class {label!r}; expected one of {sorted(_COARSE_OF)}", argument="label"
+        ) from None
 
 
 @dataclass(frozen=True)
 class PhaseConfig:
     """The sweep. ``kernels``: (name, centre, width) of head 1's ring kernel."""
+
     n: int = 24
     kernels: tuple = (("sym", 0.0, 1.5), ("asym+2", 2.0, 1.5), ("asym+4", 4.0, 1.5))
     thetas: tuple = (0.0, math.pi / 4, math.pi / 2, 3 * math.pi / 4, math.pi)
@@ -99,6 +112,8 @@ def cell_model(cfg: PhaseConfig, cell: Cell) -> tuple[torch.Tensor, torch.Tensor
     content = None
     if cell.content:
         g = torch.Generator().manual_seed(1_000 + 7 * cfg.seed + H)
-        content = (cfg.content_scale * torch.randn(H, 2, 3, generator=g, dtype=torch.float64),
-                   cfg.content_scale * torch.randn(H, 2, 3, generator=g, dtype=torch.float64))
+        content = (
+            cfg.content_scale * torch.randn(H, 2, 3, generator=g, dtype=torch.float64),
+            cfg.content_scale * torch.randn(H, 2, 3, generator=g, dtype=torch.float64),
+        )
     return torch.stack(ker), T, content

@@ -19,6 +19,7 @@ class CellPrediction:
     """Linear prediction of a cell: coarse ``label``, ``k`` (|k*|, 0 for clusters), winner exponent ``s``
     (per unit time or per layer), ``velocity`` (tokens per unit time / per layer), ``tie`` and the
     tied representatives, ``growth`` = Re s*, ``gap`` to the best distinct pattern."""
+
     label: str
     k: int
     s: complex
@@ -54,14 +55,22 @@ def _exponents(mu: torch.Tensor, dynamics: str, eta: float, layers: int, first: 
         for h_l in steps:
             acc = acc + torch.log(1 + h_l * (mu - 1))
         return _annihilated(acc / len(steps))
-    raise ParameterError(f"unknown dynamics {dynamics!r}; expected one of {DYNAMICS + ('flow',)}",
-                         argument="dynamics")
+    raise ParameterError(f"unknown dynamics {dynamics!r}; expected one of {DYNAMICS + ('flow',)}", argument="dynamics")
 
 
-def predict_cell(kernels, transports, *, dynamics: str = "sphere", eta: float = 1.0, layers: int = 1,
-                 window: float = math.inf, t_end: float = math.inf,
-                 phase_tol: float = Thresholds().phase_tol, coexist_ratio: float = Thresholds().coexist_ratio,
-                 tie_tol: float | None = None) -> CellPrediction:
+def predict_cell(
+    kernels,
+    transports,
+    *,
+    dynamics: str = "sphere",
+    eta: float = 1.0,
+    layers: int = 1,
+    window: float = math.inf,
+    t_end: float = math.inf,
+    phase_tol: float = Thresholds().phase_tol,
+    coexist_ratio: float = Thresholds().coexist_ratio,
+    tie_tol: float | None = None,
+) -> CellPrediction:
     r"""Coarse linear prediction of the *fluctuation* pattern about the base state ``x* = e3``.
 
     On normalised dynamics the ``k = 0`` mode of the tangent plane only turns the common direction
@@ -86,8 +95,11 @@ def predict_cell(kernels, transports, *, dynamics: str = "sphere", eta: float = 
     mu = torch.linalg.eigvals(M)
     s = _exponents(mu, dynamics, eta, layers)  # selection: mean exponent over the whole run
     # observability of the oscillation: the exponent inside the window (differs for pre-norm only)
-    s_win = _exponents(mu, dynamics, eta, layers, first=max(0, int(layers - window))) if (
-        dynamics == "prenorm" and math.isfinite(window)) else s
+    s_win = (
+        _exponents(mu, dynamics, eta, layers, first=max(0, int(layers - window)))
+        if (dynamics == "prenorm" and math.isfinite(window))
+        else s
+    )
     ttol = tie_tol if tie_tol is not None else tol(torch.float64, n * d, scale=max(1.0, s.abs().max().item()))
     ks = signed_wavenumbers(n)
     fl = ks != 0

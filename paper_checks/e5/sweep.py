@@ -55,8 +55,14 @@ def run_sweep(cfg: PhaseConfig, *, threshold_factors=(0.5, 2.0)) -> dict:
 
 def _run_sweep(cfg: PhaseConfig, threshold_factors) -> dict:
     t0 = time.perf_counter()
-    cells = [Cell(k[0], th, H, c, dyn) for dyn in cfg.dynamics for k in cfg.kernels for th in cfg.thetas
-             for H in cfg.heads for c in cfg.content]
+    cells = [
+        Cell(k[0], th, H, c, dyn)
+        for dyn in cfg.dynamics
+        for k in cfg.kernels
+        for th in cfg.thetas
+        for H in cfg.heads
+        for c in cfg.content
+    ]
     g = torch.Generator().manual_seed(cfg.seed)
     xi = torch.randn(cfg.n, 3, generator=g, dtype=torch.float64)
     x_star = torch.tensor([0.0, 0.0, 1.0], dtype=torch.float64)
@@ -78,13 +84,18 @@ def _run_sweep(cfg: PhaseConfig, threshold_factors) -> dict:
             # reaches lin_amplitude: after that the base state itself has moved
             g0 = predict_cell(a, T, dynamics=dyn_name, eta=cfg.eta, layers=cfg.layers_cap).max_growth
             if stack:
-                L = cfg.layers_cap if g0 <= 0 else int(min(max(math.log(cfg.lin_amplitude / cfg.eps) / g0,
-                                                               cfg.layers_min), cfg.layers_cap))
+                L = (
+                    cfg.layers_cap
+                    if g0 <= 0
+                    else int(min(max(math.log(cfg.lin_amplitude / cfg.eps) / g0, cfg.layers_min), cfg.layers_cap))
+                )
                 L = 2 * (L // 2)
                 t_lins.append(L)
                 p = predict_cell(a, T, dynamics=dyn_name, eta=cfg.eta, layers=L, window=L / 2, t_end=L)
             else:
-                tl = cfg.t_cap if g0 <= 0 else min(max(math.log(cfg.lin_amplitude / cfg.eps) / g0, cfg.t_min), cfg.t_cap)
+                tl = (
+                    cfg.t_cap if g0 <= 0 else min(max(math.log(cfg.lin_amplitude / cfg.eps) / g0, cfg.t_min), cfg.t_cap)
+                )
                 t_lins.append(tl)
                 p = predict_cell(a, T, dynamics="sphere", window=tl / 2, t_end=tl)
                 try:
@@ -127,17 +138,32 @@ def _run_sweep(cfg: PhaseConfig, threshold_factors) -> dict:
             if stack:
                 a, T, _ = models[i]
                 sel = discrete_selection(a, T, cfg.eta, int(tl), scheme=dyn_name)
-            records.append({
-                "cell": c, "pred": p, "t_lin": tl,
-                "obs": lab, "obs_k": k, "obs_label": o_lin.label, "obs_velocity": o_lin.velocity,
-                "sat": slab, "sat_k": sk, "sat_label": o_sat.label, "sat_velocity": o_sat.velocity,
-                "agree": agreement(p.label, p.k, lab, k), "variants": obs_by_variant,
-                "max_fluct_lin": float(fluct[(torch.as_tensor(times) <= tl)].max()),
-                "stack_differs": None if sel is None else bool(sel.differs),
-                "stack_frozen": None if sel is None else bool(sel.frozen),
-            })
-    return {"records": records, "variants": [v for v, _ in variants], "seconds": time.perf_counter() - t0,
-            "config": cfg}
+            records.append(
+                {
+                    "cell": c,
+                    "pred": p,
+                    "t_lin": tl,
+                    "obs": lab,
+                    "obs_k": k,
+                    "obs_label": o_lin.label,
+                    "obs_velocity": o_lin.velocity,
+                    "sat": slab,
+                    "sat_k": sk,
+                    "sat_label": o_sat.label,
+                    "sat_velocity": o_sat.velocity,
+                    "agree": agreement(p.label, p.k, lab, k),
+                    "variants": obs_by_variant,
+                    "max_fluct_lin": float(fluct[(torch.as_tensor(times) <= tl)].max()),
+                    "stack_differs": None if sel is None else bool(sel.differs),
+                    "stack_frozen": None if sel is None else bool(sel.frozen),
+                }
+            )
+    return {
+        "records": records,
+        "variants": [v for v, _ in variants],
+        "seconds": time.perf_counter() - t0,
+        "config": cfg,
+    }
 
 
 def prenorm_effective_time(layers: int, eta: float) -> np.ndarray:
@@ -158,7 +184,7 @@ def prenorm_effective_window(states: torch.Tensor, window, eta: float) -> tuple[
         raise ParameterError(f"window {window} outside layers 0..{states.shape[0] - 1}", argument="window")
     tau = prenorm_effective_time(states.shape[0] - 1, eta)
     grid = np.linspace(tau[l0], tau[l1], l1 - l0 + 1)
-    spline = make_interp_spline(tau[l0:l1 + 1], states[l0:l1 + 1].cpu().numpy(), k=1, axis=0)
+    spline = make_interp_spline(tau[l0 : l1 + 1], states[l0 : l1 + 1].cpu().numpy(), k=1, axis=0)
     return grid, torch.as_tensor(spline(grid), dtype=states.dtype, device=states.device)
 
 

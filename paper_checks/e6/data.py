@@ -37,18 +37,25 @@ def load_digits_tokens(test_fraction: float = 0.3, split_seed: int = 0) -> dict:
     ds = load_digits()
     imgs = (ds.images / 16.0)[:, None].astype(np.float64)
     y = ds.target.astype(np.int64)
-    _, test_idx = train_test_split(np.arange(y.size), test_size=test_fraction, stratify=y,
-                                   random_state=split_seed)
+    _, test_idx = train_test_split(np.arange(y.size), test_size=test_fraction, stratify=y, random_state=split_seed)
     mask = np.zeros(y.size, bool)
     mask[test_idx] = True
     x, pos = patchify(imgs, 2)
     xtr, xte = _standardise(x[~mask], x[mask])
-    return {"name": "digits8x8", "x_train": xtr, "y_train": y[~mask], "x_test": xte, "y_test": y[mask],
-            "pos": pos, "classes": 10}
+    return {
+        "name": "digits8x8",
+        "x_train": xtr,
+        "y_train": y[~mask],
+        "x_test": xte,
+        "y_test": y[mask],
+        "pos": pos,
+        "classes": 10,
+    }
 
 
-def load_cifar10_tokens(cifar_dir, *, max_train: int | None = 5000, max_test: int | None = 1000,
-                        patch: int = 4) -> dict:
+def load_cifar10_tokens(
+    cifar_dir, *, max_train: int | None = 5000, max_test: int | None = 1000, patch: int = 4
+) -> dict:
     """A local CIFAR-10 directory in the python-pickle format (``data_batch_1..5``, ``test_batch``,
     each a pickled dict with ``b'data'`` (N, 3072) uint8 and ``b'labels'``) as tokens of
     ``patch×patch`` patches (64 tokens of dim 48 for patch 4). Subsamples to ``max_train`` /
@@ -69,8 +76,10 @@ def load_cifar10_tokens(cifar_dir, *, max_train: int | None = 5000, max_test: in
         except Exception as exc:
             raise CorruptFileError(f"{path}: not a CIFAR-10 pickle batch ({exc})", argument="cifar_dir") from exc
         if data.ndim != 2 or data.shape[1] != 3072 or labels.shape[0] != data.shape[0]:
-            raise CorruptFileError(f"{path}: data shape {data.shape}, labels {labels.shape}; expected (N, 3072), (N,)",
-                                   argument="cifar_dir")
+            raise CorruptFileError(
+                f"{path}: data shape {data.shape}, labels {labels.shape}; expected (N, 3072), (N,)",
+                argument="cifar_dir",
+            )
         return data, labels
 
     batches = [read(f"data_batch_{i}") for i in range(1, 6) if (root / f"data_batch_{i}").exists()]
@@ -90,5 +99,4 @@ def load_cifar10_tokens(cifar_dir, *, max_train: int | None = 5000, max_test: in
     ttr, pos = patchify(to_img(xtr), patch)
     tte, _ = patchify(to_img(xte), patch)
     ttr, tte = _standardise(ttr, tte)
-    return {"name": "cifar10", "x_train": ttr, "y_train": ytr, "x_test": tte, "y_test": yte, "pos": pos,
-            "classes": 10}
+    return {"name": "cifar10", "x_train": ttr, "y_train": ytr, "x_test": tte, "y_test": yte, "pos": pos, "classes": 10}

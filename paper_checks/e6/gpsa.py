@@ -28,6 +28,7 @@ _TRAINABLE_B = ("Wp", "bp", "P", "WQ", "WK", "WV", "WO", "vpos", "lam", "W1", "b
 @dataclass(frozen=True)
 class GPSAConfig:
     """Configuration of E6(b). ``data_sizes`` = numbers of training images (None = all)."""
+
     d: int = 16
     heads: int = 4
     mlp: bool = True  # the block's MLP (GELU, width 2d) after the attention
@@ -50,9 +51,20 @@ def _gpsa_member_init(cfg: GPSAConfig, arm: str, seed: int, pdim: int, T: int, c
     def lin(i: int, o: int) -> torch.Tensor:  # nn.Linear's default init U(−1/√i, 1/√i)
         return (torch.rand(i, o, generator=g) * 2 - 1) / math.sqrt(i)
 
-    p = dict(Wp=lin(pdim, d), bp=torch.zeros(d), WQ=lin(d, d), WK=lin(d, d), WV=lin(d, d), WO=lin(d, d),
-             W1=lin(d, 2 * d), b1=torch.zeros(2 * d), W2=lin(2 * d, d), b2=torch.zeros(d),
-             Wc=lin(d, classes), bc=torch.zeros(classes))
+    p = dict(
+        Wp=lin(pdim, d),
+        bp=torch.zeros(d),
+        WQ=lin(d, d),
+        WK=lin(d, d),
+        WV=lin(d, d),
+        WO=lin(d, d),
+        W1=lin(d, 2 * d),
+        b1=torch.zeros(2 * d),
+        W2=lin(2 * d, d),
+        b2=torch.zeros(d),
+        Wc=lin(d, classes),
+        bc=torch.zeros(classes),
+    )
     vpos_random = (torch.rand(H, 3, generator=g) * 2 - 1) / math.sqrt(3)
     g2 = torch.Generator().manual_seed(70_001 * (seed + 1))
     p["P"] = torch.randn(T, d, generator=g2) * abs_std if abs_std > 0 else torch.zeros(T, d)
@@ -86,7 +98,11 @@ def _ln(x):
 def _gpsa_logits(p: dict, x: torch.Tensor, rel: torch.Tensor, H: int, mlp: bool = False) -> torch.Tensor:
     """x (G, B, T, pdim) → logits (G, B, classes). rel (T, T, 3) = (δx, δy, δx²+δy²)."""
     G, B, T, _ = x.shape
-    h = torch.einsum("gbtp,gpd->gbtd", x, p["Wp"]) + p["bp"][:, None, None] + p["mask_abs"][:, None, None, None] * p["P"][:, None]
+    h = (
+        torch.einsum("gbtp,gpd->gbtd", x, p["Wp"])
+        + p["bp"][:, None, None]
+        + p["mask_abs"][:, None, None, None] * p["P"][:, None]
+    )
     d = h.shape[-1]
     dh = d // H
     z = _ln(h)
@@ -139,9 +155,12 @@ def _train_gpsa(cfg: GPSAConfig, data: dict, *, seeds=None, device=None) -> dict
     rel = torch.cat([delta, (delta**2).sum(-1, keepdim=True)], -1)
     T, pdim = xtr.shape[1], xtr.shape[2]
     members = [(a, j, N) for a in arms for j in range(S) for N in Ns]
-    p = stack_members([_gpsa_member_init(cfg, a, seeds[j], pdim, T, data["classes"]) for a, j, _ in members],
-                      device, _TRAINABLE_B)
-    perms = torch.stack([torch.randperm(ntr, generator=torch.Generator().manual_seed(80_021 * (s + 1))) for s in seeds]).to(device)
+    p = stack_members(
+        [_gpsa_member_init(cfg, a, seeds[j], pdim, T, data["classes"]) for a, j, _ in members], device, _TRAINABLE_B
+    )
+    perms = torch.stack(
+        [torch.randperm(ntr, generator=torch.Generator().manual_seed(80_021 * (s + 1))) for s in seeds]
+    ).to(device)
     sj = torch.tensor([j for _, j, _ in members], device=device)
     Nt = torch.tensor([N for _, _, N in members], device=device, dtype=torch.float32)
     bgen = torch.Generator(device="cpu").manual_seed(90_001)
@@ -154,9 +173,9 @@ def _train_gpsa(cfg: GPSAConfig, data: dict, *, seeds=None, device=None) -> dict
         accs = torch.zeros(G, device=device)
         with torch.no_grad():
             for s0 in range(0, xte.shape[0], 512):
-                xb = xte[s0:s0 + 512]
+                xb = xte[s0 : s0 + 512]
                 lg = _gpsa_logits(p, xb[None].expand(G, *xb.shape), rel, cfg.heads, cfg.mlp)
-                accs += (lg.argmax(-1) == yte[s0:s0 + 512][None]).float().sum(-1)
+                accs += (lg.argmax(-1) == yte[s0 : s0 + 512][None]).float().sum(-1)
         return (accs / xte.shape[0]).cpu().numpy()
 
     ei = 0
@@ -179,8 +198,15 @@ def _train_gpsa(cfg: GPSAConfig, data: dict, *, seeds=None, device=None) -> dict
     eval_steps = np.arange(ei) * cfg.eval_every
     hit = by_arm[:, :, -1, :] >= cfg.acc_threshold
     steps = np.where(hit.any(-1), eval_steps[np.argmax(hit, -1)], np.inf)
-    return {"arms": arms, "seeds": seeds, "data_sizes": Ns, "dataset": data["name"],
-            "accuracy": {a: by_arm[i, :, :, -1] for i, a in enumerate(arms)},
-            "curves": {a: by_arm[i] for i, a in enumerate(arms)}, "eval_steps": eval_steps,
-            "steps": {a: steps[i] for i, a in enumerate(arms)}, "seconds": time.perf_counter() - t0,
-            "config": cfg}
+    return {
+        "arms": arms,
+        "seeds": seeds,
+        "data_sizes": Ns,
+        "dataset": data["name"],
+        "accuracy": {a: by_arm[i, :, :, -1] for i, a in enumerate(arms)},
+        "curves": {a: by_arm[i] for i, a in enumerate(arms)},
+        "eval_steps": eval_steps,
+        "steps": {a: steps[i] for i, a in enumerate(arms)},
+        "seconds": time.perf_counter() - t0,
+        "config": cfg,
+    }

@@ -13,8 +13,10 @@ from paper_checks.inference import decide, paired_interval
 from paper_checks.verdict import StatResult
 
 CLAIM = "E6"
-RULE = ("per baseline: 'reproduced' if the 95% paired t-interval of the effect lies above 0, "
-        "'not reproduced' if its upper end is <= 0, 'inconclusive' otherwise")
+RULE = (
+    "per baseline: 'reproduced' if the 95% paired t-interval of the effect lies above 0, "
+    "'not reproduced' if its upper end is <= 0, 'inconclusive' otherwise"
+)
 
 
 def effect_verdict(lo: float, hi: float) -> str:
@@ -25,7 +27,7 @@ def effect_verdict(lo: float, hi: float) -> str:
 
 BASELINE_NOTES = {
     "aligned_pe": "ablation, not a standard baseline: the same positional prior with standard OV init "
-                  "(isolates the contribution of the identity OV initialisation)",
+    "(isolates the contribution of the identity OV initialisation)",
     "abs_pe_0.02": "standard baseline: learned absolute PE at GPT-2/BERT init scale",
     "abs_pe_1": "standard baseline: learned absolute PE at torch nn.Embedding default scale",
     "rel_zero": "standard baseline: zero-initialised relative bias (T5-style)",
@@ -53,20 +55,36 @@ def _step_rows(res: dict, treat: str, baselines, cap: float, model: str, unit: s
         m, lo, hi = paired_interval(diffs)
         n_cens_t = int((~np.isfinite(res["steps"][treat])).sum())
         n_cens_b = int((~np.isfinite(res["steps"][b])).sum())
-        rows.append(StatResult(
-            claim=CLAIM, model=model, statistic=f"log2_steps_ratio_vs_{b}",
-            trained=float(st.mean()), null=float(sb.mean()), interval=(lo, hi), effect=m,
-            verdict=effect_verdict(lo, hi), rule=RULE,
-            definition=(f"mean over seeds of log2((steps_{b} + 1)/(steps_{treat} + 1)); steps = first {unit} "
-                        f"reaching the threshold; never-reaching runs censored at {cap:g}; "
-                        f"trained/null = mean steps of {treat}/{b}"),
-            notes=(f"speed-up factor 2^effect = {2**m:.2f}; censored runs: {treat} {n_cens_t}, {b} {n_cens_b}"
-                   + (" (effect is a lower bound)" if n_cens_b and not n_cens_t else "")
-                   + (" (effect is an upper bound)" if n_cens_t and not n_cens_b else "")
-                   + (" (both arms censored in some seeds: effect biased toward 0)" if n_cens_t and n_cens_b else "")),
-            extra={"baseline_role": BASELINE_NOTES.get(b, ""), "steps_treatment": res["steps"][treat].tolist(), "steps_baseline": res["steps"][b].tolist(),
-                   "paired_log2_ratios": diffs.tolist()},
-        ))
+        rows.append(
+            StatResult(
+                claim=CLAIM,
+                model=model,
+                statistic=f"log2_steps_ratio_vs_{b}",
+                trained=float(st.mean()),
+                null=float(sb.mean()),
+                interval=(lo, hi),
+                effect=m,
+                verdict=effect_verdict(lo, hi),
+                rule=RULE,
+                definition=(
+                    f"mean over seeds of log2((steps_{b} + 1)/(steps_{treat} + 1)); steps = first {unit} "
+                    f"reaching the threshold; never-reaching runs censored at {cap:g}; "
+                    f"trained/null = mean steps of {treat}/{b}"
+                ),
+                notes=(
+                    f"speed-up factor 2^effect = {2**m:.2f}; censored runs: {treat} {n_cens_t}, {b} {n_cens_b}"
+                    + (" (effect is a lower bound)" if n_cens_b and not n_cens_t else "")
+                    + (" (effect is an upper bound)" if n_cens_t and not n_cens_b else "")
+                    + (" (both arms censored in some seeds: effect biased toward 0)" if n_cens_t and n_cens_b else "")
+                ),
+                extra={
+                    "baseline_role": BASELINE_NOTES.get(b, ""),
+                    "steps_treatment": res["steps"][treat].tolist(),
+                    "steps_baseline": res["steps"][b].tolist(),
+                    "paired_log2_ratios": diffs.tolist(),
+                },
+            )
+        )
     return rows
 
 
@@ -82,17 +100,31 @@ def _acc_rows(res: dict, treat: str, baselines, model: str) -> list[StatResult]:
         per_n = {}
         for k, N in enumerate(res["data_sizes"]):
             mk, lk, hk = paired_interval(at[:, k] - ab[:, k])
-            per_n[str(N)] = {"treatment": float(at[:, k].mean()), "baseline": float(ab[:, k].mean()),
-                             "diff": mk, "interval": (lk, hk)}
-        rows.append(StatResult(
-            claim=CLAIM, model=model, statistic=f"acc_auc_diff_vs_{b}",
-            trained=float(at.mean()), null=float(ab.mean()), interval=(lo, hi), effect=m,
-            verdict=effect_verdict(lo, hi), rule=RULE,
-            definition=(f"mean over N in {list(res['data_sizes'])} of test accuracy({treat}) − accuracy({b}), "
-                        "paired by seed (data-efficiency: area between accuracy-vs-N curves)"),
-            notes=BASELINE_NOTES.get(b, ""),
-            extra={"per_N": per_n, "baseline_role": BASELINE_NOTES.get(b, "")},
-        ))
+            per_n[str(N)] = {
+                "treatment": float(at[:, k].mean()),
+                "baseline": float(ab[:, k].mean()),
+                "diff": mk,
+                "interval": (lk, hk),
+            }
+        rows.append(
+            StatResult(
+                claim=CLAIM,
+                model=model,
+                statistic=f"acc_auc_diff_vs_{b}",
+                trained=float(at.mean()),
+                null=float(ab.mean()),
+                interval=(lo, hi),
+                effect=m,
+                verdict=effect_verdict(lo, hi),
+                rule=RULE,
+                definition=(
+                    f"mean over N in {list(res['data_sizes'])} of test accuracy({treat}) − accuracy({b}), "
+                    "paired by seed (data-efficiency: area between accuracy-vs-N curves)"
+                ),
+                notes=BASELINE_NOTES.get(b, ""),
+                extra={"per_N": per_n, "baseline_role": BASELINE_NOTES.get(b, "")},
+            )
+        )
     return rows
 
 
@@ -117,8 +149,14 @@ def _plot_a(res: dict, out_dir: Path) -> list[str]:
     ax = axes[1]
     for a in res["arms"]:
         acc = res["accuracy"][a]
-        ax.errorbar(res["data_sizes"], acc.mean(0), yerr=acc.std(0, ddof=1) if acc.shape[0] > 1 else None,
-                    marker="o", capsize=3, label=a)
+        ax.errorbar(
+            res["data_sizes"],
+            acc.mean(0),
+            yerr=acc.std(0, ddof=1) if acc.shape[0] > 1 else None,
+            marker="o",
+            capsize=3,
+            label=a,
+        )
     ax.set_xscale("log")
     ax.set_xticks(res["data_sizes"])
     ax.set_xticklabels([str(N) for N in res["data_sizes"]])
@@ -145,8 +183,14 @@ def _plot_b(res: dict, out_dir: Path) -> list[str]:
         cur = res["curves"][a][:, -1, :]
         axes[0].plot(res["eval_steps"], cur.mean(0), label=a)
         acc = res["accuracy"][a]
-        axes[1].errorbar(res["data_sizes"], acc.mean(0), yerr=acc.std(0, ddof=1) if acc.shape[0] > 1 else None,
-                         marker="o", capsize=3, label=a)
+        axes[1].errorbar(
+            res["data_sizes"],
+            acc.mean(0),
+            yerr=acc.std(0, ddof=1) if acc.shape[0] > 1 else None,
+            marker="o",
+            capsize=3,
+            label=a,
+        )
     axes[0].set_xlabel("Adam step")
     axes[0].set_ylabel(f"test accuracy (N = {res['data_sizes'][-1]})")
     axes[0].set_title(f"E6(b) GPSA on {res['dataset']}")
@@ -171,21 +215,33 @@ def configs(scale: str) -> tuple[ShiftTaskConfig, GPSAConfig]:
     """The E6(a)/(b) configurations of each scale: "quick" (tests, ~10 s), "default" (main job,
     ≤ ~60 s on 2 cores), "full" (users with time: more seeds, steps and data sizes)."""
     if scale == "quick":
-        return (ShiftTaskConfig(max_steps=100, data_sizes=(2, 16), data_steps=60, eval_size=64,
-                                arms=("aligned", "abs_pe_0.02", "rel_zero", "misaligned")),
-                GPSAConfig(steps=60, data_sizes=(250,), eval_every=10, acc_threshold=0.4,
-                           arms=("convit_local", "vit_abs_pe")))
+        return (
+            ShiftTaskConfig(
+                max_steps=100,
+                data_sizes=(2, 16),
+                data_steps=60,
+                eval_size=64,
+                arms=("aligned", "abs_pe_0.02", "rel_zero", "misaligned"),
+            ),
+            GPSAConfig(
+                steps=60, data_sizes=(250,), eval_every=10, acc_threshold=0.4, arms=("convit_local", "vit_abs_pe")
+            ),
+        )
     if scale == "default":
         return ShiftTaskConfig(), GPSAConfig(steps=250, acc_threshold=0.75)
     if scale == "full":
-        return (ShiftTaskConfig(seeds=10, max_steps=600, data_sizes=(1, 2, 4, 8, 16, 32, 64), data_steps=300,
-                                eval_size=256),
-                GPSAConfig(seeds=10, steps=800, data_sizes=(30, 60, 125, 250, 500, None), acc_threshold=0.85))
+        return (
+            ShiftTaskConfig(
+                seeds=10, max_steps=600, data_sizes=(1, 2, 4, 8, 16, 32, 64), data_steps=300, eval_size=256
+            ),
+            GPSAConfig(seeds=10, steps=800, data_sizes=(30, 60, 125, 250, 500, None), acc_threshold=0.85),
+        )
     raise ValueError(f"scale: expected one of {SCALES}, got {scale!r}")
 
 
-def run(out_dir, *, quick: bool = False, seed: int = 0, scale: str | None = None, cifar_dir=None,
-        device=None) -> list[StatResult]:
+def run(
+    out_dir, *, quick: bool = False, seed: int = 0, scale: str | None = None, cifar_dir=None, device=None
+) -> list[StatResult]:
     """Run E6(a) and E6(b); write ``e6a_shift.png`` and ``e6b_<dataset>.png`` into ``out_dir``.
 
     ``quick=True`` is the test setting (scale "quick"); otherwise ``scale`` (default "default";
@@ -200,8 +256,9 @@ def run(out_dir, *, quick: bool = False, seed: int = 0, scale: str | None = None
     ra = train_shift_task(cfg_a, seeds=range(seed, seed + cfg_a.seeds), device=device)
     model_a = f"E6a-cyclic-shift(n={cfg_a.n},V={cfg_a.vocab},s={cfg_a.shift})"
     base_a = [b for b in BASELINES_A if b in ra["arms"]]
-    rows += _step_rows(ra, "aligned", base_a, cfg_a.max_steps + 1, model_a, "Adam step with held-out CE < "
-                       f"{cfg_a.loss_threshold}")
+    rows += _step_rows(
+        ra, "aligned", base_a, cfg_a.max_steps + 1, model_a, f"Adam step with held-out CE < {cfg_a.loss_threshold}"
+    )
     rows += _acc_rows(ra, "aligned", base_a, model_a)
     if "misaligned" in ra["arms"] and "rel_zero" in ra["arms"]:
         # controllability: a misaligned prior should be worse than no prior
@@ -209,8 +266,10 @@ def run(out_dir, *, quick: bool = False, seed: int = 0, scale: str | None = None
         r.statistic = "log2_steps_ratio_rel_zero_over_misaligned"
         r.notes += "; positive = the misaligned prior speeds learning, negative = it slows it (controllability)"
         r.verdict = decide(r.interval, -1)[0]  # smaller (negative) = the misaligned prior is slower
-        r.rule = ("controllability: 'reproduced' if the misaligned prior is slower than the zero-init relative "
-                  "bias (interval below 0), 'not reproduced' if above 0, 'inconclusive' otherwise")
+        r.rule = (
+            "controllability: 'reproduced' if the misaligned prior is slower than the zero-init relative "
+            "bias (interval below 0), 'not reproduced' if above 0, 'inconclusive' otherwise"
+        )
         rows.append(r)
     for r in rows:
         r.extra.setdefault("prior", ra["prior"])
@@ -225,9 +284,15 @@ def run(out_dir, *, quick: bool = False, seed: int = 0, scale: str | None = None
         rb = train_gpsa(cfg_b, data, seeds=range(seed, seed + cfg_b.seeds), device=device)
         model_b = f"E6b-gpsa-{data['name']}"
         base_b = [b for b in BASELINES_B if b in rb["arms"]]
-        rb_rows = _step_rows(rb, "convit_local", base_b, cfg_b.steps + cfg_b.eval_every, model_b,
-                             f"evaluated step (every {cfg_b.eval_every}) with test accuracy >= {cfg_b.acc_threshold} "
-                             f"at N = {rb['data_sizes'][-1]}")
+        rb_rows = _step_rows(
+            rb,
+            "convit_local",
+            base_b,
+            cfg_b.steps + cfg_b.eval_every,
+            model_b,
+            f"evaluated step (every {cfg_b.eval_every}) with test accuracy >= {cfg_b.acc_threshold} "
+            f"at N = {rb['data_sizes'][-1]}",
+        )
         rb_rows += _acc_rows(rb, "convit_local", base_b, model_b)
         for r in rb_rows:
             r.extra["seconds"] = rb["seconds"]

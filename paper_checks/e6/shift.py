@@ -37,6 +37,7 @@ BASELINES_A = ("aligned_pe", "abs_pe_0.02", "abs_pe_1", "rel_zero", "misaligned"
 class ShiftTaskConfig:
     """Configuration of E6(a). ``identity_embedding=True`` sets d = vocab, E = I and U = readout_gain·I
     (used by the known-answer test: with a sharp aligned prior the aligned arm *is* the solution)."""
+
     n: int = 16
     vocab: int = 8
     shift: int = 3
@@ -77,8 +78,8 @@ def _shift_member_init(cfg: ShiftTaskConfig, arm: str, seed: int) -> dict:
     WO = torch.randn(H, dh, d, generator=g) / math.sqrt(d)
     if ov == "identity":
         I = torch.eye(d)
-        WV = torch.stack([I[:, h * dh:(h + 1) * dh] for h in range(H)])
-        WO = torch.stack([I[h * dh:(h + 1) * dh, :] for h in range(H)])
+        WV = torch.stack([I[:, h * dh : (h + 1) * dh] for h in range(H)])
+        WO = torch.stack([I[h * dh : (h + 1) * dh, :] for h in range(H)])
     g2 = torch.Generator().manual_seed(20_011 * (seed + 1))
     P = torch.randn(n, d, generator=g2) * abs_std if pe == "abs" else torch.zeros(n, d)
     b = torch.zeros(H, n)
@@ -88,9 +89,18 @@ def _shift_member_init(cfg: ShiftTaskConfig, arm: str, seed: int) -> dict:
         b = torch.as_tensor(np.log(np.maximum(a, 1e-300)), dtype=torch.float32).expand(H, n).clone()
         b = b - b.max()
         b = torch.clamp(b, min=-30.0)
-    return dict(E=E, U=U, WQ=WQ, WK=WK, WV=WV, WO=WO, P=P, b=b,
-                mask_abs=torch.tensor(1.0 if pe == "abs" else 0.0),
-                mask_rel=torch.tensor(1.0 if pe == "rel" else 0.0))
+    return dict(
+        E=E,
+        U=U,
+        WQ=WQ,
+        WK=WK,
+        WV=WV,
+        WO=WO,
+        P=P,
+        b=b,
+        mask_abs=torch.tensor(1.0 if pe == "abs" else 0.0),
+        mask_rel=torch.tensor(1.0 if pe == "rel" else 0.0),
+    )
 
 
 _TRAINABLE_A = ("E", "U", "WQ", "WK", "WV", "WO", "P", "b")
@@ -205,14 +215,21 @@ def _train_shift_task(cfg: ShiftTaskConfig, *, seeds=None, device=None) -> dict:
     m0m, km, cm = choose_prior_kernel(n, cfg.shift, cfg.prior_width)
     prior = {
         "task_velocity": -cfg.shift,
-        "aligned_peak": m0a, "aligned_velocity_k1": ca,
+        "aligned_peak": m0a,
+        "aligned_velocity_k1": ca,
         "aligned_velocity_all_k": [kernel_velocity(ka, k) for k in range(1, n // 2)],
-        "aligned_damping_all_k": np.abs(kernel_symbol(ka))[1:n // 2].tolist(),
-        "misaligned_peak": m0m, "misaligned_velocity_k1": cm,
+        "aligned_damping_all_k": np.abs(kernel_symbol(ka))[1 : n // 2].tolist(),
+        "misaligned_peak": m0m,
+        "misaligned_velocity_k1": cm,
     }
     return {
-        "arms": arms, "seeds": seeds, "steps": {a: steps[i] for i, a in enumerate(arms)},
-        "loss_curves": curves_by_arm, "data_sizes": Ns,
-        "accuracy": {a: acc[i] for i, a in enumerate(arms)}, "prior": prior,
-        "seconds": time.perf_counter() - t0, "config": cfg,
+        "arms": arms,
+        "seeds": seeds,
+        "steps": {a: steps[i] for i, a in enumerate(arms)},
+        "loss_curves": curves_by_arm,
+        "data_sizes": Ns,
+        "accuracy": {a: acc[i] for i, a in enumerate(arms)},
+        "prior": prior,
+        "seconds": time.perf_counter() - t0,
+        "config": cfg,
     }

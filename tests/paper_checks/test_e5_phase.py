@@ -1,4 +1,5 @@
 """E5 machinery on known answers (not on how the claim comes out)."""
+
 from __future__ import annotations
 
 import math
@@ -107,10 +108,22 @@ def test_agreement_rule_and_rows_on_a_toy_sweep():
     labels = [(e5.C_TRAVELLING, 2), (e5.C_CLUSTER, 0), (e5.C_STATIONARY, 5), (e5.C_STANDING, 1)]
     for j, (lab, k) in enumerate(labels * 5):
         p = e5.CellPrediction(lab, k, 0.1 + 0.2j, 0.0, lab == e5.C_STANDING, [], 0.1, 0.5)
-        recs.append({"cell": e5.Cell("sym", float(j), 1, False, "sphere"), "pred": p, "obs": lab, "obs_k": k,
-                     "sat": lab, "sat_k": k, "obs_velocity": None, "sat_velocity": None,
-                     "agree": e5.agreement(lab, k, lab, k), "variants": {"default": (lab, k, True)},
-                     "stack_differs": None, "stack_frozen": None})
+        recs.append(
+            {
+                "cell": e5.Cell("sym", float(j), 1, False, "sphere"),
+                "pred": p,
+                "obs": lab,
+                "obs_k": k,
+                "sat": lab,
+                "sat_k": k,
+                "obs_velocity": None,
+                "sat_velocity": None,
+                "agree": e5.agreement(lab, k, lab, k),
+                "variants": {"default": (lab, k, True)},
+                "stack_differs": None,
+                "stack_frozen": None,
+            }
+        )
     rows = report._rows({"records": recs, "variants": ["default"], "seconds": 0.0, "config": cfg}, "test")
     assert rows[0].statistic == "agreement_predicted_vs_observed" and rows[0].trained == 1.0
     for r in recs[::2]:
@@ -122,8 +135,14 @@ def test_agreement_rule_and_rows_on_a_toy_sweep():
 
 
 def test_transition_vocabulary():
-    base = {"obs": e5.C_TRAVELLING, "obs_k": 2, "sat": e5.C_TRAVELLING, "sat_k": 2,
-            "obs_velocity": 1.0, "sat_velocity": 1.02}
+    base = {
+        "obs": e5.C_TRAVELLING,
+        "obs_k": 2,
+        "sat": e5.C_TRAVELLING,
+        "sat_k": 2,
+        "obs_velocity": 1.0,
+        "sat_velocity": 1.02,
+    }
     assert e5.transition(base) == "stabilises"
     assert e5.transition({**base, "sat_velocity": 0.5}) == "drifts"
     assert e5.transition({**base, "sat": e5.C_STATIONARY}) == "pins"

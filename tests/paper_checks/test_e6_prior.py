@@ -1,4 +1,5 @@
 """E6 machinery on known answers (not on how the claim comes out)."""
+
 from __future__ import annotations
 
 import math
@@ -14,6 +15,7 @@ from paper_checks.e6 import gpsa, shift
 from paper_checks.verdict import INCONCLUSIVE, NOT_REPRODUCED, REPRODUCED, VERDICTS, StatResult
 
 pytestmark = pytest.mark.theorem("E6")
+
 
 def test_effect_verdict_rule():
     assert e6.effect_verdict(0.1, 0.5) == REPRODUCED
@@ -42,7 +44,7 @@ def test_kernel_symbol_matches_numpy_ifft_convention():
 def test_ring_kernel_is_the_literal_wrapped_gaussian():
     """a(m) ∝ exp(−circ(m − peak)²/(2w²)), circ the signed ring offset, written out per entry."""
     for n, peak, w in [(16, 3, 0.5), (9, 8, 1.5), (12, 0, 4.0)]:
-        ref = np.array([math.exp(-(min((m - peak) % n, n - (m - peak) % n)) ** 2 / (2 * w * w)) for m in range(n)])
+        ref = np.array([math.exp(-((min((m - peak) % n, n - (m - peak) % n)) ** 2) / (2 * w * w)) for m in range(n)])
         np.testing.assert_allclose(e6.ring_kernel(n, peak, w), ref / ref.sum(), rtol=1e-14, atol=0)
     with pytest.raises(ParameterError) as e:
         e6.ring_kernel(1, 0, 1.0)
@@ -84,9 +86,20 @@ def test_arms_are_paired_by_seed():
 def test_exact_prior_reaches_threshold_in_zero_steps():
     """With E = I, U = 12·I, no content attention and a sharp aligned kernel the aligned model *is*
     the cyclic shift: held-out CE = log(1 + 7e^{-12}) ≈ 4e-5 before any update."""
-    cfg = e6.ShiftTaskConfig(identity_embedding=True, readout_gain=12.0, prior_width=0.05, qk_scale=0.0,
-                             max_steps=3, loss_threshold=1e-3, data_sizes=(1,), data_steps=2, seeds=5,
-                             arms=("aligned", "rel_zero", "misaligned"), eval_size=16, batch=8)
+    cfg = e6.ShiftTaskConfig(
+        identity_embedding=True,
+        readout_gain=12.0,
+        prior_width=0.05,
+        qk_scale=0.0,
+        max_steps=3,
+        loss_threshold=1e-3,
+        data_sizes=(1,),
+        data_steps=2,
+        seeds=5,
+        arms=("aligned", "rel_zero", "misaligned"),
+        eval_size=16,
+        batch=8,
+    )
     res = e6.train_shift_task(cfg, device="cpu")
     np.testing.assert_array_equal(res["steps"]["aligned"], np.zeros(5))
     assert (res["steps"]["rel_zero"] > 0).all() and (res["steps"]["misaligned"] > 0).all()
@@ -128,8 +141,13 @@ def test_cifar_loader_reads_python_pickle_layout(tmp_path):
     rng = np.random.default_rng(2)
     for name, count in (("data_batch_1", 20), ("test_batch", 10)):
         with open(tmp_path / name, "wb") as fh:
-            pickle.dump({b"data": rng.integers(0, 256, (count, 3072), dtype=np.uint8),
-                         b"labels": list(rng.integers(0, 10, count))}, fh)
+            pickle.dump(
+                {
+                    b"data": rng.integers(0, 256, (count, 3072), dtype=np.uint8),
+                    b"labels": list(rng.integers(0, 10, count)),
+                },
+                fh,
+            )
     data = e6.load_cifar10_tokens(tmp_path, max_train=None, max_test=None)
     assert data["x_train"].shape == (20, 64, 48) and data["x_test"].shape == (10, 64, 48)
     assert data["y_train"].shape == (20,) and data["pos"].shape == (64, 2)
@@ -172,15 +190,25 @@ def test_ensemble_members_train_independently():
     """Fast path (all arms × seeds in one batched Adam run) equals training one member alone."""
     from numerics.tolerance import tol
 
-    cfg = e6.ShiftTaskConfig(max_steps=12, data_sizes=(4,), data_steps=5, eval_size=16, batch=8,
-                             arms=("aligned", "rel_zero"), seeds=2, loss_threshold=1e-6)
+    cfg = e6.ShiftTaskConfig(
+        max_steps=12,
+        data_sizes=(4,),
+        data_steps=5,
+        eval_size=16,
+        batch=8,
+        arms=("aligned", "rel_zero"),
+        seeds=2,
+        loss_threshold=1e-6,
+    )
     both = e6.train_shift_task(cfg, seeds=[0, 1], device="cpu")
     alone = e6.train_shift_task(replace_cfg(cfg, arms=("rel_zero",)), seeds=[1], device="cpu")
     a = both["loss_curves"]["rel_zero"][1]
     b = alone["loss_curves"]["rel_zero"][0]
     bound = tol(torch.float32, cfg.max_steps * cfg.n * cfg.d, scale=float(np.abs(b).max()))
     assert np.abs(a - b).max() <= bound
-    assert abs(both["accuracy"]["rel_zero"][1, 0] - alone["accuracy"]["rel_zero"][0, 0]) <= 1.0 / (cfg.eval_size * cfg.n)
+    assert abs(both["accuracy"]["rel_zero"][1, 0] - alone["accuracy"]["rel_zero"][0, 0]) <= 1.0 / (
+        cfg.eval_size * cfg.n
+    )
 
 
 def replace_cfg(cfg, **kw):

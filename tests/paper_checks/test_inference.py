@@ -1,4 +1,5 @@
 """Bootstrap, summaries and the verdict rules (paper_checks.inference)."""
+
 from __future__ import annotations
 
 import math
@@ -53,15 +54,18 @@ def test_interval_none_when_mostly_undefined():
     assert I.interval(np.array([np.nan] * 10 + [1.0])) is None
 
 
-@pytest.mark.parametrize("ci,direction,expect", [
-    ((-0.5, -0.1), -1, REPRODUCED),
-    ((0.1, 0.5), -1, NOT_REPRODUCED),
-    ((-0.1, 0.2), -1, INCONCLUSIVE),
-    ((0.1, 0.5), +1, REPRODUCED),
-    ((-0.5, -0.1), +1, NOT_REPRODUCED),
-    (None, -1, INCONCLUSIVE),
-    ((float("nan"), 1.0), -1, INCONCLUSIVE),
-])
+@pytest.mark.parametrize(
+    "ci,direction,expect",
+    [
+        ((-0.5, -0.1), -1, REPRODUCED),
+        ((0.1, 0.5), -1, NOT_REPRODUCED),
+        ((-0.1, 0.2), -1, INCONCLUSIVE),
+        ((0.1, 0.5), +1, REPRODUCED),
+        ((-0.5, -0.1), +1, NOT_REPRODUCED),
+        (None, -1, INCONCLUSIVE),
+        ((float("nan"), 1.0), -1, INCONCLUSIVE),
+    ],
+)
 def test_decide_effect_rule(ci, direction, expect):
     assert I.decide(ci, direction)[0] == expect
 
@@ -140,8 +144,13 @@ def test_wilson_interval_tabulated_literal_and_coverage():
 
 
 def test_wilson_interval_refuses_bad_counts():
-    for args, name in [((3, 0), "total"), ((3, 2), "successes"), ((-1, 5), "successes"), ((1.5, 5), "successes"),
-                       ((1, 5, 1.0), "level")]:
+    for args, name in [
+        ((3, 0), "total"),
+        ((3, 2), "successes"),
+        ((-1, 5), "successes"),
+        ((1.5, 5), "successes"),
+        ((1, 5, 1.0), "level"),
+    ]:
         with pytest.raises(ParameterError) as e:
             I.wilson_interval(*args)
         assert e.value.argument == name, args
@@ -188,11 +197,19 @@ def test_paired_interval_refuses_bad_input():
     assert e.value.argument == "level"
 
 
-@pytest.mark.parametrize("ci, direction, expect", [
-    ((0.1, 0.5), 1, REPRODUCED), ((-0.5, -0.1), 1, NOT_REPRODUCED), ((-0.5, 0.0), 1, NOT_REPRODUCED),
-    ((0.0, 0.0), 1, NOT_REPRODUCED), ((-0.1, 0.3), 1, INCONCLUSIVE), ((0.0, 0.4), -1, NOT_REPRODUCED),
-    ((-0.4, -0.1), -1, REPRODUCED), ((float("nan"), 1.0), 1, INCONCLUSIVE),
-])
+@pytest.mark.parametrize(
+    "ci, direction, expect",
+    [
+        ((0.1, 0.5), 1, REPRODUCED),
+        ((-0.5, -0.1), 1, NOT_REPRODUCED),
+        ((-0.5, 0.0), 1, NOT_REPRODUCED),
+        ((0.0, 0.0), 1, NOT_REPRODUCED),
+        ((-0.1, 0.3), 1, INCONCLUSIVE),
+        ((0.0, 0.4), -1, NOT_REPRODUCED),
+        ((-0.4, -0.1), -1, REPRODUCED),
+        ((float("nan"), 1.0), 1, INCONCLUSIVE),
+    ],
+)
 def test_decide_closed_wrong_side(ci, direction, expect):
     """E6's rule: an interval that only reaches 0 ("no better") already counts against the claim;
     without the option the same interval is inconclusive."""
