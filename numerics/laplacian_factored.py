@@ -3,8 +3,8 @@ r"""Factored T3 diagnostics: every check of :func:`numerics.laplacian.diagnose` 
 
 A walk is held as ``B_ij = Σ_h a^h_ij T_h`` with coefficients ``a`` ``(..., H, n, n)`` and
 transports ``T`` ``(H, d, d)``: for a heads-form walk ``a = A`` (the attention of each head) and
-``T_h`` (``W_O^h W_V^h`` when stored as factors); an edges-form walk is rewritten exactly this way
-by an SVD of its Van Loan rearrangement (``H = rank ≤ min(n², d²)``). Then, with
+``T_h`` (``W_O^h W_V^h`` when stored as factors); an edges-form walk is written in the basis of the
+``d²`` unit matrices (``H = d²``, exact). Then, with
 ``w^h_ij = a^h_ij / P_ij`` (so ``O_ij = Σ_h w^h_ij T_h``):
 
 * every per-edge Frobenius norm the checks need is ``‖Σ_m c_m(i, j) X_m‖_F`` for a short list of
@@ -31,11 +31,13 @@ largest ``|z − 1|``); those are Ritz values without a rigorous bound and the r
 
 Kernel. ``dim ker Δ`` and the parallel sections come from the ``k_max`` smallest eigenpairs of
 ``ΔᵀΔ`` and ``CᵀC`` (σ = √λ, accurate to ``√eps·‖·‖``: the rank threshold is ``√tol`` as on the
-dense path's Gram route); a dimension that reaches ``k_max`` is reported undefined.
+dense path's Gram route, so a holonomy defect below ``~√eps·‖C‖`` reads as a parallel section;
+the dense path's 'ambiguous' rule is not reproduced); a dimension that reaches ``k_max`` is
+reported undefined.
 
 Walks with ``n·d ≤ assemble_max`` (default 32) are too small for ARPACK (``k < n·d − 1``): there
-``Δ`` and ``CᵀC`` are assembled from the same matrix-free operators applied to unit vectors
-(``(nd)² ≤ 1024`` numbers) and decomposed densely.
+``Δ`` and ``C`` are assembled from the same matrix-free operators applied to unit vectors
+(``n·(nd)² ≤ 32768`` numbers) and decomposed by SVD, with the dense path's thresholds.
 
 Memory: ``a`` and ``w`` (``2H n²``), ``T`` (``H d²``), the triangular factors (``(H²/2)²``),
 probes and Lanczos vectors (``O(n d)`` each) and chunks bounded by ``chunk_elems``.
@@ -71,14 +73,16 @@ class FactoredBlocks:
     (all float64). ``chunk_elems`` bounds the size of every temporary."""
 
     def __init__(self, P: torch.Tensor, a: torch.Tensor, T: torch.Tensor, *, chunk_elems: int = 1 << 22,
-                 W_O: torch.Tensor | None = None, W_V: torch.Tensor | None = None):
+                 W_O: torch.Tensor | None = None, W_V: torch.Tensor | None = None, w: torch.Tensor | None = None):
         self.P, self.a, self.T = P, a, T
         self.W_O, self.W_V = W_O, W_V  # optional low-rank factors T_h = W_O[h] @ W_V[h] (cheaper products)
         self.sup = P > 0
         self.n, self.d, self.H = P.shape[-1], T.shape[-1], a.shape[-3]
         self.batch = P.shape[:-2]
         safe = torch.where(self.sup, P, torch.ones_like(P))
-        self.w = torch.where(self.sup[..., None, :, :], a / safe[..., None, :, :], torch.zeros_like(a))
+        if w is None:
+            w = a / safe[..., None, :, :]
+        self.w = torch.where(self.sup[..., None, :, :], w, torch.zeros_like(a))  # O_ij = Σ_h w^h_ij T_h
         self.chunk_elems = int(chunk_elems)
         self._R: dict = {}
 
@@ -206,6 +210,11 @@ class FactoredBlocks:
             E = E + 0.5 * (wt * (diff ** 2).sum(-1)).sum((-1, -2))
         return E
 
+    def constraints_apply(self, x: torch.Tensor) -> torch.Tensor:
+        """``C x`` ``(p, n, n, d)`` for one walk (``n²d`` per probe: small walks only)."""
+        Y = self._tx(x)
+        return (x[:, :, None, :] - self._transported(Y, 0, self.n)) * self.sup.to(F64)[None, :, :, None]
+
     def constraints_gram_apply(self, x: torch.Tensor) -> torch.Tensor:
         """``CᵀC x`` for one walk, ``x`` ``(p, n, d)``: ``(Cx)_ij = x_i − O_ij x_j`` on the support,
         accumulated over row chunks (``Cx`` itself, ``n²d`` per probe, is never held whole)."""
@@ -228,19 +237,20 @@ class FactoredBlocks:
 
 
 def factored_blocks(w, *, chunk_elems: int = 1 << 22) -> FactoredBlocks:
-    """:class:`FactoredBlocks` of a walk in float64: heads form as is; edges form through the SVD of
-    its Van Loan rearrangement ``[B_ij]_{(ij),(ab)} = U diag(σ) Vᵀ`` (``a^h = σ_h U_h``, ``T_h = V_h``)."""
+    """:class:`FactoredBlocks` of a walk in float64: heads form as is; an edges-form walk (which
+    already holds ``n²d²`` numbers) in the basis of the ``d²`` unit matrices ``E_ab``:
+    ``a^{ab}_ij = B_ij[a, b]``, ``w^{ab}_ij = O_ij[a, b]`` (exact, entry by entry)."""
     if w.kind == "heads":
         a = w.attention.to(F64)
         fac = {"W_O": w._W_O.to(F64), "W_V": w._W_V.to(F64)} if w.factored else {}
         return FactoredBlocks(a.mean(-3), a, w.head_transports.to(F64), chunk_elems=chunk_elems, **fac)
     P = w.walk_matrix.to(F64)
-    n, d = w.n, w.d
-    B = w.blocks().to(F64)
-    U, s, Vh = torch.linalg.svd(B.reshape(*B.shape[:-4], n * n, d * d), full_matrices=False)
-    a = (U * s[..., None, :]).transpose(-1, -2).reshape(*B.shape[:-4], -1, n, n)
-    T = Vh.reshape(*B.shape[:-4], -1, d, d)
-    return FactoredBlocks(P, a, T, chunk_elems=chunk_elems)
+    d = w.d
+    O = w._O.to(F64).expand(*P.shape, d, d)
+    # coefficients in the basis of unit matrices E_ab (H = d²): exact, entry by entry
+    coef = lambda M: M.movedim(-2, -4).movedim(-1, -3).reshape(*M.shape[:-4], d * d, *M.shape[-4:-2])  # noqa: E731
+    E = torch.eye(d * d, dtype=F64, device=P.device).reshape(d * d, d, d)
+    return FactoredBlocks(P, coef(P[..., None, None] * O), E, chunk_elems=chunk_elems, w=coef(O))
 
 
 # ------------------------------------------------------------------------------------ spectrum
@@ -384,7 +394,7 @@ def kernel_factored(fb: FactoredBlocks, n_comp: torch.Tensor, tdt, *, assemble_m
     undefined, fl_undef, whys = torch.zeros(nb, dtype=torch.bool), torch.zeros(nb, dtype=torch.bool), []
     small = N <= assemble_max
     thr_D = tol(tdt, N) if small else max(tol(tdt, N), math.sqrt(tol(F64, N)))
-    thr_C = max(tol(tdt, N), math.sqrt(tol(F64, N)))
+    thr_C = thr_D if small else max(tol(tdt, N), math.sqrt(tol(F64, N)))
     for b in range(nb):
         e = _element(fb, b)
         Dfn = lambda x, e=e: x - e.apply(x)  # noqa: E731
@@ -394,8 +404,9 @@ def kernel_factored(fb: FactoredBlocks, n_comp: torch.Tensor, tdt, *, assemble_m
             Dm = _assemble(Dfn, N, n, d)
             _, sD, VhD = torch.linalg.svd(Dm)
             sD, VD = sD.flip(0), VhD.flip(0).T  # ascending
-            lamC, VC = torch.linalg.eigh(_assemble(CtC, N, n, d))
-            sC = lamC.clamp(min=0).sqrt()
+            Cm = e.constraints_apply(torch.eye(N, dtype=F64).reshape(N, n, d)).reshape(N, -1).T
+            _, sC, VhC = torch.linalg.svd(Cm, full_matrices=False)
+            sC, VC = sC.flip(0), VhC.flip(0).T  # ascending
             dn, cn = max(float(sD[-1]), 1.0), max(float(sC[-1]), 1.0)
             complete = True
         else:

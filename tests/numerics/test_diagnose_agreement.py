@@ -1,0 +1,210 @@
+"""``diagnose(method="dense")`` and ``diagnose(method="factored")`` agree: same ``holds`` for every
+check and residuals within the stated bounds, on random reversible and non-reversible walks (heads
+form with full transports or low-rank factors, edges form, batched), on the Lanczos / Arnoldi path
+(``assemble_max=0``) and on every counterexample the suite keeps. Also: the method switch, the
+memory guard of the dense path and the ``attention_dtype`` tolerance rule."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import given
+from hypothesis import strategies as st
+
+from numerics import strategies as cst
+from numerics.errors import MemoryBudgetError, ParameterError
+from numerics.laplacian import diagnose
+from numerics.walk import ConnectionWalk
+from tests.numerics.test_diagnose_checks import heads_walks
+from tests.numerics.test_laplacian import _triangle_rotation_walk, theory_counterexamples
+from tests.numerics.test_necessity import t3_drop
+
+F = torch.float64
+ALGEBRAIC = ("stochastic", "positive_stationary", "detailed_balance", "block_detailed_balance", "orthogonal",
+             "transpose_symmetric", "metric_compatible", "scaled_isometry", "self_adjoint", "dirichlet")
+SPECTRAL = ("spectrum_interval", "spectrum_disk", "spectrum_scaled")
+
+
+def assert_agree(Dd, Df) -> dict:
+    """Same verdicts; residual bounds: algebraic checks compute the same sums by other routes, so
+    they differ by at most the tolerance; a spectral check certified by the Bendixson enclosure
+    reports an upper bound (≥ the dense residual − tol, ≤ tol); other spectral residuals are the
+    same extremes (assembled or Ritz values) within the tolerance; flatness within the √eps
+    threshold of the Gram route. Returns the residual differences."""
+    diffs = {}
+    for name, cd in Dd.checks().items():
+        cf = getattr(Df, name)
+        if name == "kernel_parallel" and bool(torch.isnan(cd.residual).any()):
+            continue  # the dense path's 'ambiguous' verdict (near-flat walks) has no factored analogue
+        assert bool((cd.holds == cf.holds).all()), (name, cd, cf, Dd.summary())
+        both = ~torch.isnan(cd.residual) & ~torch.isnan(cf.residual)
+        assert bool((torch.isnan(cd.residual) == torch.isnan(cf.residual)).all()) or name in ("kernel_parallel",
+                                                                                               "flat"), (name, cd, cf)
+        if not bool(both.any()):
+            continue
+        rd, rf = cd.residual[both], cf.residual[both]
+        bound = max(cd.tol, cf.tol)
+        diff = float((rd - rf).abs().max())
+        diffs[name] = diff
+        if name in ALGEBRAIC or name == "flat":
+            assert diff <= bound * max(1.0, float(rd.abs().max())), (name, diff, bound)
+        elif name in SPECTRAL:
+            if cf.reason and "certified" in cf.reason:
+                assert bool((rf >= rd - bound).all()) and bool((rf <= cf.tol).all()), (name, cd, cf)
+            else:
+                assert diff <= max(bound, 1e-9 * max(1.0, float(rd.abs().max()))), (name, diff, cd, cf)
+    if Dd.kernel_dim is not None and Df.kernel_dim is not None:
+        assert bool((Dd.kernel_dim == Df.kernel_dim).all()) and bool((Dd.parallel_dim == Df.parallel_dim).all())
+    assert torch.allclose(torch.nan_to_num(Dd.pi, nan=-1.0), torch.nan_to_num(Df.pi, nan=-1.0), rtol=0, atol=1e-15)
+    return diffs
+
+
+def both(w, **kw):
+    return diagnose(w, method="dense", **kw), diagnose(w, method="factored", **kw)
+
+
+# ------------------------------------------------------------------------------------ random walks
+@given(cst.metric_compatible_walks(max_n=4, max_d=3))
+def test_agree_on_reversible_metric_compatible_walks(walk):
+    P, O, _ = walk
+    Dd, Df = both(ConnectionWalk.from_edges(P, O))
+    assert bool(Dd.hypotheses_t3())
+    assert_agree(Dd, Df)
+
+
+@given(heads_walks())
+def test_agree_on_random_heads_walks(w):
+    assert_agree(*both(w))
+
+
+@st.composite
+def reversible_heads(draw, max_n: int = 5, max_d: int = 3):
+    """Shared reversible attention and a symmetric orthogonal transport split over two heads."""
+    n, d = draw(st.integers(1, max_n)), draw(st.integers(1, max_d))
+    P, _ = draw(cst.reversible_walks(n))
+    S = draw(cst.symmetric_orthogonal(d))[0] if d > 1 else torch.ones(1, 1, dtype=F)
+    u = draw(st.floats(0.1, 0.9))
+    return ConnectionWalk.from_mha(torch.stack([P, P]), torch.stack([u * S, (1 - u) * S]) / 2)
+
+
+@given(reversible_heads())
+def test_agree_on_reversible_heads_walks(w):
+    Dd, Df = both(w)
+    assert bool(Dd.conclusions_t3()) and bool(Df.conclusions_t3())
+    assert_agree(Dd, Df)
+
+
+def test_agree_on_batched_walks():
+    g = torch.Generator().manual_seed(5)
+    A = torch.softmax(torch.randn(2, 3, 4, 4, generator=g, dtype=F), -1)
+    w = ConnectionWalk.from_mha(A, torch.randn(3, 2, 2, generator=g, dtype=F))
+    Dd, Df = both(w)
+    assert Df.stochastic.holds.shape == (2,)
+    assert_agree(Dd, Df)
+
+
+# ------------------------------------------------------------------------------------ Lanczos / Arnoldi path
+def _rev_heads(n, d, H, seed):
+    g = torch.Generator().manual_seed(seed)
+    X = torch.randn(n, n, generator=g, dtype=F)
+    K = torch.exp(X + X.T)
+    A = K / K.sum(-1, keepdim=True)
+    Q, _ = torch.linalg.qr(torch.randn(d, d, generator=g, dtype=F))
+    S = Q @ torch.diag(torch.tensor([1.0, -1.0] * (d // 2) + [1.0] * (d % 2), dtype=F)) @ Q.T
+    return ConnectionWalk.from_mha(torch.stack([A] * H), torch.stack([S / H] * H))
+
+
+def _random_factors(n, d, H, dh, seed):
+    g = torch.Generator().manual_seed(seed)
+    A = torch.softmax(2 * torch.randn(H, n, n, generator=g, dtype=F), -1)
+    return ConnectionWalk.from_factors(A, torch.randn(H, d, dh, generator=g, dtype=F) / math.sqrt(d),
+                                       torch.randn(H, dh, d, generator=g, dtype=F) / math.sqrt(d))
+
+
+def _flat(n, d, seed):
+    g = torch.Generator().manual_seed(seed)
+    X = torch.randn(n, n, generator=g, dtype=F)
+    K = torch.exp(X + X.T)
+    P = K / K.sum(-1, keepdim=True)
+    R = torch.linalg.qr(torch.randn(n, d, d, generator=g, dtype=F))[0]
+    return ConnectionWalk.from_edges(P, R[:, None] @ R[None, :].transpose(-1, -2))
+
+
+@pytest.mark.parametrize("make", [lambda: _rev_heads(10, 4, 3, 0), lambda: _random_factors(10, 6, 3, 2, 1),
+                                  lambda: _flat(8, 3, 2)], ids=["reversible-heads", "random-factors", "flat-edges"])
+def test_agree_on_the_matrix_free_path(make):
+    w = make()
+    Dd = diagnose(w, method="dense")
+    Df = diagnose(w, method="factored", assemble_max=0)
+    assert Df.extra["spectrum_method"] != "assembled"
+    assert_agree(Dd, Df)
+
+
+# ------------------------------------------------------------------------------------ counterexamples
+@pytest.mark.parametrize("name", list(theory_counterexamples()))
+def test_agree_on_theory_counterexamples(name):
+    w = theory_counterexamples()[name][0]
+    assert_agree(*both(w))
+
+
+def test_agree_on_the_other_kept_counterexamples():
+    t = lambda x: torch.as_tensor(x, dtype=F)  # noqa: E731
+    cases = [
+        ConnectionWalk.from_edges(t([[1, 0], [0.5, 0.5]]), t([[[[1.0]], [[1.0]]], [[[1.0]], [[-1.0]]]])),  # no π > 0
+        ConnectionWalk.from_edges(*_triangle_rotation_walk(math.cos(0.3), math.sin(0.3))),  # holonomy
+        ConnectionWalk.from_edges(t([[0, 1], [1, 0]]), t([[1.0]])),  # eigenvalue 2
+        ConnectionWalk.from_edges(torch.block_diag(t([[0.5, 0.5], [0.5, 0.5]]), t([[0.2, 0.8], [0.4, 0.6]])),
+                                  t([[1.0]])),  # disconnected: π not unique
+        ConnectionWalk.from_sha(t([[0.6, 0.4], [0.3, 0.7]]), t([[1.0, 1.0], [0.0, -1.0]])),  # T5 involution
+    ]
+    for w in cases:
+        assert_agree(*both(w))
+
+
+@pytest.mark.parametrize("which", ["a", "b", "orth", "transpose"])
+@given(data=st.data())
+def test_agree_on_necessity_strategies(which, data):
+    P, O, pi = data.draw(t3_drop(which))
+    assert_agree(*both(ConnectionWalk.from_edges(P, O), pi=pi))
+
+
+# ------------------------------------------------------------------------------------ method switch
+def test_auto_method_memory_guard_and_parameters():
+    w = _random_factors(6, 4, 2, 2, 3)
+    assert diagnose(w).extra["method"] == "dense"
+    assert diagnose(w, auto_max_nd=8).extra["method"] == "factored"
+    with pytest.raises(MemoryBudgetError) as e:
+        diagnose(w, method="dense", memory_budget=1000)
+    assert e.value.argument == "walk" and 'method="factored"' in str(e.value)
+    with pytest.raises(ParameterError) as e:
+        diagnose(w, method="sparse")
+    assert e.value.argument == "method"
+    with pytest.raises(ParameterError) as e:
+        diagnose(w, method="dense", k_max=3)
+    assert e.value.argument == "k_max"
+    with pytest.raises(ParameterError) as e:
+        diagnose(w, method="factored", k_max=0)
+    assert e.value.argument == "k_max"
+    with pytest.raises(ParameterError) as e:
+        diagnose(w, attention_dtype="float32")
+    assert e.value.argument == "attention_dtype"
+
+
+def test_attention_dtype_sets_the_tolerance_of_float32_softmax_rows():
+    """A float64 walk whose rows came from a float32 softmax (rows off 1 by ~1e-7): with the
+    default the rows are not stochastic; with attention_dtype=float32 every tolerance is float32's."""
+    g = torch.Generator().manual_seed(0)
+    A32 = torch.softmax(torch.randn(2, 128, 128, generator=g, dtype=torch.float32) * 3, -1)
+    A = A32.to(F)
+    off = float((A.sum(-1) - 1).abs().max())
+    assert 1e-9 < off < 1e-6
+    w = ConnectionWalk.from_mha(A, torch.eye(3, dtype=F).expand(2, 3, 3) / 2)
+    for method in ("dense", "factored"):
+        kw = {"spectrum": False, "kernel": False} if method == "factored" else {"max_dense": 0}
+        D64 = diagnose(w, method=method, **kw)
+        D32 = diagnose(w, method=method, attention_dtype=torch.float32, **kw)
+        assert not bool(D64.stochastic.holds) and bool(D32.stochastic.holds)
+        assert D32.stochastic.tol == pytest.approx(64 * 128 * np.finfo(np.float32).eps)
+        assert D32.extra["tolerance_dtype"] == "torch.float32"
