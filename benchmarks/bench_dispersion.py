@@ -29,12 +29,12 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-import numpy as np  # noqa: E402
-import torch  # noqa: E402
-from scipy.spatial import cKDTree  # noqa: E402
+import numpy as np
+import torch
+from scipy.spatial import cKDTree
 
-from numerics.device import default_device  # noqa: E402
-from numerics.patterns import dispersion, linear_operator  # noqa: E402
+from numerics.device import default_device
+from numerics.patterns import dispersion, linear_operator
 
 
 def _sync(dev):

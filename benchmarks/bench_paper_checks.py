@@ -19,9 +19,9 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-import torch  # noqa: E402
+import torch
 
-from paper_checks import stats as S  # noqa: E402
+from paper_checks import stats as S
 
 
 def _best(f, reps):

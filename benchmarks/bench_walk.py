@@ -19,8 +19,8 @@ import time
 import torch
 
 sys.path.insert(0, ".")
-from numerics.attention import AttentionWeights, walk_from_weights  # noqa: E402
-from numerics.walk import ConnectionWalk  # noqa: E402
+from numerics.attention import AttentionWeights, walk_from_weights
+from numerics.walk import ConnectionWalk
 
 
 def best_of(fn, repeat=5):

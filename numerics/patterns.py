@@ -43,7 +43,7 @@ from dataclasses import dataclass, field
 import torch
 
 from numerics._threads import small_problem_threads
-from numerics.errors import NotStochasticError, ShapeError, UndefinedError
+from numerics.errors import NonFiniteError, NotStochasticError, ParameterError, ShapeError, UndefinedError
 from numerics.tolerance import tol
 from numerics.validate import (
     as_tensor,
@@ -66,6 +66,7 @@ __all__ = [
     "naive_per_head_growth",
     # non-normal / discrete
     "TransientGrowth", "transient_growth", "StackSelection", "discrete_selection", "effective_time",
+    "prenorm_layer_steps", "canonical_pattern", "distinct_patterns",
 ]
 
 # ----------------------------------------------------------------------------- pattern vocabulary
@@ -92,9 +93,9 @@ def gaussian_kernel(n: int, center: float, width: float, *, dtype=torch.float64,
 
     This is the form that reproduces THEOREMS.md T6 Ex1 exactly (``center=4, width=1.5, n=64``)."""
     if int(n) < 2:
-        raise ShapeError(f"ring size must be >= 2, got {n}", argument="n")
+        raise ParameterError(f"ring size must be >= 2, got {n}", argument="n")
     if not (width > 0 and math.isfinite(width)):
-        raise ShapeError(f"width must be positive and finite, got {width}", argument="width")
+        raise ParameterError(f"width must be positive and finite, got {width}", argument="width")
     m = torch.arange(n, dtype=dtype, device=device)
     delta = torch.remainder(m - center + n / 2, n) - n / 2
     a = torch.exp(-delta**2 / (2 * width**2))
@@ -108,7 +109,7 @@ def kernel_from_bias(bias) -> torch.Tensor:
     depend on content only through ``x*ᵀ M x*`` are constant along a row and cancel in softmax."""
     b = as_tensor("bias", bias)
     if bool(torch.isnan(b).any()) or bool((b == float("inf")).any()):
-        raise ShapeError("bias must not contain NaN or +inf", argument="bias")
+        raise NonFiniteError("bias must not contain NaN or +inf", argument="bias")
     return torch.softmax(b, dim=-1)
 
 
@@ -276,8 +277,10 @@ class PatternPrediction:
         return self.growth_rate.real > 0
 
 
-def _canonical(k: int, sigma: complex, n: int) -> tuple[int, complex, bool]:
-    """Representative of ``{(k, σ), (−k, σ̄)}``; returns (k, σ, flipped)."""
+def canonical_pattern(k: int, sigma: complex, n: int) -> tuple[int, complex, bool]:
+    """Representative of the real pattern ``{(k, σ), (−k, σ̄)}`` (``k`` an FFT index or a signed
+    wavenumber): ``k > 0``, or at the self-conjugate ``k ∈ {0, n/2}`` ``Im σ ≥ 0``. Returns
+    ``(k, σ, flipped)``. The one definition of the conjugate-pair canonicalisation."""
     ks = k if k <= n // 2 else k - n
     self_conj_k = ks == 0 or (n % 2 == 0 and abs(ks) == n // 2)
     if self_conj_k:
@@ -290,7 +293,7 @@ def _canonical(k: int, sigma: complex, n: int) -> tuple[int, complex, bool]:
 
 
 def _canonical_arrays(sig: torch.Tensor, n: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """Vectorised :func:`_canonical` for ``sig`` ``(n, d)`` in FFT order: ``(k_c (n,), σ_c (n, d))``."""
+    """Vectorised :func:`canonical_pattern` for ``sig`` ``(n, d)`` in FFT order: ``(k_c (n,), σ_c (n, d))``."""
     ks = signed_wavenumbers(n, device=sig.device)
     self_conj = (ks == 0) | ((n % 2 == 0) & (ks.abs() == n // 2))
     flip = torch.where(self_conj[:, None], sig.imag < 0, (ks < 0)[:, None].expand_as(sig.real))
@@ -313,11 +316,11 @@ def _classify_prediction(k_star: int, sigma: complex, pol: float, tie: bool, tie
     return TRAVELLING_HELIX if rotating else TRAVELLING
 
 
-def _group_patterns(ks: list[int], sig: list[complex], n: int, tie_tol: float) -> list[tuple[int, complex]]:
+def distinct_patterns(ks: list[int], sig: list[complex], n: int, tie_tol: float) -> list[tuple[int, complex]]:
     """Distinct real patterns among ``(k, σ)`` pairs: merge ``(k, σ)`` with ``(−k, σ̄)``."""
     reps: list[tuple[int, complex]] = []
     for k, s in zip(ks, sig):
-        kc, sc, _ = _canonical(k, s, n)
+        kc, sc, _ = canonical_pattern(k, s, n)
         if not any(kc == k2 and abs(sc - s2) <= tie_tol for k2, s2 in reps):
             reps.append((kc, sc))
     return reps
@@ -344,14 +347,14 @@ def predict_pattern(kernels, transports, *, normalize: bool = False, tie_tol: fl
     flat = torch.nonzero(re >= best - ttol, as_tuple=False).tolist()
     tied_ks = [k for k, b in flat]
     tied_sig = [complex(sig[k, b].item()) for k, b in flat]
-    ties = _group_patterns(tied_ks, tied_sig, n, ttol)
+    ties = distinct_patterns(tied_ks, tied_sig, n, ttol)
     # choose the reported representative: the first tied pair in FFT order with the best real part
     kb = max(flat, key=lambda kb_: (re[kb_[0], kb_[1]].item(), -kb_[0]))
     k_idx, b = kb
     sigma = complex(sig[k_idx, b].item())
     ev1, V1 = torch.linalg.eig(M[k_idx])
     v = V1[:, int(torch.argmin((ev1 - 1 - sigma).abs()).item())]
-    k_star, sigma, flipped = _canonical(k_idx, sigma, n)
+    k_star, sigma, flipped = canonical_pattern(k_idx, sigma, n)
     if flipped:
         v = v.conj()
     v = _normalise_phase(v)
@@ -445,9 +448,9 @@ def predict_from_operator(J, n: int, d: int, *, tie_tol: float | None = None) ->
         p = (C.abs() ** 2).sum(-1)
         kk = int(torch.argmax(p).item())
         infos.append((kk, complex(ev[j].item()), w, p))
-    reps = _group_patterns([i[0] for i in infos], [i[1] for i in infos], n, ttol)
+    reps = distinct_patterns([i[0] for i in infos], [i[1] for i in infos], n, ttol)
     kk, sigma, w, p = max(infos, key=lambda t: (t[1].real, -t[0]))
-    k_star, sigma, flipped = _canonical(kk, sigma, n)
+    k_star, sigma, flipped = canonical_pattern(kk, sigma, n)
     ks = signed_wavenumbers(n, device=J.device)
     pk = p.clone()
     mask = (ks.abs() == abs(k_star))
@@ -519,16 +522,27 @@ def effective_time(scheme: str, eta: float, layers: int) -> float:
     if scheme == "postnorm":
         return eta / (1 + eta) * layers
     if scheme == "prenorm":
-        l = torch.arange(layers, dtype=torch.float64)
-        return float((eta / (1 + eta * (l + 1))).sum().item())
+        return float(prenorm_layer_steps(eta, layers).sum().item())
     if scheme == "euler":
         return eta * layers
-    raise ShapeError(f"unknown scheme {scheme!r}; expected 'postnorm', 'prenorm' or 'euler'", argument="scheme")
+    raise ParameterError(f"unknown scheme {scheme!r}; expected 'postnorm', 'prenorm' or 'euler'", argument="scheme")
+
+
+def prenorm_layer_steps(eta: float, layers: int, first: int = 0) -> torch.Tensor:
+    r"""Pre-norm step times ``h_l = η / (1 + η(l+1))`` of layers ``l = first .. layers−1`` (float64).
+
+    The one definition of the pre-norm step: ``x ← x + η MHA(norm(x))`` has residual amplitude
+    ``r_l = 1 + ηl``, and layer ``l`` multiplies a relative tangent perturbation by
+    ``(r_l + ημ)/(r_l + η) = 1 + h_l (μ − 1)`` (:func:`effective_time`, :func:`discrete_selection`,
+    the E5 paper check's exponents and effective-time axis all use it)."""
+    _check_eta(eta)
+    l = torch.arange(int(first), int(layers), dtype=torch.float64)
+    return eta / (1 + eta * (l + 1))
 
 
 def _check_eta(eta):
     if not (isinstance(eta, (int, float)) and math.isfinite(eta) and eta > 0):
-        raise ShapeError(f"step size must be a positive finite number, got {eta!r}", argument="eta")
+        raise ParameterError(f"step size must be a positive finite number, got {eta!r}", argument="eta")
 
 
 @dataclass
@@ -581,7 +595,7 @@ def discrete_selection(kernels, transports, eta: float, layers: int, *, scheme: 
     (unit growth of ``M(0)``), as for the reference cases."""
     _check_eta(eta)
     if int(layers) < 1:
-        raise ShapeError(f"layers must be >= 1, got {layers}", argument="layers")
+        raise ParameterError(f"layers must be >= 1, got {layers}", argument="layers")
     a, T = _validate(kernels, transports, normalize)
     n = a.shape[1]
     mu = torch.linalg.eigvals(torch.einsum("hk,hab->kab", kernel_hat(a), T.to(torch.complex128)))
@@ -592,10 +606,10 @@ def discrete_selection(kernels, transports, eta: float, layers: int, *, scheme: 
         lg = layers * torch.log(torch.abs(1 + eta * (mu - 1)))
     elif scheme == "prenorm":
         lg = torch.zeros_like(mu.real)
-        for l in range(int(layers)):
-            lg = lg + torch.log(torch.abs(1 + eta / (1 + eta * (l + 1)) * (mu - 1)))
+        for h_l in prenorm_layer_steps(eta, int(layers)).tolist():
+            lg = lg + torch.log(torch.abs(1 + h_l * (mu - 1)))
     else:
-        raise ShapeError(f"unknown scheme {scheme!r}; expected 'postnorm', 'prenorm' or 'euler'", argument="scheme")
+        raise ParameterError(f"unknown scheme {scheme!r}; expected 'postnorm', 'prenorm' or 'euler'", argument="scheme")
     ks = signed_wavenumbers(n)
     best_per_k = lg.max(-1).values
     kd = int(torch.argmax(best_per_k).item())

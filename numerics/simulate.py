@@ -30,6 +30,9 @@ Integrators (all batched over leading dims, any device, dtype of ``X0``):
 * :func:`simulate_stack` — discrete layers: ``postnorm`` ``X ← norm(X + η·MHA(X))``,
   ``prenorm`` ``X ← X + η·MHA(norm(X))``; ``norm`` = per-token unit sphere or LayerNorm (no affine).
 
+* :class:`BatchedDynamics` + :func:`simulate_cells` — many ring-kernel cells of one ``(n, d)`` in one
+  batch (parameter sweeps); checked against the two integrators above.
+
 Two traps are *reported*, not hidden (``Trajectory.selection`` / ``Trajectory.warnings`` and a
 :class:`SelectionWarning`): a post-norm stack selects with ``|1 + h(μ − 1)|``, ``h = η/(1+η)``, which
 can pick another ``k*`` than the flow; a pre-norm stack's effective time grows like
@@ -45,16 +48,18 @@ import math
 import warnings
 from dataclasses import dataclass, field
 
+import numpy as np
 import torch
 
 from numerics._threads import small_problem_threads
-from numerics.errors import ShapeError, SimulationDivergedError, UnstableStepError
+from numerics.errors import ParameterError, ShapeError, SimulationDivergedError, UnstableStepError
 from numerics.patterns import StackSelection, discrete_selection, effective_time, validate_kernels, validate_transports
 from numerics.validate import as_tensor, check_finite, check_ndim, check_same
 
 __all__ = [
     "MHADynamics", "Trajectory", "SelectionWarning", "simulate_flow", "simulate_stack", "rk4_amplification",
     "check_rk4_step", "perturbed_homogeneous", "sphere_project", "layer_norm", "sinusoidal_pe",
+    "BatchedDynamics", "simulate_cells",
 ]
 
 
@@ -141,7 +146,7 @@ class MHADynamics:
                              argument="normalization")
         self.normalization = normalization
         self.H, self.d = H, d
-        self._A_const = None
+        self._A_const: torch.Tensor | None = None
         self.n = None if self.bias is None else self.bias.shape[-1]
         if self.abs_pe is not None:
             if self.n is not None and self.abs_pe.shape[0] != self.n:
@@ -186,10 +191,12 @@ class MHADynamics:
         X = self._check_X(X)
         if self.content_free and self.bias is not None:
             # constant attention: computed once (it does not depend on X)
-            if self._A_const is None or self._A_const.dtype != X.dtype:
+            A = self._A_const
+            if A is None or A.dtype != X.dtype:
                 S = self.scores(X[(0,) * (X.ndim - 2)])
-                self._A_const = torch.softmax(S, -1) if self.normalization == "softmax" else torch.sigmoid(S)
-            return self._A_const
+                A = torch.softmax(S, -1) if self.normalization == "softmax" else torch.sigmoid(S)
+                self._A_const = A
+            return A
         S = self.scores(X)
         if self.normalization == "softmax":
             return torch.softmax(S, dim=-1)
@@ -467,3 +474,96 @@ def simulate_stack(dyn: MHADynamics, X0, layers: int, eta: float, *, scheme: str
             for m in traj.warnings:
                 warnings.warn(m, SelectionWarning, stacklevel=2)
     return traj
+
+
+# ----------------------------------------------------------------------------- batched fast path
+class BatchedDynamics:
+    r"""Many ring-kernel :class:`MHADynamics` of one ``(n, d)`` evaluated as one batch (fast path of
+    parameter sweeps; :func:`simulate_flow` / :func:`simulate_stack` are its one-trajectory reference).
+
+    ``MHA(X)_p = Σ_h softmax(b^h_p + β_p q^h kᵀ/√d_k) X_p T^{hᵀ}_p`` for every cell ``p``; cells with
+    fewer heads are padded with zero transports, content-free cells with zero ``W_Q, W_K`` (their
+    attention is then ``softmax(b) = a``). States ``(P, n, d)``. The same formulas as
+    :meth:`MHADynamics.mha` / :meth:`MHADynamics.sphere_velocity`."""
+
+    def __init__(self, dyns: list[MHADynamics]):
+        if not dyns:
+            raise ShapeError("need at least one dynamics", argument="dyns")
+        n, d = dyns[0].n, dyns[0].d
+        if n is None:
+            raise ParameterError("cell 0 has no ring (no kernels)", argument="dyns")
+        H = max(dy.H for dy in dyns)
+        dk = max((dy.Wq.shape[1] for dy in dyns if dy.Wq is not None), default=1)
+        P = len(dyns)
+        dt = dyns[0].T.dtype
+        self.bias = torch.zeros(P, H, n, n, dtype=dt)
+        self.T = torch.zeros(P, H, d, d, dtype=dt)
+        self.Wq = torch.zeros(P, H, dk, d, dtype=dt)
+        self.Wk = torch.zeros(P, H, dk, d, dtype=dt)
+        self.scale = torch.zeros(P, 1, 1, 1, dtype=dt)
+        for p, dy in enumerate(dyns):
+            if dy.n != n or dy.d != d:
+                raise ShapeError(f"cell {p} has (n, d) = ({dy.n}, {dy.d}), cell 0 ({n}, {d})", argument="dyns")
+            if dy.bias is None or dy.abs_pe is not None or dy.rope is not None or dy.causal \
+                    or dy.normalization != "softmax":
+                raise ParameterError(f"cell {p}: batched cells must be ring-kernel softmax dynamics without "
+                                     "absolute PE, RoPE or causal mask", argument="dyns")
+            self.bias[p, :dy.H] = dy.bias
+            self.T[p, :dy.H] = dy.T
+            if dy.Wq is not None and dy.Wk is not None:
+                self.Wq[p, :dy.H, :dy.Wq.shape[1]] = dy.Wq
+                self.Wk[p, :dy.H, :dy.Wk.shape[1]] = dy.Wk
+                self.scale[p] = dy.beta / math.sqrt(dy.Wq.shape[1])
+        self.content = bool((self.scale != 0).any())
+        self.A0 = torch.softmax(self.bias, -1)
+
+    def mha(self, X: torch.Tensor) -> torch.Tensor:
+        if self.content:
+            q = torch.einsum("phkd,pnd->phnk", self.Wq, X)
+            k = torch.einsum("phkd,pnd->phnk", self.Wk, X)
+            A = torch.softmax(self.bias + self.scale * (q @ k.transpose(-1, -2)), -1)
+        else:
+            A = self.A0
+        AX = A @ X[:, None]  # (P, H, n, d)
+        return (AX @ self.T.transpose(-1, -2)).sum(1)
+
+    def sphere_velocity(self, X: torch.Tensor) -> torch.Tensor:
+        m = self.mha(X)
+        return m - (m * X).sum(-1, keepdim=True) / (X * X).sum(-1, keepdim=True) * X
+
+
+def _unit_rows(X: torch.Tensor) -> torch.Tensor:
+    return X / torch.linalg.vector_norm(X, dim=-1, keepdim=True)
+
+
+def simulate_cells(bd: BatchedDynamics, X0: torch.Tensor, *, dynamics: str, steps: int, dt: float = 0.05,
+                   eta: float = 1.0, save_every: int = 1) -> tuple[np.ndarray, torch.Tensor]:
+    """Integrate all cells of ``bd`` from ``X0`` ``(P, n, d)``: ``sphere`` = RK4 of the sphere flow
+    (renormalised each step), ``postnorm`` / ``prenorm`` = ``steps`` layers (unit-sphere norm).
+    Returns ``(times (S,), states (S, P, n, d))`` (time units for the flow, layer indices for
+    stacks). Non-finite states raise :class:`SimulationDivergedError`."""
+    if dynamics not in ("sphere", "postnorm", "prenorm"):
+        raise ParameterError(f"unknown dynamics {dynamics!r}; expected 'sphere', 'postnorm' or 'prenorm'",
+                             argument="dynamics")
+    X = X0.clone()
+    if dynamics in ("sphere", "postnorm"):
+        X = _unit_rows(X)
+    times, states = [0.0], [X]
+    for s in range(1, steps + 1):
+        if dynamics == "sphere":
+            f = bd.sphere_velocity
+            k1 = f(X)
+            k2 = f(X + 0.5 * dt * k1)
+            k3 = f(X + 0.5 * dt * k2)
+            k4 = f(X + dt * k3)
+            X = _unit_rows(X + dt / 6 * (k1 + 2 * k2 + 2 * k3 + k4))
+        elif dynamics == "postnorm":
+            X = _unit_rows(X + eta * bd.mha(X))
+        else:
+            X = X + eta * bd.mha(_unit_rows(X))
+        if s % save_every == 0 or s == steps:
+            if not bool(torch.isfinite(X).all()):
+                raise SimulationDivergedError(f"non-finite state at step {s}", argument="X0")
+            times.append(s * dt if dynamics == "sphere" else float(s))
+            states.append(X)
+    return np.asarray(times), torch.stack(states)

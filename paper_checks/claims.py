@@ -21,6 +21,7 @@ from __future__ import annotations
 import math
 import zlib
 from dataclasses import dataclass, field
+from itertools import pairwise
 
 import numpy as np
 
@@ -152,7 +153,7 @@ def e3_rows(runs: list[ModelRun], *, seed: int) -> list[StatResult]:
                         notes=f"{len(group)} {kind} size(s) present; install the scale set for E3",
                         extra={"kind": kind, "variant": variant}))
                     continue
-                for small, large in zip(group[:-1], group[1:]):
+                for small, large in pairwise(group):
                     key = (spec.id, variant)
                     s_small = spec.direction * small.draws[key]
                     s_large = spec.direction * large.draws[key]
@@ -191,7 +192,7 @@ def e4_rows(runs: list[ModelRun]) -> list[StatResult]:
             per = {r.trained.name: r.rows[key].verdict for r in enc + dec}
             verdict, reason = I.decide_both(list(per.values()), bool(enc), bool(dec))
 
-            def mean_eff(group):
+            def mean_eff(group, key=key):
                 v = [r.rows[key].effect for r in group if r.rows[key].effect is not None]
                 return float(np.mean(v)) if v else None
 

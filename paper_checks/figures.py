@@ -7,13 +7,13 @@ from pathlib import Path
 import matplotlib
 
 matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import warnings  # noqa: E402
+import warnings
 
-from paper_checks.inference import _boot_colmeans  # noqa: E402
+import matplotlib.pyplot as plt
+import numpy as np
 
-from paper_checks.measure import E1_STATS, VARIANTS  # noqa: E402
+from paper_checks.inference import _boot_colmeans
+from paper_checks.measure import E1_STATS, VARIANTS
 
 PNG_META = {"Software": None}
 

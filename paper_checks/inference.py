@@ -13,14 +13,17 @@ reported scalar (late/early ratio, late-third mean, overall mean, Spearman ρ ag
 These intervals cover prompt (and null-seed) sampling only; they do **not** cover variation
 across models or training runs.
 """
+
 from __future__ import annotations
 
 import warnings
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
-from scipy.stats import rankdata
+from scipy import stats as _st
 
+from numerics.errors import NonFiniteError, ParameterError, ShapeError
 from paper_checks.verdict import INCONCLUSIVE, NOT_REPRODUCED, REPRODUCED
 
 LEVEL = 0.95
@@ -30,7 +33,7 @@ EQUIV_FRACTION = 0.05  # effects whose whole interval lies within ±5% of |null|
 # ------------------------------------------------------------------------------- summaries
 def thirds(K: int) -> int:
     """Number of columns in the early / late third: ``max(1, round(K/3))``."""
-    return max(1, int(round(K / 3)))
+    return max(1, round(K / 3))
 
 
 def late_early_ratio(m: np.ndarray) -> float:
@@ -42,29 +45,39 @@ def late_early_ratio(m: np.ndarray) -> float:
 
 def late_mean(m: np.ndarray) -> float:
     """Mean of the last third of the per-layer means."""
-    return float(np.mean(m[-thirds(len(m)):]))
+    return float(np.mean(m[-thirds(len(m)) :]))
 
 
 def overall_mean(m: np.ndarray) -> float:
     return float(np.mean(m))
 
 
-def spearman_depth(m: np.ndarray) -> float:
-    """Spearman ρ between depth index and the per-layer means (NaN for < 3 layers or constant)."""
-    if len(m) < 3 or np.all(m == m[0]):
-        return float("nan")
-    if not np.all(np.isfinite(m)):
-        return float("nan")
-    r1 = np.arange(len(m), dtype=float)
-    if len(np.unique(m)) == len(m):
-        r2 = np.empty(len(m))
-        r2[np.argsort(m)] = np.arange(len(m))
-    else:
-        r2 = rankdata(m)
-    return float(np.corrcoef(r1, r2)[0, 1])
+def spearman_depth(m: np.ndarray) -> float | np.ndarray:
+    """Spearman ρ between depth index and the per-layer means ``m`` ``(K,)``, or row-wise for
+    ``(..., K)`` (bootstrap draws): Pearson's r of the ranks (``scipy.stats.rankdata``, ties get
+    average ranks; ``scipy.stats.pearsonr`` along the last axis). NaN for < 3 layers, constant or
+    non-finite means.
+
+    ``scipy.stats.spearmanr`` gives the same number (the tests use it as the oracle) but costs
+    ~10 ms per call on this project's machines; the bootstrap evaluates ~30k draws per run, which
+    this vectorised form does in one call."""
+    x = np.asarray(m, dtype=float)
+    rows = x.reshape(-1, x.shape[-1])
+    out = np.full(rows.shape[0], np.nan)
+    K = rows.shape[-1]
+    if K >= 3:
+        ok = np.isfinite(rows).all(-1) & (rows != rows[:, :1]).any(-1)
+        if ok.any():
+            depth = np.arange(K, dtype=float)[None]
+            out[ok] = _st.pearsonr(depth, _st.rankdata(rows[ok], axis=-1), axis=-1).statistic
+    return float(out[0]) if x.ndim == 1 else out.reshape(x.shape[:-1])
 
 
-SUMMARIES: dict[str, Callable[[np.ndarray], float]] = {
+#: summaries that take ``(..., K)`` and return one value per row (evaluated once on all draws)
+ROWWISE = frozenset({spearman_depth})
+
+
+SUMMARIES: dict[str, Callable[[np.ndarray], Any]] = {
     "late_early_ratio": late_early_ratio,
     "late_mean": late_mean,
     "mean": overall_mean,
@@ -91,8 +104,15 @@ def boot_draws(V: np.ndarray, f: Callable, n_boot: int, rng: np.random.Generator
     V = np.asarray(V, dtype=float)
     U = V.shape[0]
     idx = rng.integers(0, U, size=(n_boot, U))
+    return _apply(f, _boot_colmeans(V, idx))
+
+
+def _apply(f: Callable, cms: np.ndarray) -> np.ndarray:
+    """``f`` of every row of ``cms`` ``(n_boot, K)``."""
     with np.errstate(invalid="ignore", divide="ignore"):
-        return np.array([f(cm) for cm in _boot_colmeans(V, idx)])
+        if f in ROWWISE:
+            return np.asarray(f(cms), dtype=float)
+        return np.array([f(cm) for cm in cms])
 
 
 def _boot_colmeans(V: np.ndarray, idx: np.ndarray) -> np.ndarray:
@@ -109,12 +129,15 @@ def boot_draws_nested(Vs: Sequence[np.ndarray], f: Callable, n_boot: int, rng: n
     S = len(Vs)
     sidx = rng.integers(0, S, size=(n_boot, S))
     # an independent unit resample for every (slot, seed) pair, so repeated seeds stay independent
-    cm = np.stack([np.stack([_boot_colmeans(v, rng.integers(0, v.shape[0], size=(n_boot, v.shape[0])))
-                             for v in Vs]) for _ in range(S)])  # (slot, seed, n_boot, K)
+    cm = np.stack(
+        [
+            np.stack([_boot_colmeans(v, rng.integers(0, v.shape[0], size=(n_boot, v.shape[0]))) for v in Vs])
+            for _ in range(S)
+        ]
+    )  # (slot, seed, n_boot, K)
     b = np.arange(n_boot)
     pooled = np.mean([cm[j, sidx[:, j], b] for j in range(S)], axis=0)  # (n_boot, K)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return np.array([f(c) for c in pooled])
+    return _apply(f, pooled)
 
 
 def interval(draws: np.ndarray, level: float = LEVEL) -> tuple[float, float] | None:
@@ -127,9 +150,50 @@ def interval(draws: np.ndarray, level: float = LEVEL) -> tuple[float, float] | N
     return float(np.quantile(d, a)), float(np.quantile(d, 1 - a))
 
 
+# ------------------------------------------------------------------------------- intervals
+def wilson_interval(successes: int, total: int, level: float = LEVEL) -> tuple[float, float]:
+    """Wilson score interval of a binomial proportion ``successes / total`` (95% by default), by
+    ``scipy.stats.binomtest(successes, total).proportion_ci(method="wilson")``."""
+    if int(total) != total or total <= 0:
+        raise ParameterError(f"need a positive whole number of trials, got {total}", argument="total")
+    if int(successes) != successes or not 0 <= successes <= total:
+        raise ParameterError(f"must be a whole number in [0, {total}], got {successes}", argument="successes")
+    if not 0.0 < level < 1.0:
+        raise ParameterError(f"must be in (0, 1), got {level}", argument="level")
+    ci = _st.binomtest(int(successes), int(total)).proportion_ci(confidence_level=level, method="wilson")
+    return float(ci.low), float(ci.high)
+
+
+def paired_interval(diffs, level: float = LEVEL) -> tuple[float, float, float]:
+    """Mean and two-sided Student-t interval of paired differences ``diffs`` (one per seed):
+    ``mean ± t_{(1+level)/2, m−1} · sd/√m``, ``m = len(diffs) ≥ 2``, by
+    ``scipy.stats.ttest_1samp(diffs, 0).confidence_interval(level)``. Returns ``(mean, lo, hi)``;
+    identical differences (sd = 0) give the degenerate interval ``(mean, mean)``. Infinite / NaN
+    differences are refused (censor them first)."""
+    x = np.asarray(diffs, dtype=np.float64).ravel()
+    if x.size < 2:
+        raise ShapeError(f"need at least 2 paired differences, got {x.size}", argument="diffs")
+    if not np.isfinite(x).all():
+        raise NonFiniteError("contains NaN/inf; censor non-reaching runs before pairing", argument="diffs")
+    if not 0.0 < level < 1.0:
+        raise ParameterError(f"must be in (0, 1), got {level}", argument="level")
+    m = float(x.mean())
+    if float(x.std(ddof=1)) == 0.0:
+        return m, m, m
+    ci = _st.ttest_1samp(x, 0.0).confidence_interval(confidence_level=level)
+    return m, float(ci.low), float(ci.high)
+
+
 # ------------------------------------------------------------------------------- verdicts
-def decide(effect_ci: tuple[float, float] | None, direction: int, *, null_value: float | None = None,
-           trained_ci: tuple[float, float] | None = None, reference: float | None = None) -> tuple[str, str]:
+def decide(
+    effect_ci: tuple[float, float] | None,
+    direction: int,
+    *,
+    null_value: float | None = None,
+    trained_ci: tuple[float, float] | None = None,
+    reference: float | None = None,
+    closed_wrong_side: bool = False,
+) -> tuple[str, str]:
     """Verdict from the effect interval (trained − null) and an optional absolute condition.
 
     ``direction`` = −1 when smaller values support the claim, +1 when larger values do. With
@@ -143,13 +207,20 @@ def decide(effect_ci: tuple[float, float] | None, direction: int, *, null_value:
       within ±5% of |null| (no practical difference from the null);
     * ``inconclusive``: otherwise (including undefined statistics).
 
+    ``closed_wrong_side=True``: an effect interval that reaches 0 at its claim-side end (for
+    ``direction`` +1: ``hi ≤ 0``, including the degenerate ``[0, 0]``) already counts as the wrong
+    side ("no better": the E6 rule).
+
     Returns ``(verdict, reason)``."""
     if effect_ci is None or not all(np.isfinite(effect_ci)):
         return INCONCLUSIVE, "statistic undefined or interval unavailable"
     lo, hi = effect_ci
     s = direction
     eff_claim = (lo > 0) if s > 0 else (hi < 0)
-    eff_wrong = (lo > 0) if s < 0 else (hi < 0)
+    if closed_wrong_side:
+        eff_wrong = (lo >= 0) if s < 0 else (hi <= 0)
+    else:
+        eff_wrong = (lo > 0) if s < 0 else (hi < 0)
     abs_claim = abs_wrong = None
     if reference is not None:
         if trained_ci is None or not all(np.isfinite(trained_ci)):
@@ -158,7 +229,9 @@ def decide(effect_ci: tuple[float, float] | None, direction: int, *, null_value:
         abs_claim = (thi < reference) if s < 0 else (tlo > reference)
         abs_wrong = (tlo > reference) if s < 0 else (thi < reference)
     if eff_wrong:
-        return NOT_REPRODUCED, "effect interval on the wrong side of 0"
+        return NOT_REPRODUCED, "effect interval on the wrong side of 0" + (
+            " (or ending at 0)" if closed_wrong_side else ""
+        )
     if abs_wrong:
         return NOT_REPRODUCED, f"trained interval on the wrong side of {reference:g}"
     if null_value is not None and np.isfinite(null_value):
@@ -167,7 +240,8 @@ def decide(effect_ci: tuple[float, float] | None, direction: int, *, null_value:
             return NOT_REPRODUCED, "effect interval within ±5% of |null| (no practical difference)"
     if eff_claim and (abs_claim is None or abs_claim):
         return REPRODUCED, "effect interval on the claim side of 0" + (
-            f" and trained interval on the claim side of {reference:g}" if reference is not None else "")
+            f" and trained interval on the claim side of {reference:g}" if reference is not None else ""
+        )
     return INCONCLUSIVE, "interval includes no effect"
 
 

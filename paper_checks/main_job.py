@@ -34,7 +34,7 @@ from paper_checks.verdict import StatResult
 CLAIMS = ("E1", "E2", "E3", "E4", "E5", "E6", LAP.CLAIM)
 EMBEDDED = ("minilm", "smollm2-135m")
 SCALE_SET = ("mpnet-base", "gemma3-270m")
-EXTERNAL = {"E5": "paper_checks.e5_phase", "E6": "paper_checks.e6_prior"}
+EXTERNAL = {"E5": "paper_checks.e5", "E6": "paper_checks.e6"}
 
 
 class UnknownClaimError(ConnwalkError, ValueError):

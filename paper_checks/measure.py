@@ -8,8 +8,9 @@ and :data:`E2_STATS`.
 """
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Callable, Iterable
+from itertools import pairwise
 
 import numpy as np
 import torch
@@ -109,11 +110,17 @@ def spread_layers(L: int, k: int) -> list[int]:
         return list(range(L))
     if k <= 1:
         return [L - 1]
-    return sorted({int(round(i * (L - 1) / (k - 1))) for i in range(k)})
+    return sorted({round(i * (L - 1) / (k - 1)) for i in range(k)})
 
 
 def _np(t: torch.Tensor) -> np.ndarray:
     return t.detach().to("cpu", F64).numpy()
+
+
+def _summed(wo, wv, rank_tol: float, d: int) -> tuple[float, float]:
+    """Partial-isometry CV and Procrustes defect of the summed transport ``Σ_h T_h``."""
+    sv = S.summed_singular_values(wo, wv)
+    return float(S.nonzero_sv_cv(sv[None], rank_tol)[0]), float(S.procrustes_defect(sv, d))
 
 
 def measure(handle, input_ids: torch.Tensor, *, baselines: bool = True, edge_layers: int = 6,
@@ -134,13 +141,14 @@ def measure(handle, input_ids: torch.Tensor, *, baselines: bool = True, edge_lay
     gen = torch.Generator().manual_seed(int(seed) * 7919 + 17)
     Ps, D2s = [], []
     head_cv, summed_cv, procr, data_cv, edge = [], [], [], [], []
-    base = {b: {k: [] for k in E2_BASELINED} for b in BASELINES}
+    base: dict[str, dict[str, list]] = {b: {k: [] for k in E2_BASELINED} for b in BASELINES}
     spectra = []
     seen = []
     for cap in handle.layers(input_ids):
         if cap.mask is not None and not bool(cap.mask.all()):
             raise ModelError("padded prompts are not supported by the paper checks; use full-length prompts",
                              argument="input_ids")
+        attn_dtype = cap.A.dtype  # the precision the walk's entries carry (π's conditioning guard)
         A = cap.A.detach().to("cpu", F64)
         X = cap.attn_input.detach().to("cpu", F64)
         Wo = cap.W_O.detach().to("cpu", F64)
@@ -156,11 +164,7 @@ def measure(handle, input_ids: torch.Tensor, *, baselines: bool = True, edge_lay
         spectra.append(_np(s))
         head_cv.append(_np(S.nonzero_sv_cv(s, rank_tol)))
 
-        def summed(wo, wv):
-            sv = S.summed_singular_values(wo, wv)
-            return (float(S.nonzero_sv_cv(sv[None], rank_tol)[0]), float(S.procrustes_defect(sv, d)))
-
-        c, p = summed(Wo, Wv)
+        c, p = _summed(Wo, Wv, rank_tol, d)
         summed_cv.append(c)
         procr.append(p)
         data_cv.append(_np(S.data_gain_cv(Wo, Wv, X).mean(-1)))  # (B,)
@@ -170,7 +174,7 @@ def measure(handle, input_ids: torch.Tensor, *, baselines: bool = True, edge_lay
             variants["flat_subspace"] = S.flat_factors(Wo, Wv, svd=(U, s, V))
             for bname in BASELINES:
                 wo, wv = variants[bname]
-                c2, p2 = summed(wo, wv)
+                c2, p2 = _summed(wo, wv, rank_tol, d)
                 base[bname]["summed_sv_cv"].append(c2)
                 base[bname]["summed_procrustes"].append(p2)
                 base[bname]["data_gain_cv"].append(_np(S.data_gain_cv(wo, wv, X).mean(-1)))
@@ -203,12 +207,12 @@ def measure(handle, input_ids: torch.Tensor, *, baselines: bool = True, edge_lay
             Pv = [S.remove_sinks(P, sinks) for P in Ps]
             Dv = [S.remove_sink_dists(D, sinks) for D in D2s]
         e1 = {}
-        e1["walk_change_frob"] = np.stack([_np(S.frob_change(a, b)) for a, b in zip(Pv[:-1], Pv[1:])], 1)
-        e1["walk_change_tv"] = np.stack([_np(S.tv_change(a, b)) for a, b in zip(Pv[:-1], Pv[1:])], 1)
-        e1["walk_spectral_distance"] = np.stack([_np(S.spectral_distance(a, b)) for a, b in zip(Pv[:-1], Pv[1:])], 1)
+        e1["walk_change_frob"] = np.stack([_np(S.frob_change(a, b)) for a, b in pairwise(Pv)], 1)
+        e1["walk_change_tv"] = np.stack([_np(S.tv_change(a, b)) for a, b in pairwise(Pv)], 1)
+        e1["walk_spectral_distance"] = np.stack([_np(S.spectral_distance(a, b)) for a, b in pairwise(Pv)], 1)
         pr = [S.pagerank(P) for P in Pv]
-        e1["stationary_drift"] = np.stack([_np(0.5 * (b - a).abs().sum(-1)) for a, b in zip(pr[:-1], pr[1:])], 1)
-        e1["reversibility_defect"] = np.stack([_np(S.reversibility_defect(P)) for P in Pv], 1)
+        e1["stationary_drift"] = np.stack([_np(0.5 * (b - a).abs().sum(-1)) for a, b in pairwise(pr)], 1)
+        e1["reversibility_defect"] = np.stack([_np(S.reversibility_defect(P, dtype=attn_dtype)) for P in Pv], 1)
         e1["positional_r2"] = np.stack([_np(S.positional_r2(P)) for P in Pv], 1)
         e1["diffusion_r2"] = np.stack([_np(S.diffusion_r2(P, D)) for P, D in zip(Pv, Dv)], 1)
         m.e1[variant] = e1

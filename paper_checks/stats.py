@@ -20,7 +20,8 @@ E1 (walk) statistics — consecutive layers ``a = P_l``, ``b = P_{l+1}``:
 single-layer statistics:
 
 * ``reversibility_defect(P) = ‖F − Fᵀ‖_F / ‖F + Fᵀ‖_F``, ``F = diag(π) P`` with π the stationary
-  distribution of ``P`` (``π = 1ᵀ (I − P + 11ᵀ)^{-1}``); 0 iff detailed balance holds (T3 b), in
+  distribution of ``P`` (``π = 1ᵀ (I − P + 11ᵀ)^{-1}``, :func:`numerics.markov.stationary_info`
+  with its conditioning guard); 0 iff detailed balance holds (T3 b), in
   [0, 1]. NaN for causal walks: they are never reversible with a positive π (T4), so the statistic
   is not defined there;
 * ``positional_r2(P) = 1 − Σ_S (P̃_ij − a(i−j))² / Σ_S P̃_ij²`` over the support S, where
@@ -49,13 +50,15 @@ E2 (transport) statistics:
   ``κ(O)² = r tr((OᵀO)²) / tr(OᵀO)² − 1``, averaged with weights ``P_ij``; computed from the head
   Gram terms without forming any ``O_ij`` (:func:`edge_defect`), reference :func:`edge_defect_naive`.
 """
+
 from __future__ import annotations
 
 import math
 
 import torch
 
-from numerics.errors import ShapeError
+from numerics.errors import ParameterError, ShapeError
+from numerics.markov import stationary_info
 from numerics.tolerance import tol
 from numerics.validate import as_tensor, check_finite, check_ndim
 
@@ -133,7 +136,7 @@ def pagerank(P, alpha: float = PAGERANK_ALPHA) -> torch.Tensor:
     with probability 1−α and jumps uniformly with probability α (P row-stochastic)."""
     P = _walk("P", P)
     if not 0 < alpha <= 1:
-        raise ValueError(f"alpha: must be in (0, 1], got {alpha}")
+        raise ParameterError(f"must be in (0, 1], got {alpha}", argument="alpha")
     n = P.shape[-1]
     I = torch.eye(n, dtype=F64, device=P.device)
     rhs = torch.full((P.shape[0], n, 1), alpha / n, dtype=F64, device=P.device)
@@ -147,25 +150,26 @@ def stationary_drift(Pa, Pb, alpha: float = PAGERANK_ALPHA) -> torch.Tensor:
     return 0.5 * (pagerank(b, alpha) - pagerank(a, alpha)).abs().sum(-1)
 
 
-def stationary(P) -> torch.Tensor:
-    """Stationary law ``π = 1ᵀ (I − P + 11ᵀ)^{-1}`` ``(B, n)`` of an irreducible row-stochastic P."""
+def stationary(P, *, dtype: torch.dtype = torch.float32) -> torch.Tensor:
+    """Stationary law ``π = 1ᵀ (I − P + 11ᵀ)^{-1}`` ``(B, n)`` of an irreducible row-stochastic P
+    (:func:`numerics.markov.stationary_info`): NaN where π is not unique or is ill-conditioned
+    (``cond(I − P + 11ᵀ) · tol(dtype, n) ≥ 1``: the solve cannot resolve it).
+
+    ``dtype``: the precision P's entries carry (default float32, the checkpoints' softmax; P itself is
+    upcast to float64). It sets the row-sum tolerance and the conditioning guard."""
     P = _walk("P", P)
-    n = P.shape[-1]
-    I = torch.eye(n, dtype=F64, device=P.device)
-    E = torch.ones(n, n, dtype=F64, device=P.device)
-    rhs = torch.ones(P.shape[0], n, 1, dtype=F64, device=P.device)
-    pi = torch.linalg.solve((I - P + E).transpose(-1, -2), rhs)[..., 0]
-    return pi / pi.sum(-1, keepdim=True)
+    return stationary_info(P, dtype=dtype).pi
 
 
-def reversibility_defect(P) -> torch.Tensor:
-    """``‖F − Fᵀ‖_F / ‖F + Fᵀ‖_F``, ``F = diag(π) P`` (π stationary); NaN for causal walks."""
+def reversibility_defect(P, *, dtype: torch.dtype = torch.float32) -> torch.Tensor:
+    """``‖F − Fᵀ‖_F / ‖F + Fᵀ‖_F``, ``F = diag(π) P`` (π :func:`stationary`, ``dtype`` its
+    precision); NaN for causal walks and where π is undefined."""
     P = _walk("P", P)
     causal = is_causal(P)
     out = torch.full((P.shape[0],), float("nan"), dtype=F64, device=P.device)
     if (~causal).any():
         Q = P[~causal]
-        F = stationary(Q)[..., :, None] * Q
+        F = stationary(Q, dtype=dtype)[..., :, None] * Q
         Ft = F.transpose(-1, -2)
         out[~causal] = torch.linalg.matrix_norm(F - Ft) / torch.linalg.matrix_norm(F + Ft)
     return out
@@ -204,7 +208,7 @@ def positional_r2(P) -> torch.Tensor:
     a = sums / cnts.clamp_min(1)
     fit = a.gather(1, idx).reshape(B, n, n) * S
     resid = ((Pc - fit) ** 2).sum((-1, -2))
-    total = (Pc ** 2).sum((-1, -2))
+    total = (Pc**2).sum((-1, -2))
     return _r2(resid, total, (P * P * S).sum((-1, -2)), n * n)
 
 
@@ -445,9 +449,9 @@ def edge_defect(A, W_O, W_V, rank: int, *, gram=None) -> torch.Tensor:
     out = torch.empty_like(s2)
     chunk = 8192
     for s in range(0, c.shape[0], chunk):
-        cc = c[s:s + chunk]
+        cc = c[s : s + chunk]
         u = (cc[:, :, None] * cc[:, None, :]).reshape(-1, H * H)
-        out[s:s + chunk] = ((u @ Qm) * u).sum(-1)
+        out[s : s + chunk] = ((u @ Qm) * u).sum(-1)
     s4 = out
     ok = (w > 0) & (s2 > 0)
     k2 = torch.where(ok, rank * s4 / torch.where(ok, s2, torch.ones_like(s2)) ** 2 - 1, torch.zeros_like(s2))

@@ -12,7 +12,14 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 from numerics.classify import classify_trajectory, measure_mode
-from numerics.errors import DTypeError, NegativeWeightError, NotStochasticError, ShapeError
+from numerics.errors import (
+    DTypeError,
+    NegativeWeightError,
+    NonFiniteError,
+    NotStochasticError,
+    ParameterError,
+    ShapeError,
+)
 from numerics.patterns import (
     CLUSTER, STANDING_HELIX, TRAVELLING, TRAVELLING_HELIX, circulant, discrete_selection,
     dispersion, effective_time, gaussian_kernel, kernel_from_bias, kernel_hat, linear_operator,
@@ -417,6 +424,27 @@ def test_prenorm_effective_time_is_logarithmic_and_freezing_is_reported():
     assert not discrete_selection(a, T, eta=0.5, layers=12, scheme="postnorm", min_contrast=1.01).frozen
 
 
+def test_prenorm_layer_steps_match_the_residual_amplitude_ratio_exactly():
+    """h_l is the relative gain of one pre-norm layer: with base amplitude r_l = 1 + ηl a tangent
+    perturbation is multiplied by (r_l + ημ)/(r_l + η) = 1 + h_l(μ − 1). Oracle: that ratio in exact
+    Fractions for rational η, μ (never the closed form)."""
+    from fractions import Fraction
+
+    from numerics.patterns import prenorm_layer_steps
+
+    for eta, mu, L, first in [(Fraction(1, 2), Fraction(7, 3), 9, 0), (Fraction(3), Fraction(-2, 5), 6, 2),
+                              (Fraction(1, 10), Fraction(11, 10), 12, 11)]:
+        h = prenorm_layer_steps(float(eta), L, first)
+        assert h.dtype == F64 and h.shape == (L - first,)
+        for i, l in enumerate(range(first, L)):
+            r = 1 + eta * l
+            exact = ((r + eta * mu) / (r + eta) - 1) / (mu - 1)
+            assert h[i].item() == pytest.approx(float(exact), rel=4 * np.finfo(float).eps)
+    with pytest.raises(ParameterError) as e:
+        prenorm_layer_steps(0.0, 3)
+    assert e.value.argument == "eta"
+
+
 # ------------------------------------------------------------------ bad input
 def test_bad_input_is_refused_with_named_errors():
     T = torch.eye(2, dtype=F64)[None]
@@ -439,12 +467,24 @@ def test_bad_input_is_refused_with_named_errors():
         predict_pattern(_t([[0.5, 0.5]]), torch.ones(2, 2, 2, dtype=F64))  # H mismatch
     with pytest.raises(DTypeError):
         predict_pattern(torch.tensor([[1, 0]]), T)
-    with pytest.raises(ShapeError):
+    with pytest.raises(ParameterError) as e:
         gaussian_kernel(1, 0.0, 1.0)
-    with pytest.raises(ShapeError):
+    assert e.value.argument == "n"
+    with pytest.raises(ParameterError) as e:
+        gaussian_kernel(8, 0.0, 0.0)
+    assert e.value.argument == "width"
+    with pytest.raises(ParameterError) as e:
         discrete_selection(*ex1(), eta=-1.0, layers=3)
-    with pytest.raises(ShapeError):
+    assert e.value.argument == "eta"
+    with pytest.raises(ParameterError) as e:
+        discrete_selection(*ex1(), eta=0.5, layers=0)
+    assert e.value.argument == "layers"
+    with pytest.raises(ParameterError) as e:
         effective_time("sideways", 0.1, 3)
+    assert e.value.argument == "scheme"
+    with pytest.raises(NonFiniteError) as e:
+        kernel_from_bias(torch.tensor([0.0, float("nan")], dtype=F64))
+    assert e.value.argument == "bias"
 
 
 @pytest.mark.theorem("T6")

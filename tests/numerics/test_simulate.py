@@ -221,3 +221,75 @@ def test_sinusoidal_pe_literal_values():
                 assert pe[i, 2 * f + 1].item() == pytest.approx(math.cos(i * w), abs=1e-15)
     with pytest.raises(ShapeError):
         sinusoidal_pe(0, 4)
+
+
+# ------------------------------------------------------------------ batched fast path (sweeps)
+def _rot3(rho: float, theta: float, reflect: bool = False, heads: int = 1) -> torch.Tensor:
+    """``(1/heads)·blockdiag(ρ Q R(θ), 1)`` with ``Q = diag(1, −1)`` when ``reflect``."""
+    c, s = math.cos(theta), math.sin(theta)
+    T = torch.zeros(3, 3, dtype=F64)
+    T[:2, :2] = rho * torch.tensor([[c, -s], [s, c]], dtype=F64)
+    if reflect:
+        T[1, :2] = -T[1, :2]
+    T[2, 2] = 1.0
+    return T / heads
+
+
+def _sweep_cells(n: int = 12) -> list[MHADynamics]:
+    """Three ring cells of one (n, 3): 1 head; 2 non-commuting heads with content attention; 2 heads
+    without content (different H and content per cell exercise the padding)."""
+    g = torch.Generator().manual_seed(5)
+    one = MHADynamics(_rot3(3.0, 2.0)[None], kernels=gaussian_kernel(n, 2.0, 1.5)[None])
+    k2 = torch.stack([gaussian_kernel(n, 0.0, 1.5), gaussian_kernel(n, 0.0, 2.25)])
+    T2 = torch.stack([_rot3(3.0, math.pi, heads=2), _rot3(3.0, math.pi, reflect=True, heads=2)])
+    cont = (torch.randn(2, 2, 3, generator=g, dtype=F64), torch.randn(2, 2, 3, generator=g, dtype=F64))
+    two = MHADynamics(T2, kernels=k2, content=cont)
+    k3 = torch.stack([gaussian_kernel(n, 4.0, 1.5), gaussian_kernel(n, -2.0, 2.25)])
+    T3 = torch.stack([_rot3(3.0, 0.8, heads=2), _rot3(3.0, 0.8, reflect=True, heads=2)])
+    return [one, two, MHADynamics(T3, kernels=k3)]
+
+
+@pytest.mark.parametrize("dynamics", ["sphere", "postnorm", "prenorm"])
+def test_batched_cells_match_the_one_trajectory_simulators(dynamics):
+    """simulate_cells (all cells in one batch, float64) vs simulate_flow / simulate_stack run on each
+    cell alone: the reference integrators, not the batch code, define the expected states."""
+    from numerics.simulate import BatchedDynamics, simulate_cells
+
+    n, steps, dt, eta = 12, 40, 0.02, 0.7
+    dyns = _sweep_cells(n)
+    g = torch.Generator().manual_seed(3)
+    X0 = torch.tensor([0.0, 0.0, 1.0], dtype=F64) + 0.05 * torch.randn(n, 3, generator=g, dtype=F64)
+    times, states = simulate_cells(BatchedDynamics(dyns), X0.expand(len(dyns), n, 3).contiguous(),
+                                   dynamics=dynamics, steps=steps, dt=dt, eta=eta)
+    assert states.dtype == F64 and states.shape == (steps + 1, len(dyns), n, 3)
+    for i, dy in enumerate(dyns):
+        if dynamics == "sphere":
+            ref = simulate_flow(dy, X0, steps * dt, dt, sphere=True, check_step=False)
+        else:
+            ref = simulate_stack(dy, X0, steps, eta, scheme=dynamics, warn=False)
+        err = (states[:, i] - ref.states).abs().max().item()
+        assert err <= tol(F64, n * 3 * steps), (i, err)
+        np.testing.assert_allclose(times, ref.times.numpy(), rtol=1e-12, atol=0)
+
+
+def test_batched_cells_refuse_what_they_cannot_batch():
+    from numerics.errors import ParameterError
+    from numerics.simulate import BatchedDynamics, simulate_cells
+
+    dyns = _sweep_cells(12)
+    with pytest.raises(ShapeError) as e:
+        BatchedDynamics([])
+    assert e.value.argument == "dyns"
+    with pytest.raises(ShapeError) as e:
+        BatchedDynamics([dyns[0], _sweep_cells(10)[0]])
+    assert e.value.argument == "dyns"
+    causal = MHADynamics(_rot3(3.0, 2.0)[None], kernels=gaussian_kernel(12, 2.0, 1.5)[None], causal=True)
+    with pytest.raises(ParameterError) as e:
+        BatchedDynamics([dyns[0], causal])
+    assert e.value.argument == "dyns"
+    X0 = torch.ones(1, 12, 3, dtype=F64)
+    with pytest.raises(ParameterError) as e:
+        simulate_cells(BatchedDynamics(dyns[:1]), X0, dynamics="euler", steps=2)
+    assert e.value.argument == "dynamics"
+    with pytest.raises(SimulationDivergedError):
+        simulate_cells(BatchedDynamics(dyns[:1]), torch.zeros(1, 12, 3, dtype=F64), dynamics="postnorm", steps=2)

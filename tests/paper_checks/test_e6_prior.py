@@ -1,49 +1,20 @@
 """E6 machinery on known answers (not on how the claim comes out)."""
+
 from __future__ import annotations
 
+import math
 import pickle
 
 import numpy as np
 import pytest
 import torch
 
-from numerics.errors import CorruptFileError, ShapeError
-from paper_checks import e6_prior as e6
+from numerics.errors import CorruptFileError, ParameterError
+from paper_checks import e6
+from paper_checks.e6 import gpsa, shift
 from paper_checks.verdict import INCONCLUSIVE, NOT_REPRODUCED, REPRODUCED, VERDICTS, StatResult
 
 pytestmark = pytest.mark.theorem("E6")
-
-T_975_DF4 = 2.7764451051977987  # Student t quantile, 0.975, 4 d.o.f. (tables)
-
-
-def test_paired_interval_hand_computed():
-    m, lo, hi = e6.paired_interval([1.0, 2.0, 3.0, 4.0, 5.0])
-    se = np.sqrt(2.5) / np.sqrt(5)
-    assert m == pytest.approx(3.0, rel=1e-12)
-    assert lo == pytest.approx(3.0 - T_975_DF4 * se, rel=1e-9)
-    assert hi == pytest.approx(3.0 + T_975_DF4 * se, rel=1e-9)
-
-
-def test_paired_interval_covers_true_mean_at_nominal_rate():
-    """Synthetic paired samples with known mean: the 95% interval covers it ~95% of the time."""
-    rng = np.random.default_rng(123)
-    mu, reps, m = 0.7, 2000, 5
-    base = rng.normal(0.0, 1.0, (reps, m))
-    treat = base + mu + rng.normal(0.0, 0.5, (reps, m))  # paired: shared per-seed component
-    covered = 0
-    for b, t in zip(base, treat):
-        _, lo, hi = e6.paired_interval(t - b)
-        covered += lo <= mu <= hi
-    rate = covered / reps
-    # binomial sd at p=.95, 2000 reps: 0.0049 -> 4 sd band
-    assert 0.93 <= rate <= 0.97, rate
-
-
-def test_paired_interval_refuses_bad_input():
-    with pytest.raises(ShapeError):
-        e6.paired_interval([1.0])
-    with pytest.raises(ValueError):
-        e6.paired_interval([1.0, np.inf, 2.0])
 
 
 def test_effect_verdict_rule():
@@ -51,6 +22,7 @@ def test_effect_verdict_rule():
     assert e6.effect_verdict(-0.5, -0.1) == NOT_REPRODUCED
     assert e6.effect_verdict(-0.5, 0.0) == NOT_REPRODUCED
     assert e6.effect_verdict(-0.1, 0.3) == INCONCLUSIVE
+    assert e6.effect_verdict(0.0, 0.0) == NOT_REPRODUCED  # all pairs equal (e.g. both arms censored)
 
 
 def test_steps_to_threshold_known():
@@ -63,6 +35,20 @@ def test_kernel_symbol_matches_numpy_ifft_convention():
     a = rng.random(11)
     a /= a.sum()
     np.testing.assert_allclose(e6.kernel_symbol(a), 11 * np.fft.ifft(a), rtol=0, atol=1e-13)
+    # the literal sum Σ_m a(m) e^{+2πikm/n} (explicit O(n²) DFT) as a second oracle
+    m = np.arange(11)
+    dft = np.array([(a * np.exp(2j * np.pi * k * m / 11)).sum() for k in range(11)])
+    np.testing.assert_allclose(e6.kernel_symbol(a), dft, rtol=0, atol=1e-13)
+
+
+def test_ring_kernel_is_the_literal_wrapped_gaussian():
+    """a(m) ∝ exp(−circ(m − peak)²/(2w²)), circ the signed ring offset, written out per entry."""
+    for n, peak, w in [(16, 3, 0.5), (9, 8, 1.5), (12, 0, 4.0)]:
+        ref = np.array([math.exp(-((min((m - peak) % n, n - (m - peak) % n)) ** 2) / (2 * w * w)) for m in range(n)])
+        np.testing.assert_allclose(e6.ring_kernel(n, peak, w), ref / ref.sum(), rtol=1e-14, atol=0)
+    with pytest.raises(ParameterError) as e:
+        e6.ring_kernel(1, 0, 1.0)
+    assert e.value.argument == "n"
 
 
 @pytest.mark.parametrize("n,s", [(16, 3), (12, 1), (9, 4)])
@@ -81,7 +67,7 @@ def test_delta_kernel_velocity_and_prior_choice(n, s):
 
 def test_shift_data_is_cyclic_shift():
     cfg = e6.ShiftTaskConfig(n=7, shift=2)
-    x, y = e6._shift_data(torch.Generator().manual_seed(0), 5, cfg)
+    x, y = shift._shift_data(torch.Generator().manual_seed(0), 5, cfg)
     for b in range(5):
         for i in range(7):
             assert y[b, i] == x[b, (i + 2) % 7]
@@ -89,9 +75,9 @@ def test_shift_data_is_cyclic_shift():
 
 def test_arms_are_paired_by_seed():
     cfg = e6.ShiftTaskConfig()
-    a = e6._shift_member_init(cfg, "aligned", 3)
-    z = e6._shift_member_init(cfg, "rel_zero", 3)
-    other = e6._shift_member_init(cfg, "rel_zero", 4)
+    a = shift._shift_member_init(cfg, "aligned", 3)
+    z = shift._shift_member_init(cfg, "rel_zero", 3)
+    other = shift._shift_member_init(cfg, "rel_zero", 4)
     for k in ("E", "U", "WQ", "WK"):
         assert torch.equal(a[k], z[k])
         assert not torch.equal(z[k], other[k])
@@ -100,9 +86,20 @@ def test_arms_are_paired_by_seed():
 def test_exact_prior_reaches_threshold_in_zero_steps():
     """With E = I, U = 12·I, no content attention and a sharp aligned kernel the aligned model *is*
     the cyclic shift: held-out CE = log(1 + 7e^{-12}) ≈ 4e-5 before any update."""
-    cfg = e6.ShiftTaskConfig(identity_embedding=True, readout_gain=12.0, prior_width=0.05, qk_scale=0.0,
-                             max_steps=3, loss_threshold=1e-3, data_sizes=(1,), data_steps=2, seeds=5,
-                             arms=("aligned", "rel_zero", "misaligned"), eval_size=16, batch=8)
+    cfg = e6.ShiftTaskConfig(
+        identity_embedding=True,
+        readout_gain=12.0,
+        prior_width=0.05,
+        qk_scale=0.0,
+        max_steps=3,
+        loss_threshold=1e-3,
+        data_sizes=(1,),
+        data_steps=2,
+        seeds=5,
+        arms=("aligned", "rel_zero", "misaligned"),
+        eval_size=16,
+        batch=8,
+    )
     res = e6.train_shift_task(cfg, device="cpu")
     np.testing.assert_array_equal(res["steps"]["aligned"], np.zeros(5))
     assert (res["steps"]["rel_zero"] > 0).all() and (res["steps"]["misaligned"] > 0).all()
@@ -114,7 +111,7 @@ def test_exact_prior_reaches_threshold_in_zero_steps():
 def test_gpsa_local_init_attends_to_offsets():
     """ConViT local init with 9 heads: head (h1, h2) attends most to the query + (h1−1, h2−1)."""
     cfg = e6.GPSAConfig(heads=9, d=18)
-    p = e6._gpsa_member_init(cfg, "convit_local", 0, pdim=4, T=25, classes=10)
+    p = gpsa._gpsa_member_init(cfg, "convit_local", 0, pdim=4, T=25, classes=10)
     _, pos = e6.patchify(np.zeros((1, 1, 10, 10)), 2)  # 5x5 grid
     pos = torch.as_tensor(pos, dtype=torch.float32)
     delta = pos[None] - pos[:, None]
@@ -135,16 +132,22 @@ def test_patchify_matches_loop():
     assert tok.shape == (2, 4, 48) and pos.shape == (4, 2)
     # token 1 = grid (0, 1): rows 0..3, cols 4..7, channel-major
     np.testing.assert_array_equal(tok[1, 1], imgs[1, :, 0:4, 4:8].reshape(-1))
-    with pytest.raises(ShapeError):
+    with pytest.raises(ParameterError) as e:
         e6.patchify(imgs, 3)
+    assert e.value.argument == "patch"
 
 
 def test_cifar_loader_reads_python_pickle_layout(tmp_path):
     rng = np.random.default_rng(2)
     for name, count in (("data_batch_1", 20), ("test_batch", 10)):
         with open(tmp_path / name, "wb") as fh:
-            pickle.dump({b"data": rng.integers(0, 256, (count, 3072), dtype=np.uint8),
-                         b"labels": list(rng.integers(0, 10, count))}, fh)
+            pickle.dump(
+                {
+                    b"data": rng.integers(0, 256, (count, 3072), dtype=np.uint8),
+                    b"labels": list(rng.integers(0, 10, count)),
+                },
+                fh,
+            )
     data = e6.load_cifar10_tokens(tmp_path, max_train=None, max_test=None)
     assert data["x_train"].shape == (20, 64, 48) and data["x_test"].shape == (10, 64, 48)
     assert data["y_train"].shape == (20,) and data["pos"].shape == (64, 2)
@@ -187,18 +190,50 @@ def test_ensemble_members_train_independently():
     """Fast path (all arms × seeds in one batched Adam run) equals training one member alone."""
     from numerics.tolerance import tol
 
-    cfg = e6.ShiftTaskConfig(max_steps=12, data_sizes=(4,), data_steps=5, eval_size=16, batch=8,
-                             arms=("aligned", "rel_zero"), seeds=2, loss_threshold=1e-6)
+    cfg = e6.ShiftTaskConfig(
+        max_steps=12,
+        data_sizes=(4,),
+        data_steps=5,
+        eval_size=16,
+        batch=8,
+        arms=("aligned", "rel_zero"),
+        seeds=2,
+        loss_threshold=1e-6,
+    )
     both = e6.train_shift_task(cfg, seeds=[0, 1], device="cpu")
     alone = e6.train_shift_task(replace_cfg(cfg, arms=("rel_zero",)), seeds=[1], device="cpu")
     a = both["loss_curves"]["rel_zero"][1]
     b = alone["loss_curves"]["rel_zero"][0]
     bound = tol(torch.float32, cfg.max_steps * cfg.n * cfg.d, scale=float(np.abs(b).max()))
     assert np.abs(a - b).max() <= bound
-    assert abs(both["accuracy"]["rel_zero"][1, 0] - alone["accuracy"]["rel_zero"][0, 0]) <= 1.0 / (cfg.eval_size * cfg.n)
+    assert abs(both["accuracy"]["rel_zero"][1, 0] - alone["accuracy"]["rel_zero"][0, 0]) <= 1.0 / (
+        cfg.eval_size * cfg.n
+    )
 
 
 def replace_cfg(cfg, **kw):
     from dataclasses import replace
 
     return replace(cfg, **kw)
+
+
+def test_digits_split_is_stratified_and_disjoint():
+    """The digits split holds out test_fraction of every class (±1 image), and train/test partition
+    the 1797 images."""
+    from sklearn.datasets import load_digits
+
+    y = load_digits().target
+    data = e6.load_digits_tokens(test_fraction=0.3, split_seed=0)
+    assert data["y_train"].size + data["y_test"].size == y.size
+    for c in range(10):
+        assert abs((data["y_test"] == c).sum() - 0.3 * (y == c).sum()) <= 1
+    assert data["x_train"].shape[1:] == (16, 4) and data["pos"].shape == (16, 2)
+    again = e6.load_digits_tokens(test_fraction=0.3, split_seed=0)
+    np.testing.assert_array_equal(again["y_test"], data["y_test"])
+
+
+def test_shim_module_keeps_the_old_import_path():
+    from paper_checks import e6_prior
+
+    for name in e6.__all__:
+        assert getattr(e6_prior, name) is getattr(e6, name)

@@ -1,4 +1,5 @@
 """Known answers and naive float64 references for the E1/E2 statistics (paper_checks.stats)."""
+
 from __future__ import annotations
 
 import math
@@ -14,7 +15,6 @@ from theory.report import record
 F64 = torch.float64
 
 
-
 def _rand_attention(B, H, n, *, causal=False, seed=0, device="cpu"):
     g = torch.Generator().manual_seed(seed)
     Sc = torch.randn(B, H, n, n, generator=g, dtype=F64) * 2
@@ -25,8 +25,10 @@ def _rand_attention(B, H, n, *, causal=False, seed=0, device="cpu"):
 
 def _factors(H, d, dh, seed=0, device="cpu"):
     g = torch.Generator().manual_seed(seed)
-    return (torch.randn(H, d, dh, generator=g, dtype=F64).to(device),
-            torch.randn(H, dh, d, generator=g, dtype=F64).to(device))
+    return (
+        torch.randn(H, d, dh, generator=g, dtype=F64).to(device),
+        torch.randn(H, dh, d, generator=g, dtype=F64).to(device),
+    )
 
 
 # ------------------------------------------------------------------------------------ E1
@@ -52,8 +54,13 @@ def test_change_statistics_known_values(device):
 def test_tv_change_reference(device):
     Pa = _rand_attention(2, 1, 6, seed=1, device=device)[:, 0]
     Pb = _rand_attention(2, 1, 6, seed=2, device=device)[:, 0]
-    ref = torch.tensor([sum(0.5 * sum(abs(float(Pb[b, i, j] - Pa[b, i, j])) for j in range(6)) for i in range(6)) / 6
-                        for b in range(2)], dtype=F64)
+    ref = torch.tensor(
+        [
+            sum(0.5 * sum(abs(float(Pb[b, i, j] - Pa[b, i, j])) for j in range(6)) for i in range(6)) / 6
+            for b in range(2)
+        ],
+        dtype=F64,
+    )
     assert_close(S.tv_change(Pa, Pb).cpu(), ref, size=36)
 
 
@@ -71,6 +78,27 @@ def test_pagerank_and_stationary(device):
     pi = S.pagerank(Q)
     assert_close(pi, (1 - S.PAGERANK_ALPHA) * (pi[:, None, :] @ Q)[:, 0] + S.PAGERANK_ALPHA / 6, size=36)
     assert float(pi.min()) > 0
+
+
+def test_stationary_is_refused_where_the_walk_precision_cannot_resolve_it():
+    """Two 3-token blocks coupled with weight c: π = uniform for any c > 0 (doubly stochastic), but
+    cond(I − P + 11ᵀ) ~ 1/c. For float32 entries c = 1e-6 is below what the solve can resolve: π and
+    the reversibility defect are NaN (never a confident wrong number); the float64 reading resolves it."""
+
+    def blocks(c):
+        B = torch.full((3, 3), (1 - c) / 3, dtype=F64)
+        P = torch.block_diag(B, B)
+        P[:3, 3:] = c / 3
+        P[3:, :3] = c / 3
+        return P[None]
+
+    u = torch.full((1, 6), 1 / 6, dtype=F64)
+    assert_close(S.stationary(blocks(0.2)), u, size=36)
+    assert torch.isnan(S.stationary(blocks(1e-6))).all()
+    assert torch.isnan(S.reversibility_defect(blocks(1e-6))).all()
+    err = (S.stationary(blocks(1e-6), dtype=F64) - u).abs().max().item()
+    assert err <= 1e6 * tol(F64, 36), err  # forward error <= cond · tol, cond ~ 1/c
+    assert S.reversibility_defect(blocks(1e-6), dtype=F64).item() <= 1e-9  # symmetric: reversible
 
 
 @pytest.mark.theorem("E1")
@@ -195,8 +223,13 @@ def test_data_gain_cv_reference(device):
     ref = torch.zeros(2, 2, dtype=F64)
     for b in range(2):
         for h in range(2):
-            gains = torch.tensor([float(torch.linalg.vector_norm(T[h] @ X[b, i].cpu()) / torch.linalg.vector_norm(X[b, i].cpu()))
-                                  for i in range(4)], dtype=F64)
+            gains = torch.tensor(
+                [
+                    float(torch.linalg.vector_norm(T[h] @ X[b, i].cpu()) / torch.linalg.vector_norm(X[b, i].cpu()))
+                    for i in range(4)
+                ],
+                dtype=F64,
+            )
             ref[b, h] = gains.std(unbiased=False) / gains.mean()
     assert_close(got.cpu(), ref, size=25)
 
@@ -210,7 +243,7 @@ def test_edge_defect_factored_matches_naive(causal, device):
     assert r == 6
     fast = S.edge_defect(A, Wo, Wv, r)
     ref = S.edge_defect_naive(A.cpu(), Wo.cpu(), Wv.cpu(), r)
-    res = assert_close(fast.cpu(), ref, size=8 * 8 * 3 ** 4, what="edge defect")
+    res = assert_close(fast.cpu(), ref, size=8 * 8 * 3**4, what="edge defect")
     record("E2", residual=res)
 
 
@@ -219,9 +252,9 @@ def test_edge_defect_gram_terms_are_traces(device):
     Wo, Wv = _factors(3, 6, 2, seed=10, device=device)
     G2, Q4 = S.edge_gram_terms(Wo, Wv)
     T = Wo @ Wv
-    for (h, k, l, m) in [(0, 1, 2, 0), (2, 2, 1, 0), (1, 0, 1, 2)]:
+    for h, k, l, m in [(0, 1, 2, 0), (2, 2, 1, 0), (1, 0, 1, 2)]:
         ref = torch.trace(T[h].T @ T[k] @ T[l].T @ T[m])
-        assert_close(Q4[h, k, l, m], ref, size=6 ** 3)
+        assert_close(Q4[h, k, l, m], ref, size=6**3)
     assert_close(G2, torch.einsum("hab,kab->hk", T, T), size=36)
 
 
@@ -236,7 +269,7 @@ def test_edge_defect_of_equal_gates_on_isometry_is_zero(device):
     Wv = Q2.T.reshape(H, d // H, d).to(device)
     A = _rand_attention(2, 1, 4, seed=12, device=device).expand(2, H, 4, 4)
     k = S.edge_defect(A, Wo, Wv, d)
-    assert float(k.abs().max()) <= math.sqrt(tol(F64, d ** 2))
+    assert float(k.abs().max()) <= math.sqrt(tol(F64, d**2))
 
 
 @pytest.mark.theorem("E2")
