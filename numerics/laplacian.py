@@ -44,6 +44,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
+from numerics.contracts import Int, Passthrough, Tensor, Walk, contract, finite_on_support, parallel_memory
 from numerics.errors import ShapeError, UndefinedError
 from numerics.tolerance import tol
 from numerics.validate import as_tensor, check_finite, check_ndim, check_nonnegative, check_square
@@ -252,6 +253,7 @@ def format_spectrum(ev: torch.Tensor, digits: int = 4, max_items: int = 12) -> s
 
 # ---------------------------------------------------------------------------------------------
 # input handling
+@contract(walk=Walk())
 def as_walk(walk) -> ConnectionWalk:
     """A :class:`ConnectionWalk`, or blocks ``B`` ``(..., n, n, d, d)`` wrapped with the default
     gauge of :meth:`ConnectionWalk.from_blocks`. Complex / NaN / non-square input raises."""
@@ -278,6 +280,7 @@ def _check_walk_matrix(P) -> torch.Tensor:
 
 # ---------------------------------------------------------------------------------------------
 # graph structure in linear algebra (batched)
+@contract(support=Tensor("... n n", dtype="mask"))
 def reachability(support: torch.Tensor) -> torch.Tensor:
     """Reflexive-transitive closure ``R`` ``(..., n, n)`` of a boolean adjacency: ``R_ij`` iff
     ``j`` is reachable from ``i`` (``i → j`` along edges with ``support``); ``⌈log₂ n⌉`` squarings."""
@@ -298,6 +301,7 @@ def _classes(R: torch.Tensor):
     return same, closed, n_closed
 
 
+@contract(support=Tensor("... n n", dtype="mask"))
 def communicating_classes(support: torch.Tensor):
     """Strongly connected components of a boolean adjacency ``(..., n, n)`` (Tarjan via
     ``scipy.sparse.csgraph``, ``O(n²)`` per element on the CPU): returns ``(same, closed, n_closed)``
@@ -327,6 +331,7 @@ def communicating_classes(support: torch.Tensor):
             torch.as_tensor(n_closed, device=dev).reshape(bshape))
 
 
+@contract(support=Tensor("... n n", dtype="mask"))
 def weak_components(support: torch.Tensor) -> torch.Tensor:
     """Number of weakly connected components ``(...)`` of a boolean adjacency ``(..., n, n)``."""
     from scipy.sparse.csgraph import connected_components
@@ -347,6 +352,7 @@ def _perron_solve(P: torch.Tensor, rho: torch.Tensor):
     return sol[..., 0], info
 
 
+@contract(P=Tensor("... n n", nonneg=True), dtype=Passthrough())
 def stationary_info(P, *, dtype: torch.dtype | None = None) -> StationaryInfo:
     r"""Left Perron vector ``π`` of a nonnegative ``P`` ``(..., n, n)`` with ``πP = ρπ``, ``Σπ = 1``.
 
@@ -442,6 +448,7 @@ def stationary_info(P, *, dtype: torch.dtype | None = None) -> StationaryInfo:
                           unique=unique, residual=residual, reasons=reasons, condition=cond)
 
 
+@contract(P=Tensor("... n n", nonneg=True))
 def stationary_distribution(P) -> torch.Tensor:
     """The unique left Perron vector ``π`` ``(..., n)`` of ``P`` (stationary distribution for
     stochastic ``P``). Raises :class:`UndefinedError` when it is not unique (several closed classes)
@@ -456,6 +463,7 @@ def stationary_distribution(P) -> torch.Tensor:
 
 # ---------------------------------------------------------------------------------------------
 # operators and forms
+@contract(walk=Walk())
 def generator_dense(walk) -> torch.Tensor:
     """Dense token-major ``Δ = I − W`` ``(..., nd, nd)`` in float64 (materialises ``(nd)²``)."""
     w = as_walk(walk)
@@ -464,11 +472,13 @@ def generator_dense(walk) -> torch.Tensor:
     return eye - W
 
 
+@contract(x=Tensor("... n d"), y=Tensor("... n d"), pi=Tensor("... n", nonneg=True))
 def pi_inner(x: torch.Tensor, y: torch.Tensor, pi: torch.Tensor) -> torch.Tensor:
     """``<x, y>_π = Σ_i π_i x_iᵀ y_i`` for ``x, y`` ``(..., n, d)``, ``π`` ``(..., n)``."""
     return (pi[..., :, None] * x * y).sum((-1, -2))
 
 
+@contract(P=Tensor("... n n", nonneg=True), O=Tensor("... n n d d", finite=False), pi=Tensor("... n", nonneg=True), x=Tensor("... n d"), after=finite_on_support("O", lambda a: a["P"] > 0))
 def dirichlet_energy(P: torch.Tensor, O: torch.Tensor, pi: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
     r"""``½ Σ_ij π_i P_ij ‖x_i − O_ij x_j‖²`` for ``P`` ``(..., n, n)``, ``O`` ``(..., n, n, d, d)``,
     ``π`` ``(..., n)``, ``x`` ``(..., n, d)``. Edges with ``P_ij = 0`` contribute 0 (their ``O``,
@@ -480,6 +490,7 @@ def dirichlet_energy(P: torch.Tensor, O: torch.Tensor, pi: torch.Tensor, x: torc
     return 0.5 * (pi[..., :, None] * P * (diff ** 2).sum(-1)).sum((-1, -2))
 
 
+@contract(O=Tensor("... n n d d", finite=False), support=Tensor("... n n", dtype="mask"), after=lambda a, s: (finite_on_support("O", lambda a: a["support"])(a, s), parallel_memory(a, s)))
 def parallel_constraints(O: torch.Tensor, support: torch.Tensor) -> torch.Tensor:
     r"""Constraint matrix ``C`` ``(..., n·n·d, n·d)`` of parallel sections: block row ``(i, j)`` is
     ``e_iᵀ ⊗ I − e_jᵀ ⊗ O_ij`` on edges of ``support`` and 0 elsewhere, so ``Cx = 0`` iff
@@ -569,6 +580,7 @@ def _block_pi(Bn: torch.Tensor) -> tuple[torch.Tensor, str]:
     return pi, reason
 
 
+@contract(walk=Walk(), probes=Int(lo=1), seed=Int(lo=0), max_dense=Int(lo=0), pi=Tensor("... n", nonneg=True, optional=True), svd_max_entries=Int(lo=1))
 def diagnose(walk, *, probes: int = 3, seed: int = 0, max_dense: int = 1024, pi=None,
              svd_max_entries: int = 1 << 22) -> LaplacianDiagnostics:
     r"""Measure every T3 condition of ``walk`` (a :class:`ConnectionWalk` of any kind, batched, or

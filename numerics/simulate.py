@@ -48,7 +48,10 @@ from dataclasses import dataclass, field
 import torch
 
 from numerics._threads import small_problem_threads
-from numerics.errors import ShapeError, SimulationDivergedError, UnstableStepError
+from numerics.contracts import Choice, Flag, Float, FloatDType, Instance, Int, Passthrough, Tensor, contract
+from numerics.errors import (
+    DTypeError, NonFiniteError, ParameterError, ShapeError, SimulationDivergedError, UnstableStepError,
+)
 from numerics.patterns import StackSelection, discrete_selection, effective_time, validate_kernels, validate_transports
 from numerics.validate import as_tensor, check_finite, check_ndim, check_same
 
@@ -62,9 +65,29 @@ class SelectionWarning(UserWarning):
     """A discrete stack's selection differs from the flow's, or freezes before it finishes."""
 
 
+@contract(z=Tensor("...", dtype="complex"))
 def rk4_amplification(z: torch.Tensor) -> torch.Tensor:
     """RK4 stability function ``R(z) = 1 + z + z²/2 + z³/6 + z⁴/24`` (one step of ``y' = λy``, ``z = λ dt``)."""
     return 1 + z + z**2 / 2 + z**3 / 6 + z**4 / 24
+
+
+_DYN = Instance(lambda: MHADynamics, "an MHADynamics",
+                bind=lambda dyn: {"d": dyn.d} | ({"n": dyn.n} if dyn.n is not None else {}), tensor=lambda dyn: dyn.T)
+_X = Tensor("... n d")
+_content_spec = Tensor("H k d")
+
+
+def _content_env():
+    from numerics.contracts import _Env
+
+    return _Env({})
+
+
+def _check_scores_memory(name: str, H: int, n: int, like: torch.Tensor) -> None:
+    from numerics.validate import check_memory
+
+    check_memory(name, 4 * H * n * n * like.element_size(), f"the (H, n, n) attention scores (H={H}, n={n})",
+                 "a smaller ring (numerics.patterns.predict_pattern needs only the (H, n) kernels)")
 
 
 class MHADynamics:
@@ -75,6 +98,10 @@ class MHADynamics:
     ``(H, d_k, d)`` or ``None``; ``beta`` content scale; ``abs_pe`` ``(n, d)``; ``rope`` ``None`` or a
     base (e.g. ``10000.0``); ``causal``; ``normalization`` ``"softmax"``/``"sigmoid"``."""
 
+    @contract(transports=Tensor("H d d"), kernels=Tensor("H n", nonneg=True, optional=True),
+              pos_bias=Tensor("H n n", neg_inf=True, optional=True), content=Passthrough(), beta=Float(),
+              abs_pe=Tensor("n d", optional=True), rope=Float(lo=0.0, optional=True), causal=Flag(),
+              normalization=Choice(("softmax", "sigmoid")), mins={"n": 2})
     def __init__(self, transports, *, kernels=None, pos_bias=None, content=None, beta: float = 1.0,
                  abs_pe=None, rope: float | None = None, causal: bool = False, normalization: str = "softmax"):
         T = validate_transports(transports)
@@ -84,6 +111,8 @@ class MHADynamics:
             raise ShapeError("give kernels or pos_bias, not both", argument="pos_bias")
         self.kernels = None
         self.bias = None
+        if pos_bias is not None:
+            _check_scores_memory("pos_bias", H, pos_bias.shape[-1], pos_bias)
         if kernels is not None:
             a = validate_kernels(kernels)
             if a.shape[0] != H:
@@ -91,6 +120,7 @@ class MHADynamics:
             check_same(["transports", "kernels"], [T, a])
             self.kernels = a
             n = a.shape[1]
+            _check_scores_memory("kernels", H, n, a)
             idx = (torch.arange(n, device=a.device)[None, :] - torch.arange(n, device=a.device)[:, None]) % n
             self.bias = torch.log(a)[:, idx]  # (H, n, n); zeros -> -inf (masked offsets)
         elif pos_bias is not None:
@@ -99,17 +129,19 @@ class MHADynamics:
             if b.shape[0] != H or b.shape[1] != b.shape[2]:
                 raise ShapeError(f"expected ({H}, n, n), got {tuple(b.shape)}", argument="pos_bias")
             if bool(torch.isnan(b).any()) or bool((b == float("inf")).any()):
-                raise ShapeError("must not contain NaN or +inf", argument="pos_bias")
+                raise NonFiniteError("must not contain NaN or +inf", argument="pos_bias")
+            if not causal and not bool(torch.isfinite(b).any(-1).all()):
+                raise ParameterError("a row is −inf at every key: its softmax is undefined (0/0)", argument="pos_bias")
             check_same(["transports", "pos_bias"], [T, b])
             self.bias = b
         self.Wq = self.Wk = None
         if content is not None:
-            Wq, Wk = (as_tensor("content", c) for c in content)
-            for nm, W in (("content[0] (W_Q)", Wq), ("content[1] (W_K)", Wk)):
-                check_ndim(nm, W, 3, "(H, d_k, d)", max_ndim=3)
-                check_finite(nm, W)
+            if not isinstance(content, (tuple, list)) or len(content) != 2:
+                raise ShapeError(f"expected a pair (W_Q, W_K), got {type(content).__name__}", argument="content")
+            Wq, Wk = (_content_spec.check("content", c, _content_env()) for c in content)
+            for nm, W in (("W_Q", Wq), ("W_K", Wk)):
                 if W.shape[0] != H or W.shape[2] != d:
-                    raise ShapeError(f"expected ({H}, d_k, {d}), got {tuple(W.shape)}", argument=nm)
+                    raise ShapeError(f"{nm} expected ({H}, d_k, {d}), got {tuple(W.shape)}", argument="content")
             if Wq.shape != Wk.shape:
                 raise ShapeError(f"W_Q {tuple(Wq.shape)} and W_K {tuple(Wk.shape)} differ", argument="content")
             check_same(["transports", "content"], [T, Wq])
@@ -154,14 +186,18 @@ class MHADynamics:
         """``M_h = 0``: attention does not depend on ``X`` (the flow is linear)."""
         return self.Wq is None
 
-    def _check_X(self, X) -> torch.Tensor:
-        X = as_tensor("X", X)
-        check_ndim("X", X, 2, "(..., n, d)")
+    def _check_X(self, X, name: str = "X") -> torch.Tensor:
+        X = as_tensor(name, X)
+        check_ndim(name, X, 2, "(..., n, d)")
         if X.shape[-1] != self.d or (self.n is not None and X.shape[-2] != self.n):
-            raise ShapeError(f"expected (..., {self.n or 'n'}, {self.d}), got {tuple(X.shape)}", argument="X")
-        check_same(["transports", "X"], [self.T, X])
+            raise ShapeError(f"expected (..., {self.n or 'n'}, {self.d}), got {tuple(X.shape)}", argument=name)
+        if X.dtype != self.T.dtype:
+            raise DTypeError(f"dtype {X.dtype} differs from the dynamics' {self.T.dtype}; cast explicitly",
+                             argument=name)
+        check_same(["transports", name], [self.T, X])
         return X
 
+    @contract(self=_DYN, X=_X)
     def scores(self, X) -> torch.Tensor:
         """Attention scores ``S`` ``(..., H, n, n)`` (before softmax / sigmoid; masked = −inf)."""
         n = X.shape[-2]
@@ -181,6 +217,7 @@ class MHADynamics:
             S = S.masked_fill(m, float("-inf"))
         return S
 
+    @contract(self=_DYN, X=_X)
     def attention(self, X) -> torch.Tensor:
         """``A^h(X)`` ``(..., H, n, n)``: softmax (row-stochastic) or sigmoid (unnormalised) of the scores."""
         X = self._check_X(X)
@@ -195,40 +232,53 @@ class MHADynamics:
             return torch.softmax(S, dim=-1)
         return torch.sigmoid(S)
 
+    @contract(self=_DYN, X=_X)
     def mha(self, X) -> torch.Tensor:
         """``MHA(X)_i = Σ_h Σ_j A^h_ij T_h x_j`` ``(..., n, d)``."""
         A = self.attention(X)
         AX = torch.matmul(A, X.unsqueeze(-3))  # (..., H, n, d)
         return torch.matmul(AX, self.T.transpose(-1, -2)).sum(-3)
 
+    @contract(self=_DYN, X=_X)
     def velocity(self, X) -> torch.Tensor:
         """``f(X) = MHA(X) − X``."""
         return self.mha(X) - X
 
     __call__ = velocity
 
+    @contract(self=_DYN, X=_X)
     def sphere_velocity(self, X) -> torch.Tensor:
         """Tangent field ``P^⊥_{x_i} MHA(X)_i = m_i − (x_iᵀ m_i / ‖x_i‖²) x_i`` (the −x_i term drops out)."""
         m = self.mha(X)
         return m - (m * X).sum(-1, keepdim=True) / (X * X).sum(-1, keepdim=True) * X
 
+    @contract(self=_DYN, X=Tensor("n d"), sphere=Flag())
     def jacobian(self, X, *, sphere: bool = False) -> torch.Tensor:
         """Token-major Jacobian ``∂f(x)_{(i,a)} / ∂x_{(j,b)}`` ``(n·d, n·d)`` at one state ``X`` ``(n, d)``,
         by autograd on the actual (softmax / sigmoid) dynamics — the T6 reference."""
         X = self._check_X(X)
         check_ndim("X", X, 2, "(n, d)", max_ndim=2)
         n, d = X.shape
+        from numerics.validate import check_memory
+
+        check_memory("X", 4 * (n * d) ** 2 * X.element_size() * max(self.H, 1),
+                     f"the dense (nd)×(nd) autograd Jacobian (n={n}, d={d})",
+                     "numerics.patterns.predict_pattern (FFT) or a smaller n")
         fn = self.sphere_velocity if sphere else self.velocity
         with small_problem_threads(X):
             Jt = torch.autograd.functional.jacobian(lambda v: fn(v.reshape(n, d)).reshape(-1), X.reshape(-1),
                                                     vectorize=True)
         return Jt
 
+    @contract(self=_DYN, x_star=Tensor("d"))
     def base_attention(self, x_star) -> torch.Tensor:
         """``A0^h`` ``(H, n, n)`` at the homogeneous state ``1 ⊗ x*`` (needs ``n`` from kernels/bias/PE)."""
         if self.n is None:
             raise ShapeError("n is unknown (no kernels, pos_bias or abs_pe)", argument="x_star")
         x = as_tensor("x_star", x_star)
+        if x.dtype != self.T.dtype:
+            raise DTypeError(f"dtype {x.dtype} differs from the dynamics' {self.T.dtype}; cast explicitly",
+                             argument="x_star")
         return self.attention(x.reshape(1, -1).expand(self.n, self.d).contiguous())
 
     def lipschitz_bound(self) -> float:
@@ -236,6 +286,7 @@ class MHADynamics:
         return 1.0 + torch.linalg.matrix_norm(self.T, ord=2).sum().item()
 
 
+@contract(n=Int(lo=1), d=Int(lo=1), base=Float(lo=0.0), dtype=FloatDType(), device=Passthrough())
 def sinusoidal_pe(n: int, d: int, *, base: float = 10000.0, dtype=torch.float64, device=None) -> torch.Tensor:
     """Absolute sinusoidal encoding ``(n, d)``: ``p_{i,2f} = sin(i ω_f)``, ``p_{i,2f+1} = cos(i ω_f)``,
     ``ω_f = base^{−2f/d}`` (Vaswani et al.); odd ``d`` drops the last cosine."""
@@ -279,6 +330,8 @@ class Trajectory:
         return self.states[-1]
 
 
+@contract(n=Int(lo=2), d=Int(lo=1), x_star=Tensor("d"), eps=Float(lo=0.0, closed=True), batch=Passthrough(),
+          generator=Passthrough(), dtype=FloatDType(), device=Passthrough())
 def perturbed_homogeneous(n: int, d: int, x_star, eps: float, *, batch: tuple = (), generator=None,
                           dtype=torch.float64, device=None) -> torch.Tensor:
     """``X0 = 1 ⊗ x* + eps·ξ`` ``(*batch, n, d)`` with ``ξ`` standard normal (seeded by ``generator``)."""
@@ -291,8 +344,13 @@ def perturbed_homogeneous(n: int, d: int, x_star, eps: float, *, batch: tuple = 
     return x + eps * xi.to(device=device if device is not None else xi.device)
 
 
+@contract(X=Tensor("... n d"), where=Passthrough())
 def sphere_project(X: torch.Tensor, *, where: str = "") -> torch.Tensor:
     """``x_i / ‖x_i‖`` per token; a zero-norm token raises :class:`SimulationDivergedError`."""
+    return _sphere_project(X, where=where)
+
+
+def _sphere_project(X: torch.Tensor, *, where: str = "") -> torch.Tensor:
     r = torch.linalg.vector_norm(X, dim=-1, keepdim=True)
     if bool((r == 0).any()) or not bool(torch.isfinite(r).all()):
         raise SimulationDivergedError(f"zero-norm or non-finite token in sphere normalisation {where}".strip(),
@@ -300,8 +358,13 @@ def sphere_project(X: torch.Tensor, *, where: str = "") -> torch.Tensor:
     return X / r
 
 
+@contract(X=Tensor("... n d"), where=Passthrough())
 def layer_norm(X: torch.Tensor, *, where: str = "") -> torch.Tensor:
     """LayerNorm without affine parameters: ``(x − mean)/std`` over features (population std)."""
+    return _layer_norm(X, where=where)
+
+
+def _layer_norm(X: torch.Tensor, *, where: str = "") -> torch.Tensor:
     c = X - X.mean(-1, keepdim=True)
     s = c.pow(2).mean(-1, keepdim=True).sqrt()
     if bool((s == 0).any()):
@@ -326,6 +389,7 @@ def _linear_spectrum(dyn: MHADynamics, X0: torch.Tensor, sphere: bool, max_dense
     return torch.linalg.eigvals(J)
 
 
+@contract(dyn=_DYN, X0=_X, dt=Float(lo=0.0), sphere=Flag(), max_dense=Int(lo=0), accuracy=Float(lo=0.0))
 def check_rk4_step(dyn: MHADynamics, X0, dt: float, *, sphere: bool = False, max_dense: int = 1024,
                    accuracy: float = 0.05) -> float:
     r"""Refuse a step ``dt`` that RK4 cannot integrate for the linearisation at ``X0``.
@@ -358,7 +422,7 @@ def check_rk4_step(dyn: MHADynamics, X0, dt: float, *, sphere: bool = False, max
 
 def _check_positive(name: str, v) -> float:
     if not (isinstance(v, (int, float)) and math.isfinite(v) and v > 0):
-        raise ShapeError(f"must be a positive finite number, got {v!r}", argument=name)
+        raise ParameterError(f"must be a positive finite number, got {v!r}", argument=name)
     return float(v)
 
 
@@ -371,6 +435,8 @@ def _guard(X: torch.Tensor, max_norm: float, where: str) -> None:
                                       argument="X0")
 
 
+@contract(dyn=_DYN, X0=_X, t_final=Float(lo=0.0), dt=Float(lo=0.0), sphere=Flag(), save_every=Int(lo=1),
+          check_step=Flag(), max_norm=Float(lo=0.0, inf_ok=True))
 def simulate_flow(dyn: MHADynamics, X0, t_final: float, dt: float = 0.01, *, sphere: bool = False,
                   save_every: int = 1, check_step: bool = True, max_norm: float = 1e100) -> Trajectory:
     r"""RK4 integration of ``dX/dt = f(X)`` (or the sphere flow) from ``X0`` ``(..., n, d)`` to ``t_final``.
@@ -378,7 +444,7 @@ def simulate_flow(dyn: MHADynamics, X0, t_final: float, dt: float = 0.01, *, sph
     ``t_final / dt`` must be a whole number of steps (checked, not rounded silently). States are saved
     every ``save_every`` steps (plus the first and last). ``sphere=True``: tokens are first projected
     onto the unit sphere, then each RK4 step of the tangent field is followed by renormalisation."""
-    X = dyn._check_X(X0)
+    X = dyn._check_X(X0, "X0")
     check_finite("X0", X)
     dt = _check_positive("dt", dt)
     t_final = _check_positive("t_final", t_final)
@@ -388,7 +454,7 @@ def simulate_flow(dyn: MHADynamics, X0, t_final: float, dt: float = 0.01, *, sph
     if int(save_every) < 1:
         raise ShapeError(f"save_every must be >= 1, got {save_every}", argument="save_every")
     if sphere:
-        X = sphere_project(X, where="of X0")
+        X = _sphere_project(X, where="of X0")
     if check_step:
         with small_problem_threads(X):
             check_rk4_step(dyn, X, dt, sphere=sphere)
@@ -407,7 +473,7 @@ def _rk4_loop(fn, X, dt, steps, sphere, save_every, max_norm):
         k4 = fn(X + dt * k3)
         X = X + dt / 6 * (k1 + 2 * k2 + 2 * k3 + k4)
         if sphere:
-            X = sphere_project(X, where=f"step {s} (t={s * dt:.4g})")
+            X = _sphere_project(X, where=f"step {s} (t={s * dt:.4g})")
         _guard(X, max_norm, f"step {s} (t={s * dt:.4g})")
         if s % save_every == 0 or s == steps:
             times.append(s * dt)
@@ -415,6 +481,9 @@ def _rk4_loop(fn, X, dt, steps, sphere, save_every, max_norm):
     return times, states
 
 
+@contract(dyn=_DYN, X0=_X, layers=Int(lo=1), eta=Float(lo=0.0), scheme=Choice(("postnorm", "prenorm")),
+          norm=Choice(("sphere", "layernorm")), save_every=Int(lo=1), max_norm=Float(lo=0.0, inf_ok=True),
+          min_contrast=Float(lo=1.0), warn=Flag())
 def simulate_stack(dyn: MHADynamics, X0, layers: int, eta: float, *, scheme: str = "postnorm",
                    norm: str = "sphere", save_every: int = 1, max_norm: float = 1e100,
                    min_contrast: float = 10.0, warn: bool = True) -> Trajectory:
@@ -427,7 +496,7 @@ def simulate_stack(dyn: MHADynamics, X0, layers: int, eta: float, *, scheme: str
     onset selection of the stack (:func:`numerics.patterns.discrete_selection`) is attached as
     ``selection``; a different ``k*`` than the flow's, or a frozen selection, is added to
     ``warnings`` and emitted as :class:`SelectionWarning` (``warn=False`` to silence)."""
-    X = dyn._check_X(X0)
+    X = dyn._check_X(X0, "X0")
     check_finite("X0", X)
     eta = _check_positive("eta", eta)
     if int(layers) < 1:
@@ -435,9 +504,9 @@ def simulate_stack(dyn: MHADynamics, X0, layers: int, eta: float, *, scheme: str
     if scheme not in ("postnorm", "prenorm"):
         raise ShapeError(f"scheme must be 'postnorm' or 'prenorm', got {scheme!r}", argument="scheme")
     if norm == "sphere":
-        nf = sphere_project
+        nf = _sphere_project
     elif norm == "layernorm":
-        nf = layer_norm
+        nf = _layer_norm
     else:
         raise ShapeError(f"norm must be 'sphere' or 'layernorm', got {norm!r}", argument="norm")
     if int(save_every) < 1:
@@ -467,3 +536,4 @@ def simulate_stack(dyn: MHADynamics, X0, layers: int, eta: float, *, scheme: str
             for m in traj.warnings:
                 warnings.warn(m, SelectionWarning, stacklevel=2)
     return traj
+
