@@ -131,9 +131,10 @@ def _weights(**kw):
 
 _WEIGHTS = declare(
     "numerics.attention.AttentionWeights",
-    W_Q=Tensor("q d"), W_K=Tensor("kv d"), W_V=Tensor("kv d"), W_O=Tensor("d q"), n_heads=Int(lo=1),
-    n_kv_heads=Int(lo=1, optional=True), b_Q=Tensor("q", optional=True), b_K=Tensor("kv", optional=True),
-    b_V=Tensor("kv", optional=True), b_O=Tensor("d", optional=True), scale=Float(optional=True, nonzero=True),
+    # the GQA sizes of W_K / W_V (H_kv·d_h rows) depend on n_kv_heads: checked in __post_init__
+    W_Q=Tensor("q d"), W_K=Tensor("* d"), W_V=Tensor("* d"), W_O=Tensor("d q"), n_heads=Int(lo=1),
+    n_kv_heads=Int(lo=1, optional=True), b_Q=Tensor("q", optional=True), b_K=Tensor("*", optional=True),
+    b_V=Tensor("*", optional=True), b_O=Tensor("d", optional=True), scale=Float(optional=True, nonzero=True),
 )
 
 

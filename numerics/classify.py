@@ -123,7 +123,7 @@ def spatial_modes(states) -> torch.Tensor:
     return torch.fft.fft(X.to(torch.float64), dim=-2) / X.shape[-2]
 
 
-@contract(times=_T, states=_S, mins={"n": 2})
+@contract(states=_S, times=_T, mins={"n": 2})
 def space_time_spectrum(times, states) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     r"""Space–time power of the fluctuation ``X − mean_i X``: returns ``(omega (T,), k (n,), power (T, n))``.
 
@@ -142,7 +142,7 @@ def space_time_spectrum(times, states) -> tuple[torch.Tensor, torch.Tensor, torc
     return om, ks, torch.fft.fftshift(P, dim=(0, 1))
 
 
-@contract(times=_T, series=Tensor("T m", dtype="complex"), delays=Int(lo=1), svd_rtol=Float(lo=0.0, hi=1.0))
+@contract(series=Tensor("T m", dtype="complex"), times=_T, delays=Int(lo=1), svd_rtol=Float(lo=0.0, hi=1.0))
 def hankel_dmd(times, series: torch.Tensor, *, delays: int = 3, svd_rtol: float = 1e-7):
     r"""Exponents and final amplitudes of a uniformly sampled vector series ``series`` ``(T, m)`` (complex).
 
@@ -198,7 +198,7 @@ def _window(t: torch.Tensor, X: torch.Tensor, window):
     return t[m], X[m]
 
 
-@contract(times=_T, states=_S, k=Int(), window=Passthrough(), delays=Int(lo=1), svd_rtol=Float(lo=0.0, hi=1.0),
+@contract(states=_S, times=_T, k=Int(), window=Passthrough(), delays=Int(lo=1), svd_rtol=Float(lo=0.0, hi=1.0),
           mins={"n": 2})
 def measure_mode(times, states, k: int, *, window=None, delays: int = 3, svd_rtol: float = 1e-7) -> ModeFit:
     r"""Fit ``σ`` (growth rate + i·frequency) of wavenumber ``k`` from a trajectory ``(T, n, d)``.
@@ -224,7 +224,7 @@ def _measure_mode(times, states, k, *, window, delays, svd_rtol) -> ModeFit:
     return ModeFit(int(k), s, vel, vec, [(c[0], c[1]) for c in comps])
 
 
-@contract(times=_T, states=_S, window=Passthrough(), thresholds=Instance(lambda: Thresholds, "a Thresholds",
+@contract(states=_S, times=_T, window=Passthrough(), thresholds=Instance(lambda: Thresholds, "a Thresholds",
                                                                          optional=True), mins={"n": 2})
 def classify_trajectory(times, states, *, window=None, thresholds: Thresholds | None = None) -> PatternObservation:
     """Classify a trajectory ``(T, n, d)`` (uniform ``times``) into a pattern class (module docstring)."""

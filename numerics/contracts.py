@@ -105,15 +105,16 @@ class _Env:
     def bind(self, sym: str, size: int, name: str, where: str, ref: bool = False, weight: float = 1.0) -> None:
         lo = self.mins.get(sym, 1)
         if size < lo:
-            raise ShapeError(f"needs {sym} >= {lo}, got {sym}={size} in shape {where}", argument=name)
+            raise ShapeError(f"{sym} must be >= {lo}, got {sym}={size} in shape {where}", argument=name)
         self.occ.setdefault(sym, []).append((size, name, where, ref, weight))
         if sym not in self.sizes:
             self.sizes[sym] = (size, name)
 
     def resolve(self) -> None:
         """Sizes that disagree between arguments: the value of a reference object (a walk, weights,
-        dynamics) or else the majority (ties: the first declared) is taken as meant, and the first
-        argument that differs from it is named."""
+        dynamics) or else the majority of dimensions (optional arguments count half; ties: the
+        first-declared argument's value) is taken as meant, and the first argument that differs from
+        it is named."""
         for sym, occ in self.occ.items():  # one argument disagreeing with itself is named first
             per: dict[str, set] = {}
             for size, nm, where, *_ in occ:
@@ -135,8 +136,7 @@ class _Env:
                 for size, _, _, _, wt in occ:
                     votes[size] = votes.get(size, 0.0) + wt
                 best = max(votes.values())
-                # ties: the later-declared value is taken as meant and the earlier argument named
-                good = next(o[0] for o in reversed(occ) if votes[o[0]] == best)
+                good = next(o[0] for o in occ if votes[o[0]] == best)
             bad = next(o for o in occ if o[0] != good and not o[3])
             other = next(o for o in occ if o[0] == good)
             src = f"the {other[1]} has" if other[3] else f"{other[1]} has"
@@ -209,6 +209,13 @@ class Tensor(Spec):
     def check(self, name, value, env):
         x = to_tensor(name, value)
         self._dtype(name, x)
+        if self.group is not None:
+            first = next(iter(env.groups.get(self.group, [])), None)
+            if first is not None and first[1].device != x.device:
+                raise DeviceMismatchError(f"device {x.device} differs from {first[0]}'s {first[1].device}",
+                                          argument=name)
+        if x.device.type == "meta":
+            raise DeviceMismatchError("is a meta tensor (no values to check or compute with)", argument=name)
         toks = self._pattern(name, x)
         where = _shape_str(x)
         fixed = [t for t in toks if t != "..."]
@@ -472,10 +479,21 @@ def _check_groups(env: _Env) -> None:
             continue
         dts = {x.dtype for _, x, _ in members}
         if len(dts) > 1:
-            # name the lower-precision argument (promoting it would be the silent cast we refuse)
-            cand = [m for m in members if m[2]] or members
-            low = min(cand, key=lambda m: (_RANK.get(m[1].dtype, 0), -members.index(m)))
-            other = next(m for m in members if m[1].dtype != low[1].dtype)
+            # name the odd one out: the dtype of the majority (a reference object's, when there is one)
+            # is taken as meant; ties name the lower-precision argument (promoting it would be the
+            # silent cast we refuse)
+            refs = [m for m in members if not m[2]]
+            count: dict = {}
+            for m in members:
+                count[m[1].dtype] = count.get(m[1].dtype, 0) + 1
+            if refs:
+                good = refs[0][1].dtype
+            else:
+                best = max(count.values())
+                good = max((dt for dt, c in count.items() if c == best), key=lambda dt: _RANK.get(dt, 0))
+            cand = [m for m in members if m[2] and m[1].dtype != good] or [m for m in members if m[1].dtype != good]
+            low = min(cand, key=lambda m: (_RANK.get(m[1].dtype, 0), members.index(m)))
+            other = next(m for m in members if m[1].dtype == good)
             raise DTypeError(f"dtype {low[1].dtype} differs from {other[0]}'s {other[1].dtype}; cast explicitly",
                              argument=low[0])
         devs = {x.device for _, x, _ in members}

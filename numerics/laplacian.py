@@ -580,7 +580,7 @@ def _block_pi(Bn: torch.Tensor) -> tuple[torch.Tensor, str]:
     return pi, reason
 
 
-@contract(walk=Walk(), probes=Int(lo=1), seed=Int(lo=0), max_dense=Int(lo=0), pi=Tensor("... n", nonneg=True, optional=True), svd_max_entries=Int(lo=1))
+@contract(walk=Walk(), probes=Int(lo=1), seed=Int(lo=0), max_dense=Int(lo=0), pi=Tensor("... n", nonneg=True, optional=True), svd_max_entries=Int(lo=0))
 def diagnose(walk, *, probes: int = 3, seed: int = 0, max_dense: int = 1024, pi=None,
              svd_max_entries: int = 1 << 22) -> LaplacianDiagnostics:
     r"""Measure every T3 condition of ``walk`` (a :class:`ConnectionWalk` of any kind, batched, or

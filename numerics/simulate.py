@@ -450,7 +450,7 @@ def simulate_flow(dyn: MHADynamics, X0, t_final: float, dt: float = 0.01, *, sph
     t_final = _check_positive("t_final", t_final)
     steps = round(t_final / dt)
     if abs(steps * dt - t_final) > 1e-9 * max(t_final, 1.0) or steps < 1:
-        raise ShapeError(f"t_final={t_final} is not a whole number of steps of dt={dt}", argument="t_final")
+        raise ParameterError(f"t_final={t_final} is not a whole number of steps of dt={dt}", argument="t_final")
     if int(save_every) < 1:
         raise ShapeError(f"save_every must be >= 1, got {save_every}", argument="save_every")
     if sphere:

@@ -80,7 +80,7 @@ def dense_eigenvalues(walk) -> torch.Tensor:
     return torch.linalg.eigvals(generator_dense(walk))
 
 
-_PI = Tensor("n", positive=True, group=None)
+_PI = Tensor("n", nonneg=True, group=None)
 
 
 @contract(walk=Walk(), pi=_PI)
@@ -88,6 +88,8 @@ def symmetrized_dense(walk, pi) -> torch.Tensor:
     """Dense ``S = D^{1/2} Δ D^{-1/2}`` ``(..., nd, nd)``, ``D = diag(π) ⊗ I_d`` (reference)."""
     w = as_walk(walk)
     pi = as_tensor("pi", pi).to(F64)
+    if bool((pi <= 0).any()):
+        raise UndefinedError("π must be positive for D^{-1/2}", argument="pi")
     Dl = generator_dense(w)
     r = torch.sqrt(pi).repeat_interleave(w.d, dim=-1)
     return r[..., :, None] * Dl / r[..., None, :]
@@ -102,7 +104,7 @@ def _unbatched(walk, index) -> ConnectionWalk:
     return w
 
 
-@contract(walk=Walk(), pi=Tensor("n", positive=True, group=None, optional=True), index=Passthrough(),
+@contract(walk=Walk(), pi=Tensor("n", nonneg=True, group=None, optional=True), index=Passthrough(),
           counter=Passthrough())
 def generator_operator(walk, *, pi=None, index=None, counter: list | None = None) -> LinearOperator:
     """Matrix-free ``Δ`` (``pi`` None) or ``S = D^{1/2} Δ D^{-1/2}`` as a float64 LinearOperator of
@@ -156,7 +158,7 @@ def pi_symmetry_residual(walk, pi, *, probes: int = 4, seed: int = 0, index=None
 
 
 @contract(walk=Walk(), k=Int(lo=1), which=Choice(("BE", "SA", "LA", "LM")),
-          pi=Tensor("n", positive=True, group=None, optional=True), symmetric=Flag(optional=True),
+          pi=Tensor("n", nonneg=True, group=None, optional=True), symmetric=Flag(optional=True),
           index=Passthrough(), tol_arpack=Float(lo=0.0, closed=True), ncv=Int(lo=1, optional=True),
           maxiter=Int(lo=1, optional=True), seed=Int(lo=0))
 def extreme_eigenvalues(walk, k: int = 10, *, which: str = "BE", pi=None, symmetric: bool | None = None,

@@ -140,7 +140,7 @@ class ConnectionWalk:
         return cls(kind="heads", A=A, T=T)
 
     @classmethod
-    @contract(A=Tensor("... H n n", nonneg=True), W_O=Tensor("H d k"), W_V=Tensor("H k d"), stochastic=Flag())
+    @contract(A=Tensor("... H n n", nonneg=True), W_V=Tensor("H k d"), W_O=Tensor("H d k"), stochastic=Flag())
     def from_factors(cls, A, W_O, W_V, *, stochastic: bool = False) -> "ConnectionWalk":
         """Multi-head with low-rank transports ``T_h = W_O[h] @ W_V[h]``.
 

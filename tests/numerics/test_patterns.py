@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 from numerics.classify import classify_trajectory, measure_mode
-from numerics.errors import DTypeError, NegativeWeightError, NotStochasticError, ShapeError
+from numerics.errors import DTypeError, NegativeWeightError, NotStochasticError, ParameterError, ShapeError
 from numerics.patterns import (
     CLUSTER, STANDING_HELIX, TRAVELLING, TRAVELLING_HELIX, circulant, discrete_selection,
     dispersion, effective_time, gaussian_kernel, kernel_from_bias, kernel_hat, linear_operator,
@@ -503,11 +503,11 @@ def test_bad_input_is_refused_with_named_errors():
         predict_pattern(_t([[0.5, 0.5]]), torch.ones(2, 2, 2, dtype=F64))  # H mismatch
     with pytest.raises(DTypeError):
         predict_pattern(torch.tensor([[1, 0]]), T)
-    with pytest.raises(ShapeError):
+    with pytest.raises(ParameterError):
         gaussian_kernel(1, 0.0, 1.0)
-    with pytest.raises(ShapeError):
+    with pytest.raises(ParameterError):
         discrete_selection(*ex1(), eta=-1.0, layers=3)
-    with pytest.raises(ShapeError):
+    with pytest.raises(ParameterError):
         effective_time("sideways", 0.1, 3)
 
 
