@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import torch
 
-from numerics.contracts import Float, Flag, Instance, Int, Tensor, contract, declare
+from numerics.contracts import Float, FloatDType, Flag, Instance, Int, Passthrough, Tensor, contract, declare
 from numerics.errors import ParameterError, ShapeError
 from numerics.validate import as_tensor, check_finite, check_ndim, check_same
 from numerics.walk import ConnectionWalk
@@ -119,6 +119,7 @@ class AttentionWeights:
             b_O=None if mha.out_proj.bias is None else mha.out_proj.bias.detach(),
         )
 
+    @contract(self=Passthrough(), dtype=FloatDType(optional=True), device=Passthrough())
     def to(self, dtype=None, device=None) -> "AttentionWeights":
         f = lambda t: None if t is None else t.to(dtype=dtype, device=device)  # noqa: E731
         return AttentionWeights(f(self.W_Q), f(self.W_K), f(self.W_V), f(self.W_O), self.n_heads, self.n_kv_heads,

@@ -417,6 +417,9 @@ class Walk(Spec):
             return value
         if type(value).__name__ == "DiGraph" and self.matrix:
             return value
+        if not isinstance(value, (torch.Tensor, np.ndarray, list, tuple)):
+            what = "a ConnectionWalk" + (", blocks or a walk matrix" if self.matrix else " or blocks B (..., n, n, d, d)")
+            raise DTypeError(f"expected {what}, got {type(value).__name__}", argument=name)
         pats = ("... n n d d", "n n") if self.matrix else ("... n n d d",)
         if self.matrix and isinstance(value, (torch.Tensor, np.ndarray, list, tuple)):
             x = to_tensor(name, value)

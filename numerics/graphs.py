@@ -77,7 +77,7 @@ def to_networkx(walk, *, index: tuple | int | None = None) -> nx.DiGraph:
     ``weight`` ``P_ij``, ``transport`` ``O_ij`` and ``block`` ``B_ij`` (numpy float64)."""
     if isinstance(walk, ConnectionWalk) or (isinstance(walk, torch.Tensor) and walk.ndim >= 4):
         w = as_walk(walk)
-        w.check_dense("the graph's n²d² transports and blocks", copies=4)
+        w._check_dense("the graph's n²d² transports and blocks", copies=4)
         P = w.walk_matrix
         O, sup = w.edge_transports()
         B = w.blocks()

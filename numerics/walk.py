@@ -304,7 +304,7 @@ class ConnectionWalk:
             batch *= int(s_)
         return copies * batch * (self.n * self.d) ** 2 * torch.empty((), dtype=self.dtype).element_size()
 
-    def check_dense(self, what: str, copies: int = 1, name: str = "walk") -> None:
+    def _check_dense(self, what: str, copies: int = 1, name: str = "walk") -> None:
         """Refuse (:class:`~numerics.errors.MemoryBudgetError` naming ``name``) when ``copies`` dense
         ``n²d²`` objects exceed :func:`numerics.validate.memory_budget`."""
         check_memory(name, self._dense_bytes(copies),
@@ -315,7 +315,7 @@ class ConnectionWalk:
     def blocks(self) -> torch.Tensor:
         """``B`` ``(..., n, n, d, d)`` with ``B[..., i, j] = Σ_h A^h_ij T_h`` (materialises n²d²;
         refused above the memory budget)."""
-        self.check_dense("the n²d² blocks B")
+        self._check_dense("the n²d² blocks B")
         if self.kind == "edges":
             return self._P[..., None, None] * self._O
         return torch.einsum("...hij,...hab->...ijab", self._A, self.head_transports)
@@ -324,7 +324,7 @@ class ConnectionWalk:
     def to_dense(self) -> torch.Tensor:
         """Token-major ``(..., n·d, n·d)`` operator: rows ``i·d:(i+1)·d``, cols ``j·d:(j+1)·d`` = ``B_ij``
         (refused above the memory budget: :class:`~numerics.errors.MemoryBudgetError`)."""
-        self.check_dense("the dense (nd)×(nd) operator", copies=2)
+        self._check_dense("the dense (nd)×(nd) operator", copies=2)
         B = self.blocks()
         n, d = self.n, self.d
         return B.transpose(-3, -2).reshape(*B.shape[:-4], n * d, n * d)
@@ -364,7 +364,7 @@ class ConnectionWalk:
     def edge_transports(self) -> tuple[torch.Tensor, torch.Tensor]:
         """All ``O_ij`` ``(..., n, n, d, d)`` and the support mask; NaN off the support (refused above
         the memory budget)."""
-        self.check_dense("the n²d² edge transports O", copies=2)
+        self._check_dense("the n²d² edge transports O", copies=2)
         P = self.walk_matrix
         sup = P > 0
         if self.kind == "edges":  # the stored transports, exactly (no B / P round trip)
@@ -386,7 +386,7 @@ class ConnectionWalk:
             T = self.head_transports
             V = T.reshape(*T.shape[:-2], d * d).transpose(-1, -2)
             return U, V
-        self.check_dense("the n²d² blocks and a d²×d² identity", copies=2)
+        self._check_dense("the n²d² blocks and a d²×d² identity", copies=2)
         check_memory("walk", d ** 4 * 8, f"a d²×d² identity (d={d})", "a heads-form walk (from_mha / from_factors)")
         B = self.blocks()
         R = B.reshape(*B.shape[:-4], n * n, d * d)

@@ -150,6 +150,8 @@ def _examples():
                                       "W_O": rnd(D, 4, seed=6), "n_heads": H})
     E["numerics.attention.AttentionWeights.from_torch_mha"] = (
         at.AttentionWeights.from_torch_mha, lambda: {"mha": torch.nn.MultiheadAttention(4, 2).double()})
+    E["numerics.attention.AttentionWeights.to"] = (
+        _walk_call("to", "w"), lambda: {"w": weights(), "dtype": torch.float32})
     E["numerics.attention.kv_head_map"] = (at.kv_head_map, lambda: {"n_heads": 4, "n_kv_heads": 2})
     E["numerics.attention.head_factors"] = (at.head_factors, lambda: {"w": weights()})
     E["numerics.attention.head_transports"] = (at.head_transports, lambda: {"w": weights()})
@@ -184,6 +186,7 @@ def _examples():
     E["numerics.graphs.stationary_distribution"] = (gr.stationary_distribution, lambda: {"walk": stoch()})
     E["numerics.graphs.is_reversible"] = (gr.is_reversible, lambda: {"walk": rev_walk()})
     E["numerics.graphs.holonomies"] = (gr.holonomies, lambda: {"walk": rev_walk()})
+    E["numerics.graphs.kolmogorov_cycles"] = (gr.kolmogorov_cycles, lambda: {"G": gr.to_networkx(sym_stoch())})
     E["numerics.graphs.softmax_triangle_identity"] = (gr.softmax_triangle_identity, _triangle)
     E["numerics.graphs.reversible_by_span"] = (gr.reversible_by_span, lambda: {"X": rnd(N, D), "M": _M()})
     # spectra
@@ -225,6 +228,8 @@ def _examples():
     # simulate
     E["numerics.simulate.MHADynamics"] = (sm.MHADynamics, lambda: {"transports": transports(), "kernels": kernels()})
     E["numerics.simulate.MHADynamics.velocity"] = (_walk_call("velocity", "dyn"), lambda: {"dyn": dyn(), "X": X0()})
+    for m in ("scores", "attention", "mha", "sphere_velocity"):
+        E[f"numerics.simulate.MHADynamics.{m}"] = (_walk_call(m, "dyn"), lambda: {"dyn": dyn(), "X": X0()})
     E["numerics.simulate.MHADynamics.jacobian"] = (_walk_call("jacobian", "dyn"), lambda: {"dyn": dyn(), "X": X0()})
     E["numerics.simulate.MHADynamics.base_attention"] = (
         _walk_call("base_attention", "dyn"), lambda: {"dyn": dyn(), "x_star": torch.tensor([1.0, 0.0], dtype=F64)})
@@ -234,7 +239,8 @@ def _examples():
         sm.simulate_stack, lambda: {"dyn": dyn(), "X0": X0(), "layers": 3, "eta": 0.5, "warn": False})
     E["numerics.simulate.check_rk4_step"] = (sm.check_rk4_step, lambda: {"dyn": dyn(), "X0": X0(), "dt": 0.05})
     E["numerics.simulate.perturbed_homogeneous"] = (
-        sm.perturbed_homogeneous, lambda: {"n": 8, "d": 2, "x_star": torch.tensor([1.0, 0.0], dtype=F64), "eps": 1e-3})
+        sm.perturbed_homogeneous, lambda: {"n": 8, "d": 2, "x_star": torch.tensor([1.0, 0.0], dtype=F64), "eps": 1e-3,
+                                           "generator": _g(5)})
     E["numerics.simulate.sphere_project"] = (sm.sphere_project, lambda: {"X": X0()})
     E["numerics.simulate.layer_norm"] = (sm.layer_norm, lambda: {"X": X0()})
     E["numerics.simulate.sinusoidal_pe"] = (sm.sinusoidal_pe, lambda: {"n": 8, "d": 4})
