@@ -100,7 +100,8 @@ class _Env:
         self.sizes: dict[str, tuple[int, str]] = {}
         self.mins = mins
         self.groups: dict[str, list[tuple[str, torch.Tensor, bool]]] = {}
-        self.occ: dict[str, list[tuple[int, str, str, bool]]] = {}
+        self.occ: dict[str, list[tuple[int, str, str, bool, float]]] = {}
+        self.conflict = False
 
     def bind(self, sym: str, size: int, name: str, where: str, ref: bool = False, weight: float = 1.0) -> None:
         lo = self.mins.get(sym, 1)
@@ -109,12 +110,16 @@ class _Env:
         self.occ.setdefault(sym, []).append((size, name, where, ref, weight))
         if sym not in self.sizes:
             self.sizes[sym] = (size, name)
+        elif self.sizes[sym][0] != size:
+            self.conflict = True
 
     def resolve(self) -> None:
         """Sizes that disagree between arguments: the value of a reference object (a walk, weights,
         dynamics) or else the majority of dimensions (optional arguments count half; ties: the
         first-declared argument's value) is taken as meant, and the first argument that differs from
         it is named."""
+        if not self.conflict:
+            return
         for sym, occ in self.occ.items():  # one argument disagreeing with itself is named first
             per: dict[str, set] = {}
             for size, nm, where, *_ in occ:
@@ -233,7 +238,7 @@ class Tensor(Spec):
             else:
                 env.bind(t, int(size), name, where, weight=0.5 if self.optional else 1.0)
         if self.dtype != "mask":
-            if self.finite:
+            if self.finite and not bool(torch.isfinite(x).all()):
                 bad = torch.isnan(x) | ((x == math.inf) if self.neg_inf and not x.is_complex() else ~torch.isfinite(x))
                 if bool(bad.any()):
                     what = "NaN/+inf" if self.neg_inf else "NaN/inf"

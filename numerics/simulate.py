@@ -224,10 +224,10 @@ class MHADynamics:
         if self.content_free and self.bias is not None:
             # constant attention: computed once (it does not depend on X)
             if self._A_const is None or self._A_const.dtype != X.dtype:
-                S = self.scores(X[(0,) * (X.ndim - 2)])
+                S = self._scores(X[(0,) * (X.ndim - 2)])
                 self._A_const = torch.softmax(S, -1) if self.normalization == "softmax" else torch.sigmoid(S)
             return self._A_const
-        S = self.scores(X)
+        S = self._scores(X)
         if self.normalization == "softmax":
             return torch.softmax(S, dim=-1)
         return torch.sigmoid(S)
@@ -235,22 +235,29 @@ class MHADynamics:
     @contract(self=_DYN, X=_X)
     def mha(self, X) -> torch.Tensor:
         """``MHA(X)_i = Σ_h Σ_j A^h_ij T_h x_j`` ``(..., n, d)``."""
-        A = self.attention(X)
+        A = self._attention(X)
         AX = torch.matmul(A, X.unsqueeze(-3))  # (..., H, n, d)
         return torch.matmul(AX, self.T.transpose(-1, -2)).sum(-3)
 
     @contract(self=_DYN, X=_X)
     def velocity(self, X) -> torch.Tensor:
         """``f(X) = MHA(X) − X``."""
-        return self.mha(X) - X
+        return self._mha(X) - X
 
     __call__ = velocity
 
     @contract(self=_DYN, X=_X)
     def sphere_velocity(self, X) -> torch.Tensor:
         """Tangent field ``P^⊥_{x_i} MHA(X)_i = m_i − (x_iᵀ m_i / ‖x_i‖²) x_i`` (the −x_i term drops out)."""
-        m = self.mha(X)
+        m = self._mha(X)
         return m - (m * X).sum(-1, keepdim=True) / (X * X).sum(-1, keepdim=True) * X
+
+    # unchecked forms for the library's own loops (states it built and already checked)
+    _scores = scores.__wrapped__
+    _attention = attention.__wrapped__
+    _mha = mha.__wrapped__
+    _velocity = velocity.__wrapped__
+    _sphere_velocity = sphere_velocity.__wrapped__
 
     @contract(self=_DYN, X=Tensor("n d"), sphere=Flag())
     def jacobian(self, X, *, sphere: bool = False) -> torch.Tensor:
@@ -264,7 +271,7 @@ class MHADynamics:
         check_memory("X", 4 * (n * d) ** 2 * X.element_size() * max(self.H, 1),
                      f"the dense (nd)×(nd) autograd Jacobian (n={n}, d={d})",
                      "numerics.patterns.predict_pattern (FFT) or a smaller n")
-        fn = self.sphere_velocity if sphere else self.velocity
+        fn = self._sphere_velocity if sphere else self._velocity
         with small_problem_threads(X):
             Jt = torch.autograd.functional.jacobian(lambda v: fn(v.reshape(n, d)).reshape(-1), X.reshape(-1),
                                                     vectorize=True)
@@ -279,7 +286,7 @@ class MHADynamics:
         if x.dtype != self.T.dtype:
             raise DTypeError(f"dtype {x.dtype} differs from the dynamics' {self.T.dtype}; cast explicitly",
                              argument="x_star")
-        return self.attention(x.reshape(1, -1).expand(self.n, self.d).contiguous())
+        return self._attention(x.reshape(1, -1).expand(self.n, self.d).contiguous())
 
     def lipschitz_bound(self) -> float:
         """``1 + Σ_h ‖T_h‖₂``: bounds ‖J‖ for attention that does not depend on ``X`` (row-stochastic)."""
@@ -458,7 +465,7 @@ def simulate_flow(dyn: MHADynamics, X0, t_final: float, dt: float = 0.01, *, sph
     if check_step:
         with small_problem_threads(X):
             check_rk4_step(dyn, X, dt, sphere=sphere)
-    fn = dyn.sphere_velocity if sphere else dyn.velocity
+    fn = dyn._sphere_velocity if sphere else dyn._velocity
     with small_problem_threads(X):
         times, states = _rk4_loop(fn, X, dt, steps, sphere, save_every, max_norm)
     return Trajectory(torch.tensor(times, dtype=torch.float64), torch.stack(states), "sphere" if sphere else "flow", dt)
@@ -518,9 +525,9 @@ def simulate_stack(dyn: MHADynamics, X0, layers: int, eta: float, *, scheme: str
         for l in range(1, int(layers) + 1):
             where = f"layer {l}"
             if scheme == "postnorm":
-                X = nf(X + eta * dyn.mha(X), where=where)
+                X = nf(X + eta * dyn._mha(X), where=where)
             else:
-                X = X + eta * dyn.mha(nf(X, where=where))
+                X = X + eta * dyn._mha(nf(X, where=where))
             _guard(X, max_norm, where)
             if l % save_every == 0 or l == layers:
                 times.append(l)

@@ -130,10 +130,10 @@ def generator_operator(walk, *, pi=None, index=None, counter: list | None = None
         X = torch.from_numpy(np.ascontiguousarray(x.reshape(n, d), dtype=np.float64)).to(dev)
         if sq is not None:
             Y = X / sq
-            Y = Y - w.apply(Y)
+            Y = Y - w._apply(Y)
             Y = Y * sq
         else:
-            Y = X - w.apply(X)
+            Y = X - w._apply(X)
         return Y.reshape(-1).cpu().numpy()
 
     return LinearOperator((n * d, n * d), matvec=mv, dtype=np.float64)
@@ -149,7 +149,7 @@ def pi_symmetry_residual(walk, pi, *, probes: int = 4, seed: int = 0, index=None
     gen = torch.Generator(device="cpu").manual_seed(seed)
     U = torch.randn(probes, n, d, generator=gen, dtype=F64).to(w.device)
     V = torch.randn(probes, n, d, generator=gen, dtype=F64).to(w.device)
-    WU, WV = w.apply(U), w.apply(V)
+    WU, WV = w._apply(U), w._apply(V)
     ip = lambda a, b: (p[:, None] * a * b).sum((-1, -2))  # noqa: E731
     nrm = lambda a: torch.sqrt(ip(a, a))  # noqa: E731
     num = (ip(U, WV) - ip(V, WU)).abs()

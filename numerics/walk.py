@@ -296,6 +296,8 @@ class ConnectionWalk:
         return Zc @ Wo.T
 
     __call__ = apply
+    #: unchecked form for the library's own matvec loops (inputs it built itself)
+    _apply = apply.__wrapped__
 
     def _dense_bytes(self, copies: int = 1) -> int:
         """Bytes of ``copies`` dense ``(..., n, n, d, d)`` objects in the walk's dtype."""

@@ -253,7 +253,7 @@ def run_job(cfg: JobConfig, out: str | Path | None, *, log=print) -> tuple[list[
                 continue
             mod = EXTERNAL[c]
             if not hasattr(mod, "run"):
-                msg = f"{c}: module {mod.__name__} has no run(); {c} was skipped"
+                msg = f"{c}: {getattr(mod, '__name__', mod)} is not available in this installation (no run()); {c} was skipped"
                 notes.append(msg)
                 log(f"warning: {msg}", file=sys.stderr)
                 continue
