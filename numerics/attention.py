@@ -17,7 +17,8 @@ from dataclasses import dataclass
 
 import torch
 
-from numerics.errors import ShapeError
+from numerics.contracts import Float, FloatDType, Flag, Instance, Int, Passthrough, Tensor, contract, declare
+from numerics.errors import ParameterError, ShapeError
 from numerics.validate import as_tensor, check_finite, check_ndim, check_same
 from numerics.walk import ConnectionWalk
 
@@ -32,6 +33,7 @@ __all__ = [
 ]
 
 
+@contract(n_heads=Int(lo=1), n_kv_heads=Int(lo=1, optional=True))
 def kv_head_map(n_heads: int, n_kv_heads: int | None = None) -> list[int]:
     """Index of the kv head read by each query head (GQA: ``h // (H / H_kv)``)."""
     n_kv = n_heads if n_kv_heads is None else n_kv_heads
@@ -61,6 +63,9 @@ class AttentionWeights:
     scale: float | None = None
 
     def __post_init__(self):
+        checked = _WEIGHTS.validate({f: getattr(self, f) for f in _WEIGHTS.specs})
+        for f, v in checked.items():
+            setattr(self, f, v)
         names = ["W_Q", "W_K", "W_V", "W_O"]
         for nm in names:
             t = as_tensor(nm, getattr(self, nm))
@@ -99,6 +104,7 @@ class AttentionWeights:
         return self.W_Q.shape[0] // self.n_heads
 
     @classmethod
+    @contract(mha=Instance(torch.nn.MultiheadAttention, "a torch.nn.MultiheadAttention"))
     def from_torch_mha(cls, mha: torch.nn.MultiheadAttention) -> "AttentionWeights":
         """Weights of a ``torch.nn.MultiheadAttention`` (packed ``in_proj``, same q/k/v dims)."""
         if mha.in_proj_weight is None:
@@ -113,12 +119,27 @@ class AttentionWeights:
             b_O=None if mha.out_proj.bias is None else mha.out_proj.bias.detach(),
         )
 
+    @contract(self=Passthrough(), dtype=FloatDType(optional=True), device=Passthrough())
     def to(self, dtype=None, device=None) -> "AttentionWeights":
         f = lambda t: None if t is None else t.to(dtype=dtype, device=device)  # noqa: E731
         return AttentionWeights(f(self.W_Q), f(self.W_K), f(self.W_V), f(self.W_O), self.n_heads, self.n_kv_heads,
                                 f(self.b_Q), f(self.b_K), f(self.b_V), f(self.b_O), self.scale)
 
 
+def _weights(**kw):
+    return Instance(AttentionWeights, "an AttentionWeights", bind=lambda w: {"d": w.d}, tensor=lambda w: w.W_Q, **kw)
+
+
+_WEIGHTS = declare(
+    "numerics.attention.AttentionWeights",
+    # the GQA sizes of W_K / W_V (H_kv·d_h rows) depend on n_kv_heads: checked in __post_init__
+    W_Q=Tensor("q d"), W_K=Tensor("* d"), W_V=Tensor("* d"), W_O=Tensor("d q"), n_heads=Int(lo=1),
+    n_kv_heads=Int(lo=1, optional=True), b_Q=Tensor("q", optional=True), b_K=Tensor("*", optional=True),
+    b_V=Tensor("*", optional=True), b_O=Tensor("d", optional=True), scale=Float(optional=True, nonzero=True),
+)
+
+
+@contract(w=_weights())
 def head_factors(w: AttentionWeights) -> tuple[torch.Tensor, torch.Tensor]:
     """Per-query-head factors ``W_O^h`` ``(H, d, d_h)`` and ``W_V^h`` ``(H, d_h, d)`` (GQA mapped)."""
     H, dh, d = w.n_heads, w.d_head, w.d
@@ -128,12 +149,14 @@ def head_factors(w: AttentionWeights) -> tuple[torch.Tensor, torch.Tensor]:
     return Wo, Wv
 
 
+@contract(w=_weights())
 def head_transports(w: AttentionWeights) -> torch.Tensor:
     """``T_h = W_O^h W_V^{kv(h)}`` ``(H, d, d)``."""
     Wo, Wv = head_factors(w)
     return Wo @ Wv
 
 
+@contract(w=_weights())
 def bias_offset(w: AttentionWeights) -> torch.Tensor:
     """``c = W_O b_V + b_O`` ``(d,)`` — the same for every token when each ``A^h`` is stochastic."""
     c = torch.zeros(w.d, dtype=w.W_O.dtype, device=w.W_O.device)
@@ -147,6 +170,12 @@ def bias_offset(w: AttentionWeights) -> torch.Tensor:
     return c
 
 
+_PROBS = dict(w=_weights(), X=Tensor("... n d"), causal=Flag(),
+              key_padding_mask=Tensor("... n", dtype="mask", optional=True),
+              attn_bias=Tensor("...", neg_inf=True, optional=True, group=None))
+
+
+@contract(**_PROBS)
 def attention_probs(X, w: AttentionWeights, *, causal: bool = False, key_padding_mask=None,
                     attn_bias=None) -> torch.Tensor:
     """Softmax attention ``(..., H, n, n)`` for inputs ``X`` ``(..., n, d)``.
@@ -170,15 +199,29 @@ def attention_probs(X, w: AttentionWeights, *, causal: bool = False, key_padding
     scale = w.scale if w.scale is not None else 1.0 / math.sqrt(dh)
     S = (q @ k.transpose(-1, -2)) * scale
     if attn_bias is not None:
+        check_same(["X", "attn_bias"], [X, attn_bias])
+        try:
+            torch.broadcast_shapes(attn_bias.shape, S.shape)
+        except RuntimeError:
+            raise ShapeError(f"shape {tuple(attn_bias.shape)} does not broadcast against the scores "
+                             f"{tuple(S.shape)} (..., H, n, n)", argument="attn_bias") from None
         S = S + attn_bias
     if causal:
         m = torch.ones(n, n, dtype=torch.bool, device=X.device).triu(1)
         S = S.masked_fill(m, float("-inf"))
     if key_padding_mask is not None:
-        S = S.masked_fill(key_padding_mask[..., None, None, :].to(torch.bool), float("-inf"))
+        S = S.masked_fill(key_padding_mask[..., None, None, :], float("-inf"))
+    if not bool(torch.isfinite(S).any(-1).all()):
+        # a query with every key masked: softmax would be 0/0 (NaN rows), never filled in
+        who = "key_padding_mask" if key_padding_mask is not None else ("attn_bias" if attn_bias is not None else "causal")
+        raise ParameterError("masks every key of some query (an all −inf score row): its attention is undefined",
+                             argument=who)
+    if bool(torch.isnan(S).any()) or bool((S == float("inf")).any()):
+        raise ParameterError("scores overflow to NaN/+inf (weights or inputs too large for this dtype)", argument="X")
     return torch.softmax(S, dim=-1)
 
 
+@contract(**_PROBS, factored=Flag())
 def walk_from_weights(X, w: AttentionWeights, *, causal: bool = False, key_padding_mask=None,
                       attn_bias=None, factored: bool = True) -> tuple[ConnectionWalk, torch.Tensor]:
     """``(walk, c)`` with ``MHA(X) = walk.apply(X) + c``; transports kept as low-rank factors."""

@@ -38,7 +38,8 @@ from dataclasses import dataclass, field
 
 import torch
 
-from numerics.errors import ShapeError
+from numerics.contracts import Float, Instance, Int, Passthrough, Tensor, contract
+from numerics.errors import ParameterError, ShapeError
 from numerics.patterns import (
     CLUSTER, COEXISTING, INCOHERENT, ROTATING_CLUSTER, STANDING, STANDING_HELIX, STATIONARY, TRAVELLING,
     TRAVELLING_HELIX, polarisation,
@@ -111,12 +112,18 @@ def _check_traj(times, states):
     return t, X.to(torch.float64)
 
 
+_T = Tensor("T", group=None)
+_S = Tensor("T n d")
+
+
+@contract(states=_S)
 def spatial_modes(states) -> torch.Tensor:
     """``c_k(t)`` ``(T, n, d)`` complex, FFT index ``k`` (``states`` ``(T, n, d)``)."""
     X = as_tensor("states", states)
     return torch.fft.fft(X.to(torch.float64), dim=-2) / X.shape[-2]
 
 
+@contract(states=_S, times=_T, mins={"n": 2})
 def space_time_spectrum(times, states) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     r"""Space–time power of the fluctuation ``X − mean_i X``: returns ``(omega (T,), k (n,), power (T, n))``.
 
@@ -135,6 +142,7 @@ def space_time_spectrum(times, states) -> tuple[torch.Tensor, torch.Tensor, torc
     return om, ks, torch.fft.fftshift(P, dim=(0, 1))
 
 
+@contract(series=Tensor("T m", dtype="complex"), times=_T, delays=Int(lo=1), svd_rtol=Float(lo=0.0, hi=1.0))
 def hankel_dmd(times, series: torch.Tensor, *, delays: int = 3, svd_rtol: float = 1e-7):
     r"""Exponents and final amplitudes of a uniformly sampled vector series ``series`` ``(T, m)`` (complex).
 
@@ -178,13 +186,20 @@ def hankel_dmd(times, series: torch.Tensor, *, delays: int = 3, svd_rtol: float 
 def _window(t: torch.Tensor, X: torch.Tensor, window):
     if window is None:
         return t, X
-    t0, t1 = window
+    try:
+        t0, t1 = (float(v) for v in window)
+    except (TypeError, ValueError):
+        raise ParameterError(f"expected a pair (t0, t1), got {window!r}", argument="window") from None
+    if not (math.isfinite(t0) and math.isfinite(t1) and t0 < t1):
+        raise ParameterError(f"expected finite t0 < t1, got {window!r}", argument="window")
     m = (t >= t0 - 1e-12) & (t <= t1 + 1e-12)
     if int(m.sum()) < 4:
         raise ShapeError(f"window {window} holds fewer than 4 samples", argument="window")
     return t[m], X[m]
 
 
+@contract(states=_S, times=_T, k=Int(), window=Passthrough(), delays=Int(lo=1), svd_rtol=Float(lo=0.0, hi=1.0),
+          mins={"n": 2})
 def measure_mode(times, states, k: int, *, window=None, delays: int = 3, svd_rtol: float = 1e-7) -> ModeFit:
     r"""Fit ``σ`` (growth rate + i·frequency) of wavenumber ``k`` from a trajectory ``(T, n, d)``.
 
@@ -209,6 +224,8 @@ def _measure_mode(times, states, k, *, window, delays, svd_rtol) -> ModeFit:
     return ModeFit(int(k), s, vel, vec, [(c[0], c[1]) for c in comps])
 
 
+@contract(states=_S, times=_T, window=Passthrough(), thresholds=Instance(lambda: Thresholds, "a Thresholds",
+                                                                         optional=True), mins={"n": 2})
 def classify_trajectory(times, states, *, window=None, thresholds: Thresholds | None = None) -> PatternObservation:
     """Classify a trajectory ``(T, n, d)`` (uniform ``times``) into a pattern class (module docstring)."""
     X = as_tensor("states", states)

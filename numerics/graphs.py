@@ -29,7 +29,8 @@ import networkx as nx
 import numpy as np
 import torch
 
-from numerics.errors import ShapeError, UndefinedError
+from numerics.contracts import Float, Instance, Passthrough, Tensor, Walk, contract
+from numerics.errors import NotStochasticError, ShapeError, UndefinedError
 from numerics.laplacian import as_walk
 from numerics.tolerance import tol
 from numerics.validate import as_tensor, check_finite, check_ndim, check_nonnegative, check_square
@@ -63,6 +64,10 @@ def _tol(size: int, scale: float = 1.0) -> float:
 
 
 # ---------------------------------------------------------------------------------------------
+_W = dict(walk=Walk(matrix=True), index=Passthrough())
+
+
+@contract(**_W)
 def to_networkx(walk, *, index: tuple | int | None = None) -> nx.DiGraph:
     """``DiGraph`` of one walk (a :class:`ConnectionWalk`, blocks ``B`` ``(n, n, d, d)``, or a walk
     matrix ``P`` ``(n, n)``: then no ``transport`` data). Batched walks need ``index`` (the batch
@@ -72,6 +77,7 @@ def to_networkx(walk, *, index: tuple | int | None = None) -> nx.DiGraph:
     ``weight`` ``P_ij``, ``transport`` ``O_ij`` and ``block`` ``B_ij`` (numpy float64)."""
     if isinstance(walk, ConnectionWalk) or (isinstance(walk, torch.Tensor) and walk.ndim >= 4):
         w = as_walk(walk)
+        w._check_dense("the graph's n²d² transports and blocks", copies=4)
         P = w.walk_matrix
         O, sup = w.edge_transports()
         B = w.blocks()
@@ -115,11 +121,13 @@ def _graph(walk_or_graph, index=None) -> nx.DiGraph:
     return to_networkx(walk_or_graph, index=index)
 
 
+@contract(**_W)
 def is_irreducible(walk, *, index=None) -> bool:
     """Strongly connected support (``nx.is_strongly_connected``)."""
     return bool(nx.is_strongly_connected(_graph(walk, index)))
 
 
+@contract(**_W)
 def period(walk, *, index=None) -> int:
     """Period of an irreducible walk: gcd of cycle lengths (1 = aperiodic). Raises
     :class:`UndefinedError` for a reducible walk (each class has its own period)."""
@@ -135,11 +143,13 @@ def period(walk, *, index=None) -> int:
     return abs(g) if g else 1
 
 
+@contract(**_W)
 def is_aperiodic(walk, *, index=None) -> bool:
     """``nx.is_aperiodic`` (for an irreducible walk: period 1)."""
     return bool(nx.is_aperiodic(_graph(walk, index)))
 
 
+@contract(**_W)
 def closed_classes(walk, *, index=None) -> list[set[int]]:
     """Closed communicating classes (``nx.attracting_components``): one per extreme stationary
     distribution of a stochastic walk."""
@@ -174,6 +184,7 @@ class Reversibility:
         return self.holds
 
 
+@contract(G=Instance(nx.DiGraph, "a networkx.DiGraph (from to_networkx)"))
 def kolmogorov_cycles(G: nx.DiGraph) -> list[tuple[list[int], float]]:
     """``(cycle, log_ratio)`` for each cycle of ``nx.cycle_basis`` of the undirected support, with
     ``log_ratio = Σ_k log P(c_k, c_{k+1}) − log P(c_{k+1}, c_k)`` (needs a symmetric support)."""
@@ -212,6 +223,7 @@ def _tree_pi(G: nx.DiGraph) -> tuple[np.ndarray, int]:
     return pi, k
 
 
+@contract(**_W)
 def is_reversible(walk, *, index=None) -> Reversibility:
     """Reversibility by Kolmogorov's criterion on a cycle basis (see the module docstring).
 
@@ -248,6 +260,7 @@ def is_reversible(walk, *, index=None) -> Reversibility:
     return Reversibility(bool(holds), pi, float(res), float(bal), k == 1, cycles, "; ".join(notes), bound)
 
 
+@contract(**_W)
 def stationary_distribution(walk, *, index=None) -> np.ndarray:
     """Stationary ``π`` of a stochastic walk from the graph: spanning-tree ratios when the walk is
     reversible (no linear solve), otherwise a linear solve restricted to the unique closed class
@@ -257,6 +270,14 @@ def stationary_distribution(walk, *, index=None) -> np.ndarray:
     :func:`numerics.laplacian.stationary_info`)."""
     G = _graph(walk, index)
     n = G.number_of_nodes()
+    out = np.zeros(n)
+    for u, _, wt in G.edges(data="weight"):
+        out[u] += wt
+    bad = np.abs(out - 1.0)
+    if n and bad.max() > _tol(n):
+        raise NotStochasticError(f"rows must sum to 1 for a stationary distribution (max |row sum − 1| = "
+                                 f"{bad.max():.3e}); see numerics.laplacian.stationary_info for Perron vectors",
+                                 argument="walk")
     classes = list(nx.attracting_components(G))
     if len(classes) != 1:
         raise UndefinedError(f"{len(classes)} closed classes: several stationary distributions", argument="walk")
@@ -306,6 +327,7 @@ class Flatness:
         return self.holds
 
 
+@contract(**_W)
 def holonomies(walk, *, index=None) -> Flatness:
     """Frames by BFS spanning tree per weakly connected component and holonomy of every non-tree
     edge (self-loops and two-way edges included: each closes a cycle of the multigraph)."""
@@ -396,6 +418,7 @@ class TriangleIdentity:
     tol: float
 
 
+@contract(A=Tensor("n n", nonneg=True), X=Tensor("n d"), M=Tensor("d d"), scale=Float())
 def softmax_triangle_identity(A, X, M, *, scale: float) -> TriangleIdentity:
     r"""Check ``log[A_ij A_jk A_ki / (A_ik A_kj A_ji)] = 2·scale·(x_j−x_i)ᵀ M_a (x_k−x_i)`` on every
     triangle of the (complete) support graph of softmax attention ``A = softmax(scale·X M Xᵀ)``
@@ -443,6 +466,7 @@ def softmax_triangle_identity(A, X, M, *, scale: float) -> TriangleIdentity:
     return TriangleIdentity(res <= bound, float(res), float(maxlr), count, bound)
 
 
+@contract(X=Tensor("n d"), M=Tensor("d d"))
 def reversible_by_span(X, M) -> tuple[bool, float]:
     """T4's exact criterion for full-support softmax: ``M_a = (M − Mᵀ)/2`` vanishes on
     ``span{x_j − x_1}``; returns ``(holds, ‖Uᵀ M_a U‖_F)`` with ``U`` an orthonormal basis of that

@@ -51,6 +51,7 @@ from dataclasses import dataclass, field
 
 import torch
 
+from numerics.contracts import Choice, Flag, Int, Options, PrecisionDType, Tensor, Walk, contract, finite_on_support, parallel_memory
 from numerics.errors import ParameterError, ShapeError
 from numerics.laplacian_checks import (
     Check,
@@ -106,6 +107,9 @@ __all__ = [
 
 F64 = torch.float64
 METHODS = ("auto", "dense", "factored")
+#: keyword options of diagnose(method="factored") (numerics.laplacian_factored.diagnose_factored)
+FACTORED_OPTIONS = {"assemble_max": Int(lo=0), "k_max": Int(lo=1), "chunk_elems": Int(lo=1), "spectrum": Flag(),
+                    "kernel": Flag()}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -210,6 +214,7 @@ class LaplacianDiagnostics:
         return out
 
 
+@contract(ev=Tensor("...", dtype="complex", group=None), digits=Int(lo=0), max_items=Int(lo=1))
 def format_spectrum(ev: torch.Tensor, digits: int = 4, max_items: int = 12) -> str:
     """``{a, b±ci, ...}``: eigenvalues rounded, conjugate pairs merged, sorted by real part."""
     ev = ev.detach().cpu().to(torch.complex128).reshape(-1)
@@ -238,6 +243,7 @@ def format_spectrum(ev: torch.Tensor, digits: int = 4, max_items: int = 12) -> s
 
 # ---------------------------------------------------------------------------------------------
 # input handling
+@contract(walk=Walk())
 def as_walk(walk) -> ConnectionWalk:
     """A :class:`ConnectionWalk`, or blocks ``B`` ``(..., n, n, d, d)`` wrapped with the default
     gauge of :meth:`ConnectionWalk.from_blocks`. Complex / NaN / non-square input raises."""
@@ -255,6 +261,7 @@ def as_walk(walk) -> ConnectionWalk:
 
 # ---------------------------------------------------------------------------------------------
 # operators and forms
+@contract(walk=Walk())
 def generator_dense(walk) -> torch.Tensor:
     """Dense token-major ``Δ = I − W`` ``(..., nd, nd)`` in float64 (materialises ``(nd)²``)."""
     w = as_walk(walk)
@@ -263,11 +270,13 @@ def generator_dense(walk) -> torch.Tensor:
     return eye - W
 
 
+@contract(x=Tensor("... n d"), y=Tensor("... n d"), pi=Tensor("... n", nonneg=True))
 def pi_inner(x: torch.Tensor, y: torch.Tensor, pi: torch.Tensor) -> torch.Tensor:
     """``<x, y>_π = Σ_i π_i x_iᵀ y_i`` for ``x, y`` ``(..., n, d)``, ``π`` ``(..., n)``."""
     return (pi[..., :, None] * x * y).sum((-1, -2))
 
 
+@contract(P=Tensor("... n n", nonneg=True), O=Tensor("... n n d d", finite=False), pi=Tensor("... n", nonneg=True), x=Tensor("... n d"), after=finite_on_support("O", lambda a: a["P"] > 0))
 def dirichlet_energy(P: torch.Tensor, O: torch.Tensor, pi: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
     r"""``½ Σ_ij π_i P_ij ‖x_i − O_ij x_j‖²`` for ``P`` ``(..., n, n)``, ``O`` ``(..., n, n, d, d)``,
     ``π`` ``(..., n)``, ``x`` ``(..., n, d)``. Edges with ``P_ij = 0`` contribute 0 (their ``O``,
@@ -279,6 +288,7 @@ def dirichlet_energy(P: torch.Tensor, O: torch.Tensor, pi: torch.Tensor, x: torc
     return 0.5 * (pi[..., :, None] * P * (diff ** 2).sum(-1)).sum((-1, -2))
 
 
+@contract(O=Tensor("... n n d d", finite=False), support=Tensor("... n n", dtype="mask"), after=lambda a, s: (finite_on_support("O", lambda a: a["support"])(a, s), parallel_memory(a, s)))
 def parallel_constraints(O: torch.Tensor, support: torch.Tensor) -> torch.Tensor:
     r"""Constraint matrix ``C`` ``(..., n·n·d, n·d)`` of parallel sections: block row ``(i, j)`` is
     ``e_iᵀ ⊗ I − e_jᵀ ⊗ O_ij`` on edges of ``support`` and 0 elsewhere, so ``Cx = 0`` iff
@@ -353,6 +363,10 @@ def dense_bytes(n: int, d: int, batch: int = 1) -> int:
     return 6 * 8 * batch * (n * d) ** 2
 
 
+@contract(walk=Walk(), method=Choice(METHODS), probes=Int(lo=1), seed=Int(lo=0), max_dense=Int(lo=0),
+          pi=Tensor("... n", nonneg=True, optional=True), svd_max_entries=Int(lo=0), auto_max_nd=Int(lo=0),
+          attention_dtype=PrecisionDType(optional=True), memory_budget=Int(lo=0, optional=True),
+          factored_options=Options(FACTORED_OPTIONS))
 def diagnose(walk, *, method: str = "auto", probes: int = 3, seed: int = 0, max_dense: int = 1024, pi=None,
              svd_max_entries: int = 1 << 22, auto_max_nd: int = 1024, attention_dtype=None,
              memory_budget: int | None = None, **factored_options) -> LaplacianDiagnostics:

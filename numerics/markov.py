@@ -28,6 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from numerics.contracts import Passthrough, Tensor, contract
 from numerics.errors import UndefinedError
 from numerics.tolerance import tol
 from numerics.validate import as_tensor, check_finite, check_ndim, check_nonnegative, check_square
@@ -83,6 +84,7 @@ class StationaryInfo:
 
 
 
+@contract(support=Tensor("... n n", dtype="mask"))
 def reachability(support: torch.Tensor) -> torch.Tensor:
     """Reflexive-transitive closure ``R`` ``(..., n, n)`` of a boolean adjacency: ``R_ij`` iff
     ``j`` is reachable from ``i`` (``i → j`` along edges with ``support``); ``⌈log₂ n⌉`` squarings."""
@@ -94,6 +96,7 @@ def reachability(support: torch.Tensor) -> torch.Tensor:
     return R > 0
 
 
+@contract(R=Tensor("... n n", dtype="mask"))
 def classes_from_reachability(R: torch.Tensor):
     """From the closure ``R`` of :func:`reachability`: same-class mask ``(..., n, n)``, closed-node
     mask ``(..., n)`` and number of closed classes ``(...)`` (what :func:`communicating_classes`
@@ -105,6 +108,7 @@ def classes_from_reachability(R: torch.Tensor):
     return same, closed, n_closed
 
 
+@contract(support=Tensor("... n n", dtype="mask"))
 def communicating_classes(support: torch.Tensor):
     """Strongly connected components of a boolean adjacency ``(..., n, n)`` (Tarjan via
     ``scipy.sparse.csgraph``, ``O(n²)`` per element on the CPU): returns ``(same, closed, n_closed)``
@@ -134,6 +138,7 @@ def communicating_classes(support: torch.Tensor):
             torch.as_tensor(n_closed, device=dev).reshape(bshape))
 
 
+@contract(support=Tensor("... n n", dtype="mask"))
 def weak_components(support: torch.Tensor) -> torch.Tensor:
     """Number of weakly connected components ``(...)`` of a boolean adjacency ``(..., n, n)``."""
     from scipy.sparse.csgraph import connected_components
@@ -144,6 +149,7 @@ def weak_components(support: torch.Tensor) -> torch.Tensor:
     return torch.as_tensor(out, dtype=torch.int64, device=support.device).reshape(support.shape[:-2])
 
 
+@contract(support=Tensor("... n n", dtype="mask"))
 def period(support: torch.Tensor) -> torch.Tensor:
     """Period of each node's communicating class ``(..., n)`` (int64) for a boolean adjacency
     ``(..., n, n)``: the gcd of the lengths of the cycles through the class, found as the gcd of
@@ -177,6 +183,7 @@ def period(support: torch.Tensor) -> torch.Tensor:
     return torch.as_tensor(out, device=support.device).reshape(support.shape[:-1])
 
 
+@contract(P=Tensor("... n n", nonneg=True), rho=Tensor("...", nonneg=True))
 def perron_solve(P: torch.Tensor, rho: torch.Tensor):
     """Solve ``π (ρI − P + 11ᵀ) = 1ᵀ`` (nonsingular iff the Perron root is simple)."""
     n = P.shape[-1]
@@ -187,6 +194,7 @@ def perron_solve(P: torch.Tensor, rho: torch.Tensor):
     return sol[..., 0], info
 
 
+@contract(P=Tensor("... n n", nonneg=True), dtype=Passthrough())
 def stationary_info(P, *, dtype: torch.dtype | None = None) -> StationaryInfo:
     r"""Left Perron vector ``π`` of a nonnegative ``P`` ``(..., n, n)`` with ``πP = ρπ``, ``Σπ = 1``.
 
@@ -282,6 +290,7 @@ def stationary_info(P, *, dtype: torch.dtype | None = None) -> StationaryInfo:
                           unique=unique, residual=residual, reasons=reasons, condition=cond)
 
 
+@contract(P=Tensor("... n n", nonneg=True))
 def stationary_distribution(P) -> torch.Tensor:
     """The unique left Perron vector ``π`` ``(..., n)`` of ``P`` (stationary distribution for
     stochastic ``P``). Raises :class:`UndefinedError` when it is not unique (several closed classes)

@@ -43,7 +43,8 @@ from dataclasses import dataclass, field
 import torch
 
 from numerics._threads import small_problem_threads
-from numerics.errors import NonFiniteError, NotStochasticError, ParameterError, ShapeError, UndefinedError
+from numerics.contracts import Choice, Complex, Flag, Float, FloatDType, Instance, Int, Passthrough, Tensor, contract
+from numerics.errors import ConnwalkError, NonFiniteError, NotStochasticError, ParameterError, ShapeError, UndefinedError
 from numerics.tolerance import tol
 from numerics.validate import (
     as_tensor,
@@ -87,6 +88,7 @@ POLARISATION_TOL = 1e-6
 
 
 # ----------------------------------------------------------------------------- kernels
+@contract(n=Int(lo=2), center=Float(), width=Float(lo=0.0), dtype=FloatDType(), device=Passthrough())
 def gaussian_kernel(n: int, center: float, width: float, *, dtype=torch.float64, device=None) -> torch.Tensor:
     r"""Wrapped Gaussian relative kernel ``a(m) ∝ exp(−δ(m)² / (2 width²))``, ``δ(m)`` the signed ring
     offset of ``m − center`` in ``[−n/2, n/2)``; normalised to sum 1. Shape ``(n,)``.
@@ -102,6 +104,7 @@ def gaussian_kernel(n: int, center: float, width: float, *, dtype=torch.float64,
     return a / a.sum()
 
 
+@contract(bias=Tensor("... n", neg_inf=True))
 def kernel_from_bias(bias) -> torch.Tensor:
     """Relative-position attention at a homogeneous state: ``a_h = softmax(bias_h)`` over ``m``.
 
@@ -110,9 +113,12 @@ def kernel_from_bias(bias) -> torch.Tensor:
     b = as_tensor("bias", bias)
     if bool(torch.isnan(b).any()) or bool((b == float("inf")).any()):
         raise NonFiniteError("bias must not contain NaN or +inf", argument="bias")
+    if not bool(torch.isfinite(b).any(-1).all()):
+        raise ParameterError("a row is −inf at every offset: its softmax is undefined (0/0)", argument="bias")
     return torch.softmax(b, dim=-1)
 
 
+@contract(kernels=Tensor("... n"))
 def circulant(kernels) -> torch.Tensor:
     """``A0[..., i, j] = a((j − i) mod n)``: ``(..., n)`` → ``(..., n, n)``."""
     a = as_tensor("kernels", kernels)
@@ -121,6 +127,7 @@ def circulant(kernels) -> torch.Tensor:
     return a[..., idx]
 
 
+@contract(kernels=Tensor("H n", nonneg=True), normalize=Flag(), mins={"n": 2})
 def validate_kernels(kernels, *, normalize: bool = False) -> torch.Tensor:
     """Check ``kernels`` ``(H, n)``: real floating, finite, ``n >= 2``, nonnegative, rows summing to 1.
 
@@ -148,6 +155,7 @@ def validate_kernels(kernels, *, normalize: bool = False) -> torch.Tensor:
     return a
 
 
+@contract(transports=Tensor("H d d"), H=Int(lo=1, optional=True))
 def validate_transports(transports, H: int | None = None) -> torch.Tensor:
     """Check ``transports`` ``(H, d, d)``: real floating, finite, square, ``H`` matching."""
     T = as_tensor("transports", transports)
@@ -159,6 +167,10 @@ def validate_transports(transports, H: int | None = None) -> torch.Tensor:
     return T
 
 
+_KT = dict(kernels=Tensor("H n", nonneg=True), transports=Tensor("H d d"), normalize=Flag())
+_TIE = Float(lo=0.0, closed=True, optional=True)
+
+
 def _validate(kernels, transports, normalize: bool):
     a = validate_kernels(kernels, normalize=normalize)
     T = validate_transports(transports, a.shape[0])
@@ -167,12 +179,14 @@ def _validate(kernels, transports, normalize: bool):
 
 
 # ----------------------------------------------------------------------------- linear theory
+@contract(n=Int(lo=1), device=Passthrough())
 def signed_wavenumbers(n: int, device=None) -> torch.Tensor:
     """Signed wavenumber of FFT index ``k = 0..n−1``: values in ``(−n/2, n/2]`` (``(n,)`` int64)."""
     k = torch.arange(n, device=device)
     return torch.where(k <= n // 2, k, k - n)
 
 
+@contract(kernels=Tensor("... n"))
 def kernel_hat(kernels) -> torch.Tensor:
     r"""``â_h(k) = Σ_m a_h(m) e^{+2πikm/n}`` for FFT index ``k = 0..n−1``: ``(..., n)`` → complex ``(..., n)``.
 
@@ -182,6 +196,7 @@ def kernel_hat(kernels) -> torch.Tensor:
     return torch.fft.ifft(a, dim=-1) * n
 
 
+@contract(**_KT, mins={"n": 2})
 def symbol(kernels, transports, *, normalize: bool = False) -> torch.Tensor:
     """``M(k) = Σ_h â_h(k) T_h``: kernels ``(H, n)``, transports ``(H, d, d)`` → complex ``(n, d, d)``."""
     a, T = _validate(kernels, transports, normalize)
@@ -189,6 +204,7 @@ def symbol(kernels, transports, *, normalize: bool = False) -> torch.Tensor:
     return torch.einsum("hk,hab->kab", ah, T.to(ah.dtype))
 
 
+@contract(**_KT, mins={"n": 2})
 def dispersion(kernels, transports, *, normalize: bool = False) -> torch.Tensor:
     """All branches ``σ_b(k) = eig_b M(k) − 1``: complex ``(n, d)``, row ``k`` = FFT index ``k``
     (signed value ``signed_wavenumbers(n)[k]``), branches sorted by decreasing real part.
@@ -200,6 +216,7 @@ def dispersion(kernels, transports, *, normalize: bool = False) -> torch.Tensor:
     return torch.gather(ev, -1, order)
 
 
+@contract(v=Tensor("d", dtype="complex"))
 def polarisation(v: torch.Tensor) -> float:
     """``|vᵀv| / vᴴv`` ∈ [0, 1]: 1 when ``v`` is real up to a phase (tokens oscillate on a line),
     0 for circular polarisation (tokens rotate on a circle)."""
@@ -211,6 +228,7 @@ def polarisation(v: torch.Tensor) -> float:
     return num / den
 
 
+@contract(**_KT, mins={"n": 2})
 def naive_per_head_growth(kernels, transports, *, normalize: bool = False) -> torch.Tensor:
     r"""The *per-head guess* ``g_naive(k) = Σ_h max_b Re eig(â_h(k) T_h) − 1`` (real ``(n,)``).
 
@@ -277,6 +295,7 @@ class PatternPrediction:
         return self.growth_rate.real > 0
 
 
+@contract(k=Int(), sigma=Complex(), n=Int(lo=1))
 def canonical_pattern(k: int, sigma: complex, n: int) -> tuple[int, complex, bool]:
     """Representative of the real pattern ``{(k, σ), (−k, σ̄)}`` (``k`` an FFT index or a signed
     wavenumber): ``k > 0``, or at the self-conjugate ``k ∈ {0, n/2}`` ``Im σ ≥ 0``. Returns
@@ -316,6 +335,8 @@ def _classify_prediction(k_star: int, sigma: complex, pol: float, tie: bool, tie
     return TRAVELLING_HELIX if rotating else TRAVELLING
 
 
+@contract(ks=Instance((list, tuple), "a list of wavenumbers"), sig=Instance((list, tuple), "a list of growth rates"),
+          n=Int(lo=1), tie_tol=Float(lo=0.0, closed=True))
 def distinct_patterns(ks: list[int], sig: list[complex], n: int, tie_tol: float) -> list[tuple[int, complex]]:
     """Distinct real patterns among ``(k, σ)`` pairs: merge ``(k, σ)`` with ``(−k, σ̄)``."""
     reps: list[tuple[int, complex]] = []
@@ -326,6 +347,7 @@ def distinct_patterns(ks: list[int], sig: list[complex], n: int, tie_tol: float)
     return reps
 
 
+@contract(**_KT, tie_tol=_TIE, mins={"n": 2})
 def predict_pattern(kernels, transports, *, normalize: bool = False, tie_tol: float | None = None) -> PatternPrediction:
     r"""Linear prediction for ring dynamics with relative kernels (THEOREMS.md T6), by FFT.
 
@@ -370,8 +392,9 @@ def predict_pattern(kernels, transports, *, normalize: bool = False, tie_tol: fl
         gap_k, runner = best - diff_k.flatten()[flat_i].item(), int(kc[flat_i // d].item())
     else:
         gap_k, runner = math.inf, None
-    return _finish(n, d, k_star, sigma, v, tie, ties, gap, gap_k, runner, ttol, "fft", sig.gather(
-        -1, torch.argsort(sig.real, -1, descending=True)), 1.0, a.device)
+    return _finish(n=n, d=d, k_star=k_star, sigma=sigma, v=v, tie=tie, ties=ties, gap=gap, gap_k=gap_k,
+                   runner=runner, ttol=ttol, method="fft",
+                   disp=sig.gather(-1, torch.argsort(sig.real, -1, descending=True)), purity=1.0, device=a.device)
 
 
 def _normalise_phase(v: torch.Tensor) -> torch.Tensor:
@@ -383,7 +406,10 @@ def _normalise_phase(v: torch.Tensor) -> torch.Tensor:
     return v
 
 
-def _finish(n, d, k_star, sigma, v, tie, ties, gap, gap_k, runner, ttol, method, disp, purity, device):
+def _finish(*, n: int, d: int, k_star: int, sigma: complex, v: torch.Tensor, tie: bool, ties: list, gap: float,
+            gap_k: float, runner: int | None, ttol: float, method: str, disp: torch.Tensor | None, purity: float,
+            device) -> PatternPrediction:
+    """Assemble a :class:`PatternPrediction` from the selected mode (keyword-only: the fields' names)."""
     pol = polarisation(v)
     rotating = pol < 1 - POLARISATION_TOL and abs(sigma.imag) > ttol
     freq = sigma.imag if abs(sigma.imag) > ttol else 0.0
@@ -402,6 +428,7 @@ def _finish(n, d, k_star, sigma, v, tie, ties, gap, gap_k, runner, ttol, method,
         tie_tol=ttol, dispersion=disp, method=method, purity=purity)
 
 
+@contract(attention=Tensor(("H n", "H n n"), nonneg=True), transports=Tensor("H d d"), mins={"n": 2})
 def linear_operator(attention, transports) -> torch.Tensor:
     """Dense token-major Jacobian ``J = block(Σ_h A0^h_ij T_h) − I`` ``(n·d, n·d)``.
 
@@ -410,16 +437,24 @@ def linear_operator(attention, transports) -> torch.Tensor:
     FFT path is checked against."""
     A = as_tensor("attention", attention)
     if A.ndim == 2:
-        A = circulant(validate_kernels(A))
+        try:
+            A = circulant(validate_kernels(A))
+        except ConnwalkError as exc:  # the caller's name for the kernels is ``attention``
+            raise type(exc)(str(exc).split(": ", 1)[-1], argument="attention") from None
     check_ndim("attention", A, 3, "(H, n) kernels or (H, n, n) attention", max_ndim=3)
     check_square("attention", A, "(H, n, n)")
     T = validate_transports(transports, A.shape[0])
     check_same(["attention", "transports"], [A, T])
     n, d = A.shape[-1], T.shape[-1]
+    from numerics.validate import check_memory
+
+    check_memory("attention", 3 * (n * d) ** 2 * A.element_size(), f"the dense (nd)×(nd) Jacobian (n={n}, d={d})",
+                 "predict_pattern (FFT, ring kernels) or numerics.spectra on a ConnectionWalk")
     B = torch.einsum("hij,hab->iajb", A, T).reshape(n * d, n * d)
     return B - torch.eye(n * d, dtype=B.dtype, device=B.device)
 
 
+@contract(J=Tensor("N N"), n=Int(lo=2), d=Int(lo=1), tie_tol=_TIE)
 def predict_from_operator(J, n: int, d: int, *, tie_tol: float | None = None) -> PatternPrediction:
     """Dense prediction from any token-major ``(n·d, n·d)`` linearisation ``J`` (non-circulant cases).
 
@@ -466,8 +501,9 @@ def predict_from_operator(J, n: int, d: int, *, tie_tol: float | None = None) ->
     conj_mask = (ev - complex(sigma).conjugate()).abs() <= ttol
     rest[conj_mask] = -math.inf
     gap = best - rest.max().item() if bool(torch.isfinite(rest).any()) else math.inf
-    pred = _finish(n, d, k_star, sigma, v, len(reps) > 1, reps, gap, math.nan, None, ttol, "dense", None,
-                   purity, J.device)
+    pred = _finish(n=n, d=d, k_star=k_star, sigma=sigma, v=v, tie=len(reps) > 1, ties=reps, gap=gap,
+                   gap_k=math.nan, runner=None, ttol=ttol, method="dense", disp=None, purity=purity,
+                   device=J.device)
     pred.extra["eigenvalues"] = ev
     return pred
 
@@ -488,6 +524,7 @@ class TransientGrowth:
     amplification: float
 
 
+@contract(J=Tensor("N N"), times=Tensor("T", group=None))
 def transient_growth(J, times) -> TransientGrowth:
     """``‖e^{tJ}‖₂`` for each ``t`` in ``times`` (dense ``matrix_exp``; ``J`` ``(N, N)``)."""
     J = as_tensor("J", J)
@@ -496,6 +533,10 @@ def transient_growth(J, times) -> TransientGrowth:
     t = as_tensor("times", torch.as_tensor(times, dtype=J.dtype, device=J.device))
     check_ndim("times", t, 1, "(T,)", max_ndim=1)
     check_finite("times", t)
+    from numerics.validate import check_memory
+
+    check_memory("times", 3 * t.numel() * J.numel() * J.element_size(),
+                 f"{t.numel()} dense matrix exponentials of size {J.shape[0]}", "fewer times")
     with small_problem_threads(J):
         E = torch.linalg.matrix_exp(t[:, None, None] * J[None])
         norms = torch.linalg.matrix_norm(E, ord=2)
@@ -507,6 +548,10 @@ def transient_growth(J, times) -> TransientGrowth:
 
 
 # ----------------------------------------------------------------------------- discrete stacks
+_SCHEME = Choice(("postnorm", "prenorm", "euler"))
+
+
+@contract(scheme=_SCHEME, eta=Float(lo=0.0), layers=Int(lo=0))
 def effective_time(scheme: str, eta: float, layers: int) -> float:
     r"""Continuous time a stack of ``layers`` layers of step ``eta`` corresponds to (onset regime).
 
@@ -528,6 +573,7 @@ def effective_time(scheme: str, eta: float, layers: int) -> float:
     raise ParameterError(f"unknown scheme {scheme!r}; expected 'postnorm', 'prenorm' or 'euler'", argument="scheme")
 
 
+@contract(eta=Float(lo=0.0), layers=Int(lo=0), first=Int(lo=0))
 def prenorm_layer_steps(eta: float, layers: int, first: int = 0) -> torch.Tensor:
     r"""Pre-norm step times ``h_l = η / (1 + η(l+1))`` of layers ``l = first .. layers−1`` (float64).
 
@@ -581,6 +627,7 @@ class StackSelection:
         return out
 
 
+@contract(**_KT, eta=Float(lo=0.0), layers=Int(lo=1), scheme=_SCHEME, min_contrast=Float(lo=1.0), mins={"n": 2})
 def discrete_selection(kernels, transports, eta: float, layers: int, *, scheme: str = "postnorm",
                        min_contrast: float = 10.0, normalize: bool = False) -> StackSelection:
     r"""Mode selection of a discrete stack, from the symbol ``μ = eig M(k)``.

@@ -52,7 +52,10 @@ import numpy as np
 import torch
 
 from numerics._threads import small_problem_threads
-from numerics.errors import ParameterError, ShapeError, SimulationDivergedError, UnstableStepError
+from numerics.contracts import Choice, Flag, Float, FloatDType, Instance, Int, Passthrough, Tensor, contract
+from numerics.errors import (
+    DTypeError, NonFiniteError, ParameterError, ShapeError, SimulationDivergedError, UnstableStepError,
+)
 from numerics.patterns import StackSelection, discrete_selection, effective_time, validate_kernels, validate_transports
 from numerics.validate import as_tensor, check_finite, check_ndim, check_same
 
@@ -67,9 +70,29 @@ class SelectionWarning(UserWarning):
     """A discrete stack's selection differs from the flow's, or freezes before it finishes."""
 
 
+@contract(z=Tensor("...", dtype="complex"))
 def rk4_amplification(z: torch.Tensor) -> torch.Tensor:
     """RK4 stability function ``R(z) = 1 + z + z²/2 + z³/6 + z⁴/24`` (one step of ``y' = λy``, ``z = λ dt``)."""
     return 1 + z + z**2 / 2 + z**3 / 6 + z**4 / 24
+
+
+_DYN = Instance(lambda: MHADynamics, "an MHADynamics",
+                bind=lambda dyn: {"d": dyn.d} | ({"n": dyn.n} if dyn.n is not None else {}), tensor=lambda dyn: dyn.T)
+_X = Tensor("... n d")
+_content_spec = Tensor("H k d")
+
+
+def _content_env():
+    from numerics.contracts import _Env
+
+    return _Env({})
+
+
+def _check_scores_memory(name: str, H: int, n: int, like: torch.Tensor) -> None:
+    from numerics.validate import check_memory
+
+    check_memory(name, 4 * H * n * n * like.element_size(), f"the (H, n, n) attention scores (H={H}, n={n})",
+                 "a smaller ring (numerics.patterns.predict_pattern needs only the (H, n) kernels)")
 
 
 class MHADynamics:
@@ -80,6 +103,10 @@ class MHADynamics:
     ``(H, d_k, d)`` or ``None``; ``beta`` content scale; ``abs_pe`` ``(n, d)``; ``rope`` ``None`` or a
     base (e.g. ``10000.0``); ``causal``; ``normalization`` ``"softmax"``/``"sigmoid"``."""
 
+    @contract(transports=Tensor("H d d"), kernels=Tensor("H n", nonneg=True, optional=True),
+              pos_bias=Tensor("H n n", neg_inf=True, optional=True), content=Passthrough(), beta=Float(),
+              abs_pe=Tensor("n d", optional=True), rope=Float(lo=0.0, optional=True), causal=Flag(),
+              normalization=Choice(("softmax", "sigmoid")), mins={"n": 2})
     def __init__(self, transports, *, kernels=None, pos_bias=None, content=None, beta: float = 1.0,
                  abs_pe=None, rope: float | None = None, causal: bool = False, normalization: str = "softmax"):
         T = validate_transports(transports)
@@ -89,6 +116,8 @@ class MHADynamics:
             raise ShapeError("give kernels or pos_bias, not both", argument="pos_bias")
         self.kernels = None
         self.bias = None
+        if pos_bias is not None:
+            _check_scores_memory("pos_bias", H, pos_bias.shape[-1], pos_bias)
         if kernels is not None:
             a = validate_kernels(kernels)
             if a.shape[0] != H:
@@ -96,6 +125,7 @@ class MHADynamics:
             check_same(["transports", "kernels"], [T, a])
             self.kernels = a
             n = a.shape[1]
+            _check_scores_memory("kernels", H, n, a)
             idx = (torch.arange(n, device=a.device)[None, :] - torch.arange(n, device=a.device)[:, None]) % n
             self.bias = torch.log(a)[:, idx]  # (H, n, n); zeros -> -inf (masked offsets)
         elif pos_bias is not None:
@@ -104,17 +134,19 @@ class MHADynamics:
             if b.shape[0] != H or b.shape[1] != b.shape[2]:
                 raise ShapeError(f"expected ({H}, n, n), got {tuple(b.shape)}", argument="pos_bias")
             if bool(torch.isnan(b).any()) or bool((b == float("inf")).any()):
-                raise ShapeError("must not contain NaN or +inf", argument="pos_bias")
+                raise NonFiniteError("must not contain NaN or +inf", argument="pos_bias")
+            if not causal and not bool(torch.isfinite(b).any(-1).all()):
+                raise ParameterError("a row is −inf at every key: its softmax is undefined (0/0)", argument="pos_bias")
             check_same(["transports", "pos_bias"], [T, b])
             self.bias = b
         self.Wq = self.Wk = None
         if content is not None:
-            Wq, Wk = (as_tensor("content", c) for c in content)
-            for nm, W in (("content[0] (W_Q)", Wq), ("content[1] (W_K)", Wk)):
-                check_ndim(nm, W, 3, "(H, d_k, d)", max_ndim=3)
-                check_finite(nm, W)
+            if not isinstance(content, (tuple, list)) or len(content) != 2:
+                raise ShapeError(f"expected a pair (W_Q, W_K), got {type(content).__name__}", argument="content")
+            Wq, Wk = (_content_spec.check("content", c, _content_env()) for c in content)
+            for nm, W in (("W_Q", Wq), ("W_K", Wk)):
                 if W.shape[0] != H or W.shape[2] != d:
-                    raise ShapeError(f"expected ({H}, d_k, {d}), got {tuple(W.shape)}", argument=nm)
+                    raise ShapeError(f"{nm} expected ({H}, d_k, {d}), got {tuple(W.shape)}", argument="content")
             if Wq.shape != Wk.shape:
                 raise ShapeError(f"W_Q {tuple(Wq.shape)} and W_K {tuple(Wk.shape)} differ", argument="content")
             check_same(["transports", "content"], [T, Wq])
@@ -159,14 +191,18 @@ class MHADynamics:
         """``M_h = 0``: attention does not depend on ``X`` (the flow is linear)."""
         return self.Wq is None
 
-    def _check_X(self, X) -> torch.Tensor:
-        X = as_tensor("X", X)
-        check_ndim("X", X, 2, "(..., n, d)")
+    def _check_X(self, X, name: str = "X") -> torch.Tensor:
+        X = as_tensor(name, X)
+        check_ndim(name, X, 2, "(..., n, d)")
         if X.shape[-1] != self.d or (self.n is not None and X.shape[-2] != self.n):
-            raise ShapeError(f"expected (..., {self.n or 'n'}, {self.d}), got {tuple(X.shape)}", argument="X")
-        check_same(["transports", "X"], [self.T, X])
+            raise ShapeError(f"expected (..., {self.n or 'n'}, {self.d}), got {tuple(X.shape)}", argument=name)
+        if X.dtype != self.T.dtype:
+            raise DTypeError(f"dtype {X.dtype} differs from the dynamics' {self.T.dtype}; cast explicitly",
+                             argument=name)
+        check_same(["transports", name], [self.T, X])
         return X
 
+    @contract(self=_DYN, X=_X)
     def scores(self, X) -> torch.Tensor:
         """Attention scores ``S`` ``(..., H, n, n)`` (before softmax / sigmoid; masked = −inf)."""
         n = X.shape[-2]
@@ -186,63 +222,83 @@ class MHADynamics:
             S = S.masked_fill(m, float("-inf"))
         return S
 
+    @contract(self=_DYN, X=_X)
     def attention(self, X) -> torch.Tensor:
         """``A^h(X)`` ``(..., H, n, n)``: softmax (row-stochastic) or sigmoid (unnormalised) of the scores."""
         X = self._check_X(X)
         if self.content_free and self.bias is not None:
             # constant attention: computed once (it does not depend on X)
-            A = self._A_const
-            if A is None or A.dtype != X.dtype:
-                S = self.scores(X[(0,) * (X.ndim - 2)])
-                A = torch.softmax(S, -1) if self.normalization == "softmax" else torch.sigmoid(S)
-                self._A_const = A
-            return A
-        S = self.scores(X)
+            if self._A_const is None or self._A_const.dtype != X.dtype:
+                S = self._scores(X[(0,) * (X.ndim - 2)])
+                self._A_const = torch.softmax(S, -1) if self.normalization == "softmax" else torch.sigmoid(S)
+            return self._A_const
+        S = self._scores(X)
         if self.normalization == "softmax":
             return torch.softmax(S, dim=-1)
         return torch.sigmoid(S)
 
+    @contract(self=_DYN, X=_X)
     def mha(self, X) -> torch.Tensor:
         """``MHA(X)_i = Σ_h Σ_j A^h_ij T_h x_j`` ``(..., n, d)``."""
-        A = self.attention(X)
+        A = self._attention(X)
         AX = torch.matmul(A, X.unsqueeze(-3))  # (..., H, n, d)
         return torch.matmul(AX, self.T.transpose(-1, -2)).sum(-3)
 
+    @contract(self=_DYN, X=_X)
     def velocity(self, X) -> torch.Tensor:
         """``f(X) = MHA(X) − X``."""
-        return self.mha(X) - X
+        return self._mha(X) - X
 
     __call__ = velocity
 
+    @contract(self=_DYN, X=_X)
     def sphere_velocity(self, X) -> torch.Tensor:
         """Tangent field ``P^⊥_{x_i} MHA(X)_i = m_i − (x_iᵀ m_i / ‖x_i‖²) x_i`` (the −x_i term drops out)."""
-        m = self.mha(X)
+        m = self._mha(X)
         return m - (m * X).sum(-1, keepdim=True) / (X * X).sum(-1, keepdim=True) * X
 
+    # unchecked forms for the library's own loops (states it built and already checked)
+    _scores = scores.__wrapped__
+    _attention = attention.__wrapped__
+    _mha = mha.__wrapped__
+    _velocity = velocity.__wrapped__
+    _sphere_velocity = sphere_velocity.__wrapped__
+
+    @contract(self=_DYN, X=Tensor("n d"), sphere=Flag())
     def jacobian(self, X, *, sphere: bool = False) -> torch.Tensor:
         """Token-major Jacobian ``∂f(x)_{(i,a)} / ∂x_{(j,b)}`` ``(n·d, n·d)`` at one state ``X`` ``(n, d)``,
         by autograd on the actual (softmax / sigmoid) dynamics — the T6 reference."""
         X = self._check_X(X)
         check_ndim("X", X, 2, "(n, d)", max_ndim=2)
         n, d = X.shape
-        fn = self.sphere_velocity if sphere else self.velocity
+        from numerics.validate import check_memory
+
+        check_memory("X", 4 * (n * d) ** 2 * X.element_size() * max(self.H, 1),
+                     f"the dense (nd)×(nd) autograd Jacobian (n={n}, d={d})",
+                     "numerics.patterns.predict_pattern (FFT) or a smaller n")
+        fn = self._sphere_velocity if sphere else self._velocity
         with small_problem_threads(X):
             Jt = torch.autograd.functional.jacobian(lambda v: fn(v.reshape(n, d)).reshape(-1), X.reshape(-1),
                                                     vectorize=True)
         return Jt
 
+    @contract(self=_DYN, x_star=Tensor("d"))
     def base_attention(self, x_star) -> torch.Tensor:
         """``A0^h`` ``(H, n, n)`` at the homogeneous state ``1 ⊗ x*`` (needs ``n`` from kernels/bias/PE)."""
         if self.n is None:
             raise ShapeError("n is unknown (no kernels, pos_bias or abs_pe)", argument="x_star")
         x = as_tensor("x_star", x_star)
-        return self.attention(x.reshape(1, -1).expand(self.n, self.d).contiguous())
+        if x.dtype != self.T.dtype:
+            raise DTypeError(f"dtype {x.dtype} differs from the dynamics' {self.T.dtype}; cast explicitly",
+                             argument="x_star")
+        return self._attention(x.reshape(1, -1).expand(self.n, self.d).contiguous())
 
     def lipschitz_bound(self) -> float:
         """``1 + Σ_h ‖T_h‖₂``: bounds ‖J‖ for attention that does not depend on ``X`` (row-stochastic)."""
         return 1.0 + torch.linalg.matrix_norm(self.T, ord=2).sum().item()
 
 
+@contract(n=Int(lo=1), d=Int(lo=1), base=Float(lo=0.0), dtype=FloatDType(), device=Passthrough())
 def sinusoidal_pe(n: int, d: int, *, base: float = 10000.0, dtype=torch.float64, device=None) -> torch.Tensor:
     """Absolute sinusoidal encoding ``(n, d)``: ``p_{i,2f} = sin(i ω_f)``, ``p_{i,2f+1} = cos(i ω_f)``,
     ``ω_f = base^{−2f/d}`` (Vaswani et al.); odd ``d`` drops the last cosine."""
@@ -286,6 +342,8 @@ class Trajectory:
         return self.states[-1]
 
 
+@contract(n=Int(lo=2), d=Int(lo=1), x_star=Tensor("d"), eps=Float(lo=0.0, closed=True), batch=Passthrough(),
+          generator=Passthrough(), dtype=FloatDType(), device=Passthrough())
 def perturbed_homogeneous(n: int, d: int, x_star, eps: float, *, batch: tuple = (), generator=None,
                           dtype=torch.float64, device=None) -> torch.Tensor:
     """``X0 = 1 ⊗ x* + eps·ξ`` ``(*batch, n, d)`` with ``ξ`` standard normal (seeded by ``generator``)."""
@@ -298,8 +356,13 @@ def perturbed_homogeneous(n: int, d: int, x_star, eps: float, *, batch: tuple = 
     return x + eps * xi.to(device=device if device is not None else xi.device)
 
 
+@contract(X=Tensor("... n d"), where=Passthrough())
 def sphere_project(X: torch.Tensor, *, where: str = "") -> torch.Tensor:
     """``x_i / ‖x_i‖`` per token; a zero-norm token raises :class:`SimulationDivergedError`."""
+    return _sphere_project(X, where=where)
+
+
+def _sphere_project(X: torch.Tensor, *, where: str = "") -> torch.Tensor:
     r = torch.linalg.vector_norm(X, dim=-1, keepdim=True)
     if bool((r == 0).any()) or not bool(torch.isfinite(r).all()):
         raise SimulationDivergedError(f"zero-norm or non-finite token in sphere normalisation {where}".strip(),
@@ -307,8 +370,13 @@ def sphere_project(X: torch.Tensor, *, where: str = "") -> torch.Tensor:
     return X / r
 
 
+@contract(X=Tensor("... n d"), where=Passthrough())
 def layer_norm(X: torch.Tensor, *, where: str = "") -> torch.Tensor:
     """LayerNorm without affine parameters: ``(x − mean)/std`` over features (population std)."""
+    return _layer_norm(X, where=where)
+
+
+def _layer_norm(X: torch.Tensor, *, where: str = "") -> torch.Tensor:
     c = X - X.mean(-1, keepdim=True)
     s = c.pow(2).mean(-1, keepdim=True).sqrt()
     if bool((s == 0).any()):
@@ -333,6 +401,7 @@ def _linear_spectrum(dyn: MHADynamics, X0: torch.Tensor, sphere: bool, max_dense
     return torch.linalg.eigvals(J)
 
 
+@contract(dyn=_DYN, X0=_X, dt=Float(lo=0.0), sphere=Flag(), max_dense=Int(lo=0), accuracy=Float(lo=0.0))
 def check_rk4_step(dyn: MHADynamics, X0, dt: float, *, sphere: bool = False, max_dense: int = 1024,
                    accuracy: float = 0.05) -> float:
     r"""Refuse a step ``dt`` that RK4 cannot integrate for the linearisation at ``X0``.
@@ -365,7 +434,7 @@ def check_rk4_step(dyn: MHADynamics, X0, dt: float, *, sphere: bool = False, max
 
 def _check_positive(name: str, v) -> float:
     if not (isinstance(v, (int, float)) and math.isfinite(v) and v > 0):
-        raise ShapeError(f"must be a positive finite number, got {v!r}", argument=name)
+        raise ParameterError(f"must be a positive finite number, got {v!r}", argument=name)
     return float(v)
 
 
@@ -378,6 +447,8 @@ def _guard(X: torch.Tensor, max_norm: float, where: str) -> None:
                                       argument="X0")
 
 
+@contract(dyn=_DYN, X0=_X, t_final=Float(lo=0.0), dt=Float(lo=0.0), sphere=Flag(), save_every=Int(lo=1),
+          check_step=Flag(), max_norm=Float(lo=0.0, inf_ok=True))
 def simulate_flow(dyn: MHADynamics, X0, t_final: float, dt: float = 0.01, *, sphere: bool = False,
                   save_every: int = 1, check_step: bool = True, max_norm: float = 1e100) -> Trajectory:
     r"""RK4 integration of ``dX/dt = f(X)`` (or the sphere flow) from ``X0`` ``(..., n, d)`` to ``t_final``.
@@ -385,21 +456,21 @@ def simulate_flow(dyn: MHADynamics, X0, t_final: float, dt: float = 0.01, *, sph
     ``t_final / dt`` must be a whole number of steps (checked, not rounded silently). States are saved
     every ``save_every`` steps (plus the first and last). ``sphere=True``: tokens are first projected
     onto the unit sphere, then each RK4 step of the tangent field is followed by renormalisation."""
-    X = dyn._check_X(X0)
+    X = dyn._check_X(X0, "X0")
     check_finite("X0", X)
     dt = _check_positive("dt", dt)
     t_final = _check_positive("t_final", t_final)
     steps = round(t_final / dt)
     if abs(steps * dt - t_final) > 1e-9 * max(t_final, 1.0) or steps < 1:
-        raise ShapeError(f"t_final={t_final} is not a whole number of steps of dt={dt}", argument="t_final")
+        raise ParameterError(f"t_final={t_final} is not a whole number of steps of dt={dt}", argument="t_final")
     if int(save_every) < 1:
         raise ShapeError(f"save_every must be >= 1, got {save_every}", argument="save_every")
     if sphere:
-        X = sphere_project(X, where="of X0")
+        X = _sphere_project(X, where="of X0")
     if check_step:
         with small_problem_threads(X):
             check_rk4_step(dyn, X, dt, sphere=sphere)
-    fn = dyn.sphere_velocity if sphere else dyn.velocity
+    fn = dyn._sphere_velocity if sphere else dyn._velocity
     with small_problem_threads(X):
         times, states = _rk4_loop(fn, X, dt, steps, sphere, save_every, max_norm)
     return Trajectory(torch.tensor(times, dtype=torch.float64), torch.stack(states), "sphere" if sphere else "flow", dt)
@@ -414,7 +485,7 @@ def _rk4_loop(fn, X, dt, steps, sphere, save_every, max_norm):
         k4 = fn(X + dt * k3)
         X = X + dt / 6 * (k1 + 2 * k2 + 2 * k3 + k4)
         if sphere:
-            X = sphere_project(X, where=f"step {s} (t={s * dt:.4g})")
+            X = _sphere_project(X, where=f"step {s} (t={s * dt:.4g})")
         _guard(X, max_norm, f"step {s} (t={s * dt:.4g})")
         if s % save_every == 0 or s == steps:
             times.append(s * dt)
@@ -422,6 +493,9 @@ def _rk4_loop(fn, X, dt, steps, sphere, save_every, max_norm):
     return times, states
 
 
+@contract(dyn=_DYN, X0=_X, layers=Int(lo=1), eta=Float(lo=0.0), scheme=Choice(("postnorm", "prenorm")),
+          norm=Choice(("sphere", "layernorm")), save_every=Int(lo=1), max_norm=Float(lo=0.0, inf_ok=True),
+          min_contrast=Float(lo=1.0), warn=Flag())
 def simulate_stack(dyn: MHADynamics, X0, layers: int, eta: float, *, scheme: str = "postnorm",
                    norm: str = "sphere", save_every: int = 1, max_norm: float = 1e100,
                    min_contrast: float = 10.0, warn: bool = True) -> Trajectory:
@@ -434,7 +508,7 @@ def simulate_stack(dyn: MHADynamics, X0, layers: int, eta: float, *, scheme: str
     onset selection of the stack (:func:`numerics.patterns.discrete_selection`) is attached as
     ``selection``; a different ``k*`` than the flow's, or a frozen selection, is added to
     ``warnings`` and emitted as :class:`SelectionWarning` (``warn=False`` to silence)."""
-    X = dyn._check_X(X0)
+    X = dyn._check_X(X0, "X0")
     check_finite("X0", X)
     eta = _check_positive("eta", eta)
     if int(layers) < 1:
@@ -442,9 +516,9 @@ def simulate_stack(dyn: MHADynamics, X0, layers: int, eta: float, *, scheme: str
     if scheme not in ("postnorm", "prenorm"):
         raise ShapeError(f"scheme must be 'postnorm' or 'prenorm', got {scheme!r}", argument="scheme")
     if norm == "sphere":
-        nf = sphere_project
+        nf = _sphere_project
     elif norm == "layernorm":
-        nf = layer_norm
+        nf = _layer_norm
     else:
         raise ShapeError(f"norm must be 'sphere' or 'layernorm', got {norm!r}", argument="norm")
     if int(save_every) < 1:
@@ -456,9 +530,9 @@ def simulate_stack(dyn: MHADynamics, X0, layers: int, eta: float, *, scheme: str
         for l in range(1, int(layers) + 1):
             where = f"layer {l}"
             if scheme == "postnorm":
-                X = nf(X + eta * dyn.mha(X), where=where)
+                X = nf(X + eta * dyn._mha(X), where=where)
             else:
-                X = X + eta * dyn.mha(nf(X, where=where))
+                X = X + eta * dyn._mha(nf(X, where=where))
             _guard(X, max_norm, where)
             if l % save_every == 0 or l == layers:
                 times.append(l)
@@ -477,6 +551,14 @@ def simulate_stack(dyn: MHADynamics, X0, layers: int, eta: float, *, scheme: str
 
 
 # ----------------------------------------------------------------------------- batched fast path
+def _batched_sizes(bd) -> dict:
+    P, _, n, _ = bd.bias.shape
+    return {"P": P, "n": n, "d": bd.T.shape[-1]}
+
+
+_BATCHED = Instance(lambda: BatchedDynamics, "a BatchedDynamics", bind=_batched_sizes, tensor=lambda bd: bd.T)
+
+
 class BatchedDynamics:
     r"""Many ring-kernel :class:`MHADynamics` of one ``(n, d)`` evaluated as one batch (fast path of
     parameter sweeps; :func:`simulate_flow` / :func:`simulate_stack` are its one-trajectory reference).
@@ -486,7 +568,11 @@ class BatchedDynamics:
     attention is then ``softmax(b) = a``). States ``(P, n, d)``. The same formulas as
     :meth:`MHADynamics.mha` / :meth:`MHADynamics.sphere_velocity`."""
 
+    @contract(self=Passthrough(), dyns=Instance((list, tuple), "a list of MHADynamics"))
     def __init__(self, dyns: list[MHADynamics]):
+        for p, dy in enumerate(dyns):
+            if not isinstance(dy, MHADynamics):
+                raise DTypeError(f"cell {p}: expected an MHADynamics, got {type(dy).__name__}", argument="dyns")
         if not dyns:
             raise ShapeError("need at least one dynamics", argument="dyns")
         n, d = dyns[0].n, dyns[0].d
@@ -517,7 +603,9 @@ class BatchedDynamics:
         self.content = bool((self.scale != 0).any())
         self.A0 = torch.softmax(self.bias, -1)
 
+    @contract(self=_BATCHED, X=Tensor("P n d"))
     def mha(self, X: torch.Tensor) -> torch.Tensor:
+        """``MHA(X)_p`` ``(P, n, d)`` of every cell (the formula of :meth:`MHADynamics.mha`)."""
         if self.content:
             q = torch.einsum("phkd,pnd->phnk", self.Wq, X)
             k = torch.einsum("phkd,pnd->phnk", self.Wk, X)
@@ -527,15 +615,23 @@ class BatchedDynamics:
         AX = A @ X[:, None]  # (P, H, n, d)
         return (AX @ self.T.transpose(-1, -2)).sum(1)
 
+    @contract(self=_BATCHED, X=Tensor("P n d"))
     def sphere_velocity(self, X: torch.Tensor) -> torch.Tensor:
-        m = self.mha(X)
+        """Tangent field of every cell (the formula of :meth:`MHADynamics.sphere_velocity`)."""
+        m = self._mha(X)
         return m - (m * X).sum(-1, keepdim=True) / (X * X).sum(-1, keepdim=True) * X
+
+    # unchecked forms for simulate_cells' loop (states it built from a checked X0)
+    _mha = mha.__wrapped__
+    _sphere_velocity = sphere_velocity.__wrapped__
 
 
 def _unit_rows(X: torch.Tensor) -> torch.Tensor:
     return X / torch.linalg.vector_norm(X, dim=-1, keepdim=True)
 
 
+@contract(bd=_BATCHED, X0=Tensor("P n d"), dynamics=Choice(("sphere", "postnorm", "prenorm")), steps=Int(lo=1),
+          dt=Float(lo=0.0), eta=Float(lo=0.0), save_every=Int(lo=1))
 def simulate_cells(bd: BatchedDynamics, X0: torch.Tensor, *, dynamics: str, steps: int, dt: float = 0.05,
                    eta: float = 1.0, save_every: int = 1) -> tuple[np.ndarray, torch.Tensor]:
     """Integrate all cells of ``bd`` from ``X0`` ``(P, n, d)``: ``sphere`` = RK4 of the sphere flow
@@ -551,16 +647,16 @@ def simulate_cells(bd: BatchedDynamics, X0: torch.Tensor, *, dynamics: str, step
     times, states = [0.0], [X]
     for s in range(1, steps + 1):
         if dynamics == "sphere":
-            f = bd.sphere_velocity
+            f = bd._sphere_velocity
             k1 = f(X)
             k2 = f(X + 0.5 * dt * k1)
             k3 = f(X + 0.5 * dt * k2)
             k4 = f(X + dt * k3)
             X = _unit_rows(X + dt / 6 * (k1 + 2 * k2 + 2 * k3 + k4))
         elif dynamics == "postnorm":
-            X = _unit_rows(X + eta * bd.mha(X))
+            X = _unit_rows(X + eta * bd._mha(X))
         else:
-            X = X + eta * bd.mha(_unit_rows(X))
+            X = X + eta * bd._mha(_unit_rows(X))
         if s % save_every == 0 or s == steps:
             if not bool(torch.isfinite(X).all()):
                 raise SimulationDivergedError(f"non-finite state at step {s}", argument="X0")

@@ -23,7 +23,8 @@ import numpy as np
 import torch
 from scipy.sparse.linalg import LinearOperator, eigs, eigsh
 
-from numerics.errors import ShapeError, UndefinedError
+from numerics.contracts import Choice, Flag, Float, Int, Passthrough, Tensor, Walk, contract
+from numerics.errors import ParameterError, ShapeError, UndefinedError
 from numerics.laplacian import as_walk, generator_dense
 from numerics.markov import stationary_info
 from numerics.tolerance import tol
@@ -57,6 +58,7 @@ class SpectrumResult:
     matvecs: int
 
 
+@contract(walk=Walk(), index=Passthrough())
 def select(walk, index) -> ConnectionWalk:
     """The batch element ``index`` of a batched walk, in the same storage form (still factored)."""
     w = as_walk(walk)
@@ -73,28 +75,38 @@ def select(walk, index) -> ConnectionWalk:
     return ConnectionWalk(kind="heads", A=w._A[idx], T=T, W_O=w._W_O, W_V=w._W_V)
 
 
+@contract(walk=Walk())
 def dense_eigenvalues(walk) -> torch.Tensor:
     """Eigenvalues ``(..., nd)`` (complex128) of the dense ``Δ = I − W`` (naive reference)."""
     return torch.linalg.eigvals(generator_dense(walk))
 
 
+_PI = Tensor("n", nonneg=True, group=None)
+
+
+@contract(walk=Walk(), pi=_PI)
 def symmetrized_dense(walk, pi) -> torch.Tensor:
     """Dense ``S = D^{1/2} Δ D^{-1/2}`` ``(..., nd, nd)``, ``D = diag(π) ⊗ I_d`` (reference)."""
     w = as_walk(walk)
     pi = as_tensor("pi", pi).to(F64)
+    if bool((pi <= 0).any()):
+        raise UndefinedError("π must be positive for D^{-1/2}", argument="pi")
     Dl = generator_dense(w)
     r = torch.sqrt(pi).repeat_interleave(w.d, dim=-1)
     return r[..., :, None] * Dl / r[..., None, :]
 
 
 def _unbatched(walk, index) -> ConnectionWalk:
-    w = select(walk, index).to(dtype=F64)
+    w = select(walk, index)
+    w = w.to(dtype=F64)
     if len(w.batch_shape):
         raise ShapeError(f"batched walk (batch shape {tuple(w.batch_shape)}): pass index= to choose one element",
                          argument="walk")
     return w
 
 
+@contract(walk=Walk(), pi=Tensor("n", nonneg=True, group=None, optional=True), index=Passthrough(),
+          counter=Passthrough())
 def generator_operator(walk, *, pi=None, index=None, counter: list | None = None) -> LinearOperator:
     """Matrix-free ``Δ`` (``pi`` None) or ``S = D^{1/2} Δ D^{-1/2}`` as a float64 LinearOperator of
     shape ``(nd, nd)`` on token-major vectors; the matvec is ``x − walk.apply(x)``."""
@@ -119,15 +131,16 @@ def generator_operator(walk, *, pi=None, index=None, counter: list | None = None
         X = torch.from_numpy(np.ascontiguousarray(x.reshape(n, d), dtype=np.float64)).to(dev)
         if sq is not None:
             Y = X / sq
-            Y = Y - w.apply(Y)
+            Y = Y - w._apply(Y)
             Y = Y * sq
         else:
-            Y = X - w.apply(X)
+            Y = X - w._apply(X)
         return Y.reshape(-1).cpu().numpy()
 
     return LinearOperator((n * d, n * d), matvec=mv, dtype=np.float64)
 
 
+@contract(walk=Walk(), pi=_PI, probes=Int(lo=1), seed=Int(lo=0), index=Passthrough())
 def pi_symmetry_residual(walk, pi, *, probes: int = 4, seed: int = 0, index=None) -> float:
     """Matrix-free test of ``(D W)ᵀ = D W``: ``max |uᵀ D W v − vᵀ D W u| / (‖D^{½}u‖ ‖D^{½}W v‖ +
     ‖D^{½}v‖ ‖D^{½}W u‖)`` over seeded random probe pairs (two matvecs per pair)."""
@@ -137,7 +150,7 @@ def pi_symmetry_residual(walk, pi, *, probes: int = 4, seed: int = 0, index=None
     gen = torch.Generator(device="cpu").manual_seed(seed)
     U = torch.randn(probes, n, d, generator=gen, dtype=F64).to(w.device)
     V = torch.randn(probes, n, d, generator=gen, dtype=F64).to(w.device)
-    WU, WV = w.apply(U), w.apply(V)
+    WU, WV = w._apply(U), w._apply(V)
     ip = lambda a, b: (p[:, None] * a * b).sum((-1, -2))  # noqa: E731
     nrm = lambda a: torch.sqrt(ip(a, a))  # noqa: E731
     num = (ip(U, WV) - ip(V, WU)).abs()
@@ -145,6 +158,10 @@ def pi_symmetry_residual(walk, pi, *, probes: int = 4, seed: int = 0, index=None
     return float((num / den.clamp(min=1e-300)).max())
 
 
+@contract(walk=Walk(), k=Int(lo=1), which=Choice(("BE", "SA", "LA", "LM")),
+          pi=Tensor("n", nonneg=True, group=None, optional=True), symmetric=Flag(optional=True),
+          index=Passthrough(), tol_arpack=Float(lo=0.0, closed=True), ncv=Int(lo=1, optional=True),
+          maxiter=Int(lo=1, optional=True), seed=Int(lo=0))
 def extreme_eigenvalues(walk, k: int = 10, *, which: str = "BE", pi=None, symmetric: bool | None = None,
                         index=None, tol_arpack: float = 0.0, ncv: int | None = None, maxiter: int | None = None,
                         seed: int = 0) -> SpectrumResult:
@@ -160,7 +177,7 @@ def extreme_eigenvalues(walk, k: int = 10, *, which: str = "BE", pi=None, symmet
     n, d = w.n, w.d
     N = n * d
     if not (1 <= k < N - 1):
-        raise ShapeError(f"k must satisfy 1 <= k < n·d − 1 = {N - 1} for ARPACK, got {k}", argument="k")
+        raise ParameterError(f"must satisfy 1 <= k < n·d − 1 = {N - 1} for ARPACK, got {k}", argument="k")
     if which not in ("BE", "SA", "LA", "LM"):
         raise ShapeError(f"which must be one of BE, SA, LA, LM, got {which!r}", argument="which")
     pi_v = None
@@ -179,6 +196,12 @@ def extreme_eigenvalues(walk, k: int = 10, *, which: str = "BE", pi=None, symmet
             ok = sym_res <= tol(F64, N)
             if symmetric is None:
                 symmetric = ok
+            elif not ok:
+                # forcing the symmetric path with a π that does not symmetrise Δ would return the
+                # eigenvalues of a different operator: refused, never computed
+                raise UndefinedError(f"symmetric=True but Δ is not self-adjoint in <·,·>_π (π-symmetry residual "
+                                     f"{sym_res:.3e} > {tol(F64, N):.1e}): pass the stationary π or symmetric=None",
+                                     argument="pi" if pi is not None else "walk")
         else:
             symmetric = False
     rng = np.random.default_rng(seed)

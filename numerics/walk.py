@@ -26,8 +26,10 @@ from dataclasses import dataclass
 
 import torch
 
+from numerics.contracts import Flag, FloatDType, Index, Passthrough, Tensor, Walk, contract, Float
 from numerics.errors import OffSupportError, ShapeError
 from numerics.validate import (
+    check_memory,
     as_tensor,
     check_finite,
     check_ndim,
@@ -41,6 +43,7 @@ from numerics.tolerance import tol
 __all__ = ["ConnectionWalk", "ConstantTransport", "kron_token_major", "kron_feature_major"]
 
 
+@contract(A=Tensor("... n n"), T=Tensor("... d d"))
 def kron_token_major(A: torch.Tensor, T: torch.Tensor) -> torch.Tensor:
     """``kron(A, T)`` batched over A's leading dims: the token-major operator of SHA (T1)."""
     n, d = A.shape[-1], T.shape[-1]
@@ -48,6 +51,7 @@ def kron_token_major(A: torch.Tensor, T: torch.Tensor) -> torch.Tensor:
     return out.reshape(*out.shape[:-4], n * d, n * d)
 
 
+@contract(A=Tensor("... n n"), T=Tensor("... d d"))
 def kron_feature_major(A: torch.Tensor, T: torch.Tensor) -> torch.Tensor:
     """``kron(T, A)``: the same map written for feature-major stacking ``vec(X)``.
 
@@ -108,6 +112,7 @@ class ConnectionWalk:
         return A
 
     @classmethod
+    @contract(A=Tensor("... n n", nonneg=True), T=Tensor("d d"), stochastic=Flag())
     def from_sha(cls, A, T, *, stochastic: bool = False) -> "ConnectionWalk":
         """Single head (T1): ``A`` ``(..., n, n)``, ``T`` ``(d, d)``. ``W = kron(A, T)``.
 
@@ -121,6 +126,7 @@ class ConnectionWalk:
         return cls(kind="heads", A=A.unsqueeze(-3), T=T.unsqueeze(0))
 
     @classmethod
+    @contract(A=Tensor("... H n n", nonneg=True), T=Tensor("... H d d"), stochastic=Flag())
     def from_mha(cls, A, T, *, stochastic: bool = False) -> "ConnectionWalk":
         """Multi-head (T2): ``A`` ``(..., H, n, n)``, ``T`` ``(H, d, d)`` (or ``(..., H, d, d)``)."""
         A = cls._check_attention(A, "A", 3, "(..., H, n, n)", stochastic)
@@ -134,6 +140,7 @@ class ConnectionWalk:
         return cls(kind="heads", A=A, T=T)
 
     @classmethod
+    @contract(A=Tensor("... H n n", nonneg=True), W_V=Tensor("H k d"), W_O=Tensor("H d k"), stochastic=Flag())
     def from_factors(cls, A, W_O, W_V, *, stochastic: bool = False) -> "ConnectionWalk":
         """Multi-head with low-rank transports ``T_h = W_O[h] @ W_V[h]``.
 
@@ -159,6 +166,7 @@ class ConnectionWalk:
         return cls(kind="heads", A=A, W_O=W_O, W_V=W_V)
 
     @classmethod
+    @contract(P=Tensor("... n n", nonneg=True), O=Tensor(("d d", "... n n d d")), stochastic=Flag())
     def from_edges(cls, P, O, *, stochastic: bool = False) -> "ConnectionWalk":
         """Explicit walk matrix ``P`` ``(..., n, n)`` and per-edge transports ``O`` ``(..., n, n, d, d)``.
 
@@ -176,6 +184,7 @@ class ConnectionWalk:
         return cls(kind="edges", P=P, O=O)
 
     @classmethod
+    @contract(B=Tensor("... n n d d"), P=Tensor("... n n", nonneg=True, optional=True))
     def from_blocks(cls, B, *, P=None) -> "ConnectionWalk":
         """From blocks ``B`` ``(..., n, n, d, d)`` with a chosen gauge ``P`` (default: row sums of
         ``‖B_ij‖_F`` normalised; any row-stochastic ``P`` positive where ``B ≠ 0`` works, T2 gauge)."""
@@ -254,12 +263,14 @@ class ConnectionWalk:
         """Boolean ``(..., n, n)``: edges with ``P_ij > 0`` (where ``O_ij`` is defined)."""
         return self.walk_matrix > 0
 
+    @contract(self=Walk(blame=False), device=Passthrough(), dtype=FloatDType(optional=True))
     def to(self, device=None, dtype=None) -> "ConnectionWalk":
         f = lambda t: None if t is None else t.to(device=device, dtype=dtype)  # noqa: E731
         return ConnectionWalk(kind=self.kind, A=f(self._A), T=f(self._T), W_O=f(self._W_O), W_V=f(self._W_V),
                               P=f(self._P), O=f(self._O))
 
     # ------------------------------------------------------------------ action
+    @contract(self=Walk(blame=False), X=Tensor("... n d"))
     def apply(self, X) -> torch.Tensor:
         """``Y = W(X)``: ``y_i = Σ_j B_ij x_j``; ``X`` ``(..., n, d)`` → ``(..., n, d)``.
 
@@ -285,20 +296,43 @@ class ConnectionWalk:
         return Zc @ Wo.T
 
     __call__ = apply
+    #: unchecked form for the library's own matvec loops (inputs it built itself)
+    _apply = apply.__wrapped__
 
+    def _dense_bytes(self, copies: int = 1) -> int:
+        """Bytes of ``copies`` dense ``(..., n, n, d, d)`` objects in the walk's dtype."""
+        batch = 1
+        for s_ in self.batch_shape:
+            batch *= int(s_)
+        return copies * batch * (self.n * self.d) ** 2 * torch.empty((), dtype=self.dtype).element_size()
+
+    def _check_dense(self, what: str, copies: int = 1, name: str = "walk") -> None:
+        """Refuse (:class:`~numerics.errors.MemoryBudgetError` naming ``name``) when ``copies`` dense
+        ``n²d²`` objects exceed :func:`numerics.validate.memory_budget`."""
+        check_memory(name, self._dense_bytes(copies),
+                     f"{what} (n={self.n}, d={self.d}, batch={tuple(self.batch_shape)})",
+                     "the factored walk.apply / numerics.spectra.extreme_eigenvalues / walk.edge_transport(i, j)")
+
+    @contract(self=Walk(blame=False))
     def blocks(self) -> torch.Tensor:
-        """``B`` ``(..., n, n, d, d)`` with ``B[..., i, j] = Σ_h A^h_ij T_h`` (materialises n²d²)."""
+        """``B`` ``(..., n, n, d, d)`` with ``B[..., i, j] = Σ_h A^h_ij T_h`` (materialises n²d²;
+        refused above the memory budget)."""
+        self._check_dense("the n²d² blocks B")
         if self.kind == "edges":
             return self._P[..., None, None] * self._O
         return torch.einsum("...hij,...hab->...ijab", self._A, self.head_transports)
 
+    @contract(self=Walk(blame=False))
     def to_dense(self) -> torch.Tensor:
-        """Token-major ``(..., n·d, n·d)`` operator: rows ``i·d:(i+1)·d``, cols ``j·d:(j+1)·d`` = ``B_ij``."""
+        """Token-major ``(..., n·d, n·d)`` operator: rows ``i·d:(i+1)·d``, cols ``j·d:(j+1)·d`` = ``B_ij``
+        (refused above the memory budget: :class:`~numerics.errors.MemoryBudgetError`)."""
+        self._check_dense("the dense (nd)×(nd) operator", copies=2)
         B = self.blocks()
         n, d = self.n, self.d
         return B.transpose(-3, -2).reshape(*B.shape[:-4], n * d, n * d)
 
     # ------------------------------------------------------------------ gates and edge transports
+    @contract(self=Walk(blame=False))
     def gates(self) -> torch.Tensor:
         """``g^h_ij = A^h_ij / Σ_k A^k_ij`` ``(..., H, n, n)``; convex on the support.
 
@@ -307,6 +341,7 @@ class ConnectionWalk:
         s = A.sum(-3, keepdim=True)
         return torch.where(s > 0, A / torch.where(s > 0, s, torch.ones_like(s)), torch.full_like(A, float("nan")))
 
+    @contract(self=Walk(blame=False), i=Index("n"), j=Index("n"))
     def edge_transport(self, i: int, j: int) -> torch.Tensor:
         """``O_ij = H Σ_h g^h_ij T_h = B_ij / P_ij`` ``(..., d, d)``.
 
@@ -327,8 +362,11 @@ class ConnectionWalk:
         B = torch.einsum("...h,...hab->...ab", self._A[..., :, i, j], self.head_transports)
         return B / P[..., None, None]
 
+    @contract(self=Walk(blame=False))
     def edge_transports(self) -> tuple[torch.Tensor, torch.Tensor]:
-        """All ``O_ij`` ``(..., n, n, d, d)`` and the support mask; NaN off the support."""
+        """All ``O_ij`` ``(..., n, n, d, d)`` and the support mask; NaN off the support (refused above
+        the memory budget)."""
+        self._check_dense("the n²d² edge transports O", copies=2)
         P = self.walk_matrix
         sup = P > 0
         if self.kind == "edges":  # the stored transports, exactly (no B / P round trip)
@@ -350,6 +388,8 @@ class ConnectionWalk:
             T = self.head_transports
             V = T.reshape(*T.shape[:-2], d * d).transpose(-1, -2)
             return U, V
+        self._check_dense("the n²d² blocks and a d²×d² identity", copies=2)
+        check_memory("walk", d ** 4 * 8, f"a d²×d² identity (d={d})", "a heads-form walk (from_mha / from_factors)")
         B = self.blocks()
         R = B.reshape(*B.shape[:-4], n * n, d * d)
         eye = torch.eye(d * d, dtype=R.dtype, device=R.device)
@@ -374,6 +414,7 @@ class ConnectionWalk:
         normB = torch.linalg.vector_norm(s, dim=-1)  # ‖R‖_F = ‖B‖_F = ‖σ(R)‖₂
         return P, T, gap, normB
 
+    @contract(self=Walk(blame=False))
     def nearest_kronecker(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """``(P, T, gap)`` minimising ``‖B − P ⊗ T‖_F`` over all ``P`` (n×n) and ``T`` (d×d).
 
@@ -381,6 +422,7 @@ class ConnectionWalk:
         P, T, gap, _ = self._nearest_kronecker()
         return P, T, gap
 
+    @contract(self=Walk(blame=False), rtol=Float(lo=0.0, closed=True, optional=True))
     def constant_transport(self, *, rtol: float | None = None) -> ConstantTransport:
         """T2 constant-transport test: is every ``B_ij = P_ij T`` with ``P ≥ 0``?
 

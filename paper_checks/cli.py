@@ -6,20 +6,43 @@ r"""``connwalk`` command line.
   E1/E2; ``--claims laplacian`` runs the LAP check); prints the verdict table.
 * ``connwalk patterns ...``: registered by :mod:`paper_checks.patterns_cli` when installed.
 
-Exit status: 0 success; 2 bad input (unknown claim / model, corpus too short, output path that is a
-file, ...), with a one-line error on stderr and nothing written; 1 unexpected failure.
+Exit status: 0 success; 2 bad input (unknown claim / model, corpus too short, an ``--out`` that is a
+file or an existing directory that is not a report of this suite, ...), with a one-line error on
+stderr naming the option as typed and nothing written; every option is checked before any work
+(:data:`OPTIONS`); 130 / 143 when interrupted by SIGINT / SIGTERM (the temporary report directory is
+removed); 1 unexpected failure.
 """
 from __future__ import annotations
 
 import argparse
-import importlib
-import importlib.util
+import signal
 import sys
 import time
 
+from numerics.contracts import Int, declare
 from numerics.errors import ConnwalkError
-from paper_checks.main_job import CLAIMS, JobConfig, default_models, run_job
-from paper_checks.report import verdict_table
+from paper_checks import patterns_cli
+from paper_checks.main_job import CLAIMS, JobConfig, check_claims, check_model_name, default_models, run_job
+from paper_checks.report import check_out_dir, verdict_table
+
+#: the declared kinds of the numeric options of ``paper-checks`` and ``analyze`` (checked before any work)
+OPTIONS = declare(
+    "connwalk paper-checks",
+    **{"--seed": Int(lo=0, hi=2**32 - 1), "--prompts": Int(lo=2, optional=True),
+       "--length": Int(lo=4, optional=True), "--null-seeds": Int(lo=1, optional=True),
+       "--n-boot": Int(lo=1, optional=True), "--threads": Int(lo=1, hi=4096)},
+)
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse with a one-line usage error (``connwalk: error: argument --seed: ...``), exit 2."""
+
+    def error(self, message):  # noqa: D401 - argparse API
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
+class Terminated(SystemExit):
+    """Raised by the SIGTERM handler so that cleanup (``finally`` / ``except BaseException``) runs."""
 
 
 def _common(p: argparse.ArgumentParser) -> None:
@@ -35,19 +58,28 @@ def _common(p: argparse.ArgumentParser) -> None:
                         "extra threads only add contention; measured 8x faster than 2 threads on a busy 2-core box)")
 
 
-def _positive(args) -> None:
-    for k in ("prompts", "length", "null_seeds", "n_boot"):
-        v = getattr(args, k, None)
-        if v is not None and v < 1:
-            raise ConnwalkError(f"must be >= 1, got {v}", argument="--" + k.replace("_", "-"))
-    if getattr(args, "prompts", None) is not None and args.prompts < 2:
-        raise ConnwalkError("needs at least 2 prompts for a bootstrap", argument="--prompts")
-    if getattr(args, "length", None) is not None and args.length < 4:
-        raise ConnwalkError("needs at least 4 tokens per prompt", argument="--length")
+def check_options(args) -> None:
+    """Every option of ``paper-checks`` / ``analyze`` before any work (raises naming the option)."""
+    OPTIONS.validate({opt: getattr(args, opt[2:].replace("-", "_")) for opt in OPTIONS.specs})
+    if args.command == "paper-checks":
+        check_out_dir(args.out)
+        if args.claims is not None:
+            check_claims(args.claims)
+        for m in args.models or []:
+            check_model_name(m)
+    else:
+        if args.out is not None:
+            check_out_dir(args.out)
+        if args.claims is not None:
+            check_claims(args.claims)
+        try:
+            check_model_name(args.model)
+        except ConnwalkError as exc:
+            raise type(exc)(str(exc).split(": ", 1)[-1], argument="model") from None
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="connwalk", description="connwalk: operator view of transformers")
+    parser = Parser(prog="connwalk", description="connwalk: operator view of transformers")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
     pc = sub.add_parser("paper-checks", help="run the paper checks (main job) and write a report directory")
@@ -63,10 +95,7 @@ def build_parser() -> argparse.ArgumentParser:
     an.add_argument("--claims", nargs="+", default=None,
                     help="claims to check (default: E1 E2; e.g. `--claims laplacian` for the LAP check)")
     _common(an)
-    if importlib.util.find_spec("paper_checks.patterns_cli") is not None:
-        mod = importlib.import_module("paper_checks.patterns_cli")
-        if hasattr(mod, "add_parser"):
-            mod.add_parser(sub)
+    patterns_cli.add_parser(sub)
     return parser
 
 
@@ -76,18 +105,38 @@ def _config(args, models, claims) -> JobConfig:
                      progress=not args.no_progress)
 
 
+def _on_sigterm(signum, frame):
+    raise Terminated(143)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
-        if getattr(args, "threads", None) is not None:
-            if args.threads < 1:
-                raise ConnwalkError(f"must be >= 1, got {args.threads}", argument="--threads")
+        previous = signal.signal(signal.SIGTERM, _on_sigterm)
+    except ValueError:  # not the main thread: leave signals alone
+        previous = None
+    try:
+        return _run(parser, args)
+    except Terminated:
+        print("connwalk: terminated (SIGTERM); nothing was written", file=sys.stderr)
+        return 143
+    except KeyboardInterrupt:
+        print("connwalk: interrupted (SIGINT); nothing was written", file=sys.stderr)
+        return 130
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+
+
+def _run(parser, args) -> int:
+    try:
+        if args.command in ("paper-checks", "analyze"):
+            check_options(args)
             import torch
 
             torch.set_num_threads(args.threads)
         if args.command == "paper-checks":
-            _positive(args)
             cfg = _config(args, args.models or default_models(), args.claims or list(CLAIMS))
             t0 = time.perf_counter()
             rows, _ = run_job(cfg, args.out)
@@ -95,7 +144,6 @@ def main(argv: list[str] | None = None) -> int:
             print(f"\nreport written to {args.out} ({time.perf_counter() - t0:.1f} s)")
             return 0
         if args.command == "analyze":
-            _positive(args)
             cfg = _config(args, [args.model], args.claims or ["E1", "E2"])
             rows, _ = run_job(cfg, args.out)
             print(verdict_table(rows))

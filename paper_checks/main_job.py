@@ -14,8 +14,7 @@ streams all derive from it.
 """
 from __future__ import annotations
 
-import importlib
-import importlib.util
+import os
 import sys
 import time
 from dataclasses import dataclass, field
@@ -23,10 +22,11 @@ from pathlib import Path
 
 import torch
 
-from numerics.errors import ConnwalkError, ModelError
+from numerics.errors import ConnwalkError, ModelError, ModelNotInstalledError
+from numerics.models import registry
 from paper_checks import claims as C
+from paper_checks import e5, e6, synthetic
 from paper_checks import laplacian_check as LAP
-from paper_checks import synthetic
 from paper_checks.measure import measure
 from paper_checks.report import check_out_dir, write_report
 from paper_checks.verdict import StatResult
@@ -34,7 +34,22 @@ from paper_checks.verdict import StatResult
 CLAIMS = ("E1", "E2", "E3", "E4", "E5", "E6", LAP.CLAIM)
 EMBEDDED = ("minilm", "smollm2-135m")
 SCALE_SET = ("mpnet-base", "gemma3-270m")
-EXTERNAL = {"E5": "paper_checks.e5", "E6": "paper_checks.e6"}
+EXTERNAL = {"E5": e5, "E6": e6}
+
+#: library argument names → the option the user typed (errors raised while loading models / prompts)
+OPTION_NAMES = {"name": "--models", "path": "--models", "length": "--length", "n_prompts": "--prompts",
+                "input_ids": "--length", "texts": "--length", "handle_or_tokenizer": "--models"}
+
+
+def as_option_error(exc: ConnwalkError) -> ConnwalkError:
+    """``exc`` re-addressed to the command-line option the user typed (same type, same message)."""
+    opt = OPTION_NAMES.get(exc.argument or "")
+    if opt is None:
+        return exc
+    msg = str(exc)
+    if exc.argument and msg.startswith(f"{exc.argument}: "):
+        msg = msg[len(exc.argument) + 2:]
+    return type(exc)(msg, argument=opt)
 
 
 class UnknownClaimError(ConnwalkError, ValueError):
@@ -89,28 +104,55 @@ def check_claims(claims) -> list[str]:
 
 def default_models() -> list[str]:
     """The embedded checkpoints plus every scale-set model whose packages are installed."""
-    models = list(EMBEDDED)
-    try:
-        reg = importlib.import_module("numerics.models.registry")
-        avail = getattr(reg, "available", None)
-        if callable(avail):
-            have = set(avail())
-            models += [m for m in SCALE_SET if m in have]
-    except ImportError:
-        pass
-    return models
+    have = set(registry.available())
+    return list(EMBEDDED) + [m for m in SCALE_SET if m in have]
+
+
+def check_model_name(name) -> str:
+    """Refuse a ``--models`` entry before any work (no loading): unknown names, missing files,
+    checkpoints whose package is not installed, and ``random:*`` (the null models are added
+    automatically for every model)."""
+    if not isinstance(name, str) or not name.strip():
+        raise ModelError(f"expected a model name, got {name!r}", argument="--models")
+    if name.startswith("random:"):
+        raise ModelError(f"{name!r}: null models random:<name> are run automatically for every model; pass the "
+                         f"trained model ({name[7:]!r})", argument="--models")
+    if synthetic.is_synthetic(name):
+        key = name.removeprefix("synthetic:")
+        if key not in synthetic.CONFIGS:
+            raise ModelError(f"unknown synthetic model {name!r}; known: "
+                             f"{', '.join('synthetic:' + k for k in synthetic.CONFIGS)}", argument="--models")
+        return name
+    if name.startswith("tiny:"):
+        fams = ("bert", "llama", "gpt2", "gemma3", "mpnet")
+        if name[5:] not in fams:
+            raise ModelError(f"unknown tiny family {name!r}; known: {', '.join('tiny:' + f for f in fams)}",
+                             argument="--models")
+        return name
+    known = registry.known()
+    if name in known:
+        if name not in registry.available():
+            raise ModelNotInstalledError(f"{name!r} is not installed; install it with: {known[name]}",
+                                         argument="--models")
+        return name
+    p = Path(os.path.expanduser(name))
+    if p.suffix.lower() == ".gguf":
+        if not p.is_file():
+            raise ModelError(f"{str(p)!r}: no such GGUF file", argument="--models")
+        return name
+    if p.is_dir():
+        if not (p / "config.json").is_file():
+            raise ModelError(f"{str(p)!r}: not a Hugging Face model directory (no config.json)", argument="--models")
+        return name
+    raise ModelError(f"unknown model {name!r}: use one of {', '.join(known)}, a local Hugging Face directory, a "
+                     ".gguf file or synthetic:<cfg>", argument="--models")
 
 
 def load_model(name: str, *, seed: int = 0):
     """A model handle: ``synthetic:...`` names here, everything else via the registry (float32)."""
     if synthetic.is_synthetic(name):
         return synthetic.load(name, seed=seed)
-    try:
-        reg = importlib.import_module("numerics.models.registry")
-    except ImportError as exc:
-        raise ModelError(f"cannot load {name!r}: numerics.models.registry is not available ({exc})",
-                         argument="--models") from exc
-    return reg.load(name, dtype=torch.float32, device="cpu", seed=seed)
+    return registry.load(name, dtype=torch.float32, device="cpu", seed=seed)
 
 
 def null_name(name: str) -> str:
@@ -137,13 +179,6 @@ def sample_ids(handle, n_prompts: int, length: int, seed: int) -> torch.Tensor:
     return sample_prompts(handle, n_prompts, length, seed)
 
 
-def _external(claim: str):
-    mod = EXTERNAL[claim]
-    if importlib.util.find_spec(mod) is None:
-        return None
-    return importlib.import_module(mod)
-
-
 def _bar(total: int, enabled: bool):
     if not enabled:
         return None
@@ -165,10 +200,15 @@ def run_job(cfg: JobConfig, out: str | Path | None, *, log=print) -> tuple[list[
     handles, ids = {}, {}
     if want_models:
         for name in cfg.models:
-            if name in handles:
-                continue
-            handles[name] = load_model(name, seed=cfg.seed)
-            ids[name] = sample_ids(handles[name], r["n_prompts"], r["length"], cfg.seed)
+            check_model_name(name)
+        try:
+            for name in cfg.models:
+                if name in handles:
+                    continue
+                handles[name] = load_model(name, seed=cfg.seed)
+                ids[name] = sample_ids(handles[name], r["n_prompts"], r["length"], cfg.seed)
+        except ConnwalkError as exc:
+            raise as_option_error(exc) from exc
     notes = []
     timings: dict[str, float] = {}
     runs: list[C.ModelRun] = []
@@ -216,9 +256,9 @@ def run_job(cfg: JobConfig, out: str | Path | None, *, log=print) -> tuple[list[
         for c in ("E5", "E6"):
             if c not in claims:
                 continue
-            mod = _external(c)
-            if mod is None or not hasattr(mod, "run"):
-                msg = f"{c}: module {EXTERNAL[c]} is not available in this installation; {c} was skipped"
+            mod = EXTERNAL[c]
+            if not hasattr(mod, "run"):
+                msg = f"{c}: {getattr(mod, '__name__', mod)} is not available in this installation (no run()); {c} was skipped"
                 notes.append(msg)
                 log(f"warning: {msg}", file=sys.stderr)
                 continue

@@ -34,14 +34,84 @@ import sys
 
 import torch
 
-from numerics.errors import ConnwalkError, ShapeError
+from numerics.contracts import Float, Int, declare
+from numerics.errors import ConnwalkError, ParameterError, ShapeError
 from numerics.patterns import (
     PATTERN_CLASSES, dispersion, gaussian_kernel, predict_pattern, signed_wavenumbers,
 )
+from numerics.validate import check_memory
 
 __all__ = ["add_parser", "build_parser", "main", "run", "parse_transport", "parse_kernel"]
 
 F64 = torch.float64
+
+
+# ------------------------------------------------------------------ option contract
+def _option_rules(a: dict, sizes: dict) -> None:
+    if a["--phase-grid"] == 1:
+        raise ParameterError("must be 0 (skip) or >= 2, got 1", argument="--phase-grid")
+
+
+#: the declared kinds of the numeric options (checked before any work, errors name the option)
+OPTIONS = declare(
+    "connwalk patterns",
+    after=_option_rules,
+    **{"--n": Int(lo=2), "--t-final": Float(lo=0.0), "--dt": Float(lo=0.0), "--eta": Float(lo=0.0),
+       "--layers": Int(lo=1), "--seed": Int(lo=0, hi=2**63 - 1), "--eps": Float(lo=0.0),
+       "--phase-grid": Int(lo=0), "--phase-rho": Float(nonzero=True)},
+)
+
+#: library argument names → the option the user typed (errors raised while simulating)
+OPTION_NAMES = {"dt": "--dt", "t_final": "--t-final", "X0": "--eps", "X": "--eps", "eps": "--eps", "eta": "--eta",
+                "layers": "--layers", "kernels": "--kernel", "width": "--kernel", "center": "--kernel",
+                "transports": "--transport", "n": "--n", "x_star": "--transport", "pos_bias": "--kernel"}
+
+#: ``summary.json["schema"]``: an existing non-empty ``--out`` must carry it (files of others are never overwritten)
+SCHEMA = "connwalk.patterns.summary/1"
+
+
+def _check_out(out) -> None:
+    from pathlib import Path
+
+    from paper_checks.report import OutputPathError, check_out_dir
+
+    if not isinstance(out, str) or not out.strip():
+        raise OutputPathError(f"expected a directory path, got {out!r}", argument="--out")
+    p = Path(out)
+    if p.is_dir() and any(p.iterdir()):
+        try:
+            with open(p / "summary.json", encoding="utf-8") as fh:
+                ours = json.load(fh).get("schema") == SCHEMA
+        except (OSError, ValueError, AttributeError):
+            ours = False
+        if not ours:
+            raise OutputPathError(f"{out!r} exists and holds files not written by connwalk patterns (no summary.json "
+                                  f"with schema {SCHEMA!r}); choose a new or empty directory", argument="--out")
+        return
+    check_out_dir(out)
+
+
+def check_options(args) -> None:
+    """Every option before any work; raises a :class:`ConnwalkError` naming the option as typed."""
+    OPTIONS.validate({opt: getattr(args, opt[2:].replace("-", "_")) for opt in OPTIONS.specs})
+    _check_out(args.out)
+    if args.dynamics in ("flow", "sphere") and args.t_final < args.dt:
+        raise ParameterError(f"must be at least one step of --dt={args.dt}, got {args.t_final}", argument="--t-final")
+    H = len(args.kernel or (EXAMPLES[args.example][0] if args.example else ["4:1.5"]))
+    # the dynamics form (H, n, n) attention scores (a few copies during an RK4 step)
+    check_memory("--n", 8 * H * args.n * args.n * 8, f"the (H, n, n) attention of the simulation (n={args.n})",
+                 "a smaller --n")
+
+
+def as_option_error(exc: ConnwalkError) -> ConnwalkError:
+    """``exc`` re-addressed to the option the user typed (same type and message)."""
+    opt = OPTION_NAMES.get(exc.argument or "")
+    if opt is None:
+        return exc
+    msg = str(exc)
+    if msg.startswith(f"{exc.argument}: "):
+        msg = msg[len(exc.argument) + 2:]
+    return type(exc)(msg, argument=opt)
 
 
 # ------------------------------------------------------------------ parsing
@@ -50,9 +120,9 @@ def parse_kernel(spec: str, n: int) -> torch.Tensor:
     try:
         c, w = (float(x) for x in spec.split(":"))
     except ValueError:
-        raise ShapeError(f"expected CENTER:WIDTH (e.g. 4:1.5), got {spec!r}", argument="--kernel") from None
+        raise ParameterError(f"expected CENTER:WIDTH (e.g. 4:1.5), got {spec!r}", argument="--kernel") from None
     if not (w > 0 and math.isfinite(w) and math.isfinite(c)):
-        raise ShapeError(f"width must be positive and finite, got {spec!r}", argument="--kernel")
+        raise ParameterError(f"width must be positive and finite, got {spec!r}", argument="--kernel")
     return gaussian_kernel(n, c, w)
 
 
@@ -66,9 +136,14 @@ def parse_transport(spec: str) -> torch.Tensor:
     try:
         kind, _, body = spec.partition(":")
         if kind == "diag":
-            return torch.diag(torch.tensor([float(x) for x in body.split(",")], dtype=F64))
+            v = torch.tensor([float(x) for x in body.split(",")], dtype=F64)
+            if not bool(torch.isfinite(v).all()):
+                raise ValueError
+            return torch.diag(v)
         if kind in ("rot", "blockrot"):
             rho, th = (float(x) for x in body.split(","))
+            if not (math.isfinite(rho) and math.isfinite(th)):
+                raise ValueError
             R = _rot(rho, th)
             if kind == "rot":
                 return R
@@ -80,6 +155,8 @@ def parse_transport(spec: str) -> torch.Tensor:
             rows = [[float(x) for x in r.split(",")] for r in body.split(";")]
             M = torch.tensor(rows, dtype=F64)
             if M.ndim != 2 or M.shape[0] != M.shape[1]:
+                raise ValueError
+            if not bool(torch.isfinite(M).all()):
                 raise ValueError
             return M
     except (ValueError, RuntimeError):
@@ -95,7 +172,11 @@ EXAMPLES = {
 
 
 def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.ArgumentParser:
-    p = parser or argparse.ArgumentParser(prog="connwalk patterns", description=__doc__.split("\n")[0])
+    if parser is None:
+        from paper_checks.cli import Parser
+
+        parser = Parser(prog="connwalk patterns", description=__doc__.split("\n")[0])
+    p = parser
     p.add_argument("--out", required=True, help="output directory (created if missing)")
     p.add_argument("--example", choices=sorted(EXAMPLES), default=None, help="THEOREMS.md T6 reference case")
     p.add_argument("--n", type=int, default=64, help="ring size (default 64)")
@@ -127,7 +208,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
 # ------------------------------------------------------------------ work
 def _model(args):
     if args.n < 2:
-        raise ShapeError(f"ring size must be >= 2, got {args.n}", argument="--n")
+        raise ParameterError(f"ring size must be >= 2, got {args.n}", argument="--n")
     ks, ts = EXAMPLES[args.example] if args.example else ([], [])
     ks = args.kernel or ks or ["4:1.5"]
     ts = args.transport or ts or ["diag:1,-3"]
@@ -269,18 +350,20 @@ def _plots(out, a, T, pred, traj, phase, args):
 
 
 def run(args) -> int:
-    """Execute ``connwalk patterns`` for parsed ``args``; raises :class:`ConnwalkError` on bad input."""
-    if os.path.exists(args.out) and not os.path.isdir(args.out):
-        raise ShapeError(f"{args.out!r} exists and is not a directory", argument="--out")
-    if args.phase_grid < 0 or args.phase_grid == 1:
-        raise ShapeError(f"must be 0 (skip) or >= 2, got {args.phase_grid}", argument="--phase-grid")
-    a, T, ks, ts = _model(args)
-    pred = predict_pattern(a, T)
-    traj = _simulate(a, T, args)
-    obs = _observe(traj)
-    phase = _phase(args, args.observe) if args.phase_grid >= 2 else None
+    """Execute ``connwalk patterns`` for parsed ``args``; raises :class:`ConnwalkError` (naming the
+    option as typed) on bad input, before any work and before anything is written."""
+    check_options(args)
+    try:
+        a, T, ks, ts = _model(args)
+        pred = predict_pattern(a, T)
+        traj = _simulate(a, T, args)
+        obs = _observe(traj)
+        phase = _phase(args, args.observe) if args.phase_grid >= 2 else None
+    except ConnwalkError as exc:
+        raise as_option_error(exc) from exc
     os.makedirs(args.out, exist_ok=True)
     summary = {
+        "schema": SCHEMA,
         "kernels": ks, "transports": ts, "n": a.shape[1], "dynamics": args.dynamics,
         "prediction": {
             "k_star": pred.k_star, "growth_rate": [pred.growth_rate.real, pred.growth_rate.imag],
@@ -329,6 +412,9 @@ def main(argv: list[str] | None = None) -> int:
     except ConnwalkError as exc:
         print(f"connwalk patterns: error: {exc}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        print("connwalk patterns: interrupted (SIGINT)", file=sys.stderr)
+        return 130
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -36,11 +36,34 @@ CAVEATS = [
 ]
 
 
+#: ``results.json["schema"]`` of every report this suite writes: the marker that lets ``--out`` replace
+#: an existing directory (one without it is never deleted)
+SCHEMA = "connwalk.paper-checks.report/1"
+
+
+def is_report_dir(p: Path) -> bool:
+    """``p`` is a report directory written by this suite (its ``results.json`` carries :data:`SCHEMA`)."""
+    try:
+        with open(p / "results.json", encoding="utf-8") as fh:
+            return json.load(fh).get("schema") == SCHEMA
+    except (OSError, ValueError, AttributeError):
+        return False
+
+
 def check_out_dir(out: str | os.PathLike) -> Path:
-    """Validate ``out`` before any work: it may exist only as a directory; its parent must be creatable."""
+    """Validate ``out`` before any work. It may be new, an empty directory, or a report directory this
+    suite wrote (:func:`is_report_dir`); any other existing directory or file is refused, never
+    replaced. Its parent must be creatable and writable (probed with a temporary directory that is
+    removed at once)."""
+    if not isinstance(out, (str, os.PathLike)) or not str(out).strip():
+        raise OutputPathError(f"expected a directory path, got {str(out)!r}", argument="--out")
     p = Path(out)
     if p.exists() and not p.is_dir():
         raise OutputPathError(f"{str(p)!r} exists and is not a directory", argument="--out")
+    if p.is_dir() and any(p.iterdir()) and not is_report_dir(p):
+        raise OutputPathError(f"{str(p)!r} exists and is not a connwalk report (no results.json with schema "
+                              f"{SCHEMA!r}); it would be replaced as a whole, so it is left alone: choose a new or "
+                              "empty directory", argument="--out")
     parent = p.absolute().parent
     if parent.exists() and not parent.is_dir():
         raise OutputPathError(f"parent {str(parent)!r} is not a directory", argument="--out")
@@ -49,6 +72,11 @@ def check_out_dir(out: str | os.PathLike) -> Path:
         anc = anc.parent
     if not anc.is_dir() or not os.access(anc, os.W_OK):
         raise OutputPathError(f"cannot create files under {str(anc)!r}", argument="--out")
+    try:
+        probe = tempfile.mkdtemp(prefix=".connwalk-probe-", dir=anc)
+    except OSError as exc:
+        raise OutputPathError(f"cannot create files under {str(anc)!r} ({exc.strerror})", argument="--out") from None
+    os.rmdir(probe)
     return p
 
 
@@ -187,7 +215,7 @@ def write_report(out: str | os.PathLike, rows: list[StatResult], config: dict, *
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=parent))
     try:
         figs = figures(tmp) if figures is not None else []
-        payload = {"config": config, "rows": [r.as_dict() for r in rows], "verdicts": list(VERDICTS)}
+        payload = {"schema": SCHEMA, "config": config, "rows": [r.as_dict() for r in rows], "verdicts": list(VERDICTS)}
         if extra_json:
             payload.update(extra_json)
         with open(tmp / "results.json", "w", encoding="utf-8") as fh:
@@ -197,6 +225,7 @@ def write_report(out: str | os.PathLike, rows: list[StatResult], config: dict, *
         os.chmod(tmp, 0o755)
         old = None
         if out.exists():
+            check_out_dir(out)  # still empty or still a report of ours (checked again just before replacing)
             old = Path(tempfile.mkdtemp(prefix=f".{out.name}.old-", dir=parent))
             os.rmdir(old)
             os.rename(out, old)

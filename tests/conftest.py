@@ -108,10 +108,24 @@ class TheoremChecker:
         self.stop()
 
 
+def check_device_option(name: str) -> None:
+    """``--device`` / ``CONNWALK_DEVICE`` checked once at the start: an unknown device, or cuda on a
+    machine without CUDA, is one usage error (not one failure per test)."""
+    from numerics.device import default_device
+    from numerics.errors import ConnwalkError
+
+    try:
+        default_device(name)
+    except (ConnwalkError, RuntimeError) as exc:
+        raise pytest.UsageError(f"--device {name}: {exc}") from None
+
+
 def pytest_configure(config):
     dev = config.getoption("--device")
     if dev:
         os.environ["CONNWALK_DEVICE"] = dev
+    if dev or os.environ.get("CONNWALK_DEVICE"):
+        check_device_option(dev or os.environ["CONNWALK_DEVICE"])
     wanted = config.getoption("--theorem")
     if wanted:
         known = known_theorem_ids()

@@ -355,7 +355,7 @@ def test_bad_input_raises_typed_errors():
     good = torch.zeros(2, 2, 3, 3, dtype=F)
     with pytest.raises(DTypeError) as e:
         diagnose(good.to(torch.complex128))
-    assert e.value.argument == "B"
+    assert e.value.argument == "walk"  # the parameter name the caller used
     bad = good.clone()
     bad[0, 0, 0, 0] = float("nan")
     with pytest.raises(NonFiniteError):

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 
-from numerics.errors import NonFiniteError, ShapeError, SimulationDivergedError, UnstableStepError
+from numerics.errors import NonFiniteError, ParameterError, ShapeError, SimulationDivergedError, UnstableStepError
 from numerics.patterns import gaussian_kernel, linear_operator
 from numerics.simulate import (
     MHADynamics, SelectionWarning, check_rk4_step, layer_norm, perturbed_homogeneous, rk4_amplification,
@@ -177,16 +177,16 @@ def test_bad_input_errors_name_the_argument():
     bad[0, 0] = float("nan")
     with pytest.raises(NonFiniteError):
         simulate_flow(dyn, bad, 1.0, 0.1)
-    with pytest.raises(ShapeError) as e:
+    with pytest.raises(ParameterError) as e:
         simulate_flow(dyn, X0, 1.0, 0.3)
     assert e.value.argument == "t_final"
-    with pytest.raises(ShapeError) as e:
+    with pytest.raises(ParameterError) as e:
         simulate_flow(dyn, X0, 1.0, -0.1)
     assert e.value.argument == "dt"
-    with pytest.raises(ShapeError) as e:
+    with pytest.raises(ParameterError) as e:
         simulate_stack(dyn, X0, 3, 0.0)
     assert e.value.argument == "eta"
-    with pytest.raises(ShapeError):
+    with pytest.raises(ParameterError):
         simulate_stack(dyn, X0, 3, 0.1, scheme="sandwich")
     with pytest.raises(SimulationDivergedError):
         simulate_stack(dyn, torch.zeros_like(X0), 3, 0.1)
@@ -201,11 +201,11 @@ def test_bad_input_errors_name_the_argument():
         MHADynamics(T, rope=10000.0)
     with pytest.raises(ShapeError):
         MHADynamics(T, kernels=a, content=(torch.zeros(2, 3, 2, dtype=F64),) * 2, rope=10.0)  # odd d_k
-    with pytest.raises(ShapeError):
+    with pytest.raises(ParameterError):
         MHADynamics(T, kernels=a, normalization="relu")
     with pytest.raises(ShapeError):
         MHADynamics(T, kernels=a[:1])
-    with pytest.raises(ShapeError):
+    with pytest.raises(ParameterError):
         perturbed_homogeneous(1, 2, [0.0, 0.0], 1e-3)
 
 
@@ -219,7 +219,7 @@ def test_sinusoidal_pe_literal_values():
             assert pe[i, 2 * f].item() == pytest.approx(math.sin(i * w), abs=1e-15)
             if 2 * f + 1 < 5:
                 assert pe[i, 2 * f + 1].item() == pytest.approx(math.cos(i * w), abs=1e-15)
-    with pytest.raises(ShapeError):
+    with pytest.raises(ParameterError):
         sinusoidal_pe(0, 4)
 
 

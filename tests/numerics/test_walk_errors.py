@@ -13,6 +13,7 @@ from numerics.errors import (
     NonFiniteError,
     NotStochasticError,
     OffSupportError,
+    ParameterError,
     ShapeError,
 )
 from numerics.walk import ConnectionWalk
@@ -35,7 +36,8 @@ T2 = torch.eye(3, dtype=f64)
         (lambda: ConnectionWalk.from_sha(A2, T2 * float("inf")), NonFiniteError, "T"),
         (lambda: ConnectionWalk.from_sha(A2 - 0.6, T2), NegativeWeightError, "A"),
         (lambda: ConnectionWalk.from_sha(A2 * 2, T2, stochastic=True), NotStochasticError, "A"),
-        (lambda: ConnectionWalk.from_sha(A2.float(), T2), DTypeError, "T"),
+        # mixed precision: the lower-precision argument is named (promoting it would be a silent cast)
+        (lambda: ConnectionWalk.from_sha(A2.float(), T2), DTypeError, "A"),
         (lambda: ConnectionWalk.from_sha(torch.ones(2, 2, dtype=torch.int64), T2), DTypeError, "A"),
         (lambda: ConnectionWalk.from_sha(A2.to(torch.complex128), T2), DTypeError, "A"),
         (lambda: ConnectionWalk.from_sha(A2, T2.to("meta")), DeviceMismatchError, "T"),
@@ -48,7 +50,7 @@ T2 = torch.eye(3, dtype=f64)
                                              torch.ones(2, 1, 3, dtype=f64)), ShapeError, "W_O"),
         (lambda: ConnectionWalk.from_edges(A2, torch.ones(3, 3, 2, 2, dtype=f64)), ShapeError, "O"),
         (lambda: ConnectionWalk.from_edges(A2, torch.ones(2, 2, 2, 3, dtype=f64)), ShapeError, "O"),
-        (lambda: ConnectionWalk.from_sha(A2, T2).edge_transport(2, 0), ShapeError, "i"),
+        (lambda: ConnectionWalk.from_sha(A2, T2).edge_transport(2, 0), ParameterError, "i"),
         (lambda: ConnectionWalk.from_sha(torch.tensor([[1.0, 0.0], [0.5, 0.5]], dtype=f64), T2).edge_transport(0, 1),
          OffSupportError, "(i, j)"),
         (lambda: AttentionWeights(W_Q=torch.ones(4, 4), W_K=torch.ones(4, 4), W_V=torch.ones(4, 4),

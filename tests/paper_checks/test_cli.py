@@ -63,9 +63,15 @@ def test_replaced_atomically_and_failure_keeps_the_old_report(tmp_path, monkeypa
     out = tmp_path / "keep"
     out.mkdir()
     (out / "stale.txt").write_text("old")
+    # a directory the suite did not write is never replaced (it could hold the user's files)
+    assert _pc(out, models=["synthetic:enc"], claims=("E1",)) == 2
+    assert (out / "stale.txt").read_text() == "old" and sorted(p.name for p in out.iterdir()) == ["stale.txt"]
+    (out / "stale.txt").unlink()
+    assert _pc(out, models=["synthetic:enc"], claims=("E1",)) == 0  # an empty directory may be used
+    (out / "stale.png").write_bytes(b"x")  # a file added to a report of ours goes with the report
     assert _pc(out, models=["synthetic:enc"], claims=("E1",)) == 0
     # the directory was replaced as a whole: nothing stale, no temporary directories left beside it
-    assert not (out / "stale.txt").exists()
+    assert not (out / "stale.png").exists()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["keep"]
     before = (out / "results.json").read_bytes()
 
@@ -120,7 +126,8 @@ def test_external_claims_hook(tmp_path, monkeypatch):
         (out_dir / "e5_fake.png").write_bytes(b"\x89PNG\r\n\x1a\n")
         return [StatResult("E5", "fake-sim", "stat", 1.0, 0.0, (0.5, 1.5), 1.0, REPRODUCED, "rule")]
 
-    monkeypatch.setattr(main_job, "_external", lambda c: types.SimpleNamespace(run=fake_run) if c == "E5" else None)
+    monkeypatch.setitem(main_job.EXTERNAL, "E5", types.SimpleNamespace(run=fake_run))
+    monkeypatch.setitem(main_job.EXTERNAL, "E6", types.SimpleNamespace())
     out = tmp_path / "ext"
     assert _pc(out, "--quick", "--seed", "3", claims=("E5", "E6")) == 0
     assert calls["args"] == (True, 3)
@@ -131,9 +138,6 @@ def test_external_claims_hook(tmp_path, monkeypatch):
 
 
 def test_patterns_subcommand_is_registered(monkeypatch):
-    import importlib
-    import importlib.util
-
     mod = types.ModuleType("paper_checks.patterns_cli")
 
     def add_parser(sub):
@@ -141,8 +145,7 @@ def test_patterns_subcommand_is_registered(monkeypatch):
         p.set_defaults(func=lambda args: 7)
 
     mod.add_parser = add_parser
-    monkeypatch.setitem(__import__("sys").modules, "paper_checks.patterns_cli", mod)
-    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: object() if name == "paper_checks.patterns_cli" else None)
+    monkeypatch.setattr(cli, "patterns_cli", mod)
     assert cli.main(["patterns"]) == 7
 
 
