@@ -392,17 +392,24 @@ def _rearranged(B: np.ndarray) -> np.ndarray:
     return np.stack([B[i, j].reshape(-1) for i in range(n) for j in range(n)])  # rows vec(B_ij)
 
 
-def t2_constant_criterion(inst, params) -> Verdict:
-    As, Ts = np.asarray(inst["As"], float), np.asarray(inst["Ts"], float)
-    B = heads_B(As, Ts)
-    n = B.shape[0]
+def kronecker_constant(B: np.ndarray) -> tuple[bool, float]:
+    """``(constant, miss)``: is ``B = P ⊗ T`` with ``P ≥ 0`` (nearest-Kronecker miss ≤ 1e-9·‖B‖_F,
+    Van Loan rearrangement, and the leading factor of one sign)?"""
     normB = max(float(np.linalg.norm(B)), 1e-300)
     U, s, Vh = np.linalg.svd(_rearranged(B), full_matrices=False)
     miss = float(np.sqrt((s[1:] ** 2).sum()))
     thr = 1e-9 * normB
     p = U[:, 0] * s[0]
     p = p if p.sum() >= 0 else -p
-    kron_const = miss <= thr and float(p.min()) >= -thr
+    return bool(miss <= thr and float(p.min()) >= -thr), miss
+
+
+def t2_constant_criterion(inst, params) -> Verdict:
+    As, Ts = np.asarray(inst["As"], float), np.asarray(inst["Ts"], float)
+    B = heads_B(As, Ts)
+    n = B.shape[0]
+    thr = 1e-9 * max(float(np.linalg.norm(B)), 1e-300)
+    kron_const, miss = kronecker_constant(B)
     TS = Ts.sum(0)
     tt = float((TS * TS).sum())
     worst, cmin = 0.0, 0.0

@@ -280,11 +280,11 @@ def test_theory_counterexamples_are_classified(name):
             assert not bool(getattr(D, k).holds), k  # "everything fails"
     from numerics.laplacian import format_spectrum
 
-    record("T3", counterexample=f"THEORY {name}: spec Δ = {format_spectrum(D.spectrum)}")
+    record("T3", counterexample=f"THEOREMS.md T3 {name}: spec Δ = {format_spectrum(D.spectrum)}")
 
 
 def test_no_positive_stationary_pi_breaks_kernel_equals_parallel():
-    """P = [[1, 0], [.5, .5]], d = 1, O_22 = −1: ker Δ is not the parallel sections (THEORY T3)."""
+    """P = [[1, 0], [.5, .5]], d = 1, O_22 = −1: ker Δ is not the parallel sections (THEOREMS.md T3)."""
     w = _edges([[1, 0], [0.5, 0.5]], [[[[1.0]], [[1.0]]], [[[1.0]], [[-1.0]]]])
     D = diagnose(w)
     assert bool(D.stochastic.holds) and bool(D.orthogonal.holds)

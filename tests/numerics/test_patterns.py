@@ -246,7 +246,7 @@ def test_rotating_wave_frequency_formula_and_handedness():
     a = gaussian_kernel(n, 3.0, 1.5)[None]
     p = predict_pattern(a, T)
     assert p.pattern_class == TRAVELLING_HELIX and not p.tie
-    # THEORY: z = x_a + i x_b, σ_z(k) = ρ e^{iθ} â(k) − 1, ω = ρ(Re â sin θ + Im â cos θ) at the z-mode k_z
+    # THEOREMS.md T6: z = x_a + i x_b, σ_z(k) = ρ e^{iθ} â(k) − 1, ω = ρ(Re â sin θ + Im â cos θ) at the z-mode k_z
     ah = kernel_hat(a[0])
     sz = rho * complex(math.cos(theta), math.sin(theta)) * ah - 1
     kz = int(torch.argmax(sz.real))
