@@ -77,6 +77,7 @@ from numerics.markov import (  # noqa: F401  (re-exported: their historical home
     stationary_info,
     weak_components,
 )
+from numerics.tolerance import tol
 from numerics.validate import as_tensor, check_finite, check_memory, check_ndim
 from numerics.walk import ConnectionWalk
 
@@ -405,7 +406,11 @@ def _diagnose_dense(w: ConnectionWalk, tdt, probes, seed, max_dense, pi, svd_max
     sup = P > 0
     O, _ = w.edge_transports()
     O = torch.where(sup[..., None, None], O.to(F64), torch.zeros_like(O, dtype=F64))
-    blocks = DenseBlocks(P, w.blocks().to(F64), O)
+    floor = None
+    if w.kind == "heads":  # rounding level of the head sums (laplacian_checks.DenseBlocks)
+        tn = torch.linalg.matrix_norm(w.head_transports.to(F64))
+        floor = tol(F64, w.n_heads) * torch.einsum("...hij,...h->...ij", w.attention.to(F64).abs(), tn)
+    blocks = DenseBlocks(P, w.blocks().to(F64), O, floor)
     hyp = _algebraic_checks(blocks, P, tdt, pi, probes, seed)
     st, si, scale = hyp["_st"], hyp["scaled_isometry"], hyp["_scale"]
     n_comp = weak_components(sup | sup.transpose(-1, -2))

@@ -12,6 +12,9 @@ the checks need, so that the same tolerance rule and the same verdict logic serv
 The interface (each returns ``(..., n, n)`` unless said):
 
 * ``norms()`` ``‖B_ij‖_F``; ``transport_norms()`` ``‖O_ij‖_F`` (0 off the support);
+* ``norm_floor()`` the rounding level of ``‖B_ij‖_F`` when ``B_ij`` is a sum of head terms,
+  ``tol(float64, H)·Σ_h |a^h_ij| ‖T_h‖_F`` (0 for explicit blocks): a block below it is a sum
+  that cancelled and counts as absent in the gauge-free checks (both paths use the same rule);
 * ``balance_defect(π)`` ``‖π_i B_ij − π_j B_jiᵀ‖_F``;
 * ``transpose_defect()`` ``‖O_ji − O_ijᵀ‖_F``;
 * ``gram_defect(c)`` ``‖c_ij² O_ijᵀ O_ij − I‖_F`` for a scaling ``c`` ``(..., n, n)``;
@@ -107,14 +110,18 @@ class DenseBlocks:
     """The block algebra on explicit blocks: ``P`` ``(..., n, n)``, ``B`` and ``O``
     ``(..., n, n, d, d)`` (float64, ``O`` zero off the support)."""
 
-    def __init__(self, P: torch.Tensor, B: torch.Tensor, O: torch.Tensor):
+    def __init__(self, P: torch.Tensor, B: torch.Tensor, O: torch.Tensor, floor: torch.Tensor | None = None):
         self.P, self.B, self.O = P, B, O
+        self.floor = torch.zeros_like(P) if floor is None else floor
         self.sup = P > 0
         self.n, self.d = P.shape[-1], B.shape[-1]
         self._OtO = None
 
     def norms(self) -> torch.Tensor:
         return torch.linalg.matrix_norm(self.B)
+
+    def norm_floor(self) -> torch.Tensor:
+        return self.floor
 
     def transport_norms(self) -> torch.Tensor:
         return torch.linalg.matrix_norm(self.O)
@@ -224,6 +231,11 @@ def check_detailed_balance(P: torch.Tensor, st: Stationary, tdt: torch.dtype) ->
     return make_check("detailed_balance", res, t_db, why, holds=(res <= t_db) & st.positive & ~one_way)
 
 
+def _floored_norms(blocks) -> torch.Tensor:
+    Bn = blocks.norms()
+    return torch.where(Bn <= blocks.norm_floor(), torch.zeros_like(Bn), Bn)
+
+
 def block_pi(Bn: torch.Tensor) -> tuple[torch.Tensor, str]:
     """Gauge-free π from ``N_ij = ‖B_ij‖_F``: ``π ∝ π'/r`` with ``π'`` stationary for ``N/r``."""
     r = Bn.sum(-1)
@@ -253,7 +265,7 @@ def check_block_detailed_balance(blocks, tdt: torch.dtype) -> tuple[Check, torch
     """Gauge-free ``max_ij ‖π_i B_ij − π_j B_jiᵀ‖_F`` with π from the block norms; returns the
     check and that π."""
     n, d = blocks.n, blocks.d
-    Bn = blocks.norms()
+    Bn = _floored_norms(blocks)
     bpi, why = block_pi(Bn)
     bdef = ~torch.isnan(bpi).any(-1)
     bsafe = torch.where(bdef[..., None], bpi, torch.zeros_like(bpi))
@@ -308,7 +320,7 @@ def check_scaled_isometry(blocks, tdt: torch.dtype) -> tuple[Check, torch.Tensor
     row sums ``s`` of ``β``; residual ``max(max ‖Q_ijᵀQ_ij − I‖_F, spread of the row sums / s)``.
     Returns the check and ``s`` (mean row sum)."""
     n, d = blocks.n, blocks.d
-    beta = blocks.norms() / math.sqrt(d)
+    beta = _floored_norms(blocks) / math.sqrt(d)
     mask = blocks.sup & (beta > 0)
     bsafe = torch.where(mask, beta, torch.ones_like(beta))
     c = torch.where(mask, blocks.P / bsafe, torch.zeros_like(beta))  # Q_ij = O_ij P_ij / β_ij

@@ -1,0 +1,154 @@
+#!/usr/bin/env python
+r"""Benchmark (issue 13 item 3): factored vs dense ``numerics.laplacian.diagnose``.
+
+Part 1 — ``n·d = 4096`` (default ``n = 64, d = 64, H = 4``, head dim 16): the same walk diagnosed by
+``method="dense"`` (``max_dense`` raised so that every check runs) and ``method="factored"``;
+prints both times, the ratio (target ≥ 50×), whether every check's ``holds`` agrees and the largest
+residual difference per check. Two walks: a reversible metric-compatible one (shared symmetric
+attention, one symmetric orthogonal transport split over the heads: every T3 hypothesis holds) and
+a random softmax one with random low-rank transports (everything fails).
+
+Part 2 — one full MiniLM-sized layer (``n = 128, d = 384, H = 12``): the real first layer of
+``minilm`` (``numerics.models.registry.load``, float64 weights, ``attention_dtype=float32`` since
+HF's eager softmax runs in float32) when installed, else random factors of that size; prints the
+time and the peak extra memory of ``method="factored"`` (``VmHWM`` reset through
+``/proc/self/clear_refs`` before the call; target ≤ 1 GiB).
+
+Usage: ``python benchmarks/bench_diagnose.py [--n 64] [--d 64] [--heads 4] [--part 1|2|both]
+[--random-layer] [--threads 1]``.
+"""
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+import torch  # noqa: E402
+
+from numerics.laplacian import diagnose  # noqa: E402
+from numerics.walk import ConnectionWalk  # noqa: E402
+
+F = torch.float64
+
+
+def reversible_walk(n, d, H, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    X = torch.randn(n, n, generator=g, dtype=F)
+    K = torch.exp(X + X.T)
+    A = K / K.sum(-1, keepdim=True)
+    Q, _ = torch.linalg.qr(torch.randn(d, d, generator=g, dtype=F))
+    S = Q @ torch.diag(torch.tensor([1.0, -1.0] * (d // 2) + [1.0] * (d % 2), dtype=F)) @ Q.T
+    u = torch.rand(H, generator=g, dtype=F)
+    u = u / u.sum()
+    return ConnectionWalk.from_mha(torch.stack([A] * H), u[:, None, None] * S / H * H)
+
+
+def random_walk(n, d, H, seed=1):
+    g = torch.Generator().manual_seed(seed)
+    dh = max(1, d // H)
+    A = torch.softmax(2 * torch.randn(H, n, n, generator=g, dtype=F), -1)
+    return ConnectionWalk.from_factors(A, torch.randn(H, d, dh, generator=g, dtype=F) / math.sqrt(d),
+                                       torch.randn(H, dh, d, generator=g, dtype=F) / math.sqrt(d))
+
+
+def compare(Dd, Df) -> tuple[bool, dict]:
+    same, diffs = True, {}
+    for name, cd in Dd.checks().items():
+        cf = getattr(Df, name)
+        same &= bool((cd.holds == cf.holds).all())
+        rd, rf = float(cd.residual.max()), float(cf.residual.max())
+        diffs[name] = (bool(cd.holds.all()), bool(cf.holds.all()), rd, rf, abs(rd - rf))
+    return same, diffs
+
+
+def part1(n, d, H):
+    print(f"== part 1: n={n} d={d} H={H} nd={n * d} threads={torch.get_num_threads()}")
+    for label, w in (("reversible", reversible_walk(n, d, H)), ("random", random_walk(n, d, H))):
+        t0 = time.perf_counter()
+        Df = diagnose(w, method="factored")
+        tf = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        Dd = diagnose(w, method="dense", max_dense=n * d)
+        td = time.perf_counter() - t0
+        same, diffs = compare(Dd, Df)
+        print(f"-- {label}: dense {td:.1f} s, factored {tf:.2f} s, speed-up {td / tf:.1f}x "
+              f"(target >= 50x: {'PASS' if td / tf >= 50 else 'FAIL'}); same verdicts: {same}")
+        print(f"   {'check':24s} {'dense':>6s} {'fact':>6s} {'r_dense':>11s} {'r_fact':>11s} {'|diff|':>10s}")
+        for k, (hd, hf, rd, rf, df) in diffs.items():
+            print(f"   {k:24s} {hd!s:>6s} {hf!s:>6s} {rd:11.3e} {rf:11.3e} {df:10.2e}")
+        print(f"   factored extra: { {k: v for k, v in Df.extra.items() if k != 'spectrum_facts'} }")
+
+
+def _vmhwm() -> int:
+    with open("/proc/self/status") as fh:
+        for line in fh:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) * 1024
+    return 0
+
+
+def _reset_hwm() -> bool:
+    try:
+        with open("/proc/self/clear_refs", "w") as fh:
+            fh.write("5")
+        return True
+    except OSError:
+        return False
+
+
+def part2(random_layer: bool, kernel: bool = True):
+    w, src, kw = None, "random", {}
+    if not random_layer:
+        try:
+            from numerics.models.registry import load
+
+            h = load("minilm", dtype=F, device="cpu")
+            ids = h.tokenize(["The quick brown fox jumps over the lazy dog. " * 20], 128)
+            cap = next(iter(h.layers(ids, keep={0})))
+            w = cap.walk()
+            src, kw = "minilm layer 0 (real, float64 weights)", {"attention_dtype": torch.float32}
+            del h
+        except Exception as exc:  # the model is optional: fall back to random factors
+            print(f"(minilm not usable: {exc}; using random factors)")
+    if w is None:
+        w = random_walk(128, 384, 12)
+    print(f"== part 2: {src}: {w}")
+    base = _vmhwm()
+    reset = _reset_hwm()
+    rss0 = _vmhwm() if reset else base
+    t0 = time.perf_counter()
+    D = diagnose(w, method="factored", kernel=kernel, **kw)
+    t = time.perf_counter() - t0
+    peak = _vmhwm()
+    extra = peak - rss0
+    print(f"factored diagnose: {t:.1f} s; peak extra memory {extra / 2**20:.0f} MiB (VmHWM {'reset' if reset else 'NOT reset'}"
+          f", {rss0 / 2**20:.0f} → {peak / 2**20:.0f} MiB); target <= 1024 MiB: {'PASS' if extra <= 2**30 else 'FAIL'}")
+    print(D.summary(tuple([0] * len(D.stochastic.holds.shape))))
+    print({k: v for k, v in D.extra.items()})
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[1])
+    ap.add_argument("--n", type=int, default=64)
+    ap.add_argument("--d", type=int, default=64)
+    ap.add_argument("--heads", type=int, default=4)
+    ap.add_argument("--part", default="both", choices=["1", "2", "both"])
+    ap.add_argument("--random-layer", action="store_true")
+    ap.add_argument("--threads", type=int, default=None)
+    ap.add_argument("--no-kernel", action="store_true", help="part 2: skip the Lanczos null-space checks")
+    args = ap.parse_args(argv)
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    if args.part in ("1", "both"):
+        part1(args.n, args.d, args.heads)
+    if args.part in ("2", "both"):
+        part2(args.random_layer, not args.no_kernel)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
