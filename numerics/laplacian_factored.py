@@ -291,7 +291,7 @@ def _assemble(fn, N: int, n: int, d: int) -> torch.Tensor:
     return fn(E).reshape(N, N).T.contiguous()
 
 
-def _sym_extreme(fn, N, n, d, which: str, counter, seed: int, k: int = 1, vectors: bool = False):
+def _sym_extreme(fn, N, n, d, which: str, counter, seed: int, k: int = 1, max_restarts: int = 300):
     """Extreme eigenvalues of a symmetric matrix-free map by Lanczos, with Ritz residual norms."""
     from scipy.sparse.linalg import eigsh
 
@@ -301,12 +301,13 @@ def _sym_extreme(fn, N, n, d, which: str, counter, seed: int, k: int = 1, vector
     op = _op(fn, N, n, d, counter)
     ncv = min(N, max(2 * k + 1, 40))
     try:
-        vals, vecs = eigsh(op, k=k, which=which, v0=v0, tol=0.0, ncv=ncv)
+        vals, vecs = eigsh(op, k=k, which=which, v0=v0, tol=0.0, ncv=ncv, maxiter=max_restarts)
     except ArpackNoConvergence:
         # clustered extremes (e.g. a transport's ±1 eigenvalues repeat every eigenvalue of P) can
         # stall the machine-precision stopping rule; 1e-12 relative is far inside every tolerance,
-        # and the Ritz residuals returned below state what was reached
-        vals, vecs = eigsh(op, k=k, which=which, v0=v0, tol=1e-12, ncv=min(N, 2 * ncv), maxiter=20 * N)
+        # and the Ritz residuals returned below state what was reached. A second failure raises
+        # (the callers report the check undefined with the reason)
+        vals, vecs = eigsh(op, k=k, which=which, v0=v0, tol=1e-12, ncv=min(N, 2 * ncv), maxiter=max_restarts)
     V = torch.from_numpy(vecs)
     res = torch.linalg.vector_norm(fn(V.T.reshape(-1, n, d)).reshape(k, N).T - V * torch.from_numpy(vals), dim=0)
     order = np.argsort(vals)
@@ -433,6 +434,8 @@ def _arnoldi_extreme(e: FactoredBlocks, comp: str, seed: int, cnt: list) -> comp
 # ------------------------------------------------------------------------------------ kernel
 def kernel_factored(fb: FactoredBlocks, n_comp: torch.Tensor, tdt, *, assemble_max: int = 32, k_max: int = 8,
                     seed: int = 0):
+    from scipy.sparse.linalg import ArpackNoConvergence
+
     """``(kernel_parallel, flat, kernel_dim, parallel_dim)`` from the smallest eigenpairs of ``ΔᵀΔ``
     and ``CᵀC`` (module docstring); per batch element."""
     n, d = fb.n, fb.d
@@ -461,8 +464,13 @@ def kernel_factored(fb: FactoredBlocks, n_comp: torch.Tensor, tdt, *, assemble_m
         else:
             k = min(k_max, N - 1)
             cnt = [0]
-            lamD, VD, _ = _sym_extreme(DtD, N, n, d, "SA", cnt, seed, k=k)
-            lamC, VC, _ = _sym_extreme(CtC, N, n, d, "SA", cnt, seed, k=k)
+            try:
+                lamD, VD, _ = _sym_extreme(DtD, N, n, d, "SA", cnt, seed, k=k)
+                lamC, VC, _ = _sym_extreme(CtC, N, n, d, "SA", cnt, seed, k=k)
+            except ArpackNoConvergence as exc:  # a cluster of small singular values
+                undefined[b] = fl_undef[b] = True
+                whys.append(f"undefined: Lanczos for the {k} smallest singular values did not converge ({exc})")
+                continue
             sD, sC = lamD.clamp(min=0).sqrt(), lamC.clamp(min=0).sqrt()
             dn = max(float(_sym_extreme(DtD, N, n, d, "LA", cnt, seed)[0][0].clamp(min=0).sqrt()), 1.0)
             cn = max(float(_sym_extreme(CtC, N, n, d, "LA", cnt, seed)[0][0].clamp(min=0).sqrt()), 1.0)
