@@ -41,8 +41,12 @@ Conventions:
 *Precision of real attention.* Hugging Face's eager attention computes the softmax in float32 even
 when the model runs in float64, so real rows sum to 1 only within ``~n·eps₃₂`` (about 2.4e-7 for
 MiniLM at 128 tokens) although the tensors are float64. Pass ``attention_dtype=torch.float32``:
-every tolerance then uses float32's eps (the precision the entries actually carry) instead of the
-tensor's dtype. Nothing else widens a tolerance.
+the checks on the walk matrix alone (``stochastic``, ``positive_stationary``,
+``detailed_balance``, sizes ``n``) then use float32's eps, the precision those entries carry. The
+block-level and spectral checks keep the walk's own precision: they are float64 statements about
+the operator as given, and a float32 perturbation of the entries is *not* absorbed there (they can
+only fail more often; scaling ``tol(float32, n·d)`` would reach ~0.4 at MiniLM size and make them
+vacuous). Nothing else widens a tolerance.
 """
 from __future__ import annotations
 
@@ -393,24 +397,26 @@ def diagnose(walk, *, method: str = "auto", probes: int = 3, seed: int = 0, max_
             raise ParameterError(f"must be a {'positive' if name == 'probes' else 'nonnegative'} int, got {val!r}",
                                  argument=name)
     w = as_walk(walk)
-    tdt = _tolerance_dtype(w, attention_dtype)
+    tdt_p = _tolerance_dtype(w, attention_dtype)
+    tdt = _tolerance_dtype(w, None)
     n, d = w.n, w.d
     if method == "auto":
         method = "dense" if n * d <= auto_max_nd else "factored"
     if method == "factored":
         from numerics.laplacian_factored import diagnose_factored
 
-        return diagnose_factored(w, probes=probes, seed=seed, pi=pi, tdt=tdt, **factored_options)
+        return diagnose_factored(w, probes=probes, seed=seed, pi=pi, tdt=tdt, tdt_p=tdt_p, **factored_options)
     if factored_options:
         raise ParameterError(f"options {sorted(factored_options)} apply to method='factored' only",
                              argument=sorted(factored_options)[0])
     check_memory("walk", dense_bytes(n, d, math.prod(w.batch_shape)),
                  f"the dense diagnostics' n²d² blocks (n={n}, d={d})", 'diagnose(walk, method="factored")',
                  budget=memory_budget)
-    return _diagnose_dense(w.to(dtype=F64), tdt, probes, seed, max_dense, pi, svd_max_entries)
+    return _diagnose_dense(w.to(dtype=F64), tdt, probes, seed, max_dense, pi, svd_max_entries, tdt_p)
 
 
-def _diagnose_dense(w: ConnectionWalk, tdt, probes, seed, max_dense, pi, svd_max_entries) -> LaplacianDiagnostics:
+def _diagnose_dense(w: ConnectionWalk, tdt, probes, seed, max_dense, pi, svd_max_entries, tdt_p=None
+                    ) -> LaplacianDiagnostics:
     """Dense assembly of the checks of :mod:`numerics.laplacian_checks` (``w`` in float64)."""
     from numerics.laplacian_dense import dense_kernel, dense_spectrum
 
@@ -425,7 +431,7 @@ def _diagnose_dense(w: ConnectionWalk, tdt, probes, seed, max_dense, pi, svd_max
         tn = torch.linalg.matrix_norm(w.head_transports.to(F64))
         floor = tol(F64, w.n_heads) * torch.einsum("...hij,...h->...ij", w.attention.to(F64).abs(), tn)
     blocks = DenseBlocks(P, w.blocks().to(F64), O, floor)
-    hyp = _algebraic_checks(blocks, P, tdt, pi, probes, seed)
+    hyp = _algebraic_checks(blocks, P, tdt, pi, probes, seed, tdt_p)
     st, si, scale = hyp["_st"], hyp["scaled_isometry"], hyp["_scale"]
     n_comp = weak_components(sup | sup.transpose(-1, -2))
     nd = n * d
@@ -442,7 +448,7 @@ def _diagnose_dense(w: ConnectionWalk, tdt, probes, seed, max_dense, pi, svd_max
                                          ("spectrum_interval", "spectrum_disk", "spectrum_scaled",
                                           "kernel_parallel", "flat"))
     return assemble(hyp, s_int, s_disk, s_sc, kp, flat, spectrum, kernel_dim, parallel_dim, n_comp, n, d,
-                    {"method": "dense", "tolerance_dtype": str(tdt)})
+                    {"method": "dense", "tolerance_dtype": str(tdt_p or tdt)})
 
 
 def _skipped(name: str, batch, device, why: str) -> Check:
@@ -450,17 +456,20 @@ def _skipped(name: str, batch, device, why: str) -> Check:
                  torch.full(batch, float("nan"), dtype=F64, device=device), float("nan"), why)
 
 
-def _algebraic_checks(blocks, P: torch.Tensor, tdt, pi, probes: int, seed: int) -> dict:
-    """Every check that needs no spectrum: one call per hypothesis / conclusion, any block algebra."""
-    st = stationary(P, tdt, pi)
+def _algebraic_checks(blocks, P: torch.Tensor, tdt, pi, probes: int, seed: int, tdt_p=None) -> dict:
+    """Every check that needs no spectrum: one call per hypothesis / conclusion, any block algebra.
+    ``tdt_p``: the precision of the walk matrix's entries (``attention_dtype``) for the checks on
+    ``P`` alone (stochastic, π, detailed balance); default ``tdt``."""
+    tdt_p = tdt if tdt_p is None else tdt_p
+    st = stationary(P, tdt_p, pi)
     bdb, bpi = check_block_detailed_balance(blocks, tdt)
     orth, onorm = check_orthogonal(blocks, tdt)
     ts = check_transpose_symmetric(blocks, tdt, onorm)
     t_scale, common, s_max = transport_scale(blocks, tdt)
     si, scale = check_scaled_isometry(blocks, tdt)
     return {
-        "stochastic": check_stochastic(P, tdt), "positive_stationary": st.check,
-        "detailed_balance": check_detailed_balance(P, st, tdt), "block_detailed_balance": bdb,
+        "stochastic": check_stochastic(P, tdt_p), "positive_stationary": st.check,
+        "detailed_balance": check_detailed_balance(P, st, tdt_p), "block_detailed_balance": bdb,
         "orthogonal": orth, "transpose_symmetric": ts, "metric_compatible": check_metric_compatible(orth, ts),
         "scaled_isometry": si, "self_adjoint": check_self_adjoint(blocks, st, tdt),
         "dirichlet": check_dirichlet(blocks, st, common, s_max, tdt, probes, seed),

@@ -516,7 +516,8 @@ def kernel_factored(fb: FactoredBlocks, n_comp: torch.Tensor, tdt, *, assemble_m
 
 # ------------------------------------------------------------------------------------ assembly
 def diagnose_factored(w, *, probes: int = 3, seed: int = 0, pi=None, tdt=F64, assemble_max: int = 32,
-                      k_max: int = 8, chunk_elems: int = 1 << 22, spectrum: bool = True, kernel: bool = True):
+                      k_max: int = 8, chunk_elems: int = 1 << 22, spectrum: bool = True, kernel: bool = True,
+                      tdt_p=None):
     """The factored :class:`numerics.laplacian.LaplacianDiagnostics` of a :class:`ConnectionWalk`
     (use :func:`numerics.laplacian.diagnose` with ``method="factored"``). ``spectrum`` / ``kernel``
     False skip those checks (reported undefined with the reason); ``k_max``: eigenpairs computed for
@@ -532,11 +533,11 @@ def diagnose_factored(w, *, probes: int = 3, seed: int = 0, pi=None, tdt=F64, as
     w = w.to(dtype=F64)
     fb = factored_blocks(w, chunk_elems=chunk_elems)
     P = fb.P
-    hyp = _algebraic_checks(fb, P, tdt, pi, probes, seed)
+    hyp = _algebraic_checks(fb, P, tdt, pi, probes, seed, tdt_p)
     st, si, scale = hyp["_st"], hyp["scaled_isometry"], hyp["_scale"]
     sup = fb.sup
     n_comp = weak_components(sup | sup.transpose(-1, -2))
-    extra = {"method": "factored", "tolerance_dtype": str(tdt), "H": fb.H}
+    extra = {"method": "factored", "tolerance_dtype": str(tdt_p or tdt), "H": fb.H}
     if spectrum:
         (s_int, s_disk, s_sc), facts = spectrum_factored(fb, st.safe, st.positive, scale, si, tdt,
                                                          assemble_max=assemble_max, seed=seed)

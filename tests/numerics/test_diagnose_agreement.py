@@ -194,7 +194,8 @@ def test_auto_method_memory_guard_and_parameters():
 
 def test_attention_dtype_sets_the_tolerance_of_float32_softmax_rows():
     """A float64 walk whose rows came from a float32 softmax (rows off 1 by ~1e-7): with the
-    default the rows are not stochastic; with attention_dtype=float32 every tolerance is float32's."""
+    default the rows are not stochastic; with attention_dtype=float32 the checks on P use float32's
+    eps and the block-level ones keep float64's."""
     g = torch.Generator().manual_seed(0)
     A32 = torch.softmax(torch.randn(2, 128, 128, generator=g, dtype=torch.float32) * 3, -1)
     A = A32.to(F)
@@ -208,3 +209,6 @@ def test_attention_dtype_sets_the_tolerance_of_float32_softmax_rows():
         assert not bool(D64.stochastic.holds) and bool(D32.stochastic.holds)
         assert D32.stochastic.tol == pytest.approx(64 * 128 * np.finfo(np.float32).eps)
         assert D32.extra["tolerance_dtype"] == "torch.float32"
+        # block-level checks stay float64 statements (the float32 eps is not spread over n·d sums)
+        assert D32.orthogonal.tol == D64.orthogonal.tol  # π (and so the scale of the next) moves by ~1e-7
+        assert D32.self_adjoint.tol == pytest.approx(D64.self_adjoint.tol, rel=1e-5) and D32.self_adjoint.tol < 1e-12
