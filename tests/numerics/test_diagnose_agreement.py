@@ -10,6 +10,8 @@ import math
 import numpy as np
 import pytest
 import torch
+
+from numerics.device import default_device
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -19,7 +21,6 @@ from numerics.laplacian import diagnose
 from numerics.walk import ConnectionWalk
 from tests.numerics.test_diagnose_checks import heads_walks
 from tests.numerics.test_laplacian import _triangle_rotation_walk, theory_counterexamples
-from tests.numerics.test_necessity import t3_drop
 
 F = torch.float64
 ALGEBRAIC = ("stochastic", "positive_stationary", "detailed_balance", "block_detailed_balance", "orthogonal",
@@ -161,6 +162,51 @@ def test_agree_on_the_other_kept_counterexamples():
     ]
     for w in cases:
         assert_agree(*both(w))
+
+
+# ---------------------------------------------------- walks with one T3 hypothesis dropped
+F64_ = torch.float64
+@st.composite
+def _sym_transports(draw, n: int, d: int, orthogonal: bool, transpose_symmetric: bool):
+    """Per-edge transports with the requested parts of (c)."""
+    if orthogonal:
+        Q = draw(cst.orthogonal(d, n * n)).reshape(n, n, d, d)
+        S = draw(cst.symmetric_orthogonal(d, n))
+    else:
+        Q = draw(cst.arrays((n, n, d, d), -2.0, 2.0))
+        S0 = draw(cst.arrays((n, d, d), -2.0, 2.0))
+        S = (S0 + S0.transpose(-1, -2)) / 2
+    if not transpose_symmetric:
+        return Q
+    O = Q.clone()
+    for i in range(n):
+        O[i, i] = S[i]
+        for j in range(i + 1, n):
+            O[j, i] = Q[i, j].T
+    return O
+
+
+@st.composite
+def t3_drop(draw, which: str):
+    """(P, O, π or None) with all T3 hypotheses except ``which`` ∈ {a, b, orth, transpose}."""
+    n = draw(st.integers(1, 3))
+    d = draw(st.integers(1, 2))
+    pi = None
+    if which == "a":  # reversible for the drawn π, rows not summing to 1: P = diag(π)⁻¹ K
+        K = draw(cst.arrays((n, n), 0.0, 2.0))
+        K = (K + K.T) / 2 + 0.05 * torch.eye(n, dtype=F64_, device=default_device())
+        pi = draw(cst.arrays((n,), 0.1, 1.0))
+        P = K / pi[:, None]
+        pi = pi / pi.sum()
+    elif which == "b":  # stochastic, possibly with zeros, not necessarily reversible
+        P = draw(cst.row_stochastic(n, zeros=True))
+    elif which == "b-stationary":  # stochastic with full support: positive stationary π, no balance
+        P = draw(cst.row_stochastic(draw(st.integers(1, 4))))
+        n = P.shape[0]
+    else:
+        P, _ = draw(cst.reversible_walks(n))
+    O = draw(_sym_transports(n, d, orthogonal=which != "orth", transpose_symmetric=which != "transpose"))
+    return P, O, pi
 
 
 @pytest.mark.parametrize("which", ["a", "b", "orth", "transpose"])
