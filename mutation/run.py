@@ -130,7 +130,13 @@ def diffs(work: Path, names: list[str]) -> dict[str, str]:
         "import json, sys\n"
         "from mutmut.mutation.diff_apply import get_diff_for_mutant\n"
         "names = json.load(sys.stdin)\n"
-        "print(json.dumps({n: get_diff_for_mutant(n) for n in names}))\n"
+        "out = {}\n"
+        "for n in names:\n"
+        "    try:\n"
+        "        out[n] = get_diff_for_mutant(n)\n"
+        "    except Exception as e:  # e.g. mutmut rewriting its index while it runs\n"
+        "        out[n] = f'(diff unavailable: {e!r}; mutmut show {n})'\n"
+        "print(json.dumps(out))\n"
     )
     out = subprocess.run([sys.executable, "-c", code], cwd=work, env=env(), input=json.dumps(names),
                          capture_output=True, text=True, check=True)

@@ -356,3 +356,60 @@ def test_span_criterion_collinear_tokens_and_single_token():
     X2 = np.array([[0.0, 0.0, 0.0], [1.0, 0.0, 0.0], [0.0, 1.0, 0.0]])
     holds, r = reversible_by_span(t(X2), t(K))
     assert not holds and math.isclose(r, math.sqrt(2) * 1.0, rel_tol=1e-14)
+
+
+# ------------------------------------------------------------------------------------- error messages
+P22 = torch.tensor([[0.5, 0.5], [0.25, 0.75]], dtype=f64)
+SOFT = softmax_case(11, n=3, d=2)
+
+BAD_INPUT = [
+    (lambda: to_networkx(torch.ones(2, 2, dtype=torch.int64)), "DTypeError",
+     "P: expected a floating tensor (float32/float64), got torch.int64"),
+    (lambda: to_networkx(torch.ones(3, dtype=f64)), "ShapeError", "P: expected shape (n, n), got (3,)"),
+    (lambda: to_networkx(torch.ones(2, 3, dtype=f64)), "ShapeError",
+     "P: expected square trailing dims (n, n), got (2, 3)"),
+    (lambda: to_networkx(P22 * float("nan")), "NonFiniteError", "P: contains 4 NaN/inf entries"),
+    (lambda: to_networkx(P22 - 0.5), "NegativeWeightError", "P: has negative entries (min -2.500e-01)"),
+    (lambda: to_networkx(torch.stack([P22, P22])), "ShapeError",
+     "walk: batched walk (batch shape (2,)): pass index= to choose one element"),
+    (lambda: to_networkx(torch.ones(2, 3, 2, 2, 1, 1, dtype=f64), index=0), "ShapeError",
+     "index: index 0 does not select one walk of batch shape (2, 3)"),
+    (lambda: holonomies(P22), "ShapeError", "walk: graph has no transports (built from P alone)"),
+    (lambda: period(torch.tensor([[1.0, 0.0], [0.5, 0.5]], dtype=f64)), "UndefinedError",
+     "walk: the period is defined for irreducible walks; this one is reducible"),
+    (lambda: stationary_distribution(torch.eye(2, dtype=f64)), "UndefinedError",
+     "walk: 2 closed classes: several stationary distributions"),
+    (lambda: softmax_triangle_identity(torch.ones(3, 3, dtype=torch.int64), t(SOFT[1]), t(SOFT[2]), scale=1.0),
+     "DTypeError", "A: expected a floating tensor"),
+    (lambda: softmax_triangle_identity(t(SOFT[0]), torch.ones(3, 2, dtype=torch.int64), t(SOFT[2]), scale=1.0),
+     "DTypeError", "X: expected a floating tensor"),
+    (lambda: softmax_triangle_identity(t(SOFT[0]), t(SOFT[1]), torch.ones(2, 2, dtype=torch.int64), scale=1.0),
+     "DTypeError", "M: expected a floating tensor"),
+    (lambda: softmax_triangle_identity(t(SOFT[0])[None], t(SOFT[1]), t(SOFT[2]), scale=1.0), "ShapeError",
+     "A: expected shape (n, n), got (1, 3, 3)"),
+    (lambda: softmax_triangle_identity(t(SOFT[0])[:2], t(SOFT[1]), t(SOFT[2]), scale=1.0), "ShapeError",
+     "A: expected square trailing dims (n, n), got (2, 3)"),
+    (lambda: softmax_triangle_identity(t(SOFT[0]), t(SOFT[1])[None], t(SOFT[2]), scale=1.0), "ShapeError",
+     "X: expected shape (n, d), got (1, 3, 2)"),
+    (lambda: softmax_triangle_identity(t(SOFT[0]), t(SOFT[1])[0], t(SOFT[2]), scale=1.0), "ShapeError",
+     "X: expected shape (n, d), got (2,)"),
+    (lambda: softmax_triangle_identity(t(SOFT[0]), t(SOFT[1]), t(SOFT[2])[:1], scale=1.0), "ShapeError",
+     "M: expected square trailing dims (d, d), got (1, 2)"),
+    (lambda: softmax_triangle_identity(t(SOFT[0]) * float("nan"), t(SOFT[1]), t(SOFT[2]), scale=1.0),
+     "NonFiniteError", "A: contains 9 NaN/inf entries"),
+    (lambda: softmax_triangle_identity(t(SOFT[0]), t(SOFT[1]) * float("inf"), t(SOFT[2]), scale=1.0),
+     "NonFiniteError", "X: contains 6 NaN/inf entries"),
+    (lambda: softmax_triangle_identity(t(SOFT[0]), t(SOFT[1]), t(SOFT[2]) * float("nan"), scale=1.0),
+     "NonFiniteError", "M: contains 4 NaN/inf entries"),
+    (lambda: softmax_triangle_identity(t(SOFT[0]), t(SOFT[1])[:2], t(SOFT[2]), scale=1.0), "ShapeError",
+     "X: A (3, 3), X (2, 2), M (2, 2) do not match"),
+]
+
+
+@pytest.mark.parametrize("call, err, message", BAD_INPUT)
+def test_bad_input_messages_name_the_argument_and_what_was_expected(call, err, message):
+    with pytest.raises(ConnwalkError) as exc:
+        call()
+    assert type(exc.value).__name__ == err
+    assert str(exc.value).startswith(message), str(exc.value)
+    assert exc.value.argument == message.split(":")[0]

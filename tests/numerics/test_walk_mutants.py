@@ -69,14 +69,14 @@ def van_loan_singular_values(B):
 # ------------------------------------------------------------------------------------- kron
 @pytest.mark.parametrize("batched_T", [False, True])
 def test_token_major_kron_of_a_batch_is_the_kron_of_each_element(batched_T):
+    """Two batch dims (2, 3) so that no batch size equals n = 4 or d = 2."""
     g = rng(1)
-    A = g.random((3, 2, 4))
-    A = A[..., :4] if False else g.random((3, 4, 4))
-    T = g.standard_normal((3, 2, 2)) if batched_T else g.standard_normal((2, 2))
+    A = g.random((2, 3, 4, 4))
+    T = g.standard_normal((2, 3, 2, 2)) if batched_T else g.standard_normal((2, 2))
     W = kron_token_major(t(A), t(T))
     Wf = kron_feature_major(t(A), t(T))
-    assert W.shape == (3, 8, 8) and Wf.shape == (3, 8, 8)
-    for b in range(3):
+    assert W.shape == (2, 3, 8, 8) and Wf.shape == (2, 3, 8, 8)
+    for b in np.ndindex(2, 3):
         Tb = T[b] if batched_T else T
         close(W[b], np.kron(A[b], Tb))
         close(Wf[b], np.kron(Tb, A[b]))
@@ -123,6 +123,15 @@ def test_from_blocks_default_gauge_is_normalised_block_norms():
                 assert not bool(sup[i, j]) and bool(torch.isnan(O[i, j]).all())
     X = g.standard_normal((n, d))
     close(w.apply(t(X)), np.stack([sum(B[i, j] @ X[j] for j in range(n)) for i in range(n)]))
+
+
+def test_from_blocks_default_gauge_of_small_blocks_is_still_normalised():
+    """Block norms summing to less than 1 in a row: P is still the normalised norms (rows sum to 1)."""
+    g = rng(41)
+    B = 1e-3 * g.standard_normal((3, 3, 2, 2))
+    w = ConnectionWalk.from_blocks(t(B))
+    close(w.walk_matrix, literal_default_gauge(B))
+    close(w.walk_matrix.sum(-1), np.ones(3))
 
 
 def test_from_blocks_default_gauge_batched():
@@ -428,3 +437,153 @@ def test_zero_walk_has_zero_relative_residual():
         .constant_transport()
     assert float(ct.residual) == 0.0 and float(ct.relative_residual) == 0.0
     assert not bool(torch.isnan(ct.walk_matrix).any()) and not bool(torch.isnan(ct.transport).any())
+
+
+# ------------------------------------------------------------------------------------- error messages
+# README: a bad argument raises a typed error whose message starts with the argument's name and
+# states what was expected. Whole messages are pinned here for every check the constructors run.
+A22 = torch.tensor([[0.5, 0.5], [0.25, 0.75]], dtype=f64)
+I3 = torch.eye(3, dtype=f64)
+AH = A22.expand(2, 2, 2)
+WO, WV = torch.ones(2, 3, 1, dtype=f64), torch.ones(2, 1, 3, dtype=f64)
+NAN = float("nan")
+META = torch.device("meta")
+
+BAD_INPUT = [
+    # from_sha
+    (lambda: ConnectionWalk.from_sha(torch.ones(2, 2, dtype=torch.int64), I3), "DTypeError",
+     "A: expected a floating tensor (float32/float64), got torch.int64"),
+    (lambda: ConnectionWalk.from_sha(torch.ones(3, dtype=f64), I3), "ShapeError",
+     "A: expected shape (..., n, n), got (3,)"),
+    (lambda: ConnectionWalk.from_sha(torch.ones(2, 3, dtype=f64), I3), "ShapeError",
+     "A: expected square trailing dims (..., n, n), got (2, 3)"),
+    (lambda: ConnectionWalk.from_sha(torch.ones(0, 0, dtype=f64), I3), "ShapeError",
+     "A: needs n >= 1 tokens, got shape (0, 0)"),
+    (lambda: ConnectionWalk.from_sha(torch.tensor([[NAN, 0.5], [0.5, 0.5]], dtype=f64), I3), "NonFiniteError",
+     "A: contains 1 NaN/inf entries"),
+    (lambda: ConnectionWalk.from_sha(torch.tensor([[-1.0, 2.0], [0.5, 0.5]], dtype=f64), I3), "NegativeWeightError",
+     "A: has negative entries (min -1.000e+00); walk weights must be >= 0"),
+    (lambda: ConnectionWalk.from_sha(A22 * 2, I3, stochastic=True), "NotStochasticError",
+     "A: rows must sum to 1 (max |row sum - 1| = 1.000e+00 > "),
+    (lambda: ConnectionWalk.from_sha(A22, torch.ones(3, 3, dtype=torch.int64)), "DTypeError",
+     "T: expected a floating tensor (float32/float64), got torch.int64"),
+    (lambda: ConnectionWalk.from_sha(A22, torch.ones(2, 3, 3, dtype=f64)), "ShapeError",
+     "T: expected shape (d, d), got (2, 3, 3)"),
+    (lambda: ConnectionWalk.from_sha(A22, torch.ones(3, dtype=f64)), "ShapeError",
+     "T: expected shape (d, d), got (3,)"),
+    (lambda: ConnectionWalk.from_sha(A22, torch.ones(3, 2, dtype=f64)), "ShapeError",
+     "T: expected square trailing dims (d, d), got (3, 2)"),
+    (lambda: ConnectionWalk.from_sha(A22, I3.float()), "DTypeError",
+     "T: dtype torch.float32 differs from A's torch.float64; cast explicitly"),
+    (lambda: ConnectionWalk.from_sha(A22, I3.to(META)), "DeviceMismatchError",
+     "T: device meta differs from A's cpu"),
+    (lambda: ConnectionWalk.from_sha(A22, I3 * NAN), "NonFiniteError", "T: contains 9 NaN/inf entries"),
+    # from_mha
+    (lambda: ConnectionWalk.from_mha(A22, I3[None]), "ShapeError", "A: expected shape (..., H, n, n), got (2, 2)"),
+    (lambda: ConnectionWalk.from_mha(torch.ones(1, 2, 3, dtype=f64), I3[None]), "ShapeError",
+     "A: expected square trailing dims (..., H, n, n), got (1, 2, 3)"),
+    (lambda: ConnectionWalk.from_mha(torch.ones(1, 0, 0, dtype=f64), I3[None]), "ShapeError",
+     "A: needs n >= 1 tokens, got shape (1, 0, 0)"),
+    (lambda: ConnectionWalk.from_mha(AH * 2, I3.expand(2, 3, 3), stochastic=True), "NotStochasticError",
+     "A: rows must sum to 1"),
+    (lambda: ConnectionWalk.from_mha(AH, torch.ones(2, 2, 2, dtype=torch.int64)), "DTypeError",
+     "T: expected a floating tensor (float32/float64), got torch.int64"),
+    (lambda: ConnectionWalk.from_mha(AH, I3), "ShapeError", "T: expected shape (H, d, d), got (3, 3)"),
+    (lambda: ConnectionWalk.from_mha(AH, torch.ones(2, 3, 2, dtype=f64)), "ShapeError",
+     "T: expected square trailing dims (H, d, d), got (2, 3, 2)"),
+    (lambda: ConnectionWalk.from_mha(AH, I3.expand(2, 3, 3).float()), "DTypeError",
+     "T: dtype torch.float32 differs from A's torch.float64; cast explicitly"),
+    (lambda: ConnectionWalk.from_mha(AH, I3.expand(2, 3, 3) * NAN), "NonFiniteError",
+     "T: contains 18 NaN/inf entries"),
+    (lambda: ConnectionWalk.from_mha(AH, I3.expand(3, 3, 3)), "ShapeError", "T: has H=3 heads but A has H=2"),
+    # from_factors
+    (lambda: ConnectionWalk.from_factors(A22, WO, WV), "ShapeError", "A: expected shape (..., H, n, n), got (2, 2)"),
+    (lambda: ConnectionWalk.from_factors(AH * 2, WO, WV, stochastic=True), "NotStochasticError",
+     "A: rows must sum to 1"),
+    (lambda: ConnectionWalk.from_factors(AH, WO.long(), WV), "DTypeError",
+     "W_O: expected a floating tensor (float32/float64), got torch.int64"),
+    (lambda: ConnectionWalk.from_factors(AH, WO, WV.long()), "DTypeError",
+     "W_V: expected a floating tensor (float32/float64), got torch.int64"),
+    (lambda: ConnectionWalk.from_factors(AH, WO[0], WV), "ShapeError", "W_O: expected shape (H, d, d_h), got (3, 1)"),
+    (lambda: ConnectionWalk.from_factors(AH, WO[None], WV), "ShapeError",
+     "W_O: expected shape (H, d, d_h), got (1, 2, 3, 1)"),
+    (lambda: ConnectionWalk.from_factors(AH, WO, WV[0]), "ShapeError", "W_V: expected shape (H, d_h, d), got (1, 3)"),
+    (lambda: ConnectionWalk.from_factors(AH, WO, WV[None]), "ShapeError",
+     "W_V: expected shape (H, d_h, d), got (1, 2, 1, 3)"),
+    (lambda: ConnectionWalk.from_factors(AH, WO.float(), WV), "DTypeError",
+     "W_O: dtype torch.float32 differs from A's torch.float64; cast explicitly"),
+    (lambda: ConnectionWalk.from_factors(AH, WO, WV.float()), "DTypeError",
+     "W_V: dtype torch.float32 differs from A's torch.float64; cast explicitly"),
+    (lambda: ConnectionWalk.from_factors(AH, WO * NAN, WV), "NonFiniteError", "W_O: contains 6 NaN/inf entries"),
+    (lambda: ConnectionWalk.from_factors(AH, WO, WV * NAN), "NonFiniteError", "W_V: contains 6 NaN/inf entries"),
+    (lambda: ConnectionWalk.from_factors(AH, WO[:1], WV), "ShapeError", "W_O: has H=1 heads but A has H=2"),
+    (lambda: ConnectionWalk.from_factors(AH, WO, WV[:1]), "ShapeError", "W_V: has H=1 heads but A has H=2"),
+    (lambda: ConnectionWalk.from_factors(AH, WO, torch.ones(2, 2, 3, dtype=f64)), "ShapeError",
+     "W_O: head dim 1 != W_V's head dim 2"),
+    (lambda: ConnectionWalk.from_factors(AH, WO, torch.ones(2, 1, 4, dtype=f64)), "ShapeError",
+     "W_O: model dim 3 != W_V's model dim 4 (need square T_h)"),
+    # from_edges
+    (lambda: ConnectionWalk.from_edges(torch.ones(2, dtype=f64), I3), "ShapeError",
+     "P: expected shape (..., n, n), got (2,)"),
+    (lambda: ConnectionWalk.from_edges(torch.ones(2, 3, dtype=f64), I3), "ShapeError",
+     "P: expected square trailing dims (..., n, n), got (2, 3)"),
+    (lambda: ConnectionWalk.from_edges(A22 * 2, I3, stochastic=True), "NotStochasticError", "P: rows must sum to 1"),
+    (lambda: ConnectionWalk.from_edges(A22 - 1, I3), "NegativeWeightError", "P: has negative entries"),
+    (lambda: ConnectionWalk.from_edges(A22, torch.ones(3, 3, dtype=torch.int64)), "DTypeError",
+     "O: expected a floating tensor (float32/float64), got torch.int64"),
+    (lambda: ConnectionWalk.from_edges(A22, torch.ones(3, dtype=f64)), "ShapeError",
+     "O: expected square trailing dims (..., n, n, d, d), got (3,)"),
+    (lambda: ConnectionWalk.from_edges(A22, torch.ones(2, 2, 3, 2, dtype=f64)), "ShapeError",
+     "O: expected square trailing dims (..., n, n, d, d), got (2, 2, 3, 2)"),
+    (lambda: ConnectionWalk.from_edges(A22, I3.float()), "DTypeError",
+     "O: dtype torch.float32 differs from P's torch.float64; cast explicitly"),
+    (lambda: ConnectionWalk.from_edges(A22, I3 * NAN), "NonFiniteError", "O: contains 9 NaN/inf entries"),
+    (lambda: ConnectionWalk.from_edges(A22, torch.ones(3, 3, 2, 2, dtype=f64)), "ShapeError",
+     "O: expected (..., 2, 2, d, d) to match P, got (3, 3, 2, 2)"),
+    (lambda: ConnectionWalk.from_edges(A22, torch.ones(2, 3, 3, dtype=f64)), "ShapeError",
+     "O: expected (..., 2, 2, d, d) to match P, got (2, 3, 3)"),
+    # from_blocks
+    (lambda: ConnectionWalk.from_blocks(torch.ones(2, 2, 1, 1, dtype=torch.int64)), "DTypeError",
+     "B: expected a floating tensor (float32/float64), got torch.int64"),
+    (lambda: ConnectionWalk.from_blocks(torch.ones(2, 2, 2, dtype=f64)), "ShapeError",
+     "B: expected shape (..., n, n, d, d), got (2, 2, 2)"),
+    (lambda: ConnectionWalk.from_blocks(torch.ones(2, 2, 2, 3, dtype=f64)), "ShapeError",
+     "B: expected square trailing dims (..., n, n, d, d), got (2, 2, 2, 3)"),
+    (lambda: ConnectionWalk.from_blocks(torch.full((2, 2, 1, 1), NAN, dtype=f64)), "NonFiniteError",
+     "B: contains 4 NaN/inf entries"),
+    (lambda: ConnectionWalk.from_blocks(torch.ones(2, 3, 1, 1, dtype=f64)), "ShapeError",
+     "B: expected (..., n, n, d, d), got (2, 3, 1, 1)"),
+    (lambda: ConnectionWalk.from_blocks(torch.ones(2, 2, 1, 1, dtype=f64), P=torch.ones(2, dtype=f64)),
+     "ShapeError", "P: expected shape (..., n, n), got (2,)"),
+    (lambda: ConnectionWalk.from_blocks(torch.ones(2, 2, 1, 1, dtype=f64), P=torch.ones(2, 3, dtype=f64)),
+     "ShapeError", "P: expected square trailing dims (..., n, n), got (2, 3)"),
+    (lambda: ConnectionWalk.from_blocks(torch.ones(2, 2, 1, 1, dtype=f64), P=A22.float()), "DTypeError",
+     "P: dtype torch.float32 differs from B's torch.float64; cast explicitly"),
+    (lambda: ConnectionWalk.from_blocks(torch.ones(2, 2, 1, 1, dtype=f64), P=A22 * 2), None, None),
+    # apply
+    (lambda: ConnectionWalk.from_sha(A22, I3).apply(torch.ones(2, 3, dtype=torch.int64)), "DTypeError",
+     "X: expected a floating tensor (float32/float64), got torch.int64"),
+    (lambda: ConnectionWalk.from_sha(A22, I3).apply(torch.ones(6, dtype=f64)), "ShapeError",
+     "X: expected shape (..., n, d), got (6,)"),
+    (lambda: ConnectionWalk.from_sha(A22, I3).apply(torch.ones(2, 3)), "DTypeError",
+     "X: dtype torch.float32 differs from walk's torch.float64; cast explicitly"),
+    (lambda: ConnectionWalk.from_sha(A22, I3).apply(torch.ones(3, 3, dtype=f64)), "ShapeError",
+     "X: expected (..., 2, 3), got (3, 3)"),
+    (lambda: ConnectionWalk.from_sha(A22, I3).apply(torch.ones(2, 2, dtype=f64)), "ShapeError",
+     "X: expected (..., 2, 3), got (2, 2)"),
+    # indices
+    (lambda: ConnectionWalk.from_sha(A22, I3).edge_transport(0, 2), "ShapeError", "j: index 2 out of range for n=2"),
+    (lambda: ConnectionWalk.from_sha(A22, I3).edge_transport(-3, 0), "ShapeError", "i: index -3 out of range for n=2"),
+]
+
+
+@pytest.mark.parametrize("call, err, message", BAD_INPUT)
+def test_bad_input_messages_name_the_argument_and_what_was_expected(call, err, message):
+    if err is None:  # a valid call in the middle of the matrix: nothing raised
+        call()
+        return
+    with pytest.raises(ConnwalkError) as exc:
+        call()
+    assert type(exc.value).__name__ == err
+    assert str(exc.value).startswith(message), str(exc.value)
+    assert exc.value.argument == message.split(":")[0]
