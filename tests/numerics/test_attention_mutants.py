@@ -267,3 +267,52 @@ def test_to_converts_weights_and_biases_and_keeps_head_layout():
     assert (w32.n_heads, w32.n_kv_heads, w32.scale) == (4, 2, 0.25)
     w0, _ = weights(8, biases=False)
     assert w0.to(dtype=torch.float32).b_V is None
+
+
+# ------------------------------------------------------------------------------------- error messages
+def W(**over):
+    return lambda: AttentionWeights(**good(**over))
+
+
+BAD_INPUT = [
+    (W(W_Q=torch.ones(4, 3, dtype=torch.int64)), "DTypeError",
+     "W_Q: expected a floating tensor (float32/float64), got torch.int64"),
+    (W(W_Q=torch.ones(4, dtype=f64)), "ShapeError", "W_Q: expected shape (out, in), got (4,)"),
+    (W(W_K=torch.ones(1, 2, 3, dtype=f64)), "ShapeError", "W_K: expected shape (out, in), got (1, 2, 3)"),
+    (W(W_V=torch.full((2, 3), math.nan, dtype=f64)), "NonFiniteError", "W_V: contains 6 NaN/inf entries"),
+    (W(W_K=torch.ones(2, 3)), "DTypeError", "W_K: dtype torch.float32 differs from W_Q's torch.float64; cast explicitly"),
+    (W(n_kv_heads=3), "ShapeError", "n_kv_heads: n_heads=2 must be a multiple of n_kv_heads=3"),
+    (W(W_Q=torch.ones(5, 3, dtype=f64)), "ShapeError", "W_Q: rows 5 not divisible by n_heads=2"),
+    (W(W_K=torch.ones(2, 4, dtype=f64)), "ShapeError", "W_K: expected (2, 3), got (2, 4)"),
+    (W(W_V=torch.ones(4, 3, dtype=f64)), "ShapeError", "W_V: expected (2, 3), got (4, 3)"),
+    (W(W_O=torch.ones(3, 2, dtype=f64)), "ShapeError", "W_O: expected (3, 4), got (3, 2)"),
+    (W(b_Q=torch.ones(4, dtype=torch.int64)), "DTypeError", "b_Q: expected a floating tensor"),
+    (W(b_K=torch.full((2,), math.inf, dtype=f64)), "NonFiniteError", "b_K: contains 2 NaN/inf entries"),
+    (W(b_V=torch.ones(2)), "DTypeError", "b_V: dtype torch.float32 differs from W_Q's torch.float64; cast explicitly"),
+    (W(b_Q=torch.ones(3, dtype=f64)), "ShapeError", "b_Q: expected (4,), got (3,)"),
+    (W(b_K=torch.ones(4, dtype=f64)), "ShapeError", "b_K: expected (2,), got (4,)"),
+    (W(b_O=torch.ones(1, 3, dtype=f64)), "ShapeError", "b_O: expected (3,), got (1, 3)"),
+    (lambda: AttentionWeights.from_torch_mha(torch.nn.MultiheadAttention(4, 2, kdim=3, vdim=3)), "ShapeError",
+     "mha: only packed in_proj (kdim == vdim == embed_dim) is supported"),
+    (lambda: attention_probs(torch.ones(4, 3, dtype=torch.int64), AttentionWeights(**good())), "DTypeError",
+     "X: expected a floating tensor"),
+    (lambda: attention_probs(torch.ones(3, dtype=f64), AttentionWeights(**good())), "ShapeError",
+     "X: expected shape (..., n, d), got (3,)"),
+    (lambda: attention_probs(torch.full((4, 3), math.nan, dtype=f64), AttentionWeights(**good())), "NonFiniteError",
+     "X: contains 12 NaN/inf entries"),
+    (lambda: attention_probs(torch.ones(4, 3), AttentionWeights(**good())), "DTypeError",
+     "X: dtype torch.float32 differs from W_Q's torch.float64; cast explicitly"),
+    (lambda: attention_probs(torch.ones(4, 2, dtype=f64), AttentionWeights(**good())), "ShapeError",
+     "X: feature dim 2 != weights' d=3"),
+    (lambda: walk_from_weights(torch.ones(4, 2, dtype=f64), AttentionWeights(**good())), "ShapeError",
+     "X: feature dim 2 != weights' d=3"),
+]
+
+
+@pytest.mark.parametrize("call, err, message", BAD_INPUT)
+def test_bad_input_messages_name_the_argument_and_what_was_expected(call, err, message):
+    with pytest.raises(ConnwalkError) as exc:
+        call()
+    assert type(exc.value).__name__ == err
+    assert str(exc.value).startswith(message), str(exc.value)
+    assert exc.value.argument == message.split(":")[0]

@@ -396,3 +396,85 @@ def test_discrete_selection_bad_arguments():
                                                                   scheme="rk4"))
     sel = discrete_selection(t(3 * a[None]), t([[[tau]]]), eta=0.1, layers=3, scheme="euler", normalize=True)
     assert sel.layers == 3
+
+
+# ------------------------------------------------------------------------------------- error messages
+K2 = torch.tensor([[0.25, 0.75]], dtype=f64)
+T1 = torch.eye(2, dtype=f64)[None]
+
+BAD_INPUT = [
+    (lambda: gaussian_kernel(1, 0.0, 1.0), "ShapeError", "n: ring size must be >= 2, got 1"),
+    (lambda: gaussian_kernel(4, 0.0, 0.0), "ShapeError", "width: width must be positive and finite, got 0.0"),
+    (lambda: kernel_from_bias(torch.tensor([1, 2])), "DTypeError", "bias: expected a floating tensor"),
+    (lambda: kernel_from_bias(t([0.0, math.nan])), "ShapeError", "bias: bias must not contain NaN or +inf"),
+    (lambda: circulant(torch.tensor([1, 2])), "DTypeError", "kernels: expected a floating tensor"),
+    (lambda: kernel_hat(torch.tensor([1, 2])), "DTypeError", "kernels: expected a floating tensor"),
+    (lambda: validate_kernels(torch.tensor([[1, 0]])), "DTypeError", "kernels: expected a floating tensor"),
+    (lambda: validate_kernels(K2[0]), "ShapeError", "kernels: expected shape (H, n), got (2,)"),
+    (lambda: validate_kernels(K2[None]), "ShapeError", "kernels: expected shape (H, n), got (1, 1, 2)"),
+    (lambda: validate_kernels(torch.ones(0, 3, dtype=f64)), "ShapeError", "kernels: need at least one head"),
+    (lambda: validate_kernels(torch.ones(1, 1, dtype=f64)), "ShapeError",
+     "kernels: ring size n must be >= 2, got n=1"),
+    (lambda: validate_kernels(K2 * math.inf), "NonFiniteError", "kernels: contains 2 NaN/inf entries"),
+    (lambda: validate_kernels(t([[1.5, -0.5]])), "NegativeWeightError", "kernels: has negative entries"),
+    (lambda: validate_kernels(t([[0.0, 0.0]])), "NotStochasticError",
+     "kernels: a kernel row sums to 0: not normalisable"),
+    (lambda: validate_kernels(t([[0.5, 0.6]])), "NotStochasticError",
+     "kernels: kernel rows must sum to 1 (max |sum − 1| = 1.000e-01 > "),
+    (lambda: validate_transports(torch.eye(2, dtype=torch.int64)[None]), "DTypeError",
+     "transports: expected a floating tensor"),
+    (lambda: validate_transports(torch.eye(2, dtype=f64)), "ShapeError",
+     "transports: expected shape (H, d, d), got (2, 2)"),
+    (lambda: validate_transports(torch.ones(1, 2, 3, dtype=f64)), "ShapeError",
+     "transports: expected square trailing dims (H, d, d), got (1, 2, 3)"),
+    (lambda: validate_transports(T1 * math.nan), "NonFiniteError", "transports: contains 4 NaN/inf entries"),
+    (lambda: symbol(K2, T1.float()), "DTypeError",
+     "transports: dtype torch.float32 differs from kernels's torch.float64; cast explicitly"),
+    (lambda: symbol(K2, T1.expand(2, 2, 2)), "ShapeError",
+     "transports: expected 1 heads (kernels have 1 rows), got 2"),
+    (lambda: polarisation(torch.zeros(3)), "UndefinedError", "v: zero vector has no polarisation"),
+    (lambda: linear_operator(torch.tensor([[1, 0]]), T1), "DTypeError", "attention: expected a floating tensor"),
+    (lambda: linear_operator(K2[0], T1), "ShapeError",
+     "attention: expected shape (H, n) kernels or (H, n, n) attention, got (2,)"),
+    (lambda: linear_operator(torch.ones(1, 2, 3, dtype=f64), T1), "ShapeError",
+     "attention: expected square trailing dims (H, n, n), got (1, 2, 3)"),
+    (lambda: linear_operator(torch.ones(1, 2, 2), T1), "DTypeError",
+     "transports: dtype torch.float64 differs from attention's torch.float32; cast explicitly"),
+    (lambda: predict_from_operator(torch.tensor([[1, 0], [0, 1]]), 2, 1), "DTypeError",
+     "J: expected a floating tensor"),
+    (lambda: predict_from_operator(torch.ones(2, 3, dtype=f64), 2, 1), "ShapeError",
+     "J: expected square trailing dims (n·d, n·d), got (2, 3)"),
+    (lambda: predict_from_operator(torch.full((2, 2), math.nan, dtype=f64), 2, 1), "NonFiniteError",
+     "J: contains 4 NaN/inf entries"),
+    (lambda: transient_growth(torch.tensor([[1, 0], [0, 1]]), [0.0]), "DTypeError", "J: expected a floating tensor"),
+    (lambda: transient_growth(torch.ones(2, 3, dtype=f64), [0.0]), "ShapeError",
+     "J: expected square trailing dims (N, N), got (2, 3)"),
+    (lambda: transient_growth(torch.full((2, 2), math.inf, dtype=f64), [0.0]), "NonFiniteError",
+     "J: contains 4 NaN/inf entries"),
+    (lambda: transient_growth(torch.eye(2, dtype=f64), [[0.0, 1.0]]), "ShapeError",
+     "times: expected shape (T,), got (1, 2)"),
+    (lambda: transient_growth(torch.eye(2, dtype=f64), 1.0), "ShapeError", "times: expected shape (T,), got ()"),
+    (lambda: transient_growth(torch.eye(2, dtype=f64), [0.0, math.nan]), "NonFiniteError",
+     "times: contains 1 NaN/inf entries"),
+    (lambda: effective_time("rk4", 0.1, 3), "ShapeError",
+     "scheme: unknown scheme 'rk4'; expected 'postnorm', 'prenorm' or 'euler'"),
+    (lambda: effective_time("euler", 0.0, 3), "ShapeError", "eta: step size must be a positive finite number, got 0.0"),
+    (lambda: discrete_selection(K2, T1, eta=0.1, layers=0), "ShapeError", "layers: layers must be >= 1, got 0"),
+    (lambda: discrete_selection(K2, T1, eta=-0.1, layers=2), "ShapeError",
+     "eta: step size must be a positive finite number, got -0.1"),
+    (lambda: discrete_selection(K2, T1, eta=0.1, layers=2, scheme="rk4"), "ShapeError",
+     "scheme: unknown scheme 'rk4'; expected 'postnorm', 'prenorm' or 'euler'"),
+    (lambda: discrete_selection(K2, T1.expand(2, 2, 2), eta=0.1, layers=2), "ShapeError",
+     "transports: expected 1 heads (kernels have 1 rows), got 2"),
+    (lambda: predict_pattern(K2 * 2, T1), "NotStochasticError", "kernels: kernel rows must sum to 1"),
+    (lambda: naive_per_head_growth(K2, T1.float()), "DTypeError", "transports: dtype torch.float32 differs"),
+]
+
+
+@pytest.mark.parametrize("call, err, message", BAD_INPUT)
+def test_bad_input_messages_name_the_argument_and_what_was_expected(call, err, message):
+    with pytest.raises(ConnwalkError) as exc:
+        call()
+    assert type(exc.value).__name__ == err
+    assert str(exc.value).startswith(message), str(exc.value)
+    assert exc.value.argument == message.split(":")[0]
