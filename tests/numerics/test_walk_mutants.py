@@ -259,6 +259,13 @@ def test_apply_rejects_x_of_the_wrong_size_naming_x(shape):
 
 
 # ------------------------------------------------------------------------------------- gates
+def test_gates_of_a_batch_with_more_elements_than_heads():
+    g = rng(18)
+    A = g.random((5, 2, 3, 3))
+    G = ConnectionWalk.from_mha(t(A), torch.eye(2, dtype=f64).expand(2, 2, 2)).gates()
+    close(G, A / A.sum(1, keepdims=True))
+
+
 def test_gates_are_head_shares_and_nan_off_the_support():
     A = np.array([[[0.2, 0.0], [0.3, 0.0]], [[0.6, 0.0], [0.1, 0.5]]])
     w = ConnectionWalk.from_mha(t(A), torch.eye(2, dtype=f64).expand(2, 2, 2))
@@ -340,13 +347,35 @@ def test_nearest_kronecker_sign_makes_the_walk_part_nonnegative_on_average():
     close(P.numpy()[:, :, None, None] * T.numpy()[None, None], B)
 
 
-def test_nearest_kronecker_batched_edges():
-    B = kron_case(13, batch=(2,))
-    P, T, gap = ConnectionWalk.from_blocks(t(B)).nearest_kronecker()
-    assert P.shape == (2, 3, 3) and T.shape == (2, 2, 2) and gap.shape == (2,)
+def rank_one(R):
+    U, S, Vt = np.linalg.svd(R)
+    return S[0] * np.outer(U[:, 0], Vt[0])
+
+
+@pytest.mark.parametrize("form", ["edges", "heads", "heads_batched_T"])
+def test_nearest_kronecker_and_constant_transport_batched(form):
+    """Batch of 2 (≠ H = 3, ≠ n = 3? n = 4 here): each element is its own Van Loan problem."""
+    g = rng(13)
+    if form == "edges":
+        B = kron_case(13, n=4, batch=(2,))
+        w = ConnectionWalk.from_blocks(t(B))
+    else:
+        A = g.random((2, 3, 4, 4))
+        T = g.standard_normal((2, 3, 2, 2)) if form == "heads_batched_T" else g.standard_normal((3, 2, 2))
+        w = ConnectionWalk.from_mha(t(A), t(T))
+        B = np.stack([literal_blocks_from_heads(A[b], T[b] if T.ndim == 4 else T) for b in range(2)])
+    P, T_, gap = w.nearest_kronecker()
+    ct = w.constant_transport()
+    assert P.shape == (2, 4, 4) and T_.shape == (2, 2, 2) and gap.shape == (2,)
     for b in range(2):
-        s, _ = van_loan_singular_values(B[b])
-        close(gap[b], np.sqrt((s[1:] ** 2).sum()))
+        s, R = van_loan_singular_values(B[b])
+        g_ref = np.sqrt((s[1:] ** 2).sum())
+        close(gap[b], g_ref)
+        close(np.outer(P[b].numpy().reshape(-1), T_[b].numpy().reshape(-1)), rank_one(R))
+        close(ct.residual[b], g_ref)
+        close(ct.relative_residual[b], g_ref / np.sqrt((B[b] ** 2).sum()))
+        close(np.outer(ct.walk_matrix[b].numpy().reshape(-1), ct.transport[b].numpy().reshape(-1)), rank_one(R))
+        close(ct.walk_matrix[b].sum(-1).mean(), 1.0)
 
 
 # ------------------------------------------------------------------------------------- constant transport
@@ -410,15 +439,58 @@ def test_a_sign_flipped_coefficient_is_not_a_constant_transport():
     close(ct.walk_matrix, C)
 
 
-def test_a_tiny_negative_coefficient_within_tolerance_still_holds():
-    """c_ij = −1e-14 (roundoff) does not flip the verdict; c_ij = −1e-6 does."""
-    T0 = np.array([[1.0, 0.5], [0.0, 2.0]])
+def test_default_tolerance_scales_with_n_times_d():
+    """n = d = 4: a coefficient of −5e-14 is roundoff for tol(float64, n·d) ≈ 2.3e-13 (holds) but not
+    for tol(float64, 1) ≈ 1.4e-14; −1e-6 never is."""
+    from numerics.tolerance import tol
+
+    assert tol(f64, 1) < 5e-14 < tol(f64, 16)
+    T0 = np.diag([1.0, 0.5, 2.0, 1.5])
     verdicts = []
-    for eps in (1e-14, 1e-6):
-        C = np.array([[0.5, 0.5 + eps], [-eps, 1.0 + eps]])
+    for eps in (5e-14, 1e-6):
+        C = np.full((4, 4), 0.25)
+        C[0] = [0.5, -eps, 0.25 + 0.5 * eps, 0.25 + 0.5 * eps]  # rows still sum to 1
         B = np.einsum("ij,ab->ijab", C, T0)
-        verdicts.append(bool(ConnectionWalk.from_blocks(t(B), P=t(np.abs(C))).constant_transport().holds))
+        ct = ConnectionWalk.from_blocks(t(B), P=t(np.abs(C))).constant_transport()
+        close(ct.min_coefficient, -eps, atol=1e-15)
+        verdicts.append(bool(ct.holds))
     assert verdicts == [True, False]
+
+
+def test_sign_tolerance_is_relative_to_the_largest_coefficient_when_above_one():
+    """holds iff rel ≤ rtol and min P ≥ −rtol·max(1, max|P|) (P at unit mean row sum)."""
+    T0 = np.array([[1.0, 0.5], [0.0, 2.0]])
+    rtol = 1e-3
+    cases = {
+        # max|P| ≤ 1: the sign bound is rtol itself
+        "small": (np.array([[0.5 + 1.5e-3, -1.5e-3], [0.5, 0.5]]), False),
+        "tiny": (np.array([[0.5 + 0.5e-3, -0.5e-3], [0.5, 0.5]]), True),
+        # mean row sum 1, max|P| = 1.8: the bound is 1.8·rtol
+        "large": (np.array([[1.8, -1.5e-3], [0.2 + 1.5e-3 / 2, -0.0]]), True),
+    }
+    Cs = []
+    for name, (C, expected) in cases.items():
+        Pn = C / C.sum(1).mean()
+        rule = Pn.min() >= -rtol * max(1.0, np.abs(Pn).max())
+        assert rule == expected, name
+        B = np.einsum("ij,ab->ijab", C, T0)
+        ct = ConnectionWalk.from_blocks(t(B), P=t(np.abs(C) + (C == 0))).constant_transport(rtol=rtol)
+        assert bool(ct.holds) == expected, name
+        Cs.append(C)
+    # batched: each element is judged with its own max|P|, not the batch's
+    B = np.stack([np.einsum("ij,ab->ijab", C, T0) for C in (cases["large"][0], cases["small"][0])])
+    P = np.stack([np.abs(C) + (C == 0) for C in (cases["large"][0], cases["small"][0])])
+    ct = ConnectionWalk.from_blocks(t(B), P=t(P)).constant_transport(rtol=rtol)
+    assert ct.holds.tolist() == [True, False]
+
+
+def test_one_token_one_feature_is_a_constant_transport_at_zero_tolerance():
+    """n = d = 1: R is 1×1, no second singular value: the residual is exactly 0 ≤ rtol = 0."""
+    ct = ConnectionWalk.from_sha(torch.ones(1, 1, dtype=f64), 2 * torch.ones(1, 1, dtype=f64)) \
+        .constant_transport(rtol=0.0)
+    assert float(ct.relative_residual) == 0.0 and bool(ct.holds)
+    close(ct.transport, [[2.0]])
+    close(ct.walk_matrix, [[1.0]])
 
 
 def test_constant_transport_rtol_is_the_relative_residual_bound():
