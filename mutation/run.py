@@ -1,7 +1,7 @@
 """Driver for scripts/mutation.sh: mutmut per target module, score table, survivors file.
 
     python mutation/run.py [MODULE ...] [--max-children N] [--fresh] [--report-only]
-                           [--mutants NAME ...]
+                           [--mutants NAME ...] [--survivors]
 
 MODULE is a table name of mutation/targets.toml (walk, attention, graphs, patterns, laplacian,
 derivations); none = all, in that order. Each module runs in its own work copy
@@ -199,6 +199,8 @@ def main(argv=None) -> int:
     ap.add_argument("--fresh", action="store_true", help="discard earlier results of these modules")
     ap.add_argument("--report-only", action="store_true", help="print the table from the last run")
     ap.add_argument("--mutants", nargs="+", default=[], help="rerun only these mutants (names or globs)")
+    ap.add_argument("--survivors", action="store_true",
+                    help="rerun only the mutants that survived the last run (after adding tests)")
     a = ap.parse_args(argv)
     targets = load_targets()
     common = targets["common"]
@@ -213,16 +215,25 @@ def main(argv=None) -> int:
         work = HERE / "work" / m
         elapsed = None
         if not a.report_only:
+            names = list(a.mutants)
+            if a.survivors and (work / "mutants" / (spec["source"] + ".meta")).exists():
+                codes = results(work, spec["source"])
+                names += [k for k, c in codes.items() if c not in KILLED and c not in TIMEOUT and c is not None]
+                if not names:
+                    print(f"{m}: no survivors to rerun")
             work = prepare(m, spec, common, a.fresh)
-            elapsed = run_mutmut(work, a.max_children, a.mutants)
+            if names or not a.survivors:
+                elapsed = run_mutmut(work, a.max_children, names)
         row = score(m, spec, work, equivalent)
         row["minutes"] = None if elapsed is None else elapsed / 60
         rows.append(row)
         print_table([row])
     if len(rows) > 1:
         print_table(rows)
-    with (HERE / "survivors" / "scores.json").open("w") as f:
-        json.dump(rows, f, indent=1)
+    path = HERE / "survivors" / "scores.json"
+    table = json.loads(path.read_text()) if path.exists() else {}
+    table.update({r["module"]: r for r in rows})
+    path.write_text(json.dumps(table, indent=1) + "\n")
     return 0 if all(r["not_checked"] == 0 for r in rows) else 1
 
 

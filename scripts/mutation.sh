@@ -5,6 +5,7 @@
 #   bash scripts/mutation.sh walk --fresh       # forget earlier results of walk first
 #   bash scripts/mutation.sh --report-only      # the table of the last runs
 #   bash scripts/mutation.sh walk --mutants 'numerics.walk.x_kron*'   # rerun some mutants
+#   bash scripts/mutation.sh walk --survivors   # rerun only the last survivors (after adding tests)
 # Needs the `mutation` extra: pip install -e ".[test,mutation]".
 # Prints per module killed / survived / equivalent and the score killed / (killed + survived);
 # writes the surviving mutants with their diffs to mutation/survivors/<module>.txt.

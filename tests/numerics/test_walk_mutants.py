@@ -259,6 +259,17 @@ def test_apply_rejects_x_of_the_wrong_size_naming_x(shape):
 
 
 # ------------------------------------------------------------------------------------- gates
+def test_edges_form_transports_are_the_stored_ones_bit_for_bit():
+    """No B / P round trip: for these weights P·O/P ≠ O in the last bit somewhere."""
+    g = rng(19)
+    P = g.random((4, 4)) + 0.05
+    O = g.standard_normal((4, 4, 3, 3))
+    assert np.any(P[..., None, None] * O / P[..., None, None] != O)  # the round trip is not exact
+    w = ConnectionWalk.from_edges(t(P), t(O))
+    Oe, sup = w.edge_transports()
+    assert bool(sup.all()) and torch.equal(Oe, t(O))
+
+
 def test_gates_of_a_batch_with_more_elements_than_heads():
     g = rng(18)
     A = g.random((5, 2, 3, 3))
@@ -632,6 +643,11 @@ BAD_INPUT = [
     (lambda: ConnectionWalk.from_blocks(torch.ones(2, 2, 1, 1, dtype=f64), P=A22.float()), "DTypeError",
      "P: dtype torch.float32 differs from B's torch.float64; cast explicitly"),
     (lambda: ConnectionWalk.from_blocks(torch.ones(2, 2, 1, 1, dtype=f64), P=A22 * 2), None, None),
+    # stochastic=False is the default of every constructor: unnormalised weights are accepted
+    (lambda: ConnectionWalk.from_sha(A22 * 2, I3), None, None),
+    (lambda: ConnectionWalk.from_mha(AH * 2, I3.expand(2, 3, 3)), None, None),
+    (lambda: ConnectionWalk.from_factors(AH * 2, WO, WV), None, None),
+    (lambda: ConnectionWalk.from_edges(A22 * 2, I3), None, None),
     # apply
     (lambda: ConnectionWalk.from_sha(A22, I3).apply(torch.ones(2, 3, dtype=torch.int64)), "DTypeError",
      "X: expected a floating tensor (float32/float64), got torch.int64"),
