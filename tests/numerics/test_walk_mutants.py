@@ -675,3 +675,53 @@ def test_bad_input_messages_name_the_argument_and_what_was_expected(call, err, m
     assert type(exc.value).__name__ == err
     assert str(exc.value).startswith(message), str(exc.value)
     assert exc.value.argument == message.split(":")[0]
+
+
+def test_nearest_kronecker_sign_rule_with_mixed_sign_coefficients():
+    """C with entries of both signs whose sum is small and positive: P keeps the sign of C (sum ≥ 0)."""
+    C = np.array([[1.0, -0.9], [0.1, -0.1]])
+    T0 = np.array([[2.0, 0.0], [1.0, 1.0]])
+    B = np.einsum("ij,ab->ijab", C, T0)
+    P, T, gap = ConnectionWalk.from_blocks(t(B), P=t(np.abs(C))).nearest_kronecker()
+    assert float(P.sum()) > 0
+    close(P.numpy()[:, :, None, None] * T.numpy()[None, None], B)
+    c = float(P[0, 0]) / C[0, 0]
+    assert c > 0
+    close(P, c * C)
+
+
+def test_nearest_kronecker_sign_rule_holds_per_batch_element():
+    g = rng(20)
+    Bs = []
+    for k in range(8):
+        P0 = g.random((3, 3)) + 0.05
+        T0 = g.standard_normal((2, 2)) * (-1) ** k
+        Bs.append(np.einsum("ij,ab->ijab", P0, T0))
+    P, T, gap = ConnectionWalk.from_blocks(t(np.stack(Bs))).nearest_kronecker()
+    assert bool((P > 0).all())
+    for k in range(8):
+        close(P[k].numpy()[:, :, None, None] * T[k].numpy()[None, None], Bs[k])
+
+
+def test_relative_residual_of_a_small_walk_is_relative_to_its_own_norm():
+    B = 1e-3 * kron_case(21)
+    s, _ = van_loan_singular_values(B)
+    ct = ConnectionWalk.from_blocks(t(B)).constant_transport()
+    close(ct.relative_residual, np.sqrt((s[1:] ** 2).sum()) / np.sqrt((B ** 2).sum()))
+    assert float(ct.relative_residual) > 0.1
+
+
+@pytest.mark.parametrize("batched", [False, True])
+def test_a_walk_moved_to_another_device_computes_there(batched):
+    """``to(device=)`` moves every stored tensor, and the Van Loan factorisation follows it (the meta
+    device stands in for an accelerator: shapes are inferred, nothing is computed)."""
+    B = torch.randn(*((2,) if batched else ()), 3, 3, 2, 2, dtype=f64, generator=torch.Generator().manual_seed(0))
+    w = ConnectionWalk.from_blocks(B).to(device="meta")
+    assert w.device.type == "meta" and w.dtype == f64
+    assert w._P.device.type == "meta" and w._O.device.type == "meta"
+    P, T, gap = w.nearest_kronecker()
+    assert (P.device.type, T.device.type, gap.device.type) == ("meta", "meta", "meta")
+    assert P.shape == (*B.shape[:-4], 3, 3) and T.shape == (*B.shape[:-4], 2, 2)
+    wh = ConnectionWalk.from_mha(torch.full((2, 3, 3), 1 / 3, dtype=f64), torch.eye(2, dtype=f64).expand(2, 2, 2))
+    wm = wh.to(device="meta")
+    assert wm._A.device.type == "meta" and wm._T.device.type == "meta"
