@@ -232,6 +232,7 @@ def main(argv=None) -> int:
         print_table(rows)
     path = HERE / "survivors" / "scores.json"
     table = json.loads(path.read_text()) if path.exists() else {}
+    table = table if isinstance(table, dict) else {}
     table.update({r["module"]: r for r in rows})
     path.write_text(json.dumps(table, indent=1) + "\n")
     return 0 if all(r["not_checked"] == 0 for r in rows) else 1

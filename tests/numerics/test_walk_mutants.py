@@ -160,7 +160,7 @@ def test_from_blocks_rejects_a_gauge_that_is_zero_where_a_block_is_not():
     B = np.ones((2, 2, 1, 1))
     P = np.array([[1.0, 0.0], [0.5, 0.5]])
     msg = raises_named(OffSupportError, "P", lambda: ConnectionWalk.from_blocks(t(B), P=t(P)))
-    assert "zero on an edge where B is nonzero" in msg
+    assert msg == "P: is zero on an edge where B is nonzero: no transport reproduces it"
     # zero only where B is zero too is fine
     B[0, 1] = 0.0
     ConnectionWalk.from_blocks(t(B), P=t(P))
@@ -474,7 +474,7 @@ def test_sign_tolerance_is_relative_to_the_largest_coefficient_when_above_one():
     rtol = 1e-3
     cases = {
         # max|P| ≤ 1: the sign bound is rtol itself
-        "small": (np.array([[0.5 + 1.5e-3, -1.5e-3], [0.5, 0.5]]), False),
+        "small": (np.array([[1.0 + 1.2e-3, -1.2e-3], [0.5, 0.5]]), False),
         "tiny": (np.array([[0.5 + 0.5e-3, -0.5e-3], [0.5, 0.5]]), True),
         # mean row sum 1, max|P| = 1.8: the bound is 1.8·rtol
         "large": (np.array([[1.8, -1.5e-3], [0.2 + 1.5e-3 / 2, -0.0]]), True),
@@ -567,6 +567,8 @@ BAD_INPUT = [
      "A: expected square trailing dims (..., H, n, n), got (1, 2, 3)"),
     (lambda: ConnectionWalk.from_mha(torch.ones(1, 0, 0, dtype=f64), I3[None]), "ShapeError",
      "A: needs n >= 1 tokens, got shape (1, 0, 0)"),
+    (lambda: ConnectionWalk.from_mha(torch.ones(1, 2, 0, 0, dtype=f64), I3.expand(2, 3, 3)), "ShapeError",
+     "A: needs n >= 1 tokens, got shape (1, 2, 0, 0)"),
     (lambda: ConnectionWalk.from_mha(AH * 2, I3.expand(2, 3, 3), stochastic=True), "NotStochasticError",
      "A: rows must sum to 1"),
     (lambda: ConnectionWalk.from_mha(AH, torch.ones(2, 2, 2, dtype=torch.int64)), "DTypeError",
@@ -601,6 +603,8 @@ BAD_INPUT = [
     (lambda: ConnectionWalk.from_factors(AH, WO, WV * NAN), "NonFiniteError", "W_V: contains 6 NaN/inf entries"),
     (lambda: ConnectionWalk.from_factors(AH, WO[:1], WV), "ShapeError", "W_O: has H=1 heads but A has H=2"),
     (lambda: ConnectionWalk.from_factors(AH, WO, WV[:1]), "ShapeError", "W_V: has H=1 heads but A has H=2"),
+    (lambda: ConnectionWalk.from_factors(AH, WO, torch.ones(1, 2, 3, dtype=f64)), "ShapeError",
+     "W_V: has H=1 heads but A has H=2"),
     (lambda: ConnectionWalk.from_factors(AH, WO, torch.ones(2, 2, 3, dtype=f64)), "ShapeError",
      "W_O: head dim 1 != W_V's head dim 2"),
     (lambda: ConnectionWalk.from_factors(AH, WO, torch.ones(2, 1, 4, dtype=f64)), "ShapeError",
@@ -623,6 +627,8 @@ BAD_INPUT = [
     (lambda: ConnectionWalk.from_edges(A22, I3 * NAN), "NonFiniteError", "O: contains 9 NaN/inf entries"),
     (lambda: ConnectionWalk.from_edges(A22, torch.ones(3, 3, 2, 2, dtype=f64)), "ShapeError",
      "O: expected (..., 2, 2, d, d) to match P, got (3, 3, 2, 2)"),
+    (lambda: ConnectionWalk.from_edges(A22.expand(1, 3, 2, 2), torch.ones(3, 3, 1, 1, dtype=f64)), "ShapeError",
+     "O: expected (..., 2, 2, d, d) to match P, got (3, 3, 1, 1)"),
     (lambda: ConnectionWalk.from_edges(A22, torch.ones(2, 3, 3, dtype=f64)), "ShapeError",
      "O: expected (..., 2, 2, d, d) to match P, got (2, 3, 3)"),
     # from_blocks
@@ -725,3 +731,12 @@ def test_a_walk_moved_to_another_device_computes_there(batched):
     wh = ConnectionWalk.from_mha(torch.full((2, 3, 3), 1 / 3, dtype=f64), torch.eye(2, dtype=f64).expand(2, 2, 2))
     wm = wh.to(device="meta")
     assert wm._A.device.type == "meta" and wm._T.device.type == "meta"
+
+
+def test_zero_coefficients_are_allowed_in_a_constant_transport():
+    """P ≥ 0, not P > 0: with d = 1 the Kronecker residual is exactly 0, so even rtol = 0 holds."""
+    C = np.array([[1.0, 0.0], [0.5, 0.5]])
+    B = np.einsum("ij,ab->ijab", C, np.array([[2.0]]))
+    ct = ConnectionWalk.from_blocks(t(B), P=t(C + (C == 0))).constant_transport(rtol=0.0)
+    assert float(ct.min_coefficient) == 0.0 and float(ct.relative_residual) == 0.0
+    assert bool(ct.holds)
