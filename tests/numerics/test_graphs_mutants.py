@@ -413,3 +413,84 @@ def test_bad_input_messages_name_the_argument_and_what_was_expected(call, err, m
     assert type(exc.value).__name__ == err
     assert str(exc.value).startswith(message), str(exc.value)
     assert exc.value.argument == message.split(":")[0]
+
+
+# ------------------------------------------------------------------------------------- batched index
+def test_every_graph_query_reads_the_batch_element_it_is_given():
+    full = np.full((3, 3), 1 / 3)
+    cyc = cycle_walk(3)
+    P = t(np.stack([cyc, full]))
+    assert (period(P, index=0), period(P, index=1)) == (3, 1)
+    assert (is_aperiodic(P, index=0), is_aperiodic(P, index=1)) == (False, True)
+    twotraps = np.array([[0.2, 0.4, 0.4], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]])
+    Q = t(np.stack([full, twotraps]))
+    assert (is_irreducible(Q, index=0), is_irreducible(Q, index=1)) == (True, False)
+    assert len(closed_classes(Q, index=0)) == 1 and len(closed_classes(Q, index=1)) == 2
+    skew = np.array([[0.0, 0.7, 0.3], [0.3, 0.0, 0.7], [0.7, 0.3, 0.0]])
+    R = t(np.stack([skew, full]))
+    np.testing.assert_allclose(stationary_distribution(R, index=0), np.full(3, 1 / 3), atol=1e-14)
+    raises_named(UndefinedError, "walk", lambda: stationary_distribution(Q, index=1))
+    assert (is_reversible(R, index=0).holds, is_reversible(R, index=1).holds) == (False, True)
+
+
+def test_a_single_isolated_token_has_period_one():
+    """No edge at all: no cycle length to take the gcd of; the period is 1 by convention."""
+    assert period(t([[0.0]])) == 1
+
+
+def test_triangle_identity_of_float32_inputs_is_evaluated_in_float64():
+    A, X, M, s = softmax_case(12)
+    A32, X32, M32 = (torch.as_tensor(v, dtype=torch.float32) for v in (A, X, M))
+    ti = softmax_triangle_identity(A32, X32, M32, scale=s)
+    An, Xn, Mn = (v.double().numpy() for v in (A32, X32, M32))
+    Ma = (Mn - Mn.T) / 2
+    res = 0.0
+    for i, j, k in combinations(range(4), 3):
+        lr = (math.log(An[i, j]) + math.log(An[j, k]) + math.log(An[k, i])
+              - math.log(An[i, k]) - math.log(An[k, j]) - math.log(An[j, i]))
+        res = max(res, abs(lr - 2 * s * (Xn[j] - Xn[i]) @ Ma @ (Xn[k] - Xn[i])))
+    assert res > 1e-9  # float32 softmax: the residual is visible ...
+    assert math.isclose(ti.residual, res, rel_tol=1e-12)  # ... and reproduced to float64 rounding
+
+
+# ------------------------------------------------------------------------------------- conditioning of π
+def nearly_decomposable_cycle(eps):
+    """Non-reversible 4-state walk: two strongly coupled pairs joined one way round by ε."""
+    P = np.array([[0.0, 1.0, 0.0, 0.0], [0.6, 0.0, 0.4, 0.0], [0.0, 0.0, 0.0, 1.0], [0.4, 0.0, 0.6, 0.0]])
+    P[1] = [0.6 + 0.4 - eps, 0.0, eps, 0.0]
+    P[3] = [eps, 0.0, 1.0 - eps, 0.0]
+    return P
+
+
+def kappa_times_tol(P):
+    from numerics.tolerance import tol
+
+    m = P.shape[0]
+    M = (np.eye(m) - P + 1.0).T
+    return np.linalg.cond(M) * tol(torch.float64, m)
+
+
+def test_pi_is_refused_exactly_when_cond_times_tol_reaches_one():
+    """stationary_distribution's documented criterion cond(I − P_C + 11ᵀ)·tol(float64, m) ≥ 1,
+    evaluated here in numpy; ε is bisected to put the product at ≈1.5 (refused) and ≈0.5 (solved)."""
+    def eps_for(target):
+        lo, hi = 1e-20, 1e-2  # κ·tol decreases as ε grows
+        for _ in range(200):
+            mid = math.sqrt(lo * hi)
+            if kappa_times_tol(nearly_decomposable_cycle(mid)) > target:
+                lo = mid
+            else:
+                hi = mid
+        return hi
+
+    P_bad = nearly_decomposable_cycle(eps_for(1.5))
+    assert 1.0 <= kappa_times_tol(P_bad) < 2.0
+    assert not is_reversible(t(P_bad)).holds
+    msg = raises_named(UndefinedError, "walk", lambda: stationary_distribution(t(P_bad)))
+    assert msg.startswith("walk: π is ill-conditioned (cond(I − P_C + 11ᵀ) = ")
+    assert msg.endswith("): a nearly decomposable walk whose couplings are below roundoff")
+    P_ok = nearly_decomposable_cycle(eps_for(0.5))
+    assert kappa_times_tol(P_ok) < 1.0
+    pi = stationary_distribution(t(P_ok))
+    np.testing.assert_allclose(pi @ P_ok, pi, atol=1e-6)
+    assert math.isclose(pi.sum(), 1.0, rel_tol=1e-12)
