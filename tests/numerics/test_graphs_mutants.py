@@ -494,3 +494,25 @@ def test_pi_is_refused_exactly_when_cond_times_tol_reaches_one():
     pi = stationary_distribution(t(P_ok))
     np.testing.assert_allclose(pi @ P_ok, pi, atol=1e-6)
     assert math.isclose(pi.sum(), 1.0, rel_tol=1e-12)
+
+
+def test_triangle_identity_of_a_symmetric_form_has_zero_log_ratios():
+    A, X, M, s = softmax_case(13)
+    g = np.random.default_rng(13)
+    S = g.standard_normal((3, 3))
+    Msym = S + S.T
+    Sc = s * X @ Msym @ X.T
+    A = np.exp(Sc - Sc.max(1, keepdims=True))
+    A /= A.sum(1, keepdims=True)
+    ti = softmax_triangle_identity(t(A), t(X), t(Msym), scale=s)
+    assert ti.holds and ti.n_triangles == 4
+    assert ti.max_log_ratio <= 1e-12
+
+
+def test_causal_attention_has_no_two_way_triangles():
+    """One-way edges (a causal mask) take no part: no triangle, nothing to violate."""
+    A, X, M, s = softmax_case(14, n=4)
+    C = np.tril(A)
+    C /= C.sum(1, keepdims=True)
+    ti = softmax_triangle_identity(t(C), t(X), t(M), scale=s)
+    assert ti.n_triangles == 0 and ti.holds and ti.residual == 0.0 and ti.max_log_ratio == 0.0
