@@ -2,7 +2,9 @@
 
 * ``--device cpu|cuda|auto`` (or env ``CONNWALK_DEVICE``): where numeric tests run (auto = cuda if
   available). Every test passes on CPU.
-* Hypothesis profiles: ``ci`` (derandomized, 30 examples), ``dev`` (100), ``thorough`` (1000).
+* Hypothesis profiles: ``ci`` (derandomized, 30 examples), ``dev`` (100), ``thorough`` (1000),
+  ``mutation`` (derandomized, 15 examples, no shrinking, no database: used by scripts/mutation.sh,
+  where a failing example only has to be found, never minimised).
   Chosen by ``--hypothesis-profile`` or env ``HYPOTHESIS_PROFILE``; default ``ci`` when ``CI`` is
   set, else ``dev``.
 * ``@pytest.mark.theorem("T3")`` tags a test; ``pytest --theorem T3`` runs only those; at the end
@@ -14,7 +16,7 @@ from __future__ import annotations
 import os
 
 import pytest
-from hypothesis import HealthCheck, settings
+from hypothesis import HealthCheck, Phase, settings
 
 from theory import report as theorem_report
 
@@ -28,6 +30,11 @@ settings.register_profile(
 )
 settings.register_profile(
     "thorough", max_examples=1000, deadline=None, print_blob=True,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+settings.register_profile(
+    "mutation", max_examples=15, derandomize=True, deadline=None, database=None, print_blob=False,
+    phases=[Phase.explicit, Phase.reuse, Phase.generate],
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE") or ("ci" if os.environ.get("CI") else "dev"))

@@ -1,0 +1,518 @@
+"""Graph views of walks: behaviour the agreement tests leave unpinned (found by mutation testing).
+
+Expected values come from hand-built walks whose answer is known by construction (cycle lengths,
+doubly stochastic chains, spanning-tree ratios written out, products of transports around a
+cycle, softmax log-ratios in float64 numpy), never from :mod:`numerics.graphs` itself.
+"""
+from __future__ import annotations
+
+import math
+from itertools import combinations
+
+import numpy as np
+import pytest
+import torch
+
+from numerics.errors import ConnwalkError, ShapeError, UndefinedError
+from numerics.graphs import (
+    closed_classes,
+    holonomies,
+    is_aperiodic,
+    is_irreducible,
+    is_reversible,
+    kolmogorov_cycles,
+    period,
+    reversible_by_span,
+    softmax_triangle_identity,
+    stationary_distribution,
+    to_networkx,
+)
+from numerics.walk import ConnectionWalk
+
+f64 = torch.float64
+
+
+def t(x) -> torch.Tensor:
+    return torch.as_tensor(np.asarray(x, dtype=np.float64))
+
+
+def raises_named(err, arg, call):
+    with pytest.raises(err) as exc:
+        call()
+    assert isinstance(exc.value, ConnwalkError)
+    assert str(exc.value).startswith(f"{arg}: "), str(exc.value)
+    return str(exc.value)
+
+
+def cycle_walk(n):
+    """i → i+1 mod n with probability 1: period n."""
+    P = np.zeros((n, n))
+    for i in range(n):
+        P[i, (i + 1) % n] = 1.0
+    return P
+
+
+# ------------------------------------------------------------------------------------- period
+@pytest.mark.parametrize("n", [2, 3, 5])
+def test_period_of_a_directed_cycle_is_its_length(n):
+    P = cycle_walk(n)
+    assert period(t(P)) == n
+    assert not is_aperiodic(t(P))
+    assert is_irreducible(t(P))
+
+
+def graph_walk(n, edges):
+    P = np.zeros((n, n))
+    for a, b in edges:
+        P[a, b] = 1.0
+    return P / P.sum(1, keepdims=True)
+
+
+@pytest.mark.parametrize("edges, expected", [
+    # cycles 0-1-2-3-0 (4) and 0-4-5-6-7-0 (5): gcd 1
+    ([(0, 1), (1, 2), (2, 3), (3, 0), (0, 4), (4, 5), (5, 6), (6, 7), (7, 0)], 1),
+    # cycles 0-1-2-3-0 (4) and 0-4-5-6-7-3-0 (6): gcd 2
+    ([(0, 1), (1, 2), (2, 3), (3, 0), (0, 4), (4, 5), (5, 6), (6, 7), (7, 3)], 2),
+    # cycles 0-1-2-0 (3) and 0-3-4-5-6-7-0 (6): gcd 3
+    ([(0, 1), (1, 2), (2, 0), (0, 3), (3, 4), (4, 5), (5, 6), (6, 7), (7, 0)], 3),
+])
+def test_period_is_the_gcd_of_cycle_lengths(edges, expected):
+    P = graph_walk(8, edges)
+    assert period(t(P)) == expected
+    assert is_aperiodic(t(P)) == (expected == 1)
+
+
+def test_period_with_a_self_loop_is_one():
+    P = cycle_walk(4)
+    P[2] = [0, 0, 0.5, 0.5]
+    assert period(t(P)) == 1
+
+
+def test_period_of_a_reducible_walk_is_undefined():
+    P = np.array([[1.0, 0.0], [0.5, 0.5]])
+    raises_named(UndefinedError, "walk", lambda: period(t(P)))
+
+
+def test_closed_classes_of_a_walk_with_two_traps():
+    P = np.array([[0.2, 0.4, 0.4, 0.0], [0.0, 1.0, 0.0, 0.0], [0.0, 0.0, 0.5, 0.5], [0.0, 0.0, 0.5, 0.5]])
+    assert sorted(map(sorted, closed_classes(t(P)))) == [[1], [2, 3]]
+    assert not is_irreducible(t(P))
+    raises_named(UndefinedError, "walk", lambda: stationary_distribution(t(P)))
+
+
+# ------------------------------------------------------------------------------------- reversibility
+def reversible_from_symmetric(K):
+    K = np.asarray(K, dtype=float)
+    return K / K.sum(1, keepdims=True), K.sum(1) / K.sum()
+
+
+def test_reversible_walk_pi_is_row_sums_of_the_symmetric_kernel_and_balance_holds():
+    K = np.array([[1.0, 2.0, 0.0, 0.5], [2.0, 0.0, 3.0, 1.5], [0.0, 3.0, 1.0, 4.0], [0.5, 1.5, 4.0, 2.0]])
+    P, pi = reversible_from_symmetric(K)
+    r = is_reversible(t(P))
+    assert r.holds and bool(r) and r.unique and r.reason == ""
+    np.testing.assert_allclose(r.pi, pi, rtol=0, atol=1e-14)
+    assert 0.0 <= r.balance_residual <= 1e-15
+    assert 0.0 <= r.residual <= 1e-13
+    assert len(r.cycles) == 2  # 5 undirected edges between distinct nodes, 4 nodes: 5 − 4 + 1 basis cycles
+    assert 0 < r.tol < 1e-12
+
+
+def test_non_reversible_three_cycle_residuals_are_the_literal_ones():
+    """P = rotation-biased 3-cycle; Kolmogorov log-ratio 3·log(7/3); tree π from root 0."""
+    P = np.array([[0.0, 0.7, 0.3], [0.3, 0.0, 0.7], [0.7, 0.3, 0.0]])
+    r = is_reversible(t(P))
+    assert not r.holds and not bool(r)
+    assert math.isclose(r.residual, 3 * math.log(7 / 3), rel_tol=1e-13)
+    # spanning tree edges 0–1, 0–2: π1/π0 = P01/P10, π2/π0 = P02/P20
+    p = np.array([1.0, 0.7 / 0.3, 0.3 / 0.7])
+    p /= p.sum()
+    np.testing.assert_allclose(r.pi, p, rtol=1e-14)
+    bal = abs(p[1] * 0.7 - p[2] * 0.3)
+    assert math.isclose(r.balance_residual, bal, rel_tol=1e-12)
+    assert r.reason.startswith("Kolmogorov fails on cycle")
+    assert f"{3 * math.log(7 / 3):.3e}" in r.reason
+    (cyc, lr), = r.cycles
+    assert sorted(cyc) == [0, 1, 2] and math.isclose(abs(lr), 3 * math.log(7 / 3), rel_tol=1e-13)
+    # the stationary law of this doubly stochastic chain is uniform (linear-solve route)
+    np.testing.assert_allclose(stationary_distribution(t(P)), np.full(3, 1 / 3), atol=1e-14)
+
+
+def test_kolmogorov_log_ratio_sign_follows_the_cycle_orientation():
+    P = np.array([[0.0, 0.7, 0.3], [0.3, 0.0, 0.7], [0.7, 0.3, 0.0]])
+    (cyc, lr), = kolmogorov_cycles(to_networkx(t(P)))
+    L = len(cyc)
+    lit = sum(math.log(P[cyc[k], cyc[(k + 1) % L]]) - math.log(P[cyc[(k + 1) % L], cyc[k]]) for k in range(L))
+    assert math.isclose(lr, lit, rel_tol=1e-14) and abs(lr) > 1
+
+
+def test_one_way_edge_reason_names_the_edge():
+    P = np.array([[0.5, 0.5, 0.0], [0.0, 0.5, 0.5], [0.5, 0.5, 0.0]])
+    r = is_reversible(t(P))
+    assert not r.holds
+    assert r.residual == math.inf and r.balance_residual == math.inf
+    assert np.isnan(r.pi).all() and not r.unique and r.cycles == []
+    assert r.reason.startswith("edge ") and "has no reverse edge" in r.reason
+
+
+def test_zero_row_is_not_reversible_and_says_so():
+    P = np.array([[0.5, 0.5, 0.0], [0.5, 0.5, 0.0], [0.0, 0.0, 0.0]])
+    r = is_reversible(t(P))
+    assert not r.holds
+    assert "node 2 has no outgoing edge (zero row)" in r.reason
+    assert "2 components" in r.reason  # node 2 is its own component
+
+
+def test_two_components_each_get_half_the_mass():
+    K1 = np.array([[1.0, 2.0], [2.0, 1.0]])
+    K2 = np.array([[0.0, 1.0, 3.0], [1.0, 0.0, 1.0], [3.0, 1.0, 2.0]])
+    P = np.zeros((5, 5))
+    P[:2, :2] = K1 / K1.sum(1, keepdims=True)
+    P[2:, 2:] = K2 / K2.sum(1, keepdims=True)
+    r = is_reversible(t(P))
+    assert r.holds and not r.unique
+    np.testing.assert_allclose(r.pi[:2], 0.5 * K1.sum(1) / K1.sum(), atol=1e-15)
+    np.testing.assert_allclose(r.pi[2:], 0.5 * K2.sum(1) / K2.sum(), atol=1e-15)
+    assert r.reason == "2 components: π not unique, each component has mass 1/2"
+
+
+def test_stationary_distribution_of_a_walk_with_transient_states():
+    P = np.array([[0.5, 0.5, 0.0, 0.0], [0.0, 0.2, 0.8, 0.0], [0.0, 0.0, 0.1, 0.9], [0.0, 0.6, 0.4, 0.0]])
+    # closed class {1, 2, 3}: solve π = π P_C by hand-free linear algebra on the literal matrix
+    C = P[1:, 1:]
+    w, V = np.linalg.eig(C.T)
+    v = np.real(V[:, np.argmin(abs(w - 1))])
+    ref = np.concatenate([[0.0], v / v.sum()])
+    np.testing.assert_allclose(stationary_distribution(t(P)), ref, atol=1e-13)
+
+
+# ------------------------------------------------------------------------------------- networkx view
+def test_to_networkx_of_a_batched_walk_needs_an_index():
+    P = np.stack([cycle_walk(3), np.full((3, 3), 1 / 3)])
+    T = np.eye(2)
+    w = ConnectionWalk.from_sha(t(P), t(T))
+    raises_named(ShapeError, "walk", lambda: to_networkx(w))
+    G0, G1 = to_networkx(w, index=0), to_networkx(w, index=(1,))
+    assert sorted(G0.edges) == [(0, 1), (1, 2), (2, 0)]
+    assert G1.number_of_edges() == 9 and G1.graph == {"n": 3, "d": 2}
+    np.testing.assert_array_equal(G1[0][1]["transport"], np.eye(2))
+    assert G1[0][1]["weight"] == pytest.approx(1 / 3, abs=1e-16)
+    np.testing.assert_allclose(G1[0][1]["block"], np.eye(2) / 3, atol=1e-16)
+    raises_named(ShapeError, "walk", lambda: to_networkx(t(P)))
+    assert sorted(to_networkx(t(P), index=0).edges) == [(0, 1), (1, 2), (2, 0)]
+    B = np.zeros((2, 2, 3, 3, 2, 2))
+    raises_named(ShapeError, "index", lambda: to_networkx(ConnectionWalk.from_blocks(t(B)), index=0))
+
+
+def test_to_networkx_of_a_walk_matrix_has_no_transports():
+    G = to_networkx(t(np.array([[0.0, 1.0], [0.25, 0.75]])))
+    assert G.graph == {"n": 2, "d": None}
+    assert sorted(G.edges(data=True)) == [(0, 1, {"weight": 1.0}), (1, 0, {"weight": 0.25}),
+                                          (1, 1, {"weight": 0.75})]
+    raises_named(ShapeError, "walk", lambda: holonomies(G))
+
+
+# ------------------------------------------------------------------------------------- holonomy
+def rot(theta):
+    return np.array([[math.cos(theta), -math.sin(theta)], [math.sin(theta), math.cos(theta)]])
+
+
+def edges_walk(P, O):
+    return ConnectionWalk.from_edges(t(P), t(O))
+
+
+def test_holonomy_of_a_one_way_cycle_is_the_product_around_it():
+    g = np.random.default_rng(3)
+    P = cycle_walk(3)
+    O = np.zeros((3, 3, 2, 2))
+    for i in range(3):
+        O[i, (i + 1) % 3] = g.standard_normal((2, 2)) + 2 * np.eye(2)
+    fl = holonomies(edges_walk(P, O))
+    (h,) = fl.holonomies
+    prod = O[0, 1] @ O[1, 2] @ O[2, 0]
+    # the holonomy is conjugate to the product around the cycle: same trace and determinant
+    assert math.isclose(np.trace(h.matrix), np.trace(prod), rel_tol=1e-12, abs_tol=1e-12)
+    assert math.isclose(np.linalg.det(h.matrix), np.linalg.det(prod), rel_tol=1e-12)
+    assert math.isclose(h.defect, np.linalg.norm(h.matrix - np.eye(2)), rel_tol=1e-15)
+    assert h.cycle[0] == h.edge[0] and h.cycle[-1] == h.edge[1] and sorted(h.cycle) == [0, 1, 2]
+    assert not fl.holds and fl.residual == h.defect
+    # frames: x_i = O_ij x_j along tree edges, with R_root = I
+    assert np.allclose(fl.frames[0], np.eye(2))
+
+
+def test_flat_connection_has_identity_holonomies_and_consistent_frames():
+    g = np.random.default_rng(4)
+    n = 4
+    R = [g.standard_normal((2, 2)) + 2 * np.eye(2) for _ in range(n)]
+    P = np.full((n, n), 1 / n)
+    O = np.array([[R[i] @ np.linalg.inv(R[j]) for j in range(n)] for i in range(n)])
+    fl = holonomies(edges_walk(P, O))
+    assert fl.holds and bool(fl) and fl.reason == ""
+    assert len(fl.holonomies) == n * n - (n - 1)  # every edge but the n − 1 tree edges
+    assert fl.residual <= fl.tol
+    for i in range(n):
+        for j in range(n):
+            np.testing.assert_allclose(fl.frames[i], O[i, j] @ fl.frames[j], atol=1e-12)
+    # twist one edge: exactly one holonomy, on that edge or on the cycle it closes, moves
+    O2 = O.copy()
+    O2[2, 3] = O[2, 3] @ (R[3] @ rot(0.3) @ np.linalg.inv(R[3]))
+    fl2 = holonomies(edges_walk(P, O2))
+    assert not fl2.holds and fl2.residual > 0.1
+
+
+def test_singular_transport_on_a_tree_edge_is_a_reason_not_a_crash():
+    P = np.array([[0.0, 1.0], [1.0, 0.0]])
+    O = np.zeros((2, 2, 2, 2))
+    O[0, 1] = np.array([[1.0, 0.0], [0.0, 0.0]])
+    O[1, 0] = np.eye(2)
+    fl = holonomies(edges_walk(P, O))
+    assert not fl.holds
+    assert fl.reason == "singular transport O_01 on a spanning-tree edge"
+
+
+def test_two_way_edge_with_inverse_transports_is_flat_and_with_others_is_not():
+    A = rot(0.4) * 2.0
+    P = np.array([[0.0, 1.0], [1.0, 0.0]])
+    O = np.zeros((2, 2, 2, 2))
+    O[0, 1], O[1, 0] = A, np.linalg.inv(A)
+    fl = holonomies(edges_walk(P, O))
+    assert fl.holds and len(fl.holonomies) == 1
+    O[1, 0] = A.T
+    fl = holonomies(edges_walk(P, O))
+    h = fl.holonomies[0]
+    lit = np.linalg.norm(A @ A.T - np.eye(2))  # around 0 → 1 → 0 the transport is O_01 O_10
+    assert math.isclose(h.defect, lit, rel_tol=1e-12) and not fl.holds
+
+
+# ------------------------------------------------------------------------------------- triangle identity
+def softmax_case(seed, n=4, d=3, scale=0.7, mask=()):
+    g = np.random.default_rng(seed)
+    X, M = g.standard_normal((n, d)), g.standard_normal((d, d))
+    S = scale * X @ M @ X.T
+    for i, j in mask:
+        S[i, j] = S[j, i] = -np.inf
+    A = np.exp(S - S.max(1, keepdims=True))
+    A /= A.sum(1, keepdims=True)
+    return A, X, M, scale
+
+
+def literal_log_ratio(X, M, scale, i, j, k):
+    Ma = (M - M.T) / 2
+    return 2 * scale * (X[j] - X[i]) @ Ma @ (X[k] - X[i])
+
+
+def test_triangle_identity_on_full_softmax():
+    A, X, M, s = softmax_case(5)
+    ti = softmax_triangle_identity(t(A), t(X), t(M), scale=s)
+    assert ti.holds and ti.n_triangles == 4
+    assert ti.residual <= 1e-12
+    lit = max(abs(literal_log_ratio(X, M, s, *c)) for c in combinations(range(4), 3))
+    assert math.isclose(ti.max_log_ratio, lit, rel_tol=1e-10)
+    assert 0 < ti.tol < 1e-9
+
+
+def test_triangle_identity_skips_masked_edges():
+    A, X, M, s = softmax_case(6, n=5, mask=[(0, 1)])
+    ti = softmax_triangle_identity(t(A), t(X), t(M), scale=s)
+    assert ti.n_triangles == 10 - 3  # the 3 triangles through edge {0, 1} are gone
+    assert ti.holds
+
+
+def test_triangle_identity_fails_for_a_wrong_scale():
+    A, X, M, s = softmax_case(7)
+    ti = softmax_triangle_identity(t(A), t(X), t(M), scale=2 * s)
+    lit = max(abs(literal_log_ratio(X, M, s, *c)) for c in combinations(range(4), 3))
+    assert not ti.holds and math.isclose(ti.residual, lit, rel_tol=1e-9)
+
+
+def test_triangle_identity_mismatched_shapes_name_x():
+    A, X, M, s = softmax_case(8)
+    raises_named(ShapeError, "X", lambda: softmax_triangle_identity(t(A), t(X[:3]), t(M), scale=s))
+    raises_named(ShapeError, "X", lambda: softmax_triangle_identity(t(A), t(X), t(M[:2, :2]), scale=s))
+    raises_named(ShapeError, "A", lambda: softmax_triangle_identity(t(A[None]), t(X), t(M), scale=s))
+
+
+# ------------------------------------------------------------------------------------- span criterion
+def test_span_criterion_symmetric_form_holds_and_antisymmetric_fails_with_its_norm():
+    g = np.random.default_rng(9)
+    X = g.standard_normal((5, 3))
+    S = g.standard_normal((3, 3))
+    assert reversible_by_span(t(X), t(S + S.T)) == (True, pytest.approx(0.0, abs=1e-15))
+    K = S - S.T
+    holds, r = reversible_by_span(t(X), t(K))
+    assert not holds
+    assert math.isclose(r, np.linalg.norm(K), rel_tol=1e-12)  # span is R³ and M_a = K: ‖K‖_F
+
+
+def test_span_criterion_collinear_tokens_and_single_token():
+    v = np.array([1.0, 2.0, -1.0])
+    X = np.outer([0.0, 1.0, -2.0, 3.0], v) + np.array([0.5, 0.5, 0.5])
+    K = np.array([[0.0, 1.0, 2.0], [-1.0, 0.0, 3.0], [-2.0, -3.0, 0.0]])
+    holds, r = reversible_by_span(t(X), t(K))
+    assert holds and r <= 1e-14
+    assert reversible_by_span(t(X[:1]), t(K)) == (True, 0.0)
+    assert reversible_by_span(t(np.repeat(X[:1], 3, 0)), t(K)) == (True, 0.0)
+    # tokens spanning a plane: r = ‖Uᵀ M_a U‖_F for an orthonormal basis U of that plane
+    X2 = np.array([[0.0, 0.0, 0.0], [1.0, 0.0, 0.0], [0.0, 1.0, 0.0]])
+    holds, r = reversible_by_span(t(X2), t(K))
+    assert not holds and math.isclose(r, math.sqrt(2) * 1.0, rel_tol=1e-14)
+
+
+# ------------------------------------------------------------------------------------- error messages
+P22 = torch.tensor([[0.5, 0.5], [0.25, 0.75]], dtype=f64)
+SOFT = softmax_case(11, n=3, d=2)
+
+BAD_INPUT = [
+    (lambda: to_networkx(torch.ones(2, 2, dtype=torch.int64)), "DTypeError",
+     "P: expected a floating tensor (float32/float64), got torch.int64"),
+    (lambda: to_networkx(torch.ones(3, dtype=f64)), "ShapeError", "P: expected shape (n, n), got (3,)"),
+    (lambda: to_networkx(torch.ones(2, 3, dtype=f64)), "ShapeError",
+     "P: expected square trailing dims (n, n), got (2, 3)"),
+    (lambda: to_networkx(P22 * float("nan")), "NonFiniteError", "P: contains 4 NaN/inf entries"),
+    (lambda: to_networkx(P22 - 0.5), "NegativeWeightError", "P: has negative entries (min -2.500e-01)"),
+    (lambda: to_networkx(torch.stack([P22, P22])), "ShapeError",
+     "walk: batched walk (batch shape (2,)): pass index= to choose one element"),
+    (lambda: to_networkx(torch.ones(2, 3, 2, 2, 1, 1, dtype=f64), index=0), "ShapeError",
+     "index: index 0 does not select one walk of batch shape (2, 3)"),
+    (lambda: holonomies(P22), "ShapeError", "walk: graph has no transports (built from P alone)"),
+    (lambda: period(torch.tensor([[1.0, 0.0], [0.5, 0.5]], dtype=f64)), "UndefinedError",
+     "walk: the period is defined for irreducible walks; this one is reducible"),
+    (lambda: stationary_distribution(torch.eye(2, dtype=f64)), "UndefinedError",
+     "walk: 2 closed classes: several stationary distributions"),
+    (lambda: softmax_triangle_identity(torch.ones(3, 3, dtype=torch.int64), t(SOFT[1]), t(SOFT[2]), scale=1.0),
+     "DTypeError", "A: expected a floating tensor"),
+    (lambda: softmax_triangle_identity(t(SOFT[0]), torch.ones(3, 2, dtype=torch.int64), t(SOFT[2]), scale=1.0),
+     "DTypeError", "X: expected a floating tensor"),
+    (lambda: softmax_triangle_identity(t(SOFT[0]), t(SOFT[1]), torch.ones(2, 2, dtype=torch.int64), scale=1.0),
+     "DTypeError", "M: expected a floating tensor"),
+    (lambda: softmax_triangle_identity(t(SOFT[0])[None], t(SOFT[1]), t(SOFT[2]), scale=1.0), "ShapeError",
+     "A: expected shape (n, n), got (1, 3, 3)"),
+    (lambda: softmax_triangle_identity(t(SOFT[0])[:2], t(SOFT[1]), t(SOFT[2]), scale=1.0), "ShapeError",
+     "A: expected square trailing dims (n, n), got (2, 3)"),
+    (lambda: softmax_triangle_identity(t(SOFT[0]), t(SOFT[1])[None], t(SOFT[2]), scale=1.0), "ShapeError",
+     "X: expected shape (n, d), got (1, 3, 2)"),
+    (lambda: softmax_triangle_identity(t(SOFT[0]), t(SOFT[1])[0], t(SOFT[2]), scale=1.0), "ShapeError",
+     "X: expected shape (n, d), got (2,)"),
+    (lambda: softmax_triangle_identity(t(SOFT[0]), t(SOFT[1]), t(SOFT[2])[:1], scale=1.0), "ShapeError",
+     "M: expected square trailing dims (d, d), got (1, 2)"),
+    (lambda: softmax_triangle_identity(t(SOFT[0]) * float("nan"), t(SOFT[1]), t(SOFT[2]), scale=1.0),
+     "NonFiniteError", "A: contains 9 NaN/inf entries"),
+    (lambda: softmax_triangle_identity(t(SOFT[0]), t(SOFT[1]) * float("inf"), t(SOFT[2]), scale=1.0),
+     "NonFiniteError", "X: contains 6 NaN/inf entries"),
+    (lambda: softmax_triangle_identity(t(SOFT[0]), t(SOFT[1]), t(SOFT[2]) * float("nan"), scale=1.0),
+     "NonFiniteError", "M: contains 4 NaN/inf entries"),
+    (lambda: softmax_triangle_identity(t(SOFT[0]), t(SOFT[1])[:2], t(SOFT[2]), scale=1.0), "ShapeError",
+     "X: A (3, 3), X (2, 2), M (2, 2) do not match"),
+]
+
+
+@pytest.mark.parametrize("call, err, message", BAD_INPUT)
+def test_bad_input_messages_name_the_argument_and_what_was_expected(call, err, message):
+    with pytest.raises(ConnwalkError) as exc:
+        call()
+    assert type(exc.value).__name__ == err
+    assert str(exc.value).startswith(message), str(exc.value)
+    assert exc.value.argument == message.split(":")[0]
+
+
+# ------------------------------------------------------------------------------------- batched index
+def test_every_graph_query_reads_the_batch_element_it_is_given():
+    full = np.full((3, 3), 1 / 3)
+    cyc = cycle_walk(3)
+    P = t(np.stack([cyc, full]))
+    assert (period(P, index=0), period(P, index=1)) == (3, 1)
+    assert (is_aperiodic(P, index=0), is_aperiodic(P, index=1)) == (False, True)
+    twotraps = np.array([[0.2, 0.4, 0.4], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]])
+    Q = t(np.stack([full, twotraps]))
+    assert (is_irreducible(Q, index=0), is_irreducible(Q, index=1)) == (True, False)
+    assert len(closed_classes(Q, index=0)) == 1 and len(closed_classes(Q, index=1)) == 2
+    skew = np.array([[0.0, 0.7, 0.3], [0.3, 0.0, 0.7], [0.7, 0.3, 0.0]])
+    R = t(np.stack([skew, full]))
+    np.testing.assert_allclose(stationary_distribution(R, index=0), np.full(3, 1 / 3), atol=1e-14)
+    raises_named(UndefinedError, "walk", lambda: stationary_distribution(Q, index=1))
+    assert (is_reversible(R, index=0).holds, is_reversible(R, index=1).holds) == (False, True)
+
+
+def test_a_single_isolated_token_has_period_one():
+    """No edge at all: no cycle length to take the gcd of; the period is 1 by convention."""
+    assert period(t([[0.0]])) == 1
+
+
+def test_triangle_identity_of_float32_inputs_is_evaluated_in_float64():
+    A, X, M, s = softmax_case(12)
+    A32, X32, M32 = (torch.as_tensor(v, dtype=torch.float32) for v in (A, X, M))
+    ti = softmax_triangle_identity(A32, X32, M32, scale=s)
+    An, Xn, Mn = (v.double().numpy() for v in (A32, X32, M32))
+    Ma = (Mn - Mn.T) / 2
+    res = 0.0
+    for i, j, k in combinations(range(4), 3):
+        lr = (math.log(An[i, j]) + math.log(An[j, k]) + math.log(An[k, i])
+              - math.log(An[i, k]) - math.log(An[k, j]) - math.log(An[j, i]))
+        res = max(res, abs(lr - 2 * s * (Xn[j] - Xn[i]) @ Ma @ (Xn[k] - Xn[i])))
+    assert res > 1e-9  # float32 softmax: the residual is visible ...
+    assert math.isclose(ti.residual, res, rel_tol=1e-12)  # ... and reproduced to float64 rounding
+
+
+# ------------------------------------------------------------------------------------- conditioning of π
+def nearly_decomposable_cycle(eps):
+    """Non-reversible 4-state walk: two strongly coupled pairs joined one way round by ε."""
+    P = np.array([[0.0, 1.0, 0.0, 0.0], [0.6, 0.0, 0.4, 0.0], [0.0, 0.0, 0.0, 1.0], [0.4, 0.0, 0.6, 0.0]])
+    P[1] = [0.6 + 0.4 - eps, 0.0, eps, 0.0]
+    P[3] = [eps, 0.0, 1.0 - eps, 0.0]
+    return P
+
+
+def kappa_times_tol(P):
+    from numerics.tolerance import tol
+
+    m = P.shape[0]
+    M = (np.eye(m) - P + 1.0).T
+    return np.linalg.cond(M) * tol(torch.float64, m)
+
+
+def test_pi_is_refused_exactly_when_cond_times_tol_reaches_one():
+    """stationary_distribution's documented criterion cond(I − P_C + 11ᵀ)·tol(float64, m) ≥ 1,
+    evaluated here in numpy; ε is bisected to put the product at ≈1.5 (refused) and ≈0.5 (solved)."""
+    def eps_for(target):
+        lo, hi = 1e-20, 1e-2  # κ·tol decreases as ε grows
+        for _ in range(200):
+            mid = math.sqrt(lo * hi)
+            if kappa_times_tol(nearly_decomposable_cycle(mid)) > target:
+                lo = mid
+            else:
+                hi = mid
+        return hi
+
+    P_bad = nearly_decomposable_cycle(eps_for(1.5))
+    assert 1.0 <= kappa_times_tol(P_bad) < 2.0
+    assert not is_reversible(t(P_bad)).holds
+    msg = raises_named(UndefinedError, "walk", lambda: stationary_distribution(t(P_bad)))
+    assert msg.startswith("walk: π is ill-conditioned (cond(I − P_C + 11ᵀ) = ")
+    assert msg.endswith("): a nearly decomposable walk whose couplings are below roundoff")
+    P_ok = nearly_decomposable_cycle(eps_for(0.5))
+    assert kappa_times_tol(P_ok) < 1.0
+    pi = stationary_distribution(t(P_ok))
+    np.testing.assert_allclose(pi @ P_ok, pi, atol=1e-6)
+    assert math.isclose(pi.sum(), 1.0, rel_tol=1e-12)
+
+
+def test_triangle_identity_of_a_symmetric_form_has_zero_log_ratios():
+    A, X, M, s = softmax_case(13)
+    g = np.random.default_rng(13)
+    S = g.standard_normal((3, 3))
+    Msym = S + S.T
+    Sc = s * X @ Msym @ X.T
+    A = np.exp(Sc - Sc.max(1, keepdims=True))
+    A /= A.sum(1, keepdims=True)
+    ti = softmax_triangle_identity(t(A), t(X), t(Msym), scale=s)
+    assert ti.holds and ti.n_triangles == 4
+    assert ti.max_log_ratio <= 1e-12
+
+
+def test_causal_attention_has_no_two_way_triangles():
+    """One-way edges (a causal mask) take no part: no triangle, nothing to violate."""
+    A, X, M, s = softmax_case(14, n=4)
+    C = np.tril(A)
+    C /= C.sum(1, keepdims=True)
+    ti = softmax_triangle_identity(t(C), t(X), t(M), scale=s)
+    assert ti.n_triangles == 0 and ti.holds and ti.residual == 0.0 and ti.max_log_ratio == 0.0

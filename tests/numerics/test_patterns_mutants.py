@@ -1,0 +1,480 @@
+"""Ring pattern formation: behaviour the T6 property tests leave unpinned (found by mutation testing).
+
+Expected values are literal float64 numpy: ``â(k) = Σ_m a(m) e^{+2πikm/n}`` summed term by term,
+dense Jacobians assembled block by block, ``e^{tJ}`` of a 2×2 Jordan-type block in closed form,
+log-gains of discrete stacks from their per-layer factors. Never from :mod:`numerics.patterns`.
+"""
+from __future__ import annotations
+
+import cmath
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from numerics.errors import ConnwalkError, NotStochasticError, ShapeError, UndefinedError
+from numerics.patterns import (
+    CLUSTER,
+    STATIONARY,
+    TRAVELLING,
+    circulant,
+    discrete_selection,
+    dispersion,
+    effective_time,
+    gaussian_kernel,
+    kernel_from_bias,
+    kernel_hat,
+    linear_operator,
+    naive_per_head_growth,
+    polarisation,
+    predict_from_operator,
+    predict_pattern,
+    signed_wavenumbers,
+    symbol,
+    transient_growth,
+    validate_kernels,
+    validate_transports,
+)
+
+f64 = torch.float64
+
+
+def t(x) -> torch.Tensor:
+    return torch.as_tensor(np.asarray(x, dtype=np.float64))
+
+
+def raises_named(err, arg, call):
+    with pytest.raises(err) as exc:
+        call()
+    assert isinstance(exc.value, ConnwalkError)
+    assert str(exc.value).startswith(f"{arg}: "), str(exc.value)
+    return str(exc.value)
+
+
+def hat(a):
+    n = len(a)
+    return np.array([sum(a[m] * cmath.exp(2j * math.pi * k * m / n) for m in range(n)) for k in range(n)])
+
+
+def signed(k, n):
+    return k if k <= n // 2 else k - n
+
+
+# ------------------------------------------------------------------------------------- kernels
+def test_gaussian_kernel_is_the_wrapped_gaussian_normalised():
+    n, c, w = 7, 5.5, 0.9
+    raw = []
+    for m in range(n):
+        # signed ring offset of m − c in [−n/2, n/2): the representative m − c + j·n in that range
+        off = next(m - c + j * n for j in (-1, 0, 1) if -n / 2 <= m - c + j * n < n / 2)
+        raw.append(math.exp(-off ** 2 / (2 * w ** 2)))
+    ref = np.array(raw) / sum(raw)
+    got = gaussian_kernel(n, c, w)
+    assert got.dtype == f64 and got.shape == (n,)
+    np.testing.assert_allclose(got.numpy(), ref, rtol=1e-14, atol=0)
+    assert gaussian_kernel(n, c, w, dtype=torch.float32).dtype == torch.float32
+
+
+@pytest.mark.parametrize("n, width, arg", [(1, 1.0, "n"), (0, 1.0, "n"), (5, 0.0, "width"), (5, -1.0, "width"),
+                                           (5, float("inf"), "width"), (5, float("nan"), "width")])
+def test_gaussian_kernel_bad_sizes_name_the_argument(n, width, arg):
+    raises_named(ShapeError, arg, lambda: gaussian_kernel(n, 0.0, width))
+
+
+def test_gaussian_kernel_accepts_the_smallest_ring():
+    a = gaussian_kernel(2, 0.0, 1.0)
+    np.testing.assert_allclose(a.numpy(), np.array([1.0, math.exp(-0.5)]) / (1 + math.exp(-0.5)), rtol=1e-15)
+
+
+def test_kernel_from_bias_is_a_softmax_with_masked_offsets():
+    b = np.array([[0.3, -1.0, -np.inf, 2.0], [0.0, 0.0, 0.0, 0.0]])
+    e = np.exp(b - 2.0)
+    ref = np.stack([e[0] / e[0].sum(), np.full(4, 0.25)])
+    np.testing.assert_allclose(kernel_from_bias(t(b)).numpy(), ref, rtol=1e-15, atol=0)
+    for bad in (np.nan, np.inf):
+        msg = raises_named(ShapeError, "bias", lambda: kernel_from_bias(t([0.0, bad])))
+        assert "NaN or +inf" in msg
+
+
+def test_circulant_is_indexed_by_the_offset_j_minus_i():
+    a = np.array([[0.1, 0.2, 0.3, 0.4], [0.4, 0.3, 0.2, 0.1]])
+    C = circulant(t(a)).numpy()
+    assert C.shape == (2, 4, 4)
+    for h in range(2):
+        for i in range(4):
+            for j in range(4):
+                assert C[h, i, j] == a[h, (j - i) % 4]
+
+
+def test_validate_kernels_checks_and_normalises():
+    a = np.array([[0.5, 0.5, 0.0], [0.2, 0.3, 0.5]])
+    assert torch.equal(validate_kernels(t(a)), t(a))
+    raises_named(ShapeError, "kernels", lambda: validate_kernels(t(a[0])))
+    raises_named(ShapeError, "kernels", lambda: validate_kernels(torch.ones(0, 3, dtype=f64)))
+    msg = raises_named(ShapeError, "kernels", lambda: validate_kernels(torch.ones(2, 1, dtype=f64)))
+    assert "n must be >= 2, got n=1" in msg
+    raises_named(ConnwalkError, "kernels", lambda: validate_kernels(t([[1.5, -0.5]])))
+    raises_named(ConnwalkError, "kernels", lambda: validate_kernels(t([[np.nan, 1.0]])))
+    msg = raises_named(NotStochasticError, "kernels", lambda: validate_kernels(t([[0.0, 0.0], [0.5, 0.5]]),
+                                                                               normalize=True))
+    assert "sums to 0" in msg
+    msg = raises_named(NotStochasticError, "kernels", lambda: validate_kernels(t([[1.0, 1.0]])))
+    assert "max |sum − 1| = 1.000e+00" in msg and "normalize=True" in msg
+    np.testing.assert_allclose(validate_kernels(t([[1.0, 3.0], [2.0, 2.0]]), normalize=True).numpy(),
+                               [[0.25, 0.75], [0.5, 0.5]], rtol=1e-15)
+    # roundoff-level deviation from 1 is accepted, 1e-9 is not
+    validate_kernels(t([[0.5, 0.5 + 1e-15]]))
+    raises_named(NotStochasticError, "kernels", lambda: validate_kernels(t([[0.5, 0.5 + 1e-9]])))
+
+
+def test_validate_transports_checks_heads_and_shape():
+    T = torch.eye(2, dtype=f64).expand(3, 2, 2)
+    assert validate_transports(T, 3) is not None and validate_transports(T).shape == (3, 2, 2)
+    msg = raises_named(ShapeError, "transports", lambda: validate_transports(T, 2))
+    assert msg == "transports: expected 2 heads (kernels have 2 rows), got 3"
+    raises_named(ShapeError, "transports", lambda: validate_transports(torch.eye(2, dtype=f64)))
+    raises_named(ShapeError, "transports", lambda: validate_transports(torch.ones(1, 2, 3, dtype=f64)))
+    raises_named(ConnwalkError, "transports", lambda: validate_transports(torch.full((1, 2, 2), np.inf)))
+
+
+# ------------------------------------------------------------------------------------- symbol
+def test_signed_wavenumbers_even_and_odd_rings():
+    assert signed_wavenumbers(5).tolist() == [0, 1, 2, -2, -1]
+    assert signed_wavenumbers(6).tolist() == [0, 1, 2, 3, -2, -1]
+    assert signed_wavenumbers(2).tolist() == [0, 1]
+
+
+def test_symbol_dispersion_and_naive_growth_are_the_literal_sums():
+    g = np.random.default_rng(1)
+    n, H, d = 6, 2, 2
+    a = g.random((H, n))
+    a /= a.sum(1, keepdims=True)
+    T = g.standard_normal((H, d, d))
+    ah = np.stack([hat(a[h]) for h in range(H)])
+    np.testing.assert_allclose(kernel_hat(t(a)).numpy(), ah, atol=1e-14)
+    M = np.einsum("hk,hab->kab", ah, T)
+    np.testing.assert_allclose(symbol(t(a), t(T)).numpy(), M, atol=1e-14)
+    disp = dispersion(t(a), t(T)).numpy()
+    for k in range(n):
+        ev = np.linalg.eigvals(M[k]) - 1
+        assert np.all(np.diff(disp[k].real) <= 0)  # sorted by decreasing real part
+        np.testing.assert_allclose(np.sort_complex(disp[k]), np.sort_complex(ev), atol=1e-13)
+    naive = [sum(np.linalg.eigvals(ah[h, k] * T[h]).real.max() for h in range(H)) - 1 for k in range(n)]
+    np.testing.assert_allclose(naive_per_head_growth(t(a), t(T)).numpy(), naive, atol=1e-13)
+    # normalize=True reaches the same symbol from unnormalised kernels
+    np.testing.assert_allclose(symbol(t(3 * a), t(T), normalize=True).numpy(), M, atol=1e-14)
+    np.testing.assert_allclose(dispersion(t(3 * a), t(T), normalize=True).numpy(), disp, atol=1e-13)
+    np.testing.assert_allclose(naive_per_head_growth(t(3 * a), t(T), normalize=True).numpy(), naive, atol=1e-13)
+
+
+def test_polarisation_of_linear_elliptic_and_circular_vectors():
+    assert polarisation(torch.tensor([1.0, -2.0], dtype=f64)) == pytest.approx(1.0, abs=1e-15)
+    assert polarisation(torch.tensor([1.0, 1j])) == pytest.approx(0.0, abs=1e-15)
+    assert polarisation(torch.tensor([1.0, 0.5j])) == pytest.approx(0.75 / 1.25, abs=1e-15)
+    assert polarisation(torch.tensor([1j, 2j])) == pytest.approx(1.0, abs=1e-15)
+    raises_named(UndefinedError, "v", lambda: polarisation(torch.zeros(2)))
+
+
+# ------------------------------------------------------------------------------------- FFT prediction
+def literal_scalar_prediction(a, tau):
+    """d = 1, H = 1: σ(k) = τ â(k) − 1; returns (k*, σ, runner-up |k|, gap) with k* > 0 representative."""
+    n = len(a)
+    sig = tau * hat(a) - 1
+    best = sig.real.max()
+    k = min(k for k in range(n) if sig[k].real >= best - 1e-12 and signed(k, n) >= 0)
+    s = sig[k]
+    ks = signed(k, n)
+    others = [(sig[j].real, abs(signed(j, n))) for j in range(n) if abs(signed(j, n)) != ks]
+    r_re, r_k = max(others)
+    return ks, s, r_k, best - r_re
+
+
+def test_travelling_wave_fields_from_the_literal_symbol():
+    a = np.array([0.1, 0.6, 0.05, 0.05, 0.1, 0.05, 0.05])  # odd ring: no Nyquist k
+    tau = -2.0
+    n = len(a)
+    ks, s, r_k, gap = literal_scalar_prediction(a, tau)
+    assert ks != 0 and abs(s.imag) > 1e-3
+    p = predict_pattern(t(a[None]), t([[[tau]]]))
+    assert p.k_star == ks and p.n == n and p.d == 1
+    assert abs(p.growth_rate - s) <= 1e-13
+    assert p.growing == (s.real > 0)
+    assert p.phase_velocity == pytest.approx(-n * s.imag / (2 * math.pi * ks), rel=1e-12)
+    assert p.frequency == pytest.approx(s.imag, rel=1e-12)
+    assert p.rotation_frequency == 0.0  # d = 1: nothing rotates
+    assert p.pattern_class == TRAVELLING and not p.tie and p.conjugate_pair
+    assert p.runner_up_k == r_k
+    assert p.gap == pytest.approx(gap, rel=1e-10) and p.gap_k == pytest.approx(gap, rel=1e-10)
+    assert p.method == "fft" and p.purity == 1.0
+    # mode[i] = e^{2πik*i/n} v with |v| = 1
+    phases = p.mode[:, 0] / p.mode[0, 0]
+    np.testing.assert_allclose(phases.numpy(), np.exp(2j * math.pi * ks * np.arange(n) / n), atol=1e-13)
+    assert abs(abs(complex(p.eigenvector[0])) - 1) < 1e-14
+    np.testing.assert_allclose(p.dispersion[:, 0].numpy(), tau * hat(a) - 1, atol=1e-13)
+
+
+def test_cluster_fields_from_the_literal_symbol():
+    a = np.array([0.4, 0.3, 0.1, 0.2])
+    p = predict_pattern(t(a[None]), t([[[2.0]]]))
+    sig = 2 * hat(a) - 1
+    assert p.k_star == 0 and abs(p.growth_rate - 1.0) <= 1e-14
+    assert p.pattern_class == CLUSTER and p.phase_velocity == 0.0 and p.frequency == 0.0
+    assert not p.conjugate_pair
+    assert p.gap == pytest.approx(1.0 - max(sig[1:].real), rel=1e-12)
+    assert p.runner_up_k == abs(signed(int(np.argmax(sig[1:].real)) + 1, 4))
+
+
+def test_stationary_pattern_at_the_nyquist_wavenumber():
+    a = np.array([0.2, 0.3, 0.2, 0.3])  # â(2) = 0.2 − 0.3 + 0.2 − 0.3 = −0.2, real
+    p = predict_pattern(t(a[None]), t([[[-3.0]]]))
+    assert p.k_star == 2 and p.growth_rate == pytest.approx(-3 * -0.2 - 1, abs=1e-14)
+    assert p.pattern_class == STATIONARY and not p.conjugate_pair and not p.tie
+    assert p.phase_velocity == 0.0
+
+
+def test_tie_tolerance_decides_what_counts_as_a_tie():
+    # two heads on orthogonal branches: growth 0.2 at |k| = 1 and 0.2 + 1e-9 at |k| = 2
+    n = 8
+    p1 = np.zeros(n)
+    p1[[1, 7]] = 0.5  # â1(k) = cos(2πk/8)
+    p2 = np.zeros(n)
+    p2[[2, 6]] = 0.5  # â2(k) = cos(4πk/8)
+    # branch 1: τ1 â1, max at k=0 → use τ < 0 so the winner is the most negative â: k = 4 (â1 = −1)
+    T = np.zeros((2, 2, 2))
+    T[0, 0, 0], T[1, 1, 1] = -1.2, -(1.2 + 1e-9)
+    p_tight = predict_pattern(t(np.stack([p1, p2])), t(T), tie_tol=1e-12)
+    p_loose = predict_pattern(t(np.stack([p1, p2])), t(T), tie_tol=1e-6)
+    assert not p_tight.tie and p_loose.tie
+    assert p_tight.tie_tol == 1e-12 and p_loose.tie_tol == 1e-6
+    assert len(p_loose.ties) == 2
+
+
+# ------------------------------------------------------------------------------------- dense route
+def literal_jacobian(A, T):
+    H, n, _ = A.shape
+    d = T.shape[-1]
+    J = -np.eye(n * d)
+    for i in range(n):
+        for j in range(n):
+            J[i * d:(i + 1) * d, j * d:(j + 1) * d] += sum(A[h, i, j] * T[h] for h in range(H))
+    return J
+
+
+def test_linear_operator_from_kernels_and_from_full_attention():
+    g = np.random.default_rng(2)
+    a = g.random((2, 5))
+    a /= a.sum(1, keepdims=True)
+    T = g.standard_normal((2, 3, 3))
+    A = np.stack([[[a[h, (j - i) % 5] for j in range(5)] for i in range(5)] for h in range(2)])
+    np.testing.assert_allclose(linear_operator(t(a), t(T)).numpy(), literal_jacobian(A, T), atol=1e-15)
+    B = g.random((2, 4, 4))
+    np.testing.assert_allclose(linear_operator(t(B), t(T)).numpy(), literal_jacobian(B, T), atol=1e-15)
+    raises_named(ShapeError, "attention", lambda: linear_operator(t(B[0, 0]), t(T)))
+    raises_named(ShapeError, "attention", lambda: linear_operator(t(g.random((2, 4, 3))), t(T)))
+    raises_named(ShapeError, "transports", lambda: linear_operator(t(B), t(T[:1])))
+
+
+def test_dense_prediction_of_a_pure_fourier_mode():
+    a = np.array([0.1, 0.6, 0.05, 0.05, 0.1, 0.05, 0.05])  # odd ring: no Nyquist k
+    A = np.stack([[[a[(j - i) % 7] for j in range(7)] for i in range(7)]])
+    J = literal_jacobian(A, np.array([[[-2.0]]]))
+    ks, s, _, gap = literal_scalar_prediction(a, -2.0)
+    p = predict_from_operator(t(J), 7, 1)
+    assert p.method == "dense" and p.k_star == ks
+    assert abs(p.growth_rate - s) <= 1e-12
+    assert p.purity == pytest.approx(1.0, abs=1e-12)
+    assert p.gap == pytest.approx(gap, rel=1e-9)
+    assert p.pattern_class == TRAVELLING
+    ev = np.linalg.eigvals(J)
+    np.testing.assert_allclose(np.sort_complex(p.extra["eigenvalues"].numpy()), np.sort_complex(ev), atol=1e-12)
+    msg = raises_named(ShapeError, "J", lambda: predict_from_operator(t(J), 4, 1))
+    assert msg == "J: expected (4, 4) for n=4, d=1, got (7, 7)"
+
+
+def test_dense_prediction_purity_of_a_mixed_mode():
+    """J = diag block: the leading eigenvector is a localised bump, not a Fourier mode: purity < 1."""
+    n = 4
+    J = -np.eye(n)
+    J[0, 0] = 0.5  # token 0 grows alone: w = e_0, |c_k|² = 1/16 for every k
+    p = predict_from_operator(t(J), n, 1)
+    assert p.growth_rate == pytest.approx(0.5, abs=1e-14)
+    # k* = 0 carries 1/4 of the power (±k together: k = 0 alone)
+    assert p.purity == pytest.approx(0.25, abs=1e-12)
+
+
+# ------------------------------------------------------------------------------------- transient growth
+def test_transient_growth_of_a_jordan_block_is_the_closed_form():
+    a = 6.0
+    J = np.array([[-1.0, a], [0.0, -1.0]])
+    times = np.array([0.0, 0.25, 0.5, 1.0, 2.0, 4.0])
+    tg = transient_growth(t(J), times)
+    # e^{tJ} = e^{−t} [[1, a t], [0, 1]]; ‖[[1, s], [0, 1]]‖₂ = (s + √(s² + 4)) / 2
+    G = np.exp(-times) * (a * times + np.sqrt((a * times) ** 2 + 4)) / 2
+    np.testing.assert_allclose(tg.norms.numpy(), G, rtol=1e-12)
+    np.testing.assert_allclose(tg.times.numpy(), times, rtol=0)
+    assert tg.spectral_abscissa == pytest.approx(-1.0, abs=1e-7)  # defective: eigvals to √eps
+    assert tg.numerical_abscissa == pytest.approx(-1.0 + a / 2, rel=1e-13)
+    i = int(np.argmax(G))
+    assert tg.max_norm == pytest.approx(G[i], rel=1e-12) and tg.t_max == times[i]
+    amp = (G * np.exp(times * -1.0 * -1.0)).max()  # max_t G(t) e^{−t·(−1)}
+    assert tg.amplification == pytest.approx(amp, rel=1e-6)
+    assert tg.amplification > 1
+
+
+def test_transient_growth_of_a_normal_matrix_has_no_amplification():
+    J = np.diag([-0.5, 0.2])
+    times = [0.0, 1.0, 3.0]
+    tg = transient_growth(t(J), times)
+    np.testing.assert_allclose(tg.norms.numpy(), np.exp(0.2 * np.array(times)), rtol=1e-13)
+    assert tg.amplification == pytest.approx(1.0, rel=1e-12)
+    assert tg.t_max == 3.0
+
+
+def test_transient_growth_bad_input_names_the_argument():
+    raises_named(ShapeError, "J", lambda: transient_growth(torch.ones(2, 3, dtype=f64), [0.0]))
+    raises_named(ShapeError, "times", lambda: transient_growth(torch.eye(2, dtype=f64), [[0.0, 1.0]]))
+    raises_named(ConnwalkError, "times", lambda: transient_growth(torch.eye(2, dtype=f64), [0.0, math.inf]))
+    raises_named(ConnwalkError, "J", lambda: transient_growth(torch.full((2, 2), math.nan, dtype=f64), [0.0]))
+
+
+# ------------------------------------------------------------------------------------- discrete stacks
+def test_effective_time_of_each_scheme():
+    assert effective_time("euler", 0.3, 7) == pytest.approx(2.1, rel=1e-15)
+    assert effective_time("postnorm", 0.5, 6) == pytest.approx(0.5 / 1.5 * 6, rel=1e-15)
+    assert effective_time("prenorm", 0.5, 3) == pytest.approx(0.5 / 1.5 + 0.5 / 2.0 + 0.5 / 2.5, rel=1e-15)
+    msg = raises_named(ShapeError, "scheme", lambda: effective_time("rk4", 0.1, 3))
+    assert "'postnorm', 'prenorm' or 'euler'" in msg
+    for bad in (0.0, -0.1, math.inf, math.nan, "0.1", None):
+        raises_named(ShapeError, "eta", lambda: effective_time("euler", bad, 3))
+
+
+def scalar_stack_case():
+    a = np.array([0.1, 0.6, 0.05, 0.05, 0.1, 0.05, 0.05])  # odd ring: no Nyquist k
+    return a, -2.0
+
+
+@pytest.mark.parametrize("scheme", ["euler", "postnorm", "prenorm"])
+def test_discrete_selection_log_gain_is_the_product_of_per_layer_factors(scheme):
+    a, tau = scalar_stack_case()
+    n, eta, L = len(a), 0.4, 5
+    mu = tau * hat(a)
+    if scheme == "euler":
+        lg = L * np.log(np.abs(1 + eta * (mu - 1)))
+    elif scheme == "postnorm":
+        lg = L * np.log(np.abs(1 + eta / (1 + eta) * (mu - 1)))
+    else:
+        lg = sum(np.log(np.abs(1 + eta / (1 + eta * (l + 1)) * (mu - 1))) for l in range(L))
+    sel = discrete_selection(t(a[None]), t([[[tau]]]), eta=eta, layers=L, scheme=scheme)
+    np.testing.assert_allclose(sel.log_gain[:, 0].numpy(), lg, rtol=1e-12)
+    kd = abs(signed(int(np.argmax(lg)), n))
+    kc = abs(signed(int(np.argmax(mu.real)), n))
+    assert (sel.k_star, sel.k_continuous, sel.differs) == (kd, kc, kd != kc)
+    other = max(lg[j] for j in range(n) if abs(signed(j, n)) != kd)
+    assert sel.contrast == pytest.approx(lg.max() - other, rel=1e-12)
+    gap_c = mu.real.max() - max(mu.real[j] for j in range(n) if abs(signed(j, n)) != kc)
+    assert sel.time_needed == pytest.approx(math.log(10.0) / gap_c, rel=1e-12)
+    assert sel.frozen == (sel.contrast < math.log(10.0))
+    assert sel.effective_time == pytest.approx(effective_time(scheme, eta, L), rel=1e-15)
+    assert (sel.scheme, sel.eta, sel.layers) == (scheme, eta, L)
+
+
+def test_discrete_selection_min_contrast_sets_frozen_and_messages():
+    a, tau = scalar_stack_case()
+    sel = discrete_selection(t(a[None]), t([[[tau]]]), eta=0.4, layers=2, scheme="euler", min_contrast=1e6)
+    assert sel.frozen
+    assert any(m.startswith("euler stack: after 2 layers") for m in sel.messages())
+    sel = discrete_selection(t(a[None]), t([[[tau]]]), eta=0.4, layers=2, scheme="euler", min_contrast=1.0001)
+    assert not sel.frozen and not sel.differs and sel.messages() == []
+
+
+def test_discrete_selection_bad_arguments():
+    a, tau = scalar_stack_case()
+    raises_named(ShapeError, "layers", lambda: discrete_selection(t(a[None]), t([[[tau]]]), eta=0.1, layers=0))
+    raises_named(ShapeError, "eta", lambda: discrete_selection(t(a[None]), t([[[tau]]]), eta=0.0, layers=3))
+    raises_named(ShapeError, "scheme", lambda: discrete_selection(t(a[None]), t([[[tau]]]), eta=0.1, layers=3,
+                                                                  scheme="rk4"))
+    sel = discrete_selection(t(3 * a[None]), t([[[tau]]]), eta=0.1, layers=3, scheme="euler", normalize=True)
+    assert sel.layers == 3
+
+
+# ------------------------------------------------------------------------------------- error messages
+K2 = torch.tensor([[0.25, 0.75]], dtype=f64)
+T1 = torch.eye(2, dtype=f64)[None]
+
+BAD_INPUT = [
+    (lambda: gaussian_kernel(1, 0.0, 1.0), "ShapeError", "n: ring size must be >= 2, got 1"),
+    (lambda: gaussian_kernel(4, 0.0, 0.0), "ShapeError", "width: width must be positive and finite, got 0.0"),
+    (lambda: kernel_from_bias(torch.tensor([1, 2])), "DTypeError", "bias: expected a floating tensor"),
+    (lambda: kernel_from_bias(t([0.0, math.nan])), "ShapeError", "bias: bias must not contain NaN or +inf"),
+    (lambda: circulant(torch.tensor([1, 2])), "DTypeError", "kernels: expected a floating tensor"),
+    (lambda: kernel_hat(torch.tensor([1, 2])), "DTypeError", "kernels: expected a floating tensor"),
+    (lambda: validate_kernels(torch.tensor([[1, 0]])), "DTypeError", "kernels: expected a floating tensor"),
+    (lambda: validate_kernels(K2[0]), "ShapeError", "kernels: expected shape (H, n), got (2,)"),
+    (lambda: validate_kernels(K2[None]), "ShapeError", "kernels: expected shape (H, n), got (1, 1, 2)"),
+    (lambda: validate_kernels(torch.ones(0, 3, dtype=f64)), "ShapeError", "kernels: need at least one head"),
+    (lambda: validate_kernels(torch.ones(1, 1, dtype=f64)), "ShapeError",
+     "kernels: ring size n must be >= 2, got n=1"),
+    (lambda: validate_kernels(K2 * math.inf), "NonFiniteError", "kernels: contains 2 NaN/inf entries"),
+    (lambda: validate_kernels(t([[1.5, -0.5]])), "NegativeWeightError", "kernels: has negative entries"),
+    (lambda: validate_kernels(t([[0.0, 0.0]])), "NotStochasticError",
+     "kernels: a kernel row sums to 0: not normalisable"),
+    (lambda: validate_kernels(t([[0.5, 0.6]])), "NotStochasticError",
+     "kernels: kernel rows must sum to 1 (max |sum − 1| = 1.000e-01 > "),
+    (lambda: validate_transports(torch.eye(2, dtype=torch.int64)[None]), "DTypeError",
+     "transports: expected a floating tensor"),
+    (lambda: validate_transports(torch.eye(2, dtype=f64)), "ShapeError",
+     "transports: expected shape (H, d, d), got (2, 2)"),
+    (lambda: validate_transports(torch.ones(1, 2, 3, dtype=f64)), "ShapeError",
+     "transports: expected square trailing dims (H, d, d), got (1, 2, 3)"),
+    (lambda: validate_transports(T1 * math.nan), "NonFiniteError", "transports: contains 4 NaN/inf entries"),
+    (lambda: symbol(K2, T1.float()), "DTypeError",
+     "transports: dtype torch.float32 differs from kernels's torch.float64; cast explicitly"),
+    (lambda: symbol(K2, T1.expand(2, 2, 2)), "ShapeError",
+     "transports: expected 1 heads (kernels have 1 rows), got 2"),
+    (lambda: polarisation(torch.zeros(3)), "UndefinedError", "v: zero vector has no polarisation"),
+    (lambda: linear_operator(torch.tensor([[1, 0]]), T1), "DTypeError", "attention: expected a floating tensor"),
+    (lambda: linear_operator(K2[0], T1), "ShapeError",
+     "attention: expected shape (H, n) kernels or (H, n, n) attention, got (2,)"),
+    (lambda: linear_operator(torch.ones(1, 2, 3, dtype=f64), T1), "ShapeError",
+     "attention: expected square trailing dims (H, n, n), got (1, 2, 3)"),
+    (lambda: linear_operator(torch.ones(1, 2, 2), T1), "DTypeError",
+     "transports: dtype torch.float64 differs from attention's torch.float32; cast explicitly"),
+    (lambda: predict_from_operator(torch.tensor([[1, 0], [0, 1]]), 2, 1), "DTypeError",
+     "J: expected a floating tensor"),
+    (lambda: predict_from_operator(torch.ones(2, 3, dtype=f64), 2, 1), "ShapeError",
+     "J: expected square trailing dims (n·d, n·d), got (2, 3)"),
+    (lambda: predict_from_operator(torch.full((2, 2), math.nan, dtype=f64), 2, 1), "NonFiniteError",
+     "J: contains 4 NaN/inf entries"),
+    (lambda: transient_growth(torch.tensor([[1, 0], [0, 1]]), [0.0]), "DTypeError", "J: expected a floating tensor"),
+    (lambda: transient_growth(torch.ones(2, 3, dtype=f64), [0.0]), "ShapeError",
+     "J: expected square trailing dims (N, N), got (2, 3)"),
+    (lambda: transient_growth(torch.full((2, 2), math.inf, dtype=f64), [0.0]), "NonFiniteError",
+     "J: contains 4 NaN/inf entries"),
+    (lambda: transient_growth(torch.eye(2, dtype=f64), [[0.0, 1.0]]), "ShapeError",
+     "times: expected shape (T,), got (1, 2)"),
+    (lambda: transient_growth(torch.eye(2, dtype=f64), 1.0), "ShapeError", "times: expected shape (T,), got ()"),
+    (lambda: transient_growth(torch.eye(2, dtype=f64), [0.0, math.nan]), "NonFiniteError",
+     "times: contains 1 NaN/inf entries"),
+    (lambda: effective_time("rk4", 0.1, 3), "ShapeError",
+     "scheme: unknown scheme 'rk4'; expected 'postnorm', 'prenorm' or 'euler'"),
+    (lambda: effective_time("euler", 0.0, 3), "ShapeError", "eta: step size must be a positive finite number, got 0.0"),
+    (lambda: discrete_selection(K2, T1, eta=0.1, layers=0), "ShapeError", "layers: layers must be >= 1, got 0"),
+    (lambda: discrete_selection(K2, T1, eta=-0.1, layers=2), "ShapeError",
+     "eta: step size must be a positive finite number, got -0.1"),
+    (lambda: discrete_selection(K2, T1, eta=0.1, layers=2, scheme="rk4"), "ShapeError",
+     "scheme: unknown scheme 'rk4'; expected 'postnorm', 'prenorm' or 'euler'"),
+    (lambda: discrete_selection(K2, T1.expand(2, 2, 2), eta=0.1, layers=2), "ShapeError",
+     "transports: expected 1 heads (kernels have 1 rows), got 2"),
+    (lambda: predict_pattern(K2 * 2, T1), "NotStochasticError", "kernels: kernel rows must sum to 1"),
+    (lambda: naive_per_head_growth(K2, T1.float()), "DTypeError", "transports: dtype torch.float32 differs"),
+]
+
+
+@pytest.mark.parametrize("call, err, message", BAD_INPUT)
+def test_bad_input_messages_name_the_argument_and_what_was_expected(call, err, message):
+    with pytest.raises(ConnwalkError) as exc:
+        call()
+    assert type(exc.value).__name__ == err
+    assert str(exc.value).startswith(message), str(exc.value)
+    assert exc.value.argument == message.split(":")[0]

@@ -1,0 +1,742 @@
+"""Walk core behaviour that the T1/T2 property tests leave unpinned (found by mutation testing).
+
+Every expected value is computed here from the literal definition in float64 numpy (loops over
+tokens, ``np.kron``, ``np.linalg.svd`` of the Van Loan rearrangement), never by the walk core.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from numerics.errors import ConnwalkError, OffSupportError, ShapeError
+from numerics.walk import ConnectionWalk, kron_feature_major, kron_token_major
+
+f64 = torch.float64
+
+
+def rng(seed: int) -> np.random.Generator:
+    return np.random.default_rng(seed)
+
+
+def t(x) -> torch.Tensor:
+    return torch.as_tensor(np.asarray(x, dtype=np.float64))
+
+
+def close(a, b, atol=1e-12):
+    a = a.detach().numpy() if isinstance(a, torch.Tensor) else np.asarray(a)
+    b = b.detach().numpy() if isinstance(b, torch.Tensor) else np.asarray(b)
+    assert a.shape == b.shape, (a.shape, b.shape)
+    np.testing.assert_allclose(a, b, rtol=0, atol=atol)
+
+
+def raises_named(err, arg, call):
+    with pytest.raises(err) as exc:
+        call()
+    assert isinstance(exc.value, ConnwalkError)
+    assert str(exc.value).startswith(f"{arg}: "), str(exc.value)
+    return str(exc.value)
+
+
+def literal_blocks_from_heads(A, T):
+    """B[i, j] = Σ_h A[h, i, j] T[h] by loops; A (H, n, n), T (H, d, d)."""
+    H, n, _ = A.shape
+    d = T.shape[-1]
+    B = np.zeros((n, n, d, d))
+    for i in range(n):
+        for j in range(n):
+            for h in range(H):
+                B[i, j] += A[h, i, j] * T[h]
+    return B
+
+
+def literal_dense(B):
+    n, d = B.shape[0], B.shape[-1]
+    W = np.zeros((n * d, n * d))
+    for i in range(n):
+        for j in range(n):
+            W[i * d:(i + 1) * d, j * d:(j + 1) * d] = B[i, j]
+    return W
+
+
+def van_loan_singular_values(B):
+    """σ of R[(i, j), (a, b)] = B[i, j, a, b] (rows i-major, columns a-major)."""
+    n, d = B.shape[0], B.shape[-1]
+    R = np.array([[B[i, j, a, b] for a in range(d) for b in range(d)] for i in range(n) for j in range(n)])
+    return np.linalg.svd(R, compute_uv=False), R
+
+
+# ------------------------------------------------------------------------------------- kron
+@pytest.mark.parametrize("batched_T", [False, True])
+def test_token_major_kron_of_a_batch_is_the_kron_of_each_element(batched_T):
+    """Two batch dims (2, 3) so that no batch size equals n = 4 or d = 2."""
+    g = rng(1)
+    A = g.random((2, 3, 4, 4))
+    T = g.standard_normal((2, 3, 2, 2)) if batched_T else g.standard_normal((2, 2))
+    W = kron_token_major(t(A), t(T))
+    Wf = kron_feature_major(t(A), t(T))
+    assert W.shape == (2, 3, 8, 8) and Wf.shape == (2, 3, 8, 8)
+    for b in np.ndindex(2, 3):
+        Tb = T[b] if batched_T else T
+        close(W[b], np.kron(A[b], Tb))
+        close(Wf[b], np.kron(Tb, A[b]))
+
+
+def test_token_major_kron_of_rectangular_shapes_uses_last_dims():
+    """n ≠ d, so a swapped shape index gives a wrong size or wrong layout."""
+    g = rng(2)
+    A, T = g.random((3, 3)), g.standard_normal((2, 2))
+    close(kron_token_major(t(A), t(T)), np.kron(A, T))
+    close(kron_feature_major(t(A), t(T)), np.kron(T, A))
+
+
+# ------------------------------------------------------------------------------------- from_blocks
+def literal_default_gauge(B):
+    n = B.shape[0]
+    w = np.array([[np.sqrt((B[i, j] ** 2).sum()) for j in range(n)] for i in range(n)])
+    P = np.zeros_like(w)
+    for i in range(n):
+        s = w[i].sum()
+        if s > 0:
+            P[i] = w[i] / s
+    return P
+
+
+def test_from_blocks_default_gauge_is_normalised_block_norms():
+    g = rng(3)
+    n, d = 3, 2
+    B = g.standard_normal((n, n, d, d))
+    B[0, 2] = 0.0  # an edge off the support
+    B[2] = 0.0  # a token with no outgoing edge: its row of P stays zero
+    w = ConnectionWalk.from_blocks(t(B))
+    P = literal_default_gauge(B)
+    assert w.kind == "edges"
+    close(w.walk_matrix, P)
+    close(w.blocks(), B)
+    close(w.to_dense(), literal_dense(B))
+    O, sup = w.edge_transports()
+    for i in range(n):
+        for j in range(n):
+            if P[i, j] > 0:
+                close(O[i, j], B[i, j] / P[i, j])
+            else:
+                assert not bool(sup[i, j]) and bool(torch.isnan(O[i, j]).all())
+    X = g.standard_normal((n, d))
+    close(w.apply(t(X)), np.stack([sum(B[i, j] @ X[j] for j in range(n)) for i in range(n)]))
+
+
+def test_from_blocks_default_gauge_of_small_blocks_is_still_normalised():
+    """Block norms summing to less than 1 in a row: P is still the normalised norms (rows sum to 1)."""
+    g = rng(41)
+    B = 1e-3 * g.standard_normal((3, 3, 2, 2))
+    w = ConnectionWalk.from_blocks(t(B))
+    close(w.walk_matrix, literal_default_gauge(B))
+    close(w.walk_matrix.sum(-1), np.ones(3))
+
+
+def test_from_blocks_default_gauge_batched():
+    g = rng(4)
+    B = g.standard_normal((2, 3, 3, 2, 2))
+    w = ConnectionWalk.from_blocks(t(B))
+    assert tuple(w.batch_shape) == (2,)
+    for b in range(2):
+        close(w.walk_matrix[b], literal_default_gauge(B[b]))
+        close(w.blocks()[b], B[b])
+
+
+def test_from_blocks_with_a_chosen_gauge_keeps_it_and_divides_by_it():
+    g = rng(5)
+    B = g.standard_normal((2, 2, 3, 3))
+    B[1, 0] = 0.0
+    P = np.array([[0.25, 0.75], [0.5, 0.5]])  # positive where B is zero too: O there is 0
+    w = ConnectionWalk.from_blocks(t(B), P=t(P))
+    close(w.walk_matrix, P)
+    close(w.blocks(), B)
+    close(w.edge_transport(0, 1), B[0, 1] / 0.75)
+    close(w.edge_transport(1, 0), np.zeros((3, 3)))
+
+
+def test_from_blocks_rejects_a_gauge_that_is_zero_where_a_block_is_not():
+    B = np.ones((2, 2, 1, 1))
+    P = np.array([[1.0, 0.0], [0.5, 0.5]])
+    msg = raises_named(OffSupportError, "P", lambda: ConnectionWalk.from_blocks(t(B), P=t(P)))
+    assert msg == "P: is zero on an edge where B is nonzero: no transport reproduces it"
+    # zero only where B is zero too is fine
+    B[0, 1] = 0.0
+    ConnectionWalk.from_blocks(t(B), P=t(P))
+
+
+@pytest.mark.parametrize("shape", [(2, 3, 2, 2), (2, 2, 2, 3), (2, 2, 2)])
+def test_from_blocks_rejects_non_square_block_layouts(shape):
+    raises_named(ShapeError, "B", lambda: ConnectionWalk.from_blocks(torch.ones(shape, dtype=f64)))
+
+
+def test_from_blocks_rejects_a_gauge_of_the_wrong_kind():
+    B = torch.ones(2, 2, 1, 1, dtype=f64)
+    raises_named(ShapeError, "P", lambda: ConnectionWalk.from_blocks(B, P=torch.ones(2, dtype=f64)))
+    raises_named(ConnwalkError, "P", lambda: ConnectionWalk.from_blocks(B, P=-torch.ones(2, 2, dtype=f64)))
+    raises_named(ConnwalkError, "P", lambda: ConnectionWalk.from_blocks(B, P=torch.ones(2, 2, dtype=torch.float32)))
+
+
+# ------------------------------------------------------------------------------------- properties
+def test_storage_form_properties():
+    g = rng(6)
+    A = t(g.random((2, 3, 4, 4)))  # batch 2, H 3, n 4
+    T = t(g.standard_normal((3, 2, 2)))
+    Wo, Wv = t(g.standard_normal((3, 2, 1))), t(g.standard_normal((3, 1, 2)))
+    heads = ConnectionWalk.from_mha(A, T)
+    fact = ConnectionWalk.from_factors(A, Wo, Wv)
+    P = t(g.random((5, 5)))
+    O = t(g.standard_normal((5, 5, 3, 3)))
+    edges = ConnectionWalk.from_edges(P, O)
+    assert (heads.n_heads, heads.n, heads.d, tuple(heads.batch_shape)) == (3, 4, 2, (2,))
+    assert (fact.n_heads, fact.n, fact.d, tuple(fact.batch_shape)) == (3, 4, 2, (2,))
+    assert (edges.n_heads, edges.n, edges.d, tuple(edges.batch_shape)) == (1, 5, 3, ())
+    assert fact.factored and not heads.factored and not edges.factored
+    assert heads.dtype == fact.dtype == edges.dtype == f64
+    assert heads.device == edges.device == torch.device("cpu")
+    close(heads.walk_matrix, A.numpy().mean(1))
+    close(edges.attention, P.numpy()[None])
+    close(edges.support, P.numpy() > 0)
+    close(fact.head_transports, np.einsum("hdk,hke->hde", Wo.numpy(), Wv.numpy()))
+    assert heads.head_transports is T
+    raises_named(ShapeError, "walk", lambda: edges.head_transports)
+
+
+def test_repr_names_form_batch_heads_sizes_dtype_device():
+    A = torch.full((2, 3, 3), 1 / 3, dtype=f64)
+    Wo, Wv = torch.ones(2, 4, 1, dtype=f64), torch.ones(2, 1, 4, dtype=f64)
+    assert repr(ConnectionWalk.from_factors(A, Wo, Wv)) == (
+        "ConnectionWalk(kind=heads factored, batch=(), H=2, n=3, d=4, dtype=torch.float64, device=cpu)")
+    assert repr(ConnectionWalk.from_mha(A, Wo @ Wv)) == (
+        "ConnectionWalk(kind=heads, batch=(), H=2, n=3, d=4, dtype=torch.float64, device=cpu)")
+
+
+@pytest.mark.parametrize("form", ["heads", "factors", "edges"])
+def test_to_converts_every_stored_tensor(form):
+    g = rng(7)
+    A = t(g.random((2, 3, 3)))
+    if form == "heads":
+        w = ConnectionWalk.from_mha(A, t(g.standard_normal((2, 2, 2))))
+    elif form == "factors":
+        w = ConnectionWalk.from_factors(A, t(g.standard_normal((2, 2, 1))), t(g.standard_normal((2, 1, 2))))
+    else:
+        w = ConnectionWalk.from_edges(A[0], t(g.standard_normal((3, 3, 2, 2))))
+    w32 = w.to(dtype=torch.float32)
+    assert w32.kind == w.kind and w32.factored == w.factored and w32.dtype == torch.float32
+    X = t(g.standard_normal((3, 2)))
+    close(w32.apply(X.float()).double(), w.apply(X), atol=1e-5)
+    close(w32.blocks().double(), w.blocks(), atol=1e-5)
+
+
+# ------------------------------------------------------------------------------------- apply
+def test_apply_of_edges_form_is_the_literal_sum():
+    g = rng(8)
+    P, O, X = g.random((2, 3, 3)), g.standard_normal((2, 3, 3, 2, 2)), g.standard_normal((2, 3, 2))
+    w = ConnectionWalk.from_edges(t(P), t(O))
+    Y = w.apply(t(X))
+    for b in range(2):
+        ref = np.stack([sum(P[b, i, j] * O[b, i, j] @ X[b, j] for j in range(3)) for i in range(3)])
+        close(Y[b], ref)
+
+
+def test_apply_of_factored_heads_with_distinct_model_and_head_dims():
+    """d = 3, d_h = 2, H = 2: the concat-heads path, against Σ_h A^h X (W_O^h W_V^h)ᵀ."""
+    g = rng(9)
+    A, Wo, Wv, X = g.random((2, 4, 4)), g.standard_normal((2, 3, 2)), g.standard_normal((2, 2, 3)), \
+        g.standard_normal((4, 3))
+    Y = ConnectionWalk.from_factors(t(A), t(Wo), t(Wv)).apply(t(X))
+    ref = sum(A[h] @ X @ (Wo[h] @ Wv[h]).T for h in range(2))
+    close(Y, ref)
+
+
+@pytest.mark.parametrize("shape", [(3, 3), (2, 2), (3,)])
+def test_apply_rejects_x_of_the_wrong_size_naming_x(shape):
+    w = ConnectionWalk.from_sha(torch.full((2, 2), 0.5, dtype=f64), torch.eye(3, dtype=f64))
+    msg = raises_named(ShapeError, "X", lambda: w.apply(torch.ones(shape, dtype=f64)))
+    if len(shape) == 2:
+        assert "expected (..., 2, 3)" in msg
+
+
+# ------------------------------------------------------------------------------------- gates
+def test_edges_form_transports_are_the_stored_ones_bit_for_bit():
+    """No B / P round trip: for these weights P·O/P ≠ O in the last bit somewhere."""
+    g = rng(19)
+    P = g.random((4, 4)) + 0.05
+    O = g.standard_normal((4, 4, 3, 3))
+    assert np.any(P[..., None, None] * O / P[..., None, None] != O)  # the round trip is not exact
+    w = ConnectionWalk.from_edges(t(P), t(O))
+    Oe, sup = w.edge_transports()
+    assert bool(sup.all()) and torch.equal(Oe, t(O))
+
+
+def test_gates_of_a_batch_with_more_elements_than_heads():
+    g = rng(18)
+    A = g.random((5, 2, 3, 3))
+    G = ConnectionWalk.from_mha(t(A), torch.eye(2, dtype=f64).expand(2, 2, 2)).gates()
+    close(G, A / A.sum(1, keepdims=True))
+
+
+def test_gates_are_head_shares_and_nan_off_the_support():
+    A = np.array([[[0.2, 0.0], [0.3, 0.0]], [[0.6, 0.0], [0.1, 0.5]]])
+    w = ConnectionWalk.from_mha(t(A), torch.eye(2, dtype=f64).expand(2, 2, 2))
+    G = w.gates().numpy()
+    for i in range(2):
+        for j in range(2):
+            s = A[:, i, j].sum()
+            if s > 0:
+                close(G[:, i, j], A[:, i, j] / s)
+            else:
+                assert np.isnan(G[:, i, j]).all()
+
+
+# ------------------------------------------------------------------------------------- edge transport
+def test_edge_transport_of_heads_is_block_over_walk_weight_for_every_index_form():
+    g = rng(10)
+    A, T = g.random((3, 3, 3)) + 0.1, g.standard_normal((3, 2, 2))
+    w = ConnectionWalk.from_mha(t(A), t(T))
+    B = literal_blocks_from_heads(A, T)
+    P = A.mean(0)
+    for i in range(-3, 3):
+        for j in range(-3, 3):
+            close(w.edge_transport(i, j), B[i, j] / P[i, j])
+    O, sup = w.edge_transports()
+    assert bool(sup.all())
+    close(O, B / P[..., None, None])
+
+
+@pytest.mark.parametrize("i, j, arg", [(3, 0, "i"), (-4, 0, "i"), (0, 3, "j"), (0, -4, "j")])
+def test_edge_transport_index_out_of_range_names_the_index(i, j, arg):
+    w = ConnectionWalk.from_sha(torch.full((3, 3), 1 / 3, dtype=f64), torch.eye(2, dtype=f64))
+    msg = raises_named(ShapeError, arg, lambda: w.edge_transport(i, j))
+    assert "out of range for n=3" in msg
+
+
+def test_edge_transport_off_support_in_one_batch_element_counts_it():
+    A = torch.tensor([[[0.5, 0.5], [0.5, 0.5]], [[1.0, 0.0], [0.5, 0.5]], [[1.0, 0.0], [0.0, 1.0]]], dtype=f64)
+    w = ConnectionWalk.from_sha(A, torch.eye(2, dtype=f64))
+    msg = raises_named(OffSupportError, "(i, j)", lambda: w.edge_transport(0, 1))
+    assert "in 2 batch element(s)" in msg
+    close(w.edge_transport(0, 0), np.stack([np.eye(2)] * 3))
+
+
+# ------------------------------------------------------------------------------------- nearest Kronecker
+def kron_case(seed, n=3, d=2, batch=()):
+    g = rng(seed)
+    return g.standard_normal((*batch, n, n, d, d))
+
+
+@pytest.mark.parametrize("form", ["edges", "heads"])
+def test_nearest_kronecker_is_the_rank_one_truncation_of_the_rearrangement(form):
+    g = rng(11)
+    if form == "edges":
+        B = kron_case(11)
+        w = ConnectionWalk.from_blocks(t(B))
+    else:
+        A, T = g.random((2, 3, 3)), g.standard_normal((2, 2, 2))
+        B = literal_blocks_from_heads(A, T)
+        w = ConnectionWalk.from_mha(t(A), t(T))
+    s, R = van_loan_singular_values(B)
+    P, T, gap = w.nearest_kronecker()
+    assert P.shape == (3, 3) and T.shape == (2, 2)
+    close(gap, np.sqrt((s[1:] ** 2).sum()))
+    U, S, Vt = np.linalg.svd(R)
+    rank1 = S[0] * np.outer(U[:, 0], Vt[0])
+    close(np.outer(P.numpy().reshape(-1), T.numpy().reshape(-1)), rank1)
+    close(np.linalg.norm(T.numpy()), 1.0)  # T is the unit-Frobenius direction, P carries σ₁
+    assert float(P.sum()) >= 0  # sign convention: the walk part is nonnegative on average
+
+
+def test_nearest_kronecker_sign_makes_the_walk_part_nonnegative_on_average():
+    """B = P ⊗ (−T) with P ≥ 0: the factorisation is reported as P ⊗ (−T), never (−P) ⊗ T."""
+    g = rng(12)
+    P0 = g.random((3, 3)) + 0.1
+    T0 = g.standard_normal((2, 2))
+    B = np.einsum("ij,ab->ijab", P0, -T0)
+    P, T, gap = ConnectionWalk.from_blocks(t(B)).nearest_kronecker()
+    assert bool((P > 0).all())
+    close(P.numpy()[:, :, None, None] * T.numpy()[None, None], B)
+
+
+def rank_one(R):
+    U, S, Vt = np.linalg.svd(R)
+    return S[0] * np.outer(U[:, 0], Vt[0])
+
+
+@pytest.mark.parametrize("form", ["edges", "heads", "heads_batched_T"])
+def test_nearest_kronecker_and_constant_transport_batched(form):
+    """Batch of 2 (≠ H = 3, ≠ n = 3? n = 4 here): each element is its own Van Loan problem."""
+    g = rng(13)
+    if form == "edges":
+        B = kron_case(13, n=4, batch=(2,))
+        w = ConnectionWalk.from_blocks(t(B))
+    else:
+        A = g.random((2, 3, 4, 4))
+        T = g.standard_normal((2, 3, 2, 2)) if form == "heads_batched_T" else g.standard_normal((3, 2, 2))
+        w = ConnectionWalk.from_mha(t(A), t(T))
+        B = np.stack([literal_blocks_from_heads(A[b], T[b] if T.ndim == 4 else T) for b in range(2)])
+    P, T_, gap = w.nearest_kronecker()
+    ct = w.constant_transport()
+    assert P.shape == (2, 4, 4) and T_.shape == (2, 2, 2) and gap.shape == (2,)
+    for b in range(2):
+        s, R = van_loan_singular_values(B[b])
+        g_ref = np.sqrt((s[1:] ** 2).sum())
+        close(gap[b], g_ref)
+        close(np.outer(P[b].numpy().reshape(-1), T_[b].numpy().reshape(-1)), rank_one(R))
+        close(ct.residual[b], g_ref)
+        close(ct.relative_residual[b], g_ref / np.sqrt((B[b] ** 2).sum()))
+        close(np.outer(ct.walk_matrix[b].numpy().reshape(-1), ct.transport[b].numpy().reshape(-1)), rank_one(R))
+        close(ct.walk_matrix[b].sum(-1).mean(), 1.0)
+
+
+# ------------------------------------------------------------------------------------- constant transport
+def test_constant_transport_of_edges_with_one_transport_recovers_it():
+    g = rng(14)
+    P0 = g.random((3, 3)) + 0.05
+    P0 /= P0.sum(1, keepdims=True)
+    T0 = g.standard_normal((2, 2))
+    w = ConnectionWalk.from_edges(t(P0), t(T0))  # (d, d) O broadcast to every edge
+    ct = w.constant_transport()
+    assert bool(ct.holds)
+    close(ct.walk_matrix, P0)
+    close(ct.transport, T0)
+    close(ct.residual, 0.0, atol=1e-12)
+    close(ct.relative_residual, 0.0, atol=1e-12)
+    close(ct.min_coefficient, P0.min())
+
+
+def test_constant_transport_rescales_to_unit_mean_row_sum():
+    """B = C ⊗ T0 with row sums of C equal to 2 and 4: P = C / 3 and T = 3·T0."""
+    C = np.array([[1.0, 1.0], [3.0, 1.0]])
+    T0 = np.array([[0.0, 2.0], [1.0, 1.0]])
+    ct = ConnectionWalk.from_edges(t(C), t(T0)).constant_transport()
+    assert bool(ct.holds)
+    close(ct.walk_matrix, C / 3)
+    close(ct.transport, 3 * T0)
+
+
+def test_constant_transport_of_edges_with_varying_transports_reports_the_gap():
+    B = kron_case(15)
+    w = ConnectionWalk.from_blocks(t(B))
+    s, _ = van_loan_singular_values(B)
+    ct = w.constant_transport()
+    assert not bool(ct.holds)
+    close(ct.residual, np.sqrt((s[1:] ** 2).sum()))
+    close(ct.relative_residual, np.sqrt((s[1:] ** 2).sum()) / np.sqrt((B ** 2).sum()))
+
+
+def test_constant_transport_batched_edges_judges_each_element():
+    g = rng(16)
+    P0 = g.random((3, 3)) + 0.1
+    T0 = g.standard_normal((2, 2))
+    good = np.einsum("ij,ab->ijab", P0, T0)
+    bad = kron_case(16)
+    ct = ConnectionWalk.from_blocks(t(np.stack([good, bad]))).constant_transport()
+    assert ct.holds.tolist() == [True, False]
+    s, _ = van_loan_singular_values(bad)
+    close(ct.residual[1], np.sqrt((s[1:] ** 2).sum()))
+    close(ct.residual[0], 0.0, atol=1e-12)
+
+
+def test_a_sign_flipped_coefficient_is_not_a_constant_transport():
+    """B_ij = c_ij T with one c_ij < 0: exactly Kronecker, but not a walk (P ≥ 0 fails)."""
+    C = np.array([[0.5, 0.5], [-0.25, 1.25]])
+    T0 = np.array([[1.0, 0.5], [0.0, 2.0]])
+    B = np.einsum("ij,ab->ijab", C, T0)
+    ct = ConnectionWalk.from_blocks(t(B), P=t(np.abs(C))).constant_transport()
+    assert not bool(ct.holds)
+    close(ct.residual, 0.0, atol=1e-12)
+    close(ct.min_coefficient, -0.25)
+    close(ct.walk_matrix, C)
+
+
+def test_default_tolerance_scales_with_n_times_d():
+    """n = d = 4: a coefficient of −5e-14 is roundoff for tol(float64, n·d) ≈ 2.3e-13 (holds) but not
+    for tol(float64, 1) ≈ 1.4e-14; −1e-6 never is."""
+    from numerics.tolerance import tol
+
+    assert tol(f64, 1) < 5e-14 < tol(f64, 16)
+    T0 = np.diag([1.0, 0.5, 2.0, 1.5])
+    verdicts = []
+    for eps in (5e-14, 1e-6):
+        C = np.full((4, 4), 0.25)
+        C[0] = [0.5, -eps, 0.25 + 0.5 * eps, 0.25 + 0.5 * eps]  # rows still sum to 1
+        B = np.einsum("ij,ab->ijab", C, T0)
+        ct = ConnectionWalk.from_blocks(t(B), P=t(np.abs(C))).constant_transport()
+        close(ct.min_coefficient, -eps, atol=1e-15)
+        verdicts.append(bool(ct.holds))
+    assert verdicts == [True, False]
+
+
+def test_sign_tolerance_is_relative_to_the_largest_coefficient_when_above_one():
+    """holds iff rel ≤ rtol and min P ≥ −rtol·max(1, max|P|) (P at unit mean row sum)."""
+    T0 = np.array([[1.0, 0.5], [0.0, 2.0]])
+    rtol = 1e-3
+    cases = {
+        # max|P| ≤ 1: the sign bound is rtol itself
+        "small": (np.array([[1.0 + 1.2e-3, -1.2e-3], [0.5, 0.5]]), False),
+        "tiny": (np.array([[0.5 + 0.5e-3, -0.5e-3], [0.5, 0.5]]), True),
+        # mean row sum 1, max|P| = 1.8: the bound is 1.8·rtol
+        "large": (np.array([[1.8, -1.5e-3], [0.2 + 1.5e-3 / 2, -0.0]]), True),
+    }
+    Cs = []
+    for name, (C, expected) in cases.items():
+        Pn = C / C.sum(1).mean()
+        rule = Pn.min() >= -rtol * max(1.0, np.abs(Pn).max())
+        assert rule == expected, name
+        B = np.einsum("ij,ab->ijab", C, T0)
+        ct = ConnectionWalk.from_blocks(t(B), P=t(np.abs(C) + (C == 0))).constant_transport(rtol=rtol)
+        assert bool(ct.holds) == expected, name
+        Cs.append(C)
+    # batched: each element is judged with its own max|P|, not the batch's
+    B = np.stack([np.einsum("ij,ab->ijab", C, T0) for C in (cases["large"][0], cases["small"][0])])
+    P = np.stack([np.abs(C) + (C == 0) for C in (cases["large"][0], cases["small"][0])])
+    ct = ConnectionWalk.from_blocks(t(B), P=t(P)).constant_transport(rtol=rtol)
+    assert ct.holds.tolist() == [True, False]
+
+
+def test_one_token_one_feature_is_a_constant_transport_at_zero_tolerance():
+    """n = d = 1: R is 1×1, no second singular value: the residual is exactly 0 ≤ rtol = 0."""
+    ct = ConnectionWalk.from_sha(torch.ones(1, 1, dtype=f64), 2 * torch.ones(1, 1, dtype=f64)) \
+        .constant_transport(rtol=0.0)
+    assert float(ct.relative_residual) == 0.0 and bool(ct.holds)
+    close(ct.transport, [[2.0]])
+    close(ct.walk_matrix, [[1.0]])
+
+
+def test_constant_transport_rtol_is_the_relative_residual_bound():
+    B = kron_case(17)
+    s, _ = van_loan_singular_values(B)
+    rel = np.sqrt((s[1:] ** 2).sum()) / np.sqrt((B ** 2).sum())
+    w = ConnectionWalk.from_blocks(t(B))
+    assert not bool(w.constant_transport(rtol=rel * 0.99).holds)
+    ct = w.constant_transport(rtol=rel * 1.01)
+    # the Kronecker residual now passes; whether it holds depends only on the sign condition
+    assert bool(ct.holds) == bool(float(ct.min_coefficient) >= -rel * 1.01 * max(float(ct.walk_matrix.abs().max()), 1))
+
+
+def test_zero_walk_has_zero_relative_residual():
+    ct = ConnectionWalk.from_blocks(torch.zeros(2, 2, 2, 2, dtype=f64), P=torch.full((2, 2), 0.5, dtype=f64)) \
+        .constant_transport()
+    assert float(ct.residual) == 0.0 and float(ct.relative_residual) == 0.0
+    assert not bool(torch.isnan(ct.walk_matrix).any()) and not bool(torch.isnan(ct.transport).any())
+
+
+# ------------------------------------------------------------------------------------- error messages
+# README: a bad argument raises a typed error whose message starts with the argument's name and
+# states what was expected. Whole messages are pinned here for every check the constructors run.
+A22 = torch.tensor([[0.5, 0.5], [0.25, 0.75]], dtype=f64)
+I3 = torch.eye(3, dtype=f64)
+AH = A22.expand(2, 2, 2)
+WO, WV = torch.ones(2, 3, 1, dtype=f64), torch.ones(2, 1, 3, dtype=f64)
+NAN = float("nan")
+META = torch.device("meta")
+
+BAD_INPUT = [
+    # from_sha
+    (lambda: ConnectionWalk.from_sha(torch.ones(2, 2, dtype=torch.int64), I3), "DTypeError",
+     "A: expected a floating tensor (float32/float64), got torch.int64"),
+    (lambda: ConnectionWalk.from_sha(torch.ones(3, dtype=f64), I3), "ShapeError",
+     "A: expected shape (..., n, n), got (3,)"),
+    (lambda: ConnectionWalk.from_sha(torch.ones(2, 3, dtype=f64), I3), "ShapeError",
+     "A: expected square trailing dims (..., n, n), got (2, 3)"),
+    (lambda: ConnectionWalk.from_sha(torch.ones(0, 0, dtype=f64), I3), "ShapeError",
+     "A: needs n >= 1 tokens, got shape (0, 0)"),
+    (lambda: ConnectionWalk.from_sha(torch.tensor([[NAN, 0.5], [0.5, 0.5]], dtype=f64), I3), "NonFiniteError",
+     "A: contains 1 NaN/inf entries"),
+    (lambda: ConnectionWalk.from_sha(torch.tensor([[-1.0, 2.0], [0.5, 0.5]], dtype=f64), I3), "NegativeWeightError",
+     "A: has negative entries (min -1.000e+00); walk weights must be >= 0"),
+    (lambda: ConnectionWalk.from_sha(A22 * 2, I3, stochastic=True), "NotStochasticError",
+     "A: rows must sum to 1 (max |row sum - 1| = 1.000e+00 > "),
+    (lambda: ConnectionWalk.from_sha(A22, torch.ones(3, 3, dtype=torch.int64)), "DTypeError",
+     "T: expected a floating tensor (float32/float64), got torch.int64"),
+    (lambda: ConnectionWalk.from_sha(A22, torch.ones(2, 3, 3, dtype=f64)), "ShapeError",
+     "T: expected shape (d, d), got (2, 3, 3)"),
+    (lambda: ConnectionWalk.from_sha(A22, torch.ones(3, dtype=f64)), "ShapeError",
+     "T: expected shape (d, d), got (3,)"),
+    (lambda: ConnectionWalk.from_sha(A22, torch.ones(3, 2, dtype=f64)), "ShapeError",
+     "T: expected square trailing dims (d, d), got (3, 2)"),
+    (lambda: ConnectionWalk.from_sha(A22, I3.float()), "DTypeError",
+     "T: dtype torch.float32 differs from A's torch.float64; cast explicitly"),
+    (lambda: ConnectionWalk.from_sha(A22, I3.to(META)), "DeviceMismatchError",
+     "T: device meta differs from A's cpu"),
+    (lambda: ConnectionWalk.from_sha(A22, I3 * NAN), "NonFiniteError", "T: contains 9 NaN/inf entries"),
+    # from_mha
+    (lambda: ConnectionWalk.from_mha(A22, I3[None]), "ShapeError", "A: expected shape (..., H, n, n), got (2, 2)"),
+    (lambda: ConnectionWalk.from_mha(torch.ones(1, 2, 3, dtype=f64), I3[None]), "ShapeError",
+     "A: expected square trailing dims (..., H, n, n), got (1, 2, 3)"),
+    (lambda: ConnectionWalk.from_mha(torch.ones(1, 0, 0, dtype=f64), I3[None]), "ShapeError",
+     "A: needs n >= 1 tokens, got shape (1, 0, 0)"),
+    (lambda: ConnectionWalk.from_mha(torch.ones(1, 2, 0, 0, dtype=f64), I3.expand(2, 3, 3)), "ShapeError",
+     "A: needs n >= 1 tokens, got shape (1, 2, 0, 0)"),
+    (lambda: ConnectionWalk.from_mha(AH * 2, I3.expand(2, 3, 3), stochastic=True), "NotStochasticError",
+     "A: rows must sum to 1"),
+    (lambda: ConnectionWalk.from_mha(AH, torch.ones(2, 2, 2, dtype=torch.int64)), "DTypeError",
+     "T: expected a floating tensor (float32/float64), got torch.int64"),
+    (lambda: ConnectionWalk.from_mha(AH, I3), "ShapeError", "T: expected shape (H, d, d), got (3, 3)"),
+    (lambda: ConnectionWalk.from_mha(AH, torch.ones(2, 3, 2, dtype=f64)), "ShapeError",
+     "T: expected square trailing dims (H, d, d), got (2, 3, 2)"),
+    (lambda: ConnectionWalk.from_mha(AH, I3.expand(2, 3, 3).float()), "DTypeError",
+     "T: dtype torch.float32 differs from A's torch.float64; cast explicitly"),
+    (lambda: ConnectionWalk.from_mha(AH, I3.expand(2, 3, 3) * NAN), "NonFiniteError",
+     "T: contains 18 NaN/inf entries"),
+    (lambda: ConnectionWalk.from_mha(AH, I3.expand(3, 3, 3)), "ShapeError", "T: has H=3 heads but A has H=2"),
+    # from_factors
+    (lambda: ConnectionWalk.from_factors(A22, WO, WV), "ShapeError", "A: expected shape (..., H, n, n), got (2, 2)"),
+    (lambda: ConnectionWalk.from_factors(AH * 2, WO, WV, stochastic=True), "NotStochasticError",
+     "A: rows must sum to 1"),
+    (lambda: ConnectionWalk.from_factors(AH, WO.long(), WV), "DTypeError",
+     "W_O: expected a floating tensor (float32/float64), got torch.int64"),
+    (lambda: ConnectionWalk.from_factors(AH, WO, WV.long()), "DTypeError",
+     "W_V: expected a floating tensor (float32/float64), got torch.int64"),
+    (lambda: ConnectionWalk.from_factors(AH, WO[0], WV), "ShapeError", "W_O: expected shape (H, d, d_h), got (3, 1)"),
+    (lambda: ConnectionWalk.from_factors(AH, WO[None], WV), "ShapeError",
+     "W_O: expected shape (H, d, d_h), got (1, 2, 3, 1)"),
+    (lambda: ConnectionWalk.from_factors(AH, WO, WV[0]), "ShapeError", "W_V: expected shape (H, d_h, d), got (1, 3)"),
+    (lambda: ConnectionWalk.from_factors(AH, WO, WV[None]), "ShapeError",
+     "W_V: expected shape (H, d_h, d), got (1, 2, 1, 3)"),
+    (lambda: ConnectionWalk.from_factors(AH, WO.float(), WV), "DTypeError",
+     "W_O: dtype torch.float32 differs from A's torch.float64; cast explicitly"),
+    (lambda: ConnectionWalk.from_factors(AH, WO, WV.float()), "DTypeError",
+     "W_V: dtype torch.float32 differs from A's torch.float64; cast explicitly"),
+    (lambda: ConnectionWalk.from_factors(AH, WO * NAN, WV), "NonFiniteError", "W_O: contains 6 NaN/inf entries"),
+    (lambda: ConnectionWalk.from_factors(AH, WO, WV * NAN), "NonFiniteError", "W_V: contains 6 NaN/inf entries"),
+    (lambda: ConnectionWalk.from_factors(AH, WO[:1], WV), "ShapeError", "W_O: has H=1 heads but A has H=2"),
+    (lambda: ConnectionWalk.from_factors(AH, WO, WV[:1]), "ShapeError", "W_V: has H=1 heads but A has H=2"),
+    (lambda: ConnectionWalk.from_factors(AH, WO, torch.ones(1, 2, 3, dtype=f64)), "ShapeError",
+     "W_V: has H=1 heads but A has H=2"),
+    (lambda: ConnectionWalk.from_factors(AH, WO, torch.ones(2, 2, 3, dtype=f64)), "ShapeError",
+     "W_O: head dim 1 != W_V's head dim 2"),
+    (lambda: ConnectionWalk.from_factors(AH, WO, torch.ones(2, 1, 4, dtype=f64)), "ShapeError",
+     "W_O: model dim 3 != W_V's model dim 4 (need square T_h)"),
+    # from_edges
+    (lambda: ConnectionWalk.from_edges(torch.ones(2, dtype=f64), I3), "ShapeError",
+     "P: expected shape (..., n, n), got (2,)"),
+    (lambda: ConnectionWalk.from_edges(torch.ones(2, 3, dtype=f64), I3), "ShapeError",
+     "P: expected square trailing dims (..., n, n), got (2, 3)"),
+    (lambda: ConnectionWalk.from_edges(A22 * 2, I3, stochastic=True), "NotStochasticError", "P: rows must sum to 1"),
+    (lambda: ConnectionWalk.from_edges(A22 - 1, I3), "NegativeWeightError", "P: has negative entries"),
+    (lambda: ConnectionWalk.from_edges(A22, torch.ones(3, 3, dtype=torch.int64)), "DTypeError",
+     "O: expected a floating tensor (float32/float64), got torch.int64"),
+    (lambda: ConnectionWalk.from_edges(A22, torch.ones(3, dtype=f64)), "ShapeError",
+     "O: expected square trailing dims (..., n, n, d, d), got (3,)"),
+    (lambda: ConnectionWalk.from_edges(A22, torch.ones(2, 2, 3, 2, dtype=f64)), "ShapeError",
+     "O: expected square trailing dims (..., n, n, d, d), got (2, 2, 3, 2)"),
+    (lambda: ConnectionWalk.from_edges(A22, I3.float()), "DTypeError",
+     "O: dtype torch.float32 differs from P's torch.float64; cast explicitly"),
+    (lambda: ConnectionWalk.from_edges(A22, I3 * NAN), "NonFiniteError", "O: contains 9 NaN/inf entries"),
+    (lambda: ConnectionWalk.from_edges(A22, torch.ones(3, 3, 2, 2, dtype=f64)), "ShapeError",
+     "O: expected (..., 2, 2, d, d) to match P, got (3, 3, 2, 2)"),
+    (lambda: ConnectionWalk.from_edges(A22.expand(1, 3, 2, 2), torch.ones(3, 3, 1, 1, dtype=f64)), "ShapeError",
+     "O: expected (..., 2, 2, d, d) to match P, got (3, 3, 1, 1)"),
+    (lambda: ConnectionWalk.from_edges(A22, torch.ones(2, 3, 3, dtype=f64)), "ShapeError",
+     "O: expected (..., 2, 2, d, d) to match P, got (2, 3, 3)"),
+    # from_blocks
+    (lambda: ConnectionWalk.from_blocks(torch.ones(2, 2, 1, 1, dtype=torch.int64)), "DTypeError",
+     "B: expected a floating tensor (float32/float64), got torch.int64"),
+    (lambda: ConnectionWalk.from_blocks(torch.ones(2, 2, 2, dtype=f64)), "ShapeError",
+     "B: expected shape (..., n, n, d, d), got (2, 2, 2)"),
+    (lambda: ConnectionWalk.from_blocks(torch.ones(2, 2, 2, 3, dtype=f64)), "ShapeError",
+     "B: expected square trailing dims (..., n, n, d, d), got (2, 2, 2, 3)"),
+    (lambda: ConnectionWalk.from_blocks(torch.full((2, 2, 1, 1), NAN, dtype=f64)), "NonFiniteError",
+     "B: contains 4 NaN/inf entries"),
+    (lambda: ConnectionWalk.from_blocks(torch.ones(2, 3, 1, 1, dtype=f64)), "ShapeError",
+     "B: expected (..., n, n, d, d), got (2, 3, 1, 1)"),
+    (lambda: ConnectionWalk.from_blocks(torch.ones(2, 2, 1, 1, dtype=f64), P=torch.ones(2, dtype=f64)),
+     "ShapeError", "P: expected shape (..., n, n), got (2,)"),
+    (lambda: ConnectionWalk.from_blocks(torch.ones(2, 2, 1, 1, dtype=f64), P=torch.ones(2, 3, dtype=f64)),
+     "ShapeError", "P: expected square trailing dims (..., n, n), got (2, 3)"),
+    (lambda: ConnectionWalk.from_blocks(torch.ones(2, 2, 1, 1, dtype=f64), P=A22.float()), "DTypeError",
+     "P: dtype torch.float32 differs from B's torch.float64; cast explicitly"),
+    (lambda: ConnectionWalk.from_blocks(torch.ones(2, 2, 1, 1, dtype=f64), P=A22 * 2), None, None),
+    # stochastic=False is the default of every constructor: unnormalised weights are accepted
+    (lambda: ConnectionWalk.from_sha(A22 * 2, I3), None, None),
+    (lambda: ConnectionWalk.from_mha(AH * 2, I3.expand(2, 3, 3)), None, None),
+    (lambda: ConnectionWalk.from_factors(AH * 2, WO, WV), None, None),
+    (lambda: ConnectionWalk.from_edges(A22 * 2, I3), None, None),
+    # apply
+    (lambda: ConnectionWalk.from_sha(A22, I3).apply(torch.ones(2, 3, dtype=torch.int64)), "DTypeError",
+     "X: expected a floating tensor (float32/float64), got torch.int64"),
+    (lambda: ConnectionWalk.from_sha(A22, I3).apply(torch.ones(6, dtype=f64)), "ShapeError",
+     "X: expected shape (..., n, d), got (6,)"),
+    (lambda: ConnectionWalk.from_sha(A22, I3).apply(torch.ones(2, 3)), "DTypeError",
+     "X: dtype torch.float32 differs from walk's torch.float64; cast explicitly"),
+    (lambda: ConnectionWalk.from_sha(A22, I3).apply(torch.ones(3, 3, dtype=f64)), "ShapeError",
+     "X: expected (..., 2, 3), got (3, 3)"),
+    (lambda: ConnectionWalk.from_sha(A22, I3).apply(torch.ones(2, 2, dtype=f64)), "ShapeError",
+     "X: expected (..., 2, 3), got (2, 2)"),
+    # indices
+    (lambda: ConnectionWalk.from_sha(A22, I3).edge_transport(0, 2), "ShapeError", "j: index 2 out of range for n=2"),
+    (lambda: ConnectionWalk.from_sha(A22, I3).edge_transport(-3, 0), "ShapeError", "i: index -3 out of range for n=2"),
+]
+
+
+@pytest.mark.parametrize("call, err, message", BAD_INPUT)
+def test_bad_input_messages_name_the_argument_and_what_was_expected(call, err, message):
+    if err is None:  # a valid call in the middle of the matrix: nothing raised
+        call()
+        return
+    with pytest.raises(ConnwalkError) as exc:
+        call()
+    assert type(exc.value).__name__ == err
+    assert str(exc.value).startswith(message), str(exc.value)
+    assert exc.value.argument == message.split(":")[0]
+
+
+def test_nearest_kronecker_sign_rule_with_mixed_sign_coefficients():
+    """C with entries of both signs whose sum is small and positive: P keeps the sign of C (sum ≥ 0)."""
+    C = np.array([[1.0, -0.9], [0.1, -0.1]])
+    T0 = np.array([[2.0, 0.0], [1.0, 1.0]])
+    B = np.einsum("ij,ab->ijab", C, T0)
+    P, T, gap = ConnectionWalk.from_blocks(t(B), P=t(np.abs(C))).nearest_kronecker()
+    assert float(P.sum()) > 0
+    close(P.numpy()[:, :, None, None] * T.numpy()[None, None], B)
+    c = float(P[0, 0]) / C[0, 0]
+    assert c > 0
+    close(P, c * C)
+
+
+def test_nearest_kronecker_sign_rule_holds_per_batch_element():
+    g = rng(20)
+    Bs = []
+    for k in range(8):
+        P0 = g.random((3, 3)) + 0.05
+        T0 = g.standard_normal((2, 2)) * (-1) ** k
+        Bs.append(np.einsum("ij,ab->ijab", P0, T0))
+    P, T, gap = ConnectionWalk.from_blocks(t(np.stack(Bs))).nearest_kronecker()
+    assert bool((P > 0).all())
+    for k in range(8):
+        close(P[k].numpy()[:, :, None, None] * T[k].numpy()[None, None], Bs[k])
+
+
+def test_relative_residual_of_a_small_walk_is_relative_to_its_own_norm():
+    B = 1e-3 * kron_case(21)
+    s, _ = van_loan_singular_values(B)
+    ct = ConnectionWalk.from_blocks(t(B)).constant_transport()
+    close(ct.relative_residual, np.sqrt((s[1:] ** 2).sum()) / np.sqrt((B ** 2).sum()))
+    assert float(ct.relative_residual) > 0.1
+
+
+@pytest.mark.parametrize("batched", [False, True])
+def test_a_walk_moved_to_another_device_computes_there(batched):
+    """``to(device=)`` moves every stored tensor, and the Van Loan factorisation follows it (the meta
+    device stands in for an accelerator: shapes are inferred, nothing is computed)."""
+    B = torch.randn(*((2,) if batched else ()), 3, 3, 2, 2, dtype=f64, generator=torch.Generator().manual_seed(0))
+    w = ConnectionWalk.from_blocks(B).to(device="meta")
+    assert w.device.type == "meta" and w.dtype == f64
+    assert w._P.device.type == "meta" and w._O.device.type == "meta"
+    P, T, gap = w.nearest_kronecker()
+    assert (P.device.type, T.device.type, gap.device.type) == ("meta", "meta", "meta")
+    assert P.shape == (*B.shape[:-4], 3, 3) and T.shape == (*B.shape[:-4], 2, 2)
+    wh = ConnectionWalk.from_mha(torch.full((2, 3, 3), 1 / 3, dtype=f64), torch.eye(2, dtype=f64).expand(2, 2, 2))
+    wm = wh.to(device="meta")
+    assert wm._A.device.type == "meta" and wm._T.device.type == "meta"
+
+
+def test_zero_coefficients_are_allowed_in_a_constant_transport():
+    """P ≥ 0, not P > 0: with d = 1 the Kronecker residual is exactly 0, so even rtol = 0 holds."""
+    C = np.array([[1.0, 0.0], [0.5, 0.5]])
+    B = np.einsum("ij,ab->ijab", C, np.array([[2.0]]))
+    ct = ConnectionWalk.from_blocks(t(B), P=t(C + (C == 0))).constant_transport(rtol=0.0)
+    assert float(ct.min_coefficient) == 0.0 and float(ct.relative_residual) == 0.0
+    assert bool(ct.holds)
