@@ -17,6 +17,7 @@ time and the peak extra memory of ``method="factored"`` (``VmHWM`` reset through
 Usage: ``python benchmarks/bench_diagnose.py [--n 64] [--d 64] [--heads 4] [--part 1|2|both]
 [--random-layer] [--threads 1]``.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -27,10 +28,10 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-import torch  # noqa: E402
+import torch
 
-from numerics.laplacian import diagnose  # noqa: E402
-from numerics.walk import ConnectionWalk  # noqa: E402
+from numerics.laplacian import diagnose
+from numerics.walk import ConnectionWalk
 
 F = torch.float64
 
@@ -51,8 +52,11 @@ def random_walk(n, d, H, seed=1):
     g = torch.Generator().manual_seed(seed)
     dh = max(1, d // H)
     A = torch.softmax(2 * torch.randn(H, n, n, generator=g, dtype=F), -1)
-    return ConnectionWalk.from_factors(A, torch.randn(H, d, dh, generator=g, dtype=F) / math.sqrt(d),
-                                       torch.randn(H, dh, d, generator=g, dtype=F) / math.sqrt(d))
+    return ConnectionWalk.from_factors(
+        A,
+        torch.randn(H, d, dh, generator=g, dtype=F) / math.sqrt(d),
+        torch.randn(H, dh, d, generator=g, dtype=F) / math.sqrt(d),
+    )
 
 
 def compare(Dd, Df) -> tuple[bool, dict]:
@@ -75,8 +79,10 @@ def part1(n, d, H):
         Dd = diagnose(w, method="dense", max_dense=n * d)
         td = time.perf_counter() - t0
         same, diffs = compare(Dd, Df)
-        print(f"-- {label}: dense {td:.1f} s, factored {tf:.2f} s, speed-up {td / tf:.1f}x "
-              f"(target >= 50x: {'PASS' if td / tf >= 50 else 'FAIL'}); same verdicts: {same}")
+        print(
+            f"-- {label}: dense {td:.1f} s, factored {tf:.2f} s, speed-up {td / tf:.1f}x "
+            f"(target >= 50x: {'PASS' if td / tf >= 50 else 'FAIL'}); same verdicts: {same}"
+        )
         print(f"   {'check':24s} {'dense':>6s} {'fact':>6s} {'r_dense':>11s} {'r_fact':>11s} {'|diff|':>10s}")
         for k, (hd, hf, rd, rf, df) in diffs.items():
             print(f"   {k:24s} {hd!s:>6s} {hf!s:>6s} {rd:11.3e} {rf:11.3e} {df:10.2e}")
@@ -125,8 +131,10 @@ def part2(random_layer: bool, kernel: bool = True):
     t = time.perf_counter() - t0
     peak = _vmhwm()
     extra = peak - rss0
-    print(f"factored diagnose: {t:.1f} s; peak extra memory {extra / 2**20:.0f} MiB (VmHWM {'reset' if reset else 'NOT reset'}"
-          f", {rss0 / 2**20:.0f} → {peak / 2**20:.0f} MiB); target <= 1024 MiB: {'PASS' if extra <= 2**30 else 'FAIL'}")
+    print(
+        f"factored diagnose: {t:.1f} s; peak extra memory {extra / 2**20:.0f} MiB (VmHWM {'reset' if reset else 'NOT reset'}"
+        f", {rss0 / 2**20:.0f} → {peak / 2**20:.0f} MiB); target <= 1024 MiB: {'PASS' if extra <= 2**30 else 'FAIL'}"
+    )
     print(D.summary(tuple([0] * len(D.stochastic.holds.shape))))
     print({k: v for k, v in D.extra.items()})
 

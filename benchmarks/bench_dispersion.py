@@ -19,6 +19,7 @@ as an extrapolation, never as a measurement.
 Usage: ``python benchmarks/bench_dispersion.py [--n 1024] [--d 16] [--heads 4] [--reps 3]
 [--seed 0] [--extrapolate] [--device cpu|cuda]``.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -100,13 +101,17 @@ def main(argv=None) -> int:
     print(f"fft dispersion      : {t_fft * 1e3:10.2f} ms (best of {len(fft_times)})")
     print(f"dense eig baseline  : {t_eig * 1e3:10.2f} ms (+ {t_build * 1e3:.1f} ms to build J)")
     print(f"speed-up (eig/fft)  : {ratio:10.1f}x   target >= 100x: {'PASS' if ratio >= 100 else 'FAIL'}")
-    print(f"eigenvalue agreement: Hausdorff/max|λ| = {haus:.2e}, trace rel diff = {trace:.2e}   "
-          f"target <= 1e-9: {'PASS' if max(haus, trace) <= 1e-9 else 'FAIL'}")
+    print(
+        f"eigenvalue agreement: Hausdorff/max|λ| = {haus:.2e}, trace rel diff = {trace:.2e}   "
+        f"target <= 1e-9: {'PASS' if max(haus, trace) <= 1e-9 else 'FAIL'}"
+    )
     if args.extrapolate and (n, d) != (1024, 16):
         factor = (1024 * 16 / (n * d)) ** 3
         fft_factor = (1024 / n) * (16 / d) ** 3  # n small eigenproblems of size d
-        print(f"EXTRAPOLATED (not measured) to n=1024, d=16 assuming O((nd)^3) dense and O(n d^3) FFT: "
-              f"dense ~{t_eig * factor:.0f} s, ratio ~{ratio * factor / fft_factor:.0f}x")
+        print(
+            f"EXTRAPOLATED (not measured) to n=1024, d=16 assuming O((nd)^3) dense and O(n d^3) FFT: "
+            f"dense ~{t_eig * factor:.0f} s, ratio ~{ratio * factor / fft_factor:.0f}x"
+        )
     return 0
 
 

@@ -10,6 +10,7 @@
 
 Usage: ``python benchmarks/bench_extraction.py [--reps 5] [--skip-load]``. Prints one line per figure.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -66,20 +67,30 @@ def child_extract(mode: str, reps: int, n_prompts: int, length: int) -> dict:
                 acc.append(time.perf_counter() - t)
         t_ex.sort()
         t_hf.sort()
-        return {"mode": mode, "extract_median_s": t_ex[reps // 2], "hf_median_s": t_hf[reps // 2],
-                "extract_min_s": t_ex[0], "hf_min_s": t_hf[0]}
+        return {
+            "mode": mode,
+            "extract_median_s": t_ex[reps // 2],
+            "hf_median_s": t_hf[reps // 2],
+            "extract_min_s": t_ex[0],
+            "hf_min_s": t_hf[0],
+        }
     fn = extract if mode == "extract" else hf
     base = _rss_mib()
     fn()
-    return {"mode": mode, "rss_before_mib": base, "peak_rss_mib": _peak_mib(), "peak_over_model_mib": _peak_mib() - base}
+    return {
+        "mode": mode,
+        "rss_before_mib": base,
+        "peak_rss_mib": _peak_mib(),
+        "peak_over_model_mib": _peak_mib() - base,
+    }
 
 
 def child_load(cache_dir: str) -> dict:
     os.environ["CONNWALK_CACHE"] = cache_dir
     import torch
+    from transformers import AutoConfig, AutoTokenizer  # noqa: F401
 
     from numerics.models import registry
-    from transformers import AutoConfig, AutoTokenizer  # noqa: F401
 
     # one-off library imports (Llama modelling code, tokenizer classes) outside the timed region,
     # so that cold vs warm compares the checkpoint load itself
@@ -96,10 +107,15 @@ def child_load(cache_dir: str) -> dict:
 
 
 def _run_child(args: list[str]) -> dict:
-    env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""),
-               TRANSFORMERS_VERBOSITY="error", HF_HUB_OFFLINE="1")
-    out = subprocess.run([sys.executable, os.path.abspath(__file__), *args], capture_output=True, text=True, env=env,
-                         check=False)
+    env = dict(
+        os.environ,
+        PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""),
+        TRANSFORMERS_VERBOSITY="error",
+        HF_HUB_OFFLINE="1",
+    )
+    out = subprocess.run(
+        [sys.executable, os.path.abspath(__file__), *args], capture_output=True, text=True, env=env, check=False
+    )
     if out.returncode != 0:
         raise SystemExit(f"child {args} failed:\n{out.stderr[-3000:]}")
     return json.loads(out.stdout.strip().splitlines()[-1])
@@ -123,22 +139,32 @@ def main(argv=None) -> int:
     tm = _run_child(common + ["--child", "time"])
     hf = _run_child(common + ["--child", "hf"])
     ex = _run_child(common + ["--child", "extract"])
-    print(f"minilm {a.prompts}x{a.length}, {a.reps} interleaved reps: HF forward(output_attentions=True) median "
-          f"{tm['hf_median_s']:.3f}s (min {tm['hf_min_s']:.3f}s), extraction median {tm['extract_median_s']:.3f}s "
-          f"(min {tm['extract_min_s']:.3f}s)")
-    print(f"ratio extraction/HF = {tm['extract_median_s'] / tm['hf_median_s']:.2f} median, "
-          f"{tm['extract_min_s'] / tm['hf_min_s']:.2f} min  (target <= 1.5)")
-    print(f"peak RSS over the loaded model, one pass each in its own process: HF {hf['peak_over_model_mib']:.0f} MiB, "
-          f"extraction {ex['peak_over_model_mib']:.0f} MiB (process peaks {hf['peak_rss_mib']:.0f} / "
-          f"{ex['peak_rss_mib']:.0f} MiB)")
+    print(
+        f"minilm {a.prompts}x{a.length}, {a.reps} interleaved reps: HF forward(output_attentions=True) median "
+        f"{tm['hf_median_s']:.3f}s (min {tm['hf_min_s']:.3f}s), extraction median {tm['extract_median_s']:.3f}s "
+        f"(min {tm['extract_min_s']:.3f}s)"
+    )
+    print(
+        f"ratio extraction/HF = {tm['extract_median_s'] / tm['hf_median_s']:.2f} median, "
+        f"{tm['extract_min_s'] / tm['hf_min_s']:.2f} min  (target <= 1.5)"
+    )
+    print(
+        f"peak RSS over the loaded model, one pass each in its own process: HF {hf['peak_over_model_mib']:.0f} MiB, "
+        f"extraction {ex['peak_over_model_mib']:.0f} MiB (process peaks {hf['peak_rss_mib']:.0f} / "
+        f"{ex['peak_rss_mib']:.0f} MiB)"
+    )
     if not a.skip_load:
         with tempfile.TemporaryDirectory(prefix="connwalk-bench-cache-") as d:
             cold = _run_child(["--child", "load", d])
             warm = _run_child(["--child", "load", d])
-        print(f"smollm2-135m load: cold (GGUF, empty cache) {cold['load_s']:.2f}s, warm (cache hit, fresh process) "
-              f"{warm['load_s']:.2f}s, warm in-process {warm['second_load_same_process_s']:.2f}s")
-        print(f"ratio warm/cold = {warm['load_s'] / cold['load_s']:.3f}  (target <= 0.1); "
-              f"peak RSS cold {cold['peak_rss_mib']:.0f} MiB, warm {warm['peak_rss_mib']:.0f} MiB")
+        print(
+            f"smollm2-135m load: cold (GGUF, empty cache) {cold['load_s']:.2f}s, warm (cache hit, fresh process) "
+            f"{warm['load_s']:.2f}s, warm in-process {warm['second_load_same_process_s']:.2f}s"
+        )
+        print(
+            f"ratio warm/cold = {warm['load_s'] / cold['load_s']:.3f}  (target <= 0.1); "
+            f"peak RSS cold {cold['peak_rss_mib']:.0f} MiB, warm {warm['peak_rss_mib']:.0f} MiB"
+        )
     return 0
 
 

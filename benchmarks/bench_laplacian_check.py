@@ -18,6 +18,7 @@ corpus prompts instead of random attention.
 Usage: ``python benchmarks/bench_laplacian_check.py [--n 128] [--n-small 6] [--d 384] [--heads 12]
 [--kv-heads 12] [--dh 32] [--batch 2] [--real NAME]``
 """
+
 from __future__ import annotations
 
 import argparse
@@ -29,11 +30,11 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-import psutil  # noqa: E402
-import torch  # noqa: E402
+import psutil
+import torch
 
-from paper_checks import laplacian_check as LC  # noqa: E402
-from paper_checks import laplacian_stats as LS  # noqa: E402
+from paper_checks import laplacian_check as LC
+from paper_checks import laplacian_stats as LS
 
 F64 = torch.float64
 
@@ -63,8 +64,9 @@ def _factored_all(A, Wo, Wv, X, times=None):
     c.layer(0, A, X, Wo, Wv)
     t1 = time.perf_counter()
     out = c.finish(1)["stats"]
-    out["spectral_radius"] = torch.tensor([[LS.spectral_radius(A, Wo, Wv, index=b, tol_arpack=1e-6)]
-                                           for b in range(A.shape[0])]).numpy()
+    out["spectral_radius"] = torch.tensor(
+        [[LS.spectral_radius(A, Wo, Wv, index=b, tol_arpack=1e-6)] for b in range(A.shape[0])]
+    ).numpy()
     if times is not None:
         times += [t1 - t0, time.perf_counter() - t1]
     return out
@@ -123,9 +125,11 @@ def main(argv=None) -> int:
     td = time.perf_counter() - t0
     diffs = {k: abs(float(fac[k][0, 0]) - v) for k, v in ref.items() if math.isfinite(v)}
     worst = max(diffs, key=diffs.get)
-    print(f"part 1: n={n}, d={d}, H={A.shape[1]}, kv heads={Hkv if not a.real else 'model'} (nd = {n * d}): "
-          f"factored {tf:.3f} s, dense reference {td:.3f} s, ratio {td / tf:.1f}x; "
-          f"max |factored − dense| = {diffs[worst]:.2e} ({worst})")
+    print(
+        f"part 1: n={n}, d={d}, H={A.shape[1]}, kv heads={Hkv if not a.real else 'model'} (nd = {n * d}): "
+        f"factored {tf:.3f} s, dense reference {td:.3f} s, ratio {td / tf:.1f}x; "
+        f"max |factored − dense| = {diffs[worst]:.2e} ({worst})"
+    )
     for k in sorted(ref):
         print(f"  {k:24s} factored {float(fac[k][0, 0]): .6e}  dense {ref[k]: .6e}")
     # part 2: real size, factored only
@@ -134,11 +138,13 @@ def main(argv=None) -> int:
     with _PeakRSS() as mem:
         times = []
         out = _factored_all(A, Wo, Wv, X, times)
-    extra = (mem.peak - mem.base) / 2 ** 20
-    dense = (n * d) ** 2 * 8 / 2 ** 30
-    print(f"part 2: n={n}, d={d}, H={A.shape[1]}, B={B}: factored LAP statistics {times[0]:.2f} s "
-          f"({times[0] / B:.2f} s per prompt) + ARPACK ρ(W) {times[1] / B:.2f} s per prompt; peak RSS growth "
-          f"{extra:.0f} MiB vs one dense walk (nd)²·8 B = {dense:.1f} GiB")
+    extra = (mem.peak - mem.base) / 2**20
+    dense = (n * d) ** 2 * 8 / 2**30
+    print(
+        f"part 2: n={n}, d={d}, H={A.shape[1]}, B={B}: factored LAP statistics {times[0]:.2f} s "
+        f"({times[0] / B:.2f} s per prompt) + ARPACK ρ(W) {times[1] / B:.2f} s per prompt; peak RSS growth "
+        f"{extra:.0f} MiB vs one dense walk (nd)²·8 B = {dense:.1f} GiB"
+    )
     for k, v in out.items():
         print(f"  {k:24s} {', '.join(f'{float(x):.4g}' for x in v[:, 0])}")
     return 0

@@ -10,6 +10,7 @@ cores (``--n 8 --d 128 --heads 4 --dh 32``); the real models use n = 64, d = 384
 
 Usage: ``python benchmarks/bench_paper_checks.py [--n 8] [--d 128] [--heads 4] [--dh 32] [--reps 3]``
 """
+
 from __future__ import annotations
 
 import argparse

@@ -21,6 +21,7 @@ Usage::
     python benchmarks/bench_spectra.py                      # n=512, d=32, no cap on dense
     python benchmarks/bench_spectra.py --dense-timeout 600  # cap the dense baseline
 """
+
 from __future__ import annotations
 
 import argparse
@@ -65,7 +66,7 @@ def structured_reference(n: int, d: int, H: int, k: int, seed: int) -> np.ndarra
     mu = torch.linalg.eigvalsh((T + T.T) / 2).to(lam.dtype)
     ev = (1 - lam[:, None] * mu[None, :]).reshape(-1).numpy()
     ev = np.sort(ev.real)  # A reversible: λ real
-    return np.concatenate([ev[: k // 2], ev[-(k - k // 2):]])
+    return np.concatenate([ev[: k // 2], ev[-(k - k // 2) :]])
 
 
 def _vm(key: str) -> float:
@@ -98,8 +99,16 @@ def run_matrix_free(n, d, H, k, seed, threads, q):
     t = time.perf_counter()
     res = extreme_eigenvalues(walk, k=k, which="BE")
     dt = time.perf_counter() - t
-    q.put({"time": dt, "mem_mib": _vm("VmHWM") - base, "eig": np.sort(res.eigenvalues.real), "method": res.method,
-           "matvecs": res.matvecs, "sym_res": res.symmetric_residual})
+    q.put(
+        {
+            "time": dt,
+            "mem_mib": _vm("VmHWM") - base,
+            "eig": np.sort(res.eigenvalues.real),
+            "method": res.method,
+            "matvecs": res.matvecs,
+            "sym_res": res.symmetric_residual,
+        }
+    )
 
 
 def run_dense(n, d, H, k, seed, threads, q):
@@ -119,7 +128,7 @@ def run_dense(n, d, H, k, seed, threads, q):
     ev = sla.eigvals(a, overwrite_a=True, check_finite=False)
     dt = time.perf_counter() - t
     ev = ev[np.argsort(ev.real)]
-    ext = np.concatenate([ev[: k // 2], ev[-(k - k // 2):]])
+    ext = np.concatenate([ev[: k // 2], ev[-(k - k // 2) :]])
     q.put({"time": dt, "mem_mib": _vm("VmHWM") - base, "eig": ext, "max_imag": float(np.abs(ev.imag).max())})
 
 
@@ -156,7 +165,7 @@ def measure(fn, args, timeout=None):
                 if v == v:
                     peak = v
             if not p.is_alive():
-                raise RuntimeError(f"{fn.__name__} died (exit code {p.exitcode})")
+                raise RuntimeError(f"{fn.__name__} died (exit code {p.exitcode})")  # noqa: B904
             if timeout is not None and time.perf_counter() - t0 > timeout:
                 p.terminate()
                 p.join()
@@ -169,8 +178,10 @@ def compare(n, d, H, k, seed, threads, dense_timeout, label):
     N = n * d
     print(f"\n== {label}: n={n}, d={d}, H={H}, nd={N}, k={k}, threads={threads}")
     mf = measure(run_matrix_free, (n, d, H, k, seed, threads))
-    print(f"matrix-free ({mf['method']}): {mf['time']:.3f} s, {mf['matvecs']} matvecs, "
-          f"peak RSS +{mf['mem_mib']:.1f} MiB, π-symmetry residual {mf['sym_res']:.1e}")
+    print(
+        f"matrix-free ({mf['method']}): {mf['time']:.3f} s, {mf['matvecs']} matvecs, "
+        f"peak RSS +{mf['mem_mib']:.1f} MiB, π-symmetry residual {mf['sym_res']:.1e}"
+    )
     print(f"  eigenvalues: {np.array2string(mf['eig'], precision=12, max_line_width=200)}")
     ref = structured_reference(n, d, H, k, seed)
     print(f"  vs structured T1 reference 1 − λ_i(A)μ_k(T_Σ): max |Δλ| = {np.abs(ref - mf['eig']).max():.2e}")
@@ -181,15 +192,15 @@ def compare(n, d, H, k, seed, threads, dense_timeout, label):
     de = measure(run_dense, (n, d, H, k, seed, threads), timeout=dense_timeout)
     if de.get("timeout"):
         ratio = de["time"] / mf["time"]
-        print(f"dense eig: did NOT finish within {de['time']:.0f} s (cap); peak RSS observed "
-              f"+{de['mem_mib']:.0f} MiB")
+        print(f"dense eig: did NOT finish within {de['time']:.0f} s (cap); peak RSS observed +{de['mem_mib']:.0f} MiB")
         print(f"RATIO (dense / matrix-free) >= {ratio:.0f}x  (measured lower bound)")
         return {"ratio_lower_bound": ratio, "mf": mf, "dense": de}
     err = float(np.abs(np.sort(de["eig"].real) - mf["eig"]).max())
     ratio = de["time"] / mf["time"]
     print(f"dense eig: {de['time']:.3f} s, peak RSS +{de['mem_mib']:.1f} MiB, max |Im λ| {de['max_imag']:.1e}")
-    print(f"RATIO (dense / matrix-free) = {ratio:.1f}x; max |Δλ| = {err:.2e} "
-          f"({'OK' if err <= 1e-8 else 'FAIL'} vs 1e-8)")
+    print(
+        f"RATIO (dense / matrix-free) = {ratio:.1f}x; max |Δλ| = {err:.2e} ({'OK' if err <= 1e-8 else 'FAIL'} vs 1e-8)"
+    )
     return {"ratio": ratio, "err": err, "mf": mf, "dense": de}
 
 
@@ -201,8 +212,12 @@ def main(argv=None):
     ap.add_argument("--k", type=int, default=10)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--threads", type=int, default=max(1, min(os.cpu_count() or 1, 16)))
-    ap.add_argument("--dense-timeout", type=float, default=None,
-                    help="cap (s) on the dense baseline; 0 skips it (matrix-free + structured check only)")
+    ap.add_argument(
+        "--dense-timeout",
+        type=float,
+        default=None,
+        help="cap (s) on the dense baseline; 0 skips it (matrix-free + structured check only)",
+    )
     ap.add_argument("--agree-n", type=int, default=64, help="size where both finish when the dense run is capped")
     ap.add_argument("--agree-d", type=int, default=16)
     args = ap.parse_args(argv)

@@ -8,6 +8,7 @@
 
 Run: ``python benchmarks/bench_walk.py [--quick]``.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -44,8 +45,16 @@ def bench_mha(n, d, H):
         err = ((walk.apply(X) + c - Y_ref).norm() / Y_ref.norm()).item()
         t_mod = best_of(lambda: mha(X, X, X, need_weights=False), repeat=10)
         t_walk = best_of(lambda: walk.apply(X) + c, repeat=10)
-    return {"n": n, "d": d, "H": H, "module_forward_s": t_mod, "walk_apply_s": t_walk,
-            "ratio_walk_over_module": t_walk / t_mod, "rel_err": err, "target": "<= 1.3"}
+    return {
+        "n": n,
+        "d": d,
+        "H": H,
+        "module_forward_s": t_mod,
+        "walk_apply_s": t_walk,
+        "ratio_walk_over_module": t_walk / t_mod,
+        "rel_err": err,
+        "target": "<= 1.3",
+    }
 
 
 def bench_dense(n, d, H):
@@ -64,9 +73,19 @@ def bench_dense(n, d, H):
         x = X.reshape(-1)
         t_dense = best_of(lambda: D @ x, repeat=3)
         err = ((D @ x).reshape(n, d) - walk.apply(X)).norm().item() / walk.apply(X).norm().item()
-    return {"n": n, "d": d, "H": H, "dense_matvec_s": t_dense, "dense_build_s": t_build, "factored_apply_s": t_fact,
-            "speedup_matvec_only": t_dense / t_fact, "speedup_incl_build": (t_dense + t_build) / t_fact,
-            "rel_err": err, "dense_bytes": D.numel() * D.element_size(), "target": ">= 50"}
+    return {
+        "n": n,
+        "d": d,
+        "H": H,
+        "dense_matvec_s": t_dense,
+        "dense_build_s": t_build,
+        "factored_apply_s": t_fact,
+        "speedup_matvec_only": t_dense / t_fact,
+        "speedup_incl_build": (t_dense + t_build) / t_fact,
+        "rel_err": err,
+        "dense_bytes": D.numel() * D.element_size(),
+        "target": ">= 50",
+    }
 
 
 MEM_SNIPPET = r"""
@@ -91,8 +110,12 @@ print(hwm() - base)
 def bench_memory(n, d, H):
     out = {}
     for mode in ("factored", "dense"):
-        r = subprocess.run([sys.executable, "-c", MEM_SNIPPET, str(n), str(d), str(H), mode], capture_output=True,
-                           text=True, check=True)
+        r = subprocess.run(
+            [sys.executable, "-c", MEM_SNIPPET, str(n), str(d), str(H), mode],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
         out[f"{mode}_peak_extra_bytes"] = int(r.stdout.strip().splitlines()[-1])
     out["estimate_factored_bytes_O(Hn^2+nd)"] = 4 * (H * n * n + n * d + H * n * (d // H))
     out["estimate_dense_bytes"] = 4 * (n * d) ** 2
@@ -102,8 +125,12 @@ def bench_memory(n, d, H):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true", help="smaller sizes (smoke run)")
-    ap.add_argument("--threads", type=int, default=1,
-                    help="torch intra-op threads for both sides (default 1: stable on a shared machine)")
+    ap.add_argument(
+        "--threads",
+        type=int,
+        default=1,
+        help="torch intra-op threads for both sides (default 1: stable on a shared machine)",
+    )
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     if args.quick:
@@ -112,8 +139,10 @@ def main():
         res = {"mha": bench_mha(1024, 512, 8), "dense": bench_dense(256, 64, 4), "memory": bench_memory(256, 64, 4)}
     print(json.dumps(res, indent=2))
     print(f"apply / nn.MultiheadAttention forward: {res['mha']['ratio_walk_over_module']:.2f}x (target <= 1.3)")
-    print(f"dense matvec / factored apply: {res['dense']['speedup_matvec_only']:.0f}x "
-          f"(incl. building the dense operator: {res['dense']['speedup_incl_build']:.0f}x; target >= 50)")
+    print(
+        f"dense matvec / factored apply: {res['dense']['speedup_matvec_only']:.0f}x "
+        f"(incl. building the dense operator: {res['dense']['speedup_incl_build']:.0f}x; target >= 50)"
+    )
 
 
 if __name__ == "__main__":

@@ -13,6 +13,7 @@ Score = killed / (killed + survived), where "killed" includes timeouts and "surv
 mutants no owning test reaches ("no tests"); mutants listed in mutation/equivalent.txt (a line
 ``<mutant name>  <why it is equivalent>``) are taken out of the survivors first.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -138,15 +139,22 @@ def diffs(work: Path, names: list[str]) -> dict[str, str]:
         "        out[n] = f'(diff unavailable: {e!r}; mutmut show {n})'\n"
         "print(json.dumps(out))\n"
     )
-    out = subprocess.run([sys.executable, "-c", code], cwd=work, env=env(), input=json.dumps(names),
-                         capture_output=True, text=True, check=True)
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=work,
+        env=env(),
+        input=json.dumps(names),
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     return json.loads(out.stdout)
 
 
 def score(name: str, spec: dict, work: Path, equivalent: dict[str, str]) -> dict:
     codes = results(work, spec["source"])
     tally = Counter()
-    survivors, no_tests, wrong_equiv = [], [], []
+    survivors, _no_tests, wrong_equiv = [], [], []
     for key, code in sorted(codes.items()):
         if key in equivalent:
             tally["equivalent"] += 1
@@ -172,17 +180,27 @@ def score(name: str, spec: dict, work: Path, equivalent: dict[str, str]) -> dict
     stale = [k for k in equivalent if k.startswith(prefix) and k not in codes]
     k = tally["killed"] + tally["timeout"]
     s = tally["survived"] + tally["no_tests"] + tally["other"]
-    row = dict(module=spec["source"], total=len(codes), killed=tally["killed"], timeout=tally["timeout"],
-               survived=tally["survived"], no_tests=tally["no_tests"], other=tally["other"],
-               not_checked=tally["not_checked"], equivalent=tally["equivalent"],
-               score=(k / (k + s)) if k + s else float("nan"))
+    row = dict(
+        module=spec["source"],
+        total=len(codes),
+        killed=tally["killed"],
+        timeout=tally["timeout"],
+        survived=tally["survived"],
+        no_tests=tally["no_tests"],
+        other=tally["other"],
+        not_checked=tally["not_checked"],
+        equivalent=tally["equivalent"],
+        score=(k / (k + s)) if k + s else float("nan"),
+    )
     out = HERE / "survivors" / f"{name}.txt"
     out.parent.mkdir(exist_ok=True)
     d = diffs(work, survivors)
-    status = {c: "survived" for c in SURVIVED} | {c: "no tests" for c in NO_TESTS}
+    status = dict.fromkeys(SURVIVED, "survived") | dict.fromkeys(NO_TESTS, "no tests")
     with out.open("w") as f:
-        f.write(f"# {spec['source']}: {len(survivors)} surviving mutants "
-                f"(score {row['score']:.1%}, {tally['equivalent']} equivalent excluded)\n")
+        f.write(
+            f"# {spec['source']}: {len(survivors)} surviving mutants "
+            f"(score {row['score']:.1%}, {tally['equivalent']} equivalent excluded)\n"
+        )
         for key in survivors:
             f.write(f"\n## {key} ({status.get(codes[key], f'exit {codes[key]}')})\n{d.get(key, '')}\n")
     if wrong_equiv:
@@ -199,8 +217,11 @@ def main(argv=None) -> int:
     ap.add_argument("--fresh", action="store_true", help="discard earlier results of these modules")
     ap.add_argument("--report-only", action="store_true", help="print the table from the last run")
     ap.add_argument("--mutants", nargs="+", default=[], help="rerun only these mutants (names or globs)")
-    ap.add_argument("--survivors", action="store_true",
-                    help="rerun only the mutants that survived the last run (after adding tests)")
+    ap.add_argument(
+        "--survivors",
+        action="store_true",
+        help="rerun only the mutants that survived the last run (after adding tests)",
+    )
     a = ap.parse_args(argv)
     targets = load_targets()
     common = targets["common"]
@@ -239,17 +260,25 @@ def main(argv=None) -> int:
 
 
 def print_table(rows: list[dict]) -> None:
-    cols = ["module", "total", "killed", "timeout", "survived", "no_tests", "equivalent", "not_checked", "score",
-            "minutes"]
-    fmt = lambda c, v: (f"{v:.1%}" if c == "score" else ("-" if v is None else f"{v:.1f}") if c == "minutes"  # noqa: E731
-                        else str(v))
+    cols = [
+        "module",
+        "total",
+        "killed",
+        "timeout",
+        "survived",
+        "no_tests",
+        "equivalent",
+        "not_checked",
+        "score",
+        "minutes",
+    ]
+    fmt = lambda c, v: f"{v:.1%}" if c == "score" else ("-" if v is None else f"{v:.1f}") if c == "minutes" else str(v)
     table = [cols] + [[fmt(c, r[c]) for c in cols] for r in rows]
     widths = [max(len(r[i]) for r in table) for i in range(len(cols))]
     print()
     for r in table:
         print("  ".join(v.rjust(w) for v, w in zip(r, widths)))
-    print("(score = (killed + timeout) / (killed + timeout + survived + no_tests); equivalent excluded)",
-          flush=True)
+    print("(score = (killed + timeout) / (killed + timeout + survived + no_tests); equivalent excluded)", flush=True)
 
 
 if __name__ == "__main__":

@@ -10,6 +10,7 @@ heads of size ``d_h`` and ``H_kv`` key/value heads (GQA; ``H_kv = H`` for plain 
 
 so that ``MHA(X) = Σ_h A^h X T_hᵀ + 1 cᵀ``.
 """
+
 from __future__ import annotations
 
 import math
@@ -17,7 +18,7 @@ from dataclasses import dataclass
 
 import torch
 
-from numerics.contracts import Float, FloatDType, Flag, Instance, Int, Passthrough, Tensor, contract, declare
+from numerics.contracts import Flag, Float, FloatDType, Instance, Int, Passthrough, Tensor, contract, declare
 from numerics.errors import ParameterError, ShapeError
 from numerics.validate import as_tensor, check_finite, check_ndim, check_same
 from numerics.walk import ConnectionWalk
@@ -105,7 +106,7 @@ class AttentionWeights:
 
     @classmethod
     @contract(mha=Instance(torch.nn.MultiheadAttention, "a torch.nn.MultiheadAttention"))
-    def from_torch_mha(cls, mha: torch.nn.MultiheadAttention) -> "AttentionWeights":
+    def from_torch_mha(cls, mha: torch.nn.MultiheadAttention) -> AttentionWeights:
         """Weights of a ``torch.nn.MultiheadAttention`` (packed ``in_proj``, same q/k/v dims)."""
         if mha.in_proj_weight is None:
             raise ShapeError("only packed in_proj (kdim == vdim == embed_dim) is supported", argument="mha")
@@ -113,17 +114,33 @@ class AttentionWeights:
         d = mha.embed_dim
         b = mha.in_proj_bias.detach() if mha.in_proj_bias is not None else None
         return cls(
-            W_Q=W[:d], W_K=W[d:2 * d], W_V=W[2 * d:], W_O=mha.out_proj.weight.detach(), n_heads=mha.num_heads,
-            b_Q=None if b is None else b[:d], b_K=None if b is None else b[d:2 * d],
-            b_V=None if b is None else b[2 * d:],
+            W_Q=W[:d],
+            W_K=W[d : 2 * d],
+            W_V=W[2 * d :],
+            W_O=mha.out_proj.weight.detach(),
+            n_heads=mha.num_heads,
+            b_Q=None if b is None else b[:d],
+            b_K=None if b is None else b[d : 2 * d],
+            b_V=None if b is None else b[2 * d :],
             b_O=None if mha.out_proj.bias is None else mha.out_proj.bias.detach(),
         )
 
     @contract(self=Passthrough(), dtype=FloatDType(optional=True), device=Passthrough())
-    def to(self, dtype=None, device=None) -> "AttentionWeights":
-        f = lambda t: None if t is None else t.to(dtype=dtype, device=device)  # noqa: E731
-        return AttentionWeights(f(self.W_Q), f(self.W_K), f(self.W_V), f(self.W_O), self.n_heads, self.n_kv_heads,
-                                f(self.b_Q), f(self.b_K), f(self.b_V), f(self.b_O), self.scale)
+    def to(self, dtype=None, device=None) -> AttentionWeights:
+        f = lambda t: None if t is None else t.to(dtype=dtype, device=device)
+        return AttentionWeights(
+            f(self.W_Q),  # type: ignore[arg-type]
+            f(self.W_K),  # type: ignore[arg-type]
+            f(self.W_V),  # type: ignore[arg-type]
+            f(self.W_O),  # type: ignore[arg-type]
+            self.n_heads,
+            self.n_kv_heads,
+            f(self.b_Q),
+            f(self.b_K),
+            f(self.b_V),
+            f(self.b_O),
+            self.scale,
+        )
 
 
 def _weights(**kw):
@@ -133,9 +150,17 @@ def _weights(**kw):
 _WEIGHTS = declare(
     "numerics.attention.AttentionWeights",
     # the GQA sizes of W_K / W_V (H_kv·d_h rows) depend on n_kv_heads: checked in __post_init__
-    W_Q=Tensor("q d"), W_K=Tensor("* d"), W_V=Tensor("* d"), W_O=Tensor("d q"), n_heads=Int(lo=1),
-    n_kv_heads=Int(lo=1, optional=True), b_Q=Tensor("q", optional=True), b_K=Tensor("*", optional=True),
-    b_V=Tensor("*", optional=True), b_O=Tensor("d", optional=True), scale=Float(optional=True, nonzero=True),
+    W_Q=Tensor("q d"),
+    W_K=Tensor("* d"),
+    W_V=Tensor("* d"),
+    W_O=Tensor("d q"),
+    n_heads=Int(lo=1),
+    n_kv_heads=Int(lo=1, optional=True),
+    b_Q=Tensor("q", optional=True),
+    b_K=Tensor("*", optional=True),
+    b_V=Tensor("*", optional=True),
+    b_O=Tensor("d", optional=True),
+    scale=Float(optional=True, nonzero=True),
 )
 
 
@@ -170,14 +195,19 @@ def bias_offset(w: AttentionWeights) -> torch.Tensor:
     return c
 
 
-_PROBS = dict(w=_weights(), X=Tensor("... n d"), causal=Flag(),
-              key_padding_mask=Tensor("... n", dtype="mask", optional=True),
-              attn_bias=Tensor("...", neg_inf=True, optional=True, group=None))
+_PROBS = dict(
+    w=_weights(),
+    X=Tensor("... n d"),
+    causal=Flag(),
+    key_padding_mask=Tensor("... n", dtype="mask", optional=True),
+    attn_bias=Tensor("...", neg_inf=True, optional=True, group=None),
+)
 
 
 @contract(**_PROBS)
-def attention_probs(X, w: AttentionWeights, *, causal: bool = False, key_padding_mask=None,
-                    attn_bias=None) -> torch.Tensor:
+def attention_probs(
+    X, w: AttentionWeights, *, causal: bool = False, key_padding_mask=None, attn_bias=None
+) -> torch.Tensor:
     """Softmax attention ``(..., H, n, n)`` for inputs ``X`` ``(..., n, d)``.
 
     ``key_padding_mask`` ``(..., n)`` bool, True = padded key (excluded). ``attn_bias`` is added to
@@ -203,8 +233,10 @@ def attention_probs(X, w: AttentionWeights, *, causal: bool = False, key_padding
         try:
             torch.broadcast_shapes(attn_bias.shape, S.shape)
         except RuntimeError:
-            raise ShapeError(f"shape {tuple(attn_bias.shape)} does not broadcast against the scores "
-                             f"{tuple(S.shape)} (..., H, n, n)", argument="attn_bias") from None
+            raise ShapeError(
+                f"shape {tuple(attn_bias.shape)} does not broadcast against the scores {tuple(S.shape)} (..., H, n, n)",
+                argument="attn_bias",
+            ) from None
         S = S + attn_bias
     if causal:
         m = torch.ones(n, n, dtype=torch.bool, device=X.device).triu(1)
@@ -213,17 +245,21 @@ def attention_probs(X, w: AttentionWeights, *, causal: bool = False, key_padding
         S = S.masked_fill(key_padding_mask[..., None, None, :], float("-inf"))
     if not bool(torch.isfinite(S).any(-1).all()):
         # a query with every key masked: softmax would be 0/0 (NaN rows), never filled in
-        who = "key_padding_mask" if key_padding_mask is not None else ("attn_bias" if attn_bias is not None else "causal")
-        raise ParameterError("masks every key of some query (an all −inf score row): its attention is undefined",
-                             argument=who)
-    if bool(torch.isnan(S).any()) or bool((S == float("inf")).any()):
+        who = (
+            "key_padding_mask" if key_padding_mask is not None else ("attn_bias" if attn_bias is not None else "causal")
+        )
+        raise ParameterError(
+            "masks every key of some query (an all −inf score row): its attention is undefined", argument=who
+        )
+    if bool(torch.isnan(S).any()) or bool((float("inf") == S).any()):
         raise ParameterError("scores overflow to NaN/+inf (weights or inputs too large for this dtype)", argument="X")
     return torch.softmax(S, dim=-1)
 
 
 @contract(**_PROBS, factored=Flag())
-def walk_from_weights(X, w: AttentionWeights, *, causal: bool = False, key_padding_mask=None,
-                      attn_bias=None, factored: bool = True) -> tuple[ConnectionWalk, torch.Tensor]:
+def walk_from_weights(
+    X, w: AttentionWeights, *, causal: bool = False, key_padding_mask=None, attn_bias=None, factored: bool = True
+) -> tuple[ConnectionWalk, torch.Tensor]:
     """``(walk, c)`` with ``MHA(X) = walk.apply(X) + c``; transports kept as low-rank factors."""
     A = attention_probs(X, w, causal=causal, key_padding_mask=key_padding_mask, attn_bias=attn_bias)
     if factored:

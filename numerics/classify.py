@@ -31,6 +31,7 @@ Decision procedure (thresholds in :class:`Thresholds`; all exposed so sensitivit
 :func:`measure_mode` fits ``σ`` of one wavenumber (growth rate + frequency) for the T6
 prediction-vs-emergence checks.
 """
+
 from __future__ import annotations
 
 import math
@@ -38,17 +39,33 @@ from dataclasses import dataclass, field
 
 import torch
 
+from numerics._threads import small_problem_threads as _threads_for
 from numerics.contracts import Float, Instance, Int, Passthrough, Tensor, contract
 from numerics.errors import ParameterError, ShapeError
 from numerics.patterns import (
-    CLUSTER, COEXISTING, INCOHERENT, ROTATING_CLUSTER, STANDING, STANDING_HELIX, STATIONARY, TRAVELLING,
-    TRAVELLING_HELIX, polarisation,
+    CLUSTER,
+    COEXISTING,
+    INCOHERENT,
+    ROTATING_CLUSTER,
+    STANDING,
+    STANDING_HELIX,
+    STATIONARY,
+    TRAVELLING,
+    TRAVELLING_HELIX,
+    polarisation,
 )
-from numerics._threads import small_problem_threads as _threads_for
 from numerics.validate import as_tensor, check_finite, check_ndim
 
-__all__ = ["Thresholds", "PatternObservation", "ModeFit", "spatial_modes", "space_time_spectrum",
-           "hankel_dmd", "measure_mode", "classify_trajectory"]
+__all__ = [
+    "Thresholds",
+    "PatternObservation",
+    "ModeFit",
+    "spatial_modes",
+    "space_time_spectrum",
+    "hankel_dmd",
+    "measure_mode",
+    "classify_trajectory",
+]
 
 
 @dataclass(frozen=True)
@@ -158,10 +175,10 @@ def hankel_dmd(times, series: torch.Tensor, *, delays: int = 3, svd_rtol: float 
     if T - q < 2:
         raise ShapeError(f"need more samples than {q + 1} for DMD, got {T}", argument="times")
     dt = (t[1] - t[0]).item()
-    Hk = torch.cat([Z[i:T - q + i + 1] for i in range(q)], dim=1).T  # (q m, T−q+1)
+    Hk = torch.cat([Z[i : T - q + i + 1] for i in range(q)], dim=1).T  # (q m, T−q+1)
     Y0, Y1 = Hk[:, :-1], Hk[:, 1:]
     U, S, Vh = torch.linalg.svd(Y0, full_matrices=False)
-    r = int((S >= svd_rtol * S[0]).sum().item()) if S[0] > 0 else 0
+    r = int((svd_rtol * S[0] <= S).sum().item()) if S[0] > 0 else 0
     if r == 0:
         return []
     U, S, Vh = U[:, :r], S[:r], Vh[:r]
@@ -198,8 +215,9 @@ def _window(t: torch.Tensor, X: torch.Tensor, window):
     return t[m], X[m]
 
 
-@contract(states=_S, times=_T, k=Int(), window=Passthrough(), delays=Int(lo=1), svd_rtol=Float(lo=0.0, hi=1.0),
-          mins={"n": 2})
+@contract(
+    states=_S, times=_T, k=Int(), window=Passthrough(), delays=Int(lo=1), svd_rtol=Float(lo=0.0, hi=1.0), mins={"n": 2}
+)
 def measure_mode(times, states, k: int, *, window=None, delays: int = 3, svd_rtol: float = 1e-7) -> ModeFit:
     r"""Fit ``σ`` (growth rate + i·frequency) of wavenumber ``k`` from a trajectory ``(T, n, d)``.
 
@@ -224,8 +242,13 @@ def _measure_mode(times, states, k, *, window, delays, svd_rtol) -> ModeFit:
     return ModeFit(int(k), s, vel, vec, [(c[0], c[1]) for c in comps])
 
 
-@contract(states=_S, times=_T, window=Passthrough(), thresholds=Instance(lambda: Thresholds, "a Thresholds",
-                                                                         optional=True), mins={"n": 2})
+@contract(
+    states=_S,
+    times=_T,
+    window=Passthrough(),
+    thresholds=Instance(lambda: Thresholds, "a Thresholds", optional=True),
+    mins={"n": 2},
+)
 def classify_trajectory(times, states, *, window=None, thresholds: Thresholds | None = None) -> PatternObservation:
     """Classify a trajectory ``(T, n, d)`` (uniform ``times``) into a pattern class (module docstring)."""
     X = as_tensor("states", states)
@@ -273,7 +296,7 @@ def _classify(times, states, window, thresholds) -> PatternObservation:
     modes = [(k, frac[k]) for k in order if frac[k] > 0]
     k1 = order[0]
     f1 = frac[k1]
-    f2 = frac[order[1]] if len(order) > 1 else 0.0
+    frac[order[1]] if len(order) > 1 else 0.0
     details["spectrum"] = frac
     top = [(k, f) for k, f in modes if f >= th.coexist_ratio * f1]
     coverage = sum(f for _, f in top)

@@ -36,21 +36,23 @@ with the argument's name, i.e. the parameter name the caller used):
 README toolkit map has none. :meth:`Contract.validate` checks a plain mapping (dataclass fields,
 command-line options named as typed, e.g. ``--seed``).
 """
+
 from __future__ import annotations
 
 import functools
 import inspect
 import math
 import numbers
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 import torch
 
 from numerics.errors import (
-    DTypeError,
     DeviceMismatchError,
+    DTypeError,
     NegativeWeightError,
     NonFiniteError,
     ParameterError,
@@ -58,16 +60,38 @@ from numerics.errors import (
 )
 
 __all__ = [
-    "REGISTRY", "Contract", "contract", "Spec", "Tensor", "Int", "Float", "Complex", "Index", "Choice", "Flag", "Walk",
-    "Instance", "FloatDType", "PrecisionDType", "Options", "Passthrough", "to_tensor",
+    "REGISTRY",
+    "Contract",
+    "contract",
+    "Spec",
+    "Tensor",
+    "Int",
+    "Float",
+    "Complex",
+    "Index",
+    "Choice",
+    "Flag",
+    "Walk",
+    "Instance",
+    "FloatDType",
+    "PrecisionDType",
+    "Options",
+    "Passthrough",
+    "to_tensor",
 ]
 
-REGISTRY: dict[str, "Contract"] = {}
+REGISTRY: dict[str, Contract] = {}
 
 _REAL = (torch.float32, torch.float64)
 _COMPLEX = (torch.complex64, torch.complex128)
-_RANK = {torch.float16: 0, torch.bfloat16: 0, torch.float32: 1, torch.float64: 2, torch.complex64: 1,
-         torch.complex128: 2}
+_RANK = {
+    torch.float16: 0,
+    torch.bfloat16: 0,
+    torch.float32: 1,
+    torch.float64: 2,
+    torch.complex64: 1,
+    torch.complex128: 2,
+}
 
 
 # ------------------------------------------------------------------------------------- conversion
@@ -129,8 +153,9 @@ class _Env:
             for nm, sizes in per.items():
                 if len(sizes) > 1:
                     where = next(o[2] for o in occ if o[1] == nm)
-                    raise ShapeError(f"has {sym}={' and '.join(map(str, sorted(sizes)))} in one shape {where}",
-                                     argument=nm)
+                    raise ShapeError(
+                        f"has {sym}={' and '.join(map(str, sorted(sizes)))} in one shape {where}", argument=nm
+                    )
         for sym, occ in self.occ.items():
             if len({o[0] for o in occ}) < 2:
                 continue
@@ -196,8 +221,10 @@ class Tensor(Spec):
         if x.dtype in ok:
             return
         if x.dtype in (torch.float16, torch.bfloat16):
-            raise DTypeError(f"{x.dtype} is not supported (too little precision for these checks); "
-                             "cast to float32 or float64", argument=name)
+            raise DTypeError(
+                f"{x.dtype} is not supported (too little precision for these checks); cast to float32 or float64",
+                argument=name,
+            )
         if x.is_complex():
             raise DTypeError(f"expected a real floating tensor, got complex dtype {x.dtype}", argument=name)
         want = "float32/float64" + (" or complex" if self.dtype == "complex" else "")
@@ -219,8 +246,9 @@ class Tensor(Spec):
         if self.group is not None:
             first = next(iter(env.groups.get(self.group, [])), None)
             if first is not None and first[1].device != x.device:
-                raise DeviceMismatchError(f"device {x.device} differs from {first[0]}'s {first[1].device}",
-                                          argument=name)
+                raise DeviceMismatchError(
+                    f"device {x.device} differs from {first[0]}'s {first[1].device}", argument=name
+                )
         if x.device.type == "meta":
             raise DeviceMismatchError("is a meta tensor (no values to check or compute with)", argument=name)
         toks = self._pattern(name, x)
@@ -246,8 +274,9 @@ class Tensor(Spec):
                     what = "NaN/+inf" if self.neg_inf else "NaN/inf"
                     raise NonFiniteError(f"contains {int(bad.sum())} {what} entries", argument=name)
             if self.nonneg and bool((x < 0).any()):
-                raise NegativeWeightError(f"has negative entries (min {x.min().item():.3e}); weights must be >= 0",
-                                          argument=name)
+                raise NegativeWeightError(
+                    f"has negative entries (min {x.min().item():.3e}); weights must be >= 0", argument=name
+                )
             if self.positive and bool((x <= 0).any()):
                 raise ParameterError(f"must be positive (min {x.min().item():.3e})", argument=name)
             if self.stochastic:
@@ -392,8 +421,9 @@ class FloatDType(Spec):
         if not isinstance(value, torch.dtype):
             raise DTypeError(f"expected a torch dtype, got {value!r}", argument=name)
         if value not in _REAL:
-            raise DTypeError(f"a walk is a float operator: expected torch.float32 or torch.float64, got {value}",
-                             argument=name)
+            raise DTypeError(
+                f"a walk is a float operator: expected torch.float32 or torch.float64, got {value}", argument=name
+            )
         return value
 
 
@@ -440,11 +470,15 @@ class Instance(Spec):
     tensor: Callable | None = None  # obj -> a tensor whose dtype/device the "main" group must share
 
     def check(self, name, value, env):
-        cls = self.cls() if callable(self.cls) and not isinstance(self.cls, type) and not isinstance(self.cls, tuple) \
+        cls = (
+            self.cls()
+            if callable(self.cls) and not isinstance(self.cls, type) and not isinstance(self.cls, tuple)
             else self.cls
+        )
         if not isinstance(value, cls):
-            raise DTypeError(f"expected {self.what or getattr(cls, '__name__', cls)}, got {type(value).__name__}",
-                             argument=name)
+            raise DTypeError(
+                f"expected {self.what or getattr(cls, '__name__', cls)}, got {type(value).__name__}", argument=name
+            )
         if self.bind is not None:
             for sym, size in self.bind(value).items():
                 env.bind(sym, int(size), name, f"of {type(value).__name__}", ref=True)
@@ -474,7 +508,9 @@ class Walk(Spec):
         if type(value).__name__ == "DiGraph" and self.matrix:
             return value
         if not isinstance(value, (torch.Tensor, np.ndarray, list, tuple)):
-            what = "a ConnectionWalk" + (", blocks or a walk matrix" if self.matrix else " or blocks B (..., n, n, d, d)")
+            what = "a ConnectionWalk" + (
+                ", blocks or a walk matrix" if self.matrix else " or blocks B (..., n, n, d, d)"
+            )
             raise DTypeError(f"expected {what}, got {type(value).__name__}", argument=name)
         pats = ("... n n d d", "n n") if self.matrix else ("... n n d d",)
         if self.matrix and isinstance(value, (torch.Tensor, np.ndarray, list, tuple)):
@@ -488,7 +524,9 @@ class Walk(Spec):
             return spec.check(name, value, env)
         except DTypeError as exc:
             if not isinstance(value, (torch.Tensor, np.ndarray, list, tuple)):
-                what = "a ConnectionWalk" + (", blocks or a walk matrix" if self.matrix else " or blocks B (..., n, n, d, d)")
+                what = "a ConnectionWalk" + (
+                    ", blocks or a walk matrix" if self.matrix else " or blocks B (..., n, n, d, d)"
+                )
                 raise DTypeError(f"expected {what}, got {type(value).__name__}", argument=name) from None
             raise exc
 
@@ -553,18 +591,18 @@ def _check_groups(env: _Env) -> None:
             cand = [m for m in members if m[2] and m[1].dtype != good] or [m for m in members if m[1].dtype != good]
             low = min(cand, key=lambda m: (_RANK.get(m[1].dtype, 0), members.index(m)))
             other = next(m for m in members if m[1].dtype == good)
-            raise DTypeError(f"dtype {low[1].dtype} differs from {other[0]}'s {other[1].dtype}; cast explicitly",
-                             argument=low[0])
+            raise DTypeError(
+                f"dtype {low[1].dtype} differs from {other[0]}'s {other[1].dtype}; cast explicitly", argument=low[0]
+            )
         devs = {x.device for _, x, _ in members}
         if len(devs) > 1:
             cand = [m for m in members if m[2]] or members
             first = members[0][1].device
             bad = next((m for m in cand if m[1].device != first), cand[-1])
-            raise DeviceMismatchError(f"device {bad[1].device} differs from {members[0][0]}'s {first}",
-                                      argument=bad[0])
+            raise DeviceMismatchError(f"device {bad[1].device} differs from {members[0][0]}'s {first}", argument=bad[0])
 
 
-def contract(*, mins: dict | None = None, after: Callable | None = None, name: str | None = None, **specs: Spec):
+def contract(*, mins: Any = None, after: Any = None, name: Any = None, **specs: Any):
     """Decorator: declare ``specs`` for the function's parameters and check them on every call."""
 
     def deco(f):
@@ -605,8 +643,12 @@ def parallel_memory(arguments: dict, sizes: dict) -> None:
     O = arguments["O"]
     n, d = sizes["n"], sizes["d"]
     batch = math.prod(O.shape[:-4])
-    check_memory("O", batch * n ** 3 * d ** 2 * O.element_size(), f"the n²d × nd constraint matrix (n={n}, d={d})",
-                 "the Gram form used by numerics.laplacian.diagnose (svd_max_entries)")
+    check_memory(
+        "O",
+        batch * n**3 * d**2 * O.element_size(),
+        f"the n²d × nd constraint matrix (n={n}, d={d})",
+        "the Gram form used by numerics.laplacian.diagnose (svd_max_entries)",
+    )
 
 
 def finite_on_support(tensor: str, support: Callable) -> Callable:
@@ -620,7 +662,8 @@ def finite_on_support(tensor: str, support: Callable) -> Callable:
         except RuntimeError:
             return
         if bool(bad.any()):
-            raise NonFiniteError(f"contains {int(bad.sum())} NaN/inf entries on the support (where they are read)",
-                                 argument=tensor)
+            raise NonFiniteError(
+                f"contains {int(bad.sum())} NaN/inf entries on the support (where they are read)", argument=tensor
+            )
 
     return rule

@@ -1,5 +1,6 @@
 """Device selection: ``auto`` (cuda if available, else cpu), overridable by ``CONNWALK_DEVICE``
 (``cpu``, ``cuda``, ``cuda:1``, ``auto``) and by pytest's ``--device`` option (which sets the env)."""
+
 from __future__ import annotations
 
 import os

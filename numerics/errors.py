@@ -3,6 +3,7 @@
 The hierarchy subclasses the matching builtin too (``ShapeError`` is a ``ValueError``,
 ``DTypeError`` a ``TypeError``), so generic ``except ValueError`` code keeps working.
 """
+
 from __future__ import annotations
 
 

@@ -20,6 +20,7 @@ the graph; no eigen-solves or null spaces), and the tests check that both give t
 
 Tolerances come from :func:`numerics.tolerance.tol`.
 """
+
 from __future__ import annotations
 
 import math
@@ -92,8 +93,7 @@ def to_networkx(walk, *, index: tuple | int | None = None) -> nx.DiGraph:
         batch = tuple(P.shape[:-2])
     if batch:
         if index is None:
-            raise ShapeError(f"batched walk (batch shape {batch}): pass index= to choose one element",
-                             argument="walk")
+            raise ShapeError(f"batched walk (batch shape {batch}): pass index= to choose one element", argument="walk")
         idx = (index,) if isinstance(index, int) else tuple(index)
         P = P[idx]
         O = None if O is None else O[idx]
@@ -110,7 +110,7 @@ def to_networkx(walk, *, index: tuple | int | None = None) -> nx.DiGraph:
         data = {"weight": float(Pn[i, j])}
         if On is not None:
             data["transport"] = On[i, j].copy()
-            data["block"] = Bn[i, j].copy()
+            data["block"] = Bn[i, j].copy()  # type: ignore[index]
         G.add_edge(int(i), int(j), **data)
     return G
 
@@ -234,9 +234,16 @@ def is_reversible(walk, *, index=None) -> Reversibility:
     one_way = [(u, v) for u, v in G.edges if u != v and not G.has_edge(v, u)]
     if one_way:
         u, v = one_way[0]
-        return Reversibility(False, np.full(n, np.nan), math.inf, math.inf, False, [],
-                             f"edge {u}→{v} has no reverse edge: detailed balance needs π_{u} P_{u}{v} = 0",
-                             0.0)
+        return Reversibility(
+            False,
+            np.full(n, np.nan),
+            math.inf,
+            math.inf,
+            False,
+            [],
+            f"edge {u}→{v} has no reverse edge: detailed balance needs π_{u} P_{u}{v} = 0",
+            0.0,
+        )
     if n and any(G.out_degree(i) == 0 for i in G.nodes):
         i = next(i for i in G.nodes if G.out_degree(i) == 0)
         # an isolated node with no edges at all: P row zero (not a walk); π_i is then free
@@ -275,9 +282,11 @@ def stationary_distribution(walk, *, index=None) -> np.ndarray:
         out[u] += wt
     bad = np.abs(out - 1.0)
     if n and bad.max() > _tol(n):
-        raise NotStochasticError(f"rows must sum to 1 for a stationary distribution (max |row sum − 1| = "
-                                 f"{bad.max():.3e}); see numerics.laplacian.stationary_info for Perron vectors",
-                                 argument="walk")
+        raise NotStochasticError(
+            f"rows must sum to 1 for a stationary distribution (max |row sum − 1| = "
+            f"{bad.max():.3e}); see numerics.laplacian.stationary_info for Perron vectors",
+            argument="walk",
+        )
     classes = list(nx.attracting_components(G))
     if len(classes) != 1:
         raise UndefinedError(f"{len(classes)} closed classes: several stationary distributions", argument="walk")
@@ -290,8 +299,11 @@ def stationary_distribution(walk, *, index=None) -> np.ndarray:
     M = (np.eye(m) - Pc + 1.0).T
     kappa = float(np.linalg.cond(M))
     if not math.isfinite(kappa) or kappa * _tol(m) >= 1:
-        raise UndefinedError(f"π is ill-conditioned (cond(I − P_C + 11ᵀ) = {kappa:.1e}): a nearly decomposable "
-                             "walk whose couplings are below roundoff", argument="walk")
+        raise UndefinedError(
+            f"π is ill-conditioned (cond(I − P_C + 11ᵀ) = {kappa:.1e}): a nearly decomposable "
+            "walk whose couplings are below roundoff",
+            argument="walk",
+        )
     pc = np.linalg.solve(M, np.ones(m))
     pi = np.zeros(n)
     pi[cls] = pc / pc.sum()
@@ -338,7 +350,7 @@ def holonomies(walk, *, index=None) -> Flatness:
         raise ShapeError("graph has no transports (built from P alone)", argument="walk")
     R = np.zeros((n, d, d))
     Rinv = np.zeros((n, d, d))
-    parent = {}
+    parent = {}  # type: ignore[var-annotated]
     tree = set()
     U = nx.Graph()
     U.add_nodes_from(G.nodes)
@@ -386,6 +398,7 @@ def holonomies(walk, *, index=None) -> Flatness:
 
 def _cycle_of(parent: dict, i: int, j: int) -> list[int]:
     """Node sequence of the fundamental cycle closed by edge ``i → j`` (tree path j … i, then j)."""
+
     def up(x):
         path = [x]
         while parent.get(x) is not None:
@@ -396,8 +409,8 @@ def _cycle_of(parent: dict, i: int, j: int) -> list[int]:
     pi_, pj = up(i), up(j)
     common = set(pi_) & set(pj)
     a = next(x for x in pi_ if x in common)
-    left = pi_[:pi_.index(a) + 1]
-    right = pj[:pj.index(a)]
+    left = pi_[: pi_.index(a) + 1]
+    right = pj[: pj.index(a)]
     return left + right[::-1]
 
 
@@ -455,8 +468,14 @@ def softmax_triangle_identity(A, X, M, *, scale: float) -> TriangleIdentity:
         if len(clique) > 3:
             break
         i, j, k = sorted(clique)
-        lr = (math.log(An[i, j]) + math.log(An[j, k]) + math.log(An[k, i])
-              - math.log(An[i, k]) - math.log(An[k, j]) - math.log(An[j, i]))
+        lr = (
+            math.log(An[i, j])
+            + math.log(An[j, k])
+            + math.log(An[k, i])
+            - math.log(An[i, k])
+            - math.log(An[k, j])
+            - math.log(An[j, i])
+        )
         rhs = 2 * scale * float((Xn[j] - Xn[i]) @ Ma @ (Xn[k] - Xn[i]))
         res = max(res, abs(lr - rhs))
         maxlr = max(maxlr, abs(lr))

@@ -48,6 +48,7 @@ the operator as given, and a float32 perturbation of the entries is *not* absorb
 only fail more often; scaling ``tol(float32, n·d)`` would reach ~0.4 at MiniLM size and make them
 vacuous). Nothing else widens a tolerance.
 """
+
 from __future__ import annotations
 
 import math
@@ -55,7 +56,18 @@ from dataclasses import dataclass, field
 
 import torch
 
-from numerics.contracts import Choice, Flag, Int, Options, PrecisionDType, Tensor, Walk, contract, finite_on_support, parallel_memory
+from numerics.contracts import (
+    Choice,
+    Flag,
+    Int,
+    Options,
+    PrecisionDType,
+    Tensor,
+    Walk,
+    contract,
+    finite_on_support,
+    parallel_memory,
+)
 from numerics.errors import ParameterError, ShapeError
 from numerics.laplacian_checks import (
     Check,
@@ -72,7 +84,7 @@ from numerics.laplacian_checks import (
     stationary,
     transport_scale,
 )
-from numerics.markov import (  # noqa: F401  (re-exported: their historical home)
+from numerics.markov import (
     StationaryInfo,
     classes_from_reachability,
     communicating_classes,
@@ -112,16 +124,33 @@ __all__ = [
 F64 = torch.float64
 METHODS = ("auto", "dense", "factored")
 #: keyword options of diagnose(method="factored") (numerics.laplacian_factored.diagnose_factored)
-FACTORED_OPTIONS = {"assemble_max": Int(lo=0), "k_max": Int(lo=1), "chunk_elems": Int(lo=1), "spectrum": Flag(),
-                    "kernel": Flag()}
+FACTORED_OPTIONS = {
+    "assemble_max": Int(lo=0),
+    "k_max": Int(lo=1),
+    "chunk_elems": Int(lo=1),
+    "spectrum": Flag(),
+    "kernel": Flag(),
+}
 
 
 # ---------------------------------------------------------------------------------------------
 # result types
 CHECK_NAMES = (
-    "stochastic", "positive_stationary", "detailed_balance", "block_detailed_balance", "orthogonal",
-    "transpose_symmetric", "metric_compatible", "scaled_isometry", "self_adjoint", "spectrum_interval",
-    "spectrum_disk", "spectrum_scaled", "dirichlet", "kernel_parallel", "flat",
+    "stochastic",
+    "positive_stationary",
+    "detailed_balance",
+    "block_detailed_balance",
+    "orthogonal",
+    "transpose_symmetric",
+    "metric_compatible",
+    "scaled_isometry",
+    "self_adjoint",
+    "spectrum_interval",
+    "spectrum_disk",
+    "spectrum_scaled",
+    "dirichlet",
+    "kernel_parallel",
+    "flat",
 )
 
 
@@ -175,15 +204,20 @@ class LaplacianDiagnostics:
 
     def hypotheses_t3(self) -> torch.Tensor:
         """(a) ∧ (b) ∧ (c): stochastic, reversible with a positive π, metric-compatible."""
-        return (self.stochastic.holds & self.positive_stationary.holds & self.detailed_balance.holds
-                & self.metric_compatible.holds)
+        return (
+            self.stochastic.holds
+            & self.positive_stationary.holds
+            & self.detailed_balance.holds
+            & self.metric_compatible.holds
+        )
 
     def conclusions_t3(self) -> torch.Tensor:
         """Items 1–4 of T3: π-self-adjoint, real spectrum in [0, 2], Dirichlet, ker = parallel.
 
         (The Dirichlet identity is the walk-gauge one with the scaled-isometry correction.)"""
-        return (self.self_adjoint.holds & self.spectrum_interval.holds & self.dirichlet.holds
-                & self.kernel_parallel.holds)
+        return (
+            self.self_adjoint.holds & self.spectrum_interval.holds & self.dirichlet.holds & self.kernel_parallel.holds
+        )
 
     def is_connection_laplacian(self) -> torch.Tensor:
         """Gauge-free T3 form: ``B_ij = p_ij Q_ij`` with ``Σ_j p_ij = 1``, ``Q`` orthogonal and
@@ -200,9 +234,11 @@ class LaplacianDiagnostics:
         lines = [f"{'condition':<24}{'holds':<7}{'residual':>12}  {'tol':>9}  reason"]
         for k, c in self.checks().items():
             r = c.residual[index].item()
-            lines.append(f"{k:<24}{str(bool(c.holds[index])):<7}{r:>12.3e}  {c.tol:>9.1e}  {c.reason or ''}")
+            lines.append(f"{k:<24}{bool(c.holds[index])!s:<7}{r:>12.3e}  {c.tol:>9.1e}  {c.reason or ''}")
         s = self.scale[index].item()
-        lines.append(f"scale s = {s:.6g}; rho = {self.rho[index].item():.6g}; pi unique = {bool(self.pi_unique[index])}")
+        lines.append(
+            f"scale s = {s:.6g}; rho = {self.rho[index].item():.6g}; pi unique = {bool(self.pi_unique[index])}"
+        )
         if self.spectrum is not None:
             ev = self.spectrum[index]
             lines.append("spectrum of Δ: " + format_spectrum(ev))
@@ -211,10 +247,14 @@ class LaplacianDiagnostics:
     def as_dict(self, index: tuple = ()) -> dict:
         out = {}
         for k, c in self.checks().items():
-            out[k] = {"holds": bool(c.holds[index]), "residual": float(c.residual[index]), "tol": c.tol,
-                      "reason": c.reason}
-        out["scale"] = float(self.scale[index])
-        out["pi"] = self.pi[index].detach().cpu().tolist()
+            out[k] = {
+                "holds": bool(c.holds[index]),
+                "residual": float(c.residual[index]),
+                "tol": c.tol,
+                "reason": c.reason,
+            }
+        out["scale"] = float(self.scale[index])  # type: ignore[assignment]
+        out["pi"] = self.pi[index].detach().cpu().tolist()  # type: ignore[assignment]
         return out
 
 
@@ -242,7 +282,6 @@ def format_spectrum(ev: torch.Tensor, digits: int = 4, max_items: int = 12) -> s
     if len(out) > max_items:
         out = out[:max_items] + ["…"]
     return "{" + ", ".join(out) + "}"
-
 
 
 # ---------------------------------------------------------------------------------------------
@@ -280,7 +319,13 @@ def pi_inner(x: torch.Tensor, y: torch.Tensor, pi: torch.Tensor) -> torch.Tensor
     return (pi[..., :, None] * x * y).sum((-1, -2))
 
 
-@contract(P=Tensor("... n n", nonneg=True), O=Tensor("... n n d d", finite=False), pi=Tensor("... n", nonneg=True), x=Tensor("... n d"), after=finite_on_support("O", lambda a: a["P"] > 0))
+@contract(
+    P=Tensor("... n n", nonneg=True),
+    O=Tensor("... n n d d", finite=False),
+    pi=Tensor("... n", nonneg=True),
+    x=Tensor("... n d"),
+    after=finite_on_support("O", lambda a: a["P"] > 0),
+)
 def dirichlet_energy(P: torch.Tensor, O: torch.Tensor, pi: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
     r"""``½ Σ_ij π_i P_ij ‖x_i − O_ij x_j‖²`` for ``P`` ``(..., n, n)``, ``O`` ``(..., n, n, d, d)``,
     ``π`` ``(..., n)``, ``x`` ``(..., n, d)``. Edges with ``P_ij = 0`` contribute 0 (their ``O``,
@@ -289,10 +334,14 @@ def dirichlet_energy(P: torch.Tensor, O: torch.Tensor, pi: torch.Tensor, x: torc
     Oz = torch.where(sup[..., None, None], O, torch.zeros_like(O))
     Ox = torch.einsum("...ijab,...jb->...ija", Oz, x)
     diff = x[..., :, None, :] - Ox
-    return 0.5 * (pi[..., :, None] * P * (diff ** 2).sum(-1)).sum((-1, -2))
+    return 0.5 * (pi[..., :, None] * P * (diff**2).sum(-1)).sum((-1, -2))
 
 
-@contract(O=Tensor("... n n d d", finite=False), support=Tensor("... n n", dtype="mask"), after=lambda a, s: (finite_on_support("O", lambda a: a["support"])(a, s), parallel_memory(a, s)))
+@contract(
+    O=Tensor("... n n d d", finite=False),
+    support=Tensor("... n n", dtype="mask"),
+    after=lambda a, s: (finite_on_support("O", lambda a: a["support"])(a, s), parallel_memory(a, s)),  # type: ignore[func-returns-value]
+)
 def parallel_constraints(O: torch.Tensor, support: torch.Tensor) -> torch.Tensor:
     r"""Constraint matrix ``C`` ``(..., n·n·d, n·d)`` of parallel sections: block row ``(i, j)`` is
     ``e_iᵀ ⊗ I − e_jᵀ ⊗ O_ij`` on edges of ``support`` and 0 elsewhere, so ``Cx = 0`` iff
@@ -350,6 +399,7 @@ def _parallel_svd(O: torch.Tensor, support: torch.Tensor, max_entries: int = 1 <
 # ---------------------------------------------------------------------------------------------
 # the diagnostics
 
+
 def _tolerance_dtype(w: ConnectionWalk, attention_dtype) -> torch.dtype:
     """The precision whose eps sets every tolerance: ``attention_dtype`` when given (the precision
     the attention entries were computed in, e.g. float32 softmax inside a float64 model), else the
@@ -367,13 +417,33 @@ def dense_bytes(n: int, d: int, batch: int = 1) -> int:
     return 6 * 8 * batch * (n * d) ** 2
 
 
-@contract(walk=Walk(), method=Choice(METHODS), probes=Int(lo=1), seed=Int(lo=0), max_dense=Int(lo=0),
-          pi=Tensor("... n", nonneg=True, optional=True), svd_max_entries=Int(lo=0), auto_max_nd=Int(lo=0),
-          attention_dtype=PrecisionDType(optional=True), memory_budget=Int(lo=0, optional=True),
-          factored_options=Options(FACTORED_OPTIONS))
-def diagnose(walk, *, method: str = "auto", probes: int = 3, seed: int = 0, max_dense: int = 1024, pi=None,
-             svd_max_entries: int = 1 << 22, auto_max_nd: int = 1024, attention_dtype=None,
-             memory_budget: int | None = None, **factored_options) -> LaplacianDiagnostics:
+@contract(
+    walk=Walk(),
+    method=Choice(METHODS),
+    probes=Int(lo=1),
+    seed=Int(lo=0),
+    max_dense=Int(lo=0),
+    pi=Tensor("... n", nonneg=True, optional=True),
+    svd_max_entries=Int(lo=0),
+    auto_max_nd=Int(lo=0),
+    attention_dtype=PrecisionDType(optional=True),
+    memory_budget=Int(lo=0, optional=True),
+    factored_options=Options(FACTORED_OPTIONS),
+)
+def diagnose(
+    walk,
+    *,
+    method: str = "auto",
+    probes: int = 3,
+    seed: int = 0,
+    max_dense: int = 1024,
+    pi=None,
+    svd_max_entries: int = 1 << 22,
+    auto_max_nd: int = 1024,
+    attention_dtype=None,
+    memory_budget: int | None = None,
+    **factored_options,
+) -> LaplacianDiagnostics:
     r"""Measure every T3 condition of ``walk`` (a :class:`ConnectionWalk` of any kind, batched, or
     blocks ``B`` ``(..., n, n, d, d)``). See the module docstring for definitions and gauges.
 
@@ -394,8 +464,9 @@ def diagnose(walk, *, method: str = "auto", probes: int = 3, seed: int = 0, max_
         raise ParameterError(f"must be one of {METHODS}, got {method!r}", argument="method")
     for name, val in (("probes", probes), ("auto_max_nd", auto_max_nd), ("max_dense", max_dense)):
         if not isinstance(val, int) or isinstance(val, bool) or val < (1 if name == "probes" else 0):
-            raise ParameterError(f"must be a {'positive' if name == 'probes' else 'nonnegative'} int, got {val!r}",
-                                 argument=name)
+            raise ParameterError(
+                f"must be a {'positive' if name == 'probes' else 'nonnegative'} int, got {val!r}", argument=name
+            )
     w = as_walk(walk)
     tdt_p = _tolerance_dtype(w, attention_dtype)
     tdt = _tolerance_dtype(w, None)
@@ -407,16 +478,22 @@ def diagnose(walk, *, method: str = "auto", probes: int = 3, seed: int = 0, max_
 
         return diagnose_factored(w, probes=probes, seed=seed, pi=pi, tdt=tdt, tdt_p=tdt_p, **factored_options)
     if factored_options:
-        raise ParameterError(f"options {sorted(factored_options)} apply to method='factored' only",
-                             argument=sorted(factored_options)[0])
-    check_memory("walk", dense_bytes(n, d, math.prod(w.batch_shape)),
-                 f"the dense diagnostics' n²d² blocks (n={n}, d={d})", 'diagnose(walk, method="factored")',
-                 budget=memory_budget)
+        raise ParameterError(
+            f"options {sorted(factored_options)} apply to method='factored' only", argument=sorted(factored_options)[0]
+        )
+    check_memory(
+        "walk",
+        dense_bytes(n, d, math.prod(w.batch_shape)),
+        f"the dense diagnostics' n²d² blocks (n={n}, d={d})",
+        'diagnose(walk, method="factored")',
+        budget=memory_budget,
+    )
     return _diagnose_dense(w.to(dtype=F64), tdt, probes, seed, max_dense, pi, svd_max_entries, tdt_p)
 
 
-def _diagnose_dense(w: ConnectionWalk, tdt, probes, seed, max_dense, pi, svd_max_entries, tdt_p=None
-                    ) -> LaplacianDiagnostics:
+def _diagnose_dense(
+    w: ConnectionWalk, tdt, probes, seed, max_dense, pi, svd_max_entries, tdt_p=None
+) -> LaplacianDiagnostics:
     """Dense assembly of the checks of :mod:`numerics.laplacian_checks` (``w`` in float64)."""
     from numerics.laplacian_dense import dense_kernel, dense_spectrum
 
@@ -440,20 +517,40 @@ def _diagnose_dense(w: ConnectionWalk, tdt, probes, seed, max_dense, pi, svd_max
         Wd = w.to_dense().to(F64)
         D = torch.eye(nd, dtype=F64, device=P.device) - Wd
         spectrum, (s_int, s_disk, s_sc) = dense_spectrum(D, Wd, scale, si, tdt, nd)
-        kp, flat, kernel_dim, parallel_dim = dense_kernel(D, O, sup, P, st.safe, st.defined, n_comp, tdt,
-                                                          svd_max_entries)
+        kp, flat, kernel_dim, parallel_dim = dense_kernel(
+            D, O, sup, P, st.safe, st.defined, n_comp, tdt, svd_max_entries
+        )
     else:
         why = f"skipped: n·d = {nd} > max_dense = {max_dense} (use method='factored' or numerics.spectra)"
-        s_int, s_disk, s_sc, kp, flat = (_skipped(k, batch, P.device, why) for k in
-                                         ("spectrum_interval", "spectrum_disk", "spectrum_scaled",
-                                          "kernel_parallel", "flat"))
-    return assemble(hyp, s_int, s_disk, s_sc, kp, flat, spectrum, kernel_dim, parallel_dim, n_comp, n, d,
-                    {"method": "dense", "tolerance_dtype": str(tdt_p or tdt)})
+        s_int, s_disk, s_sc, kp, flat = (
+            _skipped(k, batch, P.device, why)
+            for k in ("spectrum_interval", "spectrum_disk", "spectrum_scaled", "kernel_parallel", "flat")
+        )
+    return assemble(
+        hyp,
+        s_int,
+        s_disk,
+        s_sc,
+        kp,
+        flat,
+        spectrum,
+        kernel_dim,
+        parallel_dim,
+        n_comp,
+        n,
+        d,
+        {"method": "dense", "tolerance_dtype": str(tdt_p or tdt)},
+    )
 
 
 def _skipped(name: str, batch, device, why: str) -> Check:
-    return Check(name, torch.zeros(batch, dtype=torch.bool, device=device),
-                 torch.full(batch, float("nan"), dtype=F64, device=device), float("nan"), why)
+    return Check(
+        name,
+        torch.zeros(batch, dtype=torch.bool, device=device),
+        torch.full(batch, float("nan"), dtype=F64, device=device),
+        float("nan"),
+        why,
+    )
 
 
 def _algebraic_checks(blocks, P: torch.Tensor, tdt, pi, probes: int, seed: int, tdt_p=None) -> dict:
@@ -468,23 +565,47 @@ def _algebraic_checks(blocks, P: torch.Tensor, tdt, pi, probes: int, seed: int, 
     t_scale, common, s_max = transport_scale(blocks, tdt)
     si, scale = check_scaled_isometry(blocks, tdt)
     return {
-        "stochastic": check_stochastic(P, tdt_p), "positive_stationary": st.check,
-        "detailed_balance": check_detailed_balance(P, st, tdt_p), "block_detailed_balance": bdb,
-        "orthogonal": orth, "transpose_symmetric": ts, "metric_compatible": check_metric_compatible(orth, ts),
-        "scaled_isometry": si, "self_adjoint": check_self_adjoint(blocks, st, tdt),
+        "stochastic": check_stochastic(P, tdt_p),
+        "positive_stationary": st.check,
+        "detailed_balance": check_detailed_balance(P, st, tdt_p),
+        "block_detailed_balance": bdb,
+        "orthogonal": orth,
+        "transpose_symmetric": ts,
+        "metric_compatible": check_metric_compatible(orth, ts),
+        "scaled_isometry": si,
+        "self_adjoint": check_self_adjoint(blocks, st, tdt),
         "dirichlet": check_dirichlet(blocks, st, common, s_max, tdt, probes, seed),
-        "_st": st, "_bpi": bpi, "_scale": scale, "_transport_scale": t_scale,
+        "_st": st,
+        "_bpi": bpi,
+        "_scale": scale,
+        "_transport_scale": t_scale,
     }
 
 
-def assemble(hyp: dict, s_int, s_disk, s_sc, kp, flat, spectrum, kernel_dim, parallel_dim, n_comp, n, d,
-             extra: dict) -> LaplacianDiagnostics:
+def assemble(
+    hyp: dict, s_int, s_disk, s_sc, kp, flat, spectrum, kernel_dim, parallel_dim, n_comp, n, d, extra: dict
+) -> LaplacianDiagnostics:
     """The :class:`LaplacianDiagnostics` from the algebraic checks and the spectral / kernel ones."""
     st = hyp["_st"]
     checks = {k: v for k, v in hyp.items() if not k.startswith("_")}
     return LaplacianDiagnostics(
-        **checks, spectrum_interval=s_int, spectrum_disk=s_disk, spectrum_scaled=s_sc, kernel_parallel=kp,
-        flat=flat, pi=st.pi, pi_unique=st.info.unique, block_pi=hyp["_bpi"], rho=st.info.rho, scale=hyp["_scale"],
-        transport_scale=hyp["_transport_scale"], spectrum=spectrum, kernel_dim=kernel_dim,
-        parallel_dim=parallel_dim, n_components=n_comp, n=n, d=d, extra=extra,
+        **checks,
+        spectrum_interval=s_int,
+        spectrum_disk=s_disk,
+        spectrum_scaled=s_sc,
+        kernel_parallel=kp,
+        flat=flat,
+        pi=st.pi,
+        pi_unique=st.info.unique,
+        block_pi=hyp["_bpi"],
+        rho=st.info.rho,
+        scale=hyp["_scale"],
+        transport_scale=hyp["_transport_scale"],
+        spectrum=spectrum,
+        kernel_dim=kernel_dim,
+        parallel_dim=parallel_dim,
+        n_components=n_comp,
+        n=n,
+        d=d,
+        extra=extra,
     )

@@ -24,6 +24,7 @@ The interface (each returns ``(..., n, n)`` unless said):
 Tolerances all come from :func:`numerics.tolerance.tol` with ``tdt`` the precision the walk was
 given in (see :func:`numerics.laplacian.diagnose` for ``attention_dtype``).
 """
+
 from __future__ import annotations
 
 import math
@@ -135,9 +136,9 @@ class DenseBlocks:
 
     def gram_defect(self, c: torch.Tensor) -> torch.Tensor:
         if self._OtO is None:
-            self._OtO = self.O.transpose(-1, -2) @ self.O
+            self._OtO = self.O.transpose(-1, -2) @ self.O  # type: ignore[assignment]
         eye = torch.eye(self.d, dtype=F64, device=self.P.device)
-        return torch.linalg.matrix_norm((c ** 2)[..., None, None] * self._OtO - eye)
+        return torch.linalg.matrix_norm((c**2)[..., None, None] * self._OtO - eye)  # type: ignore[operator]
 
     def apply(self, x: torch.Tensor) -> torch.Tensor:
         return torch.einsum("...ijab,...pjb->...pia", self.B, x)
@@ -155,8 +156,12 @@ def check_stochastic(P: torch.Tensor, tdt: torch.dtype, row_tol: float | None = 
     rows = P.sum(-1)
     t_row = tol(tdt, n) if row_tol is None else float(row_tol)
     zero_rows = (rows <= 0).any(-1)
-    return make_check("stochastic", (rows - 1).abs().amax(-1), t_row,
-                      "zero row(s) in P: not a walk" if bool(zero_rows.any()) else None)
+    return make_check(
+        "stochastic",
+        (rows - 1).abs().amax(-1),
+        t_row,
+        "zero row(s) in P: not a walk" if bool(zero_rows.any()) else None,
+    )
 
 
 # ------------------------------------------------------------------------------------ stationary π
@@ -215,8 +220,11 @@ def check_detailed_balance(P: torch.Tensor, st: Stationary, tdt: torch.dtype) ->
     F = st.safe[..., :, None] * P
     res = (F - F.transpose(-1, -2)).abs().amax((-1, -2))
     res = torch.where(st.defined, res, torch.full_like(res, float("nan")))
-    kappa = (float(torch.nan_to_num(st.info.condition, nan=1.0, posinf=1.0).max().item())
-             if not st.given and F.numel() else 1.0)
+    kappa = (
+        float(torch.nan_to_num(st.info.condition, nan=1.0, posinf=1.0).max().item())  # type: ignore[arg-type]
+        if not st.given and F.numel()
+        else 1.0
+    )
     t_db = tol(tdt, n, scale=max(F.abs().max().item(), 1e-300) if F.numel() else 1.0) * max(kappa, 1.0)
     why = _pi_reason(st)
     one_way_e = sup & ~sup.transpose(-1, -2)
@@ -227,7 +235,8 @@ def check_detailed_balance(P: torch.Tensor, st: Stationary, tdt: torch.dtype) ->
         i_, j_ = int(ow[0]), int(ow[1])
         why = ((why + "; ") if why else "") + (
             f"support of P not symmetric (e.g. edge {i_}→{j_} has no reverse edge): exact detailed balance "
-            f"is impossible for π > 0, whatever the size of the residual")
+            f"is impossible for π > 0, whatever the size of the residual"
+        )
     return make_check("detailed_balance", res, t_db, why, holds=(res <= t_db) & st.positive & ~one_way)
 
 
@@ -291,14 +300,23 @@ def check_transpose_symmetric(blocks, tdt: torch.dtype, onorm: float) -> Check:
     two_way = sup & sup.transpose(-1, -2)
     res = _masked_max(blocks.transpose_defect(), two_way, (-1, -2))
     one_way = (sup & ~sup.transpose(-1, -2)).any(-1).any(-1)
-    return make_check("transpose_symmetric", res, tol(tdt, d, scale=max(math.sqrt(onorm), 1.0)),
-                      "support not symmetric: checked on two-way edges only" if bool(one_way.any()) else None)
+    return make_check(
+        "transpose_symmetric",
+        res,
+        tol(tdt, d, scale=max(math.sqrt(onorm), 1.0)),
+        "support not symmetric: checked on two-way edges only" if bool(one_way.any()) else None,
+    )
 
 
 def check_metric_compatible(orth: Check, ts: Check) -> Check:
     """(c) = orthogonal ∧ transpose-symmetric."""
-    return Check("metric_compatible", orth.holds & ts.holds, torch.maximum(orth.residual, ts.residual),
-                 max(orth.tol, ts.tol), None)
+    return Check(
+        "metric_compatible",
+        orth.holds & ts.holds,
+        torch.maximum(orth.residual, ts.residual),
+        max(orth.tol, ts.tol),
+        None,
+    )
 
 
 def transport_scale(blocks, tdt: torch.dtype) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -330,8 +348,13 @@ def check_scaled_isometry(blocks, tdt: torch.dtype) -> tuple[Check, torch.Tensor
     spread = (rs - s_est[..., None]).abs().amax(-1) / torch.where(s_est > 0, s_est, torch.ones_like(s_est))
     res = torch.maximum(q_def, spread)
     t_si = tol(tdt, n * d, scale=float(d))
-    return make_check("scaled_isometry", res, t_si, "zero block row" if bool((rs <= 0).any()) else None,
-                      holds=(res <= t_si) & (s_est > 0)), s_est
+    return make_check(
+        "scaled_isometry",
+        res,
+        t_si,
+        "zero block row" if bool((rs <= 0).any()) else None,
+        holds=(res <= t_si) & (s_est > 0),
+    ), s_est
 
 
 # ------------------------------------------------------------------------------------ conclusions
@@ -352,8 +375,9 @@ def probe_fields(batch, n: int, d: int, probes: int, seed: int, device) -> torch
     return x.movedim(0, -3) if len(batch) else x
 
 
-def check_dirichlet(blocks, st: Stationary, common: torch.Tensor, s_max: torch.Tensor, tdt: torch.dtype,
-                    probes: int, seed: int) -> Check:
+def check_dirichlet(
+    blocks, st: Stationary, common: torch.Tensor, s_max: torch.Tensor, tdt: torch.dtype, probes: int, seed: int
+) -> Check:
     """T3.3 on seeded probes: ``|<x, Δx>_π − E(x) − ½(1 − s²)‖x‖²_π|`` relative to the magnitudes of
     every summed term (``s`` the common walk-gauge transport scale, 1 if none)."""
     n, d = blocks.n, blocks.d

@@ -6,6 +6,7 @@ fails to converge) and the three spectral checks. :func:`dense_kernel` — SVD o
 parallel-section constraints ``C`` (or an eigendecomposition of ``CᵀC`` for large walks), with the
 null-space error bounds and the ambiguity rule explained inline.
 """
+
 from __future__ import annotations
 
 import math
@@ -74,12 +75,15 @@ def dense_kernel(D, O, sup, P, pi_safe, pi_def, n_comp, tdt, svd_max_entries: in
     kp_flat = kp_res.reshape(-1)
     fl_flat = flat_res.reshape(-1)
     for b in range(fD.shape[0]):
-        K = fVD[b, nd - int(fkD[b]):].transpose(0, 1)  # kernel basis of Δ (nd, kD)
-        Z = fVC[b, nd - int(fkC[b]):].transpose(0, 1)  # parallel sections (nd, kC)
+        K = fVD[b, nd - int(fkD[b]) :].transpose(0, 1)  # kernel basis of Δ (nd, kD)
+        Z = fVC[b, nd - int(fkC[b]) :].transpose(0, 1)  # parallel sections (nd, kC)
         r1 = torch.linalg.matrix_norm(fD[b] @ Z, ord=2).item() / fdn[b].item() if Z.shape[1] else 0.0
         # C K edge by edge: (K_i − O_ij K_j) on the support, never forming C
-        r2 = (torch.linalg.matrix_norm(_apply_constraints(fO[b], fS[b], K), ord=2).item() / fcn[b].item()
-              if K.shape[1] else 0.0)
+        r2 = (
+            torch.linalg.matrix_norm(_apply_constraints(fO[b], fS[b], K), ord=2).item() / fcn[b].item()
+            if K.shape[1]
+            else 0.0
+        )
         kp_flat[b] = max(r1, r2)
         # A computed null basis is off the exact one by sin θ ≤ ‖E‖ / gap (Wedin / Davis–Kahan),
         # ‖E‖ ≤ thr·‖·‖, gap = the smallest singular value kept out of the null space; so
@@ -107,8 +111,10 @@ def dense_kernel(D, O, sup, P, pi_safe, pi_def, n_comp, tdt, svd_max_entries: in
                 e_max = 0.5 * torch.linalg.matrix_norm(WCK.reshape(n * n * d, -1), ord=2).item() ** 2
                 lim = 2 * fpi[b].max().item() * thr_D * fdn[b].item()
                 amb = e_max <= lim
-                what = (f"the extra directions of ker Δ have Dirichlet energy ≤ {e_max:.1e} (≤ {lim:.1e}, below "
-                        f"what Δ resolves: it sees the defect ‖Cx‖ ≈ {math.sqrt(2 * e_max):.1e} only squared)")
+                what = (
+                    f"the extra directions of ker Δ have Dirichlet energy ≤ {e_max:.1e} (≤ {lim:.1e}, below "
+                    f"what Δ resolves: it sees the defect ‖Cx‖ ≈ {math.sqrt(2 * e_max):.1e} only squared)"
+                )
             else:
                 lim = thr_C * fcn[b].item() * max(float(fP[b].sum(-1).max()), 1.0) / fdn[b].item()
                 amb = r1 <= lim
@@ -118,7 +124,8 @@ def dense_kernel(D, O, sup, P, pi_safe, pi_def, n_comp, tdt, svd_max_entries: in
                 amb_why.append(
                     f"undefined: ker Δ vs parallel sections is ambiguous at "
                     f"{str(tdt).replace('torch.', '')} precision: dim ker Δ = {kDb} at tolerance {thr_D:.1e}, "
-                    f"dim parallel = {kCb} at {thr_C:.1e}, and {what}")
+                    f"dim parallel = {kCb} at {thr_C:.1e}, and {what}"
+                )
         need = int(fcomp[b]) * d  # flat: parallel sections of full dimension d per component
         if need == 0:
             fl_flat[b] = 0.0
@@ -128,7 +135,12 @@ def dense_kernel(D, O, sup, P, pi_safe, pi_def, n_comp, tdt, svd_max_entries: in
     kp_bound = kp_bound.reshape(batch)
     kp_amb = kp_amb.reshape(batch)
     kp_res = torch.where(kp_amb, nan_b, kp_res)
-    kp = make_check("kernel_parallel", kp_res, float(kp_bound.max()) if kp_bound.numel() else t_k,
-                    amb_why[0] if amb_why else None, holds=(kp_res <= kp_bound) & (kD == kC) & ~kp_amb)
+    kp = make_check(
+        "kernel_parallel",
+        kp_res,
+        float(kp_bound.max()) if kp_bound.numel() else t_k,
+        amb_why[0] if amb_why else None,
+        holds=(kp_res <= kp_bound) & (kD == kC) & ~kp_amb,
+    )
     flat = make_check("flat", flat_res, thr_C)
     return kp, flat, kD, kC

@@ -42,6 +42,7 @@ Walks with ``n·d ≤ assemble_max`` (default 32) are too small for ARPACK (``k 
 Memory: ``a`` and ``w`` (``2H n²``), ``T`` (``H d²``), the triangular factors (``(H²/2)²``),
 probes and Lanczos vectors (``O(n d)`` each) and chunks bounded by ``chunk_elems``.
 """
+
 from __future__ import annotations
 
 import math
@@ -49,7 +50,7 @@ import math
 import numpy as np
 import torch
 
-from numerics.laplacian_checks import Check, make_check, spectrum_checks
+from numerics.laplacian_checks import Check, make_check
 from numerics.tolerance import tol
 
 F64 = torch.float64
@@ -72,9 +73,18 @@ class FactoredBlocks:
     ``P`` ``(..., n, n)``, ``a`` ``(..., H, n, n)``, ``T`` ``(H, d, d)`` or ``(..., H, d, d)``
     (all float64). ``chunk_elems`` bounds the size of every temporary."""
 
-    def __init__(self, P: torch.Tensor, a: torch.Tensor, T: torch.Tensor, *, chunk_elems: int = 1 << 22,
-                 W_O: torch.Tensor | None = None, W_V: torch.Tensor | None = None, w: torch.Tensor | None = None,
-                 exact: bool = False):
+    def __init__(
+        self,
+        P: torch.Tensor,
+        a: torch.Tensor,
+        T: torch.Tensor,
+        *,
+        chunk_elems: int = 1 << 22,
+        W_O: torch.Tensor | None = None,
+        W_V: torch.Tensor | None = None,
+        w: torch.Tensor | None = None,
+        exact: bool = False,
+    ):
         self.exact = exact  # coefficients are the blocks' entries (edges form): no head sums to round
         self.P, self.a, self.T = P, a, T
         self.W_O, self.W_V = W_O, W_V  # optional low-rank factors T_h = W_O[h] @ W_V[h] (cheaper products)
@@ -99,13 +109,17 @@ class FactoredBlocks:
         tb = T.shape[:-3]
         ca = max(1, min(d, self.chunk_elems // max(H * H * d, 1)))  # rows a of the d×d matrices per chunk
         if key == "T":  # columns vec T_h
-            chunks = (T[..., :, a0:a0 + ca, :].reshape(*tb, H, -1).transpose(-1, -2) for a0 in range(0, d, ca))
+            chunks = (T[..., :, a0 : a0 + ca, :].reshape(*tb, H, -1).transpose(-1, -2) for a0 in range(0, d, ca))
             m = H
         elif key == "TTt":  # columns vec T_h, then vec T_hᵀ
             Tt = T.transpose(-1, -2)
-            chunks = (torch.cat([T[..., :, a0:a0 + ca, :].reshape(*tb, H, -1),
-                                 Tt[..., :, a0:a0 + ca, :].reshape(*tb, H, -1)], -2).transpose(-1, -2)
-                      for a0 in range(0, d, ca))
+            chunks = (
+                torch.cat(
+                    [T[..., :, a0 : a0 + ca, :].reshape(*tb, H, -1), Tt[..., :, a0 : a0 + ca, :].reshape(*tb, H, -1)],
+                    -2,
+                ).transpose(-1, -2)
+                for a0 in range(0, d, ca)
+            )
             m = 2 * H
         else:  # "gram": columns vec(T_hᵀT_k + T_kᵀT_h) (h < k), vec(T_hᵀT_h), then vec I
             hh, kk = torch.triu_indices(H, H, device=T.device)
@@ -116,8 +130,8 @@ class FactoredBlocks:
 
             def gen():
                 for a0 in range(0, d, ca):
-                    cols = S[..., a0:a0 + ca, :].reshape(*S.shape[:-2], -1)
-                    idc = eye[a0:a0 + ca].reshape(1, -1).expand(*cols.shape[:-2], 1, cols.shape[-1])
+                    cols = S[..., a0 : a0 + ca, :].reshape(*S.shape[:-2], -1)
+                    idc = eye[a0 : a0 + ca].reshape(1, -1).expand(*cols.shape[:-2], 1, cols.shape[-1])
                     yield torch.cat([cols, idc], -2).transpose(-1, -2)
 
             chunks = gen()
@@ -131,7 +145,7 @@ class FactoredBlocks:
         ``W_V[h]ᵀ (W_O[h]ᵀ W_O[k]) W_V[k]`` (``d² d_h`` per pair instead of ``d³``)."""
         if self.W_O is not None:
             G = self.W_O[hh].transpose(-1, -2) @ self.W_O[kk]  # (pairs, d_h, d_h)
-            return self.W_V[hh].transpose(-1, -2) @ (G @ self.W_V[kk])
+            return self.W_V[hh].transpose(-1, -2) @ (G @ self.W_V[kk])  # type: ignore[index]
         return self.T[..., hh, :, :].transpose(-1, -2) @ self.T[..., kk, :, :]
 
     def _norms(self, R: torch.Tensor, coef) -> torch.Tensor:
@@ -141,7 +155,7 @@ class FactoredBlocks:
         step = self._row_chunk(R.shape[-1] * self.n * 2)
         for i0 in range(0, self.n, step):
             c = coef(i0, min(i0 + step, self.n))
-            out[..., i0:i0 + step, :] = torch.linalg.vector_norm(torch.einsum("...rm,...mij->...rij", R, c), dim=-3)
+            out[..., i0 : i0 + step, :] = torch.linalg.vector_norm(torch.einsum("...rm,...mij->...rij", R, c), dim=-3)
         return out
 
     # -------------------------------------------------------------- the block-algebra interface
@@ -161,8 +175,12 @@ class FactoredBlocks:
 
     def balance_defect(self, pi: torch.Tensor) -> torch.Tensor:
         a, aT = self.a, self.a.transpose(-1, -2)
-        return self._norms(self._factor("TTt"), lambda i0, i1: torch.cat(
-            [pi[..., None, i0:i1, None] * a[..., i0:i1, :], -pi[..., None, None, :] * aT[..., i0:i1, :]], -3))
+        return self._norms(
+            self._factor("TTt"),
+            lambda i0, i1: torch.cat(
+                [pi[..., None, i0:i1, None] * a[..., i0:i1, :], -pi[..., None, None, :] * aT[..., i0:i1, :]], -3
+            ),
+        )
 
     def transpose_defect(self) -> torch.Tensor:
         w, wT = self.w, self.w.transpose(-1, -2)
@@ -181,7 +199,7 @@ class FactoredBlocks:
     def _tx(self, x: torch.Tensor) -> torch.Tensor:
         """``T_h x_j`` ``(..., p, H, n, d)`` for ``x`` ``(..., p, n, d)``."""
         if self.W_O is not None:
-            return (x.unsqueeze(-3) @ self.W_V.transpose(-1, -2)) @ self.W_O.transpose(-1, -2)
+            return (x.unsqueeze(-3) @ self.W_V.transpose(-1, -2)) @ self.W_O.transpose(-1, -2)  # type: ignore[union-attr]
         return x.unsqueeze(-3) @ self.T.transpose(-1, -2).unsqueeze(-4)
 
     def apply(self, x: torch.Tensor) -> torch.Tensor:
@@ -189,14 +207,14 @@ class FactoredBlocks:
         ``Σ_h (a^h x W_V[h]ᵀ) W_O[h]ᵀ``, the attention layer's own cost)."""
         a = self.a.unsqueeze(-4)
         if self.W_O is not None:
-            return ((a @ (x.unsqueeze(-3) @ self.W_V.transpose(-1, -2))) @ self.W_O.transpose(-1, -2)).sum(-3)
+            return ((a @ (x.unsqueeze(-3) @ self.W_V.transpose(-1, -2))) @ self.W_O.transpose(-1, -2)).sum(-3)  # type: ignore[union-attr]
         return (a @ self._tx(x)).sum(-3)
 
     def apply_t(self, y: torch.Tensor) -> torch.Tensor:
         """``Wᵀ y``: ``(Wᵀy)_j = Σ_i B_ijᵀ y_i = Σ_h (a^hᵀ y T_h)_j``."""
         at = self.a.transpose(-1, -2).unsqueeze(-4)
         if self.W_O is not None:
-            return ((at @ (y.unsqueeze(-3) @ self.W_O)) @ self.W_V).sum(-3)
+            return ((at @ (y.unsqueeze(-3) @ self.W_O)) @ self.W_V).sum(-3)  # type: ignore[operator]
         return (at @ (y.unsqueeze(-3) @ self.T.unsqueeze(-4))).sum(-3)
 
     def _transported(self, Y: torch.Tensor, i0: int, i1: int) -> torch.Tensor:
@@ -217,7 +235,7 @@ class FactoredBlocks:
             i1 = min(i0 + step, self.n)
             diff = x[..., i0:i1, None, :] - self._transported(Y, i0, i1)
             wt = (pi[..., i0:i1, None] * self.P[..., i0:i1, :] * self.sup[..., i0:i1, :])[..., None, :, :]
-            E = E + 0.5 * (wt * (diff ** 2).sum(-1)).sum((-1, -2))
+            E = E + 0.5 * (wt * (diff**2).sum(-1)).sum((-1, -2))
         return E
 
     def constraints_apply(self, x: torch.Tensor) -> torch.Tensor:
@@ -237,10 +255,10 @@ class FactoredBlocks:
             i1 = min(i0 + step, self.n)
             y = (x[:, i0:i1, None, :] - self._transported(Y, i0, i1)) * s[None, i0:i1, :, None]
             out[:, i0:i1] += y.sum(-2)  # Σ_j y_ij into row i
-            z = (self.w[:, i0:i1].permute(2, 0, 1) @ y.permute(2, 1, 0, 3).reshape(self.n, i1 - i0, -1))
+            z = self.w[:, i0:i1].permute(2, 0, 1) @ y.permute(2, 1, 0, 3).reshape(self.n, i1 - i0, -1)
             z = z.reshape(self.n, self.H, p, self.d).permute(2, 1, 0, 3)  # (p, H, n_j, d): Σ_i w^h_ij y_ij
             if self.W_O is not None:
-                out -= ((z @ self.W_O) @ self.W_V).sum(1)  # − Σ_h T_hᵀ z^h
+                out -= ((z @ self.W_O) @ self.W_V).sum(1)  # type: ignore[operator]  # − Σ_h T_hᵀ z^h
             else:
                 out -= (z @ self.T).sum(1)
         return out
@@ -258,7 +276,7 @@ def factored_blocks(w, *, chunk_elems: int = 1 << 22) -> FactoredBlocks:
     d = w.d
     O = w._O.to(F64).expand(*P.shape, d, d)
     # coefficients in the basis of unit matrices E_ab (H = d²): exact, entry by entry
-    coef = lambda M: M.movedim(-2, -4).movedim(-1, -3).reshape(*M.shape[:-4], d * d, *M.shape[-4:-2])  # noqa: E731
+    coef = lambda M: M.movedim(-2, -4).movedim(-1, -3).reshape(*M.shape[:-4], d * d, *M.shape[-4:-2])
     E = torch.eye(d * d, dtype=F64, device=P.device).reshape(d * d, d, d)
     return FactoredBlocks(P, coef(P[..., None, None] * O), E, chunk_elems=chunk_elems, w=coef(O), exact=True)
 
@@ -270,8 +288,16 @@ def _element(fb: FactoredBlocks, b: int) -> FactoredBlocks:
         return fb
     n, H, d = fb.n, fb.H, fb.d
     T = fb.T if fb.T.ndim == 3 else fb.T.reshape(-1, H, d, d)[b]
-    return FactoredBlocks(fb.P.reshape(-1, n, n)[b], fb.a.reshape(-1, H, n, n)[b], T, chunk_elems=fb.chunk_elems,
-                          W_O=fb.W_O, W_V=fb.W_V, w=fb.w.reshape(-1, H, n, n)[b], exact=fb.exact)
+    return FactoredBlocks(
+        fb.P.reshape(-1, n, n)[b],
+        fb.a.reshape(-1, H, n, n)[b],
+        T,
+        chunk_elems=fb.chunk_elems,
+        W_O=fb.W_O,
+        W_V=fb.W_V,
+        w=fb.w.reshape(-1, H, n, n)[b],
+        exact=fb.exact,
+    )
 
 
 def _op(fn, N: int, n: int, d: int, counter: list):
@@ -293,9 +319,7 @@ def _assemble(fn, N: int, n: int, d: int) -> torch.Tensor:
 
 def _sym_extreme(fn, N, n, d, which: str, counter, seed: int, k: int = 1, max_restarts: int = 300):
     """Extreme eigenvalues of a symmetric matrix-free map by Lanczos, with Ritz residual norms."""
-    from scipy.sparse.linalg import eigsh
-
-    from scipy.sparse.linalg import ArpackNoConvergence
+    from scipy.sparse.linalg import ArpackNoConvergence, eigsh
 
     v0 = np.random.default_rng(seed).standard_normal(N)
     op = _op(fn, N, n, d, counter)
@@ -314,8 +338,9 @@ def _sym_extreme(fn, N, n, d, which: str, counter, seed: int, k: int = 1, max_re
     return torch.from_numpy(vals[order]), V[:, order], res[order]
 
 
-def spectrum_factored(fb: FactoredBlocks, pi_safe, pi_ok, scale, si: Check, tdt, *, assemble_max: int = 32,
-                      seed: int = 0):
+def spectrum_factored(
+    fb: FactoredBlocks, pi_safe, pi_ok, scale, si: Check, tdt, *, assemble_max: int = 32, seed: int = 0
+):
     """``(interval, disk, scaled)`` checks and ``extra`` facts (module docstring), per batch element.
 
     Each check's residual is a max of components (``max |Im z|``, how far ``Re z`` leaves the
@@ -327,14 +352,15 @@ def spectrum_factored(fb: FactoredBlocks, pi_safe, pi_ok, scale, si: Check, tdt,
     nb = max(1, math.prod(fb.batch))
     flat_scale = scale.reshape(-1)
     si_h = si.holds.reshape(-1)
-    res = {k: torch.full((nb,), float("nan"), dtype=F64) for k in ("spectrum_interval", "spectrum_disk",
-                                                                    "spectrum_scaled")}
+    res = {
+        k: torch.full((nb,), float("nan"), dtype=F64) for k in ("spectrum_interval", "spectrum_disk", "spectrum_scaled")
+    }
     wn = torch.zeros(nb, dtype=F64)
-    how, facts, certified = [], [], {k: True for k in res}
+    how, facts, certified = [], [], dict.fromkeys(res, True)
     for b in range(nb):
         e = _element(fb, b)
         s_b = float(flat_scale[b])
-        if N <= assemble_max:
+        if assemble_max >= N:
             Wd = _assemble(lambda x, e=e: e.apply(x), N, n, d)
             try:
                 ev = torch.linalg.eigvals(torch.eye(N, dtype=F64) - Wd)
@@ -346,28 +372,34 @@ def spectrum_factored(fb: FactoredBlocks, pi_safe, pi_ok, scale, si: Check, tdt,
             res["spectrum_scaled"][b] = max(im, (1 - s_b) - lo, hi - (1 + s_b), 0.0)
             wn[b] = torch.linalg.matrix_norm(Wd, ord=2)
             how.append("assembled")
-            certified = {k: False for k in res}
+            certified = dict.fromkeys(res, False)
             continue
         cnt = [0]
         p = pi_safe.reshape(-1, n)[b] if bool(pi_ok.reshape(-1)[b]) else torch.full((n,), 1.0 / n, dtype=F64)
         sq = p.sqrt()[:, None]
-        S = lambda x, e=e, sq=sq: x - e.apply(x / sq) * sq  # noqa: E731  D^{½} Δ D^{-½}
-        St = lambda x, e=e, sq=sq: x - e.apply_t(x * sq) / sq  # noqa: E731
-        Hs = lambda x: 0.5 * (S(x) + St(x))  # noqa: E731
-        KtK = lambda x: 0.25 * (St(S(x) - St(x)) - S(S(x) - St(x)))  # noqa: E731  (S − Sᵀ)ᵀ(S − Sᵀ)/4
-        MtM = lambda x: (lambda y: y - St(y))(x - S(x))  # noqa: E731  MᵀM, M = I − S = D^{½} W D^{-½}
-        WtW = lambda x, e=e: e.apply_t(e.apply(x))  # noqa: E731
+        S = lambda x, e=e, sq=sq: x - e.apply(x / sq) * sq
+        St = lambda x, e=e, sq=sq: x - e.apply_t(x * sq) / sq
+        Hs = lambda x: 0.5 * (S(x) + St(x))
+        KtK = lambda x: 0.25 * (St(S(x) - St(x)) - S(S(x) - St(x)))
+        MtM = lambda x: (lambda y: y - St(y))(x - S(x))
+        WtW = lambda x, e=e: e.apply_t(e.apply(x))
         lohi, _, r_h = _sym_extreme(Hs, N, n, d, "BE", cnt, seed, k=2)
         kk, _, r_k = _sym_extreme(KtK, N, n, d, "LA", cnt, seed)
         mm, _, r_m = _sym_extreme(MtM, N, n, d, "LA", cnt, seed)
         wn[b] = float(_sym_extreme(WtW, N, n, d, "LA", cnt, seed)[0][0].clamp(min=0).sqrt())
         lo, hi = float(lohi[0]), float(lohi[-1])
         im_b, mod_b = float(kk[0].clamp(min=0).sqrt()), float(mm[0].clamp(min=0).sqrt())
-        bounds = {"spectrum_interval": {"im": im_b, "low": -lo, "high": hi - 2},
-                  "spectrum_disk": {"mod": mod_b - 1},
-                  "spectrum_scaled": {"im": im_b, "low": (1 - s_b) - lo, "high": hi - (1 + s_b)}}
-        fact = {"bendixson_re": (lo, hi), "bendixson_im": im_b, "norm_W_pi": mod_b,
-                "ritz_residual": float(max(r_h.max(), r_k.max(), r_m.max()))}
+        bounds = {
+            "spectrum_interval": {"im": im_b, "low": -lo, "high": hi - 2},
+            "spectrum_disk": {"mod": mod_b - 1},
+            "spectrum_scaled": {"im": im_b, "low": (1 - s_b) - lo, "high": hi - (1 + s_b)},
+        }
+        fact = {
+            "bendixson_re": (lo, hi),
+            "bendixson_im": im_b,
+            "norm_W_pi": mod_b,
+            "ritz_residual": float(max(r_h.max(), r_k.max(), r_m.max())),
+        }
         t_b = tol(tdt, N, scale=max(float(wn[b]), 1.0))
         ritz: dict = {}
         for name, comps in bounds.items():
@@ -382,9 +414,12 @@ def spectrum_factored(fb: FactoredBlocks, pi_safe, pi_ok, scale, si: Check, tdt,
                 if comp not in ritz:
                     ritz[comp] = _arnoldi_extreme(e, comp, seed, cnt)
                 z = ritz[comp]
-                val = {"im": abs(z.imag), "low": -z.real if name == "spectrum_interval" else (1 - s_b) - z.real,
-                       "high": z.real - 2 if name == "spectrum_interval" else z.real - (1 + s_b),
-                       "mod": abs(z) - 1}[comp]
+                val = {
+                    "im": abs(z.imag),
+                    "low": -z.real if name == "spectrum_interval" else (1 - s_b) - z.real,
+                    "high": z.real - 2 if name == "spectrum_interval" else z.real - (1 + s_b),
+                    "mod": abs(z) - 1,
+                }[comp]
                 known = max(known, val)
             res[name][b] = max(known, 0.0)
         fact["arnoldi"] = {k: (v.real, v.imag) for k, v in ritz.items()}
@@ -404,12 +439,14 @@ def spectrum_factored(fb: FactoredBlocks, pi_safe, pi_ok, scale, si: Check, tdt,
         elif certified[name]:
             why = "certified by the Bendixson enclosure (residual: its upper bound)"
         else:
-            why = ("from Arnoldi Ritz values of the non-normal Δ where the Bendixson enclosure does not decide "
-                   "(no rigorous error bound)")
+            why = (
+                "from Arnoldi Ritz values of the non-normal Δ where the Bendixson enclosure does not decide "
+                "(no rigorous error bound)"
+            )
         out.append(make_check(name, r, t_sp, why))
     extra = {"spectrum_method": "assembled" if all(h == "assembled" for h in how) else "bendixson+arnoldi"}
     if facts:
-        extra["spectrum_facts"] = facts
+        extra["spectrum_facts"] = facts  # type: ignore[assignment]
     return tuple(out), extra
 
 
@@ -432,8 +469,9 @@ def _arnoldi_extreme(e: FactoredBlocks, comp: str, seed: int, cnt: list) -> comp
 
 
 # ------------------------------------------------------------------------------------ kernel
-def kernel_factored(fb: FactoredBlocks, n_comp: torch.Tensor, tdt, *, assemble_max: int = 32, k_max: int = 8,
-                    seed: int = 0):
+def kernel_factored(
+    fb: FactoredBlocks, n_comp: torch.Tensor, tdt, *, assemble_max: int = 32, k_max: int = 8, seed: int = 0
+):
     from scipy.sparse.linalg import ArpackNoConvergence
 
     """``(kernel_parallel, flat, kernel_dim, parallel_dim)`` from the smallest eigenpairs of ``ΔᵀΔ``
@@ -444,13 +482,13 @@ def kernel_factored(fb: FactoredBlocks, n_comp: torch.Tensor, tdt, *, assemble_m
     kp_res, kp_bnd, fl_res = (torch.zeros(nb, dtype=F64) for _ in range(3))
     kD_all, kC_all = torch.zeros(nb, dtype=torch.int64), torch.zeros(nb, dtype=torch.int64)
     undefined, fl_undef, whys = torch.zeros(nb, dtype=torch.bool), torch.zeros(nb, dtype=torch.bool), []
-    small = N <= assemble_max
+    small = assemble_max >= N
     thr_D = tol(tdt, N) if small else max(tol(tdt, N), math.sqrt(tol(F64, N)))
     thr_C = thr_D if small else max(tol(tdt, N), math.sqrt(tol(F64, N)))
     for b in range(nb):
         e = _element(fb, b)
-        Dfn = lambda x, e=e: x - e.apply(x)  # noqa: E731
-        DtD = lambda x, e=e: (lambda y: y - e.apply_t(y))(x - e.apply(x))  # noqa: E731
+        Dfn = lambda x, e=e: x - e.apply(x)
+        DtD = lambda x, e=e: (lambda y: y - e.apply_t(y))(x - e.apply(x))
         CtC = e.constraints_gram_apply
         if small:
             Dm = _assemble(Dfn, N, n, d)
@@ -480,13 +518,18 @@ def kernel_factored(fb: FactoredBlocks, n_comp: torch.Tensor, tdt, *, assemble_m
         kD_all[b], kC_all[b] = kD, kC
         if not complete and (kD == sD.numel() or kC == sC.numel()):
             undefined[b] = True
-            whys.append(f"undefined: a null space reaches the k_max = {sD.numel()} eigenpairs computed "
-                        f"(dim ker Δ ≥ {kD} or dim parallel ≥ {kC}); raise k_max")
+            whys.append(
+                f"undefined: a null space reaches the k_max = {sD.numel()} eigenpairs computed "
+                f"(dim ker Δ ≥ {kD} or dim parallel ≥ {kC}); raise k_max"
+            )
         K, Z = VD[:, :kD], VC[:, :kC]
-        r1 = (float(torch.linalg.matrix_norm(Dfn(Z.T.reshape(-1, n, d)).reshape(kC, N).T, ord=2)) / dn
-              if kC else 0.0)
-        r2 = (float(torch.linalg.eigvalsh(K.T @ CtC(K.T.reshape(-1, n, d)).reshape(kD, N).T).max().clamp(min=0).sqrt())
-              / cn if kD else 0.0)
+        r1 = float(torch.linalg.matrix_norm(Dfn(Z.T.reshape(-1, n, d)).reshape(kC, N).T, ord=2)) / dn if kC else 0.0
+        r2 = (
+            float(torch.linalg.eigvalsh(K.T @ CtC(K.T.reshape(-1, n, d)).reshape(kD, N).T).max().clamp(min=0).sqrt())
+            / cn
+            if kD
+            else 0.0
+        )
         kp_res[b] = max(r1, r2)
         bnd = max(thr_D, thr_C)
         if 0 < kD < sD.numel():  # Wedin / Davis–Kahan, as on the dense path
@@ -502,22 +545,40 @@ def kernel_factored(fb: FactoredBlocks, n_comp: torch.Tensor, tdt, *, assemble_m
         else:  # σ_need ≥ σ_k: a lower bound; certain failure only when it already exceeds the threshold
             fl_res[b] = float(sC[-1]) / cn
             fl_undef[b] = fl_res[b] <= thr_C
-            whys.append(f"flat: σ_{need} of C not computed (k_max = {sC.numel()}); residual is the lower "
-                        f"bound σ_{sC.numel()}/‖C‖")
+            whys.append(
+                f"flat: σ_{need} of C not computed (k_max = {sC.numel()}); residual is the lower "
+                f"bound σ_{sC.numel()}/‖C‖"
+            )
     bs = fb.batch
     kD_t, kC_t = kD_all.reshape(bs), kC_all.reshape(bs)
     kp_r = torch.where(undefined, torch.full_like(kp_res, float("nan")), kp_res).reshape(bs)
-    kp = make_check("kernel_parallel", kp_r, float(kp_bnd.max()), whys[0] if whys else None,
-                    holds=(kp_r <= kp_bnd.reshape(bs)) & (kD_t == kC_t))
+    kp = make_check(
+        "kernel_parallel",
+        kp_r,
+        float(kp_bnd.max()),
+        whys[0] if whys else None,
+        holds=(kp_r <= kp_bnd.reshape(bs)) & (kD_t == kC_t),
+    )
     fl_r = torch.where(fl_undef, torch.full_like(fl_res, float("nan")), fl_res).reshape(bs)
     flat = make_check("flat", fl_r, thr_C, next((w for w in whys if w.startswith("flat")), None))
     return kp, flat, kD_t, kC_t
 
 
 # ------------------------------------------------------------------------------------ assembly
-def diagnose_factored(w, *, probes: int = 3, seed: int = 0, pi=None, tdt=F64, assemble_max: int = 32,
-                      k_max: int = 8, chunk_elems: int = 1 << 22, spectrum: bool = True, kernel: bool = True,
-                      tdt_p=None):
+def diagnose_factored(
+    w,
+    *,
+    probes: int = 3,
+    seed: int = 0,
+    pi=None,
+    tdt=F64,
+    assemble_max: int = 32,
+    k_max: int = 8,
+    chunk_elems: int = 1 << 22,
+    spectrum: bool = True,
+    kernel: bool = True,
+    tdt_p=None,
+):
     """The factored :class:`numerics.laplacian.LaplacianDiagnostics` of a :class:`ConnectionWalk`
     (use :func:`numerics.laplacian.diagnose` with ``method="factored"``). ``spectrum`` / ``kernel``
     False skip those checks (reported undefined with the reason); ``k_max``: eigenpairs computed for
@@ -539,12 +600,15 @@ def diagnose_factored(w, *, probes: int = 3, seed: int = 0, pi=None, tdt=F64, as
     n_comp = weak_components(sup | sup.transpose(-1, -2))
     extra = {"method": "factored", "tolerance_dtype": str(tdt_p or tdt), "H": fb.H}
     if spectrum:
-        (s_int, s_disk, s_sc), facts = spectrum_factored(fb, st.safe, st.positive, scale, si, tdt,
-                                                         assemble_max=assemble_max, seed=seed)
+        (s_int, s_disk, s_sc), facts = spectrum_factored(
+            fb, st.safe, st.positive, scale, si, tdt, assemble_max=assemble_max, seed=seed
+        )
         extra.update(facts)
     else:
-        s_int, s_disk, s_sc = (_skipped(k, fb.batch, P.device, "skipped: spectrum=False")
-                               for k in ("spectrum_interval", "spectrum_disk", "spectrum_scaled"))
+        s_int, s_disk, s_sc = (
+            _skipped(k, fb.batch, P.device, "skipped: spectrum=False")
+            for k in ("spectrum_interval", "spectrum_disk", "spectrum_scaled")
+        )
     if kernel:
         kp, flat, kD, kC = kernel_factored(fb, n_comp, tdt, assemble_max=assemble_max, k_max=k_max, seed=seed)
     else:

@@ -20,6 +20,7 @@ Everything here is batched over leading dims ``...`` of a nonnegative ``P`` ``(.
 ``numerics.graphs`` answers the same questions with networkx and is kept independent of this
 module on purpose (the tests compare the two).
 """
+
 from __future__ import annotations
 
 import math
@@ -57,7 +58,6 @@ def _check_walk_matrix(P) -> torch.Tensor:
     return P
 
 
-
 @dataclass
 class StationaryInfo:
     """Left Perron data of a nonnegative ``P`` ``(..., n, n)``.
@@ -81,7 +81,6 @@ class StationaryInfo:
     reasons: list[str]
     condition: torch.Tensor | None = None  # cond(ρI − P + 11ᵀ) of the Perron solve; reducible
     # stochastic P: the largest cond(I − P_C + 11ᵀ) over the closed classes C; 1 where no solve ran
-
 
 
 @contract(support=Tensor("... n n", dtype="mask"))
@@ -133,9 +132,11 @@ def communicating_classes(support: torch.Tensor):
         same[b] = lab[:, None] == lab[None, :]
     dev = support.device
     bshape = support.shape[:-2]
-    return (torch.as_tensor(same, device=dev).reshape(*bshape, n, n),
-            torch.as_tensor(closed, device=dev).reshape(*bshape, n),
-            torch.as_tensor(n_closed, device=dev).reshape(bshape))
+    return (
+        torch.as_tensor(same, device=dev).reshape(*bshape, n, n),
+        torch.as_tensor(closed, device=dev).reshape(*bshape, n),
+        torch.as_tensor(n_closed, device=dev).reshape(bshape),
+    )
 
 
 @contract(support=Tensor("... n n", dtype="mask"))
@@ -171,14 +172,14 @@ def period(support: torch.Tensor) -> torch.Tensor:
             while queue:
                 u = queue.pop(0)
                 for v in np.nonzero(S[b, u])[0]:
-                    v = int(v)
+                    v = int(v)  # type: ignore[assignment]
                     if lab[v] != c:
                         continue
                     if v in level:
-                        g = math.gcd(g, abs(level[u] + 1 - level[v]))
+                        g = math.gcd(g, abs(level[u] + 1 - level[v]))  # type: ignore[index]
                     else:
-                        level[v] = level[u] + 1
-                        queue.append(v)
+                        level[v] = level[u] + 1  # type: ignore[index]
+                        queue.append(v)  # type: ignore[arg-type]
             out[b, nodes] = g
     return torch.as_tensor(out, device=support.device).reshape(support.shape[:-1])
 
@@ -230,8 +231,10 @@ def stationary_info(P, *, dtype: torch.dtype | None = None) -> StationaryInfo:
     reasons = [""] * math.prod(batch)
     for b, bad in enumerate(ill.reshape(-1).tolist()):
         if bad:
-            reasons[b] = (f"undefined: π is ill-conditioned (cond(ρI − P + 11ᵀ) = {cond.reshape(-1)[b].item():.1e}): "
-                          f"a nearly decomposable walk whose couplings are below roundoff")
+            reasons[b] = (
+                f"undefined: π is ill-conditioned (cond(ρI − P + 11ᵀ) = {cond.reshape(-1)[b].item():.1e}): "
+                f"a nearly decomposable walk whose couplings are below roundoff"
+            )
     flatP = P.reshape(-1, n, n)
     flat_pi = pi.reshape(-1, n).clone()
     flat_irr = irreducible.reshape(-1)
@@ -270,14 +273,18 @@ def stationary_info(P, *, dtype: torch.dtype | None = None) -> StationaryInfo:
         if ill_cls:
             flat_pi[b] = float("nan")
             where, c_c = max(ill_cls, key=lambda t: t[1])
-            reasons[b] = (f"undefined: π is ill-conditioned on closed class {where} (cond(I − P_C + 11ᵀ) = "
-                          f"{c_c:.1e}): a nearly decomposable class whose couplings are below roundoff")
+            reasons[b] = (
+                f"undefined: π is ill-conditioned on closed class {where} (cond(I − P_C + 11ᵀ) = "
+                f"{c_c:.1e}): a nearly decomposable class whose couplings are below roundoff"
+            )
             continue
         flat_pi[b] = piv
         msgs = []
         if k > 1:
-            msgs.append(f"several stationary distributions ({k} closed classes): π not unique, "
-                        f"reported π weights each class 1/{k}")
+            msgs.append(
+                f"several stationary distributions ({k} closed classes): π not unique, "
+                f"reported π weights each class 1/{k}"
+            )
         if bool(flat_tr[b]):
             msgs.append("transient states: the stationary π has zeros (no positive π)")
         reasons[b] = "; ".join(msgs)
@@ -286,8 +293,17 @@ def stationary_info(P, *, dtype: torch.dtype | None = None) -> StationaryInfo:
     unique = (n_closed == 1) & ~torch.isnan(pi).any(-1)
     res = (pi.unsqueeze(-2) @ P).squeeze(-2) - rho[..., None] * pi
     residual = res.abs().amax(-1)
-    return StationaryInfo(pi=pi, rho=rho, irreducible=irreducible, n_closed=n_closed, transient=transient,
-                          unique=unique, residual=residual, reasons=reasons, condition=cond)
+    return StationaryInfo(
+        pi=pi,
+        rho=rho,
+        irreducible=irreducible,
+        n_closed=n_closed,
+        transient=transient,
+        unique=unique,
+        residual=residual,
+        reasons=reasons,
+        condition=cond,
+    )
 
 
 @contract(P=Tensor("... n n", nonneg=True))
@@ -301,5 +317,3 @@ def stationary_distribution(P) -> torch.Tensor:
         why = next(r for r, b in zip(info.reasons, bad.reshape(-1).tolist()) if b) or "not unique"
         raise UndefinedError(f"no unique stationary distribution: {why}", argument="P")
     return info.pi
-
-

@@ -35,6 +35,7 @@ circulant; use :func:`linear_operator` / the autograd Jacobian of :mod:`numerics
 Discrete layer stacks select with the per-layer factor, not with ``Re σ`` (see
 :func:`discrete_selection`).
 """
+
 from __future__ import annotations
 
 import math
@@ -44,7 +45,14 @@ import torch
 
 from numerics._threads import small_problem_threads
 from numerics.contracts import Choice, Complex, Flag, Float, FloatDType, Instance, Int, Passthrough, Tensor, contract
-from numerics.errors import ConnwalkError, NonFiniteError, NotStochasticError, ParameterError, ShapeError, UndefinedError
+from numerics.errors import (
+    ConnwalkError,
+    NonFiniteError,
+    NotStochasticError,
+    ParameterError,
+    ShapeError,
+    UndefinedError,
+)
 from numerics.tolerance import tol
 from numerics.validate import (
     as_tensor,
@@ -57,17 +65,42 @@ from numerics.validate import (
 
 __all__ = [
     # vocabulary
-    "CLUSTER", "ROTATING_CLUSTER", "STATIONARY", "TRAVELLING", "STANDING", "TRAVELLING_HELIX",
-    "STANDING_HELIX", "COEXISTING", "INCOHERENT", "PATTERN_CLASSES",
+    "CLUSTER",
+    "ROTATING_CLUSTER",
+    "STATIONARY",
+    "TRAVELLING",
+    "STANDING",
+    "TRAVELLING_HELIX",
+    "STANDING_HELIX",
+    "COEXISTING",
+    "INCOHERENT",
+    "PATTERN_CLASSES",
     # kernels
-    "gaussian_kernel", "kernel_from_bias", "circulant", "validate_kernels", "validate_transports",
+    "gaussian_kernel",
+    "kernel_from_bias",
+    "circulant",
+    "validate_kernels",
+    "validate_transports",
     # linear theory
-    "signed_wavenumbers", "kernel_hat", "symbol", "dispersion", "PatternPrediction",
-    "predict_pattern", "linear_operator", "predict_from_operator", "polarisation",
+    "signed_wavenumbers",
+    "kernel_hat",
+    "symbol",
+    "dispersion",
+    "PatternPrediction",
+    "predict_pattern",
+    "linear_operator",
+    "predict_from_operator",
+    "polarisation",
     "naive_per_head_growth",
     # non-normal / discrete
-    "TransientGrowth", "transient_growth", "StackSelection", "discrete_selection", "effective_time",
-    "prenorm_layer_steps", "canonical_pattern", "distinct_patterns",
+    "TransientGrowth",
+    "transient_growth",
+    "StackSelection",
+    "discrete_selection",
+    "effective_time",
+    "prenorm_layer_steps",
+    "canonical_pattern",
+    "distinct_patterns",
 ]
 
 # ----------------------------------------------------------------------------- pattern vocabulary
@@ -80,8 +113,17 @@ TRAVELLING_HELIX = "travelling helix"  # rotating wave, one handedness (asymmetr
 STANDING_HELIX = "standing helix"  # rotating wave, tied ±k helices (symmetric kernel)
 COEXISTING = "coexisting modes"  # several distinct modes of (nearly) equal growth / power
 INCOHERENT = "incoherent"  # no dominant mode (classifier only)
-PATTERN_CLASSES = (CLUSTER, ROTATING_CLUSTER, STATIONARY, TRAVELLING, STANDING, TRAVELLING_HELIX,
-                   STANDING_HELIX, COEXISTING, INCOHERENT)
+PATTERN_CLASSES = (
+    CLUSTER,
+    ROTATING_CLUSTER,
+    STATIONARY,
+    TRAVELLING,
+    STANDING,
+    TRAVELLING_HELIX,
+    STANDING_HELIX,
+    COEXISTING,
+    INCOHERENT,
+)
 
 #: polarisation below ``1 − POLARISATION_TOL`` counts as rotating (tokens trace an ellipse)
 POLARISATION_TOL = 1e-6
@@ -100,7 +142,7 @@ def gaussian_kernel(n: int, center: float, width: float, *, dtype=torch.float64,
         raise ParameterError(f"width must be positive and finite, got {width}", argument="width")
     m = torch.arange(n, dtype=dtype, device=device)
     delta = torch.remainder(m - center + n / 2, n) - n / 2
-    a = torch.exp(-delta**2 / (2 * width**2))
+    a = torch.exp(-(delta**2) / (2 * width**2))
     return a / a.sum()
 
 
@@ -151,7 +193,9 @@ def validate_kernels(kernels, *, normalize: bool = False) -> torch.Tensor:
     if r > bound:
         raise NotStochasticError(
             f"kernel rows must sum to 1 (max |sum − 1| = {r:.3e} > {bound:.1e}); pass normalize=True to "
-            "normalise explicitly", argument="kernels")
+            "normalise explicitly",
+            argument="kernels",
+        )
     return a
 
 
@@ -319,8 +363,7 @@ def _canonical_arrays(sig: torch.Tensor, n: int) -> tuple[torch.Tensor, torch.Te
     return ks.abs(), torch.where(flip, sig.conj(), sig)
 
 
-def _classify_prediction(k_star: int, sigma: complex, pol: float, tie: bool, ties: list, n: int,
-                         tie_tol: float) -> str:
+def _classify_prediction(k_star: int, sigma: complex, pol: float, tie: bool, ties: list, n: int, tie_tol: float) -> str:
     rotating = pol < 1 - POLARISATION_TOL and abs(sigma.imag) > tie_tol
     if tie:
         ks = {abs(k) for k, _ in ties}
@@ -335,8 +378,12 @@ def _classify_prediction(k_star: int, sigma: complex, pol: float, tie: bool, tie
     return TRAVELLING_HELIX if rotating else TRAVELLING
 
 
-@contract(ks=Instance((list, tuple), "a list of wavenumbers"), sig=Instance((list, tuple), "a list of growth rates"),
-          n=Int(lo=1), tie_tol=Float(lo=0.0, closed=True))
+@contract(
+    ks=Instance((list, tuple), "a list of wavenumbers"),
+    sig=Instance((list, tuple), "a list of growth rates"),
+    n=Int(lo=1),
+    tie_tol=Float(lo=0.0, closed=True),
+)
 def distinct_patterns(ks: list[int], sig: list[complex], n: int, tie_tol: float) -> list[tuple[int, complex]]:
     """Distinct real patterns among ``(k, σ)`` pairs: merge ``(k, σ)`` with ``(−k, σ̄)``."""
     reps: list[tuple[int, complex]] = []
@@ -360,7 +407,9 @@ def predict_pattern(kernels, transports, *, normalize: bool = False, tie_tol: fl
     a, T = _validate(kernels, transports, normalize)
     H, n = a.shape
     d = T.shape[-1]
-    M = torch.einsum("hk,hab->kab", kernel_hat(a), T.to(torch.complex128 if a.dtype == torch.float64 else torch.complex64))
+    M = torch.einsum(
+        "hk,hab->kab", kernel_hat(a), T.to(torch.complex128 if a.dtype == torch.float64 else torch.complex64)
+    )
     sig = torch.linalg.eigvals(M) - 1  # (n, d): all branches (eigenvectors only at k*, below)
     scale = max(1.0, sig.abs().max().item())
     ttol = tie_tol if tie_tol is not None else tol(a.dtype, n * d, scale=scale)
@@ -392,9 +441,23 @@ def predict_pattern(kernels, transports, *, normalize: bool = False, tie_tol: fl
         gap_k, runner = best - diff_k.flatten()[flat_i].item(), int(kc[flat_i // d].item())
     else:
         gap_k, runner = math.inf, None
-    return _finish(n=n, d=d, k_star=k_star, sigma=sigma, v=v, tie=tie, ties=ties, gap=gap, gap_k=gap_k,
-                   runner=runner, ttol=ttol, method="fft",
-                   disp=sig.gather(-1, torch.argsort(sig.real, -1, descending=True)), purity=1.0, device=a.device)
+    return _finish(
+        n=n,
+        d=d,
+        k_star=k_star,
+        sigma=sigma,
+        v=v,
+        tie=tie,
+        ties=ties,
+        gap=gap,
+        gap_k=gap_k,
+        runner=runner,
+        ttol=ttol,
+        method="fft",
+        disp=sig.gather(-1, torch.argsort(sig.real, -1, descending=True)),
+        purity=1.0,
+        device=a.device,
+    )
 
 
 def _normalise_phase(v: torch.Tensor) -> torch.Tensor:
@@ -406,9 +469,24 @@ def _normalise_phase(v: torch.Tensor) -> torch.Tensor:
     return v
 
 
-def _finish(*, n: int, d: int, k_star: int, sigma: complex, v: torch.Tensor, tie: bool, ties: list, gap: float,
-            gap_k: float, runner: int | None, ttol: float, method: str, disp: torch.Tensor | None, purity: float,
-            device) -> PatternPrediction:
+def _finish(
+    *,
+    n: int,
+    d: int,
+    k_star: int,
+    sigma: complex,
+    v: torch.Tensor,
+    tie: bool,
+    ties: list,
+    gap: float,
+    gap_k: float,
+    runner: int | None,
+    ttol: float,
+    method: str,
+    disp: torch.Tensor | None,
+    purity: float,
+    device,
+) -> PatternPrediction:
     """Assemble a :class:`PatternPrediction` from the selected mode (keyword-only: the fields' names)."""
     pol = polarisation(v)
     rotating = pol < 1 - POLARISATION_TOL and abs(sigma.imag) > ttol
@@ -420,12 +498,29 @@ def _finish(*, n: int, d: int, k_star: int, sigma: complex, v: torch.Tensor, tie
     plane = torch.stack([v.real, -v.imag]).to(torch.float64)
     cls = _classify_prediction(k_star, sigma, pol, tie, ties, n, ttol)
     return PatternPrediction(
-        n=n, d=d, k_star=int(k_star), growth_rate=sigma, phase_velocity=float(c),
-        rotation_frequency=float(freq) if rotating else 0.0, frequency=float(freq), eigenvector=v, mode=mode,
-        rotation_plane=plane, polarisation=pol,
+        n=n,
+        d=d,
+        k_star=int(k_star),
+        growth_rate=sigma,
+        phase_velocity=float(c),
+        rotation_frequency=float(freq) if rotating else 0.0,
+        frequency=float(freq),
+        eigenvector=v,
+        mode=mode,
+        rotation_plane=plane,
+        polarisation=pol,
         conjugate_pair=not ((k_star == 0 or 2 * abs(k_star) == n) and abs(sigma.imag) <= ttol),
-        tie=tie, ties=ties, gap=float(gap), gap_k=float(gap_k), runner_up_k=runner, pattern_class=cls,
-        tie_tol=ttol, dispersion=disp, method=method, purity=purity)
+        tie=tie,
+        ties=ties,
+        gap=float(gap),
+        gap_k=float(gap_k),
+        runner_up_k=runner,
+        pattern_class=cls,
+        tie_tol=ttol,
+        dispersion=disp,
+        method=method,
+        purity=purity,
+    )
 
 
 @contract(attention=Tensor(("H n", "H n n"), nonneg=True), transports=Tensor("H d d"), mins={"n": 2})
@@ -448,8 +543,12 @@ def linear_operator(attention, transports) -> torch.Tensor:
     n, d = A.shape[-1], T.shape[-1]
     from numerics.validate import check_memory
 
-    check_memory("attention", 3 * (n * d) ** 2 * A.element_size(), f"the dense (nd)×(nd) Jacobian (n={n}, d={d})",
-                 "predict_pattern (FFT, ring kernels) or numerics.spectra on a ConnectionWalk")
+    check_memory(
+        "attention",
+        3 * (n * d) ** 2 * A.element_size(),
+        f"the dense (nd)×(nd) Jacobian (n={n}, d={d})",
+        "predict_pattern (FFT, ring kernels) or numerics.spectra on a ConnectionWalk",
+    )
     B = torch.einsum("hij,hab->iajb", A, T).reshape(n * d, n * d)
     return B - torch.eye(n * d, dtype=B.dtype, device=B.device)
 
@@ -488,7 +587,7 @@ def predict_from_operator(J, n: int, d: int, *, tie_tol: float | None = None) ->
     k_star, sigma, flipped = canonical_pattern(kk, sigma, n)
     ks = signed_wavenumbers(n, device=J.device)
     pk = p.clone()
-    mask = (ks.abs() == abs(k_star))
+    mask = ks.abs() == abs(k_star)
     purity = (pk[mask].sum() / pk.sum()).item()
     C = torch.fft.fft(w, dim=0) / n
     v = C[kk]
@@ -501,9 +600,23 @@ def predict_from_operator(J, n: int, d: int, *, tie_tol: float | None = None) ->
     conj_mask = (ev - complex(sigma).conjugate()).abs() <= ttol
     rest[conj_mask] = -math.inf
     gap = best - rest.max().item() if bool(torch.isfinite(rest).any()) else math.inf
-    pred = _finish(n=n, d=d, k_star=k_star, sigma=sigma, v=v, tie=len(reps) > 1, ties=reps, gap=gap,
-                   gap_k=math.nan, runner=None, ttol=ttol, method="dense", disp=None, purity=purity,
-                   device=J.device)
+    pred = _finish(
+        n=n,
+        d=d,
+        k_star=k_star,
+        sigma=sigma,
+        v=v,
+        tie=len(reps) > 1,
+        ties=reps,
+        gap=gap,
+        gap_k=math.nan,
+        runner=None,
+        ttol=ttol,
+        method="dense",
+        disp=None,
+        purity=purity,
+        device=J.device,
+    )
     pred.extra["eigenvalues"] = ev
     return pred
 
@@ -535,8 +648,12 @@ def transient_growth(J, times) -> TransientGrowth:
     check_finite("times", t)
     from numerics.validate import check_memory
 
-    check_memory("times", 3 * t.numel() * J.numel() * J.element_size(),
-                 f"{t.numel()} dense matrix exponentials of size {J.shape[0]}", "fewer times")
+    check_memory(
+        "times",
+        3 * t.numel() * J.numel() * J.element_size(),
+        f"{t.numel()} dense matrix exponentials of size {J.shape[0]}",
+        "fewer times",
+    )
     with small_problem_threads(J):
         E = torch.linalg.matrix_exp(t[:, None, None] * J[None])
         norms = torch.linalg.matrix_norm(E, ord=2)
@@ -618,18 +735,30 @@ class StackSelection:
     def messages(self) -> list[str]:
         out = []
         if self.differs:
-            out.append(f"{self.scheme} stack (eta={self.eta}) selects |k|={abs(self.k_star)} but the continuous "
-                       f"flow selects |k|={abs(self.k_continuous)} (per-layer factor vs Re σ)")
+            out.append(
+                f"{self.scheme} stack (eta={self.eta}) selects |k|={abs(self.k_star)} but the continuous "
+                f"flow selects |k|={abs(self.k_continuous)} (per-layer factor vs Re σ)"
+            )
         if self.frozen:
-            out.append(f"{self.scheme} stack: after {self.layers} layers (effective time {self.effective_time:.3g}; "
-                       f"the flow needs {self.time_needed:.3g}) the winner leads the runner-up only by a factor "
-                       f"e^{self.contrast:.2f}: the pattern freezes before selection finishes")
+            out.append(
+                f"{self.scheme} stack: after {self.layers} layers (effective time {self.effective_time:.3g}; "
+                f"the flow needs {self.time_needed:.3g}) the winner leads the runner-up only by a factor "
+                f"e^{self.contrast:.2f}: the pattern freezes before selection finishes"
+            )
         return out
 
 
 @contract(**_KT, eta=Float(lo=0.0), layers=Int(lo=1), scheme=_SCHEME, min_contrast=Float(lo=1.0), mins={"n": 2})
-def discrete_selection(kernels, transports, eta: float, layers: int, *, scheme: str = "postnorm",
-                       min_contrast: float = 10.0, normalize: bool = False) -> StackSelection:
+def discrete_selection(
+    kernels,
+    transports,
+    eta: float,
+    layers: int,
+    *,
+    scheme: str = "postnorm",
+    min_contrast: float = 10.0,
+    normalize: bool = False,
+) -> StackSelection:
     r"""Mode selection of a discrete stack, from the symbol ``μ = eig M(k)``.
 
     * ``postnorm``: per-layer factor ``|1 + h(μ − 1)|``, ``h = η/(1+η)``; selection
@@ -671,6 +800,16 @@ def discrete_selection(kernels, transports, eta: float, layers: int, *, scheme: 
     gap_c = (re[kc] - o2.max()).item() if bool(torch.isfinite(o2).any()) else math.inf
     need = math.log(min_contrast) / gap_c if gap_c > 0 else math.inf
     tau = effective_time(scheme, eta, int(layers))
-    return StackSelection(scheme=scheme, eta=float(eta), layers=int(layers), k_star=k_disc, k_continuous=k_cont,
-                          differs=k_disc != k_cont, effective_time=tau, contrast=float(contrast),
-                          frozen=contrast < math.log(min_contrast), time_needed=need, log_gain=lg)
+    return StackSelection(
+        scheme=scheme,
+        eta=float(eta),
+        layers=int(layers),
+        k_star=k_disc,
+        k_continuous=k_cont,
+        differs=k_disc != k_cont,
+        effective_time=tau,
+        contrast=float(contrast),
+        frozen=contrast < math.log(min_contrast),
+        time_needed=need,
+        log_gain=lg,
+    )

@@ -42,6 +42,7 @@ Numerical failure is detected: a priori, an RK4 step outside the stability/accur
 linearised operator raises :class:`~numerics.errors.UnstableStepError`; during the run NaN/inf, a
 norm above ``max_norm`` or a zero-norm token raise :class:`~numerics.errors.SimulationDivergedError`.
 """
+
 from __future__ import annotations
 
 import math
@@ -54,15 +55,30 @@ import torch
 from numerics._threads import small_problem_threads
 from numerics.contracts import Choice, Flag, Float, FloatDType, Instance, Int, Passthrough, Tensor, contract
 from numerics.errors import (
-    DTypeError, NonFiniteError, ParameterError, ShapeError, SimulationDivergedError, UnstableStepError,
+    DTypeError,
+    NonFiniteError,
+    ParameterError,
+    ShapeError,
+    SimulationDivergedError,
+    UnstableStepError,
 )
 from numerics.patterns import StackSelection, discrete_selection, effective_time, validate_kernels, validate_transports
 from numerics.validate import as_tensor, check_finite, check_ndim, check_same
 
 __all__ = [
-    "MHADynamics", "Trajectory", "SelectionWarning", "simulate_flow", "simulate_stack", "rk4_amplification",
-    "check_rk4_step", "perturbed_homogeneous", "sphere_project", "layer_norm", "sinusoidal_pe",
-    "BatchedDynamics", "simulate_cells",
+    "MHADynamics",
+    "Trajectory",
+    "SelectionWarning",
+    "simulate_flow",
+    "simulate_stack",
+    "rk4_amplification",
+    "check_rk4_step",
+    "perturbed_homogeneous",
+    "sphere_project",
+    "layer_norm",
+    "sinusoidal_pe",
+    "BatchedDynamics",
+    "simulate_cells",
 ]
 
 
@@ -76,8 +92,12 @@ def rk4_amplification(z: torch.Tensor) -> torch.Tensor:
     return 1 + z + z**2 / 2 + z**3 / 6 + z**4 / 24
 
 
-_DYN = Instance(lambda: MHADynamics, "an MHADynamics",
-                bind=lambda dyn: {"d": dyn.d} | ({"n": dyn.n} if dyn.n is not None else {}), tensor=lambda dyn: dyn.T)
+_DYN = Instance(
+    lambda: MHADynamics,
+    "an MHADynamics",
+    bind=lambda dyn: {"d": dyn.d} | ({"n": dyn.n} if dyn.n is not None else {}),
+    tensor=lambda dyn: dyn.T,
+)
 _X = Tensor("... n d")
 _content_spec = Tensor("H k d")
 
@@ -91,8 +111,12 @@ def _content_env():
 def _check_scores_memory(name: str, H: int, n: int, like: torch.Tensor) -> None:
     from numerics.validate import check_memory
 
-    check_memory(name, 4 * H * n * n * like.element_size(), f"the (H, n, n) attention scores (H={H}, n={n})",
-                 "a smaller ring (numerics.patterns.predict_pattern needs only the (H, n) kernels)")
+    check_memory(
+        name,
+        4 * H * n * n * like.element_size(),
+        f"the (H, n, n) attention scores (H={H}, n={n})",
+        "a smaller ring (numerics.patterns.predict_pattern needs only the (H, n) kernels)",
+    )
 
 
 class MHADynamics:
@@ -103,12 +127,31 @@ class MHADynamics:
     ``(H, d_k, d)`` or ``None``; ``beta`` content scale; ``abs_pe`` ``(n, d)``; ``rope`` ``None`` or a
     base (e.g. ``10000.0``); ``causal``; ``normalization`` ``"softmax"``/``"sigmoid"``."""
 
-    @contract(transports=Tensor("H d d"), kernels=Tensor("H n", nonneg=True, optional=True),
-              pos_bias=Tensor("H n n", neg_inf=True, optional=True), content=Passthrough(), beta=Float(),
-              abs_pe=Tensor("n d", optional=True), rope=Float(lo=0.0, optional=True), causal=Flag(),
-              normalization=Choice(("softmax", "sigmoid")), mins={"n": 2})
-    def __init__(self, transports, *, kernels=None, pos_bias=None, content=None, beta: float = 1.0,
-                 abs_pe=None, rope: float | None = None, causal: bool = False, normalization: str = "softmax"):
+    @contract(
+        transports=Tensor("H d d"),
+        kernels=Tensor("H n", nonneg=True, optional=True),
+        pos_bias=Tensor("H n n", neg_inf=True, optional=True),
+        content=Passthrough(),
+        beta=Float(),
+        abs_pe=Tensor("n d", optional=True),
+        rope=Float(lo=0.0, optional=True),
+        causal=Flag(),
+        normalization=Choice(("softmax", "sigmoid")),
+        mins={"n": 2},
+    )
+    def __init__(
+        self,
+        transports,
+        *,
+        kernels=None,
+        pos_bias=None,
+        content=None,
+        beta: float = 1.0,
+        abs_pe=None,
+        rope: float | None = None,
+        causal: bool = False,
+        normalization: str = "softmax",
+    ):
         T = validate_transports(transports)
         self.T = T
         H, d = T.shape[0], T.shape[-1]
@@ -174,8 +217,9 @@ class MHADynamics:
         self.rope = rope
         self.causal = bool(causal)
         if normalization not in ("softmax", "sigmoid"):
-            raise ShapeError(f"normalization must be 'softmax' or 'sigmoid', got {normalization!r}",
-                             argument="normalization")
+            raise ShapeError(
+                f"normalization must be 'softmax' or 'sigmoid', got {normalization!r}", argument="normalization"
+            )
         self.normalization = normalization
         self.H, self.d = H, d
         self._A_const: torch.Tensor | None = None
@@ -197,8 +241,9 @@ class MHADynamics:
         if X.shape[-1] != self.d or (self.n is not None and X.shape[-2] != self.n):
             raise ShapeError(f"expected (..., {self.n or 'n'}, {self.d}), got {tuple(X.shape)}", argument=name)
         if X.dtype != self.T.dtype:
-            raise DTypeError(f"dtype {X.dtype} differs from the dynamics' {self.T.dtype}; cast explicitly",
-                             argument=name)
+            raise DTypeError(
+                f"dtype {X.dtype} differs from the dynamics' {self.T.dtype}; cast explicitly", argument=name
+            )
         check_same(["transports", name], [self.T, X])
         return X
 
@@ -273,13 +318,17 @@ class MHADynamics:
         n, d = X.shape
         from numerics.validate import check_memory
 
-        check_memory("X", 4 * (n * d) ** 2 * X.element_size() * max(self.H, 1),
-                     f"the dense (nd)×(nd) autograd Jacobian (n={n}, d={d})",
-                     "numerics.patterns.predict_pattern (FFT) or a smaller n")
+        check_memory(
+            "X",
+            4 * (n * d) ** 2 * X.element_size() * max(self.H, 1),
+            f"the dense (nd)×(nd) autograd Jacobian (n={n}, d={d})",
+            "numerics.patterns.predict_pattern (FFT) or a smaller n",
+        )
         fn = self._sphere_velocity if sphere else self._velocity
         with small_problem_threads(X):
-            Jt = torch.autograd.functional.jacobian(lambda v: fn(v.reshape(n, d)).reshape(-1), X.reshape(-1),
-                                                    vectorize=True)
+            Jt = torch.autograd.functional.jacobian(
+                lambda v: fn(v.reshape(n, d)).reshape(-1), X.reshape(-1), vectorize=True
+            )
         return Jt
 
     @contract(self=_DYN, x_star=Tensor("d"))
@@ -289,8 +338,9 @@ class MHADynamics:
             raise ShapeError("n is unknown (no kernels, pos_bias or abs_pe)", argument="x_star")
         x = as_tensor("x_star", x_star)
         if x.dtype != self.T.dtype:
-            raise DTypeError(f"dtype {x.dtype} differs from the dynamics' {self.T.dtype}; cast explicitly",
-                             argument="x_star")
+            raise DTypeError(
+                f"dtype {x.dtype} differs from the dynamics' {self.T.dtype}; cast explicitly", argument="x_star"
+            )
         return self._attention(x.reshape(1, -1).expand(self.n, self.d).contiguous())
 
     def lipschitz_bound(self) -> float:
@@ -342,10 +392,19 @@ class Trajectory:
         return self.states[-1]
 
 
-@contract(n=Int(lo=2), d=Int(lo=1), x_star=Tensor("d"), eps=Float(lo=0.0, closed=True), batch=Passthrough(),
-          generator=Passthrough(), dtype=FloatDType(), device=Passthrough())
-def perturbed_homogeneous(n: int, d: int, x_star, eps: float, *, batch: tuple = (), generator=None,
-                          dtype=torch.float64, device=None) -> torch.Tensor:
+@contract(
+    n=Int(lo=2),
+    d=Int(lo=1),
+    x_star=Tensor("d"),
+    eps=Float(lo=0.0, closed=True),
+    batch=Passthrough(),
+    generator=Passthrough(),
+    dtype=FloatDType(),
+    device=Passthrough(),
+)
+def perturbed_homogeneous(
+    n: int, d: int, x_star, eps: float, *, batch: tuple = (), generator=None, dtype=torch.float64, device=None
+) -> torch.Tensor:
     """``X0 = 1 ⊗ x* + eps·ξ`` ``(*batch, n, d)`` with ``ξ`` standard normal (seeded by ``generator``)."""
     if int(n) < 2:
         raise ShapeError(f"need n >= 2 tokens, got {n}", argument="n")
@@ -365,8 +424,9 @@ def sphere_project(X: torch.Tensor, *, where: str = "") -> torch.Tensor:
 def _sphere_project(X: torch.Tensor, *, where: str = "") -> torch.Tensor:
     r = torch.linalg.vector_norm(X, dim=-1, keepdim=True)
     if bool((r == 0).any()) or not bool(torch.isfinite(r).all()):
-        raise SimulationDivergedError(f"zero-norm or non-finite token in sphere normalisation {where}".strip(),
-                                      argument="X")
+        raise SimulationDivergedError(
+            f"zero-norm or non-finite token in sphere normalisation {where}".strip(), argument="X"
+        )
     return X / r
 
 
@@ -380,8 +440,9 @@ def _layer_norm(X: torch.Tensor, *, where: str = "") -> torch.Tensor:
     c = X - X.mean(-1, keepdim=True)
     s = c.pow(2).mean(-1, keepdim=True).sqrt()
     if bool((s == 0).any()):
-        raise SimulationDivergedError(f"token with zero feature variance in LayerNorm {where} (d={X.shape[-1]})".strip(),
-                                      argument="X")
+        raise SimulationDivergedError(
+            f"token with zero feature variance in LayerNorm {where} (d={X.shape[-1]})".strip(), argument="X"
+        )
     return c / s
 
 
@@ -390,8 +451,14 @@ def _linear_spectrum(dyn: MHADynamics, X0: torch.Tensor, sphere: bool, max_dense
     content-free ring, autograd Jacobian when ``n·d <= max_dense``, else ``None``."""
     from numerics.patterns import dispersion
 
-    if (dyn.content_free and dyn.kernels is not None and dyn.abs_pe is None and not dyn.causal
-            and dyn.normalization == "softmax" and not sphere):
+    if (
+        dyn.content_free
+        and dyn.kernels is not None
+        and dyn.abs_pe is None
+        and not dyn.causal
+        and dyn.normalization == "softmax"
+        and not sphere
+    ):
         return dispersion(dyn.kernels, dyn.T).reshape(-1)
     x = X0.reshape(-1, *X0.shape[-2:])[0]
     n, d = x.shape
@@ -402,8 +469,9 @@ def _linear_spectrum(dyn: MHADynamics, X0: torch.Tensor, sphere: bool, max_dense
 
 
 @contract(dyn=_DYN, X0=_X, dt=Float(lo=0.0), sphere=Flag(), max_dense=Int(lo=0), accuracy=Float(lo=0.0))
-def check_rk4_step(dyn: MHADynamics, X0, dt: float, *, sphere: bool = False, max_dense: int = 1024,
-                   accuracy: float = 0.05) -> float:
+def check_rk4_step(
+    dyn: MHADynamics, X0, dt: float, *, sphere: bool = False, max_dense: int = 1024, accuracy: float = 0.05
+) -> float:
     r"""Refuse a step ``dt`` that RK4 cannot integrate for the linearisation at ``X0``.
 
     For each eigenvalue ``λ`` (``z = λ dt``): a non-growing mode (``Re λ ≤ 0``) must not be
@@ -415,8 +483,9 @@ def check_rk4_step(dyn: MHADynamics, X0, dt: float, *, sphere: bool = False, max
     if lam is None:
         L = dyn.lipschitz_bound()
         if dt * L > 2.5:
-            raise UnstableStepError(f"dt={dt} exceeds the RK4 bound 2.5/L = {2.5 / L:.3g} (L = 1 + Σ‖T_h‖₂ = {L:.3g})",
-                                    argument="dt")
+            raise UnstableStepError(
+                f"dt={dt} exceeds the RK4 bound 2.5/L = {2.5 / L:.3g} (L = 1 + Σ‖T_h‖₂ = {L:.3g})", argument="dt"
+            )
         return dt * L
     z = lam.to(torch.complex128) * dt
     R = rk4_amplification(z)
@@ -443,14 +512,32 @@ def _guard(X: torch.Tensor, max_norm: float, where: str) -> None:
         raise SimulationDivergedError(f"non-finite state at {where}", argument="X0")
     m = X.abs().max().item()
     if m > max_norm:
-        raise SimulationDivergedError(f"state magnitude {m:.3g} exceeds max_norm={max_norm:.3g} at {where}",
-                                      argument="X0")
+        raise SimulationDivergedError(
+            f"state magnitude {m:.3g} exceeds max_norm={max_norm:.3g} at {where}", argument="X0"
+        )
 
 
-@contract(dyn=_DYN, X0=_X, t_final=Float(lo=0.0), dt=Float(lo=0.0), sphere=Flag(), save_every=Int(lo=1),
-          check_step=Flag(), max_norm=Float(lo=0.0, inf_ok=True))
-def simulate_flow(dyn: MHADynamics, X0, t_final: float, dt: float = 0.01, *, sphere: bool = False,
-                  save_every: int = 1, check_step: bool = True, max_norm: float = 1e100) -> Trajectory:
+@contract(
+    dyn=_DYN,
+    X0=_X,
+    t_final=Float(lo=0.0),
+    dt=Float(lo=0.0),
+    sphere=Flag(),
+    save_every=Int(lo=1),
+    check_step=Flag(),
+    max_norm=Float(lo=0.0, inf_ok=True),
+)
+def simulate_flow(
+    dyn: MHADynamics,
+    X0,
+    t_final: float,
+    dt: float = 0.01,
+    *,
+    sphere: bool = False,
+    save_every: int = 1,
+    check_step: bool = True,
+    max_norm: float = 1e100,
+) -> Trajectory:
     r"""RK4 integration of ``dX/dt = f(X)`` (or the sphere flow) from ``X0`` ``(..., n, d)`` to ``t_final``.
 
     ``t_final / dt`` must be a whole number of steps (checked, not rounded silently). States are saved
@@ -493,12 +580,31 @@ def _rk4_loop(fn, X, dt, steps, sphere, save_every, max_norm):
     return times, states
 
 
-@contract(dyn=_DYN, X0=_X, layers=Int(lo=1), eta=Float(lo=0.0), scheme=Choice(("postnorm", "prenorm")),
-          norm=Choice(("sphere", "layernorm")), save_every=Int(lo=1), max_norm=Float(lo=0.0, inf_ok=True),
-          min_contrast=Float(lo=1.0), warn=Flag())
-def simulate_stack(dyn: MHADynamics, X0, layers: int, eta: float, *, scheme: str = "postnorm",
-                   norm: str = "sphere", save_every: int = 1, max_norm: float = 1e100,
-                   min_contrast: float = 10.0, warn: bool = True) -> Trajectory:
+@contract(
+    dyn=_DYN,
+    X0=_X,
+    layers=Int(lo=1),
+    eta=Float(lo=0.0),
+    scheme=Choice(("postnorm", "prenorm")),
+    norm=Choice(("sphere", "layernorm")),
+    save_every=Int(lo=1),
+    max_norm=Float(lo=0.0, inf_ok=True),
+    min_contrast=Float(lo=1.0),
+    warn=Flag(),
+)
+def simulate_stack(
+    dyn: MHADynamics,
+    X0,
+    layers: int,
+    eta: float,
+    *,
+    scheme: str = "postnorm",
+    norm: str = "sphere",
+    save_every: int = 1,
+    max_norm: float = 1e100,
+    min_contrast: float = 10.0,
+    warn: bool = True,
+) -> Trajectory:
     r"""Discrete layer stack from ``X0`` ``(..., n, d)``, ``layers`` layers of step ``eta``:
 
     * ``postnorm``: ``X ← norm(X + η·MHA(X))`` (``X0`` is normalised first);
@@ -590,15 +696,23 @@ class BatchedDynamics:
         for p, dy in enumerate(dyns):
             if dy.n != n or dy.d != d:
                 raise ShapeError(f"cell {p} has (n, d) = ({dy.n}, {dy.d}), cell 0 ({n}, {d})", argument="dyns")
-            if dy.bias is None or dy.abs_pe is not None or dy.rope is not None or dy.causal \
-                    or dy.normalization != "softmax":
-                raise ParameterError(f"cell {p}: batched cells must be ring-kernel softmax dynamics without "
-                                     "absolute PE, RoPE or causal mask", argument="dyns")
-            self.bias[p, :dy.H] = dy.bias
-            self.T[p, :dy.H] = dy.T
+            if (
+                dy.bias is None
+                or dy.abs_pe is not None
+                or dy.rope is not None
+                or dy.causal
+                or dy.normalization != "softmax"
+            ):
+                raise ParameterError(
+                    f"cell {p}: batched cells must be ring-kernel softmax dynamics without "
+                    "absolute PE, RoPE or causal mask",
+                    argument="dyns",
+                )
+            self.bias[p, : dy.H] = dy.bias
+            self.T[p, : dy.H] = dy.T
             if dy.Wq is not None and dy.Wk is not None:
-                self.Wq[p, :dy.H, :dy.Wq.shape[1]] = dy.Wq
-                self.Wk[p, :dy.H, :dy.Wk.shape[1]] = dy.Wk
+                self.Wq[p, : dy.H, : dy.Wq.shape[1]] = dy.Wq
+                self.Wk[p, : dy.H, : dy.Wk.shape[1]] = dy.Wk
                 self.scale[p] = dy.beta / math.sqrt(dy.Wq.shape[1])
         self.content = bool((self.scale != 0).any())
         self.A0 = torch.softmax(self.bias, -1)
@@ -630,17 +744,33 @@ def _unit_rows(X: torch.Tensor) -> torch.Tensor:
     return X / torch.linalg.vector_norm(X, dim=-1, keepdim=True)
 
 
-@contract(bd=_BATCHED, X0=Tensor("P n d"), dynamics=Choice(("sphere", "postnorm", "prenorm")), steps=Int(lo=1),
-          dt=Float(lo=0.0), eta=Float(lo=0.0), save_every=Int(lo=1))
-def simulate_cells(bd: BatchedDynamics, X0: torch.Tensor, *, dynamics: str, steps: int, dt: float = 0.05,
-                   eta: float = 1.0, save_every: int = 1) -> tuple[np.ndarray, torch.Tensor]:
+@contract(
+    bd=_BATCHED,
+    X0=Tensor("P n d"),
+    dynamics=Choice(("sphere", "postnorm", "prenorm")),
+    steps=Int(lo=1),
+    dt=Float(lo=0.0),
+    eta=Float(lo=0.0),
+    save_every=Int(lo=1),
+)
+def simulate_cells(
+    bd: BatchedDynamics,
+    X0: torch.Tensor,
+    *,
+    dynamics: str,
+    steps: int,
+    dt: float = 0.05,
+    eta: float = 1.0,
+    save_every: int = 1,
+) -> tuple[np.ndarray, torch.Tensor]:
     """Integrate all cells of ``bd`` from ``X0`` ``(P, n, d)``: ``sphere`` = RK4 of the sphere flow
     (renormalised each step), ``postnorm`` / ``prenorm`` = ``steps`` layers (unit-sphere norm).
     Returns ``(times (S,), states (S, P, n, d))`` (time units for the flow, layer indices for
     stacks). Non-finite states raise :class:`SimulationDivergedError`."""
     if dynamics not in ("sphere", "postnorm", "prenorm"):
-        raise ParameterError(f"unknown dynamics {dynamics!r}; expected 'sphere', 'postnorm' or 'prenorm'",
-                             argument="dynamics")
+        raise ParameterError(
+            f"unknown dynamics {dynamics!r}; expected 'sphere', 'postnorm' or 'prenorm'", argument="dynamics"
+        )
     X = X0.clone()
     if dynamics in ("sphere", "postnorm"):
         X = _unit_rows(X)

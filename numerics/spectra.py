@@ -14,6 +14,7 @@ r"""Spectra of the generator ``Δ = I − W`` of a connection walk: dense and ma
 Why the symmetrisation is exact: ``(D W)ᵀ = D W`` iff ``π_i B_ij = (π_j B_ji)ᵀ`` blockwise, and then
 ``D^{1/2} W D^{-1/2} = D^{-1/2} (D W) D^{-1/2}`` is symmetric.
 """
+
 from __future__ import annotations
 
 import math
@@ -100,13 +101,15 @@ def _unbatched(walk, index) -> ConnectionWalk:
     w = select(walk, index)
     w = w.to(dtype=F64)
     if len(w.batch_shape):
-        raise ShapeError(f"batched walk (batch shape {tuple(w.batch_shape)}): pass index= to choose one element",
-                         argument="walk")
+        raise ShapeError(
+            f"batched walk (batch shape {tuple(w.batch_shape)}): pass index= to choose one element", argument="walk"
+        )
     return w
 
 
-@contract(walk=Walk(), pi=Tensor("n", nonneg=True, group=None, optional=True), index=Passthrough(),
-          counter=Passthrough())
+@contract(
+    walk=Walk(), pi=Tensor("n", nonneg=True, group=None, optional=True), index=Passthrough(), counter=Passthrough()
+)
 def generator_operator(walk, *, pi=None, index=None, counter: list | None = None) -> LinearOperator:
     """Matrix-free ``Δ`` (``pi`` None) or ``S = D^{1/2} Δ D^{-1/2}`` as a float64 LinearOperator of
     shape ``(nd, nd)`` on token-major vectors; the matvec is ``x − walk.apply(x)``."""
@@ -151,20 +154,38 @@ def pi_symmetry_residual(walk, pi, *, probes: int = 4, seed: int = 0, index=None
     U = torch.randn(probes, n, d, generator=gen, dtype=F64).to(w.device)
     V = torch.randn(probes, n, d, generator=gen, dtype=F64).to(w.device)
     WU, WV = w._apply(U), w._apply(V)
-    ip = lambda a, b: (p[:, None] * a * b).sum((-1, -2))  # noqa: E731
-    nrm = lambda a: torch.sqrt(ip(a, a))  # noqa: E731
+    ip = lambda a, b: (p[:, None] * a * b).sum((-1, -2))
+    nrm = lambda a: torch.sqrt(ip(a, a))
     num = (ip(U, WV) - ip(V, WU)).abs()
     den = nrm(U) * nrm(WV) + nrm(V) * nrm(WU)
     return float((num / den.clamp(min=1e-300)).max())
 
 
-@contract(walk=Walk(), k=Int(lo=1), which=Choice(("BE", "SA", "LA", "LM")),
-          pi=Tensor("n", nonneg=True, group=None, optional=True), symmetric=Flag(optional=True),
-          index=Passthrough(), tol_arpack=Float(lo=0.0, closed=True), ncv=Int(lo=1, optional=True),
-          maxiter=Int(lo=1, optional=True), seed=Int(lo=0))
-def extreme_eigenvalues(walk, k: int = 10, *, which: str = "BE", pi=None, symmetric: bool | None = None,
-                        index=None, tol_arpack: float = 0.0, ncv: int | None = None, maxiter: int | None = None,
-                        seed: int = 0) -> SpectrumResult:
+@contract(
+    walk=Walk(),
+    k=Int(lo=1),
+    which=Choice(("BE", "SA", "LA", "LM")),
+    pi=Tensor("n", nonneg=True, group=None, optional=True),
+    symmetric=Flag(optional=True),
+    index=Passthrough(),
+    tol_arpack=Float(lo=0.0, closed=True),
+    ncv=Int(lo=1, optional=True),
+    maxiter=Int(lo=1, optional=True),
+    seed=Int(lo=0),
+)
+def extreme_eigenvalues(
+    walk,
+    k: int = 10,
+    *,
+    which: str = "BE",
+    pi=None,
+    symmetric: bool | None = None,
+    index=None,
+    tol_arpack: float = 0.0,
+    ncv: int | None = None,
+    maxiter: int | None = None,
+    seed: int = 0,
+) -> SpectrumResult:
     r"""``k`` extreme eigenvalues of ``Δ = I − W`` without forming the ``nd × nd`` matrix.
 
     ``which``: ``"BE"`` (both ends: ``k//2`` smallest and ``k − k//2`` largest real parts),
@@ -199,9 +220,11 @@ def extreme_eigenvalues(walk, k: int = 10, *, which: str = "BE", pi=None, symmet
             elif not ok:
                 # forcing the symmetric path with a π that does not symmetrise Δ would return the
                 # eigenvalues of a different operator: refused, never computed
-                raise UndefinedError(f"symmetric=True but Δ is not self-adjoint in <·,·>_π (π-symmetry residual "
-                                     f"{sym_res:.3e} > {tol(F64, N):.1e}): pass the stationary π or symmetric=None",
-                                     argument="pi" if pi is not None else "walk")
+                raise UndefinedError(
+                    f"symmetric=True but Δ is not self-adjoint in <·,·>_π (π-symmetry residual "
+                    f"{sym_res:.3e} > {tol(F64, N):.1e}): pass the stationary π or symmetric=None",
+                    argument="pi" if pi is not None else "walk",
+                )
         else:
             symmetric = False
     rng = np.random.default_rng(seed)
@@ -209,22 +232,42 @@ def extreme_eigenvalues(walk, k: int = 10, *, which: str = "BE", pi=None, symmet
     counter = [0]
     if symmetric:
         op = generator_operator(w, pi=pi_v, counter=counter)
-        vals = eigsh(op, k=k, which=which, v0=v0, tol=tol_arpack, ncv=ncv, maxiter=maxiter,
-                     return_eigenvectors=False)
+        vals = eigsh(op, k=k, which=which, v0=v0, tol=tol_arpack, ncv=ncv, maxiter=maxiter, return_eigenvectors=False)
         vals = np.sort(np.real(vals))
         method = "eigsh-pi-symmetrised"
     else:
         op = generator_operator(w, counter=counter)
         if which == "BE":
-            lo = eigs(op, k=max(k // 2, 1), which="SR", v0=v0, tol=tol_arpack, ncv=ncv, maxiter=maxiter,
-                      return_eigenvectors=False)
-            hi = eigs(op, k=k - k // 2, which="LR", v0=v0, tol=tol_arpack, ncv=ncv, maxiter=maxiter,
-                      return_eigenvectors=False) if k - k // 2 > 0 else np.array([])
+            lo = eigs(
+                op,
+                k=max(k // 2, 1),
+                which="SR",
+                v0=v0,
+                tol=tol_arpack,
+                ncv=ncv,
+                maxiter=maxiter,
+                return_eigenvectors=False,
+            )
+            hi = (
+                eigs(
+                    op,
+                    k=k - k // 2,
+                    which="LR",
+                    v0=v0,
+                    tol=tol_arpack,
+                    ncv=ncv,
+                    maxiter=maxiter,
+                    return_eigenvectors=False,
+                )
+                if k - k // 2 > 0
+                else np.array([])
+            )
             vals = np.concatenate([lo, hi])
         else:
             wmap = {"SA": "SR", "LA": "LR", "LM": "LM"}
-            vals = eigs(op, k=k, which=wmap[which], v0=v0, tol=tol_arpack, ncv=ncv, maxiter=maxiter,
-                        return_eigenvectors=False)
+            vals = eigs(
+                op, k=k, which=wmap[which], v0=v0, tol=tol_arpack, ncv=ncv, maxiter=maxiter, return_eigenvectors=False
+            )
         vals = vals[np.lexsort((vals.imag, vals.real))]
         method = "eigs"
     return SpectrumResult(vals, method, float(sym_res), None if pi_v is None else pi_v.cpu().numpy(), counter[0])

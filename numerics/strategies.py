@@ -21,6 +21,7 @@ Quick map (THEOREMS.md ids in brackets):
 ``mha_instances``              tokens + :class:`~numerics.attention.AttentionWeights` (biases, GQA) [T1, T2]
 =============================  =====================================================================
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -54,8 +55,9 @@ __all__ = [
 
 
 def _t(a: np.ndarray, dtype, device) -> torch.Tensor:
-    return torch.as_tensor(np.ascontiguousarray(a), dtype=dtype or DEFAULT_DTYPE,
-                           device=device if device is not None else default_device())
+    return torch.as_tensor(
+        np.ascontiguousarray(a), dtype=dtype or DEFAULT_DTYPE, device=device if device is not None else default_device()
+    )
 
 
 def _elements(lo: float, hi: float):
@@ -68,8 +70,17 @@ def arrays(shape, lo: float = -2.0, hi: float = 2.0, *, dtype=None, device=None)
 
 
 @st.composite
-def row_stochastic(draw, n: int | None = None, *, batch: tuple = (), min_n: int = 1, max_n: int = 6,
-                   zeros: bool = False, dtype=None, device=None):
+def row_stochastic(
+    draw,
+    n: int | None = None,
+    *,
+    batch: tuple = (),
+    min_n: int = 1,
+    max_n: int = 6,
+    zeros: bool = False,
+    dtype=None,
+    device=None,
+):
     """Row-stochastic ``(*batch, n, n)``. ``zeros=True`` allows zero entries (each row keeps >= 1
     positive entry); otherwise all entries are >= 1e-3 before normalisation (full support)."""
     n = n if n is not None else draw(st.integers(min_n, max_n))
@@ -97,9 +108,19 @@ class SoftmaxInstance:
 
 
 @st.composite
-def softmax_attention(draw, n: int | None = None, d: int | None = None, *, min_n: int = 1, max_n: int = 6,
-                      max_d: int = 4, causal: bool | None = False, symmetric: bool = False,
-                      dtype=None, device=None):
+def softmax_attention(
+    draw,
+    n: int | None = None,
+    d: int | None = None,
+    *,
+    min_n: int = 1,
+    max_n: int = 6,
+    max_d: int = 4,
+    causal: bool | None = False,
+    symmetric: bool = False,
+    dtype=None,
+    device=None,
+):
     """Softmax attention from a bilinear form (``symmetric=True``: ``M = Mᵀ``, T4's sufficient
     condition); ``causal=None`` draws the mask flag."""
     n = n if n is not None else draw(st.integers(min_n, max_n))
@@ -120,8 +141,9 @@ def softmax_attention(draw, n: int | None = None, d: int | None = None, *, min_n
 
 
 @st.composite
-def reversible_walks(draw, n: int | None = None, *, min_n: int = 1, max_n: int = 6, zeros: bool = False,
-                     dtype=None, device=None):
+def reversible_walks(
+    draw, n: int | None = None, *, min_n: int = 1, max_n: int = 6, zeros: bool = False, dtype=None, device=None
+):
     """``(P, π)`` with ``P = D⁻¹K``, ``K = Kᵀ ≥ 0``, ``π = diag(D)/Σ D`` (detailed balance exact).
 
     ``zeros=True`` allows zero off-diagonal weights (the graph may be disconnected); the diagonal
@@ -204,8 +226,17 @@ def flat_connections(draw, n: int, d: int, *, dtype=None, device=None):
 
 
 @st.composite
-def metric_compatible_walks(draw, n: int | None = None, d: int | None = None, *, min_n: int = 1, max_n: int = 5,
-                            max_d: int = 3, dtype=None, device=None):
+def metric_compatible_walks(
+    draw,
+    n: int | None = None,
+    d: int | None = None,
+    *,
+    min_n: int = 1,
+    max_n: int = 5,
+    max_d: int = 3,
+    dtype=None,
+    device=None,
+):
     """``(P, O, π)``: reversible stochastic ``P`` with ``π``, orthogonal ``O_ij`` with
     ``O_ji = O_ijᵀ`` and symmetric orthogonal ``O_ii`` — all three hypotheses of T3."""
     n = n if n is not None else draw(st.integers(min_n, max_n))
@@ -232,8 +263,19 @@ class MHAInstance:
 
 
 @st.composite
-def mha_instances(draw, *, max_n: int = 6, max_heads: int = 3, max_d_head: int = 3, batch: int | None = None,
-                  gqa: bool = True, biases: bool | None = None, causal: bool | None = None, dtype=None, device=None):
+def mha_instances(
+    draw,
+    *,
+    max_n: int = 6,
+    max_heads: int = 3,
+    max_d_head: int = 3,
+    batch: int | None = None,
+    gqa: bool = True,
+    biases: bool | None = None,
+    causal: bool | None = None,
+    dtype=None,
+    device=None,
+):
     """Tokens and attention weights: ``H`` heads of size ``d_h``, ``H_kv | H`` kv heads when
     ``gqa``, optional biases on q/k/v/o, optional causal mask. ``d = H·d_h`` (as in torch MHA)."""
     n = draw(st.integers(1, max_n))
@@ -246,13 +288,19 @@ def mha_instances(draw, *, max_n: int = 6, max_heads: int = 3, max_d_head: int =
     biases = draw(st.booleans()) if biases is None else biases
     causal = draw(st.booleans()) if causal is None else causal
     el = _elements(-1, 1)
-    get = lambda shape: _t(draw(hnp.arrays(np.float64, shape, elements=el)), dtype, device)  # noqa: E731
+    get = lambda shape: _t(draw(hnp.arrays(np.float64, shape, elements=el)), dtype, device)
     X = _t(draw(hnp.arrays(np.float64, (B, n, d), elements=_elements(-2, 2))), dtype, device)
     w = AttentionWeights(
-        W_Q=get((H * dh, d)), W_K=get((Hkv * dh, d)), W_V=get((Hkv * dh, d)), W_O=get((d, H * dh)),
-        n_heads=H, n_kv_heads=Hkv,
-        b_Q=get((H * dh,)) if biases else None, b_K=get((Hkv * dh,)) if biases else None,
-        b_V=get((Hkv * dh,)) if biases else None, b_O=get((d,)) if biases else None,
+        W_Q=get((H * dh, d)),
+        W_K=get((Hkv * dh, d)),
+        W_V=get((Hkv * dh, d)),
+        W_O=get((d, H * dh)),
+        n_heads=H,
+        n_kv_heads=Hkv,
+        b_Q=get((H * dh,)) if biases else None,
+        b_K=get((Hkv * dh,)) if biases else None,
+        b_V=get((Hkv * dh,)) if biases else None,
+        b_O=get((d,)) if biases else None,
     )
     return MHAInstance(X, w, causal)
 

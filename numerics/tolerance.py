@@ -6,6 +6,7 @@ precision ``eps`` is bounded (to first order, with modest constants) by ``c * k 
 and a safety factor ``c = 64``. Comparisons are *relative to the scale of the inputs*
 (``scale`` = a norm of the operands), so ``abs(err) <= tol(dtype, size) * scale``.
 """
+
 from __future__ import annotations
 
 import math
@@ -46,8 +47,10 @@ def assert_close(actual, expected, *, size: int = 1, dtype: torch.dtype | None =
     dtype = dtype or (actual.dtype if isinstance(actual, torch.Tensor) else torch.float64)
     a = torch.as_tensor(actual)
     b = torch.as_tensor(expected)
-    scale = max(torch.linalg.vector_norm(b.detach().to(torch.complex128 if b.is_complex() else torch.float64)).item(), 1.0)
-    err = torch.linalg.vector_norm((a.detach().to(torch.complex128) - b.detach().to(torch.complex128))).item()
+    scale = max(
+        torch.linalg.vector_norm(b.detach().to(torch.complex128 if b.is_complex() else torch.float64)).item(), 1.0
+    )
+    err = torch.linalg.vector_norm(a.detach().to(torch.complex128) - b.detach().to(torch.complex128)).item()
     bound = tol(dtype, size, scale=scale)
     if not err <= bound:
         raise AssertionError(f"{what or 'values'} differ: |err|={err:.3e} > tol={bound:.3e} (scale {scale:.3e})")

@@ -1,13 +1,14 @@
 """Input validation shared by every public entry point. Each check names the argument."""
+
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import torch
 
 from numerics.errors import (
-    DTypeError,
     DeviceMismatchError,
+    DTypeError,
     NegativeWeightError,
     NonFiniteError,
     NotStochasticError,
@@ -51,7 +52,9 @@ def check_square(name: str, x: torch.Tensor, shape_doc: str) -> None:
 
 def check_nonnegative(name: str, x: torch.Tensor) -> None:
     if bool((x < 0).any()):
-        raise NegativeWeightError(f"has negative entries (min {x.min().item():.3e}); walk weights must be >= 0", argument=name)
+        raise NegativeWeightError(
+            f"has negative entries (min {x.min().item():.3e}); walk weights must be >= 0", argument=name
+        )
 
 
 def check_stochastic(name: str, P: torch.Tensor, atol: float | None = None) -> float:

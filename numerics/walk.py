@@ -20,25 +20,26 @@ called:
 
 Shapes: leading batch dims ``...`` are allowed on attention (and broadcast against ``X``).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 import torch
 
-from numerics.contracts import Flag, FloatDType, Index, Passthrough, Tensor, Walk, contract, Float
+from numerics.contracts import Flag, Float, FloatDType, Index, Passthrough, Tensor, Walk, contract
 from numerics.errors import OffSupportError, ShapeError
+from numerics.tolerance import tol
 from numerics.validate import (
-    check_memory,
     as_tensor,
     check_finite,
+    check_memory,
     check_ndim,
     check_nonnegative,
     check_same,
     check_square,
     check_stochastic,
 )
-from numerics.tolerance import tol
 
 __all__ = ["ConnectionWalk", "ConstantTransport", "kron_token_major", "kron_feature_major"]
 
@@ -113,7 +114,7 @@ class ConnectionWalk:
 
     @classmethod
     @contract(A=Tensor("... n n", nonneg=True), T=Tensor("d d"), stochastic=Flag())
-    def from_sha(cls, A, T, *, stochastic: bool = False) -> "ConnectionWalk":
+    def from_sha(cls, A, T, *, stochastic: bool = False) -> ConnectionWalk:
         """Single head (T1): ``A`` ``(..., n, n)``, ``T`` ``(d, d)``. ``W = kron(A, T)``.
 
         ``stochastic=True`` additionally requires rows of ``A`` to sum to 1."""
@@ -127,7 +128,7 @@ class ConnectionWalk:
 
     @classmethod
     @contract(A=Tensor("... H n n", nonneg=True), T=Tensor("... H d d"), stochastic=Flag())
-    def from_mha(cls, A, T, *, stochastic: bool = False) -> "ConnectionWalk":
+    def from_mha(cls, A, T, *, stochastic: bool = False) -> ConnectionWalk:
         """Multi-head (T2): ``A`` ``(..., H, n, n)``, ``T`` ``(H, d, d)`` (or ``(..., H, d, d)``)."""
         A = cls._check_attention(A, "A", 3, "(..., H, n, n)", stochastic)
         T = as_tensor("T", T)
@@ -141,7 +142,7 @@ class ConnectionWalk:
 
     @classmethod
     @contract(A=Tensor("... H n n", nonneg=True), W_V=Tensor("H k d"), W_O=Tensor("H d k"), stochastic=Flag())
-    def from_factors(cls, A, W_O, W_V, *, stochastic: bool = False) -> "ConnectionWalk":
+    def from_factors(cls, A, W_O, W_V, *, stochastic: bool = False) -> ConnectionWalk:
         """Multi-head with low-rank transports ``T_h = W_O[h] @ W_V[h]``.
 
         ``A`` ``(..., H, n, n)``, ``W_O`` ``(H, d, d_h)``, ``W_V`` ``(H, d_h, d)`` (torch ``nn.Linear``
@@ -162,12 +163,14 @@ class ConnectionWalk:
         if W_O.shape[2] != W_V.shape[1]:
             raise ShapeError(f"head dim {W_O.shape[2]} != W_V's head dim {W_V.shape[1]}", argument="W_O")
         if W_O.shape[1] != W_V.shape[2]:
-            raise ShapeError(f"model dim {W_O.shape[1]} != W_V's model dim {W_V.shape[2]} (need square T_h)", argument="W_O")
+            raise ShapeError(
+                f"model dim {W_O.shape[1]} != W_V's model dim {W_V.shape[2]} (need square T_h)", argument="W_O"
+            )
         return cls(kind="heads", A=A, W_O=W_O, W_V=W_V)
 
     @classmethod
     @contract(P=Tensor("... n n", nonneg=True), O=Tensor(("d d", "... n n d d")), stochastic=Flag())
-    def from_edges(cls, P, O, *, stochastic: bool = False) -> "ConnectionWalk":
+    def from_edges(cls, P, O, *, stochastic: bool = False) -> ConnectionWalk:
         """Explicit walk matrix ``P`` ``(..., n, n)`` and per-edge transports ``O`` ``(..., n, n, d, d)``.
 
         ``O`` may be ``(d, d)`` for a constant transport (broadcast to every edge)."""
@@ -185,7 +188,7 @@ class ConnectionWalk:
 
     @classmethod
     @contract(B=Tensor("... n n d d"), P=Tensor("... n n", nonneg=True, optional=True))
-    def from_blocks(cls, B, *, P=None) -> "ConnectionWalk":
+    def from_blocks(cls, B, *, P=None) -> ConnectionWalk:
         """From blocks ``B`` ``(..., n, n, d, d)`` with a chosen gauge ``P`` (default: row sums of
         ``‖B_ij‖_F`` normalised; any row-stochastic ``P`` positive where ``B ≠ 0`` works, T2 gauge)."""
         B = as_tensor("B", B)
@@ -264,10 +267,11 @@ class ConnectionWalk:
         return self.walk_matrix > 0
 
     @contract(self=Walk(blame=False), device=Passthrough(), dtype=FloatDType(optional=True))
-    def to(self, device=None, dtype=None) -> "ConnectionWalk":
-        f = lambda t: None if t is None else t.to(device=device, dtype=dtype)  # noqa: E731
-        return ConnectionWalk(kind=self.kind, A=f(self._A), T=f(self._T), W_O=f(self._W_O), W_V=f(self._W_V),
-                              P=f(self._P), O=f(self._O))
+    def to(self, device=None, dtype=None) -> ConnectionWalk:
+        f = lambda t: None if t is None else t.to(device=device, dtype=dtype)
+        return ConnectionWalk(
+            kind=self.kind, A=f(self._A), T=f(self._T), W_O=f(self._W_O), W_V=f(self._W_V), P=f(self._P), O=f(self._O)
+        )
 
     # ------------------------------------------------------------------ action
     @contract(self=Walk(blame=False), X=Tensor("... n d"))
@@ -309,9 +313,12 @@ class ConnectionWalk:
     def _check_dense(self, what: str, copies: int = 1, name: str = "walk") -> None:
         """Refuse (:class:`~numerics.errors.MemoryBudgetError` naming ``name``) when ``copies`` dense
         ``n²d²`` objects exceed :func:`numerics.validate.memory_budget`."""
-        check_memory(name, self._dense_bytes(copies),
-                     f"{what} (n={self.n}, d={self.d}, batch={tuple(self.batch_shape)})",
-                     "the factored walk.apply / numerics.spectra.extreme_eigenvalues / walk.edge_transport(i, j)")
+        check_memory(
+            name,
+            self._dense_bytes(copies),
+            f"{what} (n={self.n}, d={self.d}, batch={tuple(self.batch_shape)})",
+            "the factored walk.apply / numerics.spectra.extreme_eigenvalues / walk.edge_transport(i, j)",
+        )
 
     @contract(self=Walk(blame=False))
     def blocks(self) -> torch.Tensor:
@@ -389,7 +396,7 @@ class ConnectionWalk:
             V = T.reshape(*T.shape[:-2], d * d).transpose(-1, -2)
             return U, V
         self._check_dense("the n²d² blocks and a d²×d² identity", copies=2)
-        check_memory("walk", d ** 4 * 8, f"a d²×d² identity (d={d})", "a heads-form walk (from_mha / from_factors)")
+        check_memory("walk", d**4 * 8, f"a d²×d² identity (d={d})", "a heads-form walk (from_mha / from_factors)")
         B = self.blocks()
         R = B.reshape(*B.shape[:-4], n * n, d * d)
         eye = torch.eye(d * d, dtype=R.dtype, device=R.device)
@@ -439,10 +446,13 @@ class ConnectionWalk:
         bound = rtol if rtol is not None else tol(self.dtype, n * d)
         minc = P.amin((-1, -2))
         holds = (rel <= bound) & (minc >= -bound * P.abs().amax((-1, -2)).clamp(min=1))
-        return ConstantTransport(holds=holds, transport=T, walk_matrix=P, residual=gap, relative_residual=rel,
-                                 min_coefficient=minc)
+        return ConstantTransport(
+            holds=holds, transport=T, walk_matrix=P, residual=gap, relative_residual=rel, min_coefficient=minc
+        )
 
     def __repr__(self) -> str:
         extra = " factored" if self.factored else ""
-        return (f"ConnectionWalk(kind={self.kind}{extra}, batch={tuple(self.batch_shape)}, H={self.n_heads}, "
-                f"n={self.n}, d={self.d}, dtype={self.dtype}, device={self.device})")
+        return (
+            f"ConnectionWalk(kind={self.kind}{extra}, batch={tuple(self.batch_shape)}, H={self.n_heads}, "
+            f"n={self.n}, d={self.d}, dtype={self.dtype}, device={self.device})"
+        )

@@ -16,6 +16,7 @@ Rules (also printed in the report):
 * **E4**: per statistic, reproduced iff reproduced for every encoder and every decoder; not
   reproduced if any of them is not reproduced; else inconclusive.
 """
+
 from __future__ import annotations
 
 import math
@@ -29,11 +30,15 @@ from paper_checks import inference as I
 from paper_checks.measure import BASELINES, E1_STATS, E2_BASELINED, E2_STATS, VARIANTS, Measurement, StatSpec
 from paper_checks.verdict import INCONCLUSIVE, INSUFFICIENT_SCALE, REPRODUCED, StatResult
 
-INTERVAL_NOTE = ("95% percentile bootstrap over prompts (trained) and over seeds × prompts (null); "
-                 "it does not cover variation across models or training runs")
+INTERVAL_NOTE = (
+    "95% percentile bootstrap over prompts (trained) and over seeds × prompts (null); "
+    "it does not cover variation across models or training runs"
+)
 
-RULE_E12 = ("reproduced: effect CI on the claim side of 0{ref}; not reproduced: effect CI on the wrong side, "
-            "{refw}or within ±5% of |null|; else inconclusive")
+RULE_E12 = (
+    "reproduced: effect CI on the claim side of 0{ref}; not reproduced: effect CI on the wrong side, "
+    "{refw}or within ±5% of |null|; else inconclusive"
+)
 
 
 @dataclass
@@ -67,8 +72,9 @@ def _rule(spec: StatSpec) -> str:
     side = "<" if spec.direction < 0 else ">"
     base = f"direction: trained {side} null. "
     if spec.reference is not None:
-        return base + RULE_E12.format(ref=f" and trained CI < {spec.reference:g}",
-                                      refw=f"trained CI > {spec.reference:g}, ")
+        return base + RULE_E12.format(
+            ref=f" and trained CI < {spec.reference:g}", refw=f"trained CI > {spec.reference:g}, "
+        )
     return base + RULE_E12.format(ref="", refw="")
 
 
@@ -81,7 +87,7 @@ def model_rows(run: ModelRun, *, n_boot: int, seed: int) -> list[StatResult]:
     out = []
     t = run.trained
     for spec in E1_STATS + E2_STATS:
-        for variant in (VARIANTS if spec.claim == "E1" else ("plain",)):
+        for variant in VARIANTS if spec.claim == "E1" else ("plain",):
             Vt = _arrays(t, spec, variant)
             Vn = [_arrays(m, spec, variant) for m in run.nulls]
             f = I.SUMMARIES[spec.summary]
@@ -91,11 +97,17 @@ def model_rows(run: ModelRun, *, n_boot: int, seed: int) -> list[StatResult]:
             nd = I.boot_draws_nested(Vn, f, n_boot, rng)
             ed = td - nd
             t_ci, n_ci, e_ci = I.interval(td), I.interval(nd), I.interval(ed)
-            verdict, reason = I.decide(e_ci, spec.direction, null_value=npt, trained_ci=t_ci,
-                                       reference=spec.reference)
-            extra = {"trained_interval": _ci(t_ci), "unit": spec.unit, "summary": spec.summary,
-                     "direction": spec.direction, "variant": variant, "kind": t.kind,
-                     "n_params": t.n_params, "null_seeds": len(run.nulls)}
+            verdict, reason = I.decide(e_ci, spec.direction, null_value=npt, trained_ci=t_ci, reference=spec.reference)
+            extra = {
+                "trained_interval": _ci(t_ci),
+                "unit": spec.unit,
+                "summary": spec.summary,
+                "direction": spec.direction,
+                "variant": variant,
+                "kind": t.kind,
+                "n_params": t.n_params,
+                "null_seeds": len(run.nulls),
+            }
             notes = reason
             if spec.claim == "E1":
                 extra["spearman_trained"] = _f(I.point(Vt, I.spearman_depth))
@@ -112,22 +124,40 @@ def model_rows(run: ModelRun, *, n_boot: int, seed: int) -> list[StatResult]:
                         bd = I.boot_draws(Vb, f, n_boot, rng)
                         # paired draws are not available across different arrays of equal units;
                         # the difference interval uses independent draws (conservative)
-                        bl[b] = {"value": _f(I.point(Vb, f)), "interval": _ci(I.interval(bd)),
-                                 "trained_minus_baseline_interval": _ci(I.interval(td - bd))}
+                        bl[b] = {
+                            "value": _f(I.point(Vb, f)),
+                            "interval": _ci(I.interval(bd)),
+                            "trained_minus_baseline_interval": _ci(I.interval(td - bd)),
+                        }
                     elif spec.id == "head_sv_cv":
-                        bl[b] = {"value": _f(tp) if b == "spectrum_matched" else 0.0, "interval": None,
-                                 "trained_minus_baseline_interval": None,
-                                 "note": "equal to trained by construction" if b == "spectrum_matched"
-                                 else "0 by construction"}
+                        bl[b] = {
+                            "value": _f(tp) if b == "spectrum_matched" else 0.0,
+                            "interval": None,
+                            "trained_minus_baseline_interval": None,
+                            "note": "equal to trained by construction"
+                            if b == "spectrum_matched"
+                            else "0 by construction",
+                        }
                 extra["baselines"] = bl
                 if spec.id == "edge_defect":
                     extra["edge_layers"] = list(t.edge_layers)
             row = StatResult(
-                claim=spec.claim, model=t.name, statistic=stat_name(spec, variant), trained=_f(tp), null=_f(npt),
-                interval=_ci(e_ci), effect=_f(tp - npt), verdict=verdict, rule=_rule(spec),
-                interval_of="effect = trained − null; " + INTERVAL_NOTE.replace("prompts (trained)",
-                                                                              f"{spec.unit} (trained)"),
-                definition=spec.definition, null_interval=_ci(n_ci), notes=notes, extra=extra)
+                claim=spec.claim,
+                model=t.name,
+                statistic=stat_name(spec, variant),
+                trained=_f(tp),
+                null=_f(npt),
+                interval=_ci(e_ci),
+                effect=_f(tp - npt),
+                verdict=verdict,
+                rule=_rule(spec),
+                interval_of="effect = trained − null; "
+                + INTERVAL_NOTE.replace("prompts (trained)", f"{spec.unit} (trained)"),
+                definition=spec.definition,
+                null_interval=_ci(n_ci),
+                notes=notes,
+                extra=extra,
+            )
             run.draws[(spec.id, variant)] = ed
             run.rows[(spec.id, variant)] = row
             out.append(row)
@@ -142,16 +172,26 @@ def e3_rows(runs: list[ModelRun], *, seed: int) -> list[StatResult]:
         names = " → ".join(f"{r.trained.name} ({r.trained.n_params / 1e6:.0f}M)" for r in group) or "none"
         sizes = {r.trained.n_params for r in group}
         for spec in E1_STATS + E2_STATS:
-            for variant in (VARIANTS if spec.claim == "E1" else ("plain",)):
+            for variant in VARIANTS if spec.claim == "E1" else ("plain",):
                 stat = stat_name(spec, variant)
                 if len(group) < 2 or len(sizes) < 2:
-                    out.append(StatResult(
-                        claim="E3", model=f"{kind}s: {names}", statistic=stat, trained=None, null=None,
-                        interval=None, effect=None, verdict=INSUFFICIENT_SCALE,
-                        rule="needs at least two sizes of the same architecture kind",
-                        interval_of="n/a", definition=spec.definition,
-                        notes=f"{len(group)} {kind} size(s) present; install the scale set for E3",
-                        extra={"kind": kind, "variant": variant}))
+                    out.append(
+                        StatResult(
+                            claim="E3",
+                            model=f"{kind}s: {names}",
+                            statistic=stat,
+                            trained=None,
+                            null=None,
+                            interval=None,
+                            effect=None,
+                            verdict=INSUFFICIENT_SCALE,
+                            rule="needs at least two sizes of the same architecture kind",
+                            interval_of="n/a",
+                            definition=spec.definition,
+                            notes=f"{len(group)} {kind} size(s) present; install the scale set for E3",
+                            extra={"kind": kind, "variant": variant},
+                        )
+                    )
                     continue
                 for small, large in pairwise(group):
                     key = (spec.id, variant)
@@ -162,22 +202,37 @@ def e3_rows(runs: list[ModelRun], *, seed: int) -> list[StatResult]:
                     verdict, reason = I.decide_scale(ci)
                     if verdict == REPRODUCED and large.rows[key].verdict != REPRODUCED:
                         verdict = INCONCLUSIVE
-                        reason = (f"moves toward the claim with size, but the larger model's own {spec.claim} "
-                                  f"verdict is '{large.rows[key].verdict}': nothing to strengthen")
+                        reason = (
+                            f"moves toward the claim with size, but the larger model's own {spec.claim} "
+                            f"verdict is '{large.rows[key].verdict}': nothing to strengthen"
+                        )
                     es = small.rows[key].effect
                     el = large.rows[key].effect
                     eff = None if es is None or el is None else spec.direction * (el - es)
-                    out.append(StatResult(
-                        claim="E3", model=f"{small.trained.name} → {large.trained.name}", statistic=stat,
-                        trained=el, null=es, interval=_ci(ci), effect=eff, verdict=verdict,
-                        rule="reproduced if the larger model's claim-oriented effect exceeds the smaller's "
-                             "(interval > 0) and the larger model's own E1/E2 verdict is reproduced; "
-                             "not reproduced if < 0; else inconclusive",
-                        interval_of="direction·(effect_large − effect_small), independent bootstrap draws",
-                        definition=spec.definition, notes=reason + "; 'trained' = larger model's effect, "
-                                                                    "'null' = smaller model's effect",
-                        extra={"kind": kind, "variant": variant, "small": small.trained.name,
-                               "large": large.trained.name}))
+                    out.append(
+                        StatResult(
+                            claim="E3",
+                            model=f"{small.trained.name} → {large.trained.name}",
+                            statistic=stat,
+                            trained=el,
+                            null=es,
+                            interval=_ci(ci),
+                            effect=eff,
+                            verdict=verdict,
+                            rule="reproduced if the larger model's claim-oriented effect exceeds the smaller's "
+                            "(interval > 0) and the larger model's own E1/E2 verdict is reproduced; "
+                            "not reproduced if < 0; else inconclusive",
+                            interval_of="direction·(effect_large − effect_small), independent bootstrap draws",
+                            definition=spec.definition,
+                            notes=reason + "; 'trained' = larger model's effect, 'null' = smaller model's effect",
+                            extra={
+                                "kind": kind,
+                                "variant": variant,
+                                "small": small.trained.name,
+                                "large": large.trained.name,
+                            },
+                        )
+                    )
     return out
 
 
@@ -187,7 +242,7 @@ def e4_rows(runs: list[ModelRun]) -> list[StatResult]:
     enc = [r for r in runs if r.trained.kind == "encoder"]
     dec = [r for r in runs if r.trained.kind == "decoder"]
     for spec in E1_STATS + E2_STATS:
-        for variant in (VARIANTS if spec.claim == "E1" else ("plain",)):
+        for variant in VARIANTS if spec.claim == "E1" else ("plain",):
             key = (spec.id, variant)
             per = {r.trained.name: r.rows[key].verdict for r in enc + dec}
             verdict, reason = I.decide_both(list(per.values()), bool(enc), bool(dec))
@@ -196,13 +251,24 @@ def e4_rows(runs: list[ModelRun]) -> list[StatResult]:
                 v = [r.rows[key].effect for r in group if r.rows[key].effect is not None]
                 return float(np.mean(v)) if v else None
 
-            out.append(StatResult(
-                claim="E4", model="encoders vs decoders", statistic=stat_name(spec, variant),
-                trained=mean_eff(enc), null=mean_eff(dec), interval=None, effect=None, verdict=verdict,
-                rule="reproduced iff reproduced for every encoder and every decoder; not reproduced if any "
-                     "is not reproduced; else inconclusive",
-                interval_of="n/a (conjunction of the per-model E1/E2 verdicts)", definition=spec.definition,
-                notes=reason + "; 'trained' = mean effect over encoders, 'null' = mean effect over decoders; "
-                      + ", ".join(f"{k}: {v}" for k, v in per.items()),
-                extra={"per_model": per, "variant": variant}))
+            out.append(
+                StatResult(
+                    claim="E4",
+                    model="encoders vs decoders",
+                    statistic=stat_name(spec, variant),
+                    trained=mean_eff(enc),
+                    null=mean_eff(dec),
+                    interval=None,
+                    effect=None,
+                    verdict=verdict,
+                    rule="reproduced iff reproduced for every encoder and every decoder; not reproduced if any "
+                    "is not reproduced; else inconclusive",
+                    interval_of="n/a (conjunction of the per-model E1/E2 verdicts)",
+                    definition=spec.definition,
+                    notes=reason
+                    + "; 'trained' = mean effect over encoders, 'null' = mean effect over decoders; "
+                    + ", ".join(f"{k}: {v}" for k, v in per.items()),
+                    extra={"per_model": per, "variant": variant},
+                )
+            )
     return out

@@ -12,6 +12,7 @@ stderr naming the option as typed and nothing written; every option is checked b
 (:data:`OPTIONS`); 130 / 143 when interrupted by SIGINT / SIGTERM (the temporary report directory is
 removed); 1 unexpected failure.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -28,16 +29,21 @@ from paper_checks.report import check_out_dir, verdict_table
 #: the declared kinds of the numeric options of ``paper-checks`` and ``analyze`` (checked before any work)
 OPTIONS = declare(
     "connwalk paper-checks",
-    **{"--seed": Int(lo=0, hi=2**32 - 1), "--prompts": Int(lo=2, optional=True),
-       "--length": Int(lo=4, optional=True), "--null-seeds": Int(lo=1, optional=True),
-       "--n-boot": Int(lo=1, optional=True), "--threads": Int(lo=1, hi=4096)},
+    **{
+        "--seed": Int(lo=0, hi=2**32 - 1),
+        "--prompts": Int(lo=2, optional=True),
+        "--length": Int(lo=4, optional=True),
+        "--null-seeds": Int(lo=1, optional=True),
+        "--n-boot": Int(lo=1, optional=True),
+        "--threads": Int(lo=1, hi=4096),
+    },
 )
 
 
 class Parser(argparse.ArgumentParser):
     """argparse with a one-line usage error (``connwalk: error: argument --seed: ...``), exit 2."""
 
-    def error(self, message):  # noqa: D401 - argparse API
+    def error(self, message):
         self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
 
@@ -53,9 +59,13 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--null-seeds", type=int, default=None, help="random-init seeds per model (default 3; quick 2)")
     p.add_argument("--n-boot", type=int, default=None, help="bootstrap resamples (default 1000; quick 200)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
-    p.add_argument("--threads", type=int, default=1,
-                   help="torch intra-op threads (default 1: the job is many small tensor operations, for which "
-                        "extra threads only add contention; measured 8x faster than 2 threads on a busy 2-core box)")
+    p.add_argument(
+        "--threads",
+        type=int,
+        default=1,
+        help="torch intra-op threads (default 1: the job is many small tensor operations, for which "
+        "extra threads only add contention; measured 8x faster than 2 threads on a busy 2-core box)",
+    )
 
 
 def check_options(args) -> None:
@@ -84,25 +94,41 @@ def build_parser() -> argparse.ArgumentParser:
     sub.required = True
     pc = sub.add_parser("paper-checks", help="run the paper checks (main job) and write a report directory")
     pc.add_argument("--out", required=True, help="report directory (created or replaced atomically)")
-    pc.add_argument("--models", nargs="+", default=None,
-                    help="model names (default: minilm smollm2-135m, plus the scale set when installed); "
-                         "also local HF directories, .gguf files, synthetic:* test models")
+    pc.add_argument(
+        "--models",
+        nargs="+",
+        default=None,
+        help="model names (default: minilm smollm2-135m, plus the scale set when installed); "
+        "also local HF directories, .gguf files, synthetic:* test models",
+    )
     pc.add_argument("--claims", nargs="+", default=None, help=f"claims to check (default: all of {' '.join(CLAIMS)})")
     _common(pc)
     an = sub.add_parser("analyze", help="E1/E2 (or --claims ...) statistics and verdicts for one model")
     an.add_argument("model", help="model name (as for --models)")
     an.add_argument("--out", default=None, help="also write a report directory here")
-    an.add_argument("--claims", nargs="+", default=None,
-                    help="claims to check (default: E1 E2; e.g. `--claims laplacian` for the LAP check)")
+    an.add_argument(
+        "--claims",
+        nargs="+",
+        default=None,
+        help="claims to check (default: E1 E2; e.g. `--claims laplacian` for the LAP check)",
+    )
     _common(an)
     patterns_cli.add_parser(sub)
     return parser
 
 
 def _config(args, models, claims) -> JobConfig:
-    return JobConfig(models=models, claims=claims, seed=args.seed, quick=args.quick, n_prompts=args.prompts,
-                     length=args.length, null_seeds=args.null_seeds, n_boot=args.n_boot,
-                     progress=not args.no_progress)
+    return JobConfig(
+        models=models,
+        claims=claims,
+        seed=args.seed,
+        quick=args.quick,
+        n_prompts=args.prompts,
+        length=args.length,
+        null_seeds=args.null_seeds,
+        n_boot=args.n_boot,
+        progress=not args.no_progress,
+    )
 
 
 def _on_sigterm(signum, frame):

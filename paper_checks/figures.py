@@ -1,5 +1,6 @@
 r"""Figures of the paper checks (matplotlib, Agg backend): per-layer curves with bootstrap bands,
 trained vs null, and transport singular-value spectra."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -18,7 +19,9 @@ from paper_checks.measure import E1_STATS, VARIANTS
 PNG_META = {"Software": None}
 
 
-def layer_band(Vs: list[np.ndarray], n_boot: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def layer_band(
+    Vs: list[np.ndarray], n_boot: int, rng: np.random.Generator
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Per-column mean and 95% band of ``(U, K)`` arrays (one per seed; nested bootstrap)."""
     Vs = [np.asarray(v, dtype=float) for v in Vs]
     S = len(Vs)
@@ -26,8 +29,12 @@ def layer_band(Vs: list[np.ndarray], n_boot: int, rng: np.random.Generator) -> t
         warnings.simplefilter("ignore", RuntimeWarning)
         mean = np.nanmean([np.nanmean(v, 0) for v in Vs], 0)
         sidx = rng.integers(0, S, size=(n_boot, S))
-        cm = np.stack([np.stack([_boot_colmeans(v, rng.integers(0, v.shape[0], size=(n_boot, v.shape[0])))
-                                 for v in Vs]) for _ in range(S)])
+        cm = np.stack(
+            [
+                np.stack([_boot_colmeans(v, rng.integers(0, v.shape[0], size=(n_boot, v.shape[0]))) for v in Vs])
+                for _ in range(S)
+            ]
+        )
         b = np.arange(n_boot)
         draws = np.nanmean([cm[j, sidx[:, j], b] for j in range(S)], axis=0)
         if np.isnan(draws).all():
@@ -53,10 +60,24 @@ def plot_e1(run, path: Path, *, n_boot: int, seed: int) -> None:
             x = np.arange(K) + (0.5 if spec.summary == "late_early_ratio" else 0)
             _band(ax, x, layer_band([V], n_boot, rng), f"trained ({variant})", color, ls)
             Vn = [m.e1[variant][spec.id] for m in run.nulls]
-            _band(ax, x, layer_band(Vn, n_boot, rng), f"random init ({variant})", "0.4" if variant == "plain" else "0.7", ls)
+            _band(
+                ax,
+                x,
+                layer_band(Vn, n_boot, rng),
+                f"random init ({variant})",
+                "0.4" if variant == "plain" else "0.7",
+                ls,
+            )
         if all(np.isnan(t.e1[v][spec.id]).all() for v in VARIANTS):
-            ax.text(0.5, 0.5, "undefined for causal walks\n(never reversible, T4)", ha="center", va="center",
-                    transform=ax.transAxes, fontsize=9)
+            ax.text(
+                0.5,
+                0.5,
+                "undefined for causal walks\n(never reversible, T4)",
+                ha="center",
+                va="center",
+                transform=ax.transAxes,
+                fontsize=9,
+            )
         ax.set_title(spec.id, fontsize=9)
         ax.set_xlabel("layer" + (" transition l→l+1" if spec.summary == "late_early_ratio" else ""))
     axes.flat[-1].axis("off")

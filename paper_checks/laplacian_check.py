@@ -29,6 +29,7 @@ spaced layers (the E2 edge-defect scope: 4 prompts and 6 layers by default — a
 2 and 3 with ``--quick``); the matrix-free spectral radius on 2 prompts of the first and last of
 those layers.
 """
+
 from __future__ import annotations
 
 import math
@@ -41,7 +42,6 @@ import torch
 from numerics.tolerance import tol
 from paper_checks import inference as I
 from paper_checks import laplacian_stats as LS
-from paper_checks import stats as S
 from paper_checks.measure import spread_layers
 from paper_checks.verdict import NOT_REPRODUCED, StatResult
 
@@ -49,8 +49,10 @@ CLAIM = "LAP"
 ALIASES = ("LAPLACIAN",)
 NAME = "LAP"
 
-STATEMENT = ("trained attention layers are closer to a random-walk connection Laplacian (T3: (a) stochastic, "
-             "(b) reversible, (c) metric-compatible) than a random initialisation of the same architecture")
+STATEMENT = (
+    "trained attention layers are closer to a random-walk connection Laplacian (T3: (a) stochastic, "
+    "(b) reversible, (c) metric-compatible) than a random initialisation of the same architecture"
+)
 
 STATUS_HOLDS, STATUS_FAILS, STATUS_BORDER, STATUS_UNDEF = "holds", "fails", "borderline", "undefined"
 
@@ -67,40 +69,83 @@ class LapSpec:
 
 SPECS: list[LapSpec] = [
     LapSpec("stochastic", "hypothesis", "T3 (a)", "max_i |Σ_j P_ij − 1|, P = mean_h A^h"),
-    LapSpec("detailed_balance", "hypothesis", "T3 (b)",
-            "‖F − Fᵀ‖_F / ‖F + Fᵀ‖_F, F = diag(π) P, π stationary (NaN: causal, no positive π by T4)"),
-    LapSpec("block_detailed_balance", "hypothesis", "T3 (b), gauge-free",
-            "‖G − G^τ‖ / ‖G + G^τ‖, G_ij = π̂_i B_ij, G^τ_ij = π̂_j B_jiᵀ, π̂ from the block norms ‖B_ij‖_F"),
-    LapSpec("transpose_symmetry", "hypothesis", "T3 (c): O_ji = O_ijᵀ",
-            "(Σ w_ij ‖O_ij − O_jiᵀ‖² / Σ w_ij ‖O_ij + O_jiᵀ‖²)^½ over two-way edges, w = (P + Pᵀ)/2, "
-            "O_ij = Σ_h (A^h_ij/P_ij) T_h (causal: the diagonal only)"),
-    LapSpec("orthogonality", "hypothesis", "T3 (c): O_ij orthogonal",
-            "Σ_ij P_ij ‖O_ijᵀO_ij − I‖_F/√d / Σ_ij P_ij (from head Gram terms)"),
-    LapSpec("scaled_isometry", "hypothesis", "T3 item 6: O_ij = s Q_ij",
-            "Σ_ij P_ij ι(O_ij) / Σ_ij P_ij, ι(O)² = d tr((OᵀO)²)/tr(OᵀO)² − 1 (CV of all d squared singular "
-            "values; 0 iff O = sQ)"),
-    LapSpec("self_adjoint", "conclusion", "T3.1",
-            "‖ΠW − WᵀΠ‖_F / ‖ΠW + WᵀΠ‖_F, Π = diag(π) ⊗ I_d, π stationary (NaN: causal)"),
-    LapSpec("dirichlet", "conclusion", "T3.3 on the real input x",
-            "|a − b|/(a + b), a = ½ Σ_i π_i (2 − r_i)‖x_i‖², b = ½ Σ_ij π_i P_ij ‖O_ij x_j‖²; "
-            "a − b = <x, Δx>_π − ½ Σ_ij π_i P_ij ‖x_i − O_ij x_j‖² (NaN: causal)"),
-    LapSpec("spectral_radius", "conclusion", "T3.2 ⇒ ρ(W) ≤ 1",
-            "ρ(W), largest |eigenvalue| of the walk (matrix-free ARPACK); spec Δ ⊂ [0, 2] implies ρ(W) ≤ 1",
-            unit="prompts (first 2) × layers (first and last)", reference=1.0),
-    LapSpec("dist_reversible", "distance", "nearest π-self-adjoint walk",
-            "‖Wx − W_rev x‖/‖Wx‖ on the real input, W_rev = Π''⁻¹ ½(ΠW + WᵀΠ), π'' = ½(π ⊙ r + Pᵀπ) "
-            "(π stationary; PageRank for causal walks)"),
-    LapSpec("dist_laplacian", "distance", "nearest constant-involution Laplacian",
-            "min_{s≥0, Q=Qᵀ=Q⁻¹} ‖Wx − (P'' ⊗ sQ)x‖/‖Wx‖ on the real input, P'' the reversible walk of "
-            "W_rev (closed form; an upper bound on the distance to all scaled connection Laplacians)"),
+    LapSpec(
+        "detailed_balance",
+        "hypothesis",
+        "T3 (b)",
+        "‖F − Fᵀ‖_F / ‖F + Fᵀ‖_F, F = diag(π) P, π stationary (NaN: causal, no positive π by T4)",
+    ),
+    LapSpec(
+        "block_detailed_balance",
+        "hypothesis",
+        "T3 (b), gauge-free",
+        "‖G − G^τ‖ / ‖G + G^τ‖, G_ij = π̂_i B_ij, G^τ_ij = π̂_j B_jiᵀ, π̂ from the block norms ‖B_ij‖_F",
+    ),
+    LapSpec(
+        "transpose_symmetry",
+        "hypothesis",
+        "T3 (c): O_ji = O_ijᵀ",
+        "(Σ w_ij ‖O_ij − O_jiᵀ‖² / Σ w_ij ‖O_ij + O_jiᵀ‖²)^½ over two-way edges, w = (P + Pᵀ)/2, "
+        "O_ij = Σ_h (A^h_ij/P_ij) T_h (causal: the diagonal only)",
+    ),
+    LapSpec(
+        "orthogonality",
+        "hypothesis",
+        "T3 (c): O_ij orthogonal",
+        "Σ_ij P_ij ‖O_ijᵀO_ij − I‖_F/√d / Σ_ij P_ij (from head Gram terms)",
+    ),
+    LapSpec(
+        "scaled_isometry",
+        "hypothesis",
+        "T3 item 6: O_ij = s Q_ij",
+        "Σ_ij P_ij ι(O_ij) / Σ_ij P_ij, ι(O)² = d tr((OᵀO)²)/tr(OᵀO)² − 1 (CV of all d squared singular "
+        "values; 0 iff O = sQ)",
+    ),
+    LapSpec(
+        "self_adjoint",
+        "conclusion",
+        "T3.1",
+        "‖ΠW − WᵀΠ‖_F / ‖ΠW + WᵀΠ‖_F, Π = diag(π) ⊗ I_d, π stationary (NaN: causal)",
+    ),
+    LapSpec(
+        "dirichlet",
+        "conclusion",
+        "T3.3 on the real input x",
+        "|a − b|/(a + b), a = ½ Σ_i π_i (2 − r_i)‖x_i‖², b = ½ Σ_ij π_i P_ij ‖O_ij x_j‖²; "
+        "a − b = <x, Δx>_π − ½ Σ_ij π_i P_ij ‖x_i − O_ij x_j‖² (NaN: causal)",
+    ),
+    LapSpec(
+        "spectral_radius",
+        "conclusion",
+        "T3.2 ⇒ ρ(W) ≤ 1",
+        "ρ(W), largest |eigenvalue| of the walk (matrix-free ARPACK); spec Δ ⊂ [0, 2] implies ρ(W) ≤ 1",
+        unit="prompts (first 2) × layers (first and last)",
+        reference=1.0,
+    ),
+    LapSpec(
+        "dist_reversible",
+        "distance",
+        "nearest π-self-adjoint walk",
+        "‖Wx − W_rev x‖/‖Wx‖ on the real input, W_rev = Π''⁻¹ ½(ΠW + WᵀΠ), π'' = ½(π ⊙ r + Pᵀπ) "
+        "(π stationary; PageRank for causal walks)",
+    ),
+    LapSpec(
+        "dist_laplacian",
+        "distance",
+        "nearest constant-involution Laplacian",
+        "min_{s≥0, Q=Qᵀ=Q⁻¹} ‖Wx − (P'' ⊗ sQ)x‖/‖Wx‖ on the real input, P'' the reversible walk of "
+        "W_rev (closed form; an upper bound on the distance to all scaled connection Laplacians)",
+    ),
 ]
 SPEC = {s.id: s for s in SPECS}
 
 
 def _rule() -> str:
-    return ("direction: trained < null (closer to a connection Laplacian). reproduced: effect CI < 0; not "
-            "reproduced: effect CI > 0 or within ±5% of |null|; else inconclusive. Status (separate): holds iff "
-            "the trained CI lies at or below the tolerance")
+    return (
+        "direction: trained < null (closer to a connection Laplacian). reproduced: effect CI < 0; not "
+        "reproduced: effect CI > 0 or within ±5% of |null|; else inconclusive. Status (separate): holds iff "
+        "the trained CI lies at or below the tolerance"
+    )
 
 
 class Collector:
@@ -110,14 +155,24 @@ class Collector:
 
     name = NAME
 
-    def __init__(self, n_layers: int, *, prompts: int = 4, layers: int | None = None, spec_prompts: int = 2,
-                 spec_layers: int = 2, spec_tol: float = 1e-4, seed: int = 0):
+    def __init__(
+        self,
+        n_layers: int,
+        *,
+        prompts: int = 4,
+        layers: int | None = None,
+        spec_prompts: int = 2,
+        spec_layers: int = 2,
+        spec_tol: float = 1e-4,
+        seed: int = 0,
+    ):
         self.n_layers = int(n_layers)
         self.prompts = int(prompts)
         self.layer_ids = spread_layers(self.n_layers, layers) if layers else list(range(self.n_layers))
         self.spec_prompts = int(spec_prompts)
-        self.spec_layer_ids = ([self.layer_ids[i] for i in spread_layers(len(self.layer_ids), spec_layers)]
-                               if spec_layers > 0 else [])
+        self.spec_layer_ids = (
+            [self.layer_ids[i] for i in spread_layers(len(self.layer_ids), spec_layers)] if spec_layers > 0 else []
+        )
         self.spec_tol = float(spec_tol)
         self.seed = int(seed)
         self.cols: dict[str, list[np.ndarray]] = {s.id: [] for s in SPECS}
@@ -141,28 +196,50 @@ class Collector:
         self.extra_cols["laplacian_scale"].append(dist["laplacian_scale"].numpy())
         if index in self.spec_layer_ids:
             m = min(self.spec_prompts, p)
-            self.cols["spectral_radius"].append(np.array(
-                [LS.spectral_radius(A, Wo, Wv, index=b, tol_arpack=self.spec_tol, seed=self.seed + b)
-                 for b in range(m)]))
+            self.cols["spectral_radius"].append(
+                np.array(
+                    [
+                        LS.spectral_radius(A, Wo, Wv, index=b, tol_arpack=self.spec_tol, seed=self.seed + b)
+                        for b in range(m)
+                    ]
+                )
+            )
 
     def finish(self, n_layers: int) -> dict:
         stats = {k: np.stack(v, 1) if v else np.full((1, 1), np.nan) for k, v in self.cols.items()}
         layers = {k: (self.spec_layer_ids if k == "spectral_radius" else list(self.layer_ids)) for k in stats}
-        return {"stats": stats, "layers": layers, "n": self.n, "d": self.d, "prompts": self.used_prompts,
-                "laplacian_scale": np.stack(self.extra_cols["laplacian_scale"], 1)}
+        return {
+            "stats": stats,
+            "layers": layers,
+            "n": self.n,
+            "d": self.d,
+            "prompts": self.used_prompts,
+            "laplacian_scale": np.stack(self.extra_cols["laplacian_scale"], 1),
+        }
 
 
-HYP_KEYS = ("stochastic", "detailed_balance", "block_detailed_balance", "transpose_symmetry", "orthogonality",
-            "scaled_isometry", "self_adjoint")
+HYP_KEYS = (
+    "stochastic",
+    "detailed_balance",
+    "block_detailed_balance",
+    "transpose_symmetry",
+    "orthogonality",
+    "scaled_isometry",
+    "self_adjoint",
+)
 
 
 def settings(resolved: dict) -> dict:
     """Collector settings from the job's resolved config: the E2 edge-defect scope (first
     ``edge_prompts`` prompts, ``edge_layers`` evenly spaced layers: 4 and 6 by default, 2 and 3 quick)."""
     q = bool(resolved.get("quick"))
-    return {"prompts": int(resolved.get("edge_prompts") or (2 if q else 4)),
-            "layers": int(resolved.get("edge_layers") or (3 if q else 6)),
-            "spec_prompts": 2, "spec_layers": 2, "spec_tol": 1e-3}
+    return {
+        "prompts": int(resolved.get("edge_prompts") or (2 if q else 4)),
+        "layers": int(resolved.get("edge_layers") or (3 if q else 6)),
+        "spec_prompts": 2,
+        "spec_layers": 2,
+        "spec_tol": 1e-3,
+    }
 
 
 def hooks_for(claims, handle, resolved: dict, seed: int = 0) -> list:
@@ -227,30 +304,67 @@ def model_rows(run, *, n_boot: int, seed: int) -> list[StatResult]:
             reason = "causal walk: T3 needs a positive π, which a causal walk never has (T4); statistic undefined"
         per_layer = []
         for k, layer in enumerate(res_t["layers"][spec.id]):
-            col = Vt[:, k:k + 1]
+            col = Vt[:, k : k + 1]
             ci_k = I.interval(I.boot_draws(col, f, min(n_boot, 300), _rng(seed, t.name, CLAIM, spec.id, layer)))
-            nv = [v[:, k:k + 1] for v in Vn]
-            per_layer.append({"layer": int(layer), "trained": _f(I.point(col, f)), "trained_interval": _ci(ci_k),
-                              "null": _f(I.point(nv, f)) if nv else None})
+            nv = [v[:, k : k + 1] for v in Vn]
+            per_layer.append(
+                {
+                    "layer": int(layer),
+                    "trained": _f(I.point(col, f)),
+                    "trained_interval": _ci(ci_k),
+                    "null": _f(I.point(nv, f)) if nv else None,
+                }
+            )
         st_t = status(t_ci, spec.reference, tol_f32)
         st_n = status(n_ci, spec.reference, tol_f32)
         if st_t == st_n == STATUS_HOLDS and spec.reference == 0.0:
-            verdict, reason = NOT_REPRODUCED, ("trained and null both satisfy it to rounding (status holds): the "
-                                               "trained layer cannot be closer; differences are float32 rounding")
-        extra = {"kind": spec.kind, "ref": spec.ref, "status_trained": st_t, "status_null": st_n,
-                 "tolerance": tol_f32, "tolerance_note": "tol(float32, n): the model computes attention in float32",
-                 "trained_interval": _ci(t_ci), "unit": spec.unit, "summary": "mean over layers", "direction": -1,
-                 "model_kind": t.kind, "n": n, "d": res_t["d"], "null_seeds": len(res_n), "per_layer": per_layer,
-                 "prompts": res_t.get("prompts"), "layers": list(res_t["layers"][spec.id])}
+            verdict, reason = (
+                NOT_REPRODUCED,
+                (
+                    "trained and null both satisfy it to rounding (status holds): the "
+                    "trained layer cannot be closer; differences are float32 rounding"
+                ),
+            )
+        extra = {
+            "kind": spec.kind,
+            "ref": spec.ref,
+            "status_trained": st_t,
+            "status_null": st_n,
+            "tolerance": tol_f32,
+            "tolerance_note": "tol(float32, n): the model computes attention in float32",
+            "trained_interval": _ci(t_ci),
+            "unit": spec.unit,
+            "summary": "mean over layers",
+            "direction": -1,
+            "model_kind": t.kind,
+            "n": n,
+            "d": res_t["d"],
+            "null_seeds": len(res_n),
+            "per_layer": per_layer,
+            "prompts": res_t.get("prompts"),
+            "layers": list(res_t["layers"][spec.id]),
+        }
         if spec.id == "dist_laplacian":
             extra["laplacian_scale"] = _f(np.nanmean(res_t["laplacian_scale"]))
-        out.append(StatResult(
-            claim=CLAIM, model=t.name, statistic=spec.id, trained=_f(tp), null=_f(npt), interval=_ci(e_ci),
-            effect=_f(tp - npt), verdict=verdict, rule=_rule(),
-            interval_of="effect = trained − null; 95% percentile bootstrap over prompts (trained) and over seeds × "
-                        "prompts (null); it does not cover variation across models or training runs",
-            definition=f"{spec.kind} ({spec.ref}): {spec.definition}", null_interval=_ci(n_ci), notes=reason,
-            extra=extra))
+        out.append(
+            StatResult(
+                claim=CLAIM,
+                model=t.name,
+                statistic=spec.id,
+                trained=_f(tp),
+                null=_f(npt),
+                interval=_ci(e_ci),
+                effect=_f(tp - npt),
+                verdict=verdict,
+                rule=_rule(),
+                interval_of="effect = trained − null; 95% percentile bootstrap over prompts (trained) and over seeds × "
+                "prompts (null); it does not cover variation across models or training runs",
+                definition=f"{spec.kind} ({spec.ref}): {spec.definition}",
+                null_interval=_ci(n_ci),
+                notes=reason,
+                extra=extra,
+            )
+        )
     return out
 
 
@@ -275,36 +389,64 @@ def report_section(rows_: list[StatResult]) -> list[str]:
     lap = [r for r in rows_ if r.claim == CLAIM]
     if not lap:
         return []
-    parts = ["## LAP: Laplacian reduction on real layers (T3 hypotheses and conclusions)",
-             f"Claim: {STATEMENT}. Each statistic is 0 exactly when its hypothesis / conclusion holds "
-             "(spectral radius: ≤ 1); values are means over layers of per-prompt values on the real layer inputs. "
-             "Status: `holds` iff the trained 95% interval lies at or below the tolerance tol(float32, n) "
-             "(the model computes attention in float32; the spectral radius is compared to 1 + tol). "
-             "Distances: relative change of the layer's attention output (bias offset excluded) when its walk is "
-             "replaced by its reversible part W_rev, or by the best reversible constant-involution Laplacian "
-             "P''⊗sQ (definitions below; THEOREMS.md LAP).", ""]
+    parts = [
+        "## LAP: Laplacian reduction on real layers (T3 hypotheses and conclusions)",
+        f"Claim: {STATEMENT}. Each statistic is 0 exactly when its hypothesis / conclusion holds "
+        "(spectral radius: ≤ 1); values are means over layers of per-prompt values on the real layer inputs. "
+        "Status: `holds` iff the trained 95% interval lies at or below the tolerance tol(float32, n) "
+        "(the model computes attention in float32; the spectral radius is compared to 1 + tol). "
+        "Distances: relative change of the layer's attention output (bias offset excluded) when its walk is "
+        "replaced by its reversible part W_rev, or by the best reversible constant-involution Laplacian "
+        "P''⊗sQ (definitions below; THEOREMS.md LAP).",
+        "",
+    ]
     for model in dict.fromkeys(r.model for r in lap):
         mr = [r for r in lap if r.model == model]
         e = mr[0].extra
-        parts += [f"### {model} (n = {e['n']}, d = {e['d']}, {e['model_kind']}, {e['null_seeds']} null seeds; "
-                  f"first {e['prompts']} prompts, layers {e['layers']})", "",
-                  "| statistic | kind | status trained / null | trained [95% CI] | null [95% CI] | effect [95% CI] | "
-                  "verdict |", "|---|---|---|---|---|---|---|"]
+        parts += [
+            f"### {model} (n = {e['n']}, d = {e['d']}, {e['model_kind']}, {e['null_seeds']} null seeds; "
+            f"first {e['prompts']} prompts, layers {e['layers']})",
+            "",
+            "| statistic | kind | status trained / null | trained [95% CI] | null [95% CI] | effect [95% CI] | "
+            "verdict |",
+            "|---|---|---|---|---|---|---|",
+        ]
         for r in mr:
             x = r.extra
-            parts.append(f"| {r.statistic} | {x['kind']} ({x['ref']}) | {x['status_trained']} / {x['status_null']} | "
-                         f"{_fmt(r.trained)} {fmt_ci(x['trained_interval'])} | {_fmt(r.null)} {fmt_ci(r.null_interval)} | "
-                         f"{_fmt(r.effect)} {fmt_ci(r.interval)} | **{r.verdict}** |")
+            parts.append(
+                f"| {r.statistic} | {x['kind']} ({x['ref']}) | {x['status_trained']} / {x['status_null']} | "
+                f"{_fmt(r.trained)} {fmt_ci(x['trained_interval'])} | {_fmt(r.null)} {fmt_ci(r.null_interval)} | "
+                f"{_fmt(r.effect)} {fmt_ci(r.interval)} | **{r.verdict}** |"
+            )
         ls = [r for r in mr if r.statistic == "dist_laplacian"]
         if ls and ls[0].extra.get("laplacian_scale") is not None:
-            parts += ["", f"Fitted involution scale s* (mean over prompts and layers, trained): "
-                          f"{_fmt(ls[0].extra['laplacian_scale'])}."]
-        show = [r for r in mr if r.statistic in ("detailed_balance", "block_detailed_balance", "transpose_symmetry",
-                                                  "scaled_isometry", "self_adjoint", "dist_reversible",
-                                                  "dist_laplacian")]
+            parts += [
+                "",
+                f"Fitted involution scale s* (mean over prompts and layers, trained): "
+                f"{_fmt(ls[0].extra['laplacian_scale'])}.",
+            ]
+        show = [
+            r
+            for r in mr
+            if r.statistic
+            in (
+                "detailed_balance",
+                "block_detailed_balance",
+                "transpose_symmetry",
+                "scaled_isometry",
+                "self_adjoint",
+                "dist_reversible",
+                "dist_laplacian",
+            )
+        ]
         layers = [p["layer"] for p in show[0].extra["per_layer"]] if show else []
-        parts += ["", "Per layer, trained / null (mean over prompts):", "",
-                  "| layer | " + " | ".join(r.statistic for r in show) + " |", "|---" * (len(show) + 1) + "|"]
+        parts += [
+            "",
+            "Per layer, trained / null (mean over prompts):",
+            "",
+            "| layer | " + " | ".join(r.statistic for r in show) + " |",
+            "|---" * (len(show) + 1) + "|",
+        ]
         for k, layer in enumerate(layers):
             cells = []
             for r in show:
@@ -313,8 +455,14 @@ def report_section(rows_: list[StatResult]) -> list[str]:
             parts.append(f"| {layer} | " + " | ".join(cells) + " |")
         sr = [r for r in mr if r.statistic == "spectral_radius"]
         if sr:
-            parts += ["", "Spectral radius ρ(W) per layer (trained [95% CI] / null): " + "; ".join(
-                f"layer {p['layer']}: {_fmt(p['trained'])} {fmt_ci(p['trained_interval'])} / {_fmt(p['null'])}"
-                for p in sr[0].extra["per_layer"]) + " (2 prompts per layer: the interval only shows their spread)."]
+            parts += [
+                "",
+                "Spectral radius ρ(W) per layer (trained [95% CI] / null): "
+                + "; ".join(
+                    f"layer {p['layer']}: {_fmt(p['trained'])} {fmt_ci(p['trained_interval'])} / {_fmt(p['null'])}"
+                    for p in sr[0].extra["per_layer"]
+                )
+                + " (2 prompts per layer: the interval only shows their spread).",
+            ]
         parts.append("")
     return parts

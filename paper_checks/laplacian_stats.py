@@ -70,6 +70,7 @@ everything except ``orthogonality`` / ``scaled_isometry`` (``O(H⁴ n²)`` from 
 :func:`paper_checks.stats.edge_gram_terms`); nothing of size ``n²d²`` (not even ``n d²``) is formed.
 :func:`dense_reference` is the literal float64 reference (forms every block; small sizes only).
 """
+
 from __future__ import annotations
 
 import math
@@ -84,8 +85,14 @@ from paper_checks import stats as S
 
 F64 = torch.float64
 
-HYPOTHESES = ("stochastic", "detailed_balance", "block_detailed_balance", "transpose_symmetry", "orthogonality",
-              "scaled_isometry")
+HYPOTHESES = (
+    "stochastic",
+    "detailed_balance",
+    "block_detailed_balance",
+    "transpose_symmetry",
+    "orthogonality",
+    "scaled_isometry",
+)
 CONCLUSIONS = ("self_adjoint", "dirichlet", "spectral_radius")
 DISTANCES = ("dist_reversible", "dist_laplacian")
 
@@ -127,9 +134,14 @@ def _inputs(A, W_O, W_V, X=None):
     for nm, w in (("W_O", W_O), ("W_V", W_V)):
         if isinstance(w, torch.Tensor):
             _finite(nm, w)
-    Wo, Wv = (W_O, W_V) if all(_fp(w) is not None and _fp(w) in _SEEN for w in (W_O, W_V)) and \
-        W_O.ndim == 3 and W_V.ndim == 3 and W_V.shape == (W_O.shape[0], W_O.shape[2], W_O.shape[1]) \
+    Wo, Wv = (
+        (W_O, W_V)
+        if all(_fp(w) is not None and _fp(w) in _SEEN for w in (W_O, W_V))
+        and W_O.ndim == 3
+        and W_V.ndim == 3
+        and W_V.shape == (W_O.shape[0], W_O.shape[2], W_O.shape[1])
         else S._factors(W_O, W_V)
+    )
     B, H, n, n2 = A.shape
     if n != n2:
         raise ShapeError(f"expected (B, H, n, n), got {tuple(A.shape)}", argument="A")
@@ -269,18 +281,20 @@ def hypothesis_defects(A, W_O, W_V, *, quartic: bool = True, gram=None) -> dict[
         Qm = Q4.reshape(H * H, H * H)
         s4 = torch.empty_like(s2)
         for s in range(0, cf.shape[0], 8192):
-            cc = cf[s:s + 8192]
+            cc = cf[s : s + 8192]
             u = (cc[:, :, None] * cc[:, None, :]).reshape(-1, H * H)
-            s4[s:s + 8192] = ((u @ Qm) * u).sum(-1)
+            s4[s : s + 8192] = ((u @ Qm) * u).sum(-1)
         wp = P.reshape(-1)
         orth = ((s4 - 2 * s2 + d).clamp_min(0) / d).sqrt()
         ok = s2 > 0
-        iso = torch.where(ok, (d * s4 / torch.where(ok, s2, torch.ones_like(s2)) ** 2 - 1).clamp_min(0).sqrt(),
-                          torch.zeros_like(s2))
+        iso = torch.where(
+            ok, (d * s4 / torch.where(ok, s2, torch.ones_like(s2)) ** 2 - 1).clamp_min(0).sqrt(), torch.zeros_like(s2)
+        )
         W_ = wp.reshape(Bsz, -1)
         out["orthogonality"] = (orth.reshape(Bsz, -1) * W_).sum(-1) / W_.sum(-1)
         out["scaled_isometry"] = (iso.reshape(Bsz, -1) * W_ * ok.reshape(Bsz, -1)).sum(-1) / (
-            W_ * ok.reshape(Bsz, -1)).sum(-1)
+            W_ * ok.reshape(Bsz, -1)
+        ).sum(-1)
     return out
 
 
@@ -391,9 +405,11 @@ def nearest_walk_distances(A, W_O, W_V, X) -> dict[str, torch.Tensor]:
     Yr, _, P2 = reversible_part(A, Wo, Wv, X, Y=Y)
     ny = torch.linalg.vector_norm(Y, dim=(-1, -2)).clamp_min(torch.finfo(F64).tiny)
     s, YL = involution_apply(Y, P2 @ X)
-    return {"dist_reversible": torch.linalg.vector_norm(Y - Yr, dim=(-1, -2)) / ny,
-            "dist_laplacian": torch.linalg.vector_norm(Y - YL, dim=(-1, -2)) / ny,
-            "laplacian_scale": s}
+    return {
+        "dist_reversible": torch.linalg.vector_norm(Y - Yr, dim=(-1, -2)) / ny,
+        "dist_laplacian": torch.linalg.vector_norm(Y - YL, dim=(-1, -2)) / ny,
+        "laplacian_scale": s,
+    }
 
 
 def spectral_radius(A, W_O, W_V, *, index: int = 0, tol_arpack: float = 1e-6, seed: int = 0) -> float:

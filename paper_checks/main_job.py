@@ -12,6 +12,7 @@ r"""The main job: every paper check on the chosen models, one report directory.
 Deterministic given ``seed``: prompts, null-model seeds (``seed·100 + k + 1``), baselines and bootstrap
 streams all derive from it.
 """
+
 from __future__ import annotations
 
 import os
@@ -37,8 +38,15 @@ SCALE_SET = ("mpnet-base", "gemma3-270m")
 EXTERNAL = {"E5": e5, "E6": e6}
 
 #: library argument names → the option the user typed (errors raised while loading models / prompts)
-OPTION_NAMES = {"name": "--models", "path": "--models", "length": "--length", "n_prompts": "--prompts",
-                "input_ids": "--length", "texts": "--length", "handle_or_tokenizer": "--models"}
+OPTION_NAMES = {
+    "name": "--models",
+    "path": "--models",
+    "length": "--length",
+    "n_prompts": "--prompts",
+    "input_ids": "--length",
+    "texts": "--length",
+    "handle_or_tokenizer": "--models",
+}
 
 
 def as_option_error(exc: ConnwalkError) -> ConnwalkError:
@@ -48,7 +56,7 @@ def as_option_error(exc: ConnwalkError) -> ConnwalkError:
         return exc
     msg = str(exc)
     if exc.argument and msg.startswith(f"{exc.argument}: "):
-        msg = msg[len(exc.argument) + 2:]
+        msg = msg[len(exc.argument) + 2 :]
     return type(exc)(msg, argument=opt)
 
 
@@ -115,25 +123,32 @@ def check_model_name(name) -> str:
     if not isinstance(name, str) or not name.strip():
         raise ModelError(f"expected a model name, got {name!r}", argument="--models")
     if name.startswith("random:"):
-        raise ModelError(f"{name!r}: null models random:<name> are run automatically for every model; pass the "
-                         f"trained model ({name[7:]!r})", argument="--models")
+        raise ModelError(
+            f"{name!r}: null models random:<name> are run automatically for every model; pass the "
+            f"trained model ({name[7:]!r})",
+            argument="--models",
+        )
     if synthetic.is_synthetic(name):
         key = name.removeprefix("synthetic:")
         if key not in synthetic.CONFIGS:
-            raise ModelError(f"unknown synthetic model {name!r}; known: "
-                             f"{', '.join('synthetic:' + k for k in synthetic.CONFIGS)}", argument="--models")
+            raise ModelError(
+                f"unknown synthetic model {name!r}; known: {', '.join('synthetic:' + k for k in synthetic.CONFIGS)}",
+                argument="--models",
+            )
         return name
     if name.startswith("tiny:"):
         fams = ("bert", "llama", "gpt2", "gemma3", "mpnet")
         if name[5:] not in fams:
-            raise ModelError(f"unknown tiny family {name!r}; known: {', '.join('tiny:' + f for f in fams)}",
-                             argument="--models")
+            raise ModelError(
+                f"unknown tiny family {name!r}; known: {', '.join('tiny:' + f for f in fams)}", argument="--models"
+            )
         return name
     known = registry.known()
     if name in known:
         if name not in registry.available():
-            raise ModelNotInstalledError(f"{name!r} is not installed; install it with: {known[name]}",
-                                         argument="--models")
+            raise ModelNotInstalledError(
+                f"{name!r} is not installed; install it with: {known[name]}", argument="--models"
+            )
         return name
     p = Path(os.path.expanduser(name))
     if p.suffix.lower() == ".gguf":
@@ -144,8 +159,11 @@ def check_model_name(name) -> str:
         if not (p / "config.json").is_file():
             raise ModelError(f"{str(p)!r}: not a Hugging Face model directory (no config.json)", argument="--models")
         return name
-    raise ModelError(f"unknown model {name!r}: use one of {', '.join(known)}, a local Hugging Face directory, a "
-                     ".gguf file or synthetic:<cfg>", argument="--models")
+    raise ModelError(
+        f"unknown model {name!r}: use one of {', '.join(known)}, a local Hugging Face directory, a "
+        ".gguf file or synthetic:<cfg>",
+        argument="--models",
+    )
 
 
 def load_model(name: str, *, seed: int = 0):
@@ -218,15 +236,31 @@ def run_job(cfg: JobConfig, out: str | Path | None, *, log=print) -> tuple[list[
     try:
         for name, h in handles.items():
             t0 = time.perf_counter()
-            m = measure(h, ids[name], baselines=True, edge_layers=r["edge_layers"],
-                        edge_prompts=r["edge_prompts"], seed=cfg.seed, progress=step,
-                        hooks=LAP.hooks_for(claims, h, r, cfg.seed))
+            m = measure(
+                h,
+                ids[name],
+                baselines=True,
+                edge_layers=r["edge_layers"],
+                edge_prompts=r["edge_prompts"],
+                seed=cfg.seed,
+                progress=step,
+                hooks=LAP.hooks_for(claims, h, r, cfg.seed),
+            )
             nulls = []
             for k in range(r["null_seeds"]):
                 hn = load_model(null_name(name), seed=cfg.seed * 100 + k + 1)
-                nulls.append(measure(hn, ids[name], baselines=False, edge_layers=r["edge_layers"],
-                                     edge_prompts=r["edge_prompts"], seed=cfg.seed * 100 + k, progress=step,
-                                     hooks=LAP.hooks_for(claims, hn, r, cfg.seed)))
+                nulls.append(
+                    measure(
+                        hn,
+                        ids[name],
+                        baselines=False,
+                        edge_layers=r["edge_layers"],
+                        edge_prompts=r["edge_prompts"],
+                        seed=cfg.seed * 100 + k,
+                        progress=step,
+                        hooks=LAP.hooks_for(claims, hn, r, cfg.seed),
+                    )
+                )
                 del hn
             runs.append(C.ModelRun(trained=m, nulls=nulls))
             timings[name] = time.perf_counter() - t0
@@ -241,10 +275,14 @@ def run_job(cfg: JobConfig, out: str | Path | None, *, log=print) -> tuple[list[
     if "E4" in claims:
         rows += C.e4_rows(runs)
     rows += LAP.rows(runs, claims, n_boot=r["n_boot"], seed=cfg.seed)
-    models_info = {run.trained.name: {k: getattr(run.trained, k) for k in
-                                      ("kind", "family", "n_params", "n_layers", "n_heads", "d_model", "d_head")}
-                   | {"sink_positions": run.trained.sinks, "edge_layers": run.trained.edge_layers}
-                   for run in runs}
+    models_info = {
+        run.trained.name: {
+            k: getattr(run.trained, k)
+            for k in ("kind", "family", "n_params", "n_layers", "n_heads", "d_model", "d_head")
+        }
+        | {"sink_positions": run.trained.sinks, "edge_layers": run.trained.edge_layers}
+        for run in runs
+    }
     config = dict(r) | {"models": cfg.models, "claims": claims}
 
     def build(tmp: Path) -> list[str]:
@@ -271,8 +309,7 @@ def run_job(cfg: JobConfig, out: str | Path | None, *, log=print) -> tuple[list[
         return figs
 
     if out is not None:
-        write_report(out, rows, config, figures=build, notes=notes,
-                     extra_json={"models": models_info})
+        write_report(out, rows, config, figures=build, notes=notes, extra_json={"models": models_info})
     if timings:  # wall-clock per stage, on stderr only (the report stays deterministic)
         log("timings: " + ", ".join(f"{k} {v:.1f} s" for k, v in timings.items()), file=sys.stderr)
     else:

@@ -6,6 +6,7 @@ and returns a :class:`Measurement`: per statistic an array ``(U, K)`` (units × 
 statistics are in :mod:`paper_checks.stats`; the table of what is measured is :data:`E1_STATS`
 and :data:`E2_STATS`.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
@@ -40,17 +41,31 @@ CHANGE_DEF = {
     "stationary_drift": "½ ‖π_{l+1} − π_l‖_1, π = PageRank law of P_l (α = 0.15)",
 }
 LEVEL_DEF = {
-    "reversibility_defect": ("‖F − Fᵀ‖_F / ‖F + Fᵀ‖_F, F = diag(π) P_l, π stationary (NaN: causal, never "
-                             "reversible by T4)", -1),
-    "positional_r2": ("1 − Σ_S (P̃_ij − a(i−j))² / Σ_S P̃_ij², P̃ = P minus its row means on the support S, "
-                      "a = least-squares Toeplitz kernel", +1),
-    "diffusion_r2": ("within-row corr²_S(P, K), K = row-normalised exp(−‖x_i − x_j‖²/ε), ε = median, "
-                     "both row-centred on S", +1),
+    "reversibility_defect": (
+        "‖F − Fᵀ‖_F / ‖F + Fᵀ‖_F, F = diag(π) P_l, π stationary (NaN: causal, never reversible by T4)",
+        -1,
+    ),
+    "positional_r2": (
+        "1 − Σ_S (P̃_ij − a(i−j))² / Σ_S P̃_ij², P̃ = P minus its row means on the support S, "
+        "a = least-squares Toeplitz kernel",
+        +1,
+    ),
+    "diffusion_r2": (
+        "within-row corr²_S(P, K), K = row-normalised exp(−‖x_i − x_j‖²/ε), ε = median, both row-centred on S",
+        +1,
+    ),
 }
 
 E1_STATS: list[StatSpec] = [
-    StatSpec("E1", k, "late_early_ratio", -1, "prompts",
-             f"late-third / early-third ratio of the per-layer mean of {v}", reference=1.0)
+    StatSpec(
+        "E1",
+        k,
+        "late_early_ratio",
+        -1,
+        "prompts",
+        f"late-third / early-third ratio of the per-layer mean of {v}",
+        reference=1.0,
+    )
     for k, v in CHANGE_DEF.items()
 ] + [
     StatSpec("E1", k, "late_mean", s, "prompts", f"late-third mean over layers of {v}")
@@ -58,17 +73,47 @@ E1_STATS: list[StatSpec] = [
 ]
 
 E2_STATS: list[StatSpec] = [
-    StatSpec("E2", "head_sv_cv", "mean", -1, "heads",
-             "mean over heads and layers of std/mean of the nonzero singular values of T_h (partial-isometry defect)"),
-    StatSpec("E2", "summed_sv_cv", "mean", -1, "layers",
-             "mean over layers of std/mean of the nonzero singular values of T_Σ = Σ_h T_h (on its rank)"),
-    StatSpec("E2", "summed_procrustes", "mean", -1, "layers",
-             "mean over layers of min_{s,Q} ‖T_Σ − sQ‖_F/‖T_Σ‖_F = sqrt(1 − (Σσ)²/(dΣσ²)), Q orthogonal d×d"),
-    StatSpec("E2", "data_gain_cv", "mean", -1, "prompts",
-             "mean over layers and heads of the CV over the layer's real input tokens x of ‖T_h x‖/‖x‖"),
-    StatSpec("E2", "edge_defect", "mean", -1, "prompts",
-             "Σ_ij P_ij κ(O_ij)/Σ_ij P_ij, κ(O)² = r tr((OᵀO)²)/tr(OᵀO)² − 1 (CV of the r nonzero σ²), "
-             "O_ij = H Σ_h g^h_ij T_h; from head Gram terms"),
+    StatSpec(
+        "E2",
+        "head_sv_cv",
+        "mean",
+        -1,
+        "heads",
+        "mean over heads and layers of std/mean of the nonzero singular values of T_h (partial-isometry defect)",
+    ),
+    StatSpec(
+        "E2",
+        "summed_sv_cv",
+        "mean",
+        -1,
+        "layers",
+        "mean over layers of std/mean of the nonzero singular values of T_Σ = Σ_h T_h (on its rank)",
+    ),
+    StatSpec(
+        "E2",
+        "summed_procrustes",
+        "mean",
+        -1,
+        "layers",
+        "mean over layers of min_{s,Q} ‖T_Σ − sQ‖_F/‖T_Σ‖_F = sqrt(1 − (Σσ)²/(dΣσ²)), Q orthogonal d×d",
+    ),
+    StatSpec(
+        "E2",
+        "data_gain_cv",
+        "mean",
+        -1,
+        "prompts",
+        "mean over layers and heads of the CV over the layer's real input tokens x of ‖T_h x‖/‖x‖",
+    ),
+    StatSpec(
+        "E2",
+        "edge_defect",
+        "mean",
+        -1,
+        "prompts",
+        "Σ_ij P_ij κ(O_ij)/Σ_ij P_ij, κ(O)² = r tr((OᵀO)²)/tr(OᵀO)² − 1 (CV of the r nonzero σ²), "
+        "O_ij = H Σ_h g^h_ij T_h; from head Gram terms",
+    ),
 ]
 
 # E2 statistics that have the two transport baselines (same hidden states and gates)
@@ -123,9 +168,17 @@ def _summed(wo, wv, rank_tol: float, d: int) -> tuple[float, float]:
     return float(S.nonzero_sv_cv(sv[None], rank_tol)[0]), float(S.procrustes_defect(sv, d))
 
 
-def measure(handle, input_ids: torch.Tensor, *, baselines: bool = True, edge_layers: int = 6,
-            edge_prompts: int = 4, seed: int = 0, progress: Callable[[int], None] | None = None,
-            hooks: Iterable = ()) -> Measurement:
+def measure(
+    handle,
+    input_ids: torch.Tensor,
+    *,
+    baselines: bool = True,
+    edge_layers: int = 6,
+    edge_prompts: int = 4,
+    seed: int = 0,
+    progress: Callable[[int], None] | None = None,
+    hooks: Iterable = (),
+) -> Measurement:
     """Measure every E1/E2 statistic of ``handle`` on ``input_ids`` ``(B, n)``.
 
     ``baselines``: also compute the E2 spectrum-matched and flat-subspace baselines (trained model).
@@ -146,8 +199,9 @@ def measure(handle, input_ids: torch.Tensor, *, baselines: bool = True, edge_lay
     seen = []
     for cap in handle.layers(input_ids):
         if cap.mask is not None and not bool(cap.mask.all()):
-            raise ModelError("padded prompts are not supported by the paper checks; use full-length prompts",
-                             argument="input_ids")
+            raise ModelError(
+                "padded prompts are not supported by the paper checks; use full-length prompts", argument="input_ids"
+            )
         attn_dtype = cap.A.dtype  # the precision the walk's entries carry (π's conditioning guard)
         A = cap.A.detach().to("cpu", F64)
         X = cap.attn_input.detach().to("cpu", F64)
@@ -193,10 +247,19 @@ def measure(handle, input_ids: torch.Tensor, *, baselines: bool = True, edge_lay
             progress(1)
     if len(Ps) != L:
         raise ModelError(f"model streamed {len(Ps)} layers, expected n_layers={L}", argument="handle")
-    m = Measurement(name=handle.name, kind=handle.kind, family=getattr(handle, "family", ""),
-                    n_params=int(getattr(handle, "n_params", 0)), n_layers=L, n_heads=int(handle.n_heads),
-                    d_model=int(handle.d_model), d_head=int(handle.d_head), n_prompts=B, length=n,
-                    edge_layers=e_layers)
+    m = Measurement(
+        name=handle.name,
+        kind=handle.kind,
+        family=getattr(handle, "family", ""),
+        n_params=int(getattr(handle, "n_params", 0)),
+        n_layers=L,
+        n_heads=int(handle.n_heads),
+        d_model=int(handle.d_model),
+        d_head=int(handle.d_head),
+        n_prompts=B,
+        length=n,
+        edge_layers=e_layers,
+    )
     Pst = torch.stack(Ps)  # (L, B, n, n)
     sinks = S.sink_positions(Pst)
     m.sinks = [int(i) for i in torch.nonzero(sinks).flatten()]

@@ -24,6 +24,7 @@ agreement fraction), and ``summary.json``. Prints the prediction, the discrete-s
 report (when a stack is simulated) and the observed class. Exit 0; bad input: 2 with a one-line
 error (through ``paper_checks.cli``) — :func:`main` returns the same codes on its own.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -37,7 +38,11 @@ import torch
 from numerics.contracts import Float, Int, declare
 from numerics.errors import ConnwalkError, ParameterError, ShapeError
 from numerics.patterns import (
-    PATTERN_CLASSES, dispersion, gaussian_kernel, predict_pattern, signed_wavenumbers,
+    PATTERN_CLASSES,
+    dispersion,
+    gaussian_kernel,
+    predict_pattern,
+    signed_wavenumbers,
 )
 from numerics.validate import check_memory
 
@@ -56,15 +61,36 @@ def _option_rules(a: dict, sizes: dict) -> None:
 OPTIONS = declare(
     "connwalk patterns",
     after=_option_rules,
-    **{"--n": Int(lo=2), "--t-final": Float(lo=0.0), "--dt": Float(lo=0.0), "--eta": Float(lo=0.0),
-       "--layers": Int(lo=1), "--seed": Int(lo=0, hi=2**63 - 1), "--eps": Float(lo=0.0),
-       "--phase-grid": Int(lo=0), "--phase-rho": Float(nonzero=True)},
+    **{
+        "--n": Int(lo=2),
+        "--t-final": Float(lo=0.0),
+        "--dt": Float(lo=0.0),
+        "--eta": Float(lo=0.0),
+        "--layers": Int(lo=1),
+        "--seed": Int(lo=0, hi=2**63 - 1),
+        "--eps": Float(lo=0.0),
+        "--phase-grid": Int(lo=0),
+        "--phase-rho": Float(nonzero=True),
+    },
 )
 
 #: library argument names → the option the user typed (errors raised while simulating)
-OPTION_NAMES = {"dt": "--dt", "t_final": "--t-final", "X0": "--eps", "X": "--eps", "eps": "--eps", "eta": "--eta",
-                "layers": "--layers", "kernels": "--kernel", "width": "--kernel", "center": "--kernel",
-                "transports": "--transport", "n": "--n", "x_star": "--transport", "pos_bias": "--kernel"}
+OPTION_NAMES = {
+    "dt": "--dt",
+    "t_final": "--t-final",
+    "X0": "--eps",
+    "X": "--eps",
+    "eps": "--eps",
+    "eta": "--eta",
+    "layers": "--layers",
+    "kernels": "--kernel",
+    "width": "--kernel",
+    "center": "--kernel",
+    "transports": "--transport",
+    "n": "--n",
+    "x_star": "--transport",
+    "pos_bias": "--kernel",
+}
 
 #: ``summary.json["schema"]``: an existing non-empty ``--out`` must carry it (files of others are never overwritten)
 SCHEMA = "connwalk.patterns.summary/1"
@@ -85,8 +111,11 @@ def _check_out(out) -> None:
         except (OSError, ValueError, AttributeError):
             ours = False
         if not ours:
-            raise OutputPathError(f"{out!r} exists and holds files not written by connwalk patterns (no summary.json "
-                                  f"with schema {SCHEMA!r}); choose a new or empty directory", argument="--out")
+            raise OutputPathError(
+                f"{out!r} exists and holds files not written by connwalk patterns (no summary.json "
+                f"with schema {SCHEMA!r}); choose a new or empty directory",
+                argument="--out",
+            )
         return
     check_out_dir(out)
 
@@ -99,8 +128,9 @@ def check_options(args) -> None:
         raise ParameterError(f"must be at least one step of --dt={args.dt}, got {args.t_final}", argument="--t-final")
     H = len(args.kernel or (EXAMPLES[args.example][0] if args.example else ["4:1.5"]))
     # the dynamics form (H, n, n) attention scores (a few copies during an RK4 step)
-    check_memory("--n", 8 * H * args.n * args.n * 8, f"the (H, n, n) attention of the simulation (n={args.n})",
-                 "a smaller --n")
+    check_memory(
+        "--n", 8 * H * args.n * args.n * 8, f"the (H, n, n) attention of the simulation (n={args.n})", "a smaller --n"
+    )
 
 
 def as_option_error(exc: ConnwalkError) -> ConnwalkError:
@@ -110,7 +140,7 @@ def as_option_error(exc: ConnwalkError) -> ConnwalkError:
         return exc
     msg = str(exc)
     if msg.startswith(f"{exc.argument}: "):
-        msg = msg[len(exc.argument) + 2:]
+        msg = msg[len(exc.argument) + 2 :]
     return type(exc)(msg, argument=opt)
 
 
@@ -161,8 +191,10 @@ def parse_transport(spec: str) -> torch.Tensor:
             return M
     except (ValueError, RuntimeError):
         pass
-    raise ShapeError(f"cannot parse {spec!r}; expected diag:a,b,.. | rot:RHO,THETA | blockrot:RHO,THETA | "
-                     "matrix:a,b;c,d (square)", argument="--transport")
+    raise ShapeError(
+        f"cannot parse {spec!r}; expected diag:a,b,.. | rot:RHO,THETA | blockrot:RHO,THETA | matrix:a,b;c,d (square)",
+        argument="--transport",
+    )
 
 
 EXAMPLES = {
@@ -200,8 +232,11 @@ def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.Argu
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
     """Register ``patterns`` on an ``argparse`` subparsers object (``connwalk patterns …``)."""
-    p = subparsers.add_parser("patterns", help="dispersion relation, space–time diagram, phase diagram (T6/E5)",
-                              description=__doc__.split("\n")[0])
+    p = subparsers.add_parser(
+        "patterns",
+        help="dispersion relation, space–time diagram, phase diagram (T6/E5)",
+        description=__doc__.split("\n")[0],
+    )
     return build_parser(p)
 
 
@@ -241,7 +276,10 @@ def _simulate(a, T, args, *, n_override=None):
     g = torch.Generator().manual_seed(args.seed)
     cont = None
     if args.content:
-        cont = (torch.randn(T.shape[0], 2, d, generator=g, dtype=F64), torch.randn(T.shape[0], 2, d, generator=g, dtype=F64))
+        cont = (
+            torch.randn(T.shape[0], 2, d, generator=g, dtype=F64),
+            torch.randn(T.shape[0], 2, d, generator=g, dtype=F64),
+        )
     dyn = MHADynamics(T, kernels=a, content=cont)
     X0 = perturbed_homogeneous(n, d, _base_state(T), args.eps, generator=g)
     if args.dynamics in ("flow", "sphere"):
@@ -321,8 +359,13 @@ def _plots(out, a, T, pred, traj, phase, args):
         Z = fl[..., f]
         Z = Z / Z.abs().amax(1, keepdim=True).clamp_min(1e-300)  # per-time normalisation (growth removed)
         fig, ax = plt.subplots(figsize=(6, 4))
-        ax.imshow(Z.T.numpy(), aspect="auto", origin="lower", cmap="RdBu_r",
-                  extent=[traj.times[0].item(), traj.times[-1].item(), 0, n])
+        ax.imshow(
+            Z.T.numpy(),
+            aspect="auto",
+            origin="lower",
+            cmap="RdBu_r",
+            extent=[traj.times[0].item(), traj.times[-1].item(), 0, n],
+        )
         ax.set_xlabel("layer" if traj.kind in ("postnorm", "prenorm") else "t")
         ax.set_ylabel("token i")
         ax.set_title(f"{traj.kind}: feature {f} of x_i − mean (normalised per time)")
@@ -337,8 +380,15 @@ def _plots(out, a, T, pred, traj, phase, args):
         cmap = plt.get_cmap("tab10", len(PATTERN_CLASSES) + 1)
         for x, (name, G) in zip(ax[0], panels):
             M = torch.tensor([[idx.get(c, len(PATTERN_CLASSES)) for c in row] for row in G], dtype=F64)
-            x.imshow(M.numpy(), origin="lower", aspect="auto", cmap=cmap, vmin=-0.5, vmax=len(PATTERN_CLASSES) + 0.5,
-                     extent=[centers[0], centers[-1], thetas[0], thetas[-1]])
+            x.imshow(
+                M.numpy(),
+                origin="lower",
+                aspect="auto",
+                cmap=cmap,
+                vmin=-0.5,
+                vmax=len(PATTERN_CLASSES) + 0.5,
+                extent=[centers[0], centers[-1], thetas[0], thetas[-1]],
+            )
             x.set_xlabel("kernel centre (asymmetry)")
             x.set_ylabel("θ (deg)")
             x.set_title(name + ("" if name == "predicted" else f" (agreement {agree:.2f})"))
@@ -364,38 +414,64 @@ def run(args) -> int:
     os.makedirs(args.out, exist_ok=True)
     summary = {
         "schema": SCHEMA,
-        "kernels": ks, "transports": ts, "n": a.shape[1], "dynamics": args.dynamics,
+        "kernels": ks,
+        "transports": ts,
+        "n": a.shape[1],
+        "dynamics": args.dynamics,
         "prediction": {
-            "k_star": pred.k_star, "growth_rate": [pred.growth_rate.real, pred.growth_rate.imag],
-            "phase_velocity": pred.phase_velocity, "rotation_frequency": pred.rotation_frequency,
-            "pattern_class": pred.pattern_class, "tie": pred.tie, "ties": [(k, [s.real, s.imag]) for k, s in pred.ties],
+            "k_star": pred.k_star,
+            "growth_rate": [pred.growth_rate.real, pred.growth_rate.imag],
+            "phase_velocity": pred.phase_velocity,
+            "rotation_frequency": pred.rotation_frequency,
+            "pattern_class": pred.pattern_class,
+            "tie": pred.tie,
+            "ties": [(k, [s.real, s.imag]) for k, s in pred.ties],
             "gap": pred.gap,
         },
-        "observed": {"label": obs.label, "k": obs.k, "velocity": obs.velocity, "omega": obs.omega,
-                     "modes": obs.modes[:5]},
+        "observed": {
+            "label": obs.label,
+            "k": obs.k,
+            "velocity": obs.velocity,
+            "omega": obs.omega,
+            "modes": obs.modes[:5],
+        },
         "stack_report": traj.warnings,
-        "stack_selection": None if traj.selection is None else {
-            "k_star": traj.selection.k_star, "k_continuous": traj.selection.k_continuous,
-            "effective_time": traj.selection.effective_time, "contrast": traj.selection.contrast,
-            "frozen": traj.selection.frozen},
+        "stack_selection": None
+        if traj.selection is None
+        else {
+            "k_star": traj.selection.k_star,
+            "k_continuous": traj.selection.k_continuous,
+            "effective_time": traj.selection.effective_time,
+            "contrast": traj.selection.contrast,
+            "frozen": traj.selection.frozen,
+        },
     }
     if phase is not None:
-        summary["phase"] = {"centers": phase[0], "thetas_deg": phase[1], "predicted": phase[2],
-                            "observed": phase[3] if phase[4] is not None else None, "agreement": phase[4],
-                            "rho": args.phase_rho}
+        summary["phase"] = {
+            "centers": phase[0],
+            "thetas_deg": phase[1],
+            "predicted": phase[2],
+            "observed": phase[3] if phase[4] is not None else None,
+            "agreement": phase[4],
+            "rho": args.phase_rho,
+        }
     with open(os.path.join(args.out, "summary.json"), "w", encoding="utf-8") as fh:
         json.dump(summary, fh, indent=2)
     if not args.no_plots:
         _plots(args.out, a, T, pred, traj, phase, args)
     s = pred.growth_rate
-    print(f"prediction: k*={pred.k_star}  σ={s.real:.5f}{s.imag:+.5f}i  c={pred.phase_velocity:.4f}  "
-          f"ω={pred.rotation_frequency:.4f}  class={pred.pattern_class}" + ("  (TIE)" if pred.tie else ""))
+    print(
+        f"prediction: k*={pred.k_star}  σ={s.real:.5f}{s.imag:+.5f}i  c={pred.phase_velocity:.4f}  "
+        f"ω={pred.rotation_frequency:.4f}  class={pred.pattern_class}" + ("  (TIE)" if pred.tie else "")
+    )
     vel = "" if obs.velocity is None else f"  velocity={obs.velocity:.4f}"
     print(f"observed ({traj.kind}): class={obs.label}  |k|={obs.k}{vel}")
     if traj.selection is not None:
         sel = traj.selection
-        print(f"stack selection ({sel.scheme}, eta={sel.eta}, L={sel.layers}): |k|={sel.k_star} "
-              f"(flow: |k|={sel.k_continuous}), effective time {sel.effective_time:.3g}, contrast e^{sel.contrast:.2f}")
+        print(
+            f"stack selection ({sel.scheme}, eta={sel.eta}, L={sel.layers}): |k|={sel.k_star} "
+            f"(flow: |k|={sel.k_continuous}), effective time {sel.effective_time:.3g}, contrast e^{sel.contrast:.2f}"
+        )
     for m in traj.warnings:
         print("stack report: " + m)
     if phase is not None and phase[4] is not None:

@@ -4,6 +4,7 @@ r"""The report directory: ``report.md``, ``results.json`` and PNG figures, writt
 place (rename), so an interrupted or failed run never leaves a half-written report at ``out``:
 ``out`` holds either the previous complete report or the new complete one.
 """
+
 from __future__ import annotations
 
 import json
@@ -61,9 +62,12 @@ def check_out_dir(out: str | os.PathLike) -> Path:
     if p.exists() and not p.is_dir():
         raise OutputPathError(f"{str(p)!r} exists and is not a directory", argument="--out")
     if p.is_dir() and any(p.iterdir()) and not is_report_dir(p):
-        raise OutputPathError(f"{str(p)!r} exists and is not a connwalk report (no results.json with schema "
-                              f"{SCHEMA!r}); it would be replaced as a whole, so it is left alone: choose a new or "
-                              "empty directory", argument="--out")
+        raise OutputPathError(
+            f"{str(p)!r} exists and is not a connwalk report (no results.json with schema "
+            f"{SCHEMA!r}); it would be replaced as a whole, so it is left alone: choose a new or "
+            "empty directory",
+            argument="--out",
+        )
     parent = p.absolute().parent
     if parent.exists() and not parent.is_dir():
         raise OutputPathError(f"parent {str(parent)!r} is not a directory", argument="--out")
@@ -113,11 +117,15 @@ def fmt_ci(ci) -> str:
 
 def verdict_table(rows: list[StatResult]) -> str:
     """Markdown table claim × model × statistic × trained / null / effect [CI] / verdict."""
-    lines = ["| claim | model | statistic | trained | null | effect | 95% CI | verdict |",
-             "|---|---|---|---|---|---|---|---|"]
+    lines = [
+        "| claim | model | statistic | trained | null | effect | 95% CI | verdict |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
     for r in rows:
-        lines.append(f"| {r.claim} | {r.model} | {r.statistic} | {fmt(r.trained)} | {fmt(r.null)} | "
-                     f"{fmt(r.effect)} | {fmt_ci(r.interval)} | **{r.verdict}** |")
+        lines.append(
+            f"| {r.claim} | {r.model} | {r.statistic} | {fmt(r.trained)} | {fmt(r.null)} | "
+            f"{fmt(r.effect)} | {fmt_ci(r.interval)} | **{r.verdict}** |"
+        )
     return "\n".join(lines)
 
 
@@ -131,30 +139,38 @@ def summary_table(rows: list[StatResult]) -> str:
 
 
 def baseline_table(rows: list[StatResult]) -> str:
-    lines = ["| model | statistic | trained | random null | spectrum-matched | flat on own subspace |",
-             "|---|---|---|---|---|---|"]
+    lines = [
+        "| model | statistic | trained | random null | spectrum-matched | flat on own subspace |",
+        "|---|---|---|---|---|---|",
+    ]
     for r in rows:
         if r.claim != "E2":
             continue
         bl = r.extra.get("baselines", {})
         sm = bl.get("spectrum_matched", {})
         fl = bl.get("flat_subspace", {})
-        lines.append(f"| {r.model} | {r.statistic} | {fmt(r.trained)} | {fmt(r.null)} {fmt_ci(r.null_interval)} | "
-                     f"{fmt(sm.get('value'))} {fmt_ci(sm.get('interval'))} | "
-                     f"{fmt(fl.get('value'))} {fmt_ci(fl.get('interval'))} |")
+        lines.append(
+            f"| {r.model} | {r.statistic} | {fmt(r.trained)} | {fmt(r.null)} {fmt_ci(r.null_interval)} | "
+            f"{fmt(sm.get('value'))} {fmt_ci(sm.get('interval'))} | "
+            f"{fmt(fl.get('value'))} {fmt_ci(fl.get('interval'))} |"
+        )
     return "\n".join(lines)
 
 
 def trend_table(rows: list[StatResult]) -> str:
-    lines = ["| model | statistic | Spearman ρ (depth) trained [95% CI] | ρ null | trained value [95% CI] |",
-             "|---|---|---|---|---|"]
+    lines = [
+        "| model | statistic | Spearman ρ (depth) trained [95% CI] | ρ null | trained value [95% CI] |",
+        "|---|---|---|---|---|",
+    ]
     for r in rows:
         if r.claim != "E1":
             continue
         e = r.extra
-        lines.append(f"| {r.model} | {r.statistic} | {fmt(e.get('spearman_trained'))} "
-                     f"{fmt_ci(e.get('spearman_trained_interval'))} | {fmt(e.get('spearman_null'))} | "
-                     f"{fmt(r.trained)} {fmt_ci(e.get('trained_interval'))} |")
+        lines.append(
+            f"| {r.model} | {r.statistic} | {fmt(e.get('spearman_trained'))} "
+            f"{fmt_ci(e.get('spearman_trained_interval'))} | {fmt(e.get('spearman_null'))} | "
+            f"{fmt(r.trained)} {fmt_ci(e.get('trained_interval'))} |"
+        )
     return "\n".join(lines)
 
 
@@ -174,23 +190,38 @@ def render_markdown(rows: list[StatResult], config: dict, figures: list[str], no
     parts = [
         "# connwalk paper checks (Seed A claims E1–E4; E5/E6 when requested)",
         "",
-        "## Run", cfg, "",
-        "## How to read this", *[f"- {c}" for c in CAVEATS], *[f"- {n}" for n in notes], "",
-        "## Verdict summary (counts of rows)", summary_table(rows), "",
-        "## Verdicts", "E1/E2: effect = trained − null (null = random init of the same architecture). "
+        "## Run",
+        cfg,
+        "",
+        "## How to read this",
+        *[f"- {c}" for c in CAVEATS],
+        *[f"- {n}" for n in notes],
+        "",
+        "## Verdict summary (counts of rows)",
+        summary_table(rows),
+        "",
+        "## Verdicts",
+        "E1/E2: effect = trained − null (null = random init of the same architecture). "
         "E3: `trained` = the larger model's effect, `null` = the smaller model's, effect = their difference "
         "oriented so that > 0 means stronger with size. E4: `trained` = mean effect over encoders, `null` = "
         "over decoders; the verdict conjoins the per-model verdicts. `[sink-aware]`: attention-sink tokens "
         "(position 0 and any key receiving ≥ 20% of the attention on average in some layer) removed, rows "
         "renormalised.",
-        "", verdict_table(rows), "",
+        "",
+        verdict_table(rows),
+        "",
     ]
     if any(r.claim == "E2" for r in rows):
-        parts += ["## E2 transport baselines",
-                  "The spectrum-matched baseline keeps each head's singular values with Haar-random singular "
-                  "vectors (which subspace a head reads); the flat baseline keeps the head's own subspaces with "
-                  "all gains equal to their mean (how uneven its gains are). Both use the trained model's hidden "
-                  "states and attention.", "", baseline_table(rows), ""]
+        parts += [
+            "## E2 transport baselines",
+            "The spectrum-matched baseline keeps each head's singular values with Haar-random singular "
+            "vectors (which subspace a head reads); the flat baseline keeps the head's own subspaces with "
+            "all gains equal to their mean (how uneven its gains are). Both use the trained model's hidden "
+            "states and attention.",
+            "",
+            baseline_table(rows),
+            "",
+        ]
     if any(r.claim == "E1" for r in rows):
         parts += ["## E1 depth trends", trend_table(rows), ""]
     if any(r.claim == "LAP" for r in rows):
@@ -203,9 +234,15 @@ def render_markdown(rows: list[StatResult], config: dict, figures: list[str], no
     return "\n".join(parts)
 
 
-def write_report(out: str | os.PathLike, rows: list[StatResult], config: dict, *,
-                 figures: Callable[[Path], list[str]] | None = None, extra_json: dict | None = None,
-                 notes: list[str] | None = None) -> Path:
+def write_report(
+    out: str | os.PathLike,
+    rows: list[StatResult],
+    config: dict,
+    *,
+    figures: Callable[[Path], list[str]] | None = None,
+    extra_json: dict | None = None,
+    notes: list[str] | None = None,
+) -> Path:
     """Write ``report.md``, ``results.json`` and figures into ``out`` atomically (temp dir + rename).
 
     ``figures(tmpdir) -> [file names]`` draws PNGs into the temporary directory."""

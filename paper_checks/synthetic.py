@@ -20,6 +20,7 @@ Names understood by :func:`load`: ``synthetic:enc``, ``synthetic:dec`` (small: d
 ``synthetic:frozen`` (an encoder whose layers all have the same attention), each also as
 ``random:synthetic:...`` (same architecture, Gaussian weights, no positional bias: the null).
 """
+
 from __future__ import annotations
 
 import math
@@ -91,8 +92,11 @@ class SyntheticHandle:
             else:
                 Wo = torch.randn(d, d, generator=g, dtype=F64) / math.sqrt(d)
                 Wv = torch.randn(d, d, generator=g, dtype=F64) / math.sqrt(d)
-            self.weights.append(AttentionWeights(W_Q=Wq.to(dtype), W_K=Wk.to(dtype), W_V=Wv.to(dtype),
-                                                 W_O=Wo.to(dtype), n_heads=cfg.n_heads))
+            self.weights.append(
+                AttentionWeights(
+                    W_Q=Wq.to(dtype), W_K=Wk.to(dtype), W_V=Wv.to(dtype), W_O=Wo.to(dtype), n_heads=cfg.n_heads
+                )
+            )
         self.n_params = int(self.embed.numel() + 4 * d * d * cfg.n_layers)
 
     # ---------------------------------------------------------------- contract
@@ -132,7 +136,7 @@ class SyntheticHandle:
         for l, w in enumerate(self.weights):
             Xn = (X - X.mean(-1, keepdim=True)) / X.std(-1, unbiased=False, keepdim=True)
             if self.cfg.trained:
-                gamma = 0.0 if self.cfg.content_decay is None else self.cfg.content_decay ** l
+                gamma = 0.0 if self.cfg.content_decay is None else self.cfg.content_decay**l
                 wl = AttentionWeights(W_Q=w.W_Q * gamma, W_K=w.W_K, W_V=w.W_V, W_O=w.W_O, n_heads=w.n_heads)
             else:
                 wl = w
@@ -141,9 +145,16 @@ class SyntheticHandle:
             Z = A @ (Xn[:, None] @ Wv.transpose(-1, -2))  # (B, H, n, d_h)
             Y = (Z @ Wo.transpose(-1, -2)).sum(1)  # (B, n, d): Σ_h A^h X T_hᵀ
             if keep is None or l in keep:
-                yield LayerCapture(layer=l, attn_input=Xn, A=A, W_O=Wo, W_V=Wv,
-                                   offset=torch.zeros(self.d_model, dtype=self.dtype), attn_output=Y,
-                                   mask=torch.ones(B, n, dtype=torch.bool))
+                yield LayerCapture(
+                    layer=l,
+                    attn_input=Xn,
+                    A=A,
+                    W_O=Wo,
+                    W_V=Wv,
+                    offset=torch.zeros(self.d_model, dtype=self.dtype),
+                    attn_output=Y,
+                    mask=torch.ones(B, n, dtype=torch.bool),
+                )
             X = X + Y
 
 
@@ -156,8 +167,9 @@ def load(name: str, *, seed: int = 0, dtype: torch.dtype = F64) -> SyntheticHand
     random = name.startswith("random:")
     key = name.removeprefix("random:").removeprefix("synthetic:")
     if key not in CONFIGS:
-        raise ModelError(f"unknown synthetic model {name!r}; known: {', '.join('synthetic:' + k for k in CONFIGS)}",
-                         argument="name")
+        raise ModelError(
+            f"unknown synthetic model {name!r}; known: {', '.join('synthetic:' + k for k in CONFIGS)}", argument="name"
+        )
     cfg = CONFIGS[key]
     if random:
         cfg = SyntheticConfig(**{**cfg.__dict__, "trained": False})

@@ -4,6 +4,7 @@ Every statistic reported by any check is one :class:`StatResult`. The report (``
 ``results.json``) is a list of these. Verdict rules are written in code next to each statistic and
 summarised in ``rule`` so the report can print them.
 """
+
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field

@@ -11,6 +11,7 @@
   a table per theorem is printed (symbolic ✓/✗, property examples, worst residual, necessity
   counterexamples); ``--theorem-json PATH`` writes it as JSON. Works with pytest-xdist.
 """
+
 from __future__ import annotations
 
 import os
@@ -21,19 +22,34 @@ from hypothesis import HealthCheck, Phase, settings
 from theory import report as theorem_report
 
 settings.register_profile(
-    "ci", max_examples=30, derandomize=True, deadline=None, print_blob=True,
+    "ci",
+    max_examples=30,
+    derandomize=True,
+    deadline=None,
+    print_blob=True,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
 settings.register_profile(
-    "dev", max_examples=100, deadline=None, print_blob=True,
+    "dev",
+    max_examples=100,
+    deadline=None,
+    print_blob=True,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
 settings.register_profile(
-    "thorough", max_examples=1000, deadline=None, print_blob=True,
+    "thorough",
+    max_examples=1000,
+    deadline=None,
+    print_blob=True,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
 settings.register_profile(
-    "mutation", max_examples=15, derandomize=True, deadline=None, database=None, print_blob=False,
+    "mutation",
+    max_examples=15,
+    derandomize=True,
+    deadline=None,
+    database=None,
+    print_blob=False,
     phases=[Phase.explicit, Phase.reuse, Phase.generate],
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )

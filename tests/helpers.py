@@ -1,4 +1,5 @@
 """Naive float64 references shared by the numeric tests (loops over tokens; no vectorisation)."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -31,7 +32,7 @@ def naive_token_major(A_heads: torch.Tensor, T_heads: torch.Tensor) -> torch.Ten
     W = np.zeros((n * d, n * d))
     for i in range(n):
         for j in range(n):
-            W[i * d:(i + 1) * d, j * d:(j + 1) * d] = sum(A[h, i, j] * T[h] for h in range(H))
+            W[i * d : (i + 1) * d, j * d : (j + 1) * d] = sum(A[h, i, j] * T[h] for h in range(H))
     return torch.from_numpy(W)
 
 

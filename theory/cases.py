@@ -6,6 +6,7 @@ its conclusions (so THEOREMS.md and the oracles read them), and the symbolic der
 strings (exact); ``*_exact`` strings are SymPy expressions; rounded values carry their number of
 decimals. Standard library only.
 """
+
 from __future__ import annotations
 
 #: T2: no constant transport although both heads are softmax-realisable (n = d = H = 2)

@@ -14,11 +14,12 @@ Every ``certify_*`` returns a :class:`~theory.symbolic.Derivation` whose checks 
 (lists of Fractions): ``hypothesis: ...`` checks confirm the drawn instance satisfies the theorem's
 hypotheses exactly, the others are the conclusions.
 """
+
 from __future__ import annotations
 
+from collections.abc import Sequence
 from fractions import Fraction
 from numbers import Rational
-from typing import Sequence
 
 from .errors import NotExactError
 from .symbolic import Derivation
@@ -137,7 +138,7 @@ def walk_apply(P: Mat, O, x: Sequence[Fraction], d: int) -> list[Fraction]:
         for j in range(n):
             if P[i][j] == 0:
                 continue
-            xj = x[j * d:(j + 1) * d]
+            xj = x[j * d : (j + 1) * d]
             Oij = O[i][j]
             for a in range(d):
                 acc[a] += P[i][j] * sum((Oij[a][b] * xj[b] for b in range(d)), Fraction(0))
@@ -161,18 +162,18 @@ def _dot(a, b):
 
 
 def _pi_inner(x, y, pi, d):
-    return sum((pi[i] * _dot(x[i * d:(i + 1) * d], y[i * d:(i + 1) * d]) for i in range(len(pi))), Fraction(0))
+    return sum((pi[i] * _dot(x[i * d : (i + 1) * d], y[i * d : (i + 1) * d]) for i in range(len(pi))), Fraction(0))
 
 
 def _dirichlet(P, O, pi, x, d, sign=-1):
     n = len(P)
     tot = Fraction(0)
     for i in range(n):
-        xi = x[i * d:(i + 1) * d]
+        xi = x[i * d : (i + 1) * d]
         for j in range(n):
             if P[i][j] == 0:
                 continue
-            Ox = matvec(O[i][j], x[j * d:(j + 1) * d])
+            Ox = matvec(O[i][j], x[j * d : (j + 1) * d])
             v = [a + sign * b for a, b in zip(xi, Ox)]
             tot += pi[i] * P[i][j] * _dot(v, v)
     return tot / 2
@@ -225,14 +226,14 @@ def certify_t2(As, Ts, X) -> Derivation:
                 B = add(B, scale(A[i][j], T))
             if tot == 0:  # off support: O_ij arbitrary (0/0); B_ij = 0 must hold
                 res_b.append(_flat(B))
-                O[i][j] = zeros(d, d)
+                O[i][j] = zeros(d, d)  # type: ignore[call-overload]
                 continue
             g = [A[i][j] / tot for A in As]
             res_g.append(sum(g) - 1)
             Oij = zeros(d, d)
             for gh, T in zip(g, Ts):
                 Oij = add(Oij, scale(H * gh, T))
-            O[i][j] = Oij
+            O[i][j] = Oij  # type: ignore[call-overload]
             res_b.append(_flat(add(scale(P[i][j], Oij), B, -1)))
     D.add("gates convex: sum_h g^h_ij = 1", res_g)
     D.add("P_ij O_ij = B_ij for every edge", res_b)
@@ -258,22 +259,38 @@ def certify_t3(w, O, x, s=None) -> Derivation:
     D.add("hypothesis: w symmetric", [w[i][j] - w[j][i] for i in range(n) for j in range(n)])
     D.add("hypothesis (a): P row-stochastic", [sum(r) - 1 for r in P])
     D.add("hypothesis (b): detailed balance", [pi[i] * P[i][j] - pi[j] * P[j][i] for i in range(n) for j in range(n)])
-    D.add("hypothesis (c): O_ij orthogonal", [_flat(add(matmul(transpose(O[i][j]), O[i][j]), eye(d), -1)) for i in range(n) for j in range(n)])
-    D.add("hypothesis (c): O_ji = O_ij^T", [_flat(add(O[j][i], transpose(O[i][j]), -1)) for i in range(n) for j in range(n)])
+    D.add(
+        "hypothesis (c): O_ij orthogonal",
+        [_flat(add(matmul(transpose(O[i][j]), O[i][j]), eye(d), -1)) for i in range(n) for j in range(n)],
+    )
+    D.add(
+        "hypothesis (c): O_ji = O_ij^T",
+        [_flat(add(O[j][i], transpose(O[i][j]), -1)) for i in range(n) for j in range(n)],
+    )
     D.add("pi stationary", [sum(pi[i] * P[i][j] for i in range(n)) - pi[j] for j in range(n)])
-    D.add("1. pi-self-adjoint: pi_i P_ij O_ij = (pi_j P_ji O_ji)^T",
-          [_flat(add(scale(pi[i] * P[i][j], O[i][j]), transpose(scale(pi[j] * P[j][i], O[j][i])), -1)) for i in range(n) for j in range(n)])
+    D.add(
+        "1. pi-self-adjoint: pi_i P_ij O_ij = (pi_j P_ji O_ji)^T",
+        [
+            _flat(add(scale(pi[i] * P[i][j], O[i][j]), transpose(scale(pi[j] * P[j][i], O[j][i])), -1))
+            for i in range(n)
+            for j in range(n)
+        ],
+    )
     Wx = walk_apply(P, O, x, d)
     Dx = [a - b for a, b in zip(x, Wx)]
     D.add("3. Dirichlet identity", [_pi_inner(x, Dx, pi, d) - _dirichlet(P, O, pi, x, d)])
-    D.add("2. <x,(2I-Delta)x>_pi = 1/2 sum pi_i P_ij |x_i + O_ij x_j|^2",
-          [_pi_inner(x, [a + b for a, b in zip(x, Wx)], pi, d) - _dirichlet(P, O, pi, x, d, sign=+1)])
+    D.add(
+        "2. <x,(2I-Delta)x>_pi = 1/2 sum pi_i P_ij |x_i + O_ij x_j|^2",
+        [_pi_inner(x, [a + b for a, b in zip(x, Wx)], pi, d) - _dirichlet(P, O, pi, x, d, sign=+1)],
+    )
     if s is not None:
         s = q(s, "s")
         Os = [[scale(s, O[i][j]) for j in range(n)] for i in range(n)]
         Dsx = [a - b for a, b in zip(x, walk_apply(P, Os, x, d))]
-        D.add("scaled O = sQ: Dirichlet + (1-s^2)/2 |x|^2_pi",
-              [_pi_inner(x, Dsx, pi, d) - _dirichlet(P, Os, pi, x, d) - (1 - s * s) / 2 * _pi_inner(x, x, pi, d)])
+        D.add(
+            "scaled O = sQ: Dirichlet + (1-s^2)/2 |x|^2_pi",
+            [_pi_inner(x, Dsx, pi, d) - _dirichlet(P, Os, pi, x, d) - (1 - s * s) / 2 * _pi_inner(x, x, pi, d)],
+        )
     return D
 
 
@@ -297,9 +314,9 @@ def certify_t3_flat(w, R, v) -> Derivation:
     # 5. Delta = R((I-P) (x) I)R^T on a generic vector z_i = R_i (i+1) v  (not a section)
     z = [c for i in range(n) for c in matvec(R[i], [(i + 1) * vv for vv in v])]
     Dz = [a - b for a, b in zip(z, walk_apply(P, O, z, d))]
-    Rtz = [c for i in range(n) for c in matvec(transpose(R[i]), z[i * d:(i + 1) * d])]
+    Rtz = [c for i in range(n) for c in matvec(transpose(R[i]), z[i * d : (i + 1) * d])]
     inner = [a - b for a, b in zip(Rtz, walk_apply(P, [[eye(d)] * n] * n, Rtz, d))]
-    Rinner = [c for i in range(n) for c in matvec(R[i], inner[i * d:(i + 1) * d])]
+    Rinner = [c for i in range(n) for c in matvec(R[i], inner[i * d : (i + 1) * d])]
     D.add("5. Delta z = R((I-P) (x) I) R^T z", [a - b for a, b in zip(Dz, Rinner)])
     return D
 
@@ -325,27 +342,43 @@ def certify_t4(K, query_bias=None) -> Derivation:
     A = [[K[i][j] / Dg[i] for j in range(n)] for i in range(n)]
     D = Derivation("T4", {"n": n})
     tri = [(i, j, k) for i in range(n) for j in range(i + 1, n) for k in range(j + 1, n)]
-    D.add("triangle ratio of A = triangle ratio of K (normalisers cancel)",
-          [A[i][j] * A[j][k] * A[k][i] / (A[i][k] * A[k][j] * A[j][i]) - K[i][j] * K[j][k] * K[k][i] / (K[i][k] * K[k][j] * K[j][i])
-           for i, j, k in tri])
-    through0 = [A[0][j] * A[j][k] * A[k][0] / (A[0][k] * A[k][j] * A[j][0]) - 1 for j in range(1, n) for k in range(j + 1, n)]
+    D.add(
+        "triangle ratio of A = triangle ratio of K (normalisers cancel)",
+        [
+            A[i][j] * A[j][k] * A[k][i] / (A[i][k] * A[k][j] * A[j][i])
+            - K[i][j] * K[j][k] * K[k][i] / (K[i][k] * K[k][j] * K[j][i])
+            for i, j, k in tri
+        ],
+    )
+    through0 = [
+        A[0][j] * A[j][k] * A[k][0] / (A[0][k] * A[k][j] * A[j][0]) - 1 for j in range(1, n) for k in range(j + 1, n)
+    ]
     reversible = all(r == 0 for r in through0)
     pi = [Fraction(1)] + [A[0][j] / A[j][0] for j in range(1, n)]
     db = [pi[i] * A[i][j] - pi[j] * A[j][i] for i in range(n) for j in range(n)]
     D.facts["reversible"] = reversible
     if reversible:
         D.add("Kolmogorov criterion holds (every triangle ratio through 0 is 1): pi_j = A_0j/A_j0 balances A", db)
-        D.add("Kolmogorov criterion holds: that pi is stationary",
-              [sum(pi[i] * A[i][j] for i in range(n)) - pi[j] for j in range(n)])
+        D.add(
+            "Kolmogorov criterion holds: that pi is stationary",
+            [sum(pi[i] * A[i][j] for i in range(n)) - pi[j] for j in range(n)],
+        )
     else:
         D.add("Kolmogorov criterion fails: a triangle ratio through 0 differs from 1", through0, expect_zero=False)
-        D.add("Kolmogorov criterion fails: the only candidate pi_j = A_0j/A_j0 does not balance A", db, expect_zero=False)
+        D.add(
+            "Kolmogorov criterion fails: the only candidate pi_j = A_0j/A_j0 does not balance A", db, expect_zero=False
+        )
     symmetric = all(K[i][j] == K[j][i] for i in range(n) for j in range(n))
     if symmetric:
-        D.add("symmetric K: detailed balance with pi_i = D_ii", [Dg[i] * A[i][j] - Dg[j] * A[j][i] for i in range(n) for j in range(n)])
+        D.add(
+            "symmetric K: detailed balance with pi_i = D_ii",
+            [Dg[i] * A[i][j] - Dg[j] * A[j][i] for i in range(n) for j in range(n)],
+        )
         D.add("symmetric K: pi = D stationary", [sum(Dg[i] * A[i][j] for i in range(n)) - Dg[j] for j in range(n)])
-        D.add("symmetric K: Kolmogorov, every triangle ratio = 1",
-              [A[i][j] * A[j][k] * A[k][i] - A[i][k] * A[k][j] * A[j][i] for i, j, k in tri])
+        D.add(
+            "symmetric K: Kolmogorov, every triangle ratio = 1",
+            [A[i][j] * A[j][k] * A[k][i] - A[i][k] * A[k][j] * A[j][i] for i, j, k in tri],
+        )
     if query_bias is not None:
         b = [q(v, "query_bias") for v in query_bias]
         if any(v <= 0 for v in b):
@@ -355,8 +388,10 @@ def certify_t4(K, query_bias=None) -> Derivation:
         Ab = [[Kb[i][j] / Db[i] for j in range(n)] for i in range(n)]
         if symmetric:
             pib = [b[i] * Db[i] for i in range(n)]
-            D.add("query bias: detailed balance with pi_i = b_i D'_ii",
-                  [pib[i] * Ab[i][j] - pib[j] * Ab[j][i] for i in range(n) for j in range(n)])
+            D.add(
+                "query bias: detailed balance with pi_i = b_i D'_ii",
+                [pib[i] * Ab[i][j] - pib[j] * Ab[j][i] for i in range(n) for j in range(n)],
+            )
     return D
 
 
@@ -387,10 +422,22 @@ def certify_t5(w, u, y) -> Derivation:
     A, pi = reversible_from_weights(w)
     T = householder(u)
     D = Derivation("T5", {"n": n, "d": d})
-    D.add("T orthogonal, symmetric, T^2 = I",
-          [_flat(add(matmul(transpose(T), T), eye(d), -1)), _flat(add(T, transpose(T), -1)), _flat(add(matmul(T, T), eye(d), -1))])
-    D.add("pi-self-adjoint: pi_i A_ij T = (pi_j A_ji T)^T",
-          [_flat(add(scale(pi[i] * A[i][j], T), transpose(scale(pi[j] * A[j][i], T)), -1)) for i in range(n) for j in range(n)])
+    D.add(
+        "T orthogonal, symmetric, T^2 = I",
+        [
+            _flat(add(matmul(transpose(T), T), eye(d), -1)),
+            _flat(add(T, transpose(T), -1)),
+            _flat(add(matmul(T, T), eye(d), -1)),
+        ],
+    )
+    D.add(
+        "pi-self-adjoint: pi_i A_ij T = (pi_j A_ji T)^T",
+        [
+            _flat(add(scale(pi[i] * A[i][j], T), transpose(scale(pi[j] * A[j][i], T)), -1))
+            for i in range(n)
+            for j in range(n)
+        ],
+    )
     K = kron(A, T)
     Ay = matvec(A, y)
 
@@ -406,8 +453,10 @@ def certify_t5(w, u, y) -> Derivation:
     v = [yi * uk for yi in y for uk in u]
     want = [(yi + ai) * uk for yi, ai in zip(y, Ay) for uk in u]
     D.add("Delta (y (x) u) = ((I + A) y) (x) u on the -1 eigenspace", [a - b for a, b in zip(delta(v), want)])
-    D.add("1 (x) Fix T is in ker Delta (A stochastic)",
-          [delta([fk for _ in range(n) for fk in f]) for f in rational_complement(u)])
+    D.add(
+        "1 (x) Fix T is in ker Delta (A stochastic)",
+        [delta([fk for _ in range(n) for fk in f]) for f in rational_complement(u)],
+    )
     return D
 
 

@@ -7,6 +7,7 @@ witnesses whose residual must stay nonzero when a hypothesis is dropped.
 Sizes are limited to what SymPy handles in seconds; a size outside the supported range raises
 :class:`~theory.errors.UnsupportedSizeError` listing the ranges.
 """
+
 from __future__ import annotations
 
 import functools
@@ -18,15 +19,15 @@ from .cases import T2_COUNTEREXAMPLE, T3_INVERSE_TRANSPORTS
 from .errors import UnsupportedSizeError
 from .symbolic import (
     Derivation,
+    at_rational_point,
     block,
     block_matrix,
     cancel_all,
     dirichlet_form,
-    at_rational_point,
     expand_all,
-    numerators,
     householder,
     kron,
+    numerators,
     pi_inner,
     reduce_circle,
     reduce_root_of_unity,
@@ -83,13 +84,20 @@ def derive_l1(n: int = 3, d: int = 2) -> Derivation:
     D = Derivation("L1", {"n": n, "d": d})
     A, T, X = symbol_matrix("a", n, n), symbol_matrix("t", d, d), symbol_matrix("x", n, d)
     Y = A * X * T.T
-    D.add("token-major: stack(A X T^T) = kron(A,T) stack(X)",
-          expand_all(stack_token_major(Y) - kron(A, T) * stack_token_major(X)))
-    D.add("feature-major: vec(A X T^T) = kron(T,A) vec(X)",
-          expand_all(stack_feature_major(Y) - kron(T, A) * stack_feature_major(X)))
+    D.add(
+        "token-major: stack(A X T^T) = kron(A,T) stack(X)",
+        expand_all(stack_token_major(Y) - kron(A, T) * stack_token_major(X)),
+    )
+    D.add(
+        "feature-major: vec(A X T^T) = kron(T,A) vec(X)",
+        expand_all(stack_feature_major(Y) - kron(T, A) * stack_feature_major(X)),
+    )
     if n > 1 and d > 1:
-        D.add("mixing conventions is wrong: stack_tm(A X T^T) != kron(T,A) stack_tm(X)",
-              expand_all(stack_token_major(Y) - kron(T, A) * stack_token_major(X)), expect_zero=False)
+        D.add(
+            "mixing conventions is wrong: stack_tm(A X T^T) != kron(T,A) stack_tm(X)",
+            expand_all(stack_token_major(Y) - kron(T, A) * stack_token_major(X)),
+            expect_zero=False,
+        )
     return D
 
 
@@ -123,11 +131,16 @@ def derive_l3(n: int = 3, d: int = 2) -> Derivation:
     W = walk_matrix(P, O)
     r = [sum(P[i, j] for j in range(n)) for i in range(n)]
     lhs = pi_inner(x, x - W * x, pi, d)
-    corr = sum(pi[i] * (1 - r[i]) * (x[i * d:(i + 1) * d, :].T * x[i * d:(i + 1) * d, :])[0, 0] for i in range(n))
-    D.add("<x,(I-W)x>_pi = Dirichlet + sum_i pi_i (1-r_i)|x_i|^2",
-          reduce_circle(lhs - dirichlet_form(P, O, pi, x, d) - corr, angles))
-    D.add("without the correction term the identity fails when rows do not sum to 1",
-          reduce_circle(lhs - dirichlet_form(P, O, pi, x, d), angles), expect_zero=False)
+    corr = sum(pi[i] * (1 - r[i]) * (x[i * d : (i + 1) * d, :].T * x[i * d : (i + 1) * d, :])[0, 0] for i in range(n))
+    D.add(
+        "<x,(I-W)x>_pi = Dirichlet + sum_i pi_i (1-r_i)|x_i|^2",
+        reduce_circle(lhs - dirichlet_form(P, O, pi, x, d) - corr, angles),
+    )
+    D.add(
+        "without the correction term the identity fails when rows do not sum to 1",
+        reduce_circle(lhs - dirichlet_form(P, O, pi, x, d), angles),
+        expect_zero=False,
+    )
     return D
 
 
@@ -142,8 +155,10 @@ def derive_l4(n: int = 3, d: int = 2) -> Derivation:
     pK = kron(A, T).charpoly(z).as_expr()
     pA = A.charpoly(z).as_expr()
     q = sp.expand(mu**n * pA.subs(z, z / mu))
-    D.add("charpoly(kron(A,T))(z) = Res_mu(p_T(mu), mu^n p_A(z/mu))",
-          sp.expand(pK - sylvester_resultant(T.charpoly(mu).as_expr(), q, mu)))
+    D.add(
+        "charpoly(kron(A,T))(z) = Res_mu(p_T(mu), mu^n p_A(z/mu))",
+        sp.expand(pK - sylvester_resultant(T.charpoly(mu).as_expr(), q, mu)),
+    )
     return D
 
 
@@ -198,11 +213,23 @@ def derive_t1(n: int = 3, d: int = 2) -> Derivation:
     D.add("SHA(X) = kron(A,T) x (token-major)", expand_all(y - K * x))
     const = walk_matrix(A, [[T] * n for _ in range(n)])
     D.add("kron(A,T) = walk with P = A, O_ij = T", expand_all(K - const))
-    D.add("per token: y_i = sum_j A_ij T x_j",
-          expand_all(sp.Matrix.vstack(*[(A * X * T.T)[i, :].T - sum((A[i, j] * T * X[j, :].T for j in range(n)), sp.zeros(d, 1)) for i in range(n)])))
+    D.add(
+        "per token: y_i = sum_j A_ij T x_j",
+        expand_all(
+            sp.Matrix.vstack(
+                *[
+                    (A * X * T.T)[i, :].T - sum((A[i, j] * T * X[j, :].T for j in range(n)), sp.zeros(d, 1))
+                    for i in range(n)
+                ]
+            )
+        ),
+    )
     if n > 1 and d > 1:
-        D.add("feature-major kron(T,A) applied to the token-major x is NOT SHA",
-              expand_all(y - kron(T, A) * x), expect_zero=False)
+        D.add(
+            "feature-major kron(T,A) applied to the token-major x is NOT SHA",
+            expand_all(y - kron(T, A) * x),
+            expect_zero=False,
+        )
     return D
 
 
@@ -218,7 +245,9 @@ def _softmax_like(name: str, n: int):
 def _head_blocks(As, Ts) -> sp.Matrix:
     """``block(B)`` with ``B_ij = sum_h A^h_ij T_h`` (T2's definition of the blocks)."""
     H, n, d = len(As), As[0].shape[0], Ts[0].shape[0]
-    return block_matrix([[sum((As[h][i, j] * Ts[h] for h in range(H)), sp.zeros(d, d)) for j in range(n)] for i in range(n)])
+    return block_matrix(
+        [[sum((As[h][i, j] * Ts[h] for h in range(H)), sp.zeros(d, d)) for j in range(n)] for i in range(n)]
+    )
 
 
 def _gates(As):
@@ -244,8 +273,10 @@ def derive_t2(n: int = 2, d: int = 2, heads: int = 2) -> Derivation:
     P = sum(As, sp.zeros(n, n)) / H
     D.add("P = mean_h A^h is row-stochastic", cancel_all(P * sp.ones(n, 1) - sp.ones(n, 1)))
     gates = _gates(As)
-    D.add("gates are convex: sum_h g^h_ij = 1",
-          cancel_all(sp.Matrix([sum(gates[i][j]) - 1 for i in range(n) for j in range(n)])))
+    D.add(
+        "gates are convex: sum_h g^h_ij = 1",
+        cancel_all(sp.Matrix([sum(gates[i][j]) - 1 for i in range(n) for j in range(n)])),
+    )
     O = [[H * sum((gates[i][j][h] * Ts[h] for h in range(H)), sp.zeros(d, d)) for j in range(n)] for i in range(n)]
     D.add("block(P, O) = B exactly", cancel_all(walk_matrix(P, O) - B))
     # gauge: any row-stochastic P' > 0 with O' = B / P'
@@ -262,15 +293,23 @@ def derive_t2(n: int = 2, d: int = 2, heads: int = 2) -> Derivation:
         cancel.update({E[1][i, j]: E[0][i, j] for i in range(n) for j in range(n)})
         # cancelling heads: T_2 = -T_1, A^1 = A^2 (other heads switched off) => B = 0 while P = A^1 > 0
         D.add("cancelling heads (T_2=-T_1, A^1=A^2): B = 0", cancel_all(B.xreplace(cancel)))
-        D.add("cancelling heads: P = (A^1 + A^2)/H stays positive (equals 2A^1/H)",
-              cancel_all(P.xreplace(cancel) - 2 * As[0] / H) if H == 2 else
-              cancel_all(P.xreplace(cancel) - (2 * As[0] + sum(As[2:], sp.zeros(n, n))) / H))
+        D.add(
+            "cancelling heads: P = (A^1 + A^2)/H stays positive (equals 2A^1/H)",
+            cancel_all(P.xreplace(cancel) - 2 * As[0] / H)
+            if H == 2
+            else cancel_all(P.xreplace(cancel) - (2 * As[0] + sum(As[2:], sp.zeros(n, n))) / H),
+        )
         # shared A (A^h = A^1 for all h) and shared T (T_h = T_1 for all h) in the gates formula
         TS = sum(Ts, sp.zeros(d, d))
         Oblock = block_matrix(O)
-        D.add("shared A across heads: O_ij = T_Sigma", cancel_all(Oblock.xreplace(shareA) - block_matrix([[TS] * n] * n)))
+        D.add(
+            "shared A across heads: O_ij = T_Sigma", cancel_all(Oblock.xreplace(shareA) - block_matrix([[TS] * n] * n))
+        )
         shareT = {T_of[h][a, b]: T_of[0][a, b] for h in range(1, H) for a in range(d) for b in range(d)}
-        D.add("shared T across heads: O_ij = H T", cancel_all(Oblock.xreplace(shareT) - H * block_matrix([[Ts[0]] * n] * n)))
+        D.add(
+            "shared T across heads: O_ij = H T",
+            cancel_all(Oblock.xreplace(shareT) - H * block_matrix([[Ts[0]] * n] * n)),
+        )
         # constant-transport criterion with linearly independent generic T_h: solve
         # sum_h alpha_h T_h = kappa T_Sigma for (alpha, kappa): only alpha_h = kappa for all h.
         if d >= 2:
@@ -279,9 +318,11 @@ def derive_t2(n: int = 2, d: int = 2, heads: int = 2) -> Derivation:
             eqs = list(sum((alphas[h] * Ts[h] for h in range(H)), sp.zeros(d, d)) - kappa * TS)
             sol = sp.linsolve(eqs, [*alphas, kappa])
             (tup,) = list(sol)
-            D.add("constant transport with independent T_h forces A^1_ij = ... = A^H_ij",
-                  sp.Matrix([sp.simplify(a - tup[-1]) for a in tup[:-1]]),
-                  detail=f"solution set {sp.sstr(sol)}")
+            D.add(
+                "constant transport with independent T_h forces A^1_ij = ... = A^H_ij",
+                sp.Matrix([sp.simplify(a - tup[-1]) for a in tup[:-1]]),
+                detail=f"solution set {sp.sstr(sol)}",
+            )
     # the counterexample of THEOREMS.md (exact numbers)
     D.checks.extend(t2_counterexample().checks)
     return D
@@ -308,23 +349,31 @@ def t2_counterexample(data: dict | None = None) -> Derivation:
     X = symbol_matrix("x", 2, 2)
     mha = A1 * X * T1.T + A2 * X * T2.T
     Op = stack_token_major(mha).jacobian(list(stack_token_major(X)))
-    Bs = [[Op[2 * i:2 * i + 2, 2 * j:2 * j + 2] for j in range(2)] for i in range(2)]
+    Bs = [[Op[2 * i : 2 * i + 2, 2 * j : 2 * j + 2] for j in range(2)] for i in range(2)]
     D.add("counterexample: B_11 of the MHA operator is the stated matrix", Bs[0][0] - _qmat(data["B11"]))
     D.add("counterexample: B_12 of the MHA operator is the stated matrix", Bs[0][1] - _qmat(data["B12"]))
     V = sp.Matrix.hstack(Bs[0][0].reshape(4, 1), Bs[0][1].reshape(4, 1))
-    D.add("counterexample: B_11, B_12 linearly independent (rank 2)", sp.Integer(V.rank() - 2),
-          detail="exact rank over Q")
+    D.add(
+        "counterexample: B_11, B_12 linearly independent (rank 2)", sp.Integer(V.rank() - 2), detail="exact rank over Q"
+    )
     Rm = sp.Matrix([list(Bs[i][j].reshape(1, 4)) for i in range(2) for j in range(2)])
     G = Rm * Rm.T
     lam_max = max(G.eigenvals(), key=lambda e: float(e))
     miss2 = sp.nsimplify(G.trace() - lam_max)
     stated = sp.sympify(data["miss_exact"])
-    D.add("counterexample: nearest Kronecker product misses by the stated closed form (squares agree, both >= 0)",
-          sp.radsimp(sp.expand(miss2 - stated ** 2)), detail=f"miss^2 = {sp.sstr(miss2)}")
+    D.add(
+        "counterexample: nearest Kronecker product misses by the stated closed form (squares agree, both >= 0)",
+        sp.radsimp(sp.expand(miss2 - stated**2)),
+        detail=f"miss^2 = {sp.sstr(miss2)}",
+    )
     digits = int(data["digits"])
-    D.add_numeric(f"counterexample: nearest Kronecker product misses by {data['miss']} ({digits} decimals)",
-                  float(sp.sqrt(miss2).evalf(30)), float(data["miss"]), 0.5 * 10.0 ** (-digits),
-                  detail=f"miss = {float(sp.sqrt(miss2).evalf(30)):.9f}")
+    D.add_numeric(
+        f"counterexample: nearest Kronecker product misses by {data['miss']} ({digits} decimals)",
+        float(sp.sqrt(miss2).evalf(30)),
+        float(data["miss"]),
+        0.5 * 10.0 ** (-digits),
+        detail=f"miss = {float(sp.sqrt(miss2).evalf(30)):.9f}",
+    )
     return D
 
 
@@ -348,11 +397,16 @@ def derive_t3(n: int = 3, d: int = 2, counterexamples: bool = True) -> Derivatio
     pi = [deg[i] / tot for i in range(n)]
     P = sp.Matrix(n, n, lambda i, j: w[i][j] / deg[i])
     D.add("(a) P row-stochastic", cancel_all(P * sp.ones(n, 1) - sp.ones(n, 1)))
-    D.add("(b) detailed balance pi_i P_ij = pi_j P_ji",
-          cancel_all(sp.Matrix(n, n, lambda i, j: pi[i] * P[i, j] - pi[j] * P[j, i])))
+    D.add(
+        "(b) detailed balance pi_i P_ij = pi_j P_ji",
+        cancel_all(sp.Matrix(n, n, lambda i, j: pi[i] * P[i, j] - pi[j] * P[j, i])),
+    )
     D.add("pi stationary: pi P = pi", cancel_all(sp.Matrix([pi]) * P - sp.Matrix([pi])))
     O, angles = _metric_transports(n, d)
-    D.add("(c) O_ij orthogonal", reduce_circle(sp.Matrix.vstack(*[O[i][j].T * O[i][j] - sp.eye(d) for i in range(n) for j in range(n)]), angles))
+    D.add(
+        "(c) O_ij orthogonal",
+        reduce_circle(sp.Matrix.vstack(*[O[i][j].T * O[i][j] - sp.eye(d) for i in range(n) for j in range(n)]), angles),
+    )
     W = walk_matrix(P, O)
     Delta = sp.eye(n * d) - W
     Pi = kron(sp.diag(*pi), sp.eye(d))
@@ -360,18 +414,27 @@ def derive_t3(n: int = 3, d: int = 2, counterexamples: bool = True) -> Derivatio
     D.add("1. Delta is pi-self-adjoint: (diag pi (x) I) Delta symmetric", reduce_circle(S - S.T, angles))
     x = symbol_vector("x", n * d, real=True)
     lhs = pi_inner(x, Delta * x, pi, d)
-    D.add("3. Dirichlet: <x,Delta x>_pi = 1/2 sum pi_i P_ij |x_i - O_ij x_j|^2",
-          reduce_circle(lhs - dirichlet_form(P, O, pi, x, d), angles))
-    D.add("2. <x,(2I-Delta)x>_pi = 1/2 sum pi_i P_ij |x_i + O_ij x_j|^2 (so spec in [0,2])",
-          reduce_circle(pi_inner(x, 2 * x - Delta * x, pi, d) - dirichlet_form(P, O, pi, x, d, sign=+1), angles))
+    D.add(
+        "3. Dirichlet: <x,Delta x>_pi = 1/2 sum pi_i P_ij |x_i - O_ij x_j|^2",
+        reduce_circle(lhs - dirichlet_form(P, O, pi, x, d), angles),
+    )
+    D.add(
+        "2. <x,(2I-Delta)x>_pi = 1/2 sum pi_i P_ij |x_i + O_ij x_j|^2 (so spec in [0,2])",
+        reduce_circle(pi_inner(x, 2 * x - Delta * x, pi, d) - dirichlet_form(P, O, pi, x, d, sign=+1), angles),
+    )
     s = _sym("s", positive=True)
     Os, _ = _metric_transports(n, d, scale=s)
     Ds = sp.eye(n * d) - walk_matrix(P, Os)
     nx = pi_inner(x, x, pi, d)
-    D.add("scaled O = sQ: <x,Delta x>_pi = Dirichlet + (1-s^2)/2 |x|^2_pi",
-          reduce_circle(pi_inner(x, Ds * x, pi, d) - dirichlet_form(P, Os, pi, x, d) - (1 - s**2) / 2 * nx, angles))
-    D.add("scaled O = sQ: the (1-s^2)/2 term is needed",
-          reduce_circle(pi_inner(x, Ds * x, pi, d) - dirichlet_form(P, Os, pi, x, d), angles), expect_zero=False)
+    D.add(
+        "scaled O = sQ: <x,Delta x>_pi = Dirichlet + (1-s^2)/2 |x|^2_pi",
+        reduce_circle(pi_inner(x, Ds * x, pi, d) - dirichlet_form(P, Os, pi, x, d) - (1 - s**2) / 2 * nx, angles),
+    )
+    D.add(
+        "scaled O = sQ: the (1-s^2)/2 term is needed",
+        reduce_circle(pi_inner(x, Ds * x, pi, d) - dirichlet_form(P, Os, pi, x, d), angles),
+        expect_zero=False,
+    )
     # 5. flat connection
     if d == 2:
         phis = [_sym(f"rho_{i}", real=True) for i in range(n)]
@@ -379,8 +442,10 @@ def derive_t3(n: int = 3, d: int = 2, counterexamples: bool = True) -> Derivatio
         Of = [[Rs[i] * Rs[j].T for j in range(n)] for i in range(n)]
         Df = sp.eye(n * d) - walk_matrix(P, Of)
         Rb = block_matrix([[Rs[i] if i == j else sp.zeros(d, d) for j in range(n)] for i in range(n)])
-        D.add("5. flat connection: Delta = R((I-P) (x) I_d) R^T",
-              reduce_circle(Df - Rb * kron(sp.eye(n) - P, sp.eye(d)) * Rb.T, phis))
+        D.add(
+            "5. flat connection: Delta = R((I-P) (x) I_d) R^T",
+            reduce_circle(Df - Rb * kron(sp.eye(n) - P, sp.eye(d)) * Rb.T, phis),
+        )
         v = symbol_vector("v", d, real=True)
         sec = sp.Matrix.vstack(*[Rs[i] * v for i in range(n)])
         D.add("4. parallel section x_i = R_i v is in ker Delta", reduce_circle(Df * sec, phis))
@@ -413,21 +478,31 @@ def t3_counterexamples() -> Derivation:
     form = pi_inner(x, Delta * x, pi, 1)
     D.add("drop (a): <x,Delta x>_pi = -1 at x=(1,1)", form + 1)
     D.add("drop (a): Dirichlet form = 0 at x=(1,1)", dirichlet_form(P, O1, pi, x, 1))
-    D.add("drop (a): correction sum_i pi_i (1 - r_i)|x_i|^2 = -1",
-          sum(pi[k] * (1 - sum(P[k, :])) * x[k] ** 2 for k in range(2)) + 1)
+    D.add(
+        "drop (a): correction sum_i pi_i (1 - r_i)|x_i|^2 = -1",
+        sum(pi[k] * (1 - sum(P[k, :])) * x[k] ** 2 for k in range(2)) + 1,
+    )
     # drop (b): directed 3-cycle
     C = sp.Matrix([[0, 1, 0], [0, 0, 1], [1, 0, 0]])
-    D.add("drop (b) [directed 3-cycle, O=1]: spec = {0, 3/2 +- (sqrt3/2) i}",
-          _spectrum_residual(sp.eye(3) - C, {0: 1, R(3, 2) + r3 / 2 * i: 1, R(3, 2) - r3 / 2 * i: 1}))
+    D.add(
+        "drop (b) [directed 3-cycle, O=1]: spec = {0, 3/2 +- (sqrt3/2) i}",
+        _spectrum_residual(sp.eye(3) - C, {0: 1, R(3, 2) + r3 / 2 * i: 1, R(3, 2) - r3 / 2 * i: 1}),
+    )
     # drop O_ji = O_ij^T only
     Rp = rotation(sp.pi / 3)
     sw = block_matrix([[sp.zeros(2, 2), Rp], [Rp, sp.zeros(2, 2)]])
-    D.add("drop O_ji=O_ij^T [swap, O_12=O_21=R(pi/3)]: spec = {1/2 +- i sqrt3/2, 3/2 +- i sqrt3/2}",
-          _spectrum_residual(sp.eye(4) - sw, {R(1, 2) + r3 / 2 * i: 1, R(1, 2) - r3 / 2 * i: 1,
-                                              R(3, 2) + r3 / 2 * i: 1, R(3, 2) - r3 / 2 * i: 1}))
+    D.add(
+        "drop O_ji=O_ij^T [swap, O_12=O_21=R(pi/3)]: spec = {1/2 +- i sqrt3/2, 3/2 +- i sqrt3/2}",
+        _spectrum_residual(
+            sp.eye(4) - sw,
+            {R(1, 2) + r3 / 2 * i: 1, R(1, 2) - r3 / 2 * i: 1, R(3, 2) + r3 / 2 * i: 1, R(3, 2) - r3 / 2 * i: 1},
+        ),
+    )
     # drop orthogonality only
-    D.add("drop orthogonality [swap, O=2]: spec = {-1, 3}",
-          _spectrum_residual(sp.eye(2) - sp.Matrix([[0, 2], [2, 0]]), {-1: 1, 3: 1}))
+    D.add(
+        "drop orthogonality [swap, O=2]: spec = {-1, 3}",
+        _spectrum_residual(sp.eye(2) - sp.Matrix([[0, 2], [2, 0]]), {-1: 1, 3: 1}),
+    )
     # drop orthogonality, keep O_ji = O_ij^{-1}
     inv = T3_INVERSE_TRANSPORTS
     O12, O31 = _qmat(inv["O12"]), _qmat(inv["O31"])
@@ -445,19 +520,32 @@ def t3_counterexamples() -> Derivation:
     neg_all = [r for r in real_roots if r < 0]
     neg = sorted(set(neg_all), key=float)
     n_complex = cp.degree() - len(real_roots)
-    D.add("drop orthogonality keep O_ji=O_ij^-1 [3-cycle]: one negative real eigenvalue",
-          sp.Integer(len(neg) - 1),
-          detail=f"{len(neg)} distinct negative real root(s), algebraic multiplicity {len(neg_all)}, exact root isolation")
+    D.add(
+        "drop orthogonality keep O_ji=O_ij^-1 [3-cycle]: one negative real eigenvalue",
+        sp.Integer(len(neg) - 1),
+        detail=f"{len(neg)} distinct negative real root(s), algebraic multiplicity {len(neg_all)}, exact root isolation",
+    )
     stated, digits = inv["negative_eigenvalue"], int(inv["digits"])
-    half = sp.Rational(1, 2 * 10 ** digits)
+    half = sp.Rational(1, 2 * 10**digits)
     lo, hi = _q(stated) - half, _q(stated) + half
-    D.add(f"drop orthogonality keep O_ji=O_ij^-1 [3-cycle]: exactly one distinct real eigenvalue in [{stated} -+ {float(half):g}]",
-          sp.Integer(cp.count_roots(lo, hi) - 1), detail="exact root count in the rounding interval")
-    D.add_numeric(f"drop orthogonality keep O_ji=O_ij^-1 [3-cycle]: the negative eigenvalue is {stated} ({digits} decimals)",
-                  float(neg[0].evalf(30)) if neg else float("nan"), float(stated), float(half),
-                  detail=f"negative real root {float(neg[0].evalf(30)) if neg else float('nan'):.8f}")
-    D.add("drop orthogonality keep O_ji=O_ij^-1 [3-cycle]: a complex pair exists (number of non-real eigenvalues)",
-          sp.Integer(n_complex), expect_zero=False, detail=f"{n_complex} non-real eigenvalues")
+    D.add(
+        f"drop orthogonality keep O_ji=O_ij^-1 [3-cycle]: exactly one distinct real eigenvalue in [{stated} -+ {float(half):g}]",
+        sp.Integer(cp.count_roots(lo, hi) - 1),
+        detail="exact root count in the rounding interval",
+    )
+    D.add_numeric(
+        f"drop orthogonality keep O_ji=O_ij^-1 [3-cycle]: the negative eigenvalue is {stated} ({digits} decimals)",
+        float(neg[0].evalf(30)) if neg else float("nan"),
+        float(stated),
+        float(half),
+        detail=f"negative real root {float(neg[0].evalf(30)) if neg else float('nan'):.8f}",
+    )
+    D.add(
+        "drop orthogonality keep O_ji=O_ij^-1 [3-cycle]: a complex pair exists (number of non-real eigenvalues)",
+        sp.Integer(n_complex),
+        expect_zero=False,
+        detail=f"{n_complex} non-real eigenvalues",
+    )
     Sc = kron(sp.eye(3) / 3, sp.eye(2)) * Dc
     D.add("drop orthogonality keep O_ji=O_ij^-1: pi-self-adjointness fails", Sc - Sc.T, expect_zero=False)
     return D
@@ -483,18 +571,22 @@ def derive_t4(n: int = 3, d: int = 2) -> Derivation:
     A = softmax_rows(S)
     Ma = (M - M.T) / 2
     xs = [X[k, :].T for k in range(n)]
-    for (i, j, k) in [(0, 1, 2)] + ([(0, 1, 3), (1, 2, 3)] if n >= 4 else []):
+    for i, j, k in [(0, 1, 2)] + ([(0, 1, 3), (1, 2, 3)] if n >= 4 else []):
         ratio = A[i, j] * A[j, k] * A[k, i] / (A[i, k] * A[k, j] * A[j, i])
         rhs = 2 / sp.sqrt(dk) * ((xs[j] - xs[i]).T * Ma * (xs[k] - xs[i]))[0, 0]
-        D.add(f"Kolmogorov triangle ({i},{j},{k}): log ratio = (2/sqrt d_k)(x_j-x_i)^T M_a (x_k-x_i)",
-              sp.expand(sp.expand_log(sp.log(sp.powsimp(ratio)), force=True) - rhs))
+        D.add(
+            f"Kolmogorov triangle ({i},{j},{k}): log ratio = (2/sqrt d_k)(x_j-x_i)^T M_a (x_k-x_i)",
+            sp.expand(sp.expand_log(sp.log(sp.powsimp(ratio)), force=True) - rhs),
+        )
     # symmetric M => detailed balance with pi_i = D_ii (normalisation irrelevant)
     Msym = sp.Matrix(d, d, lambda a, b: _sym(f"m_{min(a, b)}{max(a, b)}", real=True))
     Ss = X * Msym * X.T / sp.sqrt(dk)
     As = softmax_rows(Ss)
     Dg = [sum(sp.exp(Ss[i, k]) for k in range(n)) for i in range(n)]
-    D.add("symmetric M: pi_i A_ij = pi_j A_ji with pi_i = D_ii",
-          cancel_all(sp.Matrix(n, n, lambda i, j: Dg[i] * As[i, j] - Dg[j] * As[j, i])))
+    D.add(
+        "symmetric M: pi_i A_ij = pi_j A_ji with pi_i = D_ii",
+        cancel_all(sp.Matrix(n, n, lambda i, j: Dg[i] * As[i, j] - Dg[j] * As[j, i])),
+    )
     D.add("symmetric M: pi = (D_ii) is stationary", cancel_all(sp.Matrix([Dg]) * As - sp.Matrix([Dg])))
     # key bias cancels: S_ij + c_i (depends on the query only) leaves A unchanged
     c = [_sym(f"c_{i}", real=True) for i in range(n)]
@@ -505,27 +597,40 @@ def derive_t4(n: int = 3, d: int = 2) -> Derivation:
     Sq = sp.Matrix(n, n, lambda i, j: Ss[i, j] + beta[j])
     Aq = softmax_rows(Sq)
     piq = [sp.exp(beta[i]) * sum(sp.exp(Sq[i, k]) for k in range(n)) for i in range(n)]
-    D.add("query bias beta_j: reversible with pi_i = e^{beta_i} sum_j e^{S_ij + beta_j}",
-          cancel_all(sp.powsimp(sp.Matrix(n, n, lambda i, j: piq[i] * Aq[i, j] - piq[j] * Aq[j, i]))))
-    D.add("query bias changes pi: pi_i = D_ii is no longer balanced",
-          cancel_all(sp.powsimp(sp.Matrix(n, n, lambda i, j: Dg[i] * Aq[i, j] - Dg[j] * Aq[j, i]))), expect_zero=False)
+    D.add(
+        "query bias beta_j: reversible with pi_i = e^{beta_i} sum_j e^{S_ij + beta_j}",
+        cancel_all(sp.powsimp(sp.Matrix(n, n, lambda i, j: piq[i] * Aq[i, j] - piq[j] * Aq[j, i]))),
+    )
+    D.add(
+        "query bias changes pi: pi_i = D_ii is no longer balanced",
+        cancel_all(sp.powsimp(sp.Matrix(n, n, lambda i, j: Dg[i] * Aq[i, j] - Dg[j] * Aq[j, i]))),
+        expect_zero=False,
+    )
     # affinely collinear tokens: the triangle form vanishes for any M
     x0, v = symbol_vector("p", d, real=True), symbol_vector("v", d, real=True)
     ts = [_sym(f"tau_{k}", real=True) for k in range(3)]
     col = [x0 + ts[k] * v for k in range(3)]
-    D.add("affinely collinear tokens: (x_j-x_i)^T M_a (x_k-x_i) = 0 for any M",
-          sp.expand(((col[1] - col[0]).T * Ma * (col[2] - col[0]))[0, 0]))
+    D.add(
+        "affinely collinear tokens: (x_j-x_i)^T M_a (x_k-x_i) = 0 for any M",
+        sp.expand(((col[1] - col[0]).T * Ma * (col[2] - col[0]))[0, 0]),
+    )
     if d >= 2:
-        D.add("general tokens, nonsymmetric M: the triangle form is nonzero",
-              sp.expand(((xs[1] - xs[0]).T * Ma * (xs[2] - xs[0]))[0, 0]), expect_zero=False)
+        D.add(
+            "general tokens, nonsymmetric M: the triangle form is nonzero",
+            sp.expand(((xs[1] - xs[0]).T * Ma * (xs[2] - xs[0]))[0, 0]),
+            expect_zero=False,
+        )
     # causal: detailed balance forces pi_j = 0 for j >= 1
     Ac = softmax_rows(Ss, mask=[(i, j) for i in range(n) for j in range(n) if j > i])
     pis = sp.symbols(f"pi0:{n}")
     eqs = [pis[i] * Ac[i, j] - pis[j] * Ac[j, i] for i in range(n) for j in range(i + 1, n)]
     sol = sp.linsolve(eqs, list(pis))
     (tup,) = list(sol)
-    D.add("causal mask: detailed balance forces pi_1 = ... = pi_{n-1} = 0 (no positive pi)",
-          sp.Matrix(list(tup[1:])), detail=f"solutions {sp.sstr(sol)}")
+    D.add(
+        "causal mask: detailed balance forces pi_1 = ... = pi_{n-1} = 0 (no positive pi)",
+        sp.Matrix(list(tup[1:])),
+        detail=f"solutions {sp.sstr(sol)}",
+    )
     return D
 
 
@@ -543,18 +648,26 @@ def derive_t5(n: int = 3, d: int = 2) -> Derivation:
     D = Derivation("T5", {"n": n, "d": d})
     T = symbol_matrix("t", d, d)
     I = sp.eye(d)
-    D.add("orthogonal + symmetric => involution: T^2 - I = (T^T T - I) + (T - T^T) T",
-          expand_all(T * T - I - ((T.T * T - I) + (T - T.T) * T)))
-    D.add("orthogonal + involution => symmetric: T^T - T = T^T (I - T^2) + (T^T T - I) T",
-          expand_all(T.T - T - (T.T * (I - T * T) + (T.T * T - I) * T)))
+    D.add(
+        "orthogonal + symmetric => involution: T^2 - I = (T^T T - I) + (T - T^T) T",
+        expand_all(T * T - I - ((T.T * T - I) + (T - T.T) * T)),
+    )
+    D.add(
+        "orthogonal + involution => symmetric: T^T - T = T^T (I - T^2) + (T^T T - I) T",
+        expand_all(T.T - T - (T.T * (I - T * T) + (T.T * T - I) * T)),
+    )
     phi = _sym("phi", real=True)
     refl = sp.Matrix([[sp.cos(phi), sp.sin(phi)], [sp.sin(phi), -sp.cos(phi)]])
-    D.add("d=2 reflections [[cos, sin], [sin, -cos]] are orthogonal symmetric involutions",
-          reduce_circle(sp.Matrix.vstack(refl.T * refl - sp.eye(2), refl - refl.T, refl * refl - sp.eye(2)), [phi]))
+    D.add(
+        "d=2 reflections [[cos, sin], [sin, -cos]] are orthogonal symmetric involutions",
+        reduce_circle(sp.Matrix.vstack(refl.T * refl - sp.eye(2), refl - refl.T, refl * refl - sp.eye(2)), [phi]),
+    )
     u = symbol_vector("u", d, real=True)
     Hh = householder(u)
-    D.add("I - 2 Pi_U is orthogonal, symmetric, an involution",
-          cancel_all(sp.Matrix.vstack(Hh.T * Hh - sp.eye(d), Hh - Hh.T, Hh * Hh - sp.eye(d))))
+    D.add(
+        "I - 2 Pi_U is orthogonal, symmetric, an involution",
+        cancel_all(sp.Matrix.vstack(Hh.T * Hh - sp.eye(d), Hh - Hh.T, Hh * Hh - sp.eye(d))),
+    )
     w = _sym_weights(n)
     deg = [sum(w[i][j] for j in range(n)) for i in range(n)]
     A = sp.Matrix(n, n, lambda i, j: w[i][j] / deg[i])
@@ -564,16 +677,21 @@ def derive_t5(n: int = 3, d: int = 2) -> Derivation:
     D.add("reversible A, T = I - 2 Pi_U: Delta pi-self-adjoint", cancel_all(S - S.T))
     Tn = sp.Matrix([[1, 1], [0, -1]])  # T^2 = I, not orthogonal
     Sn = Pi * (sp.eye(n * d) - kron(A, Tn))
-    D.add("non-orthogonal involution T=[[1,1],[0,-1]]: pi-self-adjointness fails",
-          cancel_all(Sn - Sn.T), expect_zero=False)
+    D.add(
+        "non-orthogonal involution T=[[1,1],[0,-1]]: pi-self-adjointness fails",
+        cancel_all(Sn - Sn.T),
+        expect_zero=False,
+    )
     # spectrum for generic A (not even reversible) and a rational reflection (dim Fix = 1)
     Ag = symbol_matrix("a", n, n)
     Tr = householder(sp.Matrix([1, 2]))  # [[3/5,-4/5],[-4/5,-3/5]]
     z = sp.Symbol("z")
     pA = Ag.charpoly(z).as_expr()
     want = ((-1) ** n * pA.subs(z, 1 - z)) ** 1 * pA.subs(z, z - 1) ** (d - 1)
-    D.add("spec(I - kron(A,T)) = {1-lambda_i} on Fix T and {1+lambda_i} on the -1 space",
-          sp.expand((sp.eye(n * d) - kron(Ag, Tr)).charpoly(z).as_expr() - want))
+    D.add(
+        "spec(I - kron(A,T)) = {1-lambda_i} on Fix T and {1+lambda_i} on the -1 space",
+        sp.expand((sp.eye(n * d) - kron(Ag, Tr)).charpoly(z).as_expr() - want),
+    )
     return D
 
 
@@ -604,28 +722,40 @@ def derive_t6(n: int = 3, d: int = 2, heads: int = 2, ring: int = 5) -> Derivati
     hom = {X[i, k]: xs[k] for i in range(n) for k in range(d)}
     xvars = [X[i, k] for i in range(n) for k in range(d)]
     evars = [es[h][i, j] for h in range(H) for i in range(n) for j in range(n)]
-    dS = sp.Matrix.vstack(*[es[h][i, j] * sp.Matrix([Ss[h][i, j]]).jacobian(xvars)
-                            for h in range(H) for i in range(n) for j in range(n)])
+    dS = sp.Matrix.vstack(
+        *[es[h][i, j] * sp.Matrix([Ss[h][i, j]]).jacobian(xvars) for h in range(H) for i in range(n) for j in range(n)]
+    )
 
     def jac_minus_walk(attn, at):
         """``J - (block(sum_h A0^h_ij T_h) - I)`` at the base state ``at``."""
         As = [attn(h) for h in range(H)]
-        F = sp.Matrix.vstack(*[
-            sum((As[h][i, j] * Ts[h] * X[j, :].T for h in range(H) for j in range(n)), sp.zeros(d, 1)) - X[i, :].T
-            for i in range(n)])
+        F = sp.Matrix.vstack(
+            *[
+                sum((As[h][i, j] * Ts[h] * X[j, :].T for h in range(H) for j in range(n)), sp.zeros(d, 1)) - X[i, :].T
+                for i in range(n)
+            ]
+        )
         J = (F.jacobian(xvars) + F.jacobian(evars) * dS).xreplace(at)
-        Wlin = block_matrix([[sum((As[h][i, j] * Ts[h] for h in range(H)), sp.zeros(d, d)) for j in range(n)] for i in range(n)])
+        Wlin = block_matrix(
+            [[sum((As[h][i, j] * Ts[h] for h in range(H)), sp.zeros(d, d)) for j in range(n)] for i in range(n)]
+        )
         return J - (Wlin - sp.eye(n * d))
 
-    soft = lambda h: sp.Matrix(n, n, lambda i, j: es[h][i, j] / sum(es[h][i, k] for k in range(n)))  # noqa: E731
+    soft = lambda h: sp.Matrix(n, n, lambda i, j: es[h][i, j] / sum(es[h][i, k] for k in range(n)))
     D.add("Jacobian at 1(x)x* = block(sum_h A0^h_ij T_h) - I (softmax, H1+H2)", numerators(jac_minus_walk(soft, hom)))
-    sig = lambda h: es[h].applyfunc(lambda e: e / (1 + e))  # noqa: E731  sigmoid(S) = e^S / (1 + e^S)
-    D.add("drop H1 (sigmoid attention, rows not normalised): extra terms remain (exact value at a rational point)",
-          at_rational_point(jac_minus_walk(sig, hom)), expect_zero=False)
+    sig = lambda h: es[h].applyfunc(lambda e: e / (1 + e))
+    D.add(
+        "drop H1 (sigmoid attention, rows not normalised): extra terms remain (exact value at a rational point)",
+        at_rational_point(jac_minus_walk(sig, hom)),
+        expect_zero=False,
+    )
     if n >= 2:
         inhom = {X[i, k]: (xs[k] if i else xs[k] + 1) for i in range(n) for k in range(d)}
-        D.add("drop H2 (inhomogeneous base state x_0 = x* + 1): extra terms remain (exact value at a rational point)",
-              at_rational_point(jac_minus_walk(soft, inhom)), expect_zero=False)
+        D.add(
+            "drop H2 (inhomogeneous base state x_0 = x* + 1): extra terms remain (exact value at a rational point)",
+            at_rational_point(jac_minus_walk(soft, inhom)),
+            expect_zero=False,
+        )
     D.checks.extend(t6_fourier(ring, d, H).checks)
     return D
 
@@ -641,31 +771,45 @@ def t6_fourier(ring: int, d: int, heads: int, *, sign: int = +1) -> Derivation:
     Ts = [symbol_matrix(f"t{h}", d, d, real=True) for h in range(H)]
     v = symbol_vector("v", d)
     A0 = [sp.Matrix(ring, ring, lambda i, j: a[h][(j - i) % ring]) for h in range(H)]
-    J = block_matrix([[sum((A0[h][i, j] * Ts[h] for h in range(H)), sp.zeros(d, d)) for j in range(ring)] for i in range(ring)]) - sp.eye(ring * d)
+    J = block_matrix(
+        [[sum((A0[h][i, j] * Ts[h] for h in range(H)), sp.zeros(d, d)) for j in range(ring)] for i in range(ring)]
+    ) - sp.eye(ring * d)
 
     def hat(h, sgn):
-        return sum(a[h][m] * (zeta ** m if sgn > 0 else zeta ** ((ring - m) % ring)) for m in range(ring))
+        return sum(a[h][m] * (zeta**m if sgn > 0 else zeta ** ((ring - m) % ring)) for m in range(ring))
 
     def residual(sgn):
         Mk = sum((hat(h, sgn) * Ts[h] for h in range(H)), sp.zeros(d, d))
-        phi = sp.Matrix(ring, 1, lambda j, _c: zeta ** j)
+        phi = sp.Matrix(ring, 1, lambda j, _c: zeta**j)
         return reduce_root_of_unity(J * kron(phi, v) - kron(phi, (Mk - sp.eye(d)) * v), zeta, ring)
 
     if sign > 0:
-        D.add(f"Fourier (ring={ring}): J(phi_k (x) v) = phi_k (x) (M(k)-I) v, a^(k) = sum_m a(m) e^(+2 pi i k m/n)",
-              residual(+1))
+        D.add(
+            f"Fourier (ring={ring}): J(phi_k (x) v) = phi_k (x) (M(k)-I) v, a^(k) = sum_m a(m) e^(+2 pi i k m/n)",
+            residual(+1),
+        )
         if ring >= 3:
             D.add("Fourier with the reversed sign e^(-2 pi i k m/n) is wrong", residual(-1), expect_zero=False)
         th, rho = _sym("theta", real=True), _sym("rho", positive=True)
         e = sp.Matrix([1, -sp.I])
-        D.add("rotating wave: rho R(theta)(1,-i)^T = rho e^{i theta}(1,-i)^T",
-              sp.expand((rho * rotation(th) * e - rho * (sp.cos(th) + sp.I * sp.sin(th)) * e).applyfunc(sp.expand)))
+        D.add(
+            "rotating wave: rho R(theta)(1,-i)^T = rho e^{i theta}(1,-i)^T",
+            sp.expand((rho * rotation(th) * e - rho * (sp.cos(th) + sp.I * sp.sin(th)) * e).applyfunc(sp.expand)),
+        )
     else:
         D.add("Fourier with the reversed sign", residual(-1))
     return D
 
 
 DERIVATIONS = {
-    "L1": derive_l1, "L2": derive_l2, "L3": derive_l3, "L4": derive_l4,
-    "T1": derive_t1, "T2": derive_t2, "T3": derive_t3, "T4": derive_t4, "T5": derive_t5, "T6": derive_t6,
+    "L1": derive_l1,
+    "L2": derive_l2,
+    "L3": derive_l3,
+    "L4": derive_l4,
+    "T1": derive_t1,
+    "T2": derive_t2,
+    "T3": derive_t3,
+    "T4": derive_t4,
+    "T5": derive_t5,
+    "T6": derive_t6,
 }

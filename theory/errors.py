@@ -2,6 +2,7 @@
 
 Every error names what was asked for and lists what exists, so a typo is fixed from the message alone.
 """
+
 from __future__ import annotations
 
 

@@ -22,12 +22,14 @@ Every predicate returns a :class:`Verdict` (``holds``, ``residual``, ``tol``, ``
 ``applicable``: False when the instance is outside the statement's premise, e.g. no flat
 connection drawn — then ``holds`` is True and nothing was tested).
 """
+
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any, Callable, Mapping
+from typing import Any
 
 import numpy as np
 
@@ -57,7 +59,7 @@ def _na(detail: str) -> Verdict:
 
 def _all(*vs: Verdict) -> Verdict:
     """Conjunction: holds iff all hold; residual/tol of the worst (largest residual/tol) part."""
-    vs = [v for v in vs if v.applicable]
+    vs = [v for v in vs if v.applicable]  # type: ignore[assignment]
     if not vs:
         return _na("no part applicable")
     worst = max(vs, key=lambda v: (not v.holds, v.residual / v.tol if v.tol > 0 else math.inf))
@@ -168,7 +170,7 @@ def dense_walk(P: np.ndarray, O: np.ndarray) -> np.ndarray:
     W = np.zeros((n * d, n * d))
     for i in range(n):
         for j in range(n):
-            W[i * d:(i + 1) * d, j * d:(j + 1) * d] = P[i, j] * O[i, j]
+            W[i * d : (i + 1) * d, j * d : (j + 1) * d] = P[i, j] * O[i, j]
     return W
 
 
@@ -201,7 +203,7 @@ def _probes(nd: int, k: int = 3, seed: int = 0) -> np.ndarray:
 
 
 def _pi_inner(x, y, pi, d):
-    return float(sum(pi[i] * x[i * d:(i + 1) * d] @ y[i * d:(i + 1) * d] for i in range(len(pi))))
+    return float(sum(pi[i] * x[i * d : (i + 1) * d] @ y[i * d : (i + 1) * d] for i in range(len(pi))))
 
 
 def _dirichlet(P, O, pi, x, d):
@@ -211,9 +213,16 @@ def _dirichlet(P, O, pi, x, d):
         for j in range(n):
             if P[i, j] == 0:
                 continue
-            r = x[i * d:(i + 1) * d] - O[i, j] @ x[j * d:(j + 1) * d]
+            r = x[i * d : (i + 1) * d] - O[i, j] @ x[j * d : (j + 1) * d]
             tot += pi[i] * P[i, j] * (r @ r)
-            mag += pi[i] * P[i, j] * (x[i * d:(i + 1) * d] @ x[i * d:(i + 1) * d] + (O[i, j] @ x[j * d:(j + 1) * d]) ** 2 @ np.ones(d))
+            mag += (
+                pi[i]
+                * P[i, j]
+                * (
+                    x[i * d : (i + 1) * d] @ x[i * d : (i + 1) * d]
+                    + (O[i, j] @ x[j * d : (j + 1) * d]) ** 2 @ np.ones(d)
+                )
+            )
     return tot / 2, mag
 
 
@@ -305,8 +314,11 @@ def t1_transport_layout(inst, params) -> Verdict:
     if "W_O" not in inst:
         return _na("no layer weights")
     T, WO, WV = (np.asarray(inst[k], float) for k in ("T", "W_O", "W_V"))
-    return _v(np.abs(T - WO @ WV).max(), 64 * EPS * WV.shape[0] * max(1.0, float(np.abs(WO).max() * np.abs(WV).max())),
-              "‖T − W_O W_V‖")
+    return _v(
+        np.abs(T - WO @ WV).max(),
+        64 * EPS * WV.shape[0] * max(1.0, float(np.abs(WO).max() * np.abs(WV).max())),
+        "‖T − W_O W_V‖",
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -327,8 +339,7 @@ def t1_walk(inst, params) -> Verdict:
     lhs = stack(Y, s)
     rhs = np.kron(A, T) @ stack(X, s)
     scale = max(1.0, float(np.abs(A).sum(-1).max() * np.abs(T).sum(-1).max() * np.abs(X).max()))
-    return _v(np.abs(lhs - rhs).max() / scale, 64 * EPS * A.shape[0] * T.shape[0],
-              f"‖stack(Y) − (A⊗T) stack(X)‖ ({s})")
+    return _v(np.abs(lhs - rhs).max() / scale, 64 * EPS * A.shape[0] * T.shape[0], f"‖stack(Y) − (A⊗T) stack(X)‖ ({s})")
 
 
 def _match(got: np.ndarray, want: np.ndarray) -> float:
@@ -419,8 +430,12 @@ def t2_constant_criterion(inst, params) -> Verdict:
             worst = max(worst, float(np.linalg.norm(B[i, j] - c * TS)))
             cmin = min(cmin, c)
     crit = worst <= thr and cmin >= -thr
-    return Verdict(kron_const == crit, 0.0 if kron_const == crit else 1.0, 0.0,
-                   f"nearest-Kronecker miss {miss:.2e} (constant: {kron_const}); multiples of T_Σ: {crit}")
+    return Verdict(
+        kron_const == crit,
+        0.0 if kron_const == crit else 1.0,
+        0.0,
+        f"nearest-Kronecker miss {miss:.2e} (constant: {kron_const}); multiples of T_Σ: {crit}",
+    )
 
 
 def t2_counterexample(inst, params) -> Verdict:
@@ -429,24 +444,32 @@ def t2_counterexample(inst, params) -> Verdict:
     import sympy
 
     A1, A2, T1, T2 = (exact(params[k]) for k in ("A1", "A2", "T1", "T2"))
-    B = [[[[A1[i][j] * T1[a][b] + A2[i][j] * T2[a][b] for b in range(2)] for a in range(2)] for j in range(2)] for i in range(2)]
+    B = [
+        [[[A1[i][j] * T1[a][b] + A2[i][j] * T2[a][b] for b in range(2)] for a in range(2)] for j in range(2)]
+        for i in range(2)
+    ]
     stated = [B[0][0] == exact(params["B11"]), B[0][1] == exact(params["B12"])]
     v1 = [x for r in B[0][0] for x in r]
     v2 = [x for r in B[0][1] for x in r]
     rank2 = any(v1[a] * v2[b] - v1[b] * v2[a] != 0 for a in range(4) for b in range(a + 1, 4))
     with mpmath.workdps(40):
-        R = mpmath.matrix([[mpmath.mpf(x.numerator) / x.denominator for r in B[i][j] for x in r] for i in range(2) for j in range(2)])
+        R = mpmath.matrix(
+            [[mpmath.mpf(x.numerator) / x.denominator for r in B[i][j] for x in r] for i in range(2) for j in range(2)]
+        )
         s = mpmath.svd_r(R, compute_uv=False)
         sv = sorted((s[k] for k in range(len(s))), reverse=True)
-        miss = mpmath.sqrt(sum(x ** 2 for x in sv[1:]))
+        miss = mpmath.sqrt(sum(x**2 for x in sv[1:]))
         closed = mpmath.mpf(str(sympy.N(sympy.sympify(params["miss_exact"]), 45)))
         exact_res = float(abs(miss - closed))
     rounded_res = abs(float(miss) - float(params["miss"]))
     half_ulp = 0.5 * 10.0 ** (-int(params["digits"]))
     detail = f"miss = {mpmath.nstr(miss, 15)}; stated {params['miss']} ({params['digits']} decimals), exact {params['miss_exact']}"
-    return _all(Verdict(all(stated), 0.0 if all(stated) else 1.0, 0.0, "stated B_11, B_12"),
-                Verdict(rank2, 0.0 if rank2 else 1.0, 0.0, "B_11, B_12 linearly independent"),
-                _v(exact_res, 1e-30, detail), _v(rounded_res, half_ulp, "rounded value"))
+    return _all(
+        Verdict(all(stated), 0.0 if all(stated) else 1.0, 0.0, "stated B_11, B_12"),
+        Verdict(rank2, 0.0 if rank2 else 1.0, 0.0, "B_11, B_12 linearly independent"),
+        _v(exact_res, 1e-30, detail),
+        _v(rounded_res, half_ulp, "rounded value"),
+    )
 
 
 def walk_self_adjoint(inst, params) -> Verdict:
@@ -454,8 +477,11 @@ def walk_self_adjoint(inst, params) -> Verdict:
     pi = walk_pi(inst, P)
     d = O.shape[-1]
     S = np.kron(np.diag(pi), np.eye(d)) @ (np.eye(P.shape[0] * d) - dense_walk(P, O))
-    return _v(np.abs(S - S.T).max() / max(float(np.abs(S).max()), 1e-300), 64 * EPS * S.shape[0],
-              "‖(diag π ⊗ I)Δ − ((diag π ⊗ I)Δ)ᵀ‖ / ‖·‖")
+    return _v(
+        np.abs(S - S.T).max() / max(float(np.abs(S).max()), 1e-300),
+        64 * EPS * S.shape[0],
+        "‖(diag π ⊗ I)Δ − ((diag π ⊗ I)Δ)ᵀ‖ / ‖·‖",
+    )
 
 
 def walk_spectrum_interval(inst, params) -> Verdict:
@@ -483,8 +509,8 @@ def _constraints(P: np.ndarray, O: np.ndarray) -> np.ndarray:
     rows = []
     for i, j in zip(*np.nonzero(P)):
         C = np.zeros((d, n * d))
-        C[:, i * d:(i + 1) * d] += np.eye(d)
-        C[:, j * d:(j + 1) * d] -= O[i, j]
+        C[:, i * d : (i + 1) * d] += np.eye(d)
+        C[:, j * d : (j + 1) * d] -= O[i, j]
         rows.append(C)
     return np.vstack(rows) if rows else np.zeros((0, n * d))
 
@@ -497,8 +523,12 @@ def walk_kernel_parallel(inst, params) -> Verdict:
     r1 = float(np.linalg.norm(Dl @ Z, 2)) / max(float(np.linalg.norm(Dl, 2)), 1.0) if Z.size else 0.0
     r2 = float(np.linalg.norm(C @ K, 2)) / max(float(np.linalg.norm(C, 2)), 1.0) if K.size and C.size else 0.0
     same = K.shape[1] == Z.shape[1]
-    return Verdict(same and max(r1, r2) <= 1e-7, max(r1, r2) if same else math.inf, 1e-7,
-                   f"dim ker Δ = {K.shape[1]}, dim parallel sections = {Z.shape[1]}")
+    return Verdict(
+        same and max(r1, r2) <= 1e-7,
+        max(r1, r2) if same else math.inf,
+        1e-7,
+        f"dim ker Δ = {K.shape[1]}, dim parallel sections = {Z.shape[1]}",
+    )
 
 
 def walk_flat(inst, params) -> Verdict:
@@ -510,12 +540,14 @@ def walk_flat(inst, params) -> Verdict:
     Dl = np.eye(n * d) - dense_walk(P, O)
     Rb = np.zeros((n * d, n * d))
     for i in range(n):
-        Rb[i * d:(i + 1) * d, i * d:(i + 1) * d] = R[i]
+        Rb[i * d : (i + 1) * d, i * d : (i + 1) * d] = R[i]
     form = float(np.abs(Dl - Rb @ np.kron(np.eye(n) - P, np.eye(d)) @ Rb.T).max())
     kdim = null_space(Dl).shape[1]
     want = int(params["kernel_dim_per_d"]) * d
-    return _all(_v(form, 64 * EPS * n * d, "‖Δ − R((I−P)⊗I)Rᵀ‖"),
-                Verdict(kdim == want, abs(kdim - want), 0.0, f"dim ker Δ = {kdim}, stated {want}"))
+    return _all(
+        _v(form, 64 * EPS * n * d, "‖Δ − R((I−P)⊗I)Rᵀ‖"),
+        Verdict(kdim == want, abs(kdim - want), 0.0, f"dim ker Δ = {kdim}, stated {want}"),
+    )
 
 
 def walk_scaled(inst, params) -> Verdict:
@@ -526,8 +558,10 @@ def walk_scaled(inst, params) -> Verdict:
     sc = dict(inst, O=s * O)
     sc.pop("A", None)
     W = dense_walk(P, s * O)
-    return _all(_spectrum_in(np.linalg.eigvals(np.eye(W.shape[0]) - W), 1 - s, 1 + s, W),
-                walk_dirichlet(dict(sc, P=P), {}, correction=(1 - s * s) / 2))
+    return _all(
+        _spectrum_in(np.linalg.eigvals(np.eye(W.shape[0]) - W), 1 - s, 1 + s, W),
+        walk_dirichlet(dict(sc, P=P), {}, correction=(1 - s * s) / 2),
+    )
 
 
 def block_detailed_balance(inst, params) -> Verdict:
@@ -564,14 +598,18 @@ def sha_laplacian(inst, params) -> Verdict:
 
 def _eig_count(T: np.ndarray, value: float) -> int:
     """Geometric multiplicity of ``value`` (threshold relative to ``max(‖T‖₂, 1)``)."""
-    return int(null_space(T - value * np.eye(T.shape[0]), rel=1e-9, scale=max(float(np.linalg.norm(T, 2)), 1.0)).shape[1])
+    return int(
+        null_space(T - value * np.eye(T.shape[0]), rel=1e-9, scale=max(float(np.linalg.norm(T, 2)), 1.0)).shape[1]
+    )
 
 
 def t5_spectrum(inst, params) -> Verdict:
     A, T = np.asarray(inst["A"], float), np.asarray(inst["T"], float)
     lam = np.linalg.eigvals(A)
     fix, minus = _eig_count(T, 1.0), _eig_count(T, -1.0)
-    want = np.array([1 + params["on_fix"] * la for la in lam] * fix + [1 + params["on_minus"] * la for la in lam] * minus)
+    want = np.array(
+        [1 + params["on_fix"] * la for la in lam] * fix + [1 + params["on_minus"] * la for la in lam] * minus
+    )
     got = np.linalg.eigvals(np.eye(A.shape[0] * T.shape[0]) - np.kron(A, T))
     return _v(_match(got, want), 1e-6, f"dim Fix T = {fix}, dim(−1) = {minus}; multiset distance")
 
@@ -584,7 +622,9 @@ def t5_kernel(inst, params) -> Verdict:
     S = np.kron(np.ones((n, 1)), F) if F.size else np.zeros((n * d, 0))
     joint = np.linalg.matrix_rank(np.hstack([K, S]), tol=1e-7) if (K.size or S.size) else 0
     ok = K.shape[1] == S.shape[1] == joint
-    return Verdict(ok, 0.0 if ok else 1.0, 0.0, f"dim ker Δ = {K.shape[1]}, dim 1⊗Fix T = {S.shape[1]}, joint rank {joint}")
+    return Verdict(
+        ok, 0.0 if ok else 1.0, 0.0, f"dim ker Δ = {K.shape[1]}, dim 1⊗Fix T = {S.shape[1]}, joint rank {joint}"
+    )
 
 
 def _softmax_instance(inst, M: np.ndarray, *, causal: bool = False, beta=None):
@@ -608,8 +648,14 @@ def t4_triangle(inst, params) -> Verdict:
     for i in range(n):
         for j in range(i + 1, n):
             for k in range(j + 1, n):
-                lhs = (math.log(A[i, j]) + math.log(A[j, k]) + math.log(A[k, i])
-                       - math.log(A[i, k]) - math.log(A[k, j]) - math.log(A[j, i]))
+                lhs = (
+                    math.log(A[i, j])
+                    + math.log(A[j, k])
+                    + math.log(A[k, i])
+                    - math.log(A[i, k])
+                    - math.log(A[k, j])
+                    - math.log(A[j, i])
+                )
                 rhs = coef * float((X[j] - X[i]) @ Ma @ (X[k] - X[i]))
                 worst = max(worst, abs(lhs - rhs) / (1 + float(np.abs(S).max())))
     return _v(worst, 64 * EPS * n, "|log triangle ratio − stated form| / (1 + max|S|)")
@@ -639,8 +685,11 @@ def t4_query_bias(inst, params) -> Verdict:
     pi = np.exp(beta - beta.max()) * np.exp(S - c).sum(-1)
     pi = pi / pi.sum()
     F = pi[:, None] * A
-    return _v(float(np.abs(F - F.T).max()) / float(F.max()), 64 * EPS * n,
-              "query bias: π_i ∝ e^{β_i} Σ_j e^{S_ij+β_j} balances A")
+    return _v(
+        float(np.abs(F - F.T).max()) / float(F.max()),
+        64 * EPS * n,
+        "query bias: π_i ∝ e^{β_i} Σ_j e^{S_ij+β_j} balances A",
+    )
 
 
 def t4_causal(inst, params) -> Verdict:
@@ -696,7 +745,10 @@ def t6_fourier(inst, params) -> Verdict:
 def t6_selection(inst, params) -> Verdict:
     A0, T = _ring(inst)
     n = A0.shape[-1]
-    sig = max(float(np.linalg.eigvals(ring_symbol(A0, T, k, params["hat_sign"])).real.max()) for k in range(n)) - params["shift"]
+    sig = (
+        max(float(np.linalg.eigvals(ring_symbol(A0, T, k, params["hat_sign"])).real.max()) for k in range(n))
+        - params["shift"]
+    )
     dense = float(np.linalg.eigvals(ring_jacobian(A0, T)).real.max())
     return _v(abs(sig - dense) / max(1.0, abs(dense)), 1e-8, f"Re σ(k*) = {sig:.6g} vs max Re eig J = {dense:.6g}")
 
@@ -716,13 +768,44 @@ def t6_rotating(inst, params) -> Verdict:
     return _v(worst / max(1.0, rho), 64 * EPS * n, "‖(M(k) − shift)(1, −i) − σ_z(k)(1, −i)‖")
 
 
-PREDICATES: dict[str, Callable[[Mapping, Mapping], Verdict]] = {f.__name__: f for f in (
-    stochastic, reversible, orthogonal, transpose_compatible, orthogonal_involution, full_support, heads_stochastic,
-    p_is_head_mean, softmax_full_support, circulant, t1_transport_layout,
-    t1_walk, kron_spectrum, t2_gated_walk, t2_constant_criterion, t2_counterexample, walk_self_adjoint,
-    walk_spectrum_interval, walk_dirichlet, block_detailed_balance, walk_kernel_parallel, walk_flat, walk_scaled, sha_laplacian, t5_spectrum,
-    t5_kernel, t4_triangle, t4_symmetric_reversible, t4_query_bias, t4_causal, t6_fourier, t6_selection, t6_rotating,
-)}
+PREDICATES: dict[str, Callable[[Mapping, Mapping], Verdict]] = {
+    f.__name__: f
+    for f in (
+        stochastic,
+        reversible,
+        orthogonal,
+        transpose_compatible,
+        orthogonal_involution,
+        full_support,
+        heads_stochastic,
+        p_is_head_mean,
+        softmax_full_support,
+        circulant,
+        t1_transport_layout,
+        t1_walk,
+        kron_spectrum,
+        t2_gated_walk,
+        t2_constant_criterion,
+        t2_counterexample,
+        walk_self_adjoint,
+        walk_spectrum_interval,
+        walk_dirichlet,
+        block_detailed_balance,
+        walk_kernel_parallel,
+        walk_flat,
+        walk_scaled,
+        sha_laplacian,
+        t5_spectrum,
+        t5_kernel,
+        t4_triangle,
+        t4_symmetric_reversible,
+        t4_query_bias,
+        t4_causal,
+        t6_fourier,
+        t6_selection,
+        t6_rotating,
+    )
+}
 
 
 def judge(statement, inst: Mapping) -> Verdict:

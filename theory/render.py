@@ -8,6 +8,7 @@
 The rendering is a pure function of the registry (no derivation is run), so it is deterministic;
 ``tests/theory/test_render.py`` fails when the committed file differs from it.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -83,8 +84,11 @@ def theorem_markdown(t) -> str:
     for k, c in enumerate(t.conclusions, 1):
         lines.append(f"{k}. (`{c.id}`) {c.text}")
         if c.predicate:
-            lines.append(f"   - predicate `{c.predicate}`" + (f" with {_params(c.params)}" if c.params else "")
-                         + (f"; tolerance: {c.tolerance}" if c.tolerance else ""))
+            lines.append(
+                f"   - predicate `{c.predicate}`"
+                + (f" with {_params(c.params)}" if c.params else "")
+                + (f"; tolerance: {c.tolerance}" if c.tolerance else "")
+            )
         lines.append(f"   - derivation steps: {_links(c.derivations)}")
         lines.append(f"   - tests: {_links(c.tests)}")
     if t.notes:
@@ -94,8 +98,10 @@ def theorem_markdown(t) -> str:
         for note in t.notes:
             lines.append(f"- {note}")
     lines.append("")
-    lines.append(f"**Derivation** (`{t.derivation.__module__}.{t.derivation.__name__}`, sizes: {_sizes(t)}): "
-                 + _check_names(t)[0])
+    lines.append(
+        f"**Derivation** (`{t.derivation.__module__}.{t.derivation.__name__}`, sizes: {_sizes(t)}): "
+        + _check_names(t)[0]
+    )
     lines.append("")
     if t.lemmas:
         lines.append(f"- uses lemmas: {', '.join(t.lemmas)}")
@@ -118,13 +124,18 @@ def _params(params) -> str:
 
 
 def claim_markdown(c) -> str:
-    lines = [f"## {c.id} — {c.title}", "",
-             f"*Empirical claim.* Source: {c.source} — measured by `{c.module}`.", "",
-             f"- **Statement**: {c.statement}",
-             f"- **Statistic**: {c.statistic}",
-             f"- **Null model**: {c.null_model}",
-             f"- **Decision rule**: {c.decision_rule}",
-             f"- tests: {_paths(c.tests)}", ""]
+    lines = [
+        f"## {c.id} — {c.title}",
+        "",
+        f"*Empirical claim.* Source: {c.source} — measured by `{c.module}`.",
+        "",
+        f"- **Statement**: {c.statement}",
+        f"- **Statistic**: {c.statistic}",
+        f"- **Null model**: {c.null_model}",
+        f"- **Decision rule**: {c.decision_rule}",
+        f"- tests: {_paths(c.tests)}",
+        "",
+    ]
     return "\n".join(lines)
 
 
@@ -161,8 +172,20 @@ def _anchor(t) -> str:
 # ----------------------------------------------------------------------------------------------
 # LaTeX
 # ----------------------------------------------------------------------------------------------
-_LATEX_SPECIAL = {"&": r"\&", "%": r"\%", "#": r"\#", "_": r"\_", "{": r"\{", "}": r"\}",
-                  "~": r"\textasciitilde{}", "^": r"\textasciicircum{}", "“": "``", "”": "''", "—": "---", "…": r"\dots{}"}
+_LATEX_SPECIAL = {
+    "&": r"\&",
+    "%": r"\%",
+    "#": r"\#",
+    "_": r"\_",
+    "{": r"\{",
+    "}": r"\}",
+    "~": r"\textasciitilde{}",
+    "^": r"\textasciicircum{}",
+    "“": "``",
+    "”": "''",
+    "—": "---",
+    "…": r"\dots{}",
+}
 
 
 def latex_text(s: str) -> str:
@@ -183,7 +206,11 @@ def latex_text(s: str) -> str:
         seg = "".join(_LATEX_SPECIAL.get(ch, ch) for ch in seg)
         seg = re.sub(r"\*\*(.+?)\*\*", r"\\textbf{\1}", seg)
         seg = re.sub(r"\*(.+?)\*", r"\\emph{\1}", seg)
-        seg = re.sub("\x00(\\d+)\x00", lambda m: r"\texttt{" + "".join(_LATEX_SPECIAL.get(c, c) for c in codes[int(m.group(1))]) + "}", seg)
+        seg = re.sub(
+            "\x00(\\d+)\x00",
+            lambda m: r"\texttt{" + "".join(_LATEX_SPECIAL.get(c, c) for c in codes[int(m.group(1))]) + "}",
+            seg,
+        )
         out.append(seg)
     if len(s.split("$")) % 2 == 0:
         raise ValueError(f"unbalanced $ in statement: {s!r}")
@@ -193,9 +220,12 @@ def latex_text(s: str) -> str:
 def theorem_latex(t) -> str:
     """A ``theorem`` / ``lemma`` environment with hypotheses and conclusions as lists."""
     env = "lemma" if t.kind == "lemma" else "theorem"
-    lines = [f"\\begin{{{env}}}[{t.id}: {latex_text(t.title)}]\\label{{{t.id}}}",
-             f"\\emph{{Source:}} {latex_text(t.source.seed)} ({latex_text(t.source.section)}).",
-             "Assume", "\\begin{itemize}"]
+    lines = [
+        f"\\begin{{{env}}}[{t.id}: {latex_text(t.title)}]\\label{{{t.id}}}",
+        f"\\emph{{Source:}} {latex_text(t.source.seed)} ({latex_text(t.source.section)}).",
+        "Assume",
+        "\\begin{itemize}",
+    ]
     for h in t.hypotheses:
         lines.append(f"  \\item \\textbf{{{latex_text(h.name)}}}: {latex_text(h.text)}")
     lines += ["\\end{itemize}", "Then", "\\begin{enumerate}"]
@@ -210,9 +240,11 @@ def theorem_latex(t) -> str:
 
 def render_latex(theorems=None) -> str:
     theorems = THEOREMS if theorems is None else theorems
-    head = ("\\documentclass{article}\n\\usepackage{amsmath,amssymb,amsthm}\n"
-            "\\newtheorem{theorem}{Theorem}\n\\newtheorem{lemma}{Lemma}\n"
-            "\\begin{document}\n% GENERATED by python -m theory.render --latex\n")
+    head = (
+        "\\documentclass{article}\n\\usepackage{amsmath,amssymb,amsthm}\n"
+        "\\newtheorem{theorem}{Theorem}\n\\newtheorem{lemma}{Lemma}\n"
+        "\\begin{document}\n% GENERATED by python -m theory.render --latex\n"
+    )
     return head + "\n".join(theorem_latex(t) for t in theorems) + "\\end{document}\n"
 
 
@@ -222,7 +254,9 @@ def render_latex(theorems=None) -> str:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m theory.render", description=__doc__.split("\n\n")[0])
     ap.add_argument("--check", action="store_true", help="exit 1 if the file would change (CI gate)")
-    ap.add_argument("--output", default=str(DEFAULT_OUTPUT), help="Markdown output path (default: THEOREMS.md at the repo root)")
+    ap.add_argument(
+        "--output", default=str(DEFAULT_OUTPUT), help="Markdown output path (default: THEOREMS.md at the repo root)"
+    )
     ap.add_argument("--latex", default=None, help="also write a standalone LaTeX document to this path")
     ap.add_argument("--stdout", action="store_true", help="print the Markdown instead of writing it")
     args = ap.parse_args(argv)

@@ -12,6 +12,7 @@ config and makes it the *active* report for the session's duration (:func:`activ
 reads). The plugin prints the table, dumps it as JSON and merges the reports of pytest-xdist
 workers.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -65,8 +66,15 @@ class TheoremReport:
     def _get(self, theorem: str) -> TheoremTally:
         return self.tallies.setdefault(theorem, TheoremTally(theorem))
 
-    def record(self, theorem: str, *, residual: float | None = None, symbolic: bool | None = None,
-               counterexample: str | None = None, examples: int | None = None) -> None:
+    def record(
+        self,
+        theorem: str,
+        *,
+        residual: float | None = None,
+        symbolic: bool | None = None,
+        counterexample: str | None = None,
+        examples: int | None = None,
+    ) -> None:
         t = self._get(theorem)
         if residual is not None:
             t.examples += 1 if examples is None else examples
@@ -114,11 +122,15 @@ class TheoremReport:
             sym = {None: "-", True: "✓", False: "✗"}[r["symbolic"]]
             tests = f"{r['tests_passed']}/{r['tests_passed'] + r['tests_failed']}"
             ce = len(r["counterexamples"])
-            lines.append(f"{r['theorem']:<8} {sym:<9} {tests:>11} {r['examples']:>9} {r['worst_residual']:>15.3e}  {ce}")
+            lines.append(
+                f"{r['theorem']:<8} {sym:<9} {tests:>11} {r['examples']:>9} {r['worst_residual']:>15.3e}  {ce}"
+            )
             for c in r["counterexamples"]:
                 lines.append(f"{'':<8}   - {c}")
-        lines.append("symbolic: ✓ every derivation reached exact zero, ✗ one failed, - none ran; "
-                     "tests: passed/run; examples: property examples recorded")
+        lines.append(
+            "symbolic: ✓ every derivation reached exact zero, ✗ one failed, - none ran; "
+            "tests: passed/run; examples: property examples recorded"
+        )
         return "\n".join(lines)
 
     def dump_json(self, path: str, *, exitstatus: int | None = None, only: list[str] | None = None) -> None:
@@ -155,8 +167,14 @@ def activate(rep: TheoremReport):
         _active.remove(rep)
 
 
-def record(theorem: str, *, residual: float | None = None, symbolic: bool | None = None,
-           counterexample: str | None = None, examples: int | None = None) -> None:
+def record(
+    theorem: str,
+    *,
+    residual: float | None = None,
+    symbolic: bool | None = None,
+    counterexample: str | None = None,
+    examples: int | None = None,
+) -> None:
     """Record into the active report (see :class:`TheoremReport.record`)."""
     active().record(theorem, residual=residual, symbolic=symbolic, counterexample=counterexample, examples=examples)
 
@@ -165,6 +183,6 @@ def _titles() -> dict[str, str]:
     try:
         from .registry import CLAIMS, THEOREMS
 
-        return {t.id: t.title for t in [*THEOREMS, *CLAIMS]}
+        return {t.id: t.title for t in [*THEOREMS, *CLAIMS]}  # type: ignore[attr-defined]
     except Exception:  # pragma: no cover - the table must print even if the registry is broken
         return {}

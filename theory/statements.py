@@ -19,11 +19,13 @@ Every number a statement carries lives in ``params``; the statement text refers 
 THEOREMS.md and the property tests read the same value and editing it changes what is tested.
 This module imports only the standard library.
 """
+
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any, Mapping
+from typing import Any
 
 _PLACEHOLDER = re.compile(r"«([A-Za-z_][A-Za-z0-9_]*)(?:\|([+a-z]+))?»")
 
@@ -100,7 +102,7 @@ class Conclusion:
     def text(self) -> str:
         return fill(self.statement, self.params)
 
-    def with_params(self, **changes: Any) -> "Conclusion":
+    def with_params(self, **changes: Any) -> Conclusion:
         """A copy with some params replaced (statement mutants are built this way)."""
         return replace(self, params={**self.params, **changes})
 

@@ -10,11 +10,13 @@ Conventions are those of THEOREMS.md (Conventions):
 A derivation step is a :class:`Check`: a named residual that must reduce to exact zero (or, for a
 necessity witness, must *not*).
 """
+
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import Any, Iterable, Sequence
+from typing import Any
 
 import sympy as sp
 
@@ -61,8 +63,11 @@ class Check:
     def describe(self) -> str:
         status = "ok" if self.passed else "FAILED"
         if self.precision is not None:
-            want = (f"numeric |{float(self.residual):.3g}| <= {self.precision:g}" if self.expect_zero
-                    else f"numeric |{float(self.residual):.3g}| > {self.precision:g}")
+            want = (
+                f"numeric |{float(self.residual):.3g}| <= {self.precision:g}"
+                if self.expect_zero
+                else f"numeric |{float(self.residual):.3g}| > {self.precision:g}"
+            )
         else:
             want = "exact = 0" if self.expect_zero else "exact != 0"
         return f"[{status}] {self.theorem} {self.name}: residual {want}" + (f" ({self.detail})" if self.detail else "")
@@ -138,8 +143,9 @@ def at_rational_point(M, *, seed: int = 0):
     """Evaluate every free symbol at a fixed positive rational (``(k mod 7 + 1) / (k mod 5 + 2)``
     for the k-th symbol in name order, shifted by ``seed``): an exact witness value. A nonzero
     result proves the expression is not identically zero."""
-    syms = sorted(sp.sympify(M).free_symbols if not isinstance(M, sp.MatrixBase) else M.free_symbols,
-                  key=lambda s: s.name)
+    syms = sorted(
+        sp.sympify(M).free_symbols if not isinstance(M, sp.MatrixBase) else M.free_symbols, key=lambda s: s.name
+    )
     point = {s: sp.Rational((k + seed) % 7 + 1, (k + seed) % 5 + 2) for k, s in enumerate(syms)}
     out = M.xreplace(point)
     return out
@@ -230,7 +236,7 @@ def block_matrix(blocks: Sequence[Sequence[sp.Matrix]]) -> sp.Matrix:
 
 def block(M: sp.Matrix, i: int, j: int, d: int) -> sp.Matrix:
     """Block ``(i, j)`` of a token-major ``nd x nd`` matrix."""
-    return M[i * d:(i + 1) * d, j * d:(j + 1) * d]
+    return M[i * d : (i + 1) * d, j * d : (j + 1) * d]
 
 
 def walk_matrix(P: sp.Matrix, O) -> sp.Matrix:
@@ -241,7 +247,7 @@ def walk_matrix(P: sp.Matrix, O) -> sp.Matrix:
 
 def pi_inner(x: sp.Matrix, y: sp.Matrix, pi: Sequence, d: int):
     """``<x, y>_pi = sum_i pi_i x_i^T y_i`` for token-major stacked ``x, y``."""
-    return sum(pi[i] * (x[i * d:(i + 1) * d, :].T * y[i * d:(i + 1) * d, :])[0, 0] for i in range(len(pi)))
+    return sum(pi[i] * (x[i * d : (i + 1) * d, :].T * y[i * d : (i + 1) * d, :])[0, 0] for i in range(len(pi)))
 
 
 def dirichlet_form(P: sp.Matrix, O, pi: Sequence, x: sp.Matrix, d: int, *, sign: int = -1):
@@ -249,9 +255,9 @@ def dirichlet_form(P: sp.Matrix, O, pi: Sequence, x: sp.Matrix, d: int, *, sign:
     n = P.shape[0]
     total = 0
     for i in range(n):
-        xi = x[i * d:(i + 1) * d, :]
+        xi = x[i * d : (i + 1) * d, :]
         for j in range(n):
-            v = xi + sign * O[i][j] * x[j * d:(j + 1) * d, :]
+            v = xi + sign * O[i][j] * x[j * d : (j + 1) * d, :]
             total += pi[i] * P[i, j] * (v.T * v)[0, 0]
     return total / 2
 

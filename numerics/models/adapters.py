@@ -30,13 +30,14 @@ the caller keeps them. Breaking out of the loop aborts the forward pass. Weights
 hook, when ``accelerate`` (``device_map="auto"``, possibly offloaded) has placed them on the layer's
 execution device; nothing assumes the model sits on one device.
 """
+
 from __future__ import annotations
 
 import math
 import queue
 import threading
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Callable, Iterator
 
 import torch
 
@@ -51,8 +52,16 @@ from numerics.errors import (
 )
 from numerics.models.base import LayerCapture
 
-__all__ = ["FamilySpec", "FAMILIES", "SUPPORTED_MODEL_TYPES", "family_of", "HFModelHandle", "relative_identity_error",
-           "row_exact_offset", "IDENTITY_RTOL"]
+__all__ = [
+    "FamilySpec",
+    "FAMILIES",
+    "SUPPORTED_MODEL_TYPES",
+    "family_of",
+    "HFModelHandle",
+    "relative_identity_error",
+    "row_exact_offset",
+    "IDENTITY_RTOL",
+]
 
 
 #: Acceptance bound of the identity ``walk.apply(attn_input) + offset ≈ attn_output`` on real and
@@ -96,8 +105,10 @@ def _param(module, name: str):
             dev = getattr(hk, "execution_device", None)
             v = wm[name]
             return v.to(dev) if dev is not None else v
-    raise ModelError(f"parameter {name} of {type(module).__name__} is on the meta device and no accelerate "
-                     f"weights map holds it", argument="model")
+    raise ModelError(
+        f"parameter {name} of {type(module).__name__} is on the meta device and no accelerate weights map holds it",
+        argument="model",
+    )
 
 
 def _lin(m):
@@ -106,16 +117,43 @@ def _lin(m):
 
 def _bert_weights(layer, cfg):
     s = layer.attention.self
-    (Wq, bq), (Wk, bk), (Wv, bv), (Wo, bo) = _lin(s.query), _lin(s.key), _lin(s.value), _lin(layer.attention.output.dense)
-    return dict(W_Q=Wq, W_K=Wk, W_V=Wv, W_O=Wo, b_Q=bq, b_K=bk, b_V=bv, b_O=bo,
-                n_heads=cfg.num_attention_heads, n_kv_heads=None, scale=float(s.scaling))
+    (Wq, bq), (Wk, bk), (Wv, bv), (Wo, bo) = (
+        _lin(s.query),
+        _lin(s.key),
+        _lin(s.value),
+        _lin(layer.attention.output.dense),
+    )
+    return dict(
+        W_Q=Wq,
+        W_K=Wk,
+        W_V=Wv,
+        W_O=Wo,
+        b_Q=bq,
+        b_K=bk,
+        b_V=bv,
+        b_O=bo,
+        n_heads=cfg.num_attention_heads,
+        n_kv_heads=None,
+        scale=float(s.scaling),
+    )
 
 
 def _llama_weights(layer, cfg):
     a = layer.self_attn
     (Wq, bq), (Wk, bk), (Wv, bv), (Wo, bo) = _lin(a.q_proj), _lin(a.k_proj), _lin(a.v_proj), _lin(a.o_proj)
-    return dict(W_Q=Wq, W_K=Wk, W_V=Wv, W_O=Wo, b_Q=bq, b_K=bk, b_V=bv, b_O=bo,
-                n_heads=cfg.num_attention_heads, n_kv_heads=cfg.num_key_value_heads, scale=float(a.scaling))
+    return dict(
+        W_Q=Wq,
+        W_K=Wk,
+        W_V=Wv,
+        W_O=Wo,
+        b_Q=bq,
+        b_K=bk,
+        b_V=bv,
+        b_O=bo,
+        n_heads=cfg.num_attention_heads,
+        n_kv_heads=cfg.num_key_value_heads,
+        scale=float(a.scaling),
+    )
 
 
 def _gpt2_weights(layer, cfg):
@@ -123,16 +161,37 @@ def _gpt2_weights(layer, cfg):
     d = a.embed_dim
     W, b = _lin(a.c_attn)  # Conv1D: weight (in=d, out=3d), y = x W + b
     Wp, bp = _lin(a.c_proj)
-    return dict(W_Q=W[:, :d].T, W_K=W[:, d:2 * d].T, W_V=W[:, 2 * d:].T, W_O=Wp.T,
-                b_Q=b[:d], b_K=b[d:2 * d], b_V=b[2 * d:], b_O=bp,
-                n_heads=cfg.n_head, n_kv_heads=None, scale=None)
+    return dict(
+        W_Q=W[:, :d].T,
+        W_K=W[:, d : 2 * d].T,
+        W_V=W[:, 2 * d :].T,
+        W_O=Wp.T,
+        b_Q=b[:d],
+        b_K=b[d : 2 * d],
+        b_V=b[2 * d :],
+        b_O=bp,
+        n_heads=cfg.n_head,
+        n_kv_heads=None,
+        scale=None,
+    )
 
 
 def _mpnet_weights(layer, cfg):
     s = layer.attention.attn
     (Wq, bq), (Wk, bk), (Wv, bv), (Wo, bo) = _lin(s.q), _lin(s.k), _lin(s.v), _lin(s.o)
-    return dict(W_Q=Wq, W_K=Wk, W_V=Wv, W_O=Wo, b_Q=bq, b_K=bk, b_V=bv, b_O=bo,
-                n_heads=cfg.num_attention_heads, n_kv_heads=None, scale=None)
+    return dict(
+        W_Q=Wq,
+        W_K=Wk,
+        W_V=Wv,
+        W_O=Wo,
+        b_Q=bq,
+        b_K=bk,
+        b_V=bv,
+        b_O=bo,
+        n_heads=cfg.num_attention_heads,
+        n_kv_heads=None,
+        scale=None,
+    )
 
 
 def _postnorm_prev(base, layers, l):
@@ -141,38 +200,53 @@ def _postnorm_prev(base, layers, l):
 
 FAMILIES: dict[str, FamilySpec] = {
     "bert": FamilySpec(
-        family="bert", kind="encoder",
+        family="bert",
+        kind="encoder",
         layers=lambda base: list(base.encoder.layer),
-        attn=lambda L: L.attention.self, out=lambda L: L.attention.output.dense,
-        weights=_bert_weights, norm=_postnorm_prev,
+        attn=lambda L: L.attention.self,
+        out=lambda L: L.attention.output.dense,
+        weights=_bert_weights,
+        norm=_postnorm_prev,
         max_length=lambda cfg: int(cfg.max_position_embeddings),
     ),
     "llama": FamilySpec(
-        family="llama", kind="decoder",
+        family="llama",
+        kind="decoder",
         layers=lambda base: list(base.layers),
-        attn=lambda L: L.self_attn, out=lambda L: L.self_attn.o_proj,
-        weights=_llama_weights, norm=lambda base, layers, l: (layers[l].input_layernorm, "rmsnorm"),
+        attn=lambda L: L.self_attn,
+        out=lambda L: L.self_attn.o_proj,
+        weights=_llama_weights,
+        norm=lambda base, layers, l: (layers[l].input_layernorm, "rmsnorm"),
         max_length=lambda cfg: int(cfg.max_position_embeddings),
     ),
     "gemma3": FamilySpec(
-        family="gemma3", kind="decoder",
+        family="gemma3",
+        kind="decoder",
         layers=lambda base: list(base.layers),
-        attn=lambda L: L.self_attn, out=lambda L: L.self_attn.o_proj,
-        weights=_llama_weights, norm=lambda base, layers, l: (layers[l].input_layernorm, "rmsnorm1p"),
+        attn=lambda L: L.self_attn,
+        out=lambda L: L.self_attn.o_proj,
+        weights=_llama_weights,
+        norm=lambda base, layers, l: (layers[l].input_layernorm, "rmsnorm1p"),
         max_length=lambda cfg: int(cfg.max_position_embeddings),
     ),
     "gpt2": FamilySpec(
-        family="gpt2", kind="decoder",
+        family="gpt2",
+        kind="decoder",
         layers=lambda base: list(base.h),
-        attn=lambda L: L.attn, out=lambda L: L.attn.c_proj,
-        weights=_gpt2_weights, norm=lambda base, layers, l: (layers[l].ln_1, "layernorm"),
+        attn=lambda L: L.attn,
+        out=lambda L: L.attn.c_proj,
+        weights=_gpt2_weights,
+        norm=lambda base, layers, l: (layers[l].ln_1, "layernorm"),
         max_length=lambda cfg: int(cfg.n_positions),
     ),
     "mpnet": FamilySpec(
-        family="mpnet", kind="encoder",
+        family="mpnet",
+        kind="encoder",
         layers=lambda base: list(base.encoder.layer),
-        attn=lambda L: L.attention.attn, out=lambda L: L.attention.attn.o,
-        weights=_mpnet_weights, norm=_postnorm_prev,
+        attn=lambda L: L.attention.attn,
+        out=lambda L: L.attention.attn.o,
+        weights=_mpnet_weights,
+        norm=_postnorm_prev,
         # positions start at padding_idx + 1 (RoBERTa-style)
         max_length=lambda cfg: int(cfg.max_position_embeddings) - int(cfg.pad_token_id) - 1,
         force_output_attentions=True,
@@ -197,23 +271,26 @@ def family_of(config) -> str:
     if mt not in SUPPORTED_MODEL_TYPES:
         supported = ", ".join(f"{k} ({v})" for k, v in SUPPORTED_MODEL_TYPES.items())
         raise UnsupportedArchitectureError(
-            f"model_type {mt!r} is not supported; supported model types (family): {supported}", argument="model")
+            f"model_type {mt!r} is not supported; supported model types (family): {supported}", argument="model"
+        )
     return SUPPORTED_MODEL_TYPES[mt]
 
 
-def _normalised(x: torch.Tensor, norm: torch.nn.Module, kind: str) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
+def _normalised(
+    x: torch.Tensor, norm: torch.nn.Module, kind: str
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
     """``(x̂, g, β)`` with ``norm(x) = g ⊙ x̂ + β`` (computed in the norm's own arithmetic)."""
     if kind == "layernorm":
-        xh = torch.nn.functional.layer_norm(x, norm.normalized_shape, None, None, norm.eps)
+        xh = torch.nn.functional.layer_norm(x, norm.normalized_shape, None, None, norm.eps)  # type: ignore[arg-type]
         return xh, _param(norm, "weight"), _param(norm, "bias")
     eps = getattr(norm, "variance_epsilon", getattr(norm, "eps", None))
     if kind == "rmsnorm":  # Llama: x̂ = (x_f32 * rsqrt(mean x² + eps)).to(dtype); out = w * x̂
         xf = x.to(torch.float32)
-        xh = (xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + eps)).to(x.dtype)
+        xh = (xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + eps)).to(x.dtype)  # type: ignore[operator]
         return xh, _param(norm, "weight"), None
     if kind == "rmsnorm1p":  # Gemma: x̂ = x_f32 * rsqrt(mean x² + eps); out = x̂ * (1 + w)
         xf = x.float()
-        xh = xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + eps)
+        xh = xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + eps)  # type: ignore[operator]
         return xh.to(x.dtype), 1.0 + _param(norm, "weight").float(), None
     raise ModelError(f"unknown norm kind {kind!r}", argument="kind")  # pragma: no cover
 
@@ -234,13 +311,15 @@ class HFModelHandle:
     ``dtype``, ``source`` (where the weights came from), ``trained`` (False for ``random:`` nulls).
     """
 
-    def __init__(self, model, tokenizer=None, *, name: str | None = None, source: str | None = None,
-                 trained: bool = True):
+    def __init__(
+        self, model, tokenizer=None, *, name: str | None = None, source: str | None = None, trained: bool = True
+    ):
         cfg = model.config
         self.family = family_of(cfg)
         if getattr(cfg, "model_type", None) == "gemma3" and hasattr(model, "language_model"):
-            raise UnsupportedArchitectureError("multimodal Gemma 3 is not supported; load the text model "
-                                               "(Gemma3ForCausalLM)", argument="model")
+            raise UnsupportedArchitectureError(
+                "multimodal Gemma 3 is not supported; load the text model (Gemma3ForCausalLM)", argument="model"
+            )
         self.spec = FAMILIES[self.family]
         self.model = model.eval()
         if getattr(model.config, "_attn_implementation", "eager") != "eager":
@@ -275,9 +354,11 @@ class HFModelHandle:
             self._active = None
 
     def __repr__(self) -> str:
-        return (f"HFModelHandle(name={self.name!r}, family={self.family}, kind={self.kind}, layers={self.n_layers}, "
-                f"H={self.n_heads}, H_kv={self.n_kv_heads}, d={self.d_model}, d_h={self.d_head}, "
-                f"params={self.n_params}, dtype={self.dtype}, trained={self.trained})")
+        return (
+            f"HFModelHandle(name={self.name!r}, family={self.family}, kind={self.kind}, layers={self.n_layers}, "
+            f"H={self.n_heads}, H_kv={self.n_kv_heads}, d={self.d_model}, d_h={self.d_head}, "
+            f"params={self.n_params}, dtype={self.dtype}, trained={self.trained})"
+        )
 
     # ----------------------------------------------------------------- inputs
     def tokenize(self, texts: list[str], length: int) -> torch.Tensor:
@@ -301,23 +382,34 @@ class HFModelHandle:
         if input_ids.is_floating_point() or input_ids.is_complex() or input_ids.dtype == torch.bool:
             raise DTypeError(f"expected integer token ids, got {input_ids.dtype}", argument="input_ids")
         if input_ids.ndim != 2 or input_ids.shape[1] < 1 or input_ids.shape[0] < 1:
-            raise ShapeError(f"expected shape (batch, n) with n >= 1, got {tuple(input_ids.shape)}", argument="input_ids")
+            raise ShapeError(
+                f"expected shape (batch, n) with n >= 1, got {tuple(input_ids.shape)}", argument="input_ids"
+            )
         n = input_ids.shape[1]
         if n > self.max_length:
             raise SequenceTooLongError(
                 f"sequence length {n} exceeds {self.name}'s context of {self.max_length} tokens (refused, not truncated)",
-                argument="input_ids")
+                argument="input_ids",
+            )
         lo, hi = int(input_ids.min()), int(input_ids.max())
         if lo < 0 or hi >= self.vocab_size:
-            raise ShapeError(f"token ids must lie in [0, {self.vocab_size}), got range [{lo}, {hi}]", argument="input_ids")
+            raise ShapeError(
+                f"token ids must lie in [0, {self.vocab_size}), got range [{lo}, {hi}]", argument="input_ids"
+            )
         if attention_mask is not None:
             if not isinstance(attention_mask, torch.Tensor):
-                raise DTypeError(f"expected a torch tensor, got {type(attention_mask).__name__}", argument="attention_mask")
+                raise DTypeError(
+                    f"expected a torch tensor, got {type(attention_mask).__name__}", argument="attention_mask"
+                )
             if attention_mask.is_floating_point() or attention_mask.is_complex():
-                raise DTypeError(f"expected an integer or bool mask, got {attention_mask.dtype}", argument="attention_mask")
+                raise DTypeError(
+                    f"expected an integer or bool mask, got {attention_mask.dtype}", argument="attention_mask"
+                )
             if tuple(attention_mask.shape) != tuple(input_ids.shape):
-                raise ShapeError(f"expected shape {tuple(input_ids.shape)} (as input_ids), got "
-                                 f"{tuple(attention_mask.shape)}", argument="attention_mask")
+                raise ShapeError(
+                    f"expected shape {tuple(input_ids.shape)} (as input_ids), got {tuple(attention_mask.shape)}",
+                    argument="attention_mask",
+                )
             m = attention_mask.to(torch.long)
             if bool(((m != 0) & (m != 1)).any()):
                 raise ShapeError("entries must be 0 or 1", argument="attention_mask")
@@ -327,8 +419,16 @@ class HFModelHandle:
         return input_ids, attention_mask
 
     # ----------------------------------------------------------------- capture
-    def layers(self, input_ids, attention_mask=None, *, keep: set[int] | None = None, fold_gain: bool = False,
-               out_device=None, with_output: bool = True) -> Iterator[LayerCapture]:
+    def layers(
+        self,
+        input_ids,
+        attention_mask=None,
+        *,
+        keep: set[int] | None = None,
+        fold_gain: bool = False,
+        out_device=None,
+        with_output: bool = True,
+    ) -> Iterator[LayerCapture]:
         """Stream one :class:`LayerCapture` per attention layer (index order), one at a time.
 
         ``keep``: layer indices to capture (others are run but not captured; the forward pass stops
@@ -344,8 +444,14 @@ class HFModelHandle:
             if not keep:
                 return iter(())
         wanted = set(range(self.n_layers)) if keep is None else keep
-        return self._stream(input_ids, attention_mask, wanted, fold_gain,
-                            torch.device(out_device) if out_device is not None else torch.device("cpu"), with_output)
+        return self._stream(
+            input_ids,
+            attention_mask,
+            wanted,
+            fold_gain,
+            torch.device(out_device) if out_device is not None else torch.device("cpu"),
+            with_output,
+        )
 
     def _stream(self, input_ids, attention_mask, wanted, fold_gain, out_dev, with_output):
         q: queue.Queue = queue.Queue(maxsize=1)
@@ -361,7 +467,7 @@ class HFModelHandle:
         def put(item):
             while True:
                 if stop.is_set():
-                    raise _Abort()
+                    raise _Abort
                 try:
                     q.put(item, timeout=0.05)
                     return
@@ -376,7 +482,7 @@ class HFModelHandle:
                 if threading.get_ident() != owner.get("tid"):
                     return None  # another stream's forward pass on the same model
                 if stop.is_set():
-                    raise _Abort()
+                    raise _Abort
                 hs = args[0] if args else kwargs["hidden_states"]
                 state[l] = {"x": hs.detach()}
                 if spec.force_output_attentions:
@@ -385,6 +491,7 @@ class HFModelHandle:
                     kwargs["output_attentions"] = True
                     return args, kwargs
                 return None
+
             return pre
 
         def make_attn_post(l):
@@ -393,14 +500,17 @@ class HFModelHandle:
                     return None
                 st = state[l]
                 if not isinstance(output, tuple) or len(output) < 2 or output[1] is None:
-                    raise ModelError(f"layer {l}: attention module returned no probabilities "
-                                     f"(is attn_implementation 'eager'?)", argument="model")
+                    raise ModelError(
+                        f"layer {l}: attention module returned no probabilities (is attn_implementation 'eager'?)",
+                        argument="model",
+                    )
                 st["A"] = output[1].detach()
                 ret = None
                 if spec.force_output_attentions and not st.get("asked", False):
                     ret = (output[0],) + tuple(output[2:])
                 maybe_finish(l)
                 return ret
+
             return post
 
         def make_out_post(l):
@@ -412,6 +522,7 @@ class HFModelHandle:
                 if fold_gain and l in norm_inputs:
                     st["norm_in"] = norm_inputs.pop(l)
                 maybe_finish(l)
+
             return post
 
         def maybe_finish(l):
@@ -425,9 +536,15 @@ class HFModelHandle:
                 raise NonFiniteError(
                     f"layer {l}: the model's own attention probabilities are NaN/inf in query rows {rows[:8]}"
                     f"{'...' if len(rows) > 8 else ''} (fully masked rows, e.g. left padding of a decoder whose "
-                    f"float32 softmax sees a float64 mask of -inf); use right padding or float32", argument="attention_mask")
-            w = AttentionWeights(**{k: (v.detach() if isinstance(v, torch.Tensor) else v)
-                                    for k, v in spec.weights(layers[l], cfg).items()})
+                    f"float32 softmax sees a float64 mask of -inf); use right padding or float32",
+                    argument="attention_mask",
+                )
+            w = AttentionWeights(
+                **{
+                    k: (v.detach() if isinstance(v, torch.Tensor) else v)
+                    for k, v in spec.weights(layers[l], cfg).items()
+                }
+            )
             x = st["x"]
             norm_mod, nkind = spec.norm(self._base, layers, l)
             g_eff = _param(norm_mod, "weight").detach()
@@ -442,25 +559,43 @@ class HFModelHandle:
                 bv = w.b_V if w.b_V is not None else torch.zeros(w.W_V.shape[0], dtype=w.W_V.dtype, device=w.W_V.device)
                 if beta is not None:
                     bv = bv + w.W_V @ beta.detach().to(device=w.W_V.device, dtype=w.W_V.dtype)
-                w = AttentionWeights(W_Q=w.W_Q, W_K=w.W_K, W_V=w.W_V * g[None, :], W_O=w.W_O, n_heads=w.n_heads,
-                                     n_kv_heads=w.n_kv_heads, b_Q=w.b_Q, b_K=w.b_K, b_V=bv, b_O=w.b_O,
-                                     scale=w.scale)
+                w = AttentionWeights(
+                    W_Q=w.W_Q,
+                    W_K=w.W_K,
+                    W_V=w.W_V * g[None, :],
+                    W_O=w.W_O,
+                    n_heads=w.n_heads,
+                    n_kv_heads=w.n_kv_heads,
+                    b_Q=w.b_Q,
+                    b_K=w.b_K,
+                    b_V=bv,
+                    b_O=w.b_O,
+                    scale=w.scale,
+                )
                 x = xh
             Wo, Wv = head_factors(w)
             cap = LayerCapture(
-                layer=l, attn_input=mv(x), A=mv(st["A"]), W_O=mv(Wo), W_V=mv(Wv), offset=mv(bias_offset(w)),
-                attn_output=mv(st["y"]) if with_output else None, norm_gain=mv(g_eff), gain_folded=fold_gain,
+                layer=l,
+                attn_input=mv(x),
+                A=mv(st["A"]),
+                W_O=mv(Wo),
+                W_V=mv(Wv),
+                offset=mv(bias_offset(w)),
+                attn_output=mv(st["y"]) if with_output else None,
+                norm_gain=mv(g_eff),
+                gain_folded=fold_gain,
                 mask=None if mask_cpu is None else mask_cpu.to(out_dev),
                 extra={"weights": w.to(dtype=dtype, device=out_dev), "family": self.family, "norm_kind": nkind},
             )
             put(cap)
             if l == last:
-                raise _Abort()
+                raise _Abort
 
         def make_norm_pre(l):
             def pre(module, args):
                 if threading.get_ident() == owner.get("tid"):
                     norm_inputs[l] = args[0].detach()
+
             return pre
 
         norm_inputs: dict[int, torch.Tensor] = {}
@@ -509,13 +644,16 @@ class HFModelHandle:
             try:
                 while True:
                     if superseded.is_set():
-                        raise ModelError("this layers() stream was superseded by a newer layers() call on the "
-                                         "same handle; consume one stream at a time", argument="layers")
+                        raise ModelError(
+                            "this layers() stream was superseded by a newer layers() call on the "
+                            "same handle; consume one stream at a time",
+                            argument="layers",
+                        )
                     try:
                         item = q.get(timeout=0.1)
                     except queue.Empty:
                         if not t.is_alive() and q.empty() and not superseded.is_set():
-                            raise ModelError("the capture thread ended without a result", argument="layers")
+                            raise ModelError("the capture thread ended without a result", argument="layers")  # noqa: B904
                         continue
                     if item is _DONE:
                         break

@@ -12,10 +12,12 @@ Contract (used by ``paper_checks``; keep these names):
 All tensors in a capture are detached, on CPU unless the caller asked otherwise, in the handle's
 dtype; batch dim first.
 """
+
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Iterator, Protocol
+from typing import Protocol
 
 import torch
 
@@ -77,5 +79,6 @@ class ModelHandle(Protocol):
 
     def tokenize(self, texts: list[str], length: int) -> torch.Tensor: ...
 
-    def layers(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None, *,
-               keep: set[int] | None = None) -> Iterator[LayerCapture]: ...
+    def layers(
+        self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None, *, keep: set[int] | None = None
+    ) -> Iterator[LayerCapture]: ...

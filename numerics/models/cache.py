@@ -13,6 +13,7 @@ Layout: ``<root>/<key>-<sha256(source)[:16]>/`` holding the built files and ``ma
   each cached file's size and CRC-32 are verified on every load, so a truncated, partial
   (no manifest) or bit-flipped entry is detected, removed and rebuilt (with a warning).
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -22,8 +23,8 @@ import shutil
 import tempfile
 import warnings
 import zlib
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 from numerics.errors import CorruptFileError
 
@@ -112,8 +113,9 @@ def _fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
-def cached_build(key: str, source, build: Callable[[Path], None], *, root=None,
-                 source_sha: str | None = None) -> CacheInfo:
+def cached_build(
+    key: str, source, build: Callable[[Path], None], *, root=None, source_sha: str | None = None
+) -> CacheInfo:
     """Return a verified cache entry for ``source``, building it with ``build(tmpdir)`` if needed.
 
     ``build`` writes its files into the (empty) directory it is given; it must not write a file named
@@ -144,8 +146,14 @@ def cached_build(key: str, source, build: Callable[[Path], None], *, root=None,
                 with open(p, "rb+") as fh:
                     os.fsync(fh.fileno())
                 files[rel] = {"size": p.stat().st_size, "crc32": file_crc32(p)}
-        man = {"format": FORMAT, "key": key, "source": str(source), "source_sha256": sha,
-               "source_size": source.stat().st_size, "files": files}
+        man = {
+            "format": FORMAT,
+            "key": key,
+            "source": str(source),
+            "source_sha256": sha,
+            "source_size": source.stat().st_size,
+            "files": files,
+        }
         with open(tmp / MANIFEST, "w", encoding="utf-8") as fh:
             json.dump(man, fh, indent=1)
             fh.flush()

@@ -11,6 +11,7 @@ redistributable (PSF licence).
 wrapped in the tokenizer's own special tokens (e.g. ``[CLS] … [SEP]`` for BERT, nothing for SmolLM2):
 every prompt has exactly ``length`` tokens and the draw is a pure function of ``seed``.
 """
+
 from __future__ import annotations
 
 import functools
@@ -34,8 +35,9 @@ def corpus_sentences() -> tuple[str, ...]:
 def _tokenizer_of(obj):
     tok = getattr(obj, "tokenizer", obj)
     if tok is None or not callable(tok):
-        raise ShapeError("needs a handle with a tokenizer, or a tokenizer (this handle has none)",
-                         argument="handle_or_tokenizer")
+        raise ShapeError(
+            "needs a handle with a tokenizer, or a tokenizer (this handle has none)", argument="handle_or_tokenizer"
+        )
     return tok
 
 
@@ -45,10 +47,11 @@ def special_framing(tok) -> tuple[list[int], list[int]]:
     full = list(tok(probe, add_special_tokens=True)["input_ids"])
     plain = list(tok(probe, add_special_tokens=False)["input_ids"])
     for k in range(len(full) - len(plain) + 1):
-        if full[k:k + len(plain)] == plain:
-            return full[:k], full[k + len(plain):]
-    raise ShapeError("cannot locate the text inside the tokenizer's special-token framing",
-                     argument="tokenizer")  # pragma: no cover
+        if full[k : k + len(plain)] == plain:
+            return full[:k], full[k + len(plain) :]
+    raise ShapeError(
+        "cannot locate the text inside the tokenizer's special-token framing", argument="tokenizer"
+    )  # pragma: no cover
 
 
 _STREAMS: dict[int, tuple[object, np.ndarray, np.ndarray]] = {}
@@ -82,8 +85,9 @@ def _check_length(obj, length) -> int:
     length = int(length)
     max_len = getattr(obj, "max_length", None)
     if max_len is not None and length > max_len:
-        raise SequenceTooLongError(f"{length} tokens exceeds the model's context of {max_len} (refused)",
-                                   argument="length")
+        raise SequenceTooLongError(
+            f"{length} tokens exceeds the model's context of {max_len} (refused)", argument="length"
+        )
     return length
 
 
@@ -101,16 +105,20 @@ def sample_prompts(handle_or_tokenizer, n_prompts: int, length: int, seed: int =
     prefix, suffix = special_framing(tok)
     m = length - len(prefix) - len(suffix)
     if m < 1:
-        raise ShapeError(f"length {length} leaves no room for text inside {len(prefix) + len(suffix)} special tokens",
-                         argument="length")
+        raise ShapeError(
+            f"length {length} leaves no room for text inside {len(prefix) + len(suffix)} special tokens",
+            argument="length",
+        )
     ids, starts = token_stream(tok)
     valid = starts[starts + m <= len(ids)]
     if len(valid) == 0:
-        raise CorpusTooShortError(f"the corpus has {len(ids)} tokens; a prompt of {length} tokens needs {m} "
-                                  f"consecutive corpus tokens", argument="length")
+        raise CorpusTooShortError(
+            f"the corpus has {len(ids)} tokens; a prompt of {length} tokens needs {m} consecutive corpus tokens",
+            argument="length",
+        )
     rng = np.random.default_rng(int(seed))
     pick = rng.choice(valid, size=int(n_prompts), replace=int(n_prompts) > len(valid))
-    rows = [prefix + ids[s:s + m].tolist() + suffix for s in pick]
+    rows = [prefix + ids[s : s + m].tolist() + suffix for s in pick]
     return torch.tensor(rows, dtype=torch.long)
 
 
@@ -130,7 +138,8 @@ def encode_exact(handle_or_tokenizer, texts, length: int) -> torch.Tensor:
     for i, t in enumerate(texts):
         body = list(tok(t, add_special_tokens=False, verbose=False)["input_ids"])
         if len(body) < m:
-            raise CorpusTooShortError(f"text {i} has {len(body)} tokens, fewer than the {m} needed for length {length}",
-                                      argument="texts")
+            raise CorpusTooShortError(
+                f"text {i} has {len(body)} tokens, fewer than the {m} needed for length {length}", argument="texts"
+            )
         rows.append(prefix + body[:m] + suffix)
     return torch.tensor(rows, dtype=torch.long)

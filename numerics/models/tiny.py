@@ -12,6 +12,7 @@ eager attention and the family's distinctive features switched on:
 
 Non-trivial norm gains and biases (drawn with the same seed) make gain folding testable.
 """
+
 from __future__ import annotations
 
 import torch
@@ -29,23 +30,53 @@ def tiny_config(family: str, **overrides):
 
     common = dict(vocab_size=97, attn_implementation="eager", **overrides)
     if family == "bert":
-        return tf.BertConfig(hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=64,
-                             max_position_embeddings=64, **common)
+        return tf.BertConfig(
+            hidden_size=32,
+            num_hidden_layers=2,
+            num_attention_heads=4,
+            intermediate_size=64,
+            max_position_embeddings=64,
+            **common,
+        )
     if family == "llama":
-        return tf.LlamaConfig(hidden_size=32, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
-                              intermediate_size=64, max_position_embeddings=64, **common)
+        return tf.LlamaConfig(
+            hidden_size=32,
+            num_hidden_layers=2,
+            num_attention_heads=4,
+            num_key_value_heads=2,
+            intermediate_size=64,
+            max_position_embeddings=64,
+            **common,
+        )
     if family == "gpt2":
         return tf.GPT2Config(n_embd=32, n_layer=2, n_head=4, n_positions=64, bos_token_id=0, eos_token_id=0, **common)
     if family == "gemma3":
-        return tf.Gemma3TextConfig(hidden_size=32, num_hidden_layers=3, num_attention_heads=4, num_key_value_heads=1,
-                                   head_dim=16, intermediate_size=64, max_position_embeddings=64, sliding_window=4,
-                                   layer_types=["sliding_attention", "full_attention", "sliding_attention"],
-                                   query_pre_attn_scalar=24, **common)
+        return tf.Gemma3TextConfig(
+            hidden_size=32,
+            num_hidden_layers=3,
+            num_attention_heads=4,
+            num_key_value_heads=1,
+            head_dim=16,
+            intermediate_size=64,
+            max_position_embeddings=64,
+            sliding_window=4,
+            layer_types=["sliding_attention", "full_attention", "sliding_attention"],
+            query_pre_attn_scalar=24,
+            **common,
+        )
     if family == "mpnet":
-        return tf.MPNetConfig(hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=64,
-                              max_position_embeddings=66, relative_attention_num_buckets=32, **common)
-    raise UnsupportedArchitectureError(f"no tiny config for {family!r}; families: {', '.join(TINY_FAMILIES)}",
-                                       argument="family")
+        return tf.MPNetConfig(
+            hidden_size=32,
+            num_hidden_layers=2,
+            num_attention_heads=4,
+            intermediate_size=64,
+            max_position_embeddings=66,
+            relative_attention_num_buckets=32,
+            **common,
+        )
+    raise UnsupportedArchitectureError(
+        f"no tiny config for {family!r}; families: {', '.join(TINY_FAMILIES)}", argument="family"
+    )
 
 
 def tiny_model(family: str, *, seed: int = 0, dtype: torch.dtype = torch.float64, **overrides):
@@ -53,8 +84,13 @@ def tiny_model(family: str, *, seed: int = 0, dtype: torch.dtype = torch.float64
     import transformers as tf
 
     cfg = tiny_config(family, **overrides)
-    cls = {"bert": tf.BertModel, "llama": tf.LlamaForCausalLM, "gpt2": tf.GPT2LMHeadModel,
-           "gemma3": tf.Gemma3ForCausalLM, "mpnet": tf.MPNetModel}[family]
+    cls = {
+        "bert": tf.BertModel,
+        "llama": tf.LlamaForCausalLM,
+        "gpt2": tf.GPT2LMHeadModel,
+        "gemma3": tf.Gemma3ForCausalLM,
+        "mpnet": tf.MPNetModel,
+    }[family]
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
         model = cls(cfg)

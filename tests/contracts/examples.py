@@ -4,6 +4,7 @@
 ``call(**kwargs)`` invokes the entry point with them; the keyword names are the names the caller
 uses (the entry point's parameter names), so a refusal must start with ``"<name>:"``.
 """
+
 from __future__ import annotations
 
 import math
@@ -59,8 +60,9 @@ def weights():
     from numerics.attention import AttentionWeights
 
     dh = 2
-    return AttentionWeights(rnd(H * dh, D, seed=3), rnd(H * dh, D, seed=4), rnd(H * dh, D, seed=5),
-                            rnd(D, H * dh, seed=6), n_heads=H)
+    return AttentionWeights(
+        rnd(H * dh, D, seed=3), rnd(H * dh, D, seed=4), rnd(H * dh, D, seed=5), rnd(D, H * dh, seed=6), n_heads=H
+    )
 
 
 def kernels(n=8):
@@ -70,8 +72,9 @@ def kernels(n=8):
 
 
 def transports():
-    return torch.stack([torch.diag(torch.tensor([1.0, -0.5], dtype=F64)),
-                        torch.tensor([[0.2, -0.3], [0.3, 0.1]], dtype=F64)])
+    return torch.stack(
+        [torch.diag(torch.tensor([1.0, -0.5], dtype=F64)), torch.tensor([[0.2, -0.3], [0.3, 0.1]], dtype=F64)]
+    )
 
 
 def dyn():
@@ -98,6 +101,7 @@ def traj():
 def _walk_call(method, self_name="walk"):
     def call(**kw):
         return getattr(kw.pop(self_name), method)(**kw)
+
     return call
 
 
@@ -119,48 +123,82 @@ def _J():
 
 
 def _examples():
-    from numerics import attention as at, classify as cl, graphs as gr, laplacian as lp, patterns as pt
-    from numerics import markov as mk, simulate as sm, spectra as sp
-    from numerics.walk import ConnectionWalk as CW, kron_feature_major, kron_token_major
+    from numerics import attention as at
+    from numerics import classify as cl
+    from numerics import graphs as gr
+    from numerics import laplacian as lp
+    from numerics import markov as mk
+    from numerics import patterns as pt
+    from numerics import simulate as sm
+    from numerics import spectra as sp
+    from numerics.walk import ConnectionWalk as CW
+    from numerics.walk import kron_feature_major, kron_token_major
 
     E = {}
     E["numerics.walk.ConnectionWalk.from_sha"] = (CW.from_sha, lambda: {"A": stoch(), "T": rnd(D, D)})
     E["numerics.walk.ConnectionWalk.from_mha"] = (CW.from_mha, lambda: {"A": stoch(H_=H), "T": rnd(H, D, D)})
     E["numerics.walk.ConnectionWalk.from_factors"] = (
-        CW.from_factors, lambda: {"A": stoch(H_=H), "W_O": rnd(H, D, 2), "W_V": rnd(H, 2, D, seed=2)})
-    E["numerics.walk.ConnectionWalk.from_edges"] = (
-        CW.from_edges, lambda: {"P": stoch(), "O": rnd(N, N, D, D)})
+        CW.from_factors,
+        lambda: {"A": stoch(H_=H), "W_O": rnd(H, D, 2), "W_V": rnd(H, 2, D, seed=2)},
+    )
+    E["numerics.walk.ConnectionWalk.from_edges"] = (CW.from_edges, lambda: {"P": stoch(), "O": rnd(N, N, D, D)})
     E["numerics.walk.ConnectionWalk.from_blocks"] = (CW.from_blocks, lambda: {"B": rnd(N, N, D, D)})
     E["numerics.walk.ConnectionWalk.apply"] = (_walk_call("apply"), lambda: {"walk": mha_walk(), "X": rnd(N, D)})
     E["numerics.walk.ConnectionWalk.to_dense"] = (_walk_call("to_dense"), lambda: {"walk": mha_walk()})
     E["numerics.walk.ConnectionWalk.blocks"] = (_walk_call("blocks"), lambda: {"walk": mha_walk()})
     E["numerics.walk.ConnectionWalk.gates"] = (_walk_call("gates"), lambda: {"walk": mha_walk()})
     E["numerics.walk.ConnectionWalk.edge_transport"] = (
-        _walk_call("edge_transport"), lambda: {"walk": mha_walk(), "i": 1, "j": 2})
+        _walk_call("edge_transport"),
+        lambda: {"walk": mha_walk(), "i": 1, "j": 2},
+    )
     E["numerics.walk.ConnectionWalk.edge_transports"] = (_walk_call("edge_transports"), lambda: {"walk": mha_walk()})
     E["numerics.walk.ConnectionWalk.constant_transport"] = (
-        _walk_call("constant_transport"), lambda: {"walk": mha_walk(), "rtol": 1e-8})
-    E["numerics.walk.ConnectionWalk.nearest_kronecker"] = (_walk_call("nearest_kronecker"), lambda: {"walk": mha_walk()})
+        _walk_call("constant_transport"),
+        lambda: {"walk": mha_walk(), "rtol": 1e-8},
+    )
+    E["numerics.walk.ConnectionWalk.nearest_kronecker"] = (
+        _walk_call("nearest_kronecker"),
+        lambda: {"walk": mha_walk()},
+    )
     E["numerics.walk.ConnectionWalk.to"] = (_walk_call("to"), lambda: {"walk": mha_walk(), "dtype": torch.float32})
     E["numerics.walk.kron_token_major"] = (kron_token_major, lambda: {"A": stoch(), "T": rnd(D, D)})
     E["numerics.walk.kron_feature_major"] = (kron_feature_major, lambda: {"A": stoch(), "T": rnd(D, D)})
     # attention
     E["numerics.attention.AttentionWeights"] = (
-        at.AttentionWeights, lambda: {"W_Q": rnd(4, D, seed=3), "W_K": rnd(4, D, seed=4), "W_V": rnd(4, D, seed=5),
-                                      "W_O": rnd(D, 4, seed=6), "n_heads": H})
+        at.AttentionWeights,
+        lambda: {
+            "W_Q": rnd(4, D, seed=3),
+            "W_K": rnd(4, D, seed=4),
+            "W_V": rnd(4, D, seed=5),
+            "W_O": rnd(D, 4, seed=6),
+            "n_heads": H,
+        },
+    )
     E["numerics.attention.AttentionWeights.from_torch_mha"] = (
-        at.AttentionWeights.from_torch_mha, lambda: {"mha": torch.nn.MultiheadAttention(4, 2).double()})
+        at.AttentionWeights.from_torch_mha,
+        lambda: {"mha": torch.nn.MultiheadAttention(4, 2).double()},
+    )
     E["numerics.attention.AttentionWeights.to"] = (
-        _walk_call("to", "w"), lambda: {"w": weights(), "dtype": torch.float32})
+        _walk_call("to", "w"),
+        lambda: {"w": weights(), "dtype": torch.float32},
+    )
     E["numerics.attention.kv_head_map"] = (at.kv_head_map, lambda: {"n_heads": 4, "n_kv_heads": 2})
     E["numerics.attention.head_factors"] = (at.head_factors, lambda: {"w": weights()})
     E["numerics.attention.head_transports"] = (at.head_transports, lambda: {"w": weights()})
     E["numerics.attention.bias_offset"] = (at.bias_offset, lambda: {"w": weights()})
     E["numerics.attention.attention_probs"] = (
-        at.attention_probs, lambda: {"X": rnd(N, D), "w": weights(), "key_padding_mask": torch.tensor([False, False, True, False]),
-                                     "attn_bias": rnd(H, N, N, seed=11)})
+        at.attention_probs,
+        lambda: {
+            "X": rnd(N, D),
+            "w": weights(),
+            "key_padding_mask": torch.tensor([False, False, True, False]),
+            "attn_bias": rnd(H, N, N, seed=11),
+        },
+    )
     E["numerics.attention.walk_from_weights"] = (
-        at.walk_from_weights, lambda: {"X": rnd(N, D), "w": weights(), "attn_bias": rnd(H, N, N, seed=11)})
+        at.walk_from_weights,
+        lambda: {"X": rnd(N, D), "w": weights(), "attn_bias": rnd(H, N, N, seed=11)},
+    )
     # laplacian
     E["numerics.laplacian.diagnose"] = (lp.diagnose, lambda: {"walk": rev_walk(), "probes": 2, "max_dense": 64})
     E["numerics.markov.stationary_info"] = (mk.stationary_info, lambda: {"P": stoch()})
@@ -171,20 +209,28 @@ def _examples():
     E["numerics.markov.communicating_classes"] = (mk.communicating_classes, lambda: {"support": stoch() > 0.2})
     E["numerics.markov.weak_components"] = (mk.weak_components, lambda: {"support": stoch() > 0.2})
     E["numerics.laplacian.pi_inner"] = (
-        lp.pi_inner, lambda: {"x": rnd(N, D), "y": rnd(N, D, seed=2), "pi": torch.full((N,), 1 / N, dtype=F64)})
+        lp.pi_inner,
+        lambda: {"x": rnd(N, D), "y": rnd(N, D, seed=2), "pi": torch.full((N,), 1 / N, dtype=F64)},
+    )
     E["numerics.laplacian.dirichlet_energy"] = (
-        lp.dirichlet_energy, lambda: {"P": stoch(), "O": rnd(N, N, D, D), "pi": torch.full((N,), 1 / N, dtype=F64),
-                                      "x": rnd(N, D, seed=3)})
+        lp.dirichlet_energy,
+        lambda: {"P": stoch(), "O": rnd(N, N, D, D), "pi": torch.full((N,), 1 / N, dtype=F64), "x": rnd(N, D, seed=3)},
+    )
     E["numerics.laplacian.format_spectrum"] = (
-        lp.format_spectrum, lambda: {"ev": torch.tensor([0.0, 1 + 0.5j, 1 - 0.5j], dtype=torch.complex128)})
+        lp.format_spectrum,
+        lambda: {"ev": torch.tensor([0.0, 1 + 0.5j, 1 - 0.5j], dtype=torch.complex128)},
+    )
     # markov (moved from numerics.laplacian, still re-exported there)
     E["numerics.markov.classes_from_reachability"] = (
-        mk.classes_from_reachability, lambda: {"R": mk.reachability(stoch() > 0.2)})
+        mk.classes_from_reachability,
+        lambda: {"R": mk.reachability(stoch() > 0.2)},
+    )
     E["numerics.markov.period"] = (mk.period, lambda: {"support": stoch() > 0.2})
-    E["numerics.markov.perron_solve"] = (
-        mk.perron_solve, lambda: {"P": stoch(H_=2), "rho": torch.ones(2, dtype=F64)})
+    E["numerics.markov.perron_solve"] = (mk.perron_solve, lambda: {"P": stoch(H_=2), "rho": torch.ones(2, dtype=F64)})
     E["numerics.laplacian.parallel_constraints"] = (
-        lp.parallel_constraints, lambda: {"O": rnd(N, N, D, D), "support": stoch() > 0.2})
+        lp.parallel_constraints,
+        lambda: {"O": rnd(N, N, D, D), "support": stoch() > 0.2},
+    )
     # graphs
     E["numerics.graphs.to_networkx"] = (gr.to_networkx, lambda: {"walk": mha_walk()})
     E["numerics.graphs.is_irreducible"] = (gr.is_irreducible, lambda: {"walk": stoch()})
@@ -201,14 +247,21 @@ def _examples():
     E["numerics.spectra.select"] = (sp.select, lambda: {"walk": mha_walk(), "index": None})
     E["numerics.spectra.dense_eigenvalues"] = (sp.dense_eigenvalues, lambda: {"walk": mha_walk()})
     E["numerics.spectra.symmetrized_dense"] = (
-        sp.symmetrized_dense, lambda: {"walk": rev_walk(), "pi": torch.full((N,), 1 / N, dtype=F64)})
+        sp.symmetrized_dense,
+        lambda: {"walk": rev_walk(), "pi": torch.full((N,), 1 / N, dtype=F64)},
+    )
     E["numerics.spectra.generator_operator"] = (
-        sp.generator_operator, lambda: {"walk": rev_walk(), "pi": torch.full((N,), 1 / N, dtype=F64)})
+        sp.generator_operator,
+        lambda: {"walk": rev_walk(), "pi": torch.full((N,), 1 / N, dtype=F64)},
+    )
     E["numerics.spectra.pi_symmetry_residual"] = (
-        sp.pi_symmetry_residual, lambda: {"walk": rev_walk(), "pi": torch.full((N,), 1 / N, dtype=F64), "probes": 2})
+        sp.pi_symmetry_residual,
+        lambda: {"walk": rev_walk(), "pi": torch.full((N,), 1 / N, dtype=F64), "probes": 2},
+    )
     E["numerics.spectra.extreme_eigenvalues"] = (
-        sp.extreme_eigenvalues, lambda: {"walk": rev_walk(), "k": 2, "which": "BE",
-                                         "pi": torch.full((N,), 1 / N, dtype=F64)})
+        sp.extreme_eigenvalues,
+        lambda: {"walk": rev_walk(), "k": 2, "which": "BE", "pi": torch.full((N,), 1 / N, dtype=F64)},
+    )
     # patterns
     E["numerics.patterns.gaussian_kernel"] = (pt.gaussian_kernel, lambda: {"n": 8, "center": 1.0, "width": 1.5})
     E["numerics.patterns.kernel_from_bias"] = (pt.kernel_from_bias, lambda: {"bias": rnd(H, 8)})
@@ -220,21 +273,35 @@ def _examples():
     E["numerics.patterns.symbol"] = (pt.symbol, lambda: {"kernels": kernels(), "transports": transports()})
     E["numerics.patterns.dispersion"] = (pt.dispersion, lambda: {"kernels": kernels(), "transports": transports()})
     E["numerics.patterns.predict_pattern"] = (
-        pt.predict_pattern, lambda: {"kernels": kernels(), "transports": transports()})
+        pt.predict_pattern,
+        lambda: {"kernels": kernels(), "transports": transports()},
+    )
     E["numerics.patterns.naive_per_head_growth"] = (
-        pt.naive_per_head_growth, lambda: {"kernels": kernels(), "transports": transports()})
+        pt.naive_per_head_growth,
+        lambda: {"kernels": kernels(), "transports": transports()},
+    )
     E["numerics.patterns.linear_operator"] = (
-        pt.linear_operator, lambda: {"attention": kernels(), "transports": transports()})
+        pt.linear_operator,
+        lambda: {"attention": kernels(), "transports": transports()},
+    )
     E["numerics.patterns.predict_from_operator"] = (pt.predict_from_operator, lambda: {"J": _J(), "n": 8, "d": 2})
     E["numerics.patterns.polarisation"] = (
-        pt.polarisation, lambda: {"v": torch.tensor([1.0, 1j], dtype=torch.complex128)})
+        pt.polarisation,
+        lambda: {"v": torch.tensor([1.0, 1j], dtype=torch.complex128)},
+    )
     E["numerics.patterns.transient_growth"] = (
-        pt.transient_growth, lambda: {"J": _J(), "times": torch.linspace(0, 1, 5, dtype=F64)})
+        pt.transient_growth,
+        lambda: {"J": _J(), "times": torch.linspace(0, 1, 5, dtype=F64)},
+    )
     E["numerics.patterns.discrete_selection"] = (
-        pt.discrete_selection, lambda: {"kernels": kernels(), "transports": transports(), "eta": 0.5, "layers": 5})
+        pt.discrete_selection,
+        lambda: {"kernels": kernels(), "transports": transports(), "eta": 0.5, "layers": 5},
+    )
     E["numerics.patterns.canonical_pattern"] = (pt.canonical_pattern, lambda: {"k": 7, "sigma": 0.1 - 0.2j, "n": 8})
     E["numerics.patterns.distinct_patterns"] = (
-        pt.distinct_patterns, lambda: {"ks": [1, 7], "sig": [0.1 + 0.2j, 0.1 - 0.2j], "n": 8, "tie_tol": 1e-9})
+        pt.distinct_patterns,
+        lambda: {"ks": [1, 7], "sig": [0.1 + 0.2j, 0.1 - 0.2j], "n": 8, "tie_tol": 1e-9},
+    )
     E["numerics.patterns.prenorm_layer_steps"] = (pt.prenorm_layer_steps, lambda: {"eta": 0.5, "layers": 4})
     E["numerics.patterns.effective_time"] = (pt.effective_time, lambda: {"scheme": "prenorm", "eta": 0.5, "layers": 5})
     # simulate
@@ -244,36 +311,60 @@ def _examples():
         E[f"numerics.simulate.MHADynamics.{m}"] = (_walk_call(m, "dyn"), lambda: {"dyn": dyn(), "X": X0()})
     E["numerics.simulate.MHADynamics.jacobian"] = (_walk_call("jacobian", "dyn"), lambda: {"dyn": dyn(), "X": X0()})
     E["numerics.simulate.MHADynamics.base_attention"] = (
-        _walk_call("base_attention", "dyn"), lambda: {"dyn": dyn(), "x_star": torch.tensor([1.0, 0.0], dtype=F64)})
+        _walk_call("base_attention", "dyn"),
+        lambda: {"dyn": dyn(), "x_star": torch.tensor([1.0, 0.0], dtype=F64)},
+    )
     E["numerics.simulate.simulate_flow"] = (
-        sm.simulate_flow, lambda: {"dyn": dyn(), "X0": X0(), "t_final": 0.1, "dt": 0.05})
+        sm.simulate_flow,
+        lambda: {"dyn": dyn(), "X0": X0(), "t_final": 0.1, "dt": 0.05},
+    )
     E["numerics.simulate.simulate_stack"] = (
-        sm.simulate_stack, lambda: {"dyn": dyn(), "X0": X0(), "layers": 3, "eta": 0.5, "warn": False})
+        sm.simulate_stack,
+        lambda: {"dyn": dyn(), "X0": X0(), "layers": 3, "eta": 0.5, "warn": False},
+    )
     E["numerics.simulate.check_rk4_step"] = (sm.check_rk4_step, lambda: {"dyn": dyn(), "X0": X0(), "dt": 0.05})
     E["numerics.simulate.perturbed_homogeneous"] = (
-        sm.perturbed_homogeneous, lambda: {"n": 8, "d": 2, "x_star": torch.tensor([1.0, 0.0], dtype=F64), "eps": 1e-3,
-                                           "generator": _g(5)})
+        sm.perturbed_homogeneous,
+        lambda: {"n": 8, "d": 2, "x_star": torch.tensor([1.0, 0.0], dtype=F64), "eps": 1e-3, "generator": _g(5)},
+    )
     E["numerics.simulate.sphere_project"] = (sm.sphere_project, lambda: {"X": X0()})
     E["numerics.simulate.layer_norm"] = (sm.layer_norm, lambda: {"X": X0()})
     E["numerics.simulate.sinusoidal_pe"] = (sm.sinusoidal_pe, lambda: {"n": 8, "d": 4})
     E["numerics.simulate.BatchedDynamics"] = (sm.BatchedDynamics, lambda: {"dyns": [dyn(), dyn()]})
     for m in ("mha", "sphere_velocity"):
         E[f"numerics.simulate.BatchedDynamics.{m}"] = (
-            _walk_call(m, "bd"), lambda: {"bd": sm.BatchedDynamics([dyn(), dyn()]), "X": torch.stack([X0(), X0()])})
+            _walk_call(m, "bd"),
+            lambda: {"bd": sm.BatchedDynamics([dyn(), dyn()]), "X": torch.stack([X0(), X0()])},
+        )
     E["numerics.simulate.simulate_cells"] = (
-        sm.simulate_cells, lambda: {"bd": sm.BatchedDynamics([dyn(), dyn()]), "X0": torch.stack([X0(), X0()]),
-                                    "dynamics": "sphere", "steps": 2, "dt": 0.05})
+        sm.simulate_cells,
+        lambda: {
+            "bd": sm.BatchedDynamics([dyn(), dyn()]),
+            "X0": torch.stack([X0(), X0()]),
+            "dynamics": "sphere",
+            "steps": 2,
+            "dt": 0.05,
+        },
+    )
     E["numerics.simulate.rk4_amplification"] = (
-        sm.rk4_amplification, lambda: {"z": torch.tensor([-0.1 + 0.2j], dtype=torch.complex128)})
+        sm.rk4_amplification,
+        lambda: {"z": torch.tensor([-0.1 + 0.2j], dtype=torch.complex128)},
+    )
     # classify
     E["numerics.classify.spatial_modes"] = (cl.spatial_modes, lambda: {"states": traj()[1]})
     E["numerics.classify.space_time_spectrum"] = (
-        cl.space_time_spectrum, lambda: dict(zip(("times", "states"), traj())))
+        cl.space_time_spectrum,
+        lambda: dict(zip(("times", "states"), traj())),
+    )
     E["numerics.classify.hankel_dmd"] = (
-        cl.hankel_dmd, lambda: {"times": traj()[0], "series": torch.fft.fft(traj()[1], dim=-2)[:, 1]})
+        cl.hankel_dmd,
+        lambda: {"times": traj()[0], "series": torch.fft.fft(traj()[1], dim=-2)[:, 1]},
+    )
     E["numerics.classify.measure_mode"] = (cl.measure_mode, lambda: {**dict(zip(("times", "states"), traj())), "k": 1})
     E["numerics.classify.classify_trajectory"] = (
-        cl.classify_trajectory, lambda: dict(zip(("times", "states"), traj())))
+        cl.classify_trajectory,
+        lambda: dict(zip(("times", "states"), traj())),
+    )
     return E
 
 

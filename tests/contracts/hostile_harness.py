@@ -9,6 +9,7 @@ Outcomes: ``typed`` (ConnwalkError whose message starts with "<arg>:"), ``typed-
 ``coerced`` (a list input gave a float32/int result), ``accepted`` (returned; fine for classes that
 are documented acceptances: numpy, list, non-contiguous, and often negative values).
 """
+
 from __future__ import annotations
 
 import collections
@@ -38,8 +39,11 @@ def _has_nonfinite(x, depth=0) -> bool:
     if isinstance(x, (tuple, list)):
         return any(_has_nonfinite(y, depth + 1) for y in x[:50])
     if dataclasses.is_dataclass(x) and not isinstance(x, type):
-        return any(_has_nonfinite(getattr(x, f.name), depth + 1) for f in dataclasses.fields(x)
-                   if f.name not in ("cycles", "holonomies", "extra", "details", "frames", "tol"))
+        return any(
+            _has_nonfinite(getattr(x, f.name), depth + 1)
+            for f in dataclasses.fields(x)
+            if f.name not in ("cycles", "holonomies", "extra", "details", "frames", "tol")
+        )
     return False
 
 
@@ -55,8 +59,12 @@ def tensor_classes(x: torch.Tensor):
     out = []
     fl = x.is_floating_point()
     if fl and x.numel():
-        y = x.clone(); y.view(-1)[0] = float("nan"); out.append(("nan", y))
-        y = x.clone(); y.view(-1)[-1] = float("inf"); out.append(("inf", y))
+        y = x.clone()
+        y.view(-1)[0] = float("nan")
+        out.append(("nan", y))
+        y = x.clone()
+        y.view(-1)[-1] = float("inf")
+        out.append(("inf", y))
         out.append(("negative", -x.abs() - 0.1))
         out.append(("int64", (x * 3).round().to(torch.int64)))
         out.append(("bool", x > 0))
@@ -70,7 +78,8 @@ def tensor_classes(x: torch.Tensor):
     if x.ndim >= 1:
         out.append(("rank-down", x[0].clone()))
         out.append(("rank-up", x[..., None].clone()))
-        sz = list(x.shape); sz[-1] = 0
+        sz = list(x.shape)
+        sz[-1] = 0
         out.append(("empty", x.new_zeros(sz)))
         out.append(("size-mismatch", torch.cat([x, x[..., :1]], -1)))
     if x.ndim >= 2 and fl:
@@ -83,8 +92,14 @@ def scalar_classes(v):
     if isinstance(v, bool):
         return [("string", "bogus")]
     if isinstance(v, int):
-        return [("negative", -1), ("zero", 0), ("non-integer", 1.5), ("bool", True), ("nan", float("nan")),
-                ("string", "bogus")]
+        return [
+            ("negative", -1),
+            ("zero", 0),
+            ("non-integer", 1.5),
+            ("bool", True),
+            ("nan", float("nan")),
+            ("string", "bogus"),
+        ]
     if isinstance(v, float):
         return [("nan", float("nan")), ("inf", float("inf")), ("negative", -1.0), ("zero", 0.0), ("string", "bogus")]
     if isinstance(v, str):
@@ -110,7 +125,9 @@ def run(verbose=False):
             continue
         from numerics.walk import ConnectionWalk as _CW
 
-        n_tensors = sum(isinstance(v, (torch.Tensor, _CW)) or hasattr(v, "W_Q") or hasattr(v, "T") for v in base.values())
+        n_tensors = sum(
+            isinstance(v, (torch.Tensor, _CW)) or hasattr(v, "W_Q") or hasattr(v, "T") for v in base.values()
+        )
         for arg, val in base.items():
             if isinstance(val, torch.Tensor):
                 classes = tensor_classes(val)
@@ -132,8 +149,12 @@ def run(verbose=False):
                         msg = ""
                         if _has_nonfinite(res) and not ref_bad:
                             out = "silent-nan"
-                        elif cls == "list" and _first_tensor(res) is not None and _first_tensor(res).dtype not in (
-                                torch.float64, torch.complex128, torch.bool, torch.int64):
+                        elif (
+                            cls == "list"
+                            and _first_tensor(res) is not None
+                            and _first_tensor(res).dtype
+                            not in (torch.float64, torch.complex128, torch.bool, torch.int64)
+                        ):
                             out = "coerced"
                         else:
                             single = n_tensors < 2 and cls in ("mixed-float32", "size-mismatch")
@@ -141,8 +162,8 @@ def run(verbose=False):
                 counts[cls][out] += 1
                 rows.append((name, arg, cls, out, msg))
     # memory: dense paths on a walk of n=64, d=8 under a 1 MiB budget
+    from numerics import graphs, laplacian, patterns, spectra
     from numerics.walk import ConnectionWalk
-    from numerics import graphs, laplacian, spectra, patterns
 
     os.environ["CONNWALK_MEMORY_BUDGET"] = "1M"
     n, d = 64, 8
@@ -151,13 +172,20 @@ def run(verbose=False):
     w = ConnectionWalk.from_mha(A, torch.randn(2, d, d, dtype=torch.float64))
     ker = torch.full((2, n), 1.0 / n, dtype=torch.float64)
     mem = {
-        "to_dense": lambda: w.to_dense(), "blocks": lambda: w.blocks(), "edge_transports": lambda: w.edge_transports(),
-        "to_networkx": lambda: graphs.to_networkx(w), "is_reversible": lambda: graphs.is_reversible(w),
-        "holonomies": lambda: graphs.holonomies(w), "dense_eigenvalues": lambda: spectra.dense_eigenvalues(w),
-        "generator_dense": lambda: laplacian.generator_dense(w), "diagnose": lambda: laplacian.diagnose(w),
+        "to_dense": lambda: w.to_dense(),
+        "blocks": lambda: w.blocks(),
+        "edge_transports": lambda: w.edge_transports(),
+        "to_networkx": lambda: graphs.to_networkx(w),
+        "is_reversible": lambda: graphs.is_reversible(w),
+        "holonomies": lambda: graphs.holonomies(w),
+        "dense_eigenvalues": lambda: spectra.dense_eigenvalues(w),
+        "generator_dense": lambda: laplacian.generator_dense(w),
+        "diagnose": lambda: laplacian.diagnose(w),
         "linear_operator": lambda: patterns.linear_operator(ker, torch.randn(2, d, d, dtype=torch.float64)),
         "symmetrized_dense": lambda: spectra.symmetrized_dense(w, torch.full((n,), 1 / n, dtype=torch.float64)),
-        "nearest_kronecker(edges)": lambda: ConnectionWalk.from_edges(A[0], torch.randn(n, n, d, d, dtype=torch.float64)).nearest_kronecker(),
+        "nearest_kronecker(edges)": lambda: ConnectionWalk.from_edges(
+            A[0], torch.randn(n, n, d, d, dtype=torch.float64)
+        ).nearest_kronecker(),
     }
     for nm, f in mem.items():
         try:
@@ -176,8 +204,11 @@ def run(verbose=False):
     for cls, c in sorted(counts.items()):
         print(f"{cls:16s} " + " ".join(f"{c[o]:16d}" for o in outcomes))
         tot.update(c)
-    print(f"{'TOTAL':16s} " + " ".join(f"{tot[o]:16d}" for o in outcomes), f"  cases={sum(tot.values())}",
-          f"entry points={len(EXAMPLES)}")
+    print(
+        f"{'TOTAL':16s} " + " ".join(f"{tot[o]:16d}" for o in outcomes),
+        f"  cases={sum(tot.values())}",
+        f"entry points={len(EXAMPLES)}",
+    )
     if verbose:
         for r in rows:
             if r[3] not in ("typed", "accepted"):

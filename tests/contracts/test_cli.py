@@ -1,6 +1,7 @@
 """The command line on bad input: every option checked before any work (exit 2, one line naming the
 option as typed, nothing written), ``--out`` never deletes what the suite did not write, SIGINT /
 SIGTERM remove the temporary directory, and ``pytest --device cuda`` without CUDA is one usage error."""
+
 from __future__ import annotations
 
 import os
@@ -17,6 +18,7 @@ SMALL = ["--prompts", "4", "--length", "12", "--null-seeds", "2", "--n-boot", "4
 @pytest.fixture
 def no_work(monkeypatch):
     """Fail the test if any model is loaded (validation must come first)."""
+
     def boom(*a, **k):
         raise AssertionError("a model was loaded before the options were checked")
 
@@ -30,20 +32,23 @@ def _one_line_error(capsys, option):
     return err[0]
 
 
-@pytest.mark.parametrize("argv, option", [
-    (["--seed", "-1"], "--seed"),
-    (["--seed", str(2**32)], "--seed"),
-    (["--prompts", "1"], "--prompts"),
-    (["--length", "3"], "--length"),
-    (["--null-seeds", "0"], "--null-seeds"),
-    (["--n-boot", "0"], "--n-boot"),
-    (["--threads", "0"], "--threads"),
-    (["--models", "random:minilm"], "--models"),
-    (["--models", "synthetic:nope"], "--models"),
-    (["--models", "no-such-model"], "--models"),
-    (["--models", "/nonexistent/model.gguf"], "--models"),
-    (["--claims", "E9"], "--claims"),
-])
+@pytest.mark.parametrize(
+    "argv, option",
+    [
+        (["--seed", "-1"], "--seed"),
+        (["--seed", str(2**32)], "--seed"),
+        (["--prompts", "1"], "--prompts"),
+        (["--length", "3"], "--length"),
+        (["--null-seeds", "0"], "--null-seeds"),
+        (["--n-boot", "0"], "--n-boot"),
+        (["--threads", "0"], "--threads"),
+        (["--models", "random:minilm"], "--models"),
+        (["--models", "synthetic:nope"], "--models"),
+        (["--models", "no-such-model"], "--models"),
+        (["--models", "/nonexistent/model.gguf"], "--models"),
+        (["--claims", "E9"], "--claims"),
+    ],
+)
 def test_paper_checks_bad_option_exits_2_before_any_work(argv, option, tmp_path, capsys, no_work):
     out = tmp_path / "out"
     rc = cli.main(["paper-checks", "--out", str(out), "--models", "synthetic:enc", *SMALL, *argv])
@@ -116,25 +121,28 @@ def test_signal_during_the_write_removes_the_temporary_directory(sig, code, tmp_
     assert signal.getsignal(signal.SIGTERM) is not cli._on_sigterm  # handler restored
 
 
-@pytest.mark.parametrize("argv, option", [
-    (["--dt", "0"], "--dt"),
-    (["--dt", "nan"], "--dt"),
-    (["--dt", "-0.1"], "--dt"),
-    (["--n", "200000"], "--n"),
-    (["--n", "1"], "--n"),
-    (["--t-final", "0"], "--t-final"),
-    (["--t-final", "0.005"], "--t-final"),
-    (["--seed", "-1"], "--seed"),
-    (["--eps", "nan"], "--eps"),
-    (["--eps", "0"], "--eps"),
-    (["--eta", "inf"], "--eta"),
-    (["--layers", "0"], "--layers"),
-    (["--phase-grid", "1"], "--phase-grid"),
-    (["--phase-rho", "nan"], "--phase-rho"),
-    (["--kernel", "4:nan"], "--kernel"),
-    (["--transport", "diag:inf,1"], "--transport"),
-    (["--dt", "5"], "--dt"),  # unstable RK4 step: the library's UnstableStepError, addressed to the option
-])
+@pytest.mark.parametrize(
+    "argv, option",
+    [
+        (["--dt", "0"], "--dt"),
+        (["--dt", "nan"], "--dt"),
+        (["--dt", "-0.1"], "--dt"),
+        (["--n", "200000"], "--n"),
+        (["--n", "1"], "--n"),
+        (["--t-final", "0"], "--t-final"),
+        (["--t-final", "0.005"], "--t-final"),
+        (["--seed", "-1"], "--seed"),
+        (["--eps", "nan"], "--eps"),
+        (["--eps", "0"], "--eps"),
+        (["--eta", "inf"], "--eta"),
+        (["--layers", "0"], "--layers"),
+        (["--phase-grid", "1"], "--phase-grid"),
+        (["--phase-rho", "nan"], "--phase-rho"),
+        (["--kernel", "4:nan"], "--kernel"),
+        (["--transport", "diag:inf,1"], "--transport"),
+        (["--dt", "5"], "--dt"),  # unstable RK4 step: the library's UnstableStepError, addressed to the option
+    ],
+)
 def test_patterns_bad_option_exits_2_naming_the_option(argv, option, tmp_path, capsys):
     out = tmp_path / "p"
     rc = cli.main(["patterns", "--out", str(out), "--no-plots", "--phase-grid", "0", *argv])
@@ -159,7 +167,9 @@ def test_option_tables_declare_every_numeric_option():
     parser = cli.build_parser()
     subs = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices
     for name, table in (("paper-checks", cli.OPTIONS), ("analyze", cli.OPTIONS), ("patterns", patterns_cli.OPTIONS)):
-        numeric = {o for a in subs[name]._actions if a.type in (int, float) for o in a.option_strings if o.startswith("--")}
+        numeric = {
+            o for a in subs[name]._actions if a.type in (int, float) for o in a.option_strings if o.startswith("--")
+        }
         assert numeric <= set(table.specs), (name, numeric - set(table.specs))
 
 

@@ -1,5 +1,6 @@
 """Meta-tests: every public function of README's toolkit map declares its arguments
 (numerics.contracts.REGISTRY), and every declaration has a valid example for the bad-input matrix."""
+
 from __future__ import annotations
 
 import importlib
@@ -18,21 +19,32 @@ README = Path(__file__).resolve().parents[2] / "README.md"
 MODULE_EXEMPT = {
     "numerics.strategies": "Hypothesis strategies for tests (they take draw functions, not user data)",
     "numerics.models": "model loading: names and files are validated by numerics.models.registry and, for the "
-                       "CLI, by paper_checks.main_job.check_model_name",
+    "CLI, by paper_checks.main_job.check_model_name",
     "numerics.laplacian_checks": "the per-check building blocks that numerics.laplacian.diagnose assembles (named "
-                                 "in the map as where each check lives); they take diagnose's internal objects "
-                                 "(DenseBlocks, Stationary, a tolerance dtype) built from arguments diagnose has "
-                                 "already validated",
+    "in the map as where each check lives); they take diagnose's internal objects "
+    "(DenseBlocks, Stationary, a tolerance dtype) built from arguments diagnose has "
+    "already validated",
 }
 
 #: public names that are results, constants or type definitions, not entry points
 NAME_EXEMPT = {
     # result / data types (constructed by the library, no user input)
-    "numerics.walk.ConstantTransport", "numerics.laplacian.Check", "numerics.laplacian.LaplacianDiagnostics",
-    "numerics.laplacian.StationaryInfo", "numerics.markov.StationaryInfo", "numerics.graphs.Reversibility", "numerics.graphs.Holonomy",
-    "numerics.graphs.Flatness", "numerics.graphs.TriangleIdentity", "numerics.spectra.SpectrumResult",
-    "numerics.patterns.PatternPrediction", "numerics.patterns.TransientGrowth", "numerics.patterns.StackSelection",
-    "numerics.simulate.Trajectory", "numerics.simulate.SelectionWarning", "numerics.classify.ModeFit",
+    "numerics.walk.ConstantTransport",
+    "numerics.laplacian.Check",
+    "numerics.laplacian.LaplacianDiagnostics",
+    "numerics.laplacian.StationaryInfo",
+    "numerics.markov.StationaryInfo",
+    "numerics.graphs.Reversibility",
+    "numerics.graphs.Holonomy",
+    "numerics.graphs.Flatness",
+    "numerics.graphs.TriangleIdentity",
+    "numerics.spectra.SpectrumResult",
+    "numerics.patterns.PatternPrediction",
+    "numerics.patterns.TransientGrowth",
+    "numerics.patterns.StackSelection",
+    "numerics.simulate.Trajectory",
+    "numerics.simulate.SelectionWarning",
+    "numerics.classify.ModeFit",
     "numerics.classify.PatternObservation",
     # a frozen dataclass of thresholds with defaults (fields are numbers read by the classifier)
     "numerics.classify.Thresholds",
@@ -42,8 +54,10 @@ NAME_EXEMPT = {
 
 
 #: classes whose raw constructor is internal (documented: build with the named constructors)
-CTOR_EXEMPT = {"numerics.walk.ConnectionWalk": "storage constructor; build with from_sha/from_mha/from_factors/"
-                                                "from_edges/from_blocks (each declared)"}
+CTOR_EXEMPT = {
+    "numerics.walk.ConnectionWalk": "storage constructor; build with from_sha/from_mha/from_factors/"
+    "from_edges/from_blocks (each declared)"
+}
 
 
 def toolkit_modules() -> list[str]:
@@ -102,11 +116,18 @@ def test_every_public_entry_point_of_the_toolkit_map_has_a_declaration():
 def test_the_meta_test_sees_the_entry_points_it_should():
     names = set(public_entry_points())
     # a sample across modules: if the enumeration broke, this fails instead of passing vacuously
-    for q in ("numerics.walk.ConnectionWalk.apply", "numerics.walk.ConnectionWalk.from_mha",
-              "numerics.laplacian.diagnose", "numerics.graphs.is_reversible", "numerics.spectra.extreme_eigenvalues",
-              "numerics.patterns.predict_pattern", "numerics.simulate.simulate_flow",
-              "numerics.classify.classify_trajectory", "numerics.attention.AttentionWeights",
-              "numerics.simulate.MHADynamics"):
+    for q in (
+        "numerics.walk.ConnectionWalk.apply",
+        "numerics.walk.ConnectionWalk.from_mha",
+        "numerics.laplacian.diagnose",
+        "numerics.graphs.is_reversible",
+        "numerics.spectra.extreme_eigenvalues",
+        "numerics.patterns.predict_pattern",
+        "numerics.simulate.simulate_flow",
+        "numerics.classify.classify_trajectory",
+        "numerics.attention.AttentionWeights",
+        "numerics.simulate.MHADynamics",
+    ):
         assert q in names, q
     assert len(names) >= 70
 
@@ -116,8 +137,9 @@ def test_every_declared_parameter_exists_and_every_parameter_is_declared():
         if not qual.startswith("numerics."):
             continue
         if qual == "numerics.attention.AttentionWeights":
-            from numerics.attention import AttentionWeights
             import dataclasses
+
+            from numerics.attention import AttentionWeights
 
             assert set(c.specs) == {f.name for f in dataclasses.fields(AttentionWeights)}
             continue
@@ -127,7 +149,9 @@ def test_every_declared_parameter_exists_and_every_parameter_is_declared():
             obj = getattr(obj, part)
         f = getattr(obj, "__wrapped__", obj)
         f = getattr(f, "__func__", f)
-        params = [p for p in inspect.signature(f).parameters if p != "cls" and not (p == "self" and qual.endswith("__init__"))]
+        params = [
+            p for p in inspect.signature(f).parameters if p != "cls" and not (p == "self" and qual.endswith("__init__"))
+        ]
         undeclared = [p for p in params if p not in c.specs]
         assert not undeclared, f"{qual}: parameters without a declared kind: {undeclared}"
 

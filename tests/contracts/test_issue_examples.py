@@ -1,5 +1,6 @@
 """The semantic bad inputs of issue 11 that a per-argument class cannot express (each was a silent
 NaN or a wrong answer before): refused with a typed error naming the argument."""
+
 from __future__ import annotations
 
 import math
@@ -11,7 +12,11 @@ import torch
 from numerics import graphs, patterns, spectra
 from numerics.attention import AttentionWeights, attention_probs
 from numerics.errors import (
-    MemoryBudgetError, NonFiniteError, NotStochasticError, ParameterError, UndefinedError,
+    MemoryBudgetError,
+    NonFiniteError,
+    NotStochasticError,
+    ParameterError,
+    UndefinedError,
 )
 from numerics.simulate import MHADynamics
 from numerics.validate import check_memory, memory_budget
@@ -31,7 +36,11 @@ def _raises(err, arg, fn):
 
 def test_every_key_masked_is_refused_not_nan():
     X, w = rnd(4, 3), weights()
-    _raises(ParameterError, "key_padding_mask", lambda: attention_probs(X, w, key_padding_mask=torch.ones(4, dtype=torch.bool)))
+    _raises(
+        ParameterError,
+        "key_padding_mask",
+        lambda: attention_probs(X, w, key_padding_mask=torch.ones(4, dtype=torch.bool)),
+    )
     bias = torch.zeros(2, 4, 4, dtype=F64)
     bias[1, 2] = -math.inf
     _raises(ParameterError, "attn_bias", lambda: attention_probs(X, w, attn_bias=bias))
@@ -112,8 +121,11 @@ def test_lists_keep_float64_and_match_the_naive_reference():
 def test_heads_zero_is_refused():
     from numerics.errors import ShapeError
 
-    _raises(ShapeError, "A", lambda: ConnectionWalk.from_mha(torch.zeros(0, 3, 3, dtype=F64),
-                                                            torch.zeros(0, 2, 2, dtype=F64)))
+    _raises(
+        ShapeError,
+        "A",
+        lambda: ConnectionWalk.from_mha(torch.zeros(0, 3, 3, dtype=F64), torch.zeros(0, 2, 2, dtype=F64)),
+    )
 
 
 def test_memory_budget_env_and_message(monkeypatch):
@@ -134,7 +146,13 @@ def test_large_walk_dense_paths_refuse_without_allocating(monkeypatch):
     n, d = 512, 64
     A = torch.full((1, n, n), 1.0 / n, dtype=F64)
     w = ConnectionWalk.from_factors(A, torch.zeros(1, d, 1, dtype=F64), torch.zeros(1, 1, d, dtype=F64))
-    for f in (w.to_dense, w.blocks, w.edge_transports, lambda: graphs.to_networkx(w),
-              lambda: graphs.is_reversible(w), lambda: spectra.dense_eigenvalues(w)):
+    for f in (
+        w.to_dense,
+        w.blocks,
+        w.edge_transports,
+        lambda: graphs.to_networkx(w),
+        lambda: graphs.is_reversible(w),
+        lambda: spectra.dense_eigenvalues(w),
+    ):
         _raises(MemoryBudgetError, "walk", f)
     assert w.apply(torch.ones(n, d, dtype=F64)).shape == (n, d)

@@ -7,6 +7,7 @@ name (the parameter name the caller used) — or, for the documented acceptances
 lists, non-contiguous tensors), in the same result as the float64 tensor call, with lists kept in
 float64.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -19,17 +20,35 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from numerics.contracts import (
-    REGISTRY, Choice, Flag, Float, FloatDType, Index, Instance, Int, Tensor, Walk,
+    REGISTRY,
+    Choice,
+    Flag,
+    Float,
+    FloatDType,
+    Index,
+    Instance,
+    Int,
+    Tensor,
+    Walk,
 )
 from numerics.errors import (
-    ConnwalkError, DTypeError, MemoryBudgetError, NegativeWeightError, NonFiniteError, NotStochasticError,
-    ParameterError, ShapeError,
+    ConnwalkError,
+    DTypeError,
+    MemoryBudgetError,
+    NegativeWeightError,
+    NonFiniteError,
+    NotStochasticError,
+    ParameterError,
+    ShapeError,
 )
 from tests.contracts.examples import EXAMPLES
 
-MATRIX = settings(max_examples=4, deadline=None, derandomize=True,
-                  suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
-                                         HealthCheck.function_scoped_fixture])
+MATRIX = settings(
+    max_examples=4,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.function_scoped_fixture],
+)
 
 
 def _contract(qual):
@@ -60,8 +79,11 @@ def _symbols(c, kwargs) -> dict[str, list[tuple[str, int]]]:
 
 
 def _tensor_args(c, kwargs, pred=lambda s, v: True):
-    return [nm for nm, s in c.specs.items()
-            if isinstance(s, Tensor) and isinstance(kwargs.get(nm), torch.Tensor) and pred(s, kwargs[nm])]
+    return [
+        nm
+        for nm, s in c.specs.items()
+        if isinstance(s, Tensor) and isinstance(kwargs.get(nm), torch.Tensor) and pred(s, kwargs[nm])
+    ]
 
 
 # ----------------------------------------------------------------------------------------- classes
@@ -76,12 +98,14 @@ def _mk_nonfinite(value):
         i = draw(st.integers(0, x.numel() - 1))
         x.view(-1)[i] = value
         return x
+
     return make
 
 
 def _mk_dtype(dtype):
     def make(draw, c, kw, arg):
         return kw[arg].to(dtype) if dtype is not torch.int64 else (kw[arg] * 3).round().to(dtype)
+
     return make
 
 
@@ -156,8 +180,11 @@ def _mk_mismatch(c, kw, draw, arg):
     for ax in mine:
         pad = [0] * (2 * y.ndim)
         pad[2 * (y.ndim - 1 - ax) + 1] = grow
-        y = torch.nn.functional.pad(y, pad, value=0.0) if y.is_floating_point() else \
-            torch.nn.functional.pad(y.to(torch.float64), pad).to(y.dtype)
+        y = (
+            torch.nn.functional.pad(y, pad, value=0.0)
+            if y.is_floating_point()
+            else torch.nn.functional.pad(y.to(torch.float64), pad).to(y.dtype)
+        )
     if c.specs[arg].stochastic or (c.specs[arg].nonneg and y.is_floating_point()):
         y = y.abs() + 0.1
     return y
@@ -168,32 +195,68 @@ def _expect_mismatch(c, kw, arg):
 
 
 CLASSES = {
-    "nan": (lambda c, kw: _tensor_args(c, kw, lambda s, v: _real(s, v) and s.finite), _mk_nonfinite(math.nan),
-            NonFiniteError),
-    "inf": (lambda c, kw: _tensor_args(c, kw, lambda s, v: _real(s, v) and s.finite), _mk_nonfinite(math.inf),
-            NonFiniteError),
-    "negative": (lambda c, kw: _tensor_args(c, kw, lambda s, v: _real(s, v) and s.nonneg),
-                 lambda d, c, kw, a: kw[a] - 2 * kw[a].abs().max() - 0.5, NegativeWeightError),
-    "not-stochastic": (lambda c, kw: _tensor_args(c, kw, lambda s, v: s.stochastic),
-                       lambda d, c, kw, a: kw[a] * d(st.sampled_from([0.5, 2.0])), NotStochasticError),
+    "nan": (
+        lambda c, kw: _tensor_args(c, kw, lambda s, v: _real(s, v) and s.finite),
+        _mk_nonfinite(math.nan),
+        NonFiniteError,
+    ),
+    "inf": (
+        lambda c, kw: _tensor_args(c, kw, lambda s, v: _real(s, v) and s.finite),
+        _mk_nonfinite(math.inf),
+        NonFiniteError,
+    ),
+    "negative": (
+        lambda c, kw: _tensor_args(c, kw, lambda s, v: _real(s, v) and s.nonneg),
+        lambda d, c, kw, a: kw[a] - 2 * kw[a].abs().max() - 0.5,
+        NegativeWeightError,
+    ),
+    "not-stochastic": (
+        lambda c, kw: _tensor_args(c, kw, lambda s, v: s.stochastic),
+        lambda d, c, kw, a: kw[a] * d(st.sampled_from([0.5, 2.0])),
+        NotStochasticError,
+    ),
     "int64": (lambda c, kw: _tensor_args(c, kw, _real), _mk_dtype(torch.int64), DTypeError),
     "bool": (lambda c, kw: _tensor_args(c, kw, _real), lambda d, c, kw, a: kw[a] > 0, DTypeError),
-    "complex": (lambda c, kw: _tensor_args(c, kw, lambda s, v: _real(s, v) and s.dtype == "real"),
-                _mk_dtype(torch.complex128), DTypeError),
+    "complex": (
+        lambda c, kw: _tensor_args(c, kw, lambda s, v: _real(s, v) and s.dtype == "real"),
+        _mk_dtype(torch.complex128),
+        DTypeError,
+    ),
     "half": (lambda c, kw: _tensor_args(c, kw, _real), _mk_dtype(torch.float16), DTypeError),
     "bfloat16": (lambda c, kw: _tensor_args(c, kw, _real), _mk_dtype(torch.bfloat16), DTypeError),
-    "float-for-mask": (lambda c, kw: _tensor_args(c, kw, lambda s, v: s.dtype == "mask"),
-                       lambda d, c, kw, a: kw[a].to(torch.float64), DTypeError),
-    "mixed-dtype": (lambda c, kw: [a for a in _tensor_args(c, kw, _real) if c.specs[a].group is not None and (
-        len(_tensor_args(c, kw, lambda s, v: _real(s, v) and s.group == c.specs[a].group)) >= 2
-        or isinstance(c.specs.get("self"), (Walk, Instance)) and getattr(c.specs.get("self"), "tensor", 1) is not None
-        or any(isinstance(s, Instance) and s.tensor is not None and kw.get(n) is not None for n, s in c.specs.items()))],
-        _mk_dtype(torch.float32), DTypeError),
+    "float-for-mask": (
+        lambda c, kw: _tensor_args(c, kw, lambda s, v: s.dtype == "mask"),
+        lambda d, c, kw, a: kw[a].to(torch.float64),
+        DTypeError,
+    ),
+    "mixed-dtype": (
+        lambda c, kw: [
+            a
+            for a in _tensor_args(c, kw, _real)
+            if c.specs[a].group is not None
+            and (
+                len(_tensor_args(c, kw, lambda s, v: _real(s, v) and s.group == c.specs[a].group)) >= 2
+                or (
+                    isinstance(c.specs.get("self"), (Walk, Instance))
+                    and getattr(c.specs.get("self"), "tensor", 1) is not None
+                )
+                or any(
+                    isinstance(s, Instance) and s.tensor is not None and kw.get(n) is not None
+                    for n, s in c.specs.items()
+                )
+            )
+        ],
+        _mk_dtype(torch.float32),
+        DTypeError,
+    ),
     "wrong-rank": (_rank_args, _mk_rank, ShapeError),
     "empty-size": (_empty_args, _mk_empty, ShapeError),
     "size-mismatch": (_mismatch_args, lambda d, c, kw, a: _mk_mismatch(c, kw, d, a), ShapeError),
-    "not-a-tensor": (lambda c, kw: _tensor_args(c, kw), lambda d, c, kw, a: d(st.sampled_from(["x", {"a": 1}])),
-                     DTypeError),
+    "not-a-tensor": (
+        lambda c, kw: _tensor_args(c, kw),
+        lambda d, c, kw, a: d(st.sampled_from(["x", {"a": 1}])),
+        DTypeError,
+    ),
 }
 
 
@@ -229,19 +292,32 @@ def _bad_float(d, c, kw, a):
     return d(st.sampled_from(opts))
 
 
-CLASSES.update({
-    "bad-int": (lambda c, kw: _scalar_args(c, kw, (Int, Index)), _bad_int, ParameterError),
-    "bad-float": (lambda c, kw: _scalar_args(c, kw, (Float,)), _bad_float, ParameterError),
-    "bad-choice": (lambda c, kw: _scalar_args(c, kw, (Choice,)),
-                   lambda d, c, kw, a: d(st.sampled_from(["bogus", 3, None])), ParameterError),
-    "bad-flag": (lambda c, kw: _scalar_args(c, kw, (Flag,)),
-                 lambda d, c, kw, a: d(st.sampled_from(["yes", 1, None])), ParameterError),
-    "int-dtype": (lambda c, kw: _scalar_args(c, kw, (FloatDType,)),
-                  lambda d, c, kw, a: d(st.sampled_from([torch.int64, torch.bool, torch.complex128, "float"])),
-                  DTypeError),
-    "wrong-object": (lambda c, kw: [a for a in _scalar_args(c, kw, (Instance, Walk)) if a != "self"],
-                     lambda d, c, kw, a: d(st.sampled_from(["walk", 3.0])), DTypeError),
-})
+CLASSES.update(
+    {
+        "bad-int": (lambda c, kw: _scalar_args(c, kw, (Int, Index)), _bad_int, ParameterError),
+        "bad-float": (lambda c, kw: _scalar_args(c, kw, (Float,)), _bad_float, ParameterError),
+        "bad-choice": (
+            lambda c, kw: _scalar_args(c, kw, (Choice,)),
+            lambda d, c, kw, a: d(st.sampled_from(["bogus", 3, None])),
+            ParameterError,
+        ),
+        "bad-flag": (
+            lambda c, kw: _scalar_args(c, kw, (Flag,)),
+            lambda d, c, kw, a: d(st.sampled_from(["yes", 1, None])),
+            ParameterError,
+        ),
+        "int-dtype": (
+            lambda c, kw: _scalar_args(c, kw, (FloatDType,)),
+            lambda d, c, kw, a: d(st.sampled_from([torch.int64, torch.bool, torch.complex128, "float"])),
+            DTypeError,
+        ),
+        "wrong-object": (
+            lambda c, kw: [a for a in _scalar_args(c, kw, (Instance, Walk)) if a != "self"],
+            lambda d, c, kw, a: d(st.sampled_from(["walk", 3.0])),
+            DTypeError,
+        ),
+    }
+)
 
 # Flag / Choice with None: None is the documented default for optional ones only
 _NONE_OK = {"symmetric"}
@@ -268,8 +344,10 @@ def test_matrix_size():
     # entry points without an argument besides the object they are called on (walk.to_dense(), ...)
     no_args = {q for q in EXAMPLES if not (set(_contract(q).specs) - {"self"})}
     assert entries == set(EXAMPLES) - no_args
-    assert no_args == {f"numerics.walk.ConnectionWalk.{m}" for m in
-                       ("to_dense", "blocks", "gates", "edge_transports", "nearest_kronecker")}
+    assert no_args == {
+        f"numerics.walk.ConnectionWalk.{m}"
+        for m in ("to_dense", "blocks", "gates", "edge_transports", "nearest_kronecker")
+    }
     assert len(CASES) >= 600, len(CASES)
 
 
@@ -299,9 +377,16 @@ def _same(a, b, depth=0) -> bool:
     if depth > 4:
         return True
     if isinstance(a, torch.Tensor):
-        return isinstance(b, torch.Tensor) and a.dtype == b.dtype and a.shape == b.shape and bool(
-            torch.equal(a, b) if not (a.is_floating_point() or a.is_complex()) else
-            torch.allclose(a, b, rtol=1e-12, atol=1e-12, equal_nan=True))
+        return (
+            isinstance(b, torch.Tensor)
+            and a.dtype == b.dtype
+            and a.shape == b.shape
+            and bool(
+                torch.equal(a, b)
+                if not (a.is_floating_point() or a.is_complex())
+                else torch.allclose(a, b, rtol=1e-12, atol=1e-12, equal_nan=True)
+            )
+        )
     if isinstance(a, np.ndarray):
         return np.allclose(a, b, rtol=1e-12, atol=1e-12, equal_nan=True)
     if isinstance(a, (float, complex)):
@@ -309,8 +394,11 @@ def _same(a, b, depth=0) -> bool:
     if isinstance(a, (tuple, list)):
         return len(a) == len(b) and all(_same(x, y, depth + 1) for x, y in zip(a, b))
     if dataclasses.is_dataclass(a) and not isinstance(a, type):
-        return all(_same(getattr(a, f.name), getattr(b, f.name), depth + 1) for f in dataclasses.fields(a)
-                   if f.name not in ("cycles", "holonomies", "extra", "details"))
+        return all(
+            _same(getattr(a, f.name), getattr(b, f.name), depth + 1)
+            for f in dataclasses.fields(a)
+            if f.name not in ("cycles", "holonomies", "extra", "details")
+        )
     if hasattr(a, "attention") and hasattr(a, "apply"):  # a ConnectionWalk
         return _same(a.attention, b.attention, depth + 1)
     return True
@@ -345,13 +433,20 @@ def test_documented_acceptances_give_the_float64_tensor_result(qual, kind):
 # ----------------------------------------------------------------------------------------- memory
 #: entry point -> argument named by the refusal (every path that forms an n²d² / (nd)² object)
 MEMORY = {
-    "numerics.walk.ConnectionWalk.to_dense": "walk", "numerics.walk.ConnectionWalk.blocks": "walk",
-    "numerics.walk.ConnectionWalk.edge_transports": "walk", "numerics.graphs.to_networkx": "walk",
-    "numerics.graphs.is_reversible": "walk", "numerics.graphs.holonomies": "walk",
-    "numerics.spectra.dense_eigenvalues": "walk", "numerics.spectra.symmetrized_dense": "walk",
-    "numerics.laplacian.generator_dense": "walk", "numerics.laplacian.diagnose": "walk",
-    "numerics.patterns.linear_operator": "attention", "numerics.patterns.transient_growth": "times",
-    "numerics.laplacian.parallel_constraints": "O", "numerics.simulate.MHADynamics": "kernels",
+    "numerics.walk.ConnectionWalk.to_dense": "walk",
+    "numerics.walk.ConnectionWalk.blocks": "walk",
+    "numerics.walk.ConnectionWalk.edge_transports": "walk",
+    "numerics.graphs.to_networkx": "walk",
+    "numerics.graphs.is_reversible": "walk",
+    "numerics.graphs.holonomies": "walk",
+    "numerics.spectra.dense_eigenvalues": "walk",
+    "numerics.spectra.symmetrized_dense": "walk",
+    "numerics.laplacian.generator_dense": "walk",
+    "numerics.laplacian.diagnose": "walk",
+    "numerics.patterns.linear_operator": "attention",
+    "numerics.patterns.transient_growth": "times",
+    "numerics.laplacian.parallel_constraints": "O",
+    "numerics.simulate.MHADynamics": "kernels",
     "numerics.simulate.MHADynamics.jacobian": "X",
 }
 

@@ -1,5 +1,6 @@
 """Shared identity check (T2 in the wild): per layer, the connection walk on the captured attention
 input plus the bias offset reproduces the model's own attention output."""
+
 from __future__ import annotations
 
 import torch
@@ -39,8 +40,7 @@ def assert_identity(handle, input_ids, attention_mask=None, *, fold_gain=False):
 def head_permuted_error(cap) -> float:
     """Negative control: the same walk with the heads' attention matrices rotated by one head."""
     A = torch.roll(cap.A, 1, dims=1)
-    return rel_err(ConnectionWalk.from_factors(A, cap.W_O, cap.W_V).apply(cap.attn_input) + cap.offset,
-                   cap.attn_output)
+    return rel_err(ConnectionWalk.from_factors(A, cap.W_O, cap.W_V).apply(cap.attn_input) + cap.offset, cap.attn_output)
 
 
 def transposed_transport_error(cap) -> float:

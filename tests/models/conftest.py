@@ -1,5 +1,6 @@
 """Session fixtures for the model-adapter tests: a temporary model cache (``CONNWALK_CACHE``) and the
 real checkpoints, each loaded once per session (SmolLM2's GGUF is dequantised once, ~15–30 s)."""
+
 from __future__ import annotations
 
 import os

@@ -1,5 +1,6 @@
 """The dequantised-weights cache: atomic writes, source checksum, detection and rebuild of corrupt,
 truncated and partial entries — on a cheap synthetic build, and on the real SmolLM2 GGUF once."""
+
 from __future__ import annotations
 
 import json
@@ -50,13 +51,16 @@ def test_miss_then_hit(src, tmp_path):
     assert [p.name for p in root.iterdir()] == [i1.path.name]  # no temporary leftovers
 
 
-@pytest.mark.parametrize("damage, reason", [
-    ("truncate", "truncated"),
-    ("flip", "CRC-32"),
-    ("no-manifest", "partial"),
-    ("bad-manifest", "manifest"),
-    ("missing-file", "missing"),
-])
+@pytest.mark.parametrize(
+    "damage, reason",
+    [
+        ("truncate", "truncated"),
+        ("flip", "CRC-32"),
+        ("no-manifest", "partial"),
+        ("bad-manifest", "manifest"),
+        ("missing-file", "missing"),
+    ],
+)
 def test_damaged_entry_is_detected_and_rebuilt(src, tmp_path, damage, reason):
     b = Builder()
     root = tmp_path / "cache"

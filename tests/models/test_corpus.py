@@ -1,4 +1,5 @@
 """The shipped corpus and the seeded prompt sampler."""
+
 from __future__ import annotations
 
 import pytest
@@ -42,14 +43,16 @@ def test_too_short_and_too_long(minilm32):
         sample_prompts(minilm32, 1, minilm32.max_length + 1, seed=0)
     tok = minilm32.tokenizer
     with pytest.raises(CorpusTooShortError, match="corpus"):
-        sample_prompts(tok, 1, 10 ** 6, seed=0)  # a bare tokenizer has no context limit
+        sample_prompts(tok, 1, 10**6, seed=0)  # a bare tokenizer has no context limit
     with pytest.raises(ShapeError, match="n_prompts"):
         sample_prompts(minilm32, 0, 8, seed=0)
 
 
 def test_tokenize_exact(minilm32):
-    texts = ["The quick brown fox jumps over the lazy dog near the river bank.",
-             "Attention is a connection walk on the token graph of a sentence."]
+    texts = [
+        "The quick brown fox jumps over the lazy dog near the river bank.",
+        "Attention is a connection walk on the token graph of a sentence.",
+    ]
     ids = minilm32.tokenize(texts, 8)
     assert ids.shape == (2, 8)
     assert torch.equal(ids, encode_exact(minilm32, texts, 8))

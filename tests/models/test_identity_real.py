@@ -1,6 +1,7 @@
 """T2 on real trained checkpoints: every layer of MiniLM (BERT encoder) and SmolLM2-135M (Llama
 decoder, GQA, RoPE) — ``walk.apply(attn_input) + c`` equals the model's attention output to relative
 error ≤ 1e-5 (float32) and ≤ 1e-10 (float64), on corpus prompts and on a padded batch."""
+
 from __future__ import annotations
 
 import pytest
@@ -23,8 +24,8 @@ def _padded(handle, n, left: bool):
         ids[1, :k] = pad
         mask[1, :k] = 0
     else:
-        ids[1, n - k:] = pad
-        mask[1, n - k:] = 0
+        ids[1, n - k :] = pad
+        mask[1, n - k :] = 0
     return ids, mask
 
 

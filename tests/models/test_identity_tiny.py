@@ -1,6 +1,7 @@
 """T2 on tiny random configs of every supported family (built locally, no downloads): the identity
 on every layer in float32 and float64, with and without gain folding and padding, plus the
 family-specific structure (GQA sharing, sliding window, causal mask, Conv1D layout)."""
+
 from __future__ import annotations
 
 import pytest
@@ -22,7 +23,7 @@ def _ids(h, batch=2, n=N, seed=0):
 
 def _mask(batch=2, n=N):
     m = torch.ones(batch, n, dtype=torch.long)
-    m[1, n - 3:] = 0  # right padding on the second sequence
+    m[1, n - 3 :] = 0  # right padding on the second sequence
     return m
 
 
@@ -83,8 +84,7 @@ def test_weights_reproduce_attention(family):
     h = handle(family, torch.float64)
     ids, mask = _ids(h), _mask()
     for c in h.layers(ids, mask):
-        A = attention_probs(c.attn_input, c.extra["weights"], causal=h.kind == "decoder",
-                            key_padding_mask=~mask.bool())
+        A = attention_probs(c.attn_input, c.extra["weights"], causal=h.kind == "decoder", key_padding_mask=~mask.bool())
         assert rel_err(A, c.A) <= tol(torch.float64, N * h.d_model)
 
 
@@ -141,7 +141,15 @@ def test_streaming_keep_and_early_stop():
 
 def test_handle_attributes():
     h = handle("llama", torch.float32)
-    assert (h.family, h.kind, h.n_layers, h.n_heads, h.n_kv_heads, h.d_model, h.d_head) == ("llama", "decoder", 2, 4, 2, 32, 8)
+    assert (h.family, h.kind, h.n_layers, h.n_heads, h.n_kv_heads, h.d_model, h.d_head) == (
+        "llama",
+        "decoder",
+        2,
+        4,
+        2,
+        32,
+        8,
+    )
     assert h.n_params == sum(p.numel() for p in h.model.parameters())
     assert h.max_length == 64
     b = handle("mpnet", torch.float32)
@@ -161,7 +169,7 @@ def test_transformerlens_layout_ov_is_the_transpose():
     W = attn.c_attn.weight.detach()
     Wp = attn.c_proj.weight.detach()
     for k in range(H):
-        ov_tl = W[:, 2 * d + k * dh: 2 * d + (k + 1) * dh] @ Wp[k * dh:(k + 1) * dh, :]
+        ov_tl = W[:, 2 * d + k * dh : 2 * d + (k + 1) * dh] @ Wp[k * dh : (k + 1) * dh, :]
         assert rel_err(ov_tl.T, cap.transports[k]) <= tol(torch.float64, dh)
         assert rel_err(ov_tl, cap.transports[k]) > 0.1  # not symmetric: the transpose matters
 

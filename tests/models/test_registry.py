@@ -1,6 +1,7 @@
 """Registry and bad input (issue 5 items 4 and 6): names, local directories, GGUF paths, random
 nulls, and typed errors for missing packages, unsupported architectures, malformed files and
 over-long sequences."""
+
 from __future__ import annotations
 
 import json
@@ -72,12 +73,21 @@ def test_unsupported_gguf_architecture(tmp_path):
         registry.check_gguf(p)
 
 
-@pytest.mark.parametrize("content, reason", [
-    (b"", "truncated"),
-    (b"NOTAGGUF" * 8, "bad magic"),
-    (b"GGUF" + (3).to_bytes(4, "little") + (1).to_bytes(8, "little") + (10 ** 6).to_bytes(8, "little")
-     + (10 ** 12).to_bytes(8, "little"), "string length"),
-])
+@pytest.mark.parametrize(
+    "content, reason",
+    [
+        (b"", "truncated"),
+        (b"NOTAGGUF" * 8, "bad magic"),
+        (
+            b"GGUF"
+            + (3).to_bytes(4, "little")
+            + (1).to_bytes(8, "little")
+            + (10**6).to_bytes(8, "little")
+            + (10**12).to_bytes(8, "little"),
+            "string length",
+        ),
+    ],
+)
 def test_malformed_gguf_names_path_and_reason(tmp_path, content, reason):
     p = tmp_path / "broken.gguf"
     p.write_bytes(content)
@@ -124,7 +134,7 @@ def test_local_directory_and_random_null(bert_dir):
     r1b = load("random:" + str(bert_dir), dtype=torch.float64, device="cpu", seed=1)
     r2 = load("random:" + str(bert_dir), dtype=torch.float64, device="cpu", seed=2)
     assert not r1.trained and r1.n_params == h.n_params
-    w = lambda m: m.model.encoder.layer[0].attention.self.value.weight  # noqa: E731
+    w = lambda m: m.model.encoder.layer[0].attention.self.value.weight
     assert torch.equal(w(r1), w(r1b))
     assert not torch.equal(w(r1), w(r2)) and not torch.equal(w(r1), w(h))
     assert_identity(r1, ids)

@@ -10,6 +10,7 @@ conclusion with the oracles; ``failures`` lists what does not hold.
 Not collected by pytest (no ``test_`` prefix); used by ``test_statements.py``, ``test_necessity.py``,
 ``test_oracles.py`` and ``tests/theory/test_gate.py``.
 """
+
 from __future__ import annotations
 
 import math
@@ -145,8 +146,13 @@ def _t3(draw, hyp):
 def _t4(draw, hyp):
     full = "T4.softmax" in hyp
     n, d = draw(st.integers(3, 5) if full else st.integers(2, 4)), draw(st.integers(1, 3))
-    return {"kind": "softmax", "X": draw(_arr((n, d))), "M": draw(_arr((d, d), -1.5, 1.5)),
-            "mask": None if full else "causal", "beta": draw(_arr((n,), -1.0, 1.0))}
+    return {
+        "kind": "softmax",
+        "X": draw(_arr((n, d))),
+        "M": draw(_arr((d, d), -1.5, 1.5)),
+        "mask": None if full else "causal",
+        "beta": draw(_arr((n,), -1.0, 1.0)),
+    }
 
 
 # ---------------------------------------------------------------------------------------- T5
@@ -190,7 +196,9 @@ def _t6(draw, hyp):
     inst = {"kind": "ring", "A0": A0}
     if rotating:
         rho, th = draw(st.floats(0.2, 2.0)), draw(st.floats(-math.pi, math.pi))
-        inst.update(rho=rho, theta=th, T=(rho * np.array([[math.cos(th), -math.sin(th)], [math.sin(th), math.cos(th)]]))[None])
+        inst.update(
+            rho=rho, theta=th, T=(rho * np.array([[math.cos(th), -math.sin(th)], [math.sin(th), math.cos(th)]]))[None]
+        )
     else:
         inst["T"] = draw(_arr((H, d, d)))
     return inst

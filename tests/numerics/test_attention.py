@@ -1,4 +1,5 @@
 """T1/T2 against an implementation we did not write: torch.nn.MultiheadAttention's own forward."""
+
 from __future__ import annotations
 
 import math
@@ -28,8 +29,13 @@ from theory.report import record
 @pytest.mark.theorem("T1")
 @pytest.mark.theorem("T2")
 @given(
-    n=st.integers(1, 7), H=st.integers(1, 4), dh=st.integers(1, 4), bias=st.booleans(), causal=st.booleans(),
-    seed=st.integers(0, 2**31 - 1), batch=st.integers(1, 2),
+    n=st.integers(1, 7),
+    H=st.integers(1, 4),
+    dh=st.integers(1, 4),
+    bias=st.booleans(),
+    causal=st.booleans(),
+    seed=st.integers(0, 2**31 - 1),
+    batch=st.integers(1, 2),
 )
 def test_walk_reproduces_torch_multihead_attention(n, H, dh, bias, causal, seed, batch):
     d = H * dh
@@ -70,17 +76,19 @@ def test_weights_helpers_against_naive_heads(inst):
     c = bias_offset(w)
     Y_ref = torch.zeros_like(X)
     for h in range(H):
-        q = X @ w.W_Q[h * dh:(h + 1) * dh].T + (w.b_Q[h * dh:(h + 1) * dh] if w.b_Q is not None else 0)
+        q = X @ w.W_Q[h * dh : (h + 1) * dh].T + (w.b_Q[h * dh : (h + 1) * dh] if w.b_Q is not None else 0)
         kk = slice(kv[h] * dh, (kv[h] + 1) * dh)
         k = X @ w.W_K[kk].T + (w.b_K[kk] if w.b_K is not None else 0)
         v = X @ w.W_V[kk].T + (w.b_V[kk] if w.b_V is not None else 0)
         S = q @ k.transpose(-1, -2) / math.sqrt(dh)
         if inst.causal:
-            S = S.masked_fill(torch.ones(S.shape[-1], S.shape[-1], dtype=torch.bool, device=S.device).triu(1), float("-inf"))
+            S = S.masked_fill(
+                torch.ones(S.shape[-1], S.shape[-1], dtype=torch.bool, device=S.device).triu(1), float("-inf")
+            )
         Ah = torch.softmax(S, -1)
         assert_close(A[:, h], Ah, size=d, what=f"A^{h}")
-        assert_close(T[h], w.W_O[:, h * dh:(h + 1) * dh] @ w.W_V[kk], size=dh, what=f"T_{h}")
-        Y_ref = Y_ref + (Ah @ v) @ w.W_O[:, h * dh:(h + 1) * dh].T
+        assert_close(T[h], w.W_O[:, h * dh : (h + 1) * dh] @ w.W_V[kk], size=dh, what=f"T_{h}")
+        Y_ref = Y_ref + (Ah @ v) @ w.W_O[:, h * dh : (h + 1) * dh].T
     if w.b_O is not None:
         Y_ref = Y_ref + w.b_O
     walk, c2 = walk_from_weights(X, w, causal=inst.causal)
@@ -103,8 +111,13 @@ def test_gqa_head_map():
 
 def test_head_factors_layout():
     W = torch.arange(24, dtype=torch.float64)
-    w = AttentionWeights(W_Q=W.reshape(4, 6)[:, :4].clone(), W_K=W.reshape(4, 6)[:, 1:5].clone(),
-                         W_V=W.reshape(4, 6)[:, 2:6].clone(), W_O=W.reshape(6, 4)[:4].clone(), n_heads=2)
+    w = AttentionWeights(
+        W_Q=W.reshape(4, 6)[:, :4].clone(),
+        W_K=W.reshape(4, 6)[:, 1:5].clone(),
+        W_V=W.reshape(4, 6)[:, 2:6].clone(),
+        W_O=W.reshape(6, 4)[:4].clone(),
+        n_heads=2,
+    )
     Wo, Wv = head_factors(w)
     assert torch.equal(Wv[1], w.W_V[2:4])
     assert torch.equal(Wo[1], w.W_O[:, 2:4])

@@ -1,5 +1,6 @@
 """Pattern classifier on synthetic trajectories of known class (and known velocity / ω), the
 space–time spectrum, mode fits, thresholds, and bad input."""
+
 from __future__ import annotations
 
 import math
@@ -12,7 +13,14 @@ from hypothesis import strategies as st
 from numerics.classify import Thresholds, classify_trajectory, measure_mode, space_time_spectrum
 from numerics.errors import NonFiniteError, ShapeError
 from numerics.patterns import (
-    CLUSTER, COEXISTING, INCOHERENT, ROTATING_CLUSTER, STANDING, STANDING_HELIX, STATIONARY, TRAVELLING,
+    CLUSTER,
+    COEXISTING,
+    INCOHERENT,
+    ROTATING_CLUSTER,
+    STANDING,
+    STANDING_HELIX,
+    STATIONARY,
+    TRAVELLING,
     TRAVELLING_HELIX,
 )
 
@@ -63,8 +71,17 @@ def synthetic(kind: str, k: int = 3, w: float = 0.7, growth: float = 0.0, amp: f
     return t, X
 
 
-KINDS = [TRAVELLING, TRAVELLING_HELIX, STANDING_HELIX, STANDING, STATIONARY, CLUSTER, ROTATING_CLUSTER,
-         COEXISTING, INCOHERENT]
+KINDS = [
+    TRAVELLING,
+    TRAVELLING_HELIX,
+    STANDING_HELIX,
+    STANDING,
+    STATIONARY,
+    CLUSTER,
+    ROTATING_CLUSTER,
+    COEXISTING,
+    INCOHERENT,
+]
 
 
 @pytest.mark.parametrize("kind", KINDS)

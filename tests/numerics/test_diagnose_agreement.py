@@ -3,6 +3,7 @@ check and residuals within the stated bounds, on random reversible and non-rever
 form with full transports or low-rank factors, edges form, batched), on the Lanczos / Arnoldi path
 (``assemble_max=0``) and on every counterexample the suite keeps. Also: the method switch, the
 memory guard of the dense path and the ``attention_dtype`` tolerance rule."""
+
 from __future__ import annotations
 
 import math
@@ -10,12 +11,11 @@ import math
 import numpy as np
 import pytest
 import torch
-
-from numerics.device import default_device
 from hypothesis import given
 from hypothesis import strategies as st
 
 from numerics import strategies as cst
+from numerics.device import default_device
 from numerics.errors import MemoryBudgetError, ParameterError
 from numerics.laplacian import diagnose
 from numerics.walk import ConnectionWalk
@@ -23,8 +23,18 @@ from tests.numerics.test_diagnose_checks import heads_walks
 from tests.numerics.test_laplacian import _triangle_rotation_walk, theory_counterexamples
 
 F = torch.float64
-ALGEBRAIC = ("stochastic", "positive_stationary", "detailed_balance", "block_detailed_balance", "orthogonal",
-             "transpose_symmetric", "metric_compatible", "scaled_isometry", "self_adjoint", "dirichlet")
+ALGEBRAIC = (
+    "stochastic",
+    "positive_stationary",
+    "detailed_balance",
+    "block_detailed_balance",
+    "orthogonal",
+    "transpose_symmetric",
+    "metric_compatible",
+    "scaled_isometry",
+    "self_adjoint",
+    "dirichlet",
+)
 SPECTRAL = ("spectrum_interval", "spectrum_disk", "spectrum_scaled")
 
 
@@ -41,8 +51,10 @@ def assert_agree(Dd, Df) -> dict:
             continue  # the dense path's 'ambiguous' verdict (near-flat walks) has no factored analogue
         assert bool((cd.holds == cf.holds).all()), (name, cd, cf, Dd.summary())
         both = ~torch.isnan(cd.residual) & ~torch.isnan(cf.residual)
-        assert bool((torch.isnan(cd.residual) == torch.isnan(cf.residual)).all()) or name in ("kernel_parallel",
-                                                                                               "flat"), (name, cd, cf)
+        assert bool((torch.isnan(cd.residual) == torch.isnan(cf.residual)).all()) or name in (
+            "kernel_parallel",
+            "flat",
+        ), (name, cd, cf)
         if not bool(both.any()):
             continue
         rd, rf = cd.residual[both], cf.residual[both]
@@ -120,8 +132,11 @@ def _rev_heads(n, d, H, seed):
 def _random_factors(n, d, H, dh, seed):
     g = torch.Generator().manual_seed(seed)
     A = torch.softmax(2 * torch.randn(H, n, n, generator=g, dtype=F), -1)
-    return ConnectionWalk.from_factors(A, torch.randn(H, d, dh, generator=g, dtype=F) / math.sqrt(d),
-                                       torch.randn(H, dh, d, generator=g, dtype=F) / math.sqrt(d))
+    return ConnectionWalk.from_factors(
+        A,
+        torch.randn(H, d, dh, generator=g, dtype=F) / math.sqrt(d),
+        torch.randn(H, dh, d, generator=g, dtype=F) / math.sqrt(d),
+    )
 
 
 def _flat(n, d, seed):
@@ -133,8 +148,11 @@ def _flat(n, d, seed):
     return ConnectionWalk.from_edges(P, R[:, None] @ R[None, :].transpose(-1, -2))
 
 
-@pytest.mark.parametrize("make", [lambda: _rev_heads(10, 4, 3, 0), lambda: _random_factors(10, 6, 3, 2, 1),
-                                  lambda: _flat(8, 3, 2)], ids=["reversible-heads", "random-factors", "flat-edges"])
+@pytest.mark.parametrize(
+    "make",
+    [lambda: _rev_heads(10, 4, 3, 0), lambda: _random_factors(10, 6, 3, 2, 1), lambda: _flat(8, 3, 2)],
+    ids=["reversible-heads", "random-factors", "flat-edges"],
+)
 def test_agree_on_the_matrix_free_path(make):
     w = make()
     Dd = diagnose(w, method="dense")
@@ -151,13 +169,14 @@ def test_agree_on_theory_counterexamples(name):
 
 
 def test_agree_on_the_other_kept_counterexamples():
-    t = lambda x: torch.as_tensor(x, dtype=F)  # noqa: E731
+    t = lambda x: torch.as_tensor(x, dtype=F)
     cases = [
         ConnectionWalk.from_edges(t([[1, 0], [0.5, 0.5]]), t([[[[1.0]], [[1.0]]], [[[1.0]], [[-1.0]]]])),  # no π > 0
         ConnectionWalk.from_edges(*_triangle_rotation_walk(math.cos(0.3), math.sin(0.3))),  # holonomy
         ConnectionWalk.from_edges(t([[0, 1], [1, 0]]), t([[1.0]])),  # eigenvalue 2
-        ConnectionWalk.from_edges(torch.block_diag(t([[0.5, 0.5], [0.5, 0.5]]), t([[0.2, 0.8], [0.4, 0.6]])),
-                                  t([[1.0]])),  # disconnected: π not unique
+        ConnectionWalk.from_edges(
+            torch.block_diag(t([[0.5, 0.5], [0.5, 0.5]]), t([[0.2, 0.8], [0.4, 0.6]])), t([[1.0]])
+        ),  # disconnected: π not unique
         ConnectionWalk.from_sha(t([[0.6, 0.4], [0.3, 0.7]]), t([[1.0, 1.0], [0.0, -1.0]])),  # T5 involution
     ]
     for w in cases:
@@ -166,6 +185,8 @@ def test_agree_on_the_other_kept_counterexamples():
 
 # ---------------------------------------------------- walks with one T3 hypothesis dropped
 F64_ = torch.float64
+
+
 @st.composite
 def _sym_transports(draw, n: int, d: int, orthogonal: bool, transpose_symmetric: bool):
     """Per-edge transports with the requested parts of (c)."""

@@ -1,6 +1,7 @@
 """The pieces of ``diagnose`` one by one: both block algebras (dense blocks, factored heads)
 against literal float64 loops, and each hypothesis / conclusion function on walks whose answer is
 known in closed form."""
+
 from __future__ import annotations
 
 import math
@@ -102,8 +103,11 @@ def test_factored_algebra_matches_literal_loops(w, seed):
         "gram": np.array([[fro(c[i, j] ** 2 * O[i, j].T @ O[i, j] - I) for j in range(n)] for i in range(n)]),
     }
     got = {
-        "norms": fb.norms(), "transport_norms": fb.transport_norms(), "balance": fb.balance_defect(torch.tensor(pi)),
-        "transpose": fb.transpose_defect(), "gram": fb.gram_defect(torch.tensor(c)),
+        "norms": fb.norms(),
+        "transport_norms": fb.transport_norms(),
+        "balance": fb.balance_defect(torch.tensor(pi)),
+        "transpose": fb.transpose_defect(),
+        "gram": fb.gram_defect(torch.tensor(c)),
     }
     scale = max(float(np.abs(B).max()), float(np.abs(O).max()), 1.0) ** 2 * 4
     for k in ref:
@@ -111,8 +115,18 @@ def test_factored_algebra_matches_literal_loops(w, seed):
         assert err <= tol(F, d * d, scale=scale), (k, err)
     Wx = np.einsum("ijab,pjb->pia", B, x)
     Wtx = np.einsum("jiba,pjb->pia", B, x)
-    E = np.array([0.5 * sum(pi[i] * P[i, j] * fro(x[p, i] - O[i, j] @ x[p, j]) ** 2
-                            for i in range(n) for j in range(n) if P[i, j] > 0) for p in range(2)])
+    E = np.array(
+        [
+            0.5
+            * sum(
+                pi[i] * P[i, j] * fro(x[p, i] - O[i, j] @ x[p, j]) ** 2
+                for i in range(n)
+                for j in range(n)
+                if P[i, j] > 0
+            )
+            for p in range(2)
+        ]
+    )
     CtC = np.zeros_like(x)
     for p in range(2):
         for i in range(n):
@@ -137,8 +151,13 @@ def test_row_chunking_does_not_change_results():
     big, small = factored_blocks(w), factored_blocks(w, chunk_elems=1)
     pi = torch.rand(7, generator=g, dtype=F)
     x = torch.randn(2, 7, 4, generator=g, dtype=F)
-    for f in (lambda b: b.norms(), lambda b: b.balance_defect(pi), lambda b: b.gram_defect(torch.ones(7, 7, dtype=F)),
-              lambda b: b.edge_energy(pi, x), lambda b: b.constraints_gram_apply(x)):
+    for f in (
+        lambda b: b.norms(),
+        lambda b: b.balance_defect(pi),
+        lambda b: b.gram_defect(torch.ones(7, 7, dtype=F)),
+        lambda b: b.edge_energy(pi, x),
+        lambda b: b.constraints_gram_apply(x),
+    ):
         assert torch.allclose(f(big), f(small), rtol=0, atol=tol(F, 64, scale=float(f(big).abs().max())))
 
 
@@ -155,7 +174,7 @@ def test_gram_defect_resolves_defects_far_below_sqrt_eps():
     delta = 1e-11
     fb = FactoredBlocks(A.mean(0), A, ((1 + delta) * Q / 12).expand(12, 16, 16).clone())  # O_ij = (1 + δ) Q
     r = fb.gram_defect(torch.ones(5, 5, dtype=F))
-    exact = 4 * (2 * delta + delta ** 2)
+    exact = 4 * (2 * delta + delta**2)
     assert float((r - exact).abs().max()) <= tol(F, 16 * 12, scale=16.0), (r.max(), exact)
 
 
@@ -240,7 +259,7 @@ def test_balance_self_adjointness_and_dirichlet(kind):
 
 
 def test_spectrum_checks_from_extremes():
-    t = lambda v: torch.tensor(v, dtype=F)  # noqa: E731
+    t = lambda v: torch.tensor(v, dtype=F)
     from numerics.laplacian_checks import make_check
 
     si_yes = make_check("scaled_isometry", t(0.0), 1e-12)

@@ -1,6 +1,7 @@
 """Graph views (networkx) agree with the linear-algebra diagnostics: irreducibility, closed classes,
 aperiodicity, reversibility (Kolmogorov on a cycle basis vs detailed balance), stationary π,
 flatness (holonomy vs the dimension of parallel sections); edge data; errors."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -174,8 +175,9 @@ def test_flatness_holonomy_agrees_with_parallel_section_dimension(case):
         # frames reproduce every transport: O_ij = R_i R_j⁻¹ on the support
         R = fl.frames
         for i, j, data in to_networkx(w).edges(data=True):
-            np.testing.assert_allclose(R[i] @ np.linalg.inv(R[j]), data["transport"], rtol=0,
-                                       atol=tol(F, 4 * O.shape[-1]))
+            np.testing.assert_allclose(
+                R[i] @ np.linalg.inv(R[j]), data["transport"], rtol=0, atol=tol(F, 4 * O.shape[-1])
+            )
         assert int(D.parallel_dim) == O.shape[-1] * int(D.n_components)
     record("T3", residual=fl.residual if fl.holds else 0.0)
 
@@ -271,8 +273,12 @@ def test_ill_conditioned_pi_is_reported_undefined_and_graph_still_answers():
     info = stationary_info(P)
     assert bool(torch.isnan(info.pi).all()) and "ill-conditioned" in info.reasons[0]
     assert check_graph_pi_against_linear_algebra(P, info) == 0.0
-    assert_close(torch.as_tensor(stationary_distribution(P), dtype=F, device=DEV),
-                 torch.tensor([0.5, 0.5], dtype=F, device=DEV), size=2, what="graph π")
+    assert_close(
+        torch.as_tensor(stationary_distribution(P), dtype=F, device=DEV),
+        torch.tensor([0.5, 0.5], dtype=F, device=DEV),
+        size=2,
+        what="graph π",
+    )
 
 
 def test_ill_conditioned_closed_class_of_a_reducible_walk_is_reported_undefined():
@@ -301,8 +307,9 @@ def test_ill_conditioned_non_reversible_walk_graph_route_declines_too():
     The graph route needs a solve there as well; it raised numpy's LinAlgError before, and now
     raises UndefinedError with the reason, as LA reports π undefined."""
     c = 8.7918e-208
-    P = torch.tensor([[0.0, 0.0, 1.0, 0.0], [c, 1.0, 0.0, 0.0], [0.0, c, 1.0, 0.0], [0.0, 0.0, 1.0, 0.0]],
-                     dtype=F, device=DEV)
+    P = torch.tensor(
+        [[0.0, 0.0, 1.0, 0.0], [c, 1.0, 0.0, 0.0], [0.0, c, 1.0, 0.0], [0.0, 0.0, 1.0, 0.0]], dtype=F, device=DEV
+    )
     info = stationary_info(P)
     assert bool(torch.isnan(info.pi).all()) and "ill-conditioned" in info.reasons[0]
     with pytest.raises(UndefinedError, match="ill-conditioned"):

@@ -2,6 +2,7 @@
 orthogonal involution; its spectrum is {1 − λ_i} on Fix(T) ∪ {1 + λ_i} on the −1 eigenspace and
 ker Δ = 1 ⊗ Fix(T). Non-orthogonal involutions: real spectrum in [0, 2], but not π-self-adjoint
 and no Dirichlet identity (a global gauge S repairs them)."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -44,8 +45,10 @@ def test_orthogonal_involution_with_reversible_attention_is_a_connection_laplaci
     D = diagnose(ConnectionWalk.from_sha(A, T))
     assert bool(D.hypotheses_t3()) and bool(D.conclusions_t3()), D.summary()
     assert bool(D.is_connection_laplacian())
-    record("T5", residual=max(float(D.self_adjoint.residual), float(D.dirichlet.residual),
-                              float(D.spectrum_interval.residual)))
+    record(
+        "T5",
+        residual=max(float(D.self_adjoint.residual), float(D.dirichlet.residual), float(D.spectrum_interval.residual)),
+    )
 
 
 @given(involution_cases())
@@ -129,7 +132,7 @@ def test_non_orthogonal_involution_real_spectrum_but_not_self_adjoint(inst, inv)
     d = T.shape[0]
     # the strategy's guarantees (by construction, not by filtering)
     eye = torch.eye(d, dtype=F, device=DEV)
-    assert float(torch.linalg.matrix_norm(T.T @ T - eye)) >= 2 * 2 ** 0.5 * 0.1 * (1 - tol(F, d * d))
+    assert float(torch.linalg.matrix_norm(T.T @ T - eye)) >= 2 * 2**0.5 * 0.1 * (1 - tol(F, d * d))
     assert float(torch.linalg.cond(G)) <= (1 + 1.5) ** 2 * (1 + tol(F, d * d))
     assert_close(T @ T, eye, size=4 * d, what="T² = I")
     D = diagnose(ConnectionWalk.from_sha(A, T))
@@ -142,8 +145,7 @@ def test_non_orthogonal_involution_real_spectrum_but_not_self_adjoint(inst, inv)
     Sg = torch.kron(torch.eye(n, dtype=F, device=DEV), G)
     L = generator_dense(ConnectionWalk.from_sha(A, T))
     Lg = torch.linalg.solve(Sg, L @ Sg)
-    r = assert_close(Lg, generator_dense(ConnectionWalk.from_sha(A, J)), size=n * d * d,
-                     what="gauge-transformed Δ")
+    r = assert_close(Lg, generator_dense(ConnectionWalk.from_sha(A, J)), size=n * d * d, what="gauge-transformed Δ")
     Dg = diagnose(ConnectionWalk.from_sha(A, J))
     assert bool(Dg.conclusions_t3())
     record("T5", residual=r)
@@ -168,4 +170,6 @@ def test_non_orthogonal_involution_strategy_needs_no_inverse_of_a_drawn_matrix()
     assert_close(T, T0, size=27, what="reconstructed involution")
     assert float(torch.linalg.cond(G)) <= (1 + float(torch.linalg.matrix_norm(S, ord=2))) ** 2 * (1 + tol(F, 9))
     eye = torch.eye(3, dtype=F, device=DEV)
-    assert float(torch.linalg.matrix_norm(T.T @ T - eye)) >= 2 * 2 ** 0.5 * float(torch.linalg.matrix_norm(S)) * (1 - tol(F, 9))
+    assert float(torch.linalg.matrix_norm(T.T @ T - eye)) >= 2 * 2**0.5 * float(torch.linalg.matrix_norm(S)) * (
+        1 - tol(F, 9)
+    )

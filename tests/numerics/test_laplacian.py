@@ -1,6 +1,7 @@
 """T3: diagnostics of the Laplacian reduction, property tests of T3's conclusions, the weaker
 (stationary, non-reversible) statement, scaled isometries, flat connections, THEOREMS.md's
 counterexamples, a naive float64 reference, and bad input."""
+
 from __future__ import annotations
 
 import math
@@ -115,11 +116,17 @@ def test_t3_conclusions_hold_under_a_b_c(walk):
     Wsym = (pi[:, None, None, None] * P[..., None, None] * O).transpose(1, 2).reshape(n * d, n * d)
     assert_close(Wsym, Wsym.T, size=n * d, what="W_sym symmetric")
     Dinv = torch.kron(torch.diag(1 / pi), torch.eye(d, dtype=F, device=DEV))
-    assert_close(generator_dense(ConnectionWalk.from_edges(P, O)), torch.eye(n * d, dtype=F, device=DEV) - Dinv @ Wsym,
-                  size=n * d, what="Δ = I − D⁻¹ W_sym")
+    assert_close(
+        generator_dense(ConnectionWalk.from_edges(P, O)),
+        torch.eye(n * d, dtype=F, device=DEV) - Dinv @ Wsym,
+        size=n * d,
+        what="Δ = I − D⁻¹ W_sym",
+    )
     ev = D.spectrum
     assert float(ev.real.min()) >= -D.spectrum_interval.tol and float(ev.real.max()) <= 2 + D.spectrum_interval.tol
-    names = ("self_adjoint", "spectrum_interval", "dirichlet") + (("kernel_parallel",) if bool(D.kernel_parallel.defined) else ())
+    names = ("self_adjoint", "spectrum_interval", "dirichlet") + (
+        ("kernel_parallel",) if bool(D.kernel_parallel.defined) else ()
+    )
     record("T3", residual=conclusion_residual(D, *names))
 
 
@@ -151,7 +158,7 @@ def test_weaker_statement_stationary_orthogonal_gives_disk_dirichlet_kernel(P, d
     x = data.draw(cst.arrays((n, d)))
     W = ConnectionWalk.from_edges(P, O)
     pi = D.pi
-    nx_ = (pi[:, None] * x ** 2).sum()
+    nx_ = (pi[:, None] * x**2).sum()
     nw = (pi[:, None] * W.apply(x) ** 2).sum()
     assert nw.item() <= nx_.item() + tol(F, n * d, scale=max(nx_.item(), 1.0))
     record("T3", residual=conclusion_residual(D, "dirichlet", "spectrum_disk", "kernel_parallel"))
@@ -227,14 +234,26 @@ def theory_counterexamples():
     half = np.full((3, 3), 0.5) - 0.5 * np.eye(3)
     return {
         "drop (a)": (_edges([[0, 2], [2, 0]], one2), "stochastic", [-1, 3]),
-        "drop (b)": (_edges([[0, 1, 0], [0, 0, 1], [1, 0, 0]], np.ones((3, 3, 1, 1))), "detailed_balance",
-                     [0, complex(1.5, -math.sqrt(3) / 2), complex(1.5, math.sqrt(3) / 2)]),
-        "drop O_ji = O_ijᵀ": (_edges([[0, 1], [1, 0]], np.stack([np.stack([I2, R]), np.stack([R, I2])])),
-                              "transpose_symmetric",
-                              [complex(0.5, -math.sqrt(3) / 2), complex(0.5, math.sqrt(3) / 2),
-                               complex(1.5, -math.sqrt(3) / 2), complex(1.5, math.sqrt(3) / 2)]),
-        "drop orthogonality": (_edges([[0, 1], [1, 0]], np.array([[[[1.0]], [[2.0]]], [[[2.0]], [[1.0]]]])),
-                               "orthogonal", [-1, 3]),
+        "drop (b)": (
+            _edges([[0, 1, 0], [0, 0, 1], [1, 0, 0]], np.ones((3, 3, 1, 1))),
+            "detailed_balance",
+            [0, complex(1.5, -math.sqrt(3) / 2), complex(1.5, math.sqrt(3) / 2)],
+        ),
+        "drop O_ji = O_ijᵀ": (
+            _edges([[0, 1], [1, 0]], np.stack([np.stack([I2, R]), np.stack([R, I2])])),
+            "transpose_symmetric",
+            [
+                complex(0.5, -math.sqrt(3) / 2),
+                complex(0.5, math.sqrt(3) / 2),
+                complex(1.5, -math.sqrt(3) / 2),
+                complex(1.5, math.sqrt(3) / 2),
+            ],
+        ),
+        "drop orthogonality": (
+            _edges([[0, 1], [1, 0]], np.array([[[[1.0]], [[2.0]]], [[[2.0]], [[1.0]]]])),
+            "orthogonal",
+            [-1, 3],
+        ),
         "drop orthogonality, keep O_ji = O_ij⁻¹": (_edges(half, Okeep), "orthogonal", None),
     }
 
@@ -250,10 +269,16 @@ def _match_spectrum(ev: torch.Tensor, expected) -> float:
 def test_theory_counterexamples_are_classified(name):
     w, dropped, spectrum = theory_counterexamples()[name]
     D = diagnose(w)
-    hyp = {"stochastic": D.stochastic, "detailed_balance": D.detailed_balance, "orthogonal": D.orthogonal,
-           "transpose_symmetric": D.transpose_symmetric}
+    hyp = {
+        "stochastic": D.stochastic,
+        "detailed_balance": D.detailed_balance,
+        "orthogonal": D.orthogonal,
+        "transpose_symmetric": D.transpose_symmetric,
+    }
     assert not bool(hyp[dropped].holds), D.summary()
-    others = [k for k in hyp if k != dropped and not (name.startswith("drop orthogonality,") and k == "transpose_symmetric")]
+    others = [
+        k for k in hyp if k != dropped and not (name.startswith("drop orthogonality,") and k == "transpose_symmetric")
+    ]
     for k in others:
         assert bool(hyp[k].holds), (k, D.summary())
     assert not bool(D.conclusions_t3()), D.summary()
@@ -296,8 +321,11 @@ def test_no_positive_stationary_pi_breaks_kernel_equals_parallel():
     # the degenerate π = e_1 satisfies detailed balance but is not positive
     assert_close(D.pi, t([1.0, 0.0]), size=2, what="π = e_1")
     assert not bool(D.detailed_balance.holds)
-    record("T3", counterexample="no positive π: P=[[1,0],[.5,.5]], O_22=−1 → ker Δ = span{(3, 1)}, "
-                                "parallel sections {0}; spec Δ = {0, 1.5}")
+    record(
+        "T3",
+        counterexample="no positive π: P=[[1,0],[.5,.5]], O_22=−1 → ker Δ = span{(3, 1)}, "
+        "parallel sections {0}; spec Δ = {0, 1.5}",
+    )
 
 
 # --------------------------------------------------------------------------------------- forms of input
@@ -309,8 +337,8 @@ def test_blocks_and_heads_input_give_gauge_free_answers(walk):
     assert bool(Db.is_connection_laplacian()), Db.summary()
     assert_close(Db.block_pi, pi, size=P.shape[0], what="gauge-free π")
     # heads form: the same operator as an MHA with shared attention and T_Σ split over two heads
-    n, d = O.shape[0], O.shape[-1]
-    if bool((O == O[0, 0]).all()):
+    _n, _d = O.shape[0], O.shape[-1]
+    if bool((O[0, 0] == O).all()):
         T = O[0, 0]
         w = ConnectionWalk.from_mha(torch.stack([P, P]), torch.stack([0.25 * T, 0.75 * T]))
         Dh = diagnose(w)
@@ -459,7 +487,7 @@ def check_float32_kernel_ambiguity(P, O, D) -> None:
     D64 = diagnose(ConnectionWalk.from_edges(P.double(), O.double()))
     assert bool(D64.hypotheses_t3()) and bool(D64.conclusions_t3()), D64.summary()
     assert int(D64.kernel_dim) < int(D.kernel_dim)  # float32 counted true eigenvalues as zero
-    lam = torch.sort(D64.spectrum.real).values[int(D64.kernel_dim):int(D.kernel_dim)]
+    lam = torch.sort(D64.spectrum.real).values[int(D64.kernel_dim) : int(D.kernel_dim)]
     assert float(lam.min()) > tol(F, nd)  # true nonzero eigenvalues (float64 resolves them) ...
     assert float(lam.max()) <= 2 * tol(torch.float32, nd)  # ... that the float32 tolerance cannot
 
@@ -488,7 +516,9 @@ def test_float32_borderline_kernel_is_reported_ambiguous_not_wrong():
     exact = (2 / 3) * (1 - math.cos(th / 3))
     assert float((lam - exact).abs().max()) <= tol(F, n * d)
     # Weyl (Δ symmetric here): float32 rounding of the entries moves them by ≤ tol(float32, nd)
-    lam32 = torch.sort(torch.linalg.eigvals(generator_dense(ConnectionWalk.from_edges(P.float(), O.float()))).real).values[:2]
+    lam32 = torch.sort(
+        torch.linalg.eigvals(generator_dense(ConnectionWalk.from_edges(P.float(), O.float()))).real
+    ).values[:2]
     assert float((lam32 - exact).abs().max()) <= tol(torch.float32, n * d)
     assert int(D64.kernel_dim) == int(D64.parallel_dim) == 0 and bool(D64.kernel_parallel.holds)
     # a genuine mismatch (certain counts on both sides) is still a definite failure, not 'ambiguous':
@@ -553,8 +583,8 @@ def test_spectrum_survives_torch_eigvals_non_convergence():
     2.0119e-131 with O_00 = [[1, 2⁻⁵⁴], [2⁻⁵⁴, 1]] (orthogonal to rounding). torch.linalg.eigvals
     fails to converge on Δ (LAPACK error 4); diagnose now falls back to numpy's LAPACK. Exact
     spectrum: Δ = [[E, −cR], [−cRᵀ, 0]] with E = −2⁻⁵⁴σ_x: eigenvalues ±2⁻⁵⁴ and ±O(c²/2⁻⁵⁴)."""
-    c, e = 2.0119e-131, 2.0 ** -54
-    s10 = 10 ** -0.5
+    c, e = 2.0119e-131, 2.0**-54
+    s10 = 10**-0.5
     R = torch.tensor([[3 * s10, -s10], [s10, 3 * s10]], dtype=F, device=DEV)
     P = torch.tensor([[1.0, c], [c, 1.0]], dtype=F, device=DEV)
     O = torch.empty(2, 2, 2, 2, dtype=F, device=DEV)

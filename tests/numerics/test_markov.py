@@ -1,6 +1,7 @@
 """numerics.markov against independent oracles: exact rational stationary distributions
 (Fractions, Gaussian elimination), networkx's components, periods by brute-force boolean matrix
 powers, and the conditioning guard on a nearly decomposable chain."""
+
 from __future__ import annotations
 
 import math
@@ -149,8 +150,9 @@ def test_period_examples_and_batch():
 
 def test_ill_conditioned_chain_is_undefined_with_reason():
     # two blocks coupled by 1e-17 (below float64 roundoff of the rows): π cannot be resolved
-    P = torch.tensor([[0.5, 0.5 - 1e-17, 1e-17, 0.0], [0.5, 0.5, 0, 0], [0, 0, 0.5, 0.5], [0, 1e-17, 0.5, 0.5 - 1e-17]],
-                     dtype=F)
+    P = torch.tensor(
+        [[0.5, 0.5 - 1e-17, 1e-17, 0.0], [0.5, 0.5, 0, 0], [0, 0, 0.5, 0.5], [0, 1e-17, 0.5, 0.5 - 1e-17]], dtype=F
+    )
     info = stationary_info(P)
     assert bool(info.irreducible)
     assert bool(torch.isnan(info.pi).all()) and "ill-conditioned" in info.reasons[0]

@@ -10,6 +10,7 @@
   (THEOREMS.md lists them) is kept as an explicit regression case: the dropped hypothesis fails,
   the others hold, and each conclusion the witness names fails.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -28,12 +29,20 @@ F = torch.float64
 
 # bounded, derandomized searches: generation stops at the first hit (no shrinking: any hit is a
 # valid counterexample, and shrinking dominated the run time)
-SEARCH = settings(max_examples=200, derandomize=True, database=None, deadline=None,
-                  phases=[Phase.generate], suppress_health_check=list(HealthCheck))
+SEARCH = settings(
+    max_examples=200,
+    derandomize=True,
+    database=None,
+    deadline=None,
+    phases=[Phase.generate],
+    suppress_health_check=list(HealthCheck),
+)
 
 
 def fmt(a) -> str:
-    return np.array2string(np.round(np.asarray(a, float), 3) + 0.0, separator=",", max_line_width=10**6).replace("\n", "")
+    return np.array2string(np.round(np.asarray(a, float), 3) + 0.0, separator=",", max_line_width=10**6).replace(
+        "\n", ""
+    )
 
 
 def _searchable():
@@ -106,6 +115,9 @@ def test_t5_non_orthogonal_involution_explicit():
     D = diagnose(ConnectionWalk.from_sha(torch.tensor(inst["A"], dtype=F), torch.tensor(inst["T"], dtype=F)))
     assert bool(D.detailed_balance.holds) and bool(D.spectrum_interval.holds)
     assert not bool(D.self_adjoint.holds) and not bool(D.dirichlet.holds)
-    record("T5", counterexample=f"non-orthogonal involution T=[[1,1],[0,-1]], A=[[.6,.4],[.3,.7]]: "
-                                f"spec Δ = {format_spectrum(D.spectrum)} ⊂ [0,2] but not π-self-adjoint, "
-                                f"Dirichlet fails")
+    record(
+        "T5",
+        counterexample=f"non-orthogonal involution T=[[1,1],[0,-1]], A=[[.6,.4],[.3,.7]]: "
+        f"spec Δ = {format_spectrum(D.spectrum)} ⊂ [0,2] but not π-self-adjoint, "
+        f"Dirichlet fails",
+    )

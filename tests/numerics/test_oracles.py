@@ -9,6 +9,7 @@ the repair of block detailed balance: balanced norms with wrong transports must 
   dropped, every ``diagnose`` verdict that has an oracle counterpart agrees with it whenever the
   oracle is clear (holds, or fails by far more than any tolerance).
 """
+
 from __future__ import annotations
 
 import math

@@ -1,5 +1,6 @@
 """T6: linearisation, FFT dispersion relation, selection, reference cases Ex1/Ex3, prediction vs
 emergence, non-circulant positional encodings, causal transient growth, discrete-stack traps, bad input."""
+
 from __future__ import annotations
 
 import math
@@ -21,9 +22,24 @@ from numerics.errors import (
     ShapeError,
 )
 from numerics.patterns import (
-    CLUSTER, STANDING_HELIX, TRAVELLING, TRAVELLING_HELIX, circulant, discrete_selection,
-    dispersion, effective_time, gaussian_kernel, kernel_from_bias, kernel_hat, linear_operator,
-    naive_per_head_growth, predict_from_operator, predict_pattern, signed_wavenumbers, symbol, transient_growth,
+    CLUSTER,
+    STANDING_HELIX,
+    TRAVELLING,
+    TRAVELLING_HELIX,
+    circulant,
+    discrete_selection,
+    dispersion,
+    effective_time,
+    gaussian_kernel,
+    kernel_from_bias,
+    kernel_hat,
+    linear_operator,
+    naive_per_head_growth,
+    predict_from_operator,
+    predict_pattern,
+    signed_wavenumbers,
+    symbol,
+    transient_growth,
 )
 from numerics.simulate import MHADynamics, perturbed_homogeneous, simulate_flow, simulate_stack, sinusoidal_pe
 from numerics.tolerance import assert_close, tol
@@ -166,7 +182,7 @@ def softmax_dynamics_cases(draw):
     n = draw(st.integers(2, 7))
     d = draw(st.integers(1, 3))
     dk = draw(st.integers(1, 3))
-    fl = lambda lo, hi: st.floats(lo, hi, allow_nan=False, allow_subnormal=False)  # noqa: E731
+    fl = lambda lo, hi: st.floats(lo, hi, allow_nan=False, allow_subnormal=False)
     bias = draw(hnp.arrays(np.float64, (H, n), elements=fl(-3, 3)))
     T = draw(hnp.arrays(np.float64, (H, d, d), elements=fl(-2, 2)))
     Wq = draw(hnp.arrays(np.float64, (H, dk, d), elements=fl(-1.5, 1.5)))
@@ -338,8 +354,10 @@ def test_absolute_pe_and_rope_break_circulance_but_not_the_linearisation():
     content = (torch.randn(H, 2, d, generator=g, dtype=F64), torch.randn(H, 2, d, generator=g, dtype=F64))
     pe = sinusoidal_pe(n, d, base=10.0)
     X = _t([0.4, 1.2]).expand(n, d).contiguous()
-    for dyn in (MHADynamics(T, kernels=a, content=content, abs_pe=pe),
-                MHADynamics(T, kernels=a, content=content, rope=10.0)):
+    for dyn in (
+        MHADynamics(T, kernels=a, content=content, abs_pe=pe),
+        MHADynamics(T, kernels=a, content=content, rope=10.0),
+    ):
         A0 = dyn.attention(X)
         J = dyn.jacobian(X)
         ref = linear_operator(A0, T)  # H1 + H2 still hold: J = walk at the base state − I
@@ -432,8 +450,11 @@ def test_prenorm_layer_steps_match_the_residual_amplitude_ratio_exactly():
 
     from numerics.patterns import prenorm_layer_steps
 
-    for eta, mu, L, first in [(Fraction(1, 2), Fraction(7, 3), 9, 0), (Fraction(3), Fraction(-2, 5), 6, 2),
-                              (Fraction(1, 10), Fraction(11, 10), 12, 11)]:
+    for eta, mu, L, first in [
+        (Fraction(1, 2), Fraction(7, 3), 9, 0),
+        (Fraction(3), Fraction(-2, 5), 6, 2),
+        (Fraction(1, 10), Fraction(11, 10), 12, 11),
+    ]:
         h = prenorm_layer_steps(float(eta), L, first)
         assert h.dtype == F64 and h.shape == (L - first,)
         for i, l in enumerate(range(first, L)):

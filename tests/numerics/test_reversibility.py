@@ -1,5 +1,6 @@
 """T4: when softmax attention is reversible — symmetric bilinear form, the triangle identity,
 n = 2 and collinear tokens, causal masks, key / query biases, RoPE."""
+
 from __future__ import annotations
 
 import math
@@ -198,8 +199,11 @@ def test_rope_with_symmetric_form_but_different_weights_is_not_reversible():
     assert not rev.holds and rev.residual > 1e-3
     D = diagnose(sha(A_rope))
     assert not bool(D.detailed_balance.holds)
-    record("T4", counterexample=f"RoPE, symmetric W_QᵀW_K but W_Q ≠ W_K (n={n}, d={d}): Kolmogorov "
-                                f"log-ratio {rev.residual:.3f} ≠ 0 — not reversible")
+    record(
+        "T4",
+        counterexample=f"RoPE, symmetric W_QᵀW_K but W_Q ≠ W_K (n={n}, d={d}): Kolmogorov "
+        f"log-ratio {rev.residual:.3f} ≠ 0 — not reversible",
+    )
 
 
 def test_collinear_tokens_far_from_origin_keep_rank_one():

@@ -3,8 +3,10 @@
 
 The oracle for the factored walk is the literal block formula ``y_i = Σ_j (Σ_h A^h_ij T_h) x_j`` on
 sampled rows ``i`` in float64 on the CPU; for T3 the literal Dirichlet sums over every edge."""
+
 from __future__ import annotations
 
+import pytest
 import torch
 from hypothesis import given
 from hypothesis import strategies as st
@@ -12,8 +14,6 @@ from hypothesis import strategies as st
 from numerics import strategies as cst
 from numerics.tolerance import assert_close
 from numerics.walk import ConnectionWalk
-import pytest
-
 from theory.report import record
 
 

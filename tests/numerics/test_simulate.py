@@ -1,5 +1,6 @@
 """Simulators: RK4 flow vs exact exponential and a naive RK4 loop, sphere flow, post-/pre-norm
 stacks vs their literal formulas, batching, device, instability detection and bad input."""
+
 from __future__ import annotations
 
 import math
@@ -11,8 +12,15 @@ import torch
 from numerics.errors import NonFiniteError, ParameterError, ShapeError, SimulationDivergedError, UnstableStepError
 from numerics.patterns import gaussian_kernel, linear_operator
 from numerics.simulate import (
-    MHADynamics, SelectionWarning, check_rk4_step, layer_norm, perturbed_homogeneous, rk4_amplification,
-    simulate_flow, simulate_stack, sphere_project,
+    MHADynamics,
+    SelectionWarning,
+    check_rk4_step,
+    layer_norm,
+    perturbed_homogeneous,
+    rk4_amplification,
+    simulate_flow,
+    simulate_stack,
+    sphere_project,
 )
 from numerics.tolerance import assert_close, tol
 
@@ -47,8 +55,9 @@ def naive_softmax_attention(a, T, Wq, Wk, X, beta=1.0):
     A = np.zeros((H, n, n))
     for h in range(H):
         for i in range(n):
-            s = np.array([np.log(a[h, (j - i) % n]) + beta * (Wq[h] @ X[i]) @ (Wk[h] @ X[j]) / np.sqrt(dk)
-                          for j in range(n)])
+            s = np.array(
+                [np.log(a[h, (j - i) % n]) + beta * (Wq[h] @ X[i]) @ (Wk[h] @ X[j]) / np.sqrt(dk) for j in range(n)]
+            )
             e = np.exp(s - s.max())
             A[h, i] = e / e.sum()
     return A
@@ -259,8 +268,9 @@ def test_batched_cells_match_the_one_trajectory_simulators(dynamics):
     dyns = _sweep_cells(n)
     g = torch.Generator().manual_seed(3)
     X0 = torch.tensor([0.0, 0.0, 1.0], dtype=F64) + 0.05 * torch.randn(n, 3, generator=g, dtype=F64)
-    times, states = simulate_cells(BatchedDynamics(dyns), X0.expand(len(dyns), n, 3).contiguous(),
-                                   dynamics=dynamics, steps=steps, dt=dt, eta=eta)
+    times, states = simulate_cells(
+        BatchedDynamics(dyns), X0.expand(len(dyns), n, 3).contiguous(), dynamics=dynamics, steps=steps, dt=dt, eta=eta
+    )
     assert states.dtype == F64 and states.shape == (steps + 1, len(dyns), n, 3)
     for i, dy in enumerate(dyns):
         if dynamics == "sphere":

@@ -1,5 +1,6 @@
 """Spectra: matrix-free ARPACK (π-symmetrised eigsh / eigs) agrees with dense eig; the factored
 path never forms the nd × nd operator; the symmetrised operator is a similarity."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -45,7 +46,9 @@ def reversible_heads_walk(n: int, d: int, H: int, seed: int, factored: bool = Tr
     Ah = A.expand(H, n, n).contiguous()
     if factored:
         # low-rank-looking factors: T_h = W_O[h] W_V[h] with W_O = T_h, W_V = I (d_h = d)
-        return ConnectionWalk.from_factors(Ah.to(DEV), T.to(DEV), torch.eye(d, dtype=F).expand(H, d, d).contiguous().to(DEV))
+        return ConnectionWalk.from_factors(
+            Ah.to(DEV), T.to(DEV), torch.eye(d, dtype=F).expand(H, d, d).contiguous().to(DEV)
+        )
     return ConnectionWalk.from_mha(Ah.to(DEV), T.to(DEV))
 
 
@@ -79,7 +82,7 @@ def test_matrix_free_both_ends_agree_with_dense_and_never_densify(monkeypatch, f
     res = extreme_eigenvalues(w, k=k, which="BE")
     monkeypatch.undo()
     assert res.method == "eigsh-pi-symmetrised" and res.symmetric_residual <= tol(F, n * d)
-    ref = np.concatenate([dense[: k // 2], dense[-(k - k // 2):]])
+    ref = np.concatenate([dense[: k // 2], dense[-(k - k // 2) :]])
     err = float(np.abs(res.eigenvalues - ref).max())
     assert err <= tol(F, n * d, scale=2.0), (res.eigenvalues, ref)
     record("T3", residual=err)
@@ -118,8 +121,9 @@ def test_symmetrised_dense_is_symmetric_and_similar(walk):
     op0 = generator_operator(w)
     E = np.eye(N)
     assert_close(torch.as_tensor(np.stack([op.matvec(e) for e in E], 1)), S.cpu(), size=N, what="S operator")
-    assert_close(torch.as_tensor(np.stack([op0.matvec(e) for e in E], 1)), generator_dense(w).cpu(), size=N,
-                 what="Δ operator")
+    assert_close(
+        torch.as_tensor(np.stack([op0.matvec(e) for e in E], 1)), generator_dense(w).cpu(), size=N, what="Δ operator"
+    )
     assert pi_symmetry_residual(w, pi) <= tol(F, N)
     record("T3", residual=r)
 

@@ -7,6 +7,7 @@ numbers the registry carries — and the numerics code agrees with the oracles o
 spectral map, T6's Fourier sign and growth shift). Editing a statement in ``theory/registry.py``
 changes what this test checks (``tests/theory/test_gate.py`` proves it with mutants).
 """
+
 from __future__ import annotations
 
 import numpy as np

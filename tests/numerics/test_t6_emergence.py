@@ -19,6 +19,7 @@ attention, which cannot change the onset by T6) and compared with the registered
 velocity follows the registered formula (its sign read from the registry). The test asserts it saw
 at least 50 cases, at least 25 of them with ``k* ≠ 0``.
 """
+
 from __future__ import annotations
 
 import math
@@ -84,7 +85,7 @@ def _oracle_selection(a: np.ndarray, T: np.ndarray, sign: int, shift: float):
     k_top, s_top = max(modes, key=lambda m: m[1].real)
 
     def same(k, s):
-        return ((k == k_top and abs(s - s_top) <= 1e-9) or (k == (n - k_top) % n and abs(s - s_top.conjugate()) <= 1e-9))
+        return (k == k_top and abs(s - s_top) <= 1e-9) or (k == (n - k_top) % n and abs(s - s_top.conjugate()) <= 1e-9)
 
     runner = max((s.real for k, s in modes if not same(k, s)), default=-math.inf)
     kc = min(k_top, n - k_top)
@@ -112,7 +113,10 @@ def _check_case(case, stats: dict) -> None:
     gen = torch.Generator().manual_seed(seed)
     cont = None
     if content_on:
-        cont = (0.5 * torch.randn(1, 2, d, generator=gen, dtype=F64), 0.5 * torch.randn(1, 2, d, generator=gen, dtype=F64))
+        cont = (
+            0.5 * torch.randn(1, 2, d, generator=gen, dtype=F64),
+            0.5 * torch.randn(1, 2, d, generator=gen, dtype=F64),
+        )
     dyn = MHADynamics(torch.as_tensor(T, dtype=F64), kernels=torch.as_tensor(a, dtype=F64)[None], content=cont)
     x_star = torch.randn(d, generator=gen, dtype=F64)
     X0 = perturbed_homogeneous(n, d, x_star, 1e-10, generator=gen)

@@ -1,4 +1,5 @@
 """Bad input: every public entry point of the walk core raises a typed error naming the argument."""
+
 from __future__ import annotations
 
 import pytest
@@ -7,8 +8,8 @@ import torch
 from numerics.attention import AttentionWeights, attention_probs
 from numerics.errors import (
     ConnwalkError,
-    DTypeError,
     DeviceMismatchError,
+    DTypeError,
     NegativeWeightError,
     NonFiniteError,
     NotStochasticError,
@@ -44,26 +45,75 @@ T2 = torch.eye(3, dtype=f64)
         (lambda: ConnectionWalk.from_sha(A2, T2).apply(torch.ones(2, 2, dtype=f64)), ShapeError, "X"),
         (lambda: ConnectionWalk.from_sha(A2, T2).apply(torch.ones(3, 3, dtype=f64)), ShapeError, "X"),
         (lambda: ConnectionWalk.from_sha(A2, T2).apply(torch.ones(2, 3, dtype=torch.float32)), DTypeError, "X"),
-        (lambda: ConnectionWalk.from_factors(A2.expand(2, 2, 2), torch.ones(2, 3, 1, dtype=f64),
-                                             torch.ones(2, 2, 3, dtype=f64)), ShapeError, "W_O"),
-        (lambda: ConnectionWalk.from_factors(A2.expand(2, 2, 2), torch.ones(1, 3, 1, dtype=f64),
-                                             torch.ones(2, 1, 3, dtype=f64)), ShapeError, "W_O"),
+        (
+            lambda: ConnectionWalk.from_factors(
+                A2.expand(2, 2, 2), torch.ones(2, 3, 1, dtype=f64), torch.ones(2, 2, 3, dtype=f64)
+            ),
+            ShapeError,
+            "W_O",
+        ),
+        (
+            lambda: ConnectionWalk.from_factors(
+                A2.expand(2, 2, 2), torch.ones(1, 3, 1, dtype=f64), torch.ones(2, 1, 3, dtype=f64)
+            ),
+            ShapeError,
+            "W_O",
+        ),
         (lambda: ConnectionWalk.from_edges(A2, torch.ones(3, 3, 2, 2, dtype=f64)), ShapeError, "O"),
         (lambda: ConnectionWalk.from_edges(A2, torch.ones(2, 2, 2, 3, dtype=f64)), ShapeError, "O"),
         (lambda: ConnectionWalk.from_sha(A2, T2).edge_transport(2, 0), ParameterError, "i"),
-        (lambda: ConnectionWalk.from_sha(torch.tensor([[1.0, 0.0], [0.5, 0.5]], dtype=f64), T2).edge_transport(0, 1),
-         OffSupportError, "(i, j)"),
-        (lambda: AttentionWeights(W_Q=torch.ones(4, 4), W_K=torch.ones(4, 4), W_V=torch.ones(4, 4),
-                                  W_O=torch.ones(4, 4), n_heads=3), ShapeError, "W_Q"),
-        (lambda: AttentionWeights(W_Q=torch.ones(4, 4), W_K=torch.ones(2, 4), W_V=torch.ones(4, 4),
-                                  W_O=torch.ones(4, 4), n_heads=2), ShapeError, "W_K"),
-        (lambda: AttentionWeights(W_Q=torch.ones(4, 4), W_K=torch.ones(4, 4), W_V=torch.ones(4, 4),
-                                  W_O=torch.ones(4, 4, dtype=f64), n_heads=2), DTypeError, "W_O"),
-        (lambda: AttentionWeights(W_Q=torch.ones(4, 4), W_K=torch.ones(4, 4), W_V=torch.ones(4, 4),
-                                  W_O=torch.ones(4, 4), n_heads=2, b_V=torch.ones(3)), ShapeError, "b_V"),
-        (lambda: attention_probs(torch.ones(3, 5), AttentionWeights(
-            W_Q=torch.ones(4, 4), W_K=torch.ones(4, 4), W_V=torch.ones(4, 4), W_O=torch.ones(4, 4), n_heads=2)),
-         ShapeError, "X"),
+        (
+            lambda: ConnectionWalk.from_sha(torch.tensor([[1.0, 0.0], [0.5, 0.5]], dtype=f64), T2).edge_transport(0, 1),
+            OffSupportError,
+            "(i, j)",
+        ),
+        (
+            lambda: AttentionWeights(
+                W_Q=torch.ones(4, 4), W_K=torch.ones(4, 4), W_V=torch.ones(4, 4), W_O=torch.ones(4, 4), n_heads=3
+            ),
+            ShapeError,
+            "W_Q",
+        ),
+        (
+            lambda: AttentionWeights(
+                W_Q=torch.ones(4, 4), W_K=torch.ones(2, 4), W_V=torch.ones(4, 4), W_O=torch.ones(4, 4), n_heads=2
+            ),
+            ShapeError,
+            "W_K",
+        ),
+        (
+            lambda: AttentionWeights(
+                W_Q=torch.ones(4, 4),
+                W_K=torch.ones(4, 4),
+                W_V=torch.ones(4, 4),
+                W_O=torch.ones(4, 4, dtype=f64),
+                n_heads=2,
+            ),
+            DTypeError,
+            "W_O",
+        ),
+        (
+            lambda: AttentionWeights(
+                W_Q=torch.ones(4, 4),
+                W_K=torch.ones(4, 4),
+                W_V=torch.ones(4, 4),
+                W_O=torch.ones(4, 4),
+                n_heads=2,
+                b_V=torch.ones(3),
+            ),
+            ShapeError,
+            "b_V",
+        ),
+        (
+            lambda: attention_probs(
+                torch.ones(3, 5),
+                AttentionWeights(
+                    W_Q=torch.ones(4, 4), W_K=torch.ones(4, 4), W_V=torch.ones(4, 4), W_O=torch.ones(4, 4), n_heads=2
+                ),
+            ),
+            ShapeError,
+            "X",
+        ),
     ],
 )
 def test_bad_input_raises_typed_error_naming_argument(call, err, arg):

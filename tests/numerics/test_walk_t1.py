@@ -1,4 +1,5 @@
 """T1: single-head attention is the constant-transport connection walk kron(A, T) (token-major)."""
+
 from __future__ import annotations
 
 import numpy as np

@@ -1,4 +1,5 @@
 """T2: multi-head attention is one edge-dependent connection walk; gates, gauge, constant transport."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -184,8 +185,11 @@ def test_counterexample_of_theory_md():
     assert abs(float(ct.residual) - gap_ref) <= tol(torch.float64, 4)
     # and with a shared A the criterion holds
     assert bool(ConnectionWalk.from_mha(torch.stack([A1, A1]), torch.stack([I, J])).constant_transport().holds)
-    record("T2", residual=abs(float(ct.residual) - gap_ref),
-           counterexample=f"T2 constant transport fails: 2 heads, A¹≠A², T=(I,J): Kronecker gap {gap_ref:.4f}")
+    record(
+        "T2",
+        residual=abs(float(ct.residual) - gap_ref),
+        counterexample=f"T2 constant transport fails: 2 heads, A¹≠A², T=(I,J): Kronecker gap {gap_ref:.4f}",
+    )
 
 
 def test_off_support_edges_are_reported_not_filled():

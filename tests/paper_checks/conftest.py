@@ -1,4 +1,5 @@
 """Shared fixtures for the paper-check tests."""
+
 from __future__ import annotations
 
 import pytest

@@ -1,4 +1,5 @@
 """The ``connwalk`` CLI and the report directory, on constructed (synthetic) models only."""
+
 from __future__ import annotations
 
 import json
@@ -15,7 +16,6 @@ SMALL = ["--prompts", "4", "--length", "12", "--null-seeds", "2", "--n-boot", "4
 MODELS = ["synthetic:enc", "synthetic:dec"]
 
 
-
 def _pc(out, *extra, models=MODELS, claims=("E1", "E2", "E3", "E4")):
     return cli.main(["paper-checks", "--out", str(out), "--models", *models, "--claims", *claims, *SMALL, *extra])
 
@@ -30,7 +30,9 @@ def report(tmp_path_factory):
 def test_report_directory_contents(report):
     names = sorted(os.listdir(report))
     assert "report.md" in names and "results.json" in names
-    assert {"e1_synthetic_enc.png", "e2_synthetic_enc.png", "e1_synthetic_dec.png", "e2_synthetic_dec.png"} <= set(names)
+    assert {"e1_synthetic_enc.png", "e2_synthetic_enc.png", "e1_synthetic_dec.png", "e2_synthetic_dec.png"} <= set(
+        names
+    )
     for n in names:
         if n.endswith(".png"):
             with open(report / n, "rb") as fh:
@@ -85,12 +87,15 @@ def test_replaced_atomically_and_failure_keeps_the_old_report(tmp_path, monkeypa
     assert sorted(p.name for p in tmp_path.iterdir()) == ["keep"]
 
 
-@pytest.mark.parametrize("argv,needle", [
-    (["--claims", "E9"], "--claims: unknown claim 'E9'"),
-    (["--models", "synthetic:nope"], "unknown synthetic model"),
-    (["--length", "400"], "max_length"),
-    (["--prompts", "1"], "--prompts"),
-])
+@pytest.mark.parametrize(
+    "argv,needle",
+    [
+        (["--claims", "E9"], "--claims: unknown claim 'E9'"),
+        (["--models", "synthetic:nope"], "unknown synthetic model"),
+        (["--length", "400"], "max_length"),
+        (["--prompts", "1"], "--prompts"),
+    ],
+)
 def test_bad_input_exit_code_and_nothing_written(argv, needle, tmp_path, capsys):
     out = tmp_path / "out"
     base = ["paper-checks", "--out", str(out), "--models", "synthetic:enc", *SMALL]

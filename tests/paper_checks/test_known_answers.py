@@ -1,4 +1,5 @@
 """The whole E1–E4 machinery on constructed models with known answers (not on real checkpoints)."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -20,8 +21,10 @@ def _run(name, *, n_prompts=4, length=12, seeds=2, n_boot=100, baselines=True):
     h = synthetic.load(name, seed=0)
     ids = h.sample_ids(n_prompts, length, seed=0)
     m = measure(h, ids, baselines=baselines, edge_layers=2, edge_prompts=2, seed=0)
-    nulls = [measure(synthetic.load("random:" + name, seed=k), ids, baselines=False, edge_layers=2,
-                     edge_prompts=2, seed=k) for k in range(seeds)]
+    nulls = [
+        measure(synthetic.load("random:" + name, seed=k), ids, baselines=False, edge_layers=2, edge_prompts=2, seed=k)
+        for k in range(seeds)
+    ]
     run = C.ModelRun(trained=m, nulls=nulls)
     rows = C.model_rows(run, n_boot=n_boot, seed=0)
     return run, {(r.claim, r.statistic): r for r in rows}
@@ -85,8 +88,11 @@ def test_exact_scaled_isometries_reproduce_e2(enc):
     bl = rows[("E2", "head_sv_cv")].extra["baselines"]
     assert bl["flat_subspace"]["value"] == 0.0
     # the flat baseline of an exact isometry is the isometry itself
-    assert_close(torch.tensor(run.trained.e2_baselines["flat_subspace"]["data_gain_cv"]),
-                 torch.tensor(run.trained.e2["data_gain_cv"]), size=32)
+    assert_close(
+        torch.tensor(run.trained.e2_baselines["flat_subspace"]["data_gain_cv"]),
+        torch.tensor(run.trained.e2["data_gain_cv"]),
+        size=32,
+    )
 
 
 @pytest.mark.theorem("E2")
@@ -95,8 +101,9 @@ def test_random_weights_do_not_reproduce_e2():
     h = synthetic.load("random:synthetic:enc", seed=0)
     ids = h.sample_ids(4, 10, seed=0)
     m = measure(h, ids, baselines=False, edge_layers=1, edge_prompts=2)
-    nulls = [measure(synthetic.load("random:synthetic:enc", seed=0), ids, baselines=False, edge_layers=1,
-                     edge_prompts=2)]
+    nulls = [
+        measure(synthetic.load("random:synthetic:enc", seed=0), ids, baselines=False, edge_layers=1, edge_prompts=2)
+    ]
     rows = {r.statistic: r for r in C.model_rows(C.ModelRun(m, nulls), n_boot=50, seed=0)}
     for k in ("head_sv_cv", "data_gain_cv", "edge_defect"):
         assert rows[k].effect == 0.0
@@ -124,17 +131,28 @@ def _fake_run(name, kind, n_params, effect_draws, verdict=REPRODUCED):
     """A run carrying only what E3/E4 read: per-statistic effect draws and per-model verdicts."""
     from paper_checks.measure import Measurement
 
-    meas = Measurement(name=name, kind=kind, family="x", n_params=n_params, n_layers=1, n_heads=1, d_model=1,
-                       d_head=1, n_prompts=1, length=1)
+    meas = Measurement(
+        name=name,
+        kind=kind,
+        family="x",
+        n_params=n_params,
+        n_layers=1,
+        n_heads=1,
+        d_model=1,
+        d_head=1,
+        n_prompts=1,
+        length=1,
+    )
     run = C.ModelRun(trained=meas, nulls=[])
     from paper_checks.measure import E1_STATS, E2_STATS, VARIANTS
 
     for spec in E1_STATS + E2_STATS:
-        for v in (VARIANTS if spec.claim == "E1" else ("plain",)):
+        for v in VARIANTS if spec.claim == "E1" else ("plain",):
             d = np.asarray(effect_draws, dtype=float) * (1 if spec.direction > 0 else -1)
             run.draws[(spec.id, v)] = d
-            run.rows[(spec.id, v)] = StatResult(spec.claim, name, spec.id, 0.0, 0.0, None, float(np.mean(d)),
-                                                verdict, "rule")
+            run.rows[(spec.id, v)] = StatResult(
+                spec.claim, name, spec.id, 0.0, 0.0, None, float(np.mean(d)), verdict, "rule"
+            )
     return run
 
 

@@ -1,6 +1,7 @@
 """The LAP check: factored statistics vs a literal dense float64 reference, constructed walks with
 known answers, the nearest walks satisfy the hypotheses (checked by the dense ``diagnose``), and the
 check in the main job / CLI on synthetic models."""
+
 from __future__ import annotations
 
 import json
@@ -19,8 +20,18 @@ from paper_checks import cli
 from paper_checks import laplacian_stats as LS
 
 F64 = torch.float64
-SPEC_STATS = ("stochastic", "detailed_balance", "block_detailed_balance", "transpose_symmetry", "orthogonality",
-              "scaled_isometry", "self_adjoint", "dirichlet", "dist_reversible", "dist_laplacian")
+SPEC_STATS = (
+    "stochastic",
+    "detailed_balance",
+    "block_detailed_balance",
+    "transpose_symmetry",
+    "orthogonality",
+    "scaled_isometry",
+    "self_adjoint",
+    "dirichlet",
+    "dist_reversible",
+    "dist_laplacian",
+)
 
 
 def _instance(seed, *, B=2, H=3, n=5, d=6, dh=2, causal=False, gqa=False):
@@ -51,8 +62,14 @@ def _close(a, b, rtol=1e-9):
 
 
 @settings(max_examples=12)
-@given(seed=st.integers(0, 2 ** 16), causal=st.booleans(), gqa=st.booleans(), n=st.integers(2, 6),
-       dh=st.integers(1, 3), H=st.integers(1, 3))
+@given(
+    seed=st.integers(0, 2**16),
+    causal=st.booleans(),
+    gqa=st.booleans(),
+    n=st.integers(2, 6),
+    dh=st.integers(1, 3),
+    H=st.integers(1, 3),
+)
 def test_factored_matches_dense_reference(seed, causal, gqa, n, dh, H):
     d = 5
     A, Wo, Wv, X = _instance(seed, B=2, H=H, n=n, d=d, dh=dh, causal=causal, gqa=gqa and H > 1)
@@ -160,13 +177,17 @@ def _brute_force_involution_distance(Y, Z):
         s = max(float((Y * ZQ).sum() / (ZQ * ZQ).sum()), 0.0)
         return float(np.linalg.norm(Y - s * ZQ))
 
-    ref = lambda p: np.array([[math.cos(p), math.sin(p)], [math.sin(p), -math.cos(p)]])  # noqa: E731
+    ref = lambda p: np.array([[math.cos(p), math.sin(p)], [math.sin(p), -math.cos(p)]])
     best = min(resid(np.eye(2)), resid(-np.eye(2)))
     grid = np.linspace(0, 2 * math.pi, 721)
     vals = [resid(ref(p)) for p in grid]
     k = int(np.argmin(vals))
-    r = minimize_scalar(lambda p: resid(ref(p)), bounds=(grid[max(k - 1, 0)], grid[min(k + 1, 720)]),
-                        method="bounded", options={"xatol": 1e-12})
+    r = minimize_scalar(
+        lambda p: resid(ref(p)),
+        bounds=(grid[max(k - 1, 0)], grid[min(k + 1, 720)]),
+        method="bounded",
+        options={"xatol": 1e-12},
+    )
     best = min(best, float(r.fun), min(vals))
     return best / float(np.linalg.norm(Y))
 
@@ -290,8 +311,22 @@ SMALL = ["--prompts", "3", "--length", "8", "--null-seeds", "2", "--n-boot", "30
 
 def test_laplacian_claim_in_the_job_and_the_cli(tmp_path, capsys):
     out = tmp_path / "rep"
-    assert cli.main(["paper-checks", "--out", str(out), "--models", "synthetic:enc", "synthetic:dec",
-                     "--claims", "laplacian", *SMALL]) == 0
+    assert (
+        cli.main(
+            [
+                "paper-checks",
+                "--out",
+                str(out),
+                "--models",
+                "synthetic:enc",
+                "synthetic:dec",
+                "--claims",
+                "laplacian",
+                *SMALL,
+            ]
+        )
+        == 0
+    )
     data = json.loads((out / "results.json").read_text())
     rows = [r for r in data["rows"] if r["claim"] == "LAP"]
     assert {r["model"] for r in rows} == {"synthetic:enc", "synthetic:dec"}
@@ -329,13 +364,27 @@ def test_statuses_agree_with_the_factored_diagnose():
     f = _factored(A, Wo, Wv, X)
     res = LS.gram_resolution(n, H)
     assert bool(good.hypotheses_t3()) and bool(good.self_adjoint) and bool(good.dirichlet)
-    assert all(float(f[k][0]) <= res for k in ("detailed_balance", "transpose_symmetry", "orthogonality",
-                                               "scaled_isometry", "self_adjoint", "block_detailed_balance"))
+    assert all(
+        float(f[k][0]) <= res
+        for k in (
+            "detailed_balance",
+            "transpose_symmetry",
+            "orthogonality",
+            "scaled_isometry",
+            "self_adjoint",
+            "block_detailed_balance",
+        )
+    )
     A2, Wo2, Wv2, X2 = _instance(5, B=1, H=H, n=n, d=d, dh=3)
     bad = diagnose(ConnectionWalk.from_factors(A2[0], Wo2, Wv2), method="factored")
     f2 = _factored(A2, Wo2, Wv2, X2)
-    for check, stat in (("detailed_balance", "detailed_balance"), ("transpose_symmetric", "transpose_symmetry"),
-                        ("orthogonal", "orthogonality"), ("self_adjoint", "self_adjoint"),
-                        ("block_detailed_balance", "block_detailed_balance"), ("scaled_isometry", "scaled_isometry")):
+    for check, stat in (
+        ("detailed_balance", "detailed_balance"),
+        ("transpose_symmetric", "transpose_symmetry"),
+        ("orthogonal", "orthogonality"),
+        ("self_adjoint", "self_adjoint"),
+        ("block_detailed_balance", "block_detailed_balance"),
+        ("scaled_isometry", "scaled_isometry"),
+    ):
         assert not bool(getattr(bad, check).holds), check
         assert float(f2[stat][0]) > 1e-3, stat

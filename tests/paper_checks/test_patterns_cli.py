@@ -1,4 +1,5 @@
 """``connwalk patterns``: stand-alone ``main(argv)``, registration on a parent parser, outputs, bad input."""
+
 from __future__ import annotations
 
 import argparse
@@ -12,8 +13,9 @@ from paper_checks import patterns_cli
 
 def test_ex1_summary_matches_the_reference_case(tmp_path, capsys):
     out = tmp_path / "ex1"
-    rc = patterns_cli.main(["--out", str(out), "--example", "ex1", "--t-final", "20", "--dt", "0.02",
-                            "--phase-grid", "3"])
+    rc = patterns_cli.main(
+        ["--out", str(out), "--example", "ex1", "--t-final", "20", "--dt", "0.02", "--phase-grid", "3"]
+    )
     assert rc == 0
     s = json.loads((out / "summary.json").read_text())
     p = s["prediction"]
@@ -31,10 +33,33 @@ def test_registered_subcommand_runs_a_stack_with_observed_phase_diagram(tmp_path
     sub = parser.add_subparsers(dest="command")
     patterns_cli.add_parser(sub)
     out = tmp_path / "stack"
-    args = parser.parse_args(["patterns", "--out", str(out), "--n", "16", "--kernel", "3:1.5",
-                              "--transport", "blockrot:2.2,99", "--dynamics", "postnorm", "--eta", "2",
-                              "--layers", "30", "--phase-grid", "2", "--observe", "--t-final", "4",
-                              "--dt", "0.02", "--no-plots"])
+    args = parser.parse_args(
+        [
+            "patterns",
+            "--out",
+            str(out),
+            "--n",
+            "16",
+            "--kernel",
+            "3:1.5",
+            "--transport",
+            "blockrot:2.2,99",
+            "--dynamics",
+            "postnorm",
+            "--eta",
+            "2",
+            "--layers",
+            "30",
+            "--phase-grid",
+            "2",
+            "--observe",
+            "--t-final",
+            "4",
+            "--dt",
+            "0.02",
+            "--no-plots",
+        ]
+    )
     assert args.func(args) == 0
     s = json.loads((out / "summary.json").read_text())
     assert s["stack_selection"]["k_star"] >= 0
@@ -42,13 +67,16 @@ def test_registered_subcommand_runs_a_stack_with_observed_phase_diagram(tmp_path
     assert not os.path.exists(out / "dispersion.png")
 
 
-@pytest.mark.parametrize("argv, arg", [
-    (["--transport", "rot:1,2,3"], "--transport"),
-    (["--kernel", "4"], "--kernel"),
-    (["--kernel", "1:1", "--kernel", "2:1", "--transport", "diag:1,-3"], "--transport"),
-    (["--n", "1"], "--n"),
-    (["--phase-grid", "1"], "--phase-grid"),
-])
+@pytest.mark.parametrize(
+    "argv, arg",
+    [
+        (["--transport", "rot:1,2,3"], "--transport"),
+        (["--kernel", "4"], "--kernel"),
+        (["--kernel", "1:1", "--kernel", "2:1", "--transport", "diag:1,-3"], "--transport"),
+        (["--n", "1"], "--n"),
+        (["--phase-grid", "1"], "--phase-grid"),
+    ],
+)
 def test_bad_input_exits_2_with_named_argument(tmp_path, capsys, argv, arg):
     rc = patterns_cli.main(["--out", str(tmp_path / "x"), "--no-plots", *argv])
     assert rc == 2

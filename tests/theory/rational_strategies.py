@@ -4,6 +4,7 @@ Kept here rather than in ``numerics/strategies.py`` because they produce ``Fract
 torch-free ``theory`` package. Sizes are realistic (n = 6..10, d = 2..3); denominators are small
 so exact arithmetic stays fast.
 """
+
 from __future__ import annotations
 
 from fractions import Fraction
@@ -19,8 +20,7 @@ SIZES_D = st.integers(2, 3)
 
 def rationals(lo=-3, hi=3, max_den=MAX_DEN):
     """One rational in ``[lo, hi]`` with denominator <= ``max_den``."""
-    return st.integers(1, max_den).flatmap(
-        lambda den: st.integers(lo * den, hi * den).map(lambda k: Fraction(k, den)))
+    return st.integers(1, max_den).flatmap(lambda den: st.integers(lo * den, hi * den).map(lambda k: Fraction(k, den)))
 
 
 def positive_rationals(hi=4, max_den=MAX_DEN):

@@ -1,5 +1,6 @@
 """Exact rational certificates: Hypothesis draws rational instances of realistic size
 (n = 6..10, d = 2..3) and every identity holds with residual exactly 0 (no tolerance)."""
+
 from __future__ import annotations
 
 from fractions import Fraction

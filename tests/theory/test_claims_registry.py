@@ -1,6 +1,7 @@
 """The empirical claims E1-E6 are registered data (statement, statistic, null model, decision rule)
 and agree with what paper_checks measures: the same claim ids, and each claim's module exists.
 Adding a claim is one :class:`theory.statements.Claim` entry in ``theory/registry.py``."""
+
 from __future__ import annotations
 
 import importlib
@@ -20,7 +21,7 @@ def test_each_claim_names_its_measuring_module_and_renders():
     for c in CLAIMS:
         mod = importlib.import_module(c.module)
         if hasattr(mod, "CLAIM"):
-            assert mod.CLAIM == c.id, (c.module, mod.CLAIM)
+            assert c.id == mod.CLAIM, (c.module, mod.CLAIM)
         assert f"## {c.id} — {c.title}" in md and c.decision_rule in md and c.null_model in md
 
 

@@ -1,5 +1,6 @@
 """Symbolic derivations of every registered theorem/lemma reach exact zero (SymPy, no floats),
 necessity witnesses stay nonzero, and the derivations catch deliberately broken mathematics."""
+
 from __future__ import annotations
 
 import pytest
@@ -9,7 +10,6 @@ from theory import derivations as dv
 from theory.registry import THEOREMS, get
 from theory.report import record
 from theory.symbolic import Check, Derivation
-
 
 #: lemma id -> the theorems whose derivation relies on it (their table rows include the lemma)
 USERS = {t.id: [u.id for u in THEOREMS if t.id in u.lemmas] for t in THEOREMS}
@@ -51,8 +51,9 @@ def test_derivation_reaches_exact_zero(theorem_id):
         assert c.is_zero is c.expect_zero, c.describe()
     # every registry link to a step of this derivation names a step that ran and passed
     for owner, text in _links_to(theorem_id):
-        assert any(c.name.startswith(text) and c.passed for c in D.checks), \
+        assert any(c.name.startswith(text) and c.passed for c in D.checks), (
             f"{owner} links to derivation step {theorem_id}::{text!r}, which is not a passing check"
+        )
 
 
 def _links_to(theorem_id: str) -> list[tuple[str, str]]:
@@ -61,8 +62,11 @@ def _links_to(theorem_id: str) -> list[tuple[str, str]]:
         for c in t.conclusions:
             out += [(c.id, link.split("::", 1)[1]) for link in c.derivations if link.split("::", 1)[0] == theorem_id]
         for h in t.hypotheses:
-            out += [(w.id, w.derivation.split("::", 1)[1]) for w in h.witnesses
-                    if w.derivation and w.derivation.split("::", 1)[0] == theorem_id]
+            out += [
+                (w.id, w.derivation.split("::", 1)[1])
+                for w in h.witnesses
+                if w.derivation and w.derivation.split("::", 1)[0] == theorem_id
+            ]
     return out
 
 
@@ -171,12 +175,18 @@ def test_t2_special_cases_use_the_definitions(monkeypatch):
 
 
 @pytest.mark.theorem("T2")
-@pytest.mark.parametrize("change,step", [
-    ({"B11": [["9/10", "1/2"], ["1/2", "9/10"]]}, "counterexample: B_11 of the MHA operator"),
-    ({"miss_exact": "sqrt(2)*sqrt(5 - sqrt(17))/3"}, "counterexample: nearest Kronecker product misses by the stated closed form"),
-    ({"miss": 0.5}, "counterexample: nearest Kronecker product misses by 0.5"),
-    ({"A2": [["1/3", "2/3"], ["1/2", "1/2"]]}, "counterexample: B_12 of the MHA operator"),
-])
+@pytest.mark.parametrize(
+    "change,step",
+    [
+        ({"B11": [["9/10", "1/2"], ["1/2", "9/10"]]}, "counterexample: B_11 of the MHA operator"),
+        (
+            {"miss_exact": "sqrt(2)*sqrt(5 - sqrt(17))/3"},
+            "counterexample: nearest Kronecker product misses by the stated closed form",
+        ),
+        ({"miss": 0.5}, "counterexample: nearest Kronecker product misses by 0.5"),
+        ({"A2": [["1/3", "2/3"], ["1/2", "1/2"]]}, "counterexample: B_12 of the MHA operator"),
+    ],
+)
 def test_t2_counterexample_checks_its_stated_data(change, step):
     from theory.cases import T2_COUNTEREXAMPLE
 

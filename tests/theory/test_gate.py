@@ -10,6 +10,7 @@ rejection is due to the mutation); for a removed hypothesis the instance must vi
 hypothesis was needed). ``test_property_test_reads_the_registry`` runs the property test itself
 with the registry patched, proving the edit of ``theory/registry.py`` is what gets tested.
 """
+
 from __future__ import annotations
 
 import pytest
@@ -22,8 +23,14 @@ from theory import oracles, registry
 from theory.registry import get
 from theory.report import record
 
-SEARCH = settings(max_examples=100, derandomize=True, database=None, deadline=None,
-                  phases=[Phase.generate], suppress_health_check=list(HealthCheck))
+SEARCH = settings(
+    max_examples=100,
+    derandomize=True,
+    database=None,
+    deadline=None,
+    phases=[Phase.generate],
+    suppress_health_check=list(HealthCheck),
+)
 
 
 def _conclusion_mutant(tid, cid, **params):
@@ -77,8 +84,17 @@ def test_statement_mutant_is_rejected(name):
     record(original.id, counterexample=f"statement mutant rejected: {name} (fails {', '.join(rejected)})")
 
 
-@pytest.mark.parametrize("name", _params(["T3 upper bound 2 -> 1", "T6 Fourier sign reversed",
-                                          "T1 token-major -> feature-major", "T5 without the involution hypothesis"]))
+@pytest.mark.parametrize(
+    "name",
+    _params(
+        [
+            "T3 upper bound 2 -> 1",
+            "T6 Fourier sign reversed",
+            "T1 token-major -> feature-major",
+            "T5 without the involution hypothesis",
+        ]
+    ),
+)
 def test_property_test_reads_the_registry(monkeypatch, name):
     """The property test itself (``test_conclusions_hold_on_drawn_instances``) fails once the
     registry entry is the mutant: the test reads its numbers from the registry, not from a copy."""

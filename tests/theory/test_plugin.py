@@ -1,4 +1,5 @@
 """The theorem-checker plugin (tests/conftest.py) and theory.report, end to end."""
+
 from __future__ import annotations
 
 import json
@@ -16,8 +17,13 @@ FIXTURE = "tests/theory/plugin_fixture.py"
 
 
 def _pytest(*args, timeout=180):
-    return subprocess.run([sys.executable, "-m", "pytest", FIXTURE, "-p", "no:cacheprovider", "-q", *args],
-                          cwd=REPO, capture_output=True, text=True, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", FIXTURE, "-p", "no:cacheprovider", "-q", *args],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
 
 
 def test_end_to_end_table_and_json(tmp_path):
@@ -56,8 +62,9 @@ def test_theorem_option_deselects_other_tests():
 
     def item(*ids):
         marks = [types.SimpleNamespace(args=(i,)) for i in ids]
-        return types.SimpleNamespace(iter_markers=lambda name, m=marks: iter(m if name == "theorem" else []),
-                                     user_properties=[])
+        return types.SimpleNamespace(
+            iter_markers=lambda name, m=marks: iter(m if name == "theorem" else []), user_properties=[]
+        )
 
     items = [item("T3"), item("T1"), item(), item("T1", "T3")]
     deselected = []
@@ -105,8 +112,9 @@ def test_xdist_worker_tallies_are_merged(tmp_path):
     with report.activate(worker.report):
         report.record("T3", residual=3e-15)
         report.record("T3", symbolic=True, counterexample="c1")
-    worker.pytest_runtest_logreport(types.SimpleNamespace(when="call", passed=True, failed=False,
-                                                          user_properties=[("theorem", "T3")]))
+    worker.pytest_runtest_logreport(
+        types.SimpleNamespace(when="call", passed=True, failed=False, user_properties=[("theorem", "T3")])
+    )
     worker.pytest_sessionfinish(None, 0)
     rows = worker.config.workeroutput["theorem_tally"]
     assert rows[0]["tests_passed"] == 0  # not double counted
@@ -115,8 +123,9 @@ def test_xdist_worker_tallies_are_merged(tmp_path):
     with report.activate(ctl.report):
         report.record("T3", residual=1e-16, counterexample="c2")
     assert worker.report.table_rows()[0]["counterexamples"] == ["c1"]  # reports are separate objects
-    ctl.pytest_runtest_logreport(types.SimpleNamespace(when="call", passed=True, failed=False,
-                                                       user_properties=[("theorem", "T3")]))
+    ctl.pytest_runtest_logreport(
+        types.SimpleNamespace(when="call", passed=True, failed=False, user_properties=[("theorem", "T3")])
+    )
     ctl.pytest_testnodedown(types.SimpleNamespace(workeroutput={"theorem_tally": rows}), None)
     ctl.pytest_testnodedown(types.SimpleNamespace(workeroutput={"theorem_tally": rows}), None)  # 2nd worker
     (t3,) = ctl.report.table_rows()
@@ -124,7 +133,10 @@ def test_xdist_worker_tallies_are_merged(tmp_path):
     assert t3["counterexamples"] == ["c2", "c1"] and t3["tests_passed"] == 1
     ctl.pytest_sessionfinish(None, 0)
     data = json.loads(js.read_text())
-    assert data["exitstatus"] == 0 and data["theorems"][0]["title"] == "When the generator is a random-walk connection Laplacian"
+    assert (
+        data["exitstatus"] == 0
+        and data["theorems"][0]["title"] == "When the generator is a random-walk connection Laplacian"
+    )
     assert [{k: v for k, v in r.items() if k != "title"} for r in data["theorems"]] == ctl.report.table_rows()
 
 

@@ -1,4 +1,5 @@
 """The theorem registry: contents, lookups, bad input, and the no-torch rule for ``theory``."""
+
 from __future__ import annotations
 
 import subprocess
@@ -31,8 +32,10 @@ def test_registry_lists_t1_to_t6_and_their_lemmas():
             assert (REPO / p).is_file(), p
         if t.kind == "theorem":
             assert t.numeric_tests and t.necessity_tests and t.certificate_tests, t.id
-            assert all(p.startswith(("tests/numerics/test_", "tests/models/test_")) and p.endswith(".py")
-                       for p in t.numeric_tests + t.necessity_tests)
+            assert all(
+                p.startswith(("tests/numerics/test_", "tests/models/test_")) and p.endswith(".py")
+                for p in t.numeric_tests + t.necessity_tests
+            )
         for s in (t.title, *(c.text for c in t.conclusions), *t.notes, *(h.text for h in t.hypotheses)):
             assert s.count("$") % 2 == 0, f"{t.id}: unbalanced $ in {s!r}"
 
@@ -40,19 +43,40 @@ def test_registry_lists_t1_to_t6_and_their_lemmas():
 def test_numeric_test_paths_are_the_assigned_ones():
     stmt = "tests/numerics/test_statements.py"
     scale = "tests/numerics/test_scale.py"
-    assert set(get("T1").numeric_tests) == {"tests/numerics/test_walk_t1.py", "tests/numerics/test_attention.py", stmt,
-                                            scale}
-    assert set(get("T2").numeric_tests) == {"tests/numerics/test_walk_t2.py", "tests/numerics/test_attention.py", scale,
-                                            "tests/models/test_identity_tiny.py", "tests/models/test_identity_real.py",
-                                            "tests/models/test_registry.py", stmt}
-    group = {"tests/numerics/test_laplacian.py", "tests/numerics/test_reversibility.py",
-             "tests/numerics/test_necessity.py", "tests/numerics/test_graphs.py", "tests/numerics/test_statements.py"}
+    assert set(get("T1").numeric_tests) == {
+        "tests/numerics/test_walk_t1.py",
+        "tests/numerics/test_attention.py",
+        stmt,
+        scale,
+    }
+    assert set(get("T2").numeric_tests) == {
+        "tests/numerics/test_walk_t2.py",
+        "tests/numerics/test_attention.py",
+        scale,
+        "tests/models/test_identity_tiny.py",
+        "tests/models/test_identity_real.py",
+        "tests/models/test_registry.py",
+        stmt,
+    }
+    group = {
+        "tests/numerics/test_laplacian.py",
+        "tests/numerics/test_reversibility.py",
+        "tests/numerics/test_necessity.py",
+        "tests/numerics/test_graphs.py",
+        "tests/numerics/test_statements.py",
+    }
     assert set(get("T3").numeric_tests + get("T3").necessity_tests) == group | {
-        "tests/numerics/test_spectra.py", "tests/numerics/test_oracles.py", scale}
+        "tests/numerics/test_spectra.py",
+        "tests/numerics/test_oracles.py",
+        scale,
+    }
     assert set(get("T5").numeric_tests + get("T5").necessity_tests) == group | {"tests/numerics/test_involution.py"}
     assert set(get("T4").numeric_tests + get("T4").necessity_tests) <= group
-    assert set(get("T6").numeric_tests) == {"tests/numerics/test_patterns.py", "tests/numerics/test_statements.py",
-                                            "tests/numerics/test_t6_emergence.py"}
+    assert set(get("T6").numeric_tests) == {
+        "tests/numerics/test_patterns.py",
+        "tests/numerics/test_statements.py",
+        "tests/numerics/test_t6_emergence.py",
+    }
 
 
 def test_get_returns_registered_objects():
@@ -109,18 +133,20 @@ def test_default_sizes_are_within_supported_ranges():
 def test_theory_never_imports_torch():
     """theory/ imports neither torch nor numerics (nor paper_checks); the registry, the renderer and
     the derivations do not even need numpy (only the oracles use it)."""
-    code = ("import sys\n"
-            "import theory, theory.registry, theory.render, theory.derivations, theory.certificates, "
-            "theory.symbolic, theory.report, theory.errors, theory.statements\n"
-            "theory.render.render_markdown(); theory.render.render_latex()\n"
-            "bad = sorted(m for m in sys.modules if m.split('.')[0] in ('torch', 'numerics', 'paper_checks', 'numpy'))\n"
-            "assert not bad, bad\n"
-            "import theory.oracles\n"
-            "from theory.registry import THEOREMS\n"
-            "theory.oracles.judge(THEOREMS[5].conclusions[-1], {})\n"
-            "bad = sorted(m for m in sys.modules if m.split('.')[0] in ('torch', 'numerics', 'paper_checks'))\n"
-            "assert not bad, bad\n"
-            "print('clean')\n")
+    code = (
+        "import sys\n"
+        "import theory, theory.registry, theory.render, theory.derivations, theory.certificates, "
+        "theory.symbolic, theory.report, theory.errors, theory.statements\n"
+        "theory.render.render_markdown(); theory.render.render_latex()\n"
+        "bad = sorted(m for m in sys.modules if m.split('.')[0] in ('torch', 'numerics', 'paper_checks', 'numpy'))\n"
+        "assert not bad, bad\n"
+        "import theory.oracles\n"
+        "from theory.registry import THEOREMS\n"
+        "theory.oracles.judge(THEOREMS[5].conclusions[-1], {})\n"
+        "bad = sorted(m for m in sys.modules if m.split('.')[0] in ('torch', 'numerics', 'paper_checks'))\n"
+        "assert not bad, bad\n"
+        "print('clean')\n"
+    )
     out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "clean"

@@ -1,12 +1,13 @@
 """The registry and the test-suite point at each other: every test file the registry names exists,
 and every test file tagged ``@pytest.mark.theorem("Tk")`` is named by theorem Tk in the registry
 (so THEOREMS.md lists where each theorem is checked numerically)."""
+
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pytest
-from pathlib import Path
 
 from theory.registry import THEOREMS
 
@@ -53,7 +54,12 @@ def _check_name_prefixes() -> list[str]:
     """Leading literal text of every ``D.add(name, ...)`` in theory/derivations.py."""
     out = []
     for node in ast.walk(ast.parse(DERIVATIONS_SRC)):
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "add" and node.args:
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr == "add"
+            and node.args
+        ):
             a = node.args[0]
             if isinstance(a, ast.Constant) and isinstance(a.value, str):
                 out.append(a.value)
@@ -79,8 +85,13 @@ def derivation_links():
 
 
 def test_every_conclusion_names_derivation_steps_and_tests():
-    missing = [(t.id, c.id, what) for t in THEOREMS for c in t.conclusions
-               for what, links in (("derivations", c.derivations), ("tests", c.tests)) if not links]
+    missing = [
+        (t.id, c.id, what)
+        for t in THEOREMS
+        for c in t.conclusions
+        for what, links in (("derivations", c.derivations), ("tests", c.tests))
+        if not links
+    ]
     assert not missing, f"conclusions without links: {missing}"
 
 
@@ -109,7 +120,7 @@ def test_derivation_links_point_at_existing_steps():
         if not sep or not text or target not in {t.id for t in THEOREMS}:
             bad.append((owner, link, "malformed"))
             continue
-        if not any(n.startswith(text) or text.startswith(n) and len(n) >= 8 for n in names):
+        if not any(n.startswith(text) or (text.startswith(n) and len(n) >= 8) for n in names):
             bad.append((owner, link, "no such derivation step"))
     assert not bad, bad
 
@@ -152,7 +163,8 @@ def test_a_dangling_link_is_detected(monkeypatch):
         test_derivation_links_point_at_existing_steps()
     with pytest.raises(AssertionError, match="no such test function"):
         test_test_links_point_at_existing_tests()
-    monkeypatch.setattr("tests.theory.test_registry_links.THEOREMS",
-                        [replace(t, hypotheses=(replace(t.hypotheses[0], witnesses=()),))])
+    monkeypatch.setattr(
+        "tests.theory.test_registry_links.THEOREMS", [replace(t, hypotheses=(replace(t.hypotheses[0], witnesses=()),))]
+    )
     with pytest.raises(AssertionError, match="without a necessity witness"):
         test_every_hypothesis_names_a_witness()

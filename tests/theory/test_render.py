@@ -1,4 +1,5 @@
 """THEOREMS.md is generated from the registry and guarded: a theory change must be rendered."""
+
 from __future__ import annotations
 
 import re
@@ -17,8 +18,9 @@ REPO = Path(__file__).resolve().parents[2]
 def test_committed_theorems_md_matches_rendering():
     path = REPO / "THEOREMS.md"
     assert path.is_file(), "THEOREMS.md missing: run `python -m theory.render`"
-    assert path.read_text(encoding="utf-8") == render.render_markdown(), \
+    assert path.read_text(encoding="utf-8") == render.render_markdown(), (
         "THEOREMS.md differs from the registry: run `python -m theory.render` and commit the result"
+    )
 
 
 def test_markdown_contains_every_statement():
@@ -70,8 +72,9 @@ def test_check_mode_exit_codes(tmp_path, capsys):
 
 
 def test_module_cli_checks_the_committed_file():
-    r = subprocess.run([sys.executable, "-m", "theory.render", "--check"], cwd=REPO,
-                       capture_output=True, text=True, timeout=120)
+    r = subprocess.run(
+        [sys.executable, "-m", "theory.render", "--check"], cwd=REPO, capture_output=True, text=True, timeout=120
+    )
     assert r.returncode == 0, r.stdout + r.stderr
     assert "up to date" in r.stdout
 
