@@ -21,7 +21,7 @@ from numerics.attention import (
     kv_head_map,
     walk_from_weights,
 )
-from numerics.errors import ConnwalkError, DTypeError, NonFiniteError, ShapeError
+from numerics.errors import ConnwalkError, DTypeError, NonFiniteError, ParameterError, ShapeError
 
 f64 = torch.float64
 
@@ -33,6 +33,7 @@ def t(x) -> torch.Tensor:
 def raises_named(err, arg, call):
     with pytest.raises(err) as exc:
         call()
+    assert type(exc.value) is err, type(exc.value).__name__  # the exact type, not a base class
     assert isinstance(exc.value, ConnwalkError)
     assert str(exc.value).startswith(f"{arg}: "), str(exc.value)
     return str(exc.value)
@@ -92,10 +93,17 @@ def test_kv_head_map_groups_consecutive_query_heads():
     assert kv_head_map(3, None) == [0, 1, 2]
 
 
-@pytest.mark.parametrize("H, Hkv", [(4, 0), (4, -2), (4, 3), (2, 4)])
+@pytest.mark.parametrize("H, Hkv", [(4, 3), (2, 4)])
 def test_kv_head_map_rejects_a_non_divisor_naming_n_kv_heads(H, Hkv):
     msg = raises_named(ShapeError, "n_kv_heads", lambda: kv_head_map(H, Hkv))
     assert f"n_heads={H} must be a multiple of n_kv_heads={Hkv}" in msg
+
+
+@pytest.mark.parametrize("H, Hkv", [(4, 0), (4, -2)])
+def test_kv_head_map_rejects_a_nonpositive_kv_head_count_as_a_parameter(H, Hkv):
+    """n_kv_heads < 1 is a bad scalar (the contract's Int(lo=1)), not a divisibility failure."""
+    msg = raises_named(ParameterError, "n_kv_heads", lambda: kv_head_map(H, Hkv))
+    assert msg == f"n_kv_heads: must be >= 1, got {Hkv}"
 
 
 # ------------------------------------------------------------------------------------- weights validation
@@ -115,7 +123,8 @@ def good(**over):
     (dict(W_Q=torch.ones(5, 3, dtype=f64), n_kv_heads=None, n_heads=5,
           W_K=torch.ones(5, 3, dtype=f64), W_V=torch.ones(5, 3, dtype=f64), W_O=torch.ones(3, 4, dtype=f64)),
      ShapeError, "W_O"),
-    (dict(W_Q=torch.ones(5, 3, dtype=f64)), ShapeError, "W_Q"),
+    (dict(W_Q=torch.ones(5, 3, dtype=f64), W_O=torch.ones(3, 5, dtype=f64)), ShapeError, "W_Q"),
+    (dict(W_Q=torch.ones(5, 3, dtype=f64)), ShapeError, "W_O"),  # W_O's q=4 disagrees with W_Q's q=5
     (dict(W_K=torch.ones(3, 3, dtype=f64)), ShapeError, "W_K"),
     (dict(W_V=torch.ones(2, 4, dtype=f64)), ShapeError, "W_V"),
     (dict(W_O=torch.ones(4, 4, dtype=f64)), ShapeError, "W_O"),
@@ -136,10 +145,11 @@ def test_weight_shape_messages_state_the_expected_shape():
     msg = raises_named(ShapeError, "W_K", lambda: AttentionWeights(**good(W_K=torch.ones(3, 3, dtype=f64))))
     assert msg == "W_K: expected (2, 3), got (3, 3)"
     msg = raises_named(ShapeError, "W_O", lambda: AttentionWeights(**good(W_O=torch.ones(4, 4, dtype=f64))))
-    assert msg == "W_O: expected (3, 4), got (4, 4)"
+    assert msg == "W_O: has d=4 but W_Q has d=3 (shape (4, 4))"
     msg = raises_named(ShapeError, "b_V", lambda: AttentionWeights(**good(b_V=torch.ones(4, dtype=f64))))
     assert msg == "b_V: expected (2,), got (4,)"
-    msg = raises_named(ShapeError, "W_Q", lambda: AttentionWeights(**good(W_Q=torch.ones(5, 3, dtype=f64))))
+    msg = raises_named(ShapeError, "W_Q", lambda: AttentionWeights(
+        **good(W_Q=torch.ones(5, 3, dtype=f64), W_O=torch.ones(3, 5, dtype=f64))))
     assert msg == "W_Q: rows 5 not divisible by n_heads=2"
 
 
@@ -199,15 +209,16 @@ def test_attention_probs_key_padding_mask_and_additive_bias():
         A_ref, _, _ = literal_heads(np_w, X[b], 4, 2, 2, pad=pad[b], bias=bias)
         close(A[b], A_ref)
     assert float(A[0, :, :, 2].abs().max()) == 0.0
-    # an integer 0/1 mask is read as a boolean one
-    A01 = attention_probs(t(X), w, key_padding_mask=torch.as_tensor(pad.astype(np.int64)), attn_bias=t(bias))
-    close(A01, A.numpy(), atol=0)
+    # the contract takes only a bool mask: an integer 0/1 mask is refused, naming the argument
+    msg = raises_named(DTypeError, "key_padding_mask", lambda: attention_probs(
+        t(X), w, key_padding_mask=torch.as_tensor(pad.astype(np.int64)), attn_bias=t(bias)))
+    assert msg == "key_padding_mask: expected a bool mask, got dtype torch.int64"
 
 
 def test_attention_probs_rejects_x_with_the_wrong_feature_dim():
     w, _ = weights(5)
     msg = raises_named(ShapeError, "X", lambda: attention_probs(torch.ones(4, 2, dtype=f64), w))
-    assert msg == "X: feature dim 2 != weights' d=3"
+    assert msg == "X: has d=2 but the w has d=3 (shape (4, 2))"
     raises_named(ShapeError, "X", lambda: attention_probs(torch.ones(3, dtype=f64), w))
     raises_named(NonFiniteError, "X", lambda: attention_probs(torch.full((4, 3), float("nan"), dtype=f64), w))
     raises_named(DTypeError, "X", lambda: attention_probs(torch.ones(4, 3, dtype=torch.float32), w))
@@ -277,21 +288,24 @@ def W(**over):
 BAD_INPUT = [
     (W(W_Q=torch.ones(4, 3, dtype=torch.int64)), "DTypeError",
      "W_Q: expected a floating tensor (float32/float64), got torch.int64"),
-    (W(W_Q=torch.ones(4, dtype=f64)), "ShapeError", "W_Q: expected shape (out, in), got (4,)"),
-    (W(W_K=torch.ones(1, 2, 3, dtype=f64)), "ShapeError", "W_K: expected shape (out, in), got (1, 2, 3)"),
+    (W(W_Q=torch.ones(4, dtype=f64)), "ShapeError", "W_Q: expected shape (q, d), got (4,)"),
+    (W(W_K=torch.ones(1, 2, 3, dtype=f64)), "ShapeError", "W_K: expected shape (*, d), got (1, 2, 3)"),
     (W(W_V=torch.full((2, 3), math.nan, dtype=f64)), "NonFiniteError", "W_V: contains 6 NaN/inf entries"),
     (W(W_K=torch.ones(2, 3)), "DTypeError", "W_K: dtype torch.float32 differs from W_Q's torch.float64; cast explicitly"),
     (W(n_kv_heads=3), "ShapeError", "n_kv_heads: n_heads=2 must be a multiple of n_kv_heads=3"),
-    (W(W_Q=torch.ones(5, 3, dtype=f64)), "ShapeError", "W_Q: rows 5 not divisible by n_heads=2"),
-    (W(W_K=torch.ones(2, 4, dtype=f64)), "ShapeError", "W_K: expected (2, 3), got (2, 4)"),
+    # W_O sized to agree with W_Q (q=5) so the per-head split, not the size agreement, is what fails
+    (W(W_Q=torch.ones(5, 3, dtype=f64), W_O=torch.ones(3, 5, dtype=f64)), "ShapeError",
+     "W_Q: rows 5 not divisible by n_heads=2"),
+    (W(W_Q=torch.ones(5, 3, dtype=f64)), "ShapeError", "W_O: has q=4 but W_Q has q=5 (shape (3, 4))"),
+    (W(W_K=torch.ones(2, 4, dtype=f64)), "ShapeError", "W_K: has d=4 but W_Q has d=3 (shape (2, 4))"),
     (W(W_V=torch.ones(4, 3, dtype=f64)), "ShapeError", "W_V: expected (2, 3), got (4, 3)"),
-    (W(W_O=torch.ones(3, 2, dtype=f64)), "ShapeError", "W_O: expected (3, 4), got (3, 2)"),
+    (W(W_O=torch.ones(3, 2, dtype=f64)), "ShapeError", "W_O: has q=2 but W_Q has q=4 (shape (3, 2))"),
     (W(b_Q=torch.ones(4, dtype=torch.int64)), "DTypeError", "b_Q: expected a floating tensor"),
     (W(b_K=torch.full((2,), math.inf, dtype=f64)), "NonFiniteError", "b_K: contains 2 NaN/inf entries"),
     (W(b_V=torch.ones(2)), "DTypeError", "b_V: dtype torch.float32 differs from W_Q's torch.float64; cast explicitly"),
-    (W(b_Q=torch.ones(3, dtype=f64)), "ShapeError", "b_Q: expected (4,), got (3,)"),
+    (W(b_Q=torch.ones(3, dtype=f64)), "ShapeError", "b_Q: has q=3 but W_Q has q=4 (shape (3,))"),
     (W(b_K=torch.ones(4, dtype=f64)), "ShapeError", "b_K: expected (2,), got (4,)"),
-    (W(b_O=torch.ones(1, 3, dtype=f64)), "ShapeError", "b_O: expected (3,), got (1, 3)"),
+    (W(b_O=torch.ones(1, 3, dtype=f64)), "ShapeError", "b_O: expected shape (d), got (1, 3)"),
     (lambda: AttentionWeights.from_torch_mha(torch.nn.MultiheadAttention(4, 2, kdim=3, vdim=3)), "ShapeError",
      "mha: only packed in_proj (kdim == vdim == embed_dim) is supported"),
     (lambda: attention_probs(torch.ones(4, 3, dtype=torch.int64), AttentionWeights(**good())), "DTypeError",
@@ -301,11 +315,11 @@ BAD_INPUT = [
     (lambda: attention_probs(torch.full((4, 3), math.nan, dtype=f64), AttentionWeights(**good())), "NonFiniteError",
      "X: contains 12 NaN/inf entries"),
     (lambda: attention_probs(torch.ones(4, 3), AttentionWeights(**good())), "DTypeError",
-     "X: dtype torch.float32 differs from W_Q's torch.float64; cast explicitly"),
+     "X: dtype torch.float32 differs from w's torch.float64; cast explicitly"),
     (lambda: attention_probs(torch.ones(4, 2, dtype=f64), AttentionWeights(**good())), "ShapeError",
-     "X: feature dim 2 != weights' d=3"),
+     "X: has d=2 but the w has d=3 (shape (4, 2))"),
     (lambda: walk_from_weights(torch.ones(4, 2, dtype=f64), AttentionWeights(**good())), "ShapeError",
-     "X: feature dim 2 != weights' d=3"),
+     "X: has d=2 but the w has d=3 (shape (4, 2))"),
 ]
 
 

@@ -39,6 +39,7 @@ def t(x) -> torch.Tensor:
 def raises_named(err, arg, call):
     with pytest.raises(err) as exc:
         call()
+    assert type(exc.value) is err, type(exc.value).__name__  # the exact type, not a base class
     assert isinstance(exc.value, ConnwalkError)
     assert str(exc.value).startswith(f"{arg}: "), str(exc.value)
     return str(exc.value)
@@ -364,12 +365,12 @@ SOFT = softmax_case(11, n=3, d=2)
 
 BAD_INPUT = [
     (lambda: to_networkx(torch.ones(2, 2, dtype=torch.int64)), "DTypeError",
-     "P: expected a floating tensor (float32/float64), got torch.int64"),
-    (lambda: to_networkx(torch.ones(3, dtype=f64)), "ShapeError", "P: expected shape (n, n), got (3,)"),
+     "walk: expected a floating tensor (float32/float64), got torch.int64; cast explicitly"),
+    (lambda: to_networkx(torch.ones(3, dtype=f64)), "ShapeError", "walk: expected shape (..., n, n), got (3,)"),
     (lambda: to_networkx(torch.ones(2, 3, dtype=f64)), "ShapeError",
-     "P: expected square trailing dims (n, n), got (2, 3)"),
-    (lambda: to_networkx(P22 * float("nan")), "NonFiniteError", "P: contains 4 NaN/inf entries"),
-    (lambda: to_networkx(P22 - 0.5), "NegativeWeightError", "P: has negative entries (min -2.500e-01)"),
+     "walk: has n=2 and 3 in one shape (2, 3)"),
+    (lambda: to_networkx(P22 * float("nan")), "NonFiniteError", "walk: contains 4 NaN/inf entries"),
+    (lambda: to_networkx(P22 - 0.5), "NegativeWeightError", "walk: has negative entries (min -2.500e-01); weights must be >= 0"),
     (lambda: to_networkx(torch.stack([P22, P22])), "ShapeError",
      "walk: batched walk (batch shape (2,)): pass index= to choose one element"),
     (lambda: to_networkx(torch.ones(2, 3, 2, 2, 1, 1, dtype=f64), index=0), "ShapeError",
@@ -388,13 +389,13 @@ BAD_INPUT = [
     (lambda: softmax_triangle_identity(t(SOFT[0])[None], t(SOFT[1]), t(SOFT[2]), scale=1.0), "ShapeError",
      "A: expected shape (n, n), got (1, 3, 3)"),
     (lambda: softmax_triangle_identity(t(SOFT[0])[:2], t(SOFT[1]), t(SOFT[2]), scale=1.0), "ShapeError",
-     "A: expected square trailing dims (n, n), got (2, 3)"),
+     "A: has n=2 and 3 in one shape (2, 3)"),
     (lambda: softmax_triangle_identity(t(SOFT[0]), t(SOFT[1])[None], t(SOFT[2]), scale=1.0), "ShapeError",
      "X: expected shape (n, d), got (1, 3, 2)"),
     (lambda: softmax_triangle_identity(t(SOFT[0]), t(SOFT[1])[0], t(SOFT[2]), scale=1.0), "ShapeError",
      "X: expected shape (n, d), got (2,)"),
     (lambda: softmax_triangle_identity(t(SOFT[0]), t(SOFT[1]), t(SOFT[2])[:1], scale=1.0), "ShapeError",
-     "M: expected square trailing dims (d, d), got (1, 2)"),
+     "M: has d=1 and 2 in one shape (1, 2)"),
     (lambda: softmax_triangle_identity(t(SOFT[0]) * float("nan"), t(SOFT[1]), t(SOFT[2]), scale=1.0),
      "NonFiniteError", "A: contains 9 NaN/inf entries"),
     (lambda: softmax_triangle_identity(t(SOFT[0]), t(SOFT[1]) * float("inf"), t(SOFT[2]), scale=1.0),
@@ -402,7 +403,7 @@ BAD_INPUT = [
     (lambda: softmax_triangle_identity(t(SOFT[0]), t(SOFT[1]), t(SOFT[2]) * float("nan"), scale=1.0),
      "NonFiniteError", "M: contains 4 NaN/inf entries"),
     (lambda: softmax_triangle_identity(t(SOFT[0]), t(SOFT[1])[:2], t(SOFT[2]), scale=1.0), "ShapeError",
-     "X: A (3, 3), X (2, 2), M (2, 2) do not match"),
+     "X: has n=2 but A has n=3 (shape (2, 2))"),
 ]
 
 

@@ -13,7 +13,15 @@ import numpy as np
 import pytest
 import torch
 
-from numerics.errors import ConnwalkError, NotStochasticError, ShapeError, UndefinedError
+from numerics.errors import (
+    ConnwalkError,
+    NegativeWeightError,
+    NonFiniteError,
+    NotStochasticError,
+    ParameterError,
+    ShapeError,
+    UndefinedError,
+)
 from numerics.patterns import (
     CLUSTER,
     STATIONARY,
@@ -47,6 +55,7 @@ def t(x) -> torch.Tensor:
 def raises_named(err, arg, call):
     with pytest.raises(err) as exc:
         call()
+    assert type(exc.value) is err, type(exc.value).__name__  # the exact type, not a base class
     assert isinstance(exc.value, ConnwalkError)
     assert str(exc.value).startswith(f"{arg}: "), str(exc.value)
     return str(exc.value)
@@ -79,7 +88,13 @@ def test_gaussian_kernel_is_the_wrapped_gaussian_normalised():
 @pytest.mark.parametrize("n, width, arg", [(1, 1.0, "n"), (0, 1.0, "n"), (5, 0.0, "width"), (5, -1.0, "width"),
                                            (5, float("inf"), "width"), (5, float("nan"), "width")])
 def test_gaussian_kernel_bad_sizes_name_the_argument(n, width, arg):
-    raises_named(ShapeError, arg, lambda: gaussian_kernel(n, 0.0, width))
+    msg = raises_named(ParameterError, arg, lambda: gaussian_kernel(n, 0.0, width))
+    if arg == "n":
+        assert msg == f"n: must be >= 2, got {n}"
+    elif math.isfinite(width):
+        assert msg == f"width: must be > 0.0, got {width}"
+    else:
+        assert msg == f"width: must be a finite number, got {width}"
 
 
 def test_gaussian_kernel_accepts_the_smallest_ring():
@@ -93,8 +108,8 @@ def test_kernel_from_bias_is_a_softmax_with_masked_offsets():
     ref = np.stack([e[0] / e[0].sum(), np.full(4, 0.25)])
     np.testing.assert_allclose(kernel_from_bias(t(b)).numpy(), ref, rtol=1e-15, atol=0)
     for bad in (np.nan, np.inf):
-        msg = raises_named(ShapeError, "bias", lambda: kernel_from_bias(t([0.0, bad])))
-        assert "NaN or +inf" in msg
+        msg = raises_named(NonFiniteError, "bias", lambda: kernel_from_bias(t([0.0, bad])))
+        assert msg == "bias: contains 1 NaN/+inf entries"
 
 
 def test_circulant_is_indexed_by_the_offset_j_minus_i():
@@ -114,8 +129,8 @@ def test_validate_kernels_checks_and_normalises():
     raises_named(ShapeError, "kernels", lambda: validate_kernels(torch.ones(0, 3, dtype=f64)))
     msg = raises_named(ShapeError, "kernels", lambda: validate_kernels(torch.ones(2, 1, dtype=f64)))
     assert "n must be >= 2, got n=1" in msg
-    raises_named(ConnwalkError, "kernels", lambda: validate_kernels(t([[1.5, -0.5]])))
-    raises_named(ConnwalkError, "kernels", lambda: validate_kernels(t([[np.nan, 1.0]])))
+    raises_named(NegativeWeightError, "kernels", lambda: validate_kernels(t([[1.5, -0.5]])))
+    raises_named(NonFiniteError, "kernels", lambda: validate_kernels(t([[np.nan, 1.0]])))
     msg = raises_named(NotStochasticError, "kernels", lambda: validate_kernels(t([[0.0, 0.0], [0.5, 0.5]]),
                                                                                normalize=True))
     assert "sums to 0" in msg
@@ -135,7 +150,7 @@ def test_validate_transports_checks_heads_and_shape():
     assert msg == "transports: expected 2 heads (kernels have 2 rows), got 3"
     raises_named(ShapeError, "transports", lambda: validate_transports(torch.eye(2, dtype=f64)))
     raises_named(ShapeError, "transports", lambda: validate_transports(torch.ones(1, 2, 3, dtype=f64)))
-    raises_named(ConnwalkError, "transports", lambda: validate_transports(torch.full((1, 2, 2), np.inf)))
+    raises_named(NonFiniteError, "transports", lambda: validate_transports(torch.full((1, 2, 2), np.inf)))
 
 
 # ------------------------------------------------------------------------------------- symbol
@@ -334,8 +349,8 @@ def test_transient_growth_of_a_normal_matrix_has_no_amplification():
 def test_transient_growth_bad_input_names_the_argument():
     raises_named(ShapeError, "J", lambda: transient_growth(torch.ones(2, 3, dtype=f64), [0.0]))
     raises_named(ShapeError, "times", lambda: transient_growth(torch.eye(2, dtype=f64), [[0.0, 1.0]]))
-    raises_named(ConnwalkError, "times", lambda: transient_growth(torch.eye(2, dtype=f64), [0.0, math.inf]))
-    raises_named(ConnwalkError, "J", lambda: transient_growth(torch.full((2, 2), math.nan, dtype=f64), [0.0]))
+    raises_named(NonFiniteError, "times", lambda: transient_growth(torch.eye(2, dtype=f64), [0.0, math.inf]))
+    raises_named(NonFiniteError, "J", lambda: transient_growth(torch.full((2, 2), math.nan, dtype=f64), [0.0]))
 
 
 # ------------------------------------------------------------------------------------- discrete stacks
@@ -343,10 +358,10 @@ def test_effective_time_of_each_scheme():
     assert effective_time("euler", 0.3, 7) == pytest.approx(2.1, rel=1e-15)
     assert effective_time("postnorm", 0.5, 6) == pytest.approx(0.5 / 1.5 * 6, rel=1e-15)
     assert effective_time("prenorm", 0.5, 3) == pytest.approx(0.5 / 1.5 + 0.5 / 2.0 + 0.5 / 2.5, rel=1e-15)
-    msg = raises_named(ShapeError, "scheme", lambda: effective_time("rk4", 0.1, 3))
-    assert "'postnorm', 'prenorm' or 'euler'" in msg
+    msg = raises_named(ParameterError, "scheme", lambda: effective_time("rk4", 0.1, 3))
+    assert msg == "scheme: must be one of 'postnorm', 'prenorm', 'euler', got 'rk4'"
     for bad in (0.0, -0.1, math.inf, math.nan, "0.1", None):
-        raises_named(ShapeError, "eta", lambda: effective_time("euler", bad, 3))
+        raises_named(ParameterError, "eta", lambda: effective_time("euler", bad, 3))
 
 
 def scalar_stack_case():
@@ -390,9 +405,12 @@ def test_discrete_selection_min_contrast_sets_frozen_and_messages():
 
 def test_discrete_selection_bad_arguments():
     a, tau = scalar_stack_case()
-    raises_named(ShapeError, "layers", lambda: discrete_selection(t(a[None]), t([[[tau]]]), eta=0.1, layers=0))
-    raises_named(ShapeError, "eta", lambda: discrete_selection(t(a[None]), t([[[tau]]]), eta=0.0, layers=3))
-    raises_named(ShapeError, "scheme", lambda: discrete_selection(t(a[None]), t([[[tau]]]), eta=0.1, layers=3,
+    msg = raises_named(ParameterError, "layers",
+                       lambda: discrete_selection(t(a[None]), t([[[tau]]]), eta=0.1, layers=0))
+    assert msg == "layers: must be >= 1, got 0"
+    msg = raises_named(ParameterError, "eta", lambda: discrete_selection(t(a[None]), t([[[tau]]]), eta=0.0, layers=3))
+    assert msg == "eta: must be > 0.0, got 0.0"
+    raises_named(ParameterError, "scheme", lambda: discrete_selection(t(a[None]), t([[[tau]]]), eta=0.1, layers=3,
                                                                   scheme="rk4"))
     sel = discrete_selection(t(3 * a[None]), t([[[tau]]]), eta=0.1, layers=3, scheme="euler", normalize=True)
     assert sel.layers == 3
@@ -403,18 +421,18 @@ K2 = torch.tensor([[0.25, 0.75]], dtype=f64)
 T1 = torch.eye(2, dtype=f64)[None]
 
 BAD_INPUT = [
-    (lambda: gaussian_kernel(1, 0.0, 1.0), "ShapeError", "n: ring size must be >= 2, got 1"),
-    (lambda: gaussian_kernel(4, 0.0, 0.0), "ShapeError", "width: width must be positive and finite, got 0.0"),
+    (lambda: gaussian_kernel(1, 0.0, 1.0), "ParameterError", "n: must be >= 2, got 1"),
+    (lambda: gaussian_kernel(4, 0.0, 0.0), "ParameterError", "width: must be > 0.0, got 0.0"),
     (lambda: kernel_from_bias(torch.tensor([1, 2])), "DTypeError", "bias: expected a floating tensor"),
-    (lambda: kernel_from_bias(t([0.0, math.nan])), "ShapeError", "bias: bias must not contain NaN or +inf"),
+    (lambda: kernel_from_bias(t([0.0, math.nan])), "NonFiniteError", "bias: contains 1 NaN/+inf entries"),
     (lambda: circulant(torch.tensor([1, 2])), "DTypeError", "kernels: expected a floating tensor"),
     (lambda: kernel_hat(torch.tensor([1, 2])), "DTypeError", "kernels: expected a floating tensor"),
     (lambda: validate_kernels(torch.tensor([[1, 0]])), "DTypeError", "kernels: expected a floating tensor"),
     (lambda: validate_kernels(K2[0]), "ShapeError", "kernels: expected shape (H, n), got (2,)"),
     (lambda: validate_kernels(K2[None]), "ShapeError", "kernels: expected shape (H, n), got (1, 1, 2)"),
-    (lambda: validate_kernels(torch.ones(0, 3, dtype=f64)), "ShapeError", "kernels: need at least one head"),
+    (lambda: validate_kernels(torch.ones(0, 3, dtype=f64)), "ShapeError", "kernels: H must be >= 1, got H=0 in shape (0, 3)"),
     (lambda: validate_kernels(torch.ones(1, 1, dtype=f64)), "ShapeError",
-     "kernels: ring size n must be >= 2, got n=1"),
+     "kernels: n must be >= 2, got n=1 in shape (1, 1)"),
     (lambda: validate_kernels(K2 * math.inf), "NonFiniteError", "kernels: contains 2 NaN/inf entries"),
     (lambda: validate_kernels(t([[1.5, -0.5]])), "NegativeWeightError", "kernels: has negative entries"),
     (lambda: validate_kernels(t([[0.0, 0.0]])), "NotStochasticError",
@@ -426,46 +444,46 @@ BAD_INPUT = [
     (lambda: validate_transports(torch.eye(2, dtype=f64)), "ShapeError",
      "transports: expected shape (H, d, d), got (2, 2)"),
     (lambda: validate_transports(torch.ones(1, 2, 3, dtype=f64)), "ShapeError",
-     "transports: expected square trailing dims (H, d, d), got (1, 2, 3)"),
+     "transports: has d=2 and 3 in one shape (1, 2, 3)"),
     (lambda: validate_transports(T1 * math.nan), "NonFiniteError", "transports: contains 4 NaN/inf entries"),
     (lambda: symbol(K2, T1.float()), "DTypeError",
      "transports: dtype torch.float32 differs from kernels's torch.float64; cast explicitly"),
     (lambda: symbol(K2, T1.expand(2, 2, 2)), "ShapeError",
-     "transports: expected 1 heads (kernels have 1 rows), got 2"),
+     "transports: has H=2 but kernels has H=1 (shape (2, 2, 2))"),
     (lambda: polarisation(torch.zeros(3)), "UndefinedError", "v: zero vector has no polarisation"),
     (lambda: linear_operator(torch.tensor([[1, 0]]), T1), "DTypeError", "attention: expected a floating tensor"),
     (lambda: linear_operator(K2[0], T1), "ShapeError",
-     "attention: expected shape (H, n) kernels or (H, n, n) attention, got (2,)"),
+     "attention: expected shape (H, n) or (H, n, n), got (2,)"),
     (lambda: linear_operator(torch.ones(1, 2, 3, dtype=f64), T1), "ShapeError",
-     "attention: expected square trailing dims (H, n, n), got (1, 2, 3)"),
+     "attention: has n=2 and 3 in one shape (1, 2, 3)"),
     (lambda: linear_operator(torch.ones(1, 2, 2), T1), "DTypeError",
-     "transports: dtype torch.float64 differs from attention's torch.float32; cast explicitly"),
+     "attention: dtype torch.float32 differs from transports's torch.float64; cast explicitly"),
     (lambda: predict_from_operator(torch.tensor([[1, 0], [0, 1]]), 2, 1), "DTypeError",
      "J: expected a floating tensor"),
     (lambda: predict_from_operator(torch.ones(2, 3, dtype=f64), 2, 1), "ShapeError",
-     "J: expected square trailing dims (n·d, n·d), got (2, 3)"),
+     "J: has N=2 and 3 in one shape (2, 3)"),
     (lambda: predict_from_operator(torch.full((2, 2), math.nan, dtype=f64), 2, 1), "NonFiniteError",
      "J: contains 4 NaN/inf entries"),
     (lambda: transient_growth(torch.tensor([[1, 0], [0, 1]]), [0.0]), "DTypeError", "J: expected a floating tensor"),
     (lambda: transient_growth(torch.ones(2, 3, dtype=f64), [0.0]), "ShapeError",
-     "J: expected square trailing dims (N, N), got (2, 3)"),
+     "J: has N=2 and 3 in one shape (2, 3)"),
     (lambda: transient_growth(torch.full((2, 2), math.inf, dtype=f64), [0.0]), "NonFiniteError",
      "J: contains 4 NaN/inf entries"),
     (lambda: transient_growth(torch.eye(2, dtype=f64), [[0.0, 1.0]]), "ShapeError",
-     "times: expected shape (T,), got (1, 2)"),
-    (lambda: transient_growth(torch.eye(2, dtype=f64), 1.0), "ShapeError", "times: expected shape (T,), got ()"),
+     "times: expected shape (T), got (1, 2)"),
+    (lambda: transient_growth(torch.eye(2, dtype=f64), 1.0), "ShapeError", "times: expected shape (T), got ()"),
     (lambda: transient_growth(torch.eye(2, dtype=f64), [0.0, math.nan]), "NonFiniteError",
      "times: contains 1 NaN/inf entries"),
-    (lambda: effective_time("rk4", 0.1, 3), "ShapeError",
-     "scheme: unknown scheme 'rk4'; expected 'postnorm', 'prenorm' or 'euler'"),
-    (lambda: effective_time("euler", 0.0, 3), "ShapeError", "eta: step size must be a positive finite number, got 0.0"),
-    (lambda: discrete_selection(K2, T1, eta=0.1, layers=0), "ShapeError", "layers: layers must be >= 1, got 0"),
-    (lambda: discrete_selection(K2, T1, eta=-0.1, layers=2), "ShapeError",
-     "eta: step size must be a positive finite number, got -0.1"),
-    (lambda: discrete_selection(K2, T1, eta=0.1, layers=2, scheme="rk4"), "ShapeError",
-     "scheme: unknown scheme 'rk4'; expected 'postnorm', 'prenorm' or 'euler'"),
+    (lambda: effective_time("rk4", 0.1, 3), "ParameterError",
+     "scheme: must be one of 'postnorm', 'prenorm', 'euler', got 'rk4'"),
+    (lambda: effective_time("euler", 0.0, 3), "ParameterError", "eta: must be > 0.0, got 0.0"),
+    (lambda: discrete_selection(K2, T1, eta=0.1, layers=0), "ParameterError", "layers: must be >= 1, got 0"),
+    (lambda: discrete_selection(K2, T1, eta=-0.1, layers=2), "ParameterError",
+     "eta: must be > 0.0, got -0.1"),
+    (lambda: discrete_selection(K2, T1, eta=0.1, layers=2, scheme="rk4"), "ParameterError",
+     "scheme: must be one of 'postnorm', 'prenorm', 'euler', got 'rk4'"),
     (lambda: discrete_selection(K2, T1.expand(2, 2, 2), eta=0.1, layers=2), "ShapeError",
-     "transports: expected 1 heads (kernels have 1 rows), got 2"),
+     "transports: has H=2 but kernels has H=1 (shape (2, 2, 2))"),
     (lambda: predict_pattern(K2 * 2, T1), "NotStochasticError", "kernels: kernel rows must sum to 1"),
     (lambda: naive_per_head_growth(K2, T1.float()), "DTypeError", "transports: dtype torch.float32 differs"),
 ]

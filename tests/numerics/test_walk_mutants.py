@@ -9,7 +9,14 @@ import numpy as np
 import pytest
 import torch
 
-from numerics.errors import ConnwalkError, OffSupportError, ShapeError
+from numerics.errors import (
+    ConnwalkError,
+    DTypeError,
+    NegativeWeightError,
+    OffSupportError,
+    ParameterError,
+    ShapeError,
+)
 from numerics.walk import ConnectionWalk, kron_feature_major, kron_token_major
 
 f64 = torch.float64
@@ -33,6 +40,7 @@ def close(a, b, atol=1e-12):
 def raises_named(err, arg, call):
     with pytest.raises(err) as exc:
         call()
+    assert type(exc.value) is err, type(exc.value).__name__  # the exact type, not a base class
     assert isinstance(exc.value, ConnwalkError)
     assert str(exc.value).startswith(f"{arg}: "), str(exc.value)
     return str(exc.value)
@@ -174,8 +182,8 @@ def test_from_blocks_rejects_non_square_block_layouts(shape):
 def test_from_blocks_rejects_a_gauge_of_the_wrong_kind():
     B = torch.ones(2, 2, 1, 1, dtype=f64)
     raises_named(ShapeError, "P", lambda: ConnectionWalk.from_blocks(B, P=torch.ones(2, dtype=f64)))
-    raises_named(ConnwalkError, "P", lambda: ConnectionWalk.from_blocks(B, P=-torch.ones(2, 2, dtype=f64)))
-    raises_named(ConnwalkError, "P", lambda: ConnectionWalk.from_blocks(B, P=torch.ones(2, 2, dtype=torch.float32)))
+    raises_named(NegativeWeightError, "P", lambda: ConnectionWalk.from_blocks(B, P=-torch.ones(2, 2, dtype=f64)))
+    raises_named(DTypeError, "P", lambda: ConnectionWalk.from_blocks(B, P=torch.ones(2, 2, dtype=torch.float32)))
 
 
 # ------------------------------------------------------------------------------------- properties
@@ -254,8 +262,13 @@ def test_apply_of_factored_heads_with_distinct_model_and_head_dims():
 def test_apply_rejects_x_of_the_wrong_size_naming_x(shape):
     w = ConnectionWalk.from_sha(torch.full((2, 2), 0.5, dtype=f64), torch.eye(3, dtype=f64))
     msg = raises_named(ShapeError, "X", lambda: w.apply(torch.ones(shape, dtype=f64)))
-    if len(shape) == 2:
-        assert "expected (..., 2, 3)" in msg
+    # the contract words a size disagreement as "has <sym>=<got> but the self has <sym>=<bound>"
+    if shape == (3, 3):
+        assert msg == "X: has n=3 but the self has n=2 (shape (3, 3))"
+    elif shape == (2, 2):
+        assert msg == "X: has d=2 but the self has d=3 (shape (2, 2))"
+    else:
+        assert "expected shape" in msg and "got (3,)" in msg
 
 
 # ------------------------------------------------------------------------------------- gates
@@ -308,8 +321,8 @@ def test_edge_transport_of_heads_is_block_over_walk_weight_for_every_index_form(
 @pytest.mark.parametrize("i, j, arg", [(3, 0, "i"), (-4, 0, "i"), (0, 3, "j"), (0, -4, "j")])
 def test_edge_transport_index_out_of_range_names_the_index(i, j, arg):
     w = ConnectionWalk.from_sha(torch.full((3, 3), 1 / 3, dtype=f64), torch.eye(2, dtype=f64))
-    msg = raises_named(ShapeError, arg, lambda: w.edge_transport(i, j))
-    assert "out of range for n=3" in msg
+    msg = raises_named(ParameterError, arg, lambda: w.edge_transport(i, j))
+    assert msg == f"{arg}: index {i if arg == 'i' else j} out of range for n=3"
 
 
 def test_edge_transport_off_support_in_one_batch_element_counts_it():
@@ -539,13 +552,13 @@ BAD_INPUT = [
     (lambda: ConnectionWalk.from_sha(torch.ones(3, dtype=f64), I3), "ShapeError",
      "A: expected shape (..., n, n), got (3,)"),
     (lambda: ConnectionWalk.from_sha(torch.ones(2, 3, dtype=f64), I3), "ShapeError",
-     "A: expected square trailing dims (..., n, n), got (2, 3)"),
+     "A: has n=2 and 3 in one shape (2, 3)"),
     (lambda: ConnectionWalk.from_sha(torch.ones(0, 0, dtype=f64), I3), "ShapeError",
-     "A: needs n >= 1 tokens, got shape (0, 0)"),
+     "A: n must be >= 1, got n=0 in shape (0, 0)"),
     (lambda: ConnectionWalk.from_sha(torch.tensor([[NAN, 0.5], [0.5, 0.5]], dtype=f64), I3), "NonFiniteError",
      "A: contains 1 NaN/inf entries"),
     (lambda: ConnectionWalk.from_sha(torch.tensor([[-1.0, 2.0], [0.5, 0.5]], dtype=f64), I3), "NegativeWeightError",
-     "A: has negative entries (min -1.000e+00); walk weights must be >= 0"),
+     "A: has negative entries (min -1.000e+00); weights must be >= 0"),
     (lambda: ConnectionWalk.from_sha(A22 * 2, I3, stochastic=True), "NotStochasticError",
      "A: rows must sum to 1 (max |row sum - 1| = 1.000e+00 > "),
     (lambda: ConnectionWalk.from_sha(A22, torch.ones(3, 3, dtype=torch.int64)), "DTypeError",
@@ -555,7 +568,7 @@ BAD_INPUT = [
     (lambda: ConnectionWalk.from_sha(A22, torch.ones(3, dtype=f64)), "ShapeError",
      "T: expected shape (d, d), got (3,)"),
     (lambda: ConnectionWalk.from_sha(A22, torch.ones(3, 2, dtype=f64)), "ShapeError",
-     "T: expected square trailing dims (d, d), got (3, 2)"),
+     "T: has d=2 and 3 in one shape (3, 2)"),
     (lambda: ConnectionWalk.from_sha(A22, I3.float()), "DTypeError",
      "T: dtype torch.float32 differs from A's torch.float64; cast explicitly"),
     (lambda: ConnectionWalk.from_sha(A22, I3.to(META)), "DeviceMismatchError",
@@ -564,23 +577,23 @@ BAD_INPUT = [
     # from_mha
     (lambda: ConnectionWalk.from_mha(A22, I3[None]), "ShapeError", "A: expected shape (..., H, n, n), got (2, 2)"),
     (lambda: ConnectionWalk.from_mha(torch.ones(1, 2, 3, dtype=f64), I3[None]), "ShapeError",
-     "A: expected square trailing dims (..., H, n, n), got (1, 2, 3)"),
+     "A: has n=2 and 3 in one shape (1, 2, 3)"),
     (lambda: ConnectionWalk.from_mha(torch.ones(1, 0, 0, dtype=f64), I3[None]), "ShapeError",
-     "A: needs n >= 1 tokens, got shape (1, 0, 0)"),
+     "A: n must be >= 1, got n=0 in shape (1, 0, 0)"),
     (lambda: ConnectionWalk.from_mha(torch.ones(1, 2, 0, 0, dtype=f64), I3.expand(2, 3, 3)), "ShapeError",
-     "A: needs n >= 1 tokens, got shape (1, 2, 0, 0)"),
+     "A: n must be >= 1, got n=0 in shape (1, 2, 0, 0)"),
     (lambda: ConnectionWalk.from_mha(AH * 2, I3.expand(2, 3, 3), stochastic=True), "NotStochasticError",
      "A: rows must sum to 1"),
     (lambda: ConnectionWalk.from_mha(AH, torch.ones(2, 2, 2, dtype=torch.int64)), "DTypeError",
      "T: expected a floating tensor (float32/float64), got torch.int64"),
-    (lambda: ConnectionWalk.from_mha(AH, I3), "ShapeError", "T: expected shape (H, d, d), got (3, 3)"),
+    (lambda: ConnectionWalk.from_mha(AH, I3), "ShapeError", "T: expected shape (..., H, d, d), got (3, 3)"),
     (lambda: ConnectionWalk.from_mha(AH, torch.ones(2, 3, 2, dtype=f64)), "ShapeError",
-     "T: expected square trailing dims (H, d, d), got (2, 3, 2)"),
+     "T: has d=2 and 3 in one shape (2, 3, 2)"),
     (lambda: ConnectionWalk.from_mha(AH, I3.expand(2, 3, 3).float()), "DTypeError",
      "T: dtype torch.float32 differs from A's torch.float64; cast explicitly"),
     (lambda: ConnectionWalk.from_mha(AH, I3.expand(2, 3, 3) * NAN), "NonFiniteError",
      "T: contains 18 NaN/inf entries"),
-    (lambda: ConnectionWalk.from_mha(AH, I3.expand(3, 3, 3)), "ShapeError", "T: has H=3 heads but A has H=2"),
+    (lambda: ConnectionWalk.from_mha(AH, I3.expand(3, 3, 3)), "ShapeError", "T: has H=3 but A has H=2 (shape (3, 3, 3))"),
     # from_factors
     (lambda: ConnectionWalk.from_factors(A22, WO, WV), "ShapeError", "A: expected shape (..., H, n, n), got (2, 2)"),
     (lambda: ConnectionWalk.from_factors(AH * 2, WO, WV, stochastic=True), "NotStochasticError",
@@ -589,63 +602,63 @@ BAD_INPUT = [
      "W_O: expected a floating tensor (float32/float64), got torch.int64"),
     (lambda: ConnectionWalk.from_factors(AH, WO, WV.long()), "DTypeError",
      "W_V: expected a floating tensor (float32/float64), got torch.int64"),
-    (lambda: ConnectionWalk.from_factors(AH, WO[0], WV), "ShapeError", "W_O: expected shape (H, d, d_h), got (3, 1)"),
+    (lambda: ConnectionWalk.from_factors(AH, WO[0], WV), "ShapeError", "W_O: expected shape (H, d, k), got (3, 1)"),
     (lambda: ConnectionWalk.from_factors(AH, WO[None], WV), "ShapeError",
-     "W_O: expected shape (H, d, d_h), got (1, 2, 3, 1)"),
-    (lambda: ConnectionWalk.from_factors(AH, WO, WV[0]), "ShapeError", "W_V: expected shape (H, d_h, d), got (1, 3)"),
+     "W_O: expected shape (H, d, k), got (1, 2, 3, 1)"),
+    (lambda: ConnectionWalk.from_factors(AH, WO, WV[0]), "ShapeError", "W_V: expected shape (H, k, d), got (1, 3)"),
     (lambda: ConnectionWalk.from_factors(AH, WO, WV[None]), "ShapeError",
-     "W_V: expected shape (H, d_h, d), got (1, 2, 1, 3)"),
+     "W_V: expected shape (H, k, d), got (1, 2, 1, 3)"),
     (lambda: ConnectionWalk.from_factors(AH, WO.float(), WV), "DTypeError",
      "W_O: dtype torch.float32 differs from A's torch.float64; cast explicitly"),
     (lambda: ConnectionWalk.from_factors(AH, WO, WV.float()), "DTypeError",
      "W_V: dtype torch.float32 differs from A's torch.float64; cast explicitly"),
     (lambda: ConnectionWalk.from_factors(AH, WO * NAN, WV), "NonFiniteError", "W_O: contains 6 NaN/inf entries"),
     (lambda: ConnectionWalk.from_factors(AH, WO, WV * NAN), "NonFiniteError", "W_V: contains 6 NaN/inf entries"),
-    (lambda: ConnectionWalk.from_factors(AH, WO[:1], WV), "ShapeError", "W_O: has H=1 heads but A has H=2"),
-    (lambda: ConnectionWalk.from_factors(AH, WO, WV[:1]), "ShapeError", "W_V: has H=1 heads but A has H=2"),
+    (lambda: ConnectionWalk.from_factors(AH, WO[:1], WV), "ShapeError", "W_O: has H=1 but A has H=2 (shape (1, 3, 1))"),
+    (lambda: ConnectionWalk.from_factors(AH, WO, WV[:1]), "ShapeError", "W_V: has H=1 but A has H=2 (shape (1, 1, 3))"),
     (lambda: ConnectionWalk.from_factors(AH, WO, torch.ones(1, 2, 3, dtype=f64)), "ShapeError",
-     "W_V: has H=1 heads but A has H=2"),
+     "W_V: has H=1 but A has H=2 (shape (1, 2, 3))"),
     (lambda: ConnectionWalk.from_factors(AH, WO, torch.ones(2, 2, 3, dtype=f64)), "ShapeError",
-     "W_O: head dim 1 != W_V's head dim 2"),
+     "W_O: has k=1 but W_V has k=2 (shape (2, 3, 1))"),
     (lambda: ConnectionWalk.from_factors(AH, WO, torch.ones(2, 1, 4, dtype=f64)), "ShapeError",
-     "W_O: model dim 3 != W_V's model dim 4 (need square T_h)"),
+     "W_O: has d=3 but W_V has d=4 (shape (2, 3, 1))"),
     # from_edges
     (lambda: ConnectionWalk.from_edges(torch.ones(2, dtype=f64), I3), "ShapeError",
      "P: expected shape (..., n, n), got (2,)"),
     (lambda: ConnectionWalk.from_edges(torch.ones(2, 3, dtype=f64), I3), "ShapeError",
-     "P: expected square trailing dims (..., n, n), got (2, 3)"),
+     "P: has n=2 and 3 in one shape (2, 3)"),
     (lambda: ConnectionWalk.from_edges(A22 * 2, I3, stochastic=True), "NotStochasticError", "P: rows must sum to 1"),
     (lambda: ConnectionWalk.from_edges(A22 - 1, I3), "NegativeWeightError", "P: has negative entries"),
     (lambda: ConnectionWalk.from_edges(A22, torch.ones(3, 3, dtype=torch.int64)), "DTypeError",
      "O: expected a floating tensor (float32/float64), got torch.int64"),
     (lambda: ConnectionWalk.from_edges(A22, torch.ones(3, dtype=f64)), "ShapeError",
-     "O: expected square trailing dims (..., n, n, d, d), got (3,)"),
+     "O: expected shape (d, d) or (..., n, n, d, d), got (3,)"),
     (lambda: ConnectionWalk.from_edges(A22, torch.ones(2, 2, 3, 2, dtype=f64)), "ShapeError",
-     "O: expected square trailing dims (..., n, n, d, d), got (2, 2, 3, 2)"),
+     "O: has d=2 and 3 in one shape (2, 2, 3, 2)"),
     (lambda: ConnectionWalk.from_edges(A22, I3.float()), "DTypeError",
      "O: dtype torch.float32 differs from P's torch.float64; cast explicitly"),
     (lambda: ConnectionWalk.from_edges(A22, I3 * NAN), "NonFiniteError", "O: contains 9 NaN/inf entries"),
     (lambda: ConnectionWalk.from_edges(A22, torch.ones(3, 3, 2, 2, dtype=f64)), "ShapeError",
-     "O: expected (..., 2, 2, d, d) to match P, got (3, 3, 2, 2)"),
+     "O: has n=3 but P has n=2 (shape (3, 3, 2, 2))"),
     (lambda: ConnectionWalk.from_edges(A22.expand(1, 3, 2, 2), torch.ones(3, 3, 1, 1, dtype=f64)), "ShapeError",
-     "O: expected (..., 2, 2, d, d) to match P, got (3, 3, 1, 1)"),
+     "O: has n=3 but P has n=2 (shape (3, 3, 1, 1))"),
     (lambda: ConnectionWalk.from_edges(A22, torch.ones(2, 3, 3, dtype=f64)), "ShapeError",
-     "O: expected (..., 2, 2, d, d) to match P, got (2, 3, 3)"),
+     "O: expected shape (d, d) or (..., n, n, d, d), got (2, 3, 3)"),
     # from_blocks
     (lambda: ConnectionWalk.from_blocks(torch.ones(2, 2, 1, 1, dtype=torch.int64)), "DTypeError",
      "B: expected a floating tensor (float32/float64), got torch.int64"),
     (lambda: ConnectionWalk.from_blocks(torch.ones(2, 2, 2, dtype=f64)), "ShapeError",
      "B: expected shape (..., n, n, d, d), got (2, 2, 2)"),
     (lambda: ConnectionWalk.from_blocks(torch.ones(2, 2, 2, 3, dtype=f64)), "ShapeError",
-     "B: expected square trailing dims (..., n, n, d, d), got (2, 2, 2, 3)"),
+     "B: has d=2 and 3 in one shape (2, 2, 2, 3)"),
     (lambda: ConnectionWalk.from_blocks(torch.full((2, 2, 1, 1), NAN, dtype=f64)), "NonFiniteError",
      "B: contains 4 NaN/inf entries"),
     (lambda: ConnectionWalk.from_blocks(torch.ones(2, 3, 1, 1, dtype=f64)), "ShapeError",
-     "B: expected (..., n, n, d, d), got (2, 3, 1, 1)"),
+     "B: has n=2 and 3 in one shape (2, 3, 1, 1)"),
     (lambda: ConnectionWalk.from_blocks(torch.ones(2, 2, 1, 1, dtype=f64), P=torch.ones(2, dtype=f64)),
      "ShapeError", "P: expected shape (..., n, n), got (2,)"),
     (lambda: ConnectionWalk.from_blocks(torch.ones(2, 2, 1, 1, dtype=f64), P=torch.ones(2, 3, dtype=f64)),
-     "ShapeError", "P: expected square trailing dims (..., n, n), got (2, 3)"),
+     "ShapeError", "P: has n=2 and 3 in one shape (2, 3)"),
     (lambda: ConnectionWalk.from_blocks(torch.ones(2, 2, 1, 1, dtype=f64), P=A22.float()), "DTypeError",
      "P: dtype torch.float32 differs from B's torch.float64; cast explicitly"),
     (lambda: ConnectionWalk.from_blocks(torch.ones(2, 2, 1, 1, dtype=f64), P=A22 * 2), None, None),
@@ -660,14 +673,14 @@ BAD_INPUT = [
     (lambda: ConnectionWalk.from_sha(A22, I3).apply(torch.ones(6, dtype=f64)), "ShapeError",
      "X: expected shape (..., n, d), got (6,)"),
     (lambda: ConnectionWalk.from_sha(A22, I3).apply(torch.ones(2, 3)), "DTypeError",
-     "X: dtype torch.float32 differs from walk's torch.float64; cast explicitly"),
+     "X: dtype torch.float32 differs from self's torch.float64; cast explicitly"),
     (lambda: ConnectionWalk.from_sha(A22, I3).apply(torch.ones(3, 3, dtype=f64)), "ShapeError",
-     "X: expected (..., 2, 3), got (3, 3)"),
+     "X: has n=3 but the self has n=2 (shape (3, 3))"),
     (lambda: ConnectionWalk.from_sha(A22, I3).apply(torch.ones(2, 2, dtype=f64)), "ShapeError",
-     "X: expected (..., 2, 3), got (2, 2)"),
+     "X: has d=2 but the self has d=3 (shape (2, 2))"),
     # indices
-    (lambda: ConnectionWalk.from_sha(A22, I3).edge_transport(0, 2), "ShapeError", "j: index 2 out of range for n=2"),
-    (lambda: ConnectionWalk.from_sha(A22, I3).edge_transport(-3, 0), "ShapeError", "i: index -3 out of range for n=2"),
+    (lambda: ConnectionWalk.from_sha(A22, I3).edge_transport(0, 2), "ParameterError", "j: index 2 out of range for n=2"),
+    (lambda: ConnectionWalk.from_sha(A22, I3).edge_transport(-3, 0), "ParameterError", "i: index -3 out of range for n=2"),
 ]
 
 
