@@ -4,6 +4,7 @@ References are per-head loops in float64 numpy written from the module docstring
 (``A^h = softmax(Q_h K_{kv(h)}ᵀ·scale + bias + mask)``, ``T_h = W_O^h W_V^{kv(h)}``,
 ``c = W_O b_V + b_O``) and torch's own ``nn.MultiheadAttention``; never the code under test.
 """
+
 from __future__ import annotations
 
 import math
@@ -41,10 +42,22 @@ def raises_named(err, arg, call):
 
 def weights(seed, H=4, Hkv=2, dh=2, d=3, biases=True, scale=None):
     g = np.random.default_rng(seed)
-    W = dict(W_Q=g.standard_normal((H * dh, d)), W_K=g.standard_normal((Hkv * dh, d)),
-             W_V=g.standard_normal((Hkv * dh, d)), W_O=g.standard_normal((d, H * dh)))
-    b = dict(b_Q=g.standard_normal(H * dh), b_K=g.standard_normal(Hkv * dh), b_V=g.standard_normal(Hkv * dh),
-             b_O=g.standard_normal(d)) if biases else {}
+    W = dict(
+        W_Q=g.standard_normal((H * dh, d)),
+        W_K=g.standard_normal((Hkv * dh, d)),
+        W_V=g.standard_normal((Hkv * dh, d)),
+        W_O=g.standard_normal((d, H * dh)),
+    )
+    b = (
+        dict(
+            b_Q=g.standard_normal(H * dh),
+            b_K=g.standard_normal(Hkv * dh),
+            b_V=g.standard_normal(Hkv * dh),
+            b_O=g.standard_normal(d),
+        )
+        if biases
+        else {}
+    )
     np_w = {**W, **b}
     w = AttentionWeights(**{k: t(v) for k, v in np_w.items()}, n_heads=H, n_kv_heads=Hkv, scale=scale)
     return w, np_w
@@ -57,7 +70,7 @@ def literal_heads(np_w, X, H, Hkv, dh, scale=None, causal=False, pad=None, bias=
     A, T = [], []
     for h in range(H):
         kvh = h // g
-        q = X @ np_w["W_Q"][h * dh:(h + 1) * dh].T + np_w.get("b_Q", np.zeros(H * dh))[h * dh:(h + 1) * dh]
+        q = X @ np_w["W_Q"][h * dh : (h + 1) * dh].T + np_w.get("b_Q", np.zeros(H * dh))[h * dh : (h + 1) * dh]
         ks = slice(kvh * dh, (kvh + 1) * dh)
         k = X @ np_w["W_K"][ks].T + np_w.get("b_K", np.zeros(Hkv * dh))[ks]
         s = (1 / math.sqrt(dh)) if scale is None else scale
@@ -70,11 +83,11 @@ def literal_heads(np_w, X, H, Hkv, dh, scale=None, causal=False, pad=None, bias=
                     S[i, j] = -np.inf
         E = np.exp(S - S.max(1, keepdims=True))
         A.append(E / E.sum(1, keepdims=True))
-        T.append(np_w["W_O"][:, h * dh:(h + 1) * dh] @ np_w["W_V"][ks])
+        T.append(np_w["W_O"][:, h * dh : (h + 1) * dh] @ np_w["W_V"][ks])
     c = np.zeros(np_w["W_O"].shape[0])
     if "b_V" in np_w:
         for h in range(H):
-            c += np_w["W_O"][:, h * dh:(h + 1) * dh] @ np_w["b_V"][(h // g) * dh:(h // g + 1) * dh]
+            c += np_w["W_O"][:, h * dh : (h + 1) * dh] @ np_w["b_V"][(h // g) * dh : (h // g + 1) * dh]
     if "b_O" in np_w:
         c = c + np_w["b_O"]
     return np.stack(A), np.stack(T), c
@@ -108,35 +121,53 @@ def test_kv_head_map_rejects_a_nonpositive_kv_head_count_as_a_parameter(H, Hkv):
 
 # ------------------------------------------------------------------------------------- weights validation
 def good(**over):
-    base = dict(W_Q=torch.ones(4, 3, dtype=f64), W_K=torch.ones(2, 3, dtype=f64), W_V=torch.ones(2, 3, dtype=f64),
-                W_O=torch.ones(3, 4, dtype=f64), n_heads=2, n_kv_heads=1)
+    base = dict(
+        W_Q=torch.ones(4, 3, dtype=f64),
+        W_K=torch.ones(2, 3, dtype=f64),
+        W_V=torch.ones(2, 3, dtype=f64),
+        W_O=torch.ones(3, 4, dtype=f64),
+        n_heads=2,
+        n_kv_heads=1,
+    )
     base.update(over)
     return base
 
 
-@pytest.mark.parametrize("over, err, arg", [
-    (dict(W_Q=torch.ones(4, dtype=f64)), ShapeError, "W_Q"),
-    (dict(W_K=torch.ones(1, 2, 3, dtype=f64)), ShapeError, "W_K"),
-    (dict(W_V=torch.full((2, 3), float("nan"), dtype=f64)), NonFiniteError, "W_V"),
-    (dict(W_O=torch.ones(3, 4, dtype=torch.float32)), DTypeError, "W_O"),
-    (dict(n_kv_heads=3), ShapeError, "n_kv_heads"),
-    (dict(W_Q=torch.ones(5, 3, dtype=f64), n_kv_heads=None, n_heads=5,
-          W_K=torch.ones(5, 3, dtype=f64), W_V=torch.ones(5, 3, dtype=f64), W_O=torch.ones(3, 4, dtype=f64)),
-     ShapeError, "W_O"),
-    (dict(W_Q=torch.ones(5, 3, dtype=f64), W_O=torch.ones(3, 5, dtype=f64)), ShapeError, "W_Q"),
-    (dict(W_Q=torch.ones(5, 3, dtype=f64)), ShapeError, "W_O"),  # W_O's q=4 disagrees with W_Q's q=5
-    (dict(W_K=torch.ones(3, 3, dtype=f64)), ShapeError, "W_K"),
-    (dict(W_V=torch.ones(2, 4, dtype=f64)), ShapeError, "W_V"),
-    (dict(W_O=torch.ones(4, 4, dtype=f64)), ShapeError, "W_O"),
-    (dict(W_O=torch.ones(3, 2, dtype=f64)), ShapeError, "W_O"),
-    (dict(b_Q=torch.ones(3, dtype=f64)), ShapeError, "b_Q"),
-    (dict(b_K=torch.ones(4, dtype=f64)), ShapeError, "b_K"),
-    (dict(b_V=torch.ones(4, dtype=f64)), ShapeError, "b_V"),
-    (dict(b_O=torch.ones(4, dtype=f64)), ShapeError, "b_O"),
-    (dict(b_O=torch.ones(1, 3, dtype=f64)), ShapeError, "b_O"),
-    (dict(b_K=torch.full((2,), float("inf"), dtype=f64)), NonFiniteError, "b_K"),
-    (dict(b_Q=torch.ones(4, dtype=torch.float32)), DTypeError, "b_Q"),
-])
+@pytest.mark.parametrize(
+    "over, err, arg",
+    [
+        (dict(W_Q=torch.ones(4, dtype=f64)), ShapeError, "W_Q"),
+        (dict(W_K=torch.ones(1, 2, 3, dtype=f64)), ShapeError, "W_K"),
+        (dict(W_V=torch.full((2, 3), float("nan"), dtype=f64)), NonFiniteError, "W_V"),
+        (dict(W_O=torch.ones(3, 4, dtype=torch.float32)), DTypeError, "W_O"),
+        (dict(n_kv_heads=3), ShapeError, "n_kv_heads"),
+        (
+            dict(
+                W_Q=torch.ones(5, 3, dtype=f64),
+                n_kv_heads=None,
+                n_heads=5,
+                W_K=torch.ones(5, 3, dtype=f64),
+                W_V=torch.ones(5, 3, dtype=f64),
+                W_O=torch.ones(3, 4, dtype=f64),
+            ),
+            ShapeError,
+            "W_O",
+        ),
+        (dict(W_Q=torch.ones(5, 3, dtype=f64), W_O=torch.ones(3, 5, dtype=f64)), ShapeError, "W_Q"),
+        (dict(W_Q=torch.ones(5, 3, dtype=f64)), ShapeError, "W_O"),  # W_O's q=4 disagrees with W_Q's q=5
+        (dict(W_K=torch.ones(3, 3, dtype=f64)), ShapeError, "W_K"),
+        (dict(W_V=torch.ones(2, 4, dtype=f64)), ShapeError, "W_V"),
+        (dict(W_O=torch.ones(4, 4, dtype=f64)), ShapeError, "W_O"),
+        (dict(W_O=torch.ones(3, 2, dtype=f64)), ShapeError, "W_O"),
+        (dict(b_Q=torch.ones(3, dtype=f64)), ShapeError, "b_Q"),
+        (dict(b_K=torch.ones(4, dtype=f64)), ShapeError, "b_K"),
+        (dict(b_V=torch.ones(4, dtype=f64)), ShapeError, "b_V"),
+        (dict(b_O=torch.ones(4, dtype=f64)), ShapeError, "b_O"),
+        (dict(b_O=torch.ones(1, 3, dtype=f64)), ShapeError, "b_O"),
+        (dict(b_K=torch.full((2,), float("inf"), dtype=f64)), NonFiniteError, "b_K"),
+        (dict(b_Q=torch.ones(4, dtype=torch.float32)), DTypeError, "b_Q"),
+    ],
+)
 def test_weights_validation_names_the_offending_argument(over, err, arg):
     raises_named(err, arg, lambda: AttentionWeights(**good(**over)))
 
@@ -148,14 +179,25 @@ def test_weight_shape_messages_state_the_expected_shape():
     assert msg == "W_O: has d=4 but W_Q has d=3 (shape (4, 4))"
     msg = raises_named(ShapeError, "b_V", lambda: AttentionWeights(**good(b_V=torch.ones(4, dtype=f64))))
     assert msg == "b_V: expected (2,), got (4,)"
-    msg = raises_named(ShapeError, "W_Q", lambda: AttentionWeights(
-        **good(W_Q=torch.ones(5, 3, dtype=f64), W_O=torch.ones(3, 5, dtype=f64))))
+    msg = raises_named(
+        ShapeError,
+        "W_Q",
+        lambda: AttentionWeights(**good(W_Q=torch.ones(5, 3, dtype=f64), W_O=torch.ones(3, 5, dtype=f64))),
+    )
     assert msg == "W_Q: rows 5 not divisible by n_heads=2"
 
 
 def test_weights_accept_array_likes_and_store_tensors():
-    w = AttentionWeights(W_Q=np.ones((4, 3)), W_K=np.ones((2, 3)), W_V=np.ones((2, 3)), W_O=np.ones((3, 4)),
-                         n_heads=2, n_kv_heads=1, b_V=np.ones(2), b_O=np.ones(3))
+    w = AttentionWeights(
+        W_Q=np.ones((4, 3)),
+        W_K=np.ones((2, 3)),
+        W_V=np.ones((2, 3)),
+        W_O=np.ones((3, 4)),
+        n_heads=2,
+        n_kv_heads=1,
+        b_V=np.ones(2),
+        b_O=np.ones(3),
+    )
     assert all(isinstance(getattr(w, k), torch.Tensor) for k in ("W_Q", "W_K", "W_V", "W_O", "b_V", "b_O"))
     assert (w.d, w.d_head) == (3, 2)
 
@@ -166,8 +208,8 @@ def test_head_factors_and_transports_follow_the_gqa_map():
     Wo, Wv = head_factors(w)
     for h in range(4):
         kvh = h // 2
-        close(Wo[h], np_w["W_O"][:, 2 * h:2 * h + 2], atol=0)
-        close(Wv[h], np_w["W_V"][2 * kvh:2 * kvh + 2], atol=0)
+        close(Wo[h], np_w["W_O"][:, 2 * h : 2 * h + 2], atol=0)
+        close(Wv[h], np_w["W_V"][2 * kvh : 2 * kvh + 2], atol=0)
     _, T, _ = literal_heads(np_w, np.zeros((1, 3)), 4, 2, 2)
     close(head_transports(w), T)
 
@@ -210,8 +252,11 @@ def test_attention_probs_key_padding_mask_and_additive_bias():
         close(A[b], A_ref)
     assert float(A[0, :, :, 2].abs().max()) == 0.0
     # the contract takes only a bool mask: an integer 0/1 mask is refused, naming the argument
-    msg = raises_named(DTypeError, "key_padding_mask", lambda: attention_probs(
-        t(X), w, key_padding_mask=torch.as_tensor(pad.astype(np.int64)), attn_bias=t(bias)))
+    msg = raises_named(
+        DTypeError,
+        "key_padding_mask",
+        lambda: attention_probs(t(X), w, key_padding_mask=torch.as_tensor(pad.astype(np.int64)), attn_bias=t(bias)),
+    )
     assert msg == "key_padding_mask: expected a bool mask, got dtype torch.int64"
 
 
@@ -286,16 +331,26 @@ def W(**over):
 
 
 BAD_INPUT = [
-    (W(W_Q=torch.ones(4, 3, dtype=torch.int64)), "DTypeError",
-     "W_Q: expected a floating tensor (float32/float64), got torch.int64"),
+    (
+        W(W_Q=torch.ones(4, 3, dtype=torch.int64)),
+        "DTypeError",
+        "W_Q: expected a floating tensor (float32/float64), got torch.int64",
+    ),
     (W(W_Q=torch.ones(4, dtype=f64)), "ShapeError", "W_Q: expected shape (q, d), got (4,)"),
     (W(W_K=torch.ones(1, 2, 3, dtype=f64)), "ShapeError", "W_K: expected shape (*, d), got (1, 2, 3)"),
     (W(W_V=torch.full((2, 3), math.nan, dtype=f64)), "NonFiniteError", "W_V: contains 6 NaN/inf entries"),
-    (W(W_K=torch.ones(2, 3)), "DTypeError", "W_K: dtype torch.float32 differs from W_Q's torch.float64; cast explicitly"),
+    (
+        W(W_K=torch.ones(2, 3)),
+        "DTypeError",
+        "W_K: dtype torch.float32 differs from W_Q's torch.float64; cast explicitly",
+    ),
     (W(n_kv_heads=3), "ShapeError", "n_kv_heads: n_heads=2 must be a multiple of n_kv_heads=3"),
     # W_O sized to agree with W_Q (q=5) so the per-head split, not the size agreement, is what fails
-    (W(W_Q=torch.ones(5, 3, dtype=f64), W_O=torch.ones(3, 5, dtype=f64)), "ShapeError",
-     "W_Q: rows 5 not divisible by n_heads=2"),
+    (
+        W(W_Q=torch.ones(5, 3, dtype=f64), W_O=torch.ones(3, 5, dtype=f64)),
+        "ShapeError",
+        "W_Q: rows 5 not divisible by n_heads=2",
+    ),
     (W(W_Q=torch.ones(5, 3, dtype=f64)), "ShapeError", "W_O: has q=4 but W_Q has q=5 (shape (3, 4))"),
     (W(W_K=torch.ones(2, 4, dtype=f64)), "ShapeError", "W_K: has d=4 but W_Q has d=3 (shape (2, 4))"),
     (W(W_V=torch.ones(4, 3, dtype=f64)), "ShapeError", "W_V: expected (2, 3), got (4, 3)"),
@@ -306,20 +361,41 @@ BAD_INPUT = [
     (W(b_Q=torch.ones(3, dtype=f64)), "ShapeError", "b_Q: has q=3 but W_Q has q=4 (shape (3,))"),
     (W(b_K=torch.ones(4, dtype=f64)), "ShapeError", "b_K: expected (2,), got (4,)"),
     (W(b_O=torch.ones(1, 3, dtype=f64)), "ShapeError", "b_O: expected shape (d), got (1, 3)"),
-    (lambda: AttentionWeights.from_torch_mha(torch.nn.MultiheadAttention(4, 2, kdim=3, vdim=3)), "ShapeError",
-     "mha: only packed in_proj (kdim == vdim == embed_dim) is supported"),
-    (lambda: attention_probs(torch.ones(4, 3, dtype=torch.int64), AttentionWeights(**good())), "DTypeError",
-     "X: expected a floating tensor"),
-    (lambda: attention_probs(torch.ones(3, dtype=f64), AttentionWeights(**good())), "ShapeError",
-     "X: expected shape (..., n, d), got (3,)"),
-    (lambda: attention_probs(torch.full((4, 3), math.nan, dtype=f64), AttentionWeights(**good())), "NonFiniteError",
-     "X: contains 12 NaN/inf entries"),
-    (lambda: attention_probs(torch.ones(4, 3), AttentionWeights(**good())), "DTypeError",
-     "X: dtype torch.float32 differs from w's torch.float64; cast explicitly"),
-    (lambda: attention_probs(torch.ones(4, 2, dtype=f64), AttentionWeights(**good())), "ShapeError",
-     "X: has d=2 but the w has d=3 (shape (4, 2))"),
-    (lambda: walk_from_weights(torch.ones(4, 2, dtype=f64), AttentionWeights(**good())), "ShapeError",
-     "X: has d=2 but the w has d=3 (shape (4, 2))"),
+    (
+        lambda: AttentionWeights.from_torch_mha(torch.nn.MultiheadAttention(4, 2, kdim=3, vdim=3)),
+        "ShapeError",
+        "mha: only packed in_proj (kdim == vdim == embed_dim) is supported",
+    ),
+    (
+        lambda: attention_probs(torch.ones(4, 3, dtype=torch.int64), AttentionWeights(**good())),
+        "DTypeError",
+        "X: expected a floating tensor",
+    ),
+    (
+        lambda: attention_probs(torch.ones(3, dtype=f64), AttentionWeights(**good())),
+        "ShapeError",
+        "X: expected shape (..., n, d), got (3,)",
+    ),
+    (
+        lambda: attention_probs(torch.full((4, 3), math.nan, dtype=f64), AttentionWeights(**good())),
+        "NonFiniteError",
+        "X: contains 12 NaN/inf entries",
+    ),
+    (
+        lambda: attention_probs(torch.ones(4, 3), AttentionWeights(**good())),
+        "DTypeError",
+        "X: dtype torch.float32 differs from w's torch.float64; cast explicitly",
+    ),
+    (
+        lambda: attention_probs(torch.ones(4, 2, dtype=f64), AttentionWeights(**good())),
+        "ShapeError",
+        "X: has d=2 but the w has d=3 (shape (4, 2))",
+    ),
+    (
+        lambda: walk_from_weights(torch.ones(4, 2, dtype=f64), AttentionWeights(**good())),
+        "ShapeError",
+        "X: has d=2 but the w has d=3 (shape (4, 2))",
+    ),
 ]
 
 

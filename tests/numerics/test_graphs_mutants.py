@@ -4,6 +4,7 @@ Expected values come from hand-built walks whose answer is known by construction
 doubly stochastic chains, spanning-tree ratios written out, products of transports around a
 cycle, softmax log-ratios in float64 numpy), never from :mod:`numerics.graphs` itself.
 """
+
 from __future__ import annotations
 
 import math
@@ -69,14 +70,17 @@ def graph_walk(n, edges):
     return P / P.sum(1, keepdims=True)
 
 
-@pytest.mark.parametrize("edges, expected", [
-    # cycles 0-1-2-3-0 (4) and 0-4-5-6-7-0 (5): gcd 1
-    ([(0, 1), (1, 2), (2, 3), (3, 0), (0, 4), (4, 5), (5, 6), (6, 7), (7, 0)], 1),
-    # cycles 0-1-2-3-0 (4) and 0-4-5-6-7-3-0 (6): gcd 2
-    ([(0, 1), (1, 2), (2, 3), (3, 0), (0, 4), (4, 5), (5, 6), (6, 7), (7, 3)], 2),
-    # cycles 0-1-2-0 (3) and 0-3-4-5-6-7-0 (6): gcd 3
-    ([(0, 1), (1, 2), (2, 0), (0, 3), (3, 4), (4, 5), (5, 6), (6, 7), (7, 0)], 3),
-])
+@pytest.mark.parametrize(
+    "edges, expected",
+    [
+        # cycles 0-1-2-3-0 (4) and 0-4-5-6-7-0 (5): gcd 1
+        ([(0, 1), (1, 2), (2, 3), (3, 0), (0, 4), (4, 5), (5, 6), (6, 7), (7, 0)], 1),
+        # cycles 0-1-2-3-0 (4) and 0-4-5-6-7-3-0 (6): gcd 2
+        ([(0, 1), (1, 2), (2, 3), (3, 0), (0, 4), (4, 5), (5, 6), (6, 7), (7, 3)], 2),
+        # cycles 0-1-2-0 (3) and 0-3-4-5-6-7-0 (6): gcd 3
+        ([(0, 1), (1, 2), (2, 0), (0, 3), (3, 4), (4, 5), (5, 6), (6, 7), (7, 0)], 3),
+    ],
+)
 def test_period_is_the_gcd_of_cycle_lengths(edges, expected):
     P = graph_walk(8, edges)
     assert period(t(P)) == expected
@@ -133,7 +137,7 @@ def test_non_reversible_three_cycle_residuals_are_the_literal_ones():
     assert math.isclose(r.balance_residual, bal, rel_tol=1e-12)
     assert r.reason.startswith("Kolmogorov fails on cycle")
     assert f"{3 * math.log(7 / 3):.3e}" in r.reason
-    (cyc, lr), = r.cycles
+    ((cyc, lr),) = r.cycles
     assert sorted(cyc) == [0, 1, 2] and math.isclose(abs(lr), 3 * math.log(7 / 3), rel_tol=1e-13)
     # the stationary law of this doubly stochastic chain is uniform (linear-solve route)
     np.testing.assert_allclose(stationary_distribution(t(P)), np.full(3, 1 / 3), atol=1e-14)
@@ -141,7 +145,7 @@ def test_non_reversible_three_cycle_residuals_are_the_literal_ones():
 
 def test_kolmogorov_log_ratio_sign_follows_the_cycle_orientation():
     P = np.array([[0.0, 0.7, 0.3], [0.3, 0.0, 0.7], [0.7, 0.3, 0.0]])
-    (cyc, lr), = kolmogorov_cycles(to_networkx(t(P)))
+    ((cyc, lr),) = kolmogorov_cycles(to_networkx(t(P)))
     L = len(cyc)
     lit = sum(math.log(P[cyc[k], cyc[(k + 1) % L]]) - math.log(P[cyc[(k + 1) % L], cyc[k]]) for k in range(L))
     assert math.isclose(lr, lit, rel_tol=1e-14) and abs(lr) > 1
@@ -208,8 +212,7 @@ def test_to_networkx_of_a_batched_walk_needs_an_index():
 def test_to_networkx_of_a_walk_matrix_has_no_transports():
     G = to_networkx(t(np.array([[0.0, 1.0], [0.25, 0.75]])))
     assert G.graph == {"n": 2, "d": None}
-    assert sorted(G.edges(data=True)) == [(0, 1, {"weight": 1.0}), (1, 0, {"weight": 0.25}),
-                                          (1, 1, {"weight": 0.75})]
+    assert sorted(G.edges(data=True)) == [(0, 1, {"weight": 1.0}), (1, 0, {"weight": 0.25}), (1, 1, {"weight": 0.75})]
     raises_named(ShapeError, "walk", lambda: holonomies(G))
 
 
@@ -364,46 +367,100 @@ P22 = torch.tensor([[0.5, 0.5], [0.25, 0.75]], dtype=f64)
 SOFT = softmax_case(11, n=3, d=2)
 
 BAD_INPUT = [
-    (lambda: to_networkx(torch.ones(2, 2, dtype=torch.int64)), "DTypeError",
-     "walk: expected a floating tensor (float32/float64), got torch.int64; cast explicitly"),
+    (
+        lambda: to_networkx(torch.ones(2, 2, dtype=torch.int64)),
+        "DTypeError",
+        "walk: expected a floating tensor (float32/float64), got torch.int64; cast explicitly",
+    ),
     (lambda: to_networkx(torch.ones(3, dtype=f64)), "ShapeError", "walk: expected shape (..., n, n), got (3,)"),
-    (lambda: to_networkx(torch.ones(2, 3, dtype=f64)), "ShapeError",
-     "walk: has n=2 and 3 in one shape (2, 3)"),
+    (lambda: to_networkx(torch.ones(2, 3, dtype=f64)), "ShapeError", "walk: has n=2 and 3 in one shape (2, 3)"),
     (lambda: to_networkx(P22 * float("nan")), "NonFiniteError", "walk: contains 4 NaN/inf entries"),
-    (lambda: to_networkx(P22 - 0.5), "NegativeWeightError", "walk: has negative entries (min -2.500e-01); weights must be >= 0"),
-    (lambda: to_networkx(torch.stack([P22, P22])), "ShapeError",
-     "walk: batched walk (batch shape (2,)): pass index= to choose one element"),
-    (lambda: to_networkx(torch.ones(2, 3, 2, 2, 1, 1, dtype=f64), index=0), "ShapeError",
-     "index: index 0 does not select one walk of batch shape (2, 3)"),
+    (
+        lambda: to_networkx(P22 - 0.5),
+        "NegativeWeightError",
+        "walk: has negative entries (min -2.500e-01); weights must be >= 0",
+    ),
+    (
+        lambda: to_networkx(torch.stack([P22, P22])),
+        "ShapeError",
+        "walk: batched walk (batch shape (2,)): pass index= to choose one element",
+    ),
+    (
+        lambda: to_networkx(torch.ones(2, 3, 2, 2, 1, 1, dtype=f64), index=0),
+        "ShapeError",
+        "index: index 0 does not select one walk of batch shape (2, 3)",
+    ),
     (lambda: holonomies(P22), "ShapeError", "walk: graph has no transports (built from P alone)"),
-    (lambda: period(torch.tensor([[1.0, 0.0], [0.5, 0.5]], dtype=f64)), "UndefinedError",
-     "walk: the period is defined for irreducible walks; this one is reducible"),
-    (lambda: stationary_distribution(torch.eye(2, dtype=f64)), "UndefinedError",
-     "walk: 2 closed classes: several stationary distributions"),
-    (lambda: softmax_triangle_identity(torch.ones(3, 3, dtype=torch.int64), t(SOFT[1]), t(SOFT[2]), scale=1.0),
-     "DTypeError", "A: expected a floating tensor"),
-    (lambda: softmax_triangle_identity(t(SOFT[0]), torch.ones(3, 2, dtype=torch.int64), t(SOFT[2]), scale=1.0),
-     "DTypeError", "X: expected a floating tensor"),
-    (lambda: softmax_triangle_identity(t(SOFT[0]), t(SOFT[1]), torch.ones(2, 2, dtype=torch.int64), scale=1.0),
-     "DTypeError", "M: expected a floating tensor"),
-    (lambda: softmax_triangle_identity(t(SOFT[0])[None], t(SOFT[1]), t(SOFT[2]), scale=1.0), "ShapeError",
-     "A: expected shape (n, n), got (1, 3, 3)"),
-    (lambda: softmax_triangle_identity(t(SOFT[0])[:2], t(SOFT[1]), t(SOFT[2]), scale=1.0), "ShapeError",
-     "A: has n=2 and 3 in one shape (2, 3)"),
-    (lambda: softmax_triangle_identity(t(SOFT[0]), t(SOFT[1])[None], t(SOFT[2]), scale=1.0), "ShapeError",
-     "X: expected shape (n, d), got (1, 3, 2)"),
-    (lambda: softmax_triangle_identity(t(SOFT[0]), t(SOFT[1])[0], t(SOFT[2]), scale=1.0), "ShapeError",
-     "X: expected shape (n, d), got (2,)"),
-    (lambda: softmax_triangle_identity(t(SOFT[0]), t(SOFT[1]), t(SOFT[2])[:1], scale=1.0), "ShapeError",
-     "M: has d=1 and 2 in one shape (1, 2)"),
-    (lambda: softmax_triangle_identity(t(SOFT[0]) * float("nan"), t(SOFT[1]), t(SOFT[2]), scale=1.0),
-     "NonFiniteError", "A: contains 9 NaN/inf entries"),
-    (lambda: softmax_triangle_identity(t(SOFT[0]), t(SOFT[1]) * float("inf"), t(SOFT[2]), scale=1.0),
-     "NonFiniteError", "X: contains 6 NaN/inf entries"),
-    (lambda: softmax_triangle_identity(t(SOFT[0]), t(SOFT[1]), t(SOFT[2]) * float("nan"), scale=1.0),
-     "NonFiniteError", "M: contains 4 NaN/inf entries"),
-    (lambda: softmax_triangle_identity(t(SOFT[0]), t(SOFT[1])[:2], t(SOFT[2]), scale=1.0), "ShapeError",
-     "X: has n=2 but A has n=3 (shape (2, 2))"),
+    (
+        lambda: period(torch.tensor([[1.0, 0.0], [0.5, 0.5]], dtype=f64)),
+        "UndefinedError",
+        "walk: the period is defined for irreducible walks; this one is reducible",
+    ),
+    (
+        lambda: stationary_distribution(torch.eye(2, dtype=f64)),
+        "UndefinedError",
+        "walk: 2 closed classes: several stationary distributions",
+    ),
+    (
+        lambda: softmax_triangle_identity(torch.ones(3, 3, dtype=torch.int64), t(SOFT[1]), t(SOFT[2]), scale=1.0),
+        "DTypeError",
+        "A: expected a floating tensor",
+    ),
+    (
+        lambda: softmax_triangle_identity(t(SOFT[0]), torch.ones(3, 2, dtype=torch.int64), t(SOFT[2]), scale=1.0),
+        "DTypeError",
+        "X: expected a floating tensor",
+    ),
+    (
+        lambda: softmax_triangle_identity(t(SOFT[0]), t(SOFT[1]), torch.ones(2, 2, dtype=torch.int64), scale=1.0),
+        "DTypeError",
+        "M: expected a floating tensor",
+    ),
+    (
+        lambda: softmax_triangle_identity(t(SOFT[0])[None], t(SOFT[1]), t(SOFT[2]), scale=1.0),
+        "ShapeError",
+        "A: expected shape (n, n), got (1, 3, 3)",
+    ),
+    (
+        lambda: softmax_triangle_identity(t(SOFT[0])[:2], t(SOFT[1]), t(SOFT[2]), scale=1.0),
+        "ShapeError",
+        "A: has n=2 and 3 in one shape (2, 3)",
+    ),
+    (
+        lambda: softmax_triangle_identity(t(SOFT[0]), t(SOFT[1])[None], t(SOFT[2]), scale=1.0),
+        "ShapeError",
+        "X: expected shape (n, d), got (1, 3, 2)",
+    ),
+    (
+        lambda: softmax_triangle_identity(t(SOFT[0]), t(SOFT[1])[0], t(SOFT[2]), scale=1.0),
+        "ShapeError",
+        "X: expected shape (n, d), got (2,)",
+    ),
+    (
+        lambda: softmax_triangle_identity(t(SOFT[0]), t(SOFT[1]), t(SOFT[2])[:1], scale=1.0),
+        "ShapeError",
+        "M: has d=1 and 2 in one shape (1, 2)",
+    ),
+    (
+        lambda: softmax_triangle_identity(t(SOFT[0]) * float("nan"), t(SOFT[1]), t(SOFT[2]), scale=1.0),
+        "NonFiniteError",
+        "A: contains 9 NaN/inf entries",
+    ),
+    (
+        lambda: softmax_triangle_identity(t(SOFT[0]), t(SOFT[1]) * float("inf"), t(SOFT[2]), scale=1.0),
+        "NonFiniteError",
+        "X: contains 6 NaN/inf entries",
+    ),
+    (
+        lambda: softmax_triangle_identity(t(SOFT[0]), t(SOFT[1]), t(SOFT[2]) * float("nan"), scale=1.0),
+        "NonFiniteError",
+        "M: contains 4 NaN/inf entries",
+    ),
+    (
+        lambda: softmax_triangle_identity(t(SOFT[0]), t(SOFT[1])[:2], t(SOFT[2]), scale=1.0),
+        "ShapeError",
+        "X: has n=2 but A has n=3 (shape (2, 2))",
+    ),
 ]
 
 
@@ -447,8 +504,14 @@ def test_triangle_identity_of_float32_inputs_is_evaluated_in_float64():
     Ma = (Mn - Mn.T) / 2
     res = 0.0
     for i, j, k in combinations(range(4), 3):
-        lr = (math.log(An[i, j]) + math.log(An[j, k]) + math.log(An[k, i])
-              - math.log(An[i, k]) - math.log(An[k, j]) - math.log(An[j, i]))
+        lr = (
+            math.log(An[i, j])
+            + math.log(An[j, k])
+            + math.log(An[k, i])
+            - math.log(An[i, k])
+            - math.log(An[k, j])
+            - math.log(An[j, i])
+        )
         res = max(res, abs(lr - 2 * s * (Xn[j] - Xn[i]) @ Ma @ (Xn[k] - Xn[i])))
     assert res > 1e-9  # float32 softmax: the residual is visible ...
     assert math.isclose(ti.residual, res, rel_tol=1e-12)  # ... and reproduced to float64 rounding
@@ -474,6 +537,7 @@ def kappa_times_tol(P):
 def test_pi_is_refused_exactly_when_cond_times_tol_reaches_one():
     """stationary_distribution's documented criterion cond(I − P_C + 11ᵀ)·tol(float64, m) ≥ 1,
     evaluated here in numpy; ε is bisected to put the product at ≈1.5 (refused) and ≈0.5 (solved)."""
+
     def eps_for(target):
         lo, hi = 1e-20, 1e-2  # κ·tol decreases as ε grows
         for _ in range(200):

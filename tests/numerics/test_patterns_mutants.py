@@ -4,6 +4,7 @@ Expected values are literal float64 numpy: ``â(k) = Σ_m a(m) e^{+2πikm/n}`` s
 dense Jacobians assembled block by block, ``e^{tJ}`` of a 2×2 Jordan-type block in closed form,
 log-gains of discrete stacks from their per-layer factors. Never from :mod:`numerics.patterns`.
 """
+
 from __future__ import annotations
 
 import cmath
@@ -77,7 +78,7 @@ def test_gaussian_kernel_is_the_wrapped_gaussian_normalised():
     for m in range(n):
         # signed ring offset of m − c in [−n/2, n/2): the representative m − c + j·n in that range
         off = next(m - c + j * n for j in (-1, 0, 1) if -n / 2 <= m - c + j * n < n / 2)
-        raw.append(math.exp(-off ** 2 / (2 * w ** 2)))
+        raw.append(math.exp(-(off**2) / (2 * w**2)))
     ref = np.array(raw) / sum(raw)
     got = gaussian_kernel(n, c, w)
     assert got.dtype == f64 and got.shape == (n,)
@@ -85,8 +86,17 @@ def test_gaussian_kernel_is_the_wrapped_gaussian_normalised():
     assert gaussian_kernel(n, c, w, dtype=torch.float32).dtype == torch.float32
 
 
-@pytest.mark.parametrize("n, width, arg", [(1, 1.0, "n"), (0, 1.0, "n"), (5, 0.0, "width"), (5, -1.0, "width"),
-                                           (5, float("inf"), "width"), (5, float("nan"), "width")])
+@pytest.mark.parametrize(
+    "n, width, arg",
+    [
+        (1, 1.0, "n"),
+        (0, 1.0, "n"),
+        (5, 0.0, "width"),
+        (5, -1.0, "width"),
+        (5, float("inf"), "width"),
+        (5, float("nan"), "width"),
+    ],
+)
 def test_gaussian_kernel_bad_sizes_name_the_argument(n, width, arg):
     msg = raises_named(ParameterError, arg, lambda: gaussian_kernel(n, 0.0, width))
     if arg == "n":
@@ -131,13 +141,15 @@ def test_validate_kernels_checks_and_normalises():
     assert "n must be >= 2, got n=1" in msg
     raises_named(NegativeWeightError, "kernels", lambda: validate_kernels(t([[1.5, -0.5]])))
     raises_named(NonFiniteError, "kernels", lambda: validate_kernels(t([[np.nan, 1.0]])))
-    msg = raises_named(NotStochasticError, "kernels", lambda: validate_kernels(t([[0.0, 0.0], [0.5, 0.5]]),
-                                                                               normalize=True))
+    msg = raises_named(
+        NotStochasticError, "kernels", lambda: validate_kernels(t([[0.0, 0.0], [0.5, 0.5]]), normalize=True)
+    )
     assert "sums to 0" in msg
     msg = raises_named(NotStochasticError, "kernels", lambda: validate_kernels(t([[1.0, 1.0]])))
     assert "max |sum − 1| = 1.000e+00" in msg and "normalize=True" in msg
-    np.testing.assert_allclose(validate_kernels(t([[1.0, 3.0], [2.0, 2.0]]), normalize=True).numpy(),
-                               [[0.25, 0.75], [0.5, 0.5]], rtol=1e-15)
+    np.testing.assert_allclose(
+        validate_kernels(t([[1.0, 3.0], [2.0, 2.0]]), normalize=True).numpy(), [[0.25, 0.75], [0.5, 0.5]], rtol=1e-15
+    )
     # roundoff-level deviation from 1 is accepted, 1e-9 is not
     validate_kernels(t([[0.5, 0.5 + 1e-15]]))
     raises_named(NotStochasticError, "kernels", lambda: validate_kernels(t([[0.5, 0.5 + 1e-9]])))
@@ -272,7 +284,7 @@ def literal_jacobian(A, T):
     J = -np.eye(n * d)
     for i in range(n):
         for j in range(n):
-            J[i * d:(i + 1) * d, j * d:(j + 1) * d] += sum(A[h, i, j] * T[h] for h in range(H))
+            J[i * d : (i + 1) * d, j * d : (j + 1) * d] += sum(A[h, i, j] * T[h] for h in range(H))
     return J
 
 
@@ -405,13 +417,15 @@ def test_discrete_selection_min_contrast_sets_frozen_and_messages():
 
 def test_discrete_selection_bad_arguments():
     a, tau = scalar_stack_case()
-    msg = raises_named(ParameterError, "layers",
-                       lambda: discrete_selection(t(a[None]), t([[[tau]]]), eta=0.1, layers=0))
+    msg = raises_named(
+        ParameterError, "layers", lambda: discrete_selection(t(a[None]), t([[[tau]]]), eta=0.1, layers=0)
+    )
     assert msg == "layers: must be >= 1, got 0"
     msg = raises_named(ParameterError, "eta", lambda: discrete_selection(t(a[None]), t([[[tau]]]), eta=0.0, layers=3))
     assert msg == "eta: must be > 0.0, got 0.0"
-    raises_named(ParameterError, "scheme", lambda: discrete_selection(t(a[None]), t([[[tau]]]), eta=0.1, layers=3,
-                                                                  scheme="rk4"))
+    raises_named(
+        ParameterError, "scheme", lambda: discrete_selection(t(a[None]), t([[[tau]]]), eta=0.1, layers=3, scheme="rk4")
+    )
     sel = discrete_selection(t(3 * a[None]), t([[[tau]]]), eta=0.1, layers=3, scheme="euler", normalize=True)
     assert sel.layers == 3
 
@@ -430,60 +444,118 @@ BAD_INPUT = [
     (lambda: validate_kernels(torch.tensor([[1, 0]])), "DTypeError", "kernels: expected a floating tensor"),
     (lambda: validate_kernels(K2[0]), "ShapeError", "kernels: expected shape (H, n), got (2,)"),
     (lambda: validate_kernels(K2[None]), "ShapeError", "kernels: expected shape (H, n), got (1, 1, 2)"),
-    (lambda: validate_kernels(torch.ones(0, 3, dtype=f64)), "ShapeError", "kernels: H must be >= 1, got H=0 in shape (0, 3)"),
-    (lambda: validate_kernels(torch.ones(1, 1, dtype=f64)), "ShapeError",
-     "kernels: n must be >= 2, got n=1 in shape (1, 1)"),
+    (
+        lambda: validate_kernels(torch.ones(0, 3, dtype=f64)),
+        "ShapeError",
+        "kernels: H must be >= 1, got H=0 in shape (0, 3)",
+    ),
+    (
+        lambda: validate_kernels(torch.ones(1, 1, dtype=f64)),
+        "ShapeError",
+        "kernels: n must be >= 2, got n=1 in shape (1, 1)",
+    ),
     (lambda: validate_kernels(K2 * math.inf), "NonFiniteError", "kernels: contains 2 NaN/inf entries"),
     (lambda: validate_kernels(t([[1.5, -0.5]])), "NegativeWeightError", "kernels: has negative entries"),
-    (lambda: validate_kernels(t([[0.0, 0.0]])), "NotStochasticError",
-     "kernels: a kernel row sums to 0: not normalisable"),
-    (lambda: validate_kernels(t([[0.5, 0.6]])), "NotStochasticError",
-     "kernels: kernel rows must sum to 1 (max |sum − 1| = 1.000e-01 > "),
-    (lambda: validate_transports(torch.eye(2, dtype=torch.int64)[None]), "DTypeError",
-     "transports: expected a floating tensor"),
-    (lambda: validate_transports(torch.eye(2, dtype=f64)), "ShapeError",
-     "transports: expected shape (H, d, d), got (2, 2)"),
-    (lambda: validate_transports(torch.ones(1, 2, 3, dtype=f64)), "ShapeError",
-     "transports: has d=2 and 3 in one shape (1, 2, 3)"),
+    (
+        lambda: validate_kernels(t([[0.0, 0.0]])),
+        "NotStochasticError",
+        "kernels: a kernel row sums to 0: not normalisable",
+    ),
+    (
+        lambda: validate_kernels(t([[0.5, 0.6]])),
+        "NotStochasticError",
+        "kernels: kernel rows must sum to 1 (max |sum − 1| = 1.000e-01 > ",
+    ),
+    (
+        lambda: validate_transports(torch.eye(2, dtype=torch.int64)[None]),
+        "DTypeError",
+        "transports: expected a floating tensor",
+    ),
+    (
+        lambda: validate_transports(torch.eye(2, dtype=f64)),
+        "ShapeError",
+        "transports: expected shape (H, d, d), got (2, 2)",
+    ),
+    (
+        lambda: validate_transports(torch.ones(1, 2, 3, dtype=f64)),
+        "ShapeError",
+        "transports: has d=2 and 3 in one shape (1, 2, 3)",
+    ),
     (lambda: validate_transports(T1 * math.nan), "NonFiniteError", "transports: contains 4 NaN/inf entries"),
-    (lambda: symbol(K2, T1.float()), "DTypeError",
-     "transports: dtype torch.float32 differs from kernels's torch.float64; cast explicitly"),
-    (lambda: symbol(K2, T1.expand(2, 2, 2)), "ShapeError",
-     "transports: has H=2 but kernels has H=1 (shape (2, 2, 2))"),
+    (
+        lambda: symbol(K2, T1.float()),
+        "DTypeError",
+        "transports: dtype torch.float32 differs from kernels's torch.float64; cast explicitly",
+    ),
+    (lambda: symbol(K2, T1.expand(2, 2, 2)), "ShapeError", "transports: has H=2 but kernels has H=1 (shape (2, 2, 2))"),
     (lambda: polarisation(torch.zeros(3)), "UndefinedError", "v: zero vector has no polarisation"),
     (lambda: linear_operator(torch.tensor([[1, 0]]), T1), "DTypeError", "attention: expected a floating tensor"),
-    (lambda: linear_operator(K2[0], T1), "ShapeError",
-     "attention: expected shape (H, n) or (H, n, n), got (2,)"),
-    (lambda: linear_operator(torch.ones(1, 2, 3, dtype=f64), T1), "ShapeError",
-     "attention: has n=2 and 3 in one shape (1, 2, 3)"),
-    (lambda: linear_operator(torch.ones(1, 2, 2), T1), "DTypeError",
-     "attention: dtype torch.float32 differs from transports's torch.float64; cast explicitly"),
-    (lambda: predict_from_operator(torch.tensor([[1, 0], [0, 1]]), 2, 1), "DTypeError",
-     "J: expected a floating tensor"),
-    (lambda: predict_from_operator(torch.ones(2, 3, dtype=f64), 2, 1), "ShapeError",
-     "J: has N=2 and 3 in one shape (2, 3)"),
-    (lambda: predict_from_operator(torch.full((2, 2), math.nan, dtype=f64), 2, 1), "NonFiniteError",
-     "J: contains 4 NaN/inf entries"),
+    (lambda: linear_operator(K2[0], T1), "ShapeError", "attention: expected shape (H, n) or (H, n, n), got (2,)"),
+    (
+        lambda: linear_operator(torch.ones(1, 2, 3, dtype=f64), T1),
+        "ShapeError",
+        "attention: has n=2 and 3 in one shape (1, 2, 3)",
+    ),
+    (
+        lambda: linear_operator(torch.ones(1, 2, 2), T1),
+        "DTypeError",
+        "attention: dtype torch.float32 differs from transports's torch.float64; cast explicitly",
+    ),
+    (
+        lambda: predict_from_operator(torch.tensor([[1, 0], [0, 1]]), 2, 1),
+        "DTypeError",
+        "J: expected a floating tensor",
+    ),
+    (
+        lambda: predict_from_operator(torch.ones(2, 3, dtype=f64), 2, 1),
+        "ShapeError",
+        "J: has N=2 and 3 in one shape (2, 3)",
+    ),
+    (
+        lambda: predict_from_operator(torch.full((2, 2), math.nan, dtype=f64), 2, 1),
+        "NonFiniteError",
+        "J: contains 4 NaN/inf entries",
+    ),
     (lambda: transient_growth(torch.tensor([[1, 0], [0, 1]]), [0.0]), "DTypeError", "J: expected a floating tensor"),
-    (lambda: transient_growth(torch.ones(2, 3, dtype=f64), [0.0]), "ShapeError",
-     "J: has N=2 and 3 in one shape (2, 3)"),
-    (lambda: transient_growth(torch.full((2, 2), math.inf, dtype=f64), [0.0]), "NonFiniteError",
-     "J: contains 4 NaN/inf entries"),
-    (lambda: transient_growth(torch.eye(2, dtype=f64), [[0.0, 1.0]]), "ShapeError",
-     "times: expected shape (T), got (1, 2)"),
+    (
+        lambda: transient_growth(torch.ones(2, 3, dtype=f64), [0.0]),
+        "ShapeError",
+        "J: has N=2 and 3 in one shape (2, 3)",
+    ),
+    (
+        lambda: transient_growth(torch.full((2, 2), math.inf, dtype=f64), [0.0]),
+        "NonFiniteError",
+        "J: contains 4 NaN/inf entries",
+    ),
+    (
+        lambda: transient_growth(torch.eye(2, dtype=f64), [[0.0, 1.0]]),
+        "ShapeError",
+        "times: expected shape (T), got (1, 2)",
+    ),
     (lambda: transient_growth(torch.eye(2, dtype=f64), 1.0), "ShapeError", "times: expected shape (T), got ()"),
-    (lambda: transient_growth(torch.eye(2, dtype=f64), [0.0, math.nan]), "NonFiniteError",
-     "times: contains 1 NaN/inf entries"),
-    (lambda: effective_time("rk4", 0.1, 3), "ParameterError",
-     "scheme: must be one of 'postnorm', 'prenorm', 'euler', got 'rk4'"),
+    (
+        lambda: transient_growth(torch.eye(2, dtype=f64), [0.0, math.nan]),
+        "NonFiniteError",
+        "times: contains 1 NaN/inf entries",
+    ),
+    (
+        lambda: effective_time("rk4", 0.1, 3),
+        "ParameterError",
+        "scheme: must be one of 'postnorm', 'prenorm', 'euler', got 'rk4'",
+    ),
     (lambda: effective_time("euler", 0.0, 3), "ParameterError", "eta: must be > 0.0, got 0.0"),
     (lambda: discrete_selection(K2, T1, eta=0.1, layers=0), "ParameterError", "layers: must be >= 1, got 0"),
-    (lambda: discrete_selection(K2, T1, eta=-0.1, layers=2), "ParameterError",
-     "eta: must be > 0.0, got -0.1"),
-    (lambda: discrete_selection(K2, T1, eta=0.1, layers=2, scheme="rk4"), "ParameterError",
-     "scheme: must be one of 'postnorm', 'prenorm', 'euler', got 'rk4'"),
-    (lambda: discrete_selection(K2, T1.expand(2, 2, 2), eta=0.1, layers=2), "ShapeError",
-     "transports: has H=2 but kernels has H=1 (shape (2, 2, 2))"),
+    (lambda: discrete_selection(K2, T1, eta=-0.1, layers=2), "ParameterError", "eta: must be > 0.0, got -0.1"),
+    (
+        lambda: discrete_selection(K2, T1, eta=0.1, layers=2, scheme="rk4"),
+        "ParameterError",
+        "scheme: must be one of 'postnorm', 'prenorm', 'euler', got 'rk4'",
+    ),
+    (
+        lambda: discrete_selection(K2, T1.expand(2, 2, 2), eta=0.1, layers=2),
+        "ShapeError",
+        "transports: has H=2 but kernels has H=1 (shape (2, 2, 2))",
+    ),
     (lambda: predict_pattern(K2 * 2, T1), "NotStochasticError", "kernels: kernel rows must sum to 1"),
     (lambda: naive_per_head_growth(K2, T1.float()), "DTypeError", "transports: dtype torch.float32 differs"),
 ]

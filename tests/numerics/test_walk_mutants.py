@@ -3,6 +3,7 @@
 Every expected value is computed here from the literal definition in float64 numpy (loops over
 tokens, ``np.kron``, ``np.linalg.svd`` of the Van Loan rearrangement), never by the walk core.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -63,7 +64,7 @@ def literal_dense(B):
     W = np.zeros((n * d, n * d))
     for i in range(n):
         for j in range(n):
-            W[i * d:(i + 1) * d, j * d:(j + 1) * d] = B[i, j]
+            W[i * d : (i + 1) * d, j * d : (j + 1) * d] = B[i, j]
     return W
 
 
@@ -215,9 +216,11 @@ def test_repr_names_form_batch_heads_sizes_dtype_device():
     A = torch.full((2, 3, 3), 1 / 3, dtype=f64)
     Wo, Wv = torch.ones(2, 4, 1, dtype=f64), torch.ones(2, 1, 4, dtype=f64)
     assert repr(ConnectionWalk.from_factors(A, Wo, Wv)) == (
-        "ConnectionWalk(kind=heads factored, batch=(), H=2, n=3, d=4, dtype=torch.float64, device=cpu)")
+        "ConnectionWalk(kind=heads factored, batch=(), H=2, n=3, d=4, dtype=torch.float64, device=cpu)"
+    )
     assert repr(ConnectionWalk.from_mha(A, Wo @ Wv)) == (
-        "ConnectionWalk(kind=heads, batch=(), H=2, n=3, d=4, dtype=torch.float64, device=cpu)")
+        "ConnectionWalk(kind=heads, batch=(), H=2, n=3, d=4, dtype=torch.float64, device=cpu)"
+    )
 
 
 @pytest.mark.parametrize("form", ["heads", "factors", "edges"])
@@ -251,8 +254,12 @@ def test_apply_of_edges_form_is_the_literal_sum():
 def test_apply_of_factored_heads_with_distinct_model_and_head_dims():
     """d = 3, d_h = 2, H = 2: the concat-heads path, against Σ_h A^h X (W_O^h W_V^h)ᵀ."""
     g = rng(9)
-    A, Wo, Wv, X = g.random((2, 4, 4)), g.standard_normal((2, 3, 2)), g.standard_normal((2, 2, 3)), \
-        g.standard_normal((4, 3))
+    A, Wo, Wv, X = (
+        g.random((2, 4, 4)),
+        g.standard_normal((2, 3, 2)),
+        g.standard_normal((2, 2, 3)),
+        g.standard_normal((4, 3)),
+    )
     Y = ConnectionWalk.from_factors(t(A), t(Wo), t(Wv)).apply(t(X))
     ref = sum(A[h] @ X @ (Wo[h] @ Wv[h]).T for h in range(2))
     close(Y, ref)
@@ -435,7 +442,7 @@ def test_constant_transport_of_edges_with_varying_transports_reports_the_gap():
     ct = w.constant_transport()
     assert not bool(ct.holds)
     close(ct.residual, np.sqrt((s[1:] ** 2).sum()))
-    close(ct.relative_residual, np.sqrt((s[1:] ** 2).sum()) / np.sqrt((B ** 2).sum()))
+    close(ct.relative_residual, np.sqrt((s[1:] ** 2).sum()) / np.sqrt((B**2).sum()))
 
 
 def test_constant_transport_batched_edges_judges_each_element():
@@ -510,8 +517,9 @@ def test_sign_tolerance_is_relative_to_the_largest_coefficient_when_above_one():
 
 def test_one_token_one_feature_is_a_constant_transport_at_zero_tolerance():
     """n = d = 1: R is 1×1, no second singular value: the residual is exactly 0 ≤ rtol = 0."""
-    ct = ConnectionWalk.from_sha(torch.ones(1, 1, dtype=f64), 2 * torch.ones(1, 1, dtype=f64)) \
-        .constant_transport(rtol=0.0)
+    ct = ConnectionWalk.from_sha(torch.ones(1, 1, dtype=f64), 2 * torch.ones(1, 1, dtype=f64)).constant_transport(
+        rtol=0.0
+    )
     assert float(ct.relative_residual) == 0.0 and bool(ct.holds)
     close(ct.transport, [[2.0]])
     close(ct.walk_matrix, [[1.0]])
@@ -520,7 +528,7 @@ def test_one_token_one_feature_is_a_constant_transport_at_zero_tolerance():
 def test_constant_transport_rtol_is_the_relative_residual_bound():
     B = kron_case(17)
     s, _ = van_loan_singular_values(B)
-    rel = np.sqrt((s[1:] ** 2).sum()) / np.sqrt((B ** 2).sum())
+    rel = np.sqrt((s[1:] ** 2).sum()) / np.sqrt((B**2).sum())
     w = ConnectionWalk.from_blocks(t(B))
     assert not bool(w.constant_transport(rtol=rel * 0.99).holds)
     ct = w.constant_transport(rtol=rel * 1.01)
@@ -529,8 +537,9 @@ def test_constant_transport_rtol_is_the_relative_residual_bound():
 
 
 def test_zero_walk_has_zero_relative_residual():
-    ct = ConnectionWalk.from_blocks(torch.zeros(2, 2, 2, 2, dtype=f64), P=torch.full((2, 2), 0.5, dtype=f64)) \
-        .constant_transport()
+    ct = ConnectionWalk.from_blocks(
+        torch.zeros(2, 2, 2, 2, dtype=f64), P=torch.full((2, 2), 0.5, dtype=f64)
+    ).constant_transport()
     assert float(ct.residual) == 0.0 and float(ct.relative_residual) == 0.0
     assert not bool(torch.isnan(ct.walk_matrix).any()) and not bool(torch.isnan(ct.transport).any())
 
@@ -547,120 +556,260 @@ META = torch.device("meta")
 
 BAD_INPUT = [
     # from_sha
-    (lambda: ConnectionWalk.from_sha(torch.ones(2, 2, dtype=torch.int64), I3), "DTypeError",
-     "A: expected a floating tensor (float32/float64), got torch.int64"),
-    (lambda: ConnectionWalk.from_sha(torch.ones(3, dtype=f64), I3), "ShapeError",
-     "A: expected shape (..., n, n), got (3,)"),
-    (lambda: ConnectionWalk.from_sha(torch.ones(2, 3, dtype=f64), I3), "ShapeError",
-     "A: has n=2 and 3 in one shape (2, 3)"),
-    (lambda: ConnectionWalk.from_sha(torch.ones(0, 0, dtype=f64), I3), "ShapeError",
-     "A: n must be >= 1, got n=0 in shape (0, 0)"),
-    (lambda: ConnectionWalk.from_sha(torch.tensor([[NAN, 0.5], [0.5, 0.5]], dtype=f64), I3), "NonFiniteError",
-     "A: contains 1 NaN/inf entries"),
-    (lambda: ConnectionWalk.from_sha(torch.tensor([[-1.0, 2.0], [0.5, 0.5]], dtype=f64), I3), "NegativeWeightError",
-     "A: has negative entries (min -1.000e+00); weights must be >= 0"),
-    (lambda: ConnectionWalk.from_sha(A22 * 2, I3, stochastic=True), "NotStochasticError",
-     "A: rows must sum to 1 (max |row sum - 1| = 1.000e+00 > "),
-    (lambda: ConnectionWalk.from_sha(A22, torch.ones(3, 3, dtype=torch.int64)), "DTypeError",
-     "T: expected a floating tensor (float32/float64), got torch.int64"),
-    (lambda: ConnectionWalk.from_sha(A22, torch.ones(2, 3, 3, dtype=f64)), "ShapeError",
-     "T: expected shape (d, d), got (2, 3, 3)"),
-    (lambda: ConnectionWalk.from_sha(A22, torch.ones(3, dtype=f64)), "ShapeError",
-     "T: expected shape (d, d), got (3,)"),
-    (lambda: ConnectionWalk.from_sha(A22, torch.ones(3, 2, dtype=f64)), "ShapeError",
-     "T: has d=2 and 3 in one shape (3, 2)"),
-    (lambda: ConnectionWalk.from_sha(A22, I3.float()), "DTypeError",
-     "T: dtype torch.float32 differs from A's torch.float64; cast explicitly"),
-    (lambda: ConnectionWalk.from_sha(A22, I3.to(META)), "DeviceMismatchError",
-     "T: device meta differs from A's cpu"),
+    (
+        lambda: ConnectionWalk.from_sha(torch.ones(2, 2, dtype=torch.int64), I3),
+        "DTypeError",
+        "A: expected a floating tensor (float32/float64), got torch.int64",
+    ),
+    (
+        lambda: ConnectionWalk.from_sha(torch.ones(3, dtype=f64), I3),
+        "ShapeError",
+        "A: expected shape (..., n, n), got (3,)",
+    ),
+    (
+        lambda: ConnectionWalk.from_sha(torch.ones(2, 3, dtype=f64), I3),
+        "ShapeError",
+        "A: has n=2 and 3 in one shape (2, 3)",
+    ),
+    (
+        lambda: ConnectionWalk.from_sha(torch.ones(0, 0, dtype=f64), I3),
+        "ShapeError",
+        "A: n must be >= 1, got n=0 in shape (0, 0)",
+    ),
+    (
+        lambda: ConnectionWalk.from_sha(torch.tensor([[NAN, 0.5], [0.5, 0.5]], dtype=f64), I3),
+        "NonFiniteError",
+        "A: contains 1 NaN/inf entries",
+    ),
+    (
+        lambda: ConnectionWalk.from_sha(torch.tensor([[-1.0, 2.0], [0.5, 0.5]], dtype=f64), I3),
+        "NegativeWeightError",
+        "A: has negative entries (min -1.000e+00); weights must be >= 0",
+    ),
+    (
+        lambda: ConnectionWalk.from_sha(A22 * 2, I3, stochastic=True),
+        "NotStochasticError",
+        "A: rows must sum to 1 (max |row sum - 1| = 1.000e+00 > ",
+    ),
+    (
+        lambda: ConnectionWalk.from_sha(A22, torch.ones(3, 3, dtype=torch.int64)),
+        "DTypeError",
+        "T: expected a floating tensor (float32/float64), got torch.int64",
+    ),
+    (
+        lambda: ConnectionWalk.from_sha(A22, torch.ones(2, 3, 3, dtype=f64)),
+        "ShapeError",
+        "T: expected shape (d, d), got (2, 3, 3)",
+    ),
+    (
+        lambda: ConnectionWalk.from_sha(A22, torch.ones(3, dtype=f64)),
+        "ShapeError",
+        "T: expected shape (d, d), got (3,)",
+    ),
+    (
+        lambda: ConnectionWalk.from_sha(A22, torch.ones(3, 2, dtype=f64)),
+        "ShapeError",
+        "T: has d=2 and 3 in one shape (3, 2)",
+    ),
+    (
+        lambda: ConnectionWalk.from_sha(A22, I3.float()),
+        "DTypeError",
+        "T: dtype torch.float32 differs from A's torch.float64; cast explicitly",
+    ),
+    (lambda: ConnectionWalk.from_sha(A22, I3.to(META)), "DeviceMismatchError", "T: device meta differs from A's cpu"),
     (lambda: ConnectionWalk.from_sha(A22, I3 * NAN), "NonFiniteError", "T: contains 9 NaN/inf entries"),
     # from_mha
     (lambda: ConnectionWalk.from_mha(A22, I3[None]), "ShapeError", "A: expected shape (..., H, n, n), got (2, 2)"),
-    (lambda: ConnectionWalk.from_mha(torch.ones(1, 2, 3, dtype=f64), I3[None]), "ShapeError",
-     "A: has n=2 and 3 in one shape (1, 2, 3)"),
-    (lambda: ConnectionWalk.from_mha(torch.ones(1, 0, 0, dtype=f64), I3[None]), "ShapeError",
-     "A: n must be >= 1, got n=0 in shape (1, 0, 0)"),
-    (lambda: ConnectionWalk.from_mha(torch.ones(1, 2, 0, 0, dtype=f64), I3.expand(2, 3, 3)), "ShapeError",
-     "A: n must be >= 1, got n=0 in shape (1, 2, 0, 0)"),
-    (lambda: ConnectionWalk.from_mha(AH * 2, I3.expand(2, 3, 3), stochastic=True), "NotStochasticError",
-     "A: rows must sum to 1"),
-    (lambda: ConnectionWalk.from_mha(AH, torch.ones(2, 2, 2, dtype=torch.int64)), "DTypeError",
-     "T: expected a floating tensor (float32/float64), got torch.int64"),
+    (
+        lambda: ConnectionWalk.from_mha(torch.ones(1, 2, 3, dtype=f64), I3[None]),
+        "ShapeError",
+        "A: has n=2 and 3 in one shape (1, 2, 3)",
+    ),
+    (
+        lambda: ConnectionWalk.from_mha(torch.ones(1, 0, 0, dtype=f64), I3[None]),
+        "ShapeError",
+        "A: n must be >= 1, got n=0 in shape (1, 0, 0)",
+    ),
+    (
+        lambda: ConnectionWalk.from_mha(torch.ones(1, 2, 0, 0, dtype=f64), I3.expand(2, 3, 3)),
+        "ShapeError",
+        "A: n must be >= 1, got n=0 in shape (1, 2, 0, 0)",
+    ),
+    (
+        lambda: ConnectionWalk.from_mha(AH * 2, I3.expand(2, 3, 3), stochastic=True),
+        "NotStochasticError",
+        "A: rows must sum to 1",
+    ),
+    (
+        lambda: ConnectionWalk.from_mha(AH, torch.ones(2, 2, 2, dtype=torch.int64)),
+        "DTypeError",
+        "T: expected a floating tensor (float32/float64), got torch.int64",
+    ),
     (lambda: ConnectionWalk.from_mha(AH, I3), "ShapeError", "T: expected shape (..., H, d, d), got (3, 3)"),
-    (lambda: ConnectionWalk.from_mha(AH, torch.ones(2, 3, 2, dtype=f64)), "ShapeError",
-     "T: has d=2 and 3 in one shape (2, 3, 2)"),
-    (lambda: ConnectionWalk.from_mha(AH, I3.expand(2, 3, 3).float()), "DTypeError",
-     "T: dtype torch.float32 differs from A's torch.float64; cast explicitly"),
-    (lambda: ConnectionWalk.from_mha(AH, I3.expand(2, 3, 3) * NAN), "NonFiniteError",
-     "T: contains 18 NaN/inf entries"),
-    (lambda: ConnectionWalk.from_mha(AH, I3.expand(3, 3, 3)), "ShapeError", "T: has H=3 but A has H=2 (shape (3, 3, 3))"),
+    (
+        lambda: ConnectionWalk.from_mha(AH, torch.ones(2, 3, 2, dtype=f64)),
+        "ShapeError",
+        "T: has d=2 and 3 in one shape (2, 3, 2)",
+    ),
+    (
+        lambda: ConnectionWalk.from_mha(AH, I3.expand(2, 3, 3).float()),
+        "DTypeError",
+        "T: dtype torch.float32 differs from A's torch.float64; cast explicitly",
+    ),
+    (lambda: ConnectionWalk.from_mha(AH, I3.expand(2, 3, 3) * NAN), "NonFiniteError", "T: contains 18 NaN/inf entries"),
+    (
+        lambda: ConnectionWalk.from_mha(AH, I3.expand(3, 3, 3)),
+        "ShapeError",
+        "T: has H=3 but A has H=2 (shape (3, 3, 3))",
+    ),
     # from_factors
     (lambda: ConnectionWalk.from_factors(A22, WO, WV), "ShapeError", "A: expected shape (..., H, n, n), got (2, 2)"),
-    (lambda: ConnectionWalk.from_factors(AH * 2, WO, WV, stochastic=True), "NotStochasticError",
-     "A: rows must sum to 1"),
-    (lambda: ConnectionWalk.from_factors(AH, WO.long(), WV), "DTypeError",
-     "W_O: expected a floating tensor (float32/float64), got torch.int64"),
-    (lambda: ConnectionWalk.from_factors(AH, WO, WV.long()), "DTypeError",
-     "W_V: expected a floating tensor (float32/float64), got torch.int64"),
+    (
+        lambda: ConnectionWalk.from_factors(AH * 2, WO, WV, stochastic=True),
+        "NotStochasticError",
+        "A: rows must sum to 1",
+    ),
+    (
+        lambda: ConnectionWalk.from_factors(AH, WO.long(), WV),
+        "DTypeError",
+        "W_O: expected a floating tensor (float32/float64), got torch.int64",
+    ),
+    (
+        lambda: ConnectionWalk.from_factors(AH, WO, WV.long()),
+        "DTypeError",
+        "W_V: expected a floating tensor (float32/float64), got torch.int64",
+    ),
     (lambda: ConnectionWalk.from_factors(AH, WO[0], WV), "ShapeError", "W_O: expected shape (H, d, k), got (3, 1)"),
-    (lambda: ConnectionWalk.from_factors(AH, WO[None], WV), "ShapeError",
-     "W_O: expected shape (H, d, k), got (1, 2, 3, 1)"),
+    (
+        lambda: ConnectionWalk.from_factors(AH, WO[None], WV),
+        "ShapeError",
+        "W_O: expected shape (H, d, k), got (1, 2, 3, 1)",
+    ),
     (lambda: ConnectionWalk.from_factors(AH, WO, WV[0]), "ShapeError", "W_V: expected shape (H, k, d), got (1, 3)"),
-    (lambda: ConnectionWalk.from_factors(AH, WO, WV[None]), "ShapeError",
-     "W_V: expected shape (H, k, d), got (1, 2, 1, 3)"),
-    (lambda: ConnectionWalk.from_factors(AH, WO.float(), WV), "DTypeError",
-     "W_O: dtype torch.float32 differs from A's torch.float64; cast explicitly"),
-    (lambda: ConnectionWalk.from_factors(AH, WO, WV.float()), "DTypeError",
-     "W_V: dtype torch.float32 differs from A's torch.float64; cast explicitly"),
+    (
+        lambda: ConnectionWalk.from_factors(AH, WO, WV[None]),
+        "ShapeError",
+        "W_V: expected shape (H, k, d), got (1, 2, 1, 3)",
+    ),
+    (
+        lambda: ConnectionWalk.from_factors(AH, WO.float(), WV),
+        "DTypeError",
+        "W_O: dtype torch.float32 differs from A's torch.float64; cast explicitly",
+    ),
+    (
+        lambda: ConnectionWalk.from_factors(AH, WO, WV.float()),
+        "DTypeError",
+        "W_V: dtype torch.float32 differs from A's torch.float64; cast explicitly",
+    ),
     (lambda: ConnectionWalk.from_factors(AH, WO * NAN, WV), "NonFiniteError", "W_O: contains 6 NaN/inf entries"),
     (lambda: ConnectionWalk.from_factors(AH, WO, WV * NAN), "NonFiniteError", "W_V: contains 6 NaN/inf entries"),
     (lambda: ConnectionWalk.from_factors(AH, WO[:1], WV), "ShapeError", "W_O: has H=1 but A has H=2 (shape (1, 3, 1))"),
     (lambda: ConnectionWalk.from_factors(AH, WO, WV[:1]), "ShapeError", "W_V: has H=1 but A has H=2 (shape (1, 1, 3))"),
-    (lambda: ConnectionWalk.from_factors(AH, WO, torch.ones(1, 2, 3, dtype=f64)), "ShapeError",
-     "W_V: has H=1 but A has H=2 (shape (1, 2, 3))"),
-    (lambda: ConnectionWalk.from_factors(AH, WO, torch.ones(2, 2, 3, dtype=f64)), "ShapeError",
-     "W_O: has k=1 but W_V has k=2 (shape (2, 3, 1))"),
-    (lambda: ConnectionWalk.from_factors(AH, WO, torch.ones(2, 1, 4, dtype=f64)), "ShapeError",
-     "W_O: has d=3 but W_V has d=4 (shape (2, 3, 1))"),
+    (
+        lambda: ConnectionWalk.from_factors(AH, WO, torch.ones(1, 2, 3, dtype=f64)),
+        "ShapeError",
+        "W_V: has H=1 but A has H=2 (shape (1, 2, 3))",
+    ),
+    (
+        lambda: ConnectionWalk.from_factors(AH, WO, torch.ones(2, 2, 3, dtype=f64)),
+        "ShapeError",
+        "W_O: has k=1 but W_V has k=2 (shape (2, 3, 1))",
+    ),
+    (
+        lambda: ConnectionWalk.from_factors(AH, WO, torch.ones(2, 1, 4, dtype=f64)),
+        "ShapeError",
+        "W_O: has d=3 but W_V has d=4 (shape (2, 3, 1))",
+    ),
     # from_edges
-    (lambda: ConnectionWalk.from_edges(torch.ones(2, dtype=f64), I3), "ShapeError",
-     "P: expected shape (..., n, n), got (2,)"),
-    (lambda: ConnectionWalk.from_edges(torch.ones(2, 3, dtype=f64), I3), "ShapeError",
-     "P: has n=2 and 3 in one shape (2, 3)"),
+    (
+        lambda: ConnectionWalk.from_edges(torch.ones(2, dtype=f64), I3),
+        "ShapeError",
+        "P: expected shape (..., n, n), got (2,)",
+    ),
+    (
+        lambda: ConnectionWalk.from_edges(torch.ones(2, 3, dtype=f64), I3),
+        "ShapeError",
+        "P: has n=2 and 3 in one shape (2, 3)",
+    ),
     (lambda: ConnectionWalk.from_edges(A22 * 2, I3, stochastic=True), "NotStochasticError", "P: rows must sum to 1"),
     (lambda: ConnectionWalk.from_edges(A22 - 1, I3), "NegativeWeightError", "P: has negative entries"),
-    (lambda: ConnectionWalk.from_edges(A22, torch.ones(3, 3, dtype=torch.int64)), "DTypeError",
-     "O: expected a floating tensor (float32/float64), got torch.int64"),
-    (lambda: ConnectionWalk.from_edges(A22, torch.ones(3, dtype=f64)), "ShapeError",
-     "O: expected shape (d, d) or (..., n, n, d, d), got (3,)"),
-    (lambda: ConnectionWalk.from_edges(A22, torch.ones(2, 2, 3, 2, dtype=f64)), "ShapeError",
-     "O: has d=2 and 3 in one shape (2, 2, 3, 2)"),
-    (lambda: ConnectionWalk.from_edges(A22, I3.float()), "DTypeError",
-     "O: dtype torch.float32 differs from P's torch.float64; cast explicitly"),
+    (
+        lambda: ConnectionWalk.from_edges(A22, torch.ones(3, 3, dtype=torch.int64)),
+        "DTypeError",
+        "O: expected a floating tensor (float32/float64), got torch.int64",
+    ),
+    (
+        lambda: ConnectionWalk.from_edges(A22, torch.ones(3, dtype=f64)),
+        "ShapeError",
+        "O: expected shape (d, d) or (..., n, n, d, d), got (3,)",
+    ),
+    (
+        lambda: ConnectionWalk.from_edges(A22, torch.ones(2, 2, 3, 2, dtype=f64)),
+        "ShapeError",
+        "O: has d=2 and 3 in one shape (2, 2, 3, 2)",
+    ),
+    (
+        lambda: ConnectionWalk.from_edges(A22, I3.float()),
+        "DTypeError",
+        "O: dtype torch.float32 differs from P's torch.float64; cast explicitly",
+    ),
     (lambda: ConnectionWalk.from_edges(A22, I3 * NAN), "NonFiniteError", "O: contains 9 NaN/inf entries"),
-    (lambda: ConnectionWalk.from_edges(A22, torch.ones(3, 3, 2, 2, dtype=f64)), "ShapeError",
-     "O: has n=3 but P has n=2 (shape (3, 3, 2, 2))"),
-    (lambda: ConnectionWalk.from_edges(A22.expand(1, 3, 2, 2), torch.ones(3, 3, 1, 1, dtype=f64)), "ShapeError",
-     "O: has n=3 but P has n=2 (shape (3, 3, 1, 1))"),
-    (lambda: ConnectionWalk.from_edges(A22, torch.ones(2, 3, 3, dtype=f64)), "ShapeError",
-     "O: expected shape (d, d) or (..., n, n, d, d), got (2, 3, 3)"),
+    (
+        lambda: ConnectionWalk.from_edges(A22, torch.ones(3, 3, 2, 2, dtype=f64)),
+        "ShapeError",
+        "O: has n=3 but P has n=2 (shape (3, 3, 2, 2))",
+    ),
+    (
+        lambda: ConnectionWalk.from_edges(A22.expand(1, 3, 2, 2), torch.ones(3, 3, 1, 1, dtype=f64)),
+        "ShapeError",
+        "O: has n=3 but P has n=2 (shape (3, 3, 1, 1))",
+    ),
+    (
+        lambda: ConnectionWalk.from_edges(A22, torch.ones(2, 3, 3, dtype=f64)),
+        "ShapeError",
+        "O: expected shape (d, d) or (..., n, n, d, d), got (2, 3, 3)",
+    ),
     # from_blocks
-    (lambda: ConnectionWalk.from_blocks(torch.ones(2, 2, 1, 1, dtype=torch.int64)), "DTypeError",
-     "B: expected a floating tensor (float32/float64), got torch.int64"),
-    (lambda: ConnectionWalk.from_blocks(torch.ones(2, 2, 2, dtype=f64)), "ShapeError",
-     "B: expected shape (..., n, n, d, d), got (2, 2, 2)"),
-    (lambda: ConnectionWalk.from_blocks(torch.ones(2, 2, 2, 3, dtype=f64)), "ShapeError",
-     "B: has d=2 and 3 in one shape (2, 2, 2, 3)"),
-    (lambda: ConnectionWalk.from_blocks(torch.full((2, 2, 1, 1), NAN, dtype=f64)), "NonFiniteError",
-     "B: contains 4 NaN/inf entries"),
-    (lambda: ConnectionWalk.from_blocks(torch.ones(2, 3, 1, 1, dtype=f64)), "ShapeError",
-     "B: has n=2 and 3 in one shape (2, 3, 1, 1)"),
-    (lambda: ConnectionWalk.from_blocks(torch.ones(2, 2, 1, 1, dtype=f64), P=torch.ones(2, dtype=f64)),
-     "ShapeError", "P: expected shape (..., n, n), got (2,)"),
-    (lambda: ConnectionWalk.from_blocks(torch.ones(2, 2, 1, 1, dtype=f64), P=torch.ones(2, 3, dtype=f64)),
-     "ShapeError", "P: has n=2 and 3 in one shape (2, 3)"),
-    (lambda: ConnectionWalk.from_blocks(torch.ones(2, 2, 1, 1, dtype=f64), P=A22.float()), "DTypeError",
-     "P: dtype torch.float32 differs from B's torch.float64; cast explicitly"),
+    (
+        lambda: ConnectionWalk.from_blocks(torch.ones(2, 2, 1, 1, dtype=torch.int64)),
+        "DTypeError",
+        "B: expected a floating tensor (float32/float64), got torch.int64",
+    ),
+    (
+        lambda: ConnectionWalk.from_blocks(torch.ones(2, 2, 2, dtype=f64)),
+        "ShapeError",
+        "B: expected shape (..., n, n, d, d), got (2, 2, 2)",
+    ),
+    (
+        lambda: ConnectionWalk.from_blocks(torch.ones(2, 2, 2, 3, dtype=f64)),
+        "ShapeError",
+        "B: has d=2 and 3 in one shape (2, 2, 2, 3)",
+    ),
+    (
+        lambda: ConnectionWalk.from_blocks(torch.full((2, 2, 1, 1), NAN, dtype=f64)),
+        "NonFiniteError",
+        "B: contains 4 NaN/inf entries",
+    ),
+    (
+        lambda: ConnectionWalk.from_blocks(torch.ones(2, 3, 1, 1, dtype=f64)),
+        "ShapeError",
+        "B: has n=2 and 3 in one shape (2, 3, 1, 1)",
+    ),
+    (
+        lambda: ConnectionWalk.from_blocks(torch.ones(2, 2, 1, 1, dtype=f64), P=torch.ones(2, dtype=f64)),
+        "ShapeError",
+        "P: expected shape (..., n, n), got (2,)",
+    ),
+    (
+        lambda: ConnectionWalk.from_blocks(torch.ones(2, 2, 1, 1, dtype=f64), P=torch.ones(2, 3, dtype=f64)),
+        "ShapeError",
+        "P: has n=2 and 3 in one shape (2, 3)",
+    ),
+    (
+        lambda: ConnectionWalk.from_blocks(torch.ones(2, 2, 1, 1, dtype=f64), P=A22.float()),
+        "DTypeError",
+        "P: dtype torch.float32 differs from B's torch.float64; cast explicitly",
+    ),
     (lambda: ConnectionWalk.from_blocks(torch.ones(2, 2, 1, 1, dtype=f64), P=A22 * 2), None, None),
     # stochastic=False is the default of every constructor: unnormalised weights are accepted
     (lambda: ConnectionWalk.from_sha(A22 * 2, I3), None, None),
@@ -668,19 +817,42 @@ BAD_INPUT = [
     (lambda: ConnectionWalk.from_factors(AH * 2, WO, WV), None, None),
     (lambda: ConnectionWalk.from_edges(A22 * 2, I3), None, None),
     # apply
-    (lambda: ConnectionWalk.from_sha(A22, I3).apply(torch.ones(2, 3, dtype=torch.int64)), "DTypeError",
-     "X: expected a floating tensor (float32/float64), got torch.int64"),
-    (lambda: ConnectionWalk.from_sha(A22, I3).apply(torch.ones(6, dtype=f64)), "ShapeError",
-     "X: expected shape (..., n, d), got (6,)"),
-    (lambda: ConnectionWalk.from_sha(A22, I3).apply(torch.ones(2, 3)), "DTypeError",
-     "X: dtype torch.float32 differs from self's torch.float64; cast explicitly"),
-    (lambda: ConnectionWalk.from_sha(A22, I3).apply(torch.ones(3, 3, dtype=f64)), "ShapeError",
-     "X: has n=3 but the self has n=2 (shape (3, 3))"),
-    (lambda: ConnectionWalk.from_sha(A22, I3).apply(torch.ones(2, 2, dtype=f64)), "ShapeError",
-     "X: has d=2 but the self has d=3 (shape (2, 2))"),
+    (
+        lambda: ConnectionWalk.from_sha(A22, I3).apply(torch.ones(2, 3, dtype=torch.int64)),
+        "DTypeError",
+        "X: expected a floating tensor (float32/float64), got torch.int64",
+    ),
+    (
+        lambda: ConnectionWalk.from_sha(A22, I3).apply(torch.ones(6, dtype=f64)),
+        "ShapeError",
+        "X: expected shape (..., n, d), got (6,)",
+    ),
+    (
+        lambda: ConnectionWalk.from_sha(A22, I3).apply(torch.ones(2, 3)),
+        "DTypeError",
+        "X: dtype torch.float32 differs from self's torch.float64; cast explicitly",
+    ),
+    (
+        lambda: ConnectionWalk.from_sha(A22, I3).apply(torch.ones(3, 3, dtype=f64)),
+        "ShapeError",
+        "X: has n=3 but the self has n=2 (shape (3, 3))",
+    ),
+    (
+        lambda: ConnectionWalk.from_sha(A22, I3).apply(torch.ones(2, 2, dtype=f64)),
+        "ShapeError",
+        "X: has d=2 but the self has d=3 (shape (2, 2))",
+    ),
     # indices
-    (lambda: ConnectionWalk.from_sha(A22, I3).edge_transport(0, 2), "ParameterError", "j: index 2 out of range for n=2"),
-    (lambda: ConnectionWalk.from_sha(A22, I3).edge_transport(-3, 0), "ParameterError", "i: index -3 out of range for n=2"),
+    (
+        lambda: ConnectionWalk.from_sha(A22, I3).edge_transport(0, 2),
+        "ParameterError",
+        "j: index 2 out of range for n=2",
+    ),
+    (
+        lambda: ConnectionWalk.from_sha(A22, I3).edge_transport(-3, 0),
+        "ParameterError",
+        "i: index -3 out of range for n=2",
+    ),
 ]
 
 
@@ -726,7 +898,7 @@ def test_relative_residual_of_a_small_walk_is_relative_to_its_own_norm():
     B = 1e-3 * kron_case(21)
     s, _ = van_loan_singular_values(B)
     ct = ConnectionWalk.from_blocks(t(B)).constant_transport()
-    close(ct.relative_residual, np.sqrt((s[1:] ** 2).sum()) / np.sqrt((B ** 2).sum()))
+    close(ct.relative_residual, np.sqrt((s[1:] ** 2).sum()) / np.sqrt((B**2).sum()))
     assert float(ct.relative_residual) > 0.1
 
 
