@@ -45,3 +45,23 @@ def eigvec_condition(M: torch.Tensor) -> float:
     with np.errstate(all="ignore"):
         c = np.linalg.cond(V)
     return float(c) if np.isfinite(c) else float("inf")
+
+
+def t(x) -> torch.Tensor:
+    """A float64 tensor from nested lists / arrays (never float32)."""
+    return torch.as_tensor(np.asarray(x, dtype=np.float64))
+
+
+def raises_named(err, arg, call) -> str:
+    """``call()`` raises exactly ``err`` (a ConnwalkError, not a subclass or base) whose message starts
+    with ``"<arg>: "``, README's promise; returns the message."""
+    import pytest
+
+    from numerics.errors import ConnwalkError
+
+    with pytest.raises(err) as exc:
+        call()
+    assert type(exc.value) is err, type(exc.value).__name__  # the exact type, not a base class
+    assert isinstance(exc.value, ConnwalkError)
+    assert str(exc.value).startswith(f"{arg}: "), str(exc.value)
+    return str(exc.value)

@@ -23,21 +23,9 @@ from numerics.attention import (
     walk_from_weights,
 )
 from numerics.errors import ConnwalkError, DTypeError, NonFiniteError, ParameterError, ShapeError
+from tests.helpers import raises_named, t
 
 f64 = torch.float64
-
-
-def t(x) -> torch.Tensor:
-    return torch.as_tensor(np.asarray(x, dtype=np.float64))
-
-
-def raises_named(err, arg, call):
-    with pytest.raises(err) as exc:
-        call()
-    assert type(exc.value) is err, type(exc.value).__name__  # the exact type, not a base class
-    assert isinstance(exc.value, ConnwalkError)
-    assert str(exc.value).startswith(f"{arg}: "), str(exc.value)
-    return str(exc.value)
 
 
 def weights(seed, H=4, Hkv=2, dh=2, d=3, biases=True, scale=None):

@@ -29,21 +29,9 @@ from numerics.graphs import (
     to_networkx,
 )
 from numerics.walk import ConnectionWalk
+from tests.helpers import raises_named, t
 
 f64 = torch.float64
-
-
-def t(x) -> torch.Tensor:
-    return torch.as_tensor(np.asarray(x, dtype=np.float64))
-
-
-def raises_named(err, arg, call):
-    with pytest.raises(err) as exc:
-        call()
-    assert type(exc.value) is err, type(exc.value).__name__  # the exact type, not a base class
-    assert isinstance(exc.value, ConnwalkError)
-    assert str(exc.value).startswith(f"{arg}: "), str(exc.value)
-    return str(exc.value)
 
 
 def cycle_walk(n):

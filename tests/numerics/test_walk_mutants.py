@@ -19,6 +19,7 @@ from numerics.errors import (
     ShapeError,
 )
 from numerics.walk import ConnectionWalk, kron_feature_major, kron_token_major
+from tests.helpers import raises_named, t
 
 f64 = torch.float64
 
@@ -27,24 +28,11 @@ def rng(seed: int) -> np.random.Generator:
     return np.random.default_rng(seed)
 
 
-def t(x) -> torch.Tensor:
-    return torch.as_tensor(np.asarray(x, dtype=np.float64))
-
-
 def close(a, b, atol=1e-12):
     a = a.detach().numpy() if isinstance(a, torch.Tensor) else np.asarray(a)
     b = b.detach().numpy() if isinstance(b, torch.Tensor) else np.asarray(b)
     assert a.shape == b.shape, (a.shape, b.shape)
     np.testing.assert_allclose(a, b, rtol=0, atol=atol)
-
-
-def raises_named(err, arg, call):
-    with pytest.raises(err) as exc:
-        call()
-    assert type(exc.value) is err, type(exc.value).__name__  # the exact type, not a base class
-    assert isinstance(exc.value, ConnwalkError)
-    assert str(exc.value).startswith(f"{arg}: "), str(exc.value)
-    return str(exc.value)
 
 
 def literal_blocks_from_heads(A, T):
