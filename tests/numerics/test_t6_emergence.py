@@ -33,6 +33,7 @@ from hypothesis import strategies as st
 from numerics.classify import classify_trajectory, measure_mode
 from numerics.patterns import predict_pattern
 from numerics.simulate import MHADynamics, perturbed_homogeneous, simulate_flow
+from numerics.tolerance import tol
 from theory import oracles
 from theory.registry import get
 from theory.report import record
@@ -93,6 +94,11 @@ def _oracle_selection(a: np.ndarray, T: np.ndarray, sign: int, shift: float):
     return kc, sigma, s_top.real - runner
 
 
+# fitted vs predicted growth rate: allowed multiple of the discretisation + nonlinearity estimate
+# (sources in _check_case)
+EMERGENCE_RATE_FACTOR = 10.0
+
+
 def _check_case(case, stats: dict) -> None:
     a, T, k0, g, seed, content_on = case
     n, d = a.shape[0], T.shape[-1]
@@ -128,8 +134,20 @@ def _check_case(case, stats: dict) -> None:
     obs = classify_trajectory(t, tr.states, window=win)
     assert obs.k == k_star, f"observed |k|={obs.k} ({obs.label}), predicted {k_star}"
     fit = measure_mode(t, tr.states, k_star, window=win)
+    # Not a float64 identity, so not numerics.tolerance.tol alone: the fitted rate comes from a
+    # nonlinear RK4 trajectory and is compared with the linear theory. The fit projects on the k*
+    # Fourier mode, so other modes do not enter; what remains is
+    # (1) the RK4 discretisation, |log|R(σ·dt)|/dt − Re σ| / |σ| (R the RK4 stability polynomial), and
+    # (2) the nonlinearity, of the order of the pattern's relative amplitude at the end of the run.
+    # The budget is EMERGENCE_RATE_FACTOR × (1) + (2), floored at the round-off of the fit.
+    # Measured over the 56 CI draws: rel_g ≤ 1.5e-9.
+    z = complex(sigma) * dt
+    r_rk4 = 1 + z + z**2 / 2 + z**3 / 6 + z**4 / 24
+    rk4_rel = abs(math.log(abs(r_rk4)) / dt - sigma.real) / abs(sigma)
+    amp_rel = fl.abs().max().item() / max(1.0, tr.states.abs().max().item())
+    budget = EMERGENCE_RATE_FACTOR * (rk4_rel + amp_rel) + tol(F64, steps)
     rel_g = abs(fit.growth_rate.real - sigma.real) / abs(sigma.real)
-    assert rel_g <= 1e-3, (fit.growth_rate, sigma)
+    assert rel_g <= budget, (fit.growth_rate, sigma, budget)
     if k_star == 0 or (n % 2 == 0 and k_star == n // 2):  # self-conjugate: Im σ up to sign
         rel_w = abs(abs(fit.growth_rate.imag) - abs(sigma.imag)) / abs(sigma)
     else:
