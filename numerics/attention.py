@@ -127,12 +127,17 @@ class AttentionWeights:
 
     @contract(self=Passthrough(), dtype=FloatDType(optional=True), device=Passthrough())
     def to(self, dtype=None, device=None) -> AttentionWeights:
-        f = lambda t: None if t is None else t.to(dtype=dtype, device=device)
+        def g(t: torch.Tensor) -> torch.Tensor:
+            return t.to(dtype=dtype, device=device)
+
+        def f(t: torch.Tensor | None) -> torch.Tensor | None:
+            return None if t is None else g(t)
+
         return AttentionWeights(
-            f(self.W_Q),  # type: ignore[arg-type]
-            f(self.W_K),  # type: ignore[arg-type]
-            f(self.W_V),  # type: ignore[arg-type]
-            f(self.W_O),  # type: ignore[arg-type]
+            g(self.W_Q),
+            g(self.W_K),
+            g(self.W_V),
+            g(self.W_O),
             self.n_heads,
             self.n_kv_heads,
             f(self.b_Q),

@@ -108,9 +108,9 @@ def to_networkx(walk, *, index: tuple | int | None = None) -> nx.DiGraph:
     G.add_nodes_from(range(n))
     for i, j in zip(*np.nonzero(Pn > 0)):
         data = {"weight": float(Pn[i, j])}
-        if On is not None:
+        if On is not None and Bn is not None:
             data["transport"] = On[i, j].copy()
-            data["block"] = Bn[i, j].copy()  # type: ignore[index]
+            data["block"] = Bn[i, j].copy()
         G.add_edge(int(i), int(j), **data)
     return G
 
@@ -350,7 +350,7 @@ def holonomies(walk, *, index=None) -> Flatness:
         raise ShapeError("graph has no transports (built from P alone)", argument="walk")
     R = np.zeros((n, d, d))
     Rinv = np.zeros((n, d, d))
-    parent = {}  # type: ignore[var-annotated]
+    parent: dict[int, int | None] = {}
     tree = set()
     U = nx.Graph()
     U.add_nodes_from(G.nodes)

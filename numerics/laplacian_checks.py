@@ -116,7 +116,7 @@ class DenseBlocks:
         self.floor = torch.zeros_like(P) if floor is None else floor
         self.sup = P > 0
         self.n, self.d = P.shape[-1], B.shape[-1]
-        self._OtO = None
+        self._OtO: torch.Tensor | None = None
 
     def norms(self) -> torch.Tensor:
         return torch.linalg.matrix_norm(self.B)
@@ -135,10 +135,11 @@ class DenseBlocks:
         return torch.linalg.matrix_norm(self.O.transpose(-4, -3) - self.O.transpose(-1, -2))
 
     def gram_defect(self, c: torch.Tensor) -> torch.Tensor:
-        if self._OtO is None:
-            self._OtO = self.O.transpose(-1, -2) @ self.O  # type: ignore[assignment]
+        OtO = self._OtO
+        if OtO is None:
+            OtO = self._OtO = self.O.transpose(-1, -2) @ self.O
         eye = torch.eye(self.d, dtype=F64, device=self.P.device)
-        return torch.linalg.matrix_norm((c**2)[..., None, None] * self._OtO - eye)  # type: ignore[operator]
+        return torch.linalg.matrix_norm((c**2)[..., None, None] * OtO - eye)
 
     def apply(self, x: torch.Tensor) -> torch.Tensor:
         return torch.einsum("...ijab,...pjb->...pia", self.B, x)

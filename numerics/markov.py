@@ -166,20 +166,19 @@ def period(support: torch.Tensor) -> torch.Tensor:
         k, lab = connected_components(S[b], directed=True, connection="strong")
         for c in range(k):
             nodes = np.nonzero(lab == c)[0]
-            level = {int(nodes[0]): 0}
+            level: dict[int, int] = {int(nodes[0]): 0}
             queue = [int(nodes[0])]
             g = 0
             while queue:
                 u = queue.pop(0)
-                for v in np.nonzero(S[b, u])[0]:
-                    v = int(v)  # type: ignore[assignment]
+                for v in map(int, np.nonzero(S[b, u])[0]):
                     if lab[v] != c:
                         continue
                     if v in level:
-                        g = math.gcd(g, abs(level[u] + 1 - level[v]))  # type: ignore[index]
+                        g = math.gcd(g, abs(level[u] + 1 - level[v]))
                     else:
-                        level[v] = level[u] + 1  # type: ignore[index]
-                        queue.append(v)  # type: ignore[arg-type]
+                        level[v] = level[u] + 1
+                        queue.append(v)
             out[b, nodes] = g
     return torch.as_tensor(out, device=support.device).reshape(support.shape[:-1])
 

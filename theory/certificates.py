@@ -217,7 +217,9 @@ def certify_t2(As, Ts, X) -> Derivation:
     D.add("hypothesis: every A^h row-stochastic", [sum(r) - 1 for A in As for r in A])
     P = [[sum(A[i][j] for A in As) / H for j in range(n)] for i in range(n)]
     D.add("P = mean_h A^h row-stochastic", [sum(r) - 1 for r in P])
-    res_g, res_b, O = [], [], [[None] * n for _ in range(n)]
+    res_g: list = []
+    res_b: list = []
+    O: list[list] = [[None] * n for _ in range(n)]
     for i in range(n):
         for j in range(n):
             tot = sum(A[i][j] for A in As)
@@ -226,14 +228,14 @@ def certify_t2(As, Ts, X) -> Derivation:
                 B = add(B, scale(A[i][j], T))
             if tot == 0:  # off support: O_ij arbitrary (0/0); B_ij = 0 must hold
                 res_b.append(_flat(B))
-                O[i][j] = zeros(d, d)  # type: ignore[call-overload]
+                O[i][j] = zeros(d, d)
                 continue
             g = [A[i][j] / tot for A in As]
             res_g.append(sum(g) - 1)
             Oij = zeros(d, d)
             for gh, T in zip(g, Ts):
                 Oij = add(Oij, scale(H * gh, T))
-            O[i][j] = Oij  # type: ignore[call-overload]
+            O[i][j] = Oij
             res_b.append(_flat(add(scale(P[i][j], Oij), B, -1)))
     D.add("gates convex: sum_h g^h_ij = 1", res_g)
     D.add("P_ij O_ij = B_ij for every edge", res_b)

@@ -183,6 +183,8 @@ def _titles() -> dict[str, str]:
     try:
         from .registry import CLAIMS, THEOREMS
 
-        return {t.id: t.title for t in [*THEOREMS, *CLAIMS]}  # type: ignore[attr-defined]
+        titles = {t.id: t.title for t in THEOREMS}
+        titles.update({c.id: c.title for c in CLAIMS})
+        return titles
     except Exception:  # pragma: no cover - the table must print even if the registry is broken
         return {}
