@@ -34,6 +34,9 @@ circulant; use :func:`linear_operator` / the autograd Jacobian of :mod:`numerics
 
 Discrete layer stacks select with the per-layer factor, not with ``Re σ`` (see
 :func:`discrete_selection`).
+
+Layout: ring kernels and the symbol ``M(k)`` live in :mod:`numerics.kernels`, discrete stacks in
+:mod:`numerics.stacks`; both are re-exported here under their old names.
 """
 
 from __future__ import annotations
@@ -44,21 +47,31 @@ from dataclasses import dataclass, field
 import torch
 
 from numerics._threads import small_problem_threads
-from numerics.contracts import Choice, Complex, Flag, Float, FloatDType, Instance, Int, Passthrough, Tensor, contract
+from numerics.contracts import Complex, Float, Instance, Int, Tensor, contract
 from numerics.errors import (
     ConnwalkError,
-    NonFiniteError,
-    NotStochasticError,
-    ParameterError,
     ShapeError,
     UndefinedError,
 )
+from numerics.kernels import (
+    _KT,
+    _TIE,
+    _validate,
+    circulant,
+    gaussian_kernel,
+    kernel_from_bias,
+    kernel_hat,
+    signed_wavenumbers,
+    symbol,
+    validate_kernels,
+    validate_transports,
+)
+from numerics.stacks import StackSelection, discrete_selection, effective_time, prenorm_layer_steps
 from numerics.tolerance import tol
 from numerics.validate import (
     as_tensor,
     check_finite,
     check_ndim,
-    check_nonnegative,
     check_same,
     check_square,
 )
@@ -127,125 +140,6 @@ PATTERN_CLASSES = (
 
 #: polarisation below ``1 − POLARISATION_TOL`` counts as rotating (tokens trace an ellipse)
 POLARISATION_TOL = 1e-6
-
-
-# ----------------------------------------------------------------------------- kernels
-@contract(n=Int(lo=2), center=Float(), width=Float(lo=0.0), dtype=FloatDType(), device=Passthrough())
-def gaussian_kernel(n: int, center: float, width: float, *, dtype=torch.float64, device=None) -> torch.Tensor:
-    r"""Wrapped Gaussian relative kernel ``a(m) ∝ exp(−δ(m)² / (2 width²))``, ``δ(m)`` the signed ring
-    offset of ``m − center`` in ``[−n/2, n/2)``; normalised to sum 1. Shape ``(n,)``.
-
-    This is the form that reproduces THEOREMS.md T6 Ex1 exactly (``center=4, width=1.5, n=64``)."""
-    if int(n) < 2:
-        raise ParameterError(f"ring size must be >= 2, got {n}", argument="n")
-    if not (width > 0 and math.isfinite(width)):
-        raise ParameterError(f"width must be positive and finite, got {width}", argument="width")
-    m = torch.arange(n, dtype=dtype, device=device)
-    delta = torch.remainder(m - center + n / 2, n) - n / 2
-    a = torch.exp(-(delta**2) / (2 * width**2))
-    return a / a.sum()
-
-
-@contract(bias=Tensor("... n", neg_inf=True))
-def kernel_from_bias(bias) -> torch.Tensor:
-    """Relative-position attention at a homogeneous state: ``a_h = softmax(bias_h)`` over ``m``.
-
-    ``bias`` ``(..., n)`` real (``−inf`` allowed = masked offset) → kernel ``(..., n)``. Scores that
-    depend on content only through ``x*ᵀ M x*`` are constant along a row and cancel in softmax."""
-    b = as_tensor("bias", bias)
-    if bool(torch.isnan(b).any()) or bool((b == float("inf")).any()):
-        raise NonFiniteError("bias must not contain NaN or +inf", argument="bias")
-    if not bool(torch.isfinite(b).any(-1).all()):
-        raise ParameterError("a row is −inf at every offset: its softmax is undefined (0/0)", argument="bias")
-    return torch.softmax(b, dim=-1)
-
-
-@contract(kernels=Tensor("... n"))
-def circulant(kernels) -> torch.Tensor:
-    """``A0[..., i, j] = a((j − i) mod n)``: ``(..., n)`` → ``(..., n, n)``."""
-    a = as_tensor("kernels", kernels)
-    n = a.shape[-1]
-    idx = (torch.arange(n, device=a.device)[None, :] - torch.arange(n, device=a.device)[:, None]) % n
-    return a[..., idx]
-
-
-@contract(kernels=Tensor("H n", nonneg=True), normalize=Flag(), mins={"n": 2})
-def validate_kernels(kernels, *, normalize: bool = False) -> torch.Tensor:
-    """Check ``kernels`` ``(H, n)``: real floating, finite, ``n >= 2``, nonnegative, rows summing to 1.
-
-    ``normalize=True`` divides each row by its sum instead of requiring it (explicit opt-in; a row
-    with sum 0 is still refused as not normalisable)."""
-    a = as_tensor("kernels", kernels)
-    check_ndim("kernels", a, 2, "(H, n)", max_ndim=2)
-    if a.shape[0] < 1:
-        raise ShapeError("need at least one head", argument="kernels")
-    if a.shape[1] < 2:
-        raise ShapeError(f"ring size n must be >= 2, got n={a.shape[1]}", argument="kernels")
-    check_finite("kernels", a)
-    check_nonnegative("kernels", a)
-    s = a.sum(-1)
-    if bool((s <= 0).any()):
-        raise NotStochasticError("a kernel row sums to 0: not normalisable", argument="kernels")
-    if normalize:
-        return a / s[:, None]
-    r = (s - 1).abs().max().item()
-    bound = tol(a.dtype, a.shape[1])
-    if r > bound:
-        raise NotStochasticError(
-            f"kernel rows must sum to 1 (max |sum − 1| = {r:.3e} > {bound:.1e}); pass normalize=True to "
-            "normalise explicitly",
-            argument="kernels",
-        )
-    return a
-
-
-@contract(transports=Tensor("H d d"), H=Int(lo=1, optional=True))
-def validate_transports(transports, H: int | None = None) -> torch.Tensor:
-    """Check ``transports`` ``(H, d, d)``: real floating, finite, square, ``H`` matching."""
-    T = as_tensor("transports", transports)
-    check_ndim("transports", T, 3, "(H, d, d)", max_ndim=3)
-    check_square("transports", T, "(H, d, d)")
-    check_finite("transports", T)
-    if H is not None and T.shape[0] != H:
-        raise ShapeError(f"expected {H} heads (kernels have {H} rows), got {T.shape[0]}", argument="transports")
-    return T
-
-
-_KT = dict(kernels=Tensor("H n", nonneg=True), transports=Tensor("H d d"), normalize=Flag())
-_TIE = Float(lo=0.0, closed=True, optional=True)
-
-
-def _validate(kernels, transports, normalize: bool):
-    a = validate_kernels(kernels, normalize=normalize)
-    T = validate_transports(transports, a.shape[0])
-    check_same(["kernels", "transports"], [a, T])
-    return a, T
-
-
-# ----------------------------------------------------------------------------- linear theory
-@contract(n=Int(lo=1), device=Passthrough())
-def signed_wavenumbers(n: int, device=None) -> torch.Tensor:
-    """Signed wavenumber of FFT index ``k = 0..n−1``: values in ``(−n/2, n/2]`` (``(n,)`` int64)."""
-    k = torch.arange(n, device=device)
-    return torch.where(k <= n // 2, k, k - n)
-
-
-@contract(kernels=Tensor("... n"))
-def kernel_hat(kernels) -> torch.Tensor:
-    r"""``â_h(k) = Σ_m a_h(m) e^{+2πikm/n}`` for FFT index ``k = 0..n−1``: ``(..., n)`` → complex ``(..., n)``.
-
-    Computed as ``n · ifft(a)`` (THEOREMS.md sign convention)."""
-    a = as_tensor("kernels", kernels)
-    n = a.shape[-1]
-    return torch.fft.ifft(a, dim=-1) * n
-
-
-@contract(**_KT, mins={"n": 2})
-def symbol(kernels, transports, *, normalize: bool = False) -> torch.Tensor:
-    """``M(k) = Σ_h â_h(k) T_h``: kernels ``(H, n)``, transports ``(H, d, d)`` → complex ``(n, d, d)``."""
-    a, T = _validate(kernels, transports, normalize)
-    ah = kernel_hat(a)  # (H, n)
-    return torch.einsum("hk,hab->kab", ah, T.to(ah.dtype))
 
 
 @contract(**_KT, mins={"n": 2})
@@ -662,154 +556,3 @@ def transient_growth(J, times) -> TransientGrowth:
     i = int(torch.argmax(norms).item())
     amp = (norms * torch.exp(-t * sa)).max().item()
     return TransientGrowth(t, norms, sa, na, norms[i].item(), t[i].item(), amp)
-
-
-# ----------------------------------------------------------------------------- discrete stacks
-_SCHEME = Choice(("postnorm", "prenorm", "euler"))
-
-
-@contract(scheme=_SCHEME, eta=Float(lo=0.0), layers=Int(lo=0))
-def effective_time(scheme: str, eta: float, layers: int) -> float:
-    r"""Continuous time a stack of ``layers`` layers of step ``eta`` corresponds to (onset regime).
-
-    * ``"postnorm"`` ``x ← norm(x + η MHA(x))``: per-layer factor ``1 + h(μ − 1)``, ``h = η/(1+η)``,
-      so ``τ = h·L``.
-    * ``"prenorm"`` ``x ← x + η MHA(norm(x))``: the residual stream's amplitude grows like
-      ``r_l = 1 + ηl``; a relative perturbation ``ε = δ/r`` obeys
-      ``ε_{l+1} = ε_l (r_l + ημ)/(r_l + η) = ε_l (1 + η(μ−1)/r_{l+1})``, so layer ``l`` advances it by
-      ``η / (1 + η(l+1))`` and ``τ = Σ_{l<L} η/(1 + η(l+1)) ≈ log((1 + ηL)/(1+η)) + …`` — it grows
-      only logarithmically.
-    * ``"euler"`` ``x ← x + η f(x)``: ``τ = ηL``."""
-    _check_eta(eta)
-    if scheme == "postnorm":
-        return eta / (1 + eta) * layers
-    if scheme == "prenorm":
-        return float(prenorm_layer_steps(eta, layers).sum().item())
-    if scheme == "euler":
-        return eta * layers
-    raise ParameterError(f"unknown scheme {scheme!r}; expected 'postnorm', 'prenorm' or 'euler'", argument="scheme")
-
-
-@contract(eta=Float(lo=0.0), layers=Int(lo=0), first=Int(lo=0))
-def prenorm_layer_steps(eta: float, layers: int, first: int = 0) -> torch.Tensor:
-    r"""Pre-norm step times ``h_l = η / (1 + η(l+1))`` of layers ``l = first .. layers−1`` (float64).
-
-    The one definition of the pre-norm step: ``x ← x + η MHA(norm(x))`` has residual amplitude
-    ``r_l = 1 + ηl``, and layer ``l`` multiplies a relative tangent perturbation by
-    ``(r_l + ημ)/(r_l + η) = 1 + h_l (μ − 1)`` (:func:`effective_time`, :func:`discrete_selection`,
-    the E5 paper check's exponents and effective-time axis all use it)."""
-    _check_eta(eta)
-    l = torch.arange(int(first), int(layers), dtype=torch.float64)
-    return eta / (1 + eta * (l + 1))
-
-
-def _check_eta(eta):
-    if not (isinstance(eta, (int, float)) and math.isfinite(eta) and eta > 0):
-        raise ParameterError(f"step size must be a positive finite number, got {eta!r}", argument="eta")
-
-
-@dataclass
-class StackSelection:
-    """Which mode a discrete stack amplifies, versus the continuous flow (issue 7 item 2 traps).
-
-    ``log_gain`` ``(n, d)``: total log amplitude gain of each branch after ``layers`` layers,
-    relative to the homogeneous state. ``k_star`` / ``k_continuous``: signed representatives.
-    ``differs``: the stack selects a different ``|k|`` than the continuous flow (trap 1).
-    ``contrast``: log-gain of the winner minus that of the best mode at another ``|k|``; ``frozen``
-    when ``contrast < log(min_contrast)``: selection not finished after ``layers`` layers (trap 2,
-    typical of pre-norm stacks whose ``effective_time`` grows like ``log(1 + ηL)``).
-    ``time_needed``: continuous time for the continuous winner to reach ``min_contrast``."""
-
-    scheme: str
-    eta: float
-    layers: int
-    k_star: int
-    k_continuous: int
-    differs: bool
-    effective_time: float
-    contrast: float
-    frozen: bool
-    time_needed: float
-    log_gain: torch.Tensor
-
-    def messages(self) -> list[str]:
-        out = []
-        if self.differs:
-            out.append(
-                f"{self.scheme} stack (eta={self.eta}) selects |k|={abs(self.k_star)} but the continuous "
-                f"flow selects |k|={abs(self.k_continuous)} (per-layer factor vs Re σ)"
-            )
-        if self.frozen:
-            out.append(
-                f"{self.scheme} stack: after {self.layers} layers (effective time {self.effective_time:.3g}; "
-                f"the flow needs {self.time_needed:.3g}) the winner leads the runner-up only by a factor "
-                f"e^{self.contrast:.2f}: the pattern freezes before selection finishes"
-            )
-        return out
-
-
-@contract(**_KT, eta=Float(lo=0.0), layers=Int(lo=1), scheme=_SCHEME, min_contrast=Float(lo=1.0), mins={"n": 2})
-def discrete_selection(
-    kernels,
-    transports,
-    eta: float,
-    layers: int,
-    *,
-    scheme: str = "postnorm",
-    min_contrast: float = 10.0,
-    normalize: bool = False,
-) -> StackSelection:
-    r"""Mode selection of a discrete stack, from the symbol ``μ = eig M(k)``.
-
-    * ``postnorm``: per-layer factor ``|1 + h(μ − 1)|``, ``h = η/(1+η)``; selection
-      ``argmax_k max_b |1 + h(μ_b(k) − 1)|`` (can differ from ``argmax Re μ`` when ``Im μ`` is large:
-      ``|1 + h(μ−1)|² = (1 + h(Re μ − 1))² + h² (Im μ)²``).
-    * ``prenorm``: layer ``l`` multiplies by ``|1 + η(μ − 1)/(1 + η(l+1))|`` (relative to the
-      base state, whose amplitude grows as ``1 + ηl``; see :func:`effective_time`).
-    * ``euler``: ``|1 + η(μ − 1)|`` per layer.
-    Both onset estimates assume the homogeneous state's amplitude follows the eigenvalue-1 direction
-    (unit growth of ``M(0)``), as for the reference cases."""
-    _check_eta(eta)
-    if int(layers) < 1:
-        raise ParameterError(f"layers must be >= 1, got {layers}", argument="layers")
-    a, T = _validate(kernels, transports, normalize)
-    n = a.shape[1]
-    mu = torch.linalg.eigvals(torch.einsum("hk,hab->kab", kernel_hat(a), T.to(torch.complex128)))
-    if scheme == "postnorm":
-        h = eta / (1 + eta)
-        lg = layers * torch.log(torch.abs(1 + h * (mu - 1)))
-    elif scheme == "euler":
-        lg = layers * torch.log(torch.abs(1 + eta * (mu - 1)))
-    elif scheme == "prenorm":
-        lg = torch.zeros_like(mu.real)
-        for h_l in prenorm_layer_steps(eta, int(layers)).tolist():
-            lg = lg + torch.log(torch.abs(1 + h_l * (mu - 1)))
-    else:
-        raise ParameterError(f"unknown scheme {scheme!r}; expected 'postnorm', 'prenorm' or 'euler'", argument="scheme")
-    ks = signed_wavenumbers(n)
-    best_per_k = lg.max(-1).values
-    kd = int(torch.argmax(best_per_k).item())
-    kc = int(torch.argmax((mu.real - 1).max(-1).values).item())
-    k_disc, k_cont = abs(int(ks[kd])), abs(int(ks[kc]))
-    other = best_per_k.clone()
-    other[ks.abs() == k_disc] = -math.inf
-    contrast = (best_per_k[kd] - other.max()).item() if n > 2 or bool(torch.isfinite(other).any()) else math.inf
-    re = (mu.real - 1).max(-1).values
-    o2 = re.clone()
-    o2[ks.abs() == k_cont] = -math.inf
-    gap_c = (re[kc] - o2.max()).item() if bool(torch.isfinite(o2).any()) else math.inf
-    need = math.log(min_contrast) / gap_c if gap_c > 0 else math.inf
-    tau = effective_time(scheme, eta, int(layers))
-    return StackSelection(
-        scheme=scheme,
-        eta=float(eta),
-        layers=int(layers),
-        k_star=k_disc,
-        k_continuous=k_cont,
-        differs=k_disc != k_cont,
-        effective_time=tau,
-        contrast=float(contrast),
-        frozen=contrast < math.log(min_contrast),
-        time_needed=need,
-        log_gain=lg,
-    )

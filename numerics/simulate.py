@@ -33,6 +33,9 @@ Integrators (all batched over leading dims, any device, dtype of ``X0``):
 * :class:`BatchedDynamics` + :func:`simulate_cells` — many ring-kernel cells of one ``(n, d)`` in one
   batch (parameter sweeps); checked against the two integrators above.
 
+The RK4 step check lives in :mod:`numerics.rk4_check` and the batched fast path in
+:mod:`numerics.simulate_batched`; both are re-exported here under their old names.
+
 Two traps are *reported*, not hidden (``Trajectory.selection`` / ``Trajectory.warnings`` and a
 :class:`SelectionWarning`): a post-norm stack selects with ``|1 + h(μ − 1)|``, ``h = η/(1+η)``, which
 can pick another ``k*`` than the flow; a pre-norm stack's effective time grows like
@@ -49,20 +52,20 @@ import math
 import warnings
 from dataclasses import dataclass, field
 
-import numpy as np
 import torch
 
 from numerics._threads import small_problem_threads
-from numerics.contracts import Choice, Flag, Float, FloatDType, Instance, Int, Passthrough, Tensor, contract
+from numerics.contracts import Choice, Flag, Float, FloatDType, Int, Passthrough, Tensor, contract
 from numerics.errors import (
     DTypeError,
     NonFiniteError,
     ParameterError,
     ShapeError,
     SimulationDivergedError,
-    UnstableStepError,
 )
 from numerics.patterns import StackSelection, discrete_selection, effective_time, validate_kernels, validate_transports
+from numerics.rk4_check import _DYN, _X, check_rk4_step, rk4_amplification
+from numerics.simulate_batched import BatchedDynamics, simulate_cells
 from numerics.validate import as_tensor, check_finite, check_ndim, check_same
 
 __all__ = [
@@ -86,19 +89,6 @@ class SelectionWarning(UserWarning):
     """A discrete stack's selection differs from the flow's, or freezes before it finishes."""
 
 
-@contract(z=Tensor("...", dtype="complex"))
-def rk4_amplification(z: torch.Tensor) -> torch.Tensor:
-    """RK4 stability function ``R(z) = 1 + z + z²/2 + z³/6 + z⁴/24`` (one step of ``y' = λy``, ``z = λ dt``)."""
-    return 1 + z + z**2 / 2 + z**3 / 6 + z**4 / 24
-
-
-_DYN = Instance(
-    lambda: MHADynamics,
-    "an MHADynamics",
-    bind=lambda dyn: {"d": dyn.d} | ({"n": dyn.n} if dyn.n is not None else {}),
-    tensor=lambda dyn: dyn.T,
-)
-_X = Tensor("... n d")
 _content_spec = Tensor("H k d")
 
 
@@ -446,61 +436,6 @@ def _layer_norm(X: torch.Tensor, *, where: str = "") -> torch.Tensor:
     return c / s
 
 
-def _linear_spectrum(dyn: MHADynamics, X0: torch.Tensor, sphere: bool, max_dense: int) -> torch.Tensor | None:
-    """Eigenvalues of the linearisation at ``X0`` (first batch element): exact FFT dispersion for the
-    content-free ring, autograd Jacobian when ``n·d <= max_dense``, else ``None``."""
-    from numerics.patterns import dispersion
-
-    if (
-        dyn.content_free
-        and dyn.kernels is not None
-        and dyn.abs_pe is None
-        and not dyn.causal
-        and dyn.normalization == "softmax"
-        and not sphere
-    ):
-        return dispersion(dyn.kernels, dyn.T).reshape(-1)
-    x = X0.reshape(-1, *X0.shape[-2:])[0]
-    n, d = x.shape
-    if n * d > max_dense:
-        return None
-    J = dyn.jacobian(x, sphere=sphere)
-    return torch.linalg.eigvals(J)
-
-
-@contract(dyn=_DYN, X0=_X, dt=Float(lo=0.0), sphere=Flag(), max_dense=Int(lo=0), accuracy=Float(lo=0.0))
-def check_rk4_step(
-    dyn: MHADynamics, X0, dt: float, *, sphere: bool = False, max_dense: int = 1024, accuracy: float = 0.05
-) -> float:
-    r"""Refuse a step ``dt`` that RK4 cannot integrate for the linearisation at ``X0``.
-
-    For each eigenvalue ``λ`` (``z = λ dt``): a non-growing mode (``Re λ ≤ 0``) must not be
-    amplified, ``|R(z)| ≤ 1``; every mode must be resolved, ``|R(z) − e^z| ≤ accuracy·|e^z|``.
-    Without a spectrum (large content-dependent cases) the bound ``dt·(1 + Σ‖T_h‖₂) ≤ 2.5`` is used
-    (RK4's stability interval is ``[−2.785, 0]``). Returns the largest ``|z|``; raises
-    :class:`UnstableStepError` naming ``dt`` with a safe value."""
-    lam = _linear_spectrum(dyn, X0, sphere, max_dense)
-    if lam is None:
-        L = dyn.lipschitz_bound()
-        if dt * L > 2.5:
-            raise UnstableStepError(
-                f"dt={dt} exceeds the RK4 bound 2.5/L = {2.5 / L:.3g} (L = 1 + Σ‖T_h‖₂ = {L:.3g})", argument="dt"
-            )
-        return dt * L
-    z = lam.to(torch.complex128) * dt
-    R = rk4_amplification(z)
-    ez = torch.exp(z)
-    bad_stab = (z.real <= 0) & (R.abs() > 1 + 1e-12)
-    bad_acc = (R - ez).abs() > accuracy * ez.abs()
-    if bool((bad_stab | bad_acc).any()):
-        zmax = lam.abs().max().item()
-        # |z| <= 1 keeps RK4 stable and within ~2% of e^z on the whole disk
-        safe = 1.0 / max(zmax, 1e-300)
-        why = "amplifies a decaying mode" if bool(bad_stab.any()) else "does not resolve the fastest mode"
-        raise UnstableStepError(f"dt={dt} {why} (max |λ|dt = {zmax * dt:.3g}); use dt <= {safe:.3g}", argument="dt")
-    return z.abs().max().item()
-
-
 def _check_positive(name: str, v) -> float:
     if not (isinstance(v, (int, float)) and math.isfinite(v) and v > 0):
         raise ParameterError(f"must be a positive finite number, got {v!r}", argument=name)
@@ -654,142 +589,3 @@ def simulate_stack(
             for m in traj.warnings:
                 warnings.warn(m, SelectionWarning, stacklevel=2)
     return traj
-
-
-# ----------------------------------------------------------------------------- batched fast path
-def _batched_sizes(bd) -> dict:
-    P, _, n, _ = bd.bias.shape
-    return {"P": P, "n": n, "d": bd.T.shape[-1]}
-
-
-_BATCHED = Instance(lambda: BatchedDynamics, "a BatchedDynamics", bind=_batched_sizes, tensor=lambda bd: bd.T)
-
-
-class BatchedDynamics:
-    r"""Many ring-kernel :class:`MHADynamics` of one ``(n, d)`` evaluated as one batch (fast path of
-    parameter sweeps; :func:`simulate_flow` / :func:`simulate_stack` are its one-trajectory reference).
-
-    ``MHA(X)_p = Σ_h softmax(b^h_p + β_p q^h kᵀ/√d_k) X_p T^{hᵀ}_p`` for every cell ``p``; cells with
-    fewer heads are padded with zero transports, content-free cells with zero ``W_Q, W_K`` (their
-    attention is then ``softmax(b) = a``). States ``(P, n, d)``. The same formulas as
-    :meth:`MHADynamics.mha` / :meth:`MHADynamics.sphere_velocity`."""
-
-    @contract(self=Passthrough(), dyns=Instance((list, tuple), "a list of MHADynamics"))
-    def __init__(self, dyns: list[MHADynamics]):
-        for p, dy in enumerate(dyns):
-            if not isinstance(dy, MHADynamics):
-                raise DTypeError(f"cell {p}: expected an MHADynamics, got {type(dy).__name__}", argument="dyns")
-        if not dyns:
-            raise ShapeError("need at least one dynamics", argument="dyns")
-        n, d = dyns[0].n, dyns[0].d
-        if n is None:
-            raise ParameterError("cell 0 has no ring (no kernels)", argument="dyns")
-        H = max(dy.H for dy in dyns)
-        dk = max((dy.Wq.shape[1] for dy in dyns if dy.Wq is not None), default=1)
-        P = len(dyns)
-        dt = dyns[0].T.dtype
-        self.bias = torch.zeros(P, H, n, n, dtype=dt)
-        self.T = torch.zeros(P, H, d, d, dtype=dt)
-        self.Wq = torch.zeros(P, H, dk, d, dtype=dt)
-        self.Wk = torch.zeros(P, H, dk, d, dtype=dt)
-        self.scale = torch.zeros(P, 1, 1, 1, dtype=dt)
-        for p, dy in enumerate(dyns):
-            if dy.n != n or dy.d != d:
-                raise ShapeError(f"cell {p} has (n, d) = ({dy.n}, {dy.d}), cell 0 ({n}, {d})", argument="dyns")
-            if (
-                dy.bias is None
-                or dy.abs_pe is not None
-                or dy.rope is not None
-                or dy.causal
-                or dy.normalization != "softmax"
-            ):
-                raise ParameterError(
-                    f"cell {p}: batched cells must be ring-kernel softmax dynamics without "
-                    "absolute PE, RoPE or causal mask",
-                    argument="dyns",
-                )
-            self.bias[p, : dy.H] = dy.bias
-            self.T[p, : dy.H] = dy.T
-            if dy.Wq is not None and dy.Wk is not None:
-                self.Wq[p, : dy.H, : dy.Wq.shape[1]] = dy.Wq
-                self.Wk[p, : dy.H, : dy.Wk.shape[1]] = dy.Wk
-                self.scale[p] = dy.beta / math.sqrt(dy.Wq.shape[1])
-        self.content = bool((self.scale != 0).any())
-        self.A0 = torch.softmax(self.bias, -1)
-
-    @contract(self=_BATCHED, X=Tensor("P n d"))
-    def mha(self, X: torch.Tensor) -> torch.Tensor:
-        """``MHA(X)_p`` ``(P, n, d)`` of every cell (the formula of :meth:`MHADynamics.mha`)."""
-        if self.content:
-            q = torch.einsum("phkd,pnd->phnk", self.Wq, X)
-            k = torch.einsum("phkd,pnd->phnk", self.Wk, X)
-            A = torch.softmax(self.bias + self.scale * (q @ k.transpose(-1, -2)), -1)
-        else:
-            A = self.A0
-        AX = A @ X[:, None]  # (P, H, n, d)
-        return (AX @ self.T.transpose(-1, -2)).sum(1)
-
-    @contract(self=_BATCHED, X=Tensor("P n d"))
-    def sphere_velocity(self, X: torch.Tensor) -> torch.Tensor:
-        """Tangent field of every cell (the formula of :meth:`MHADynamics.sphere_velocity`)."""
-        m = self._mha(X)
-        return m - (m * X).sum(-1, keepdim=True) / (X * X).sum(-1, keepdim=True) * X
-
-    # unchecked forms for simulate_cells' loop (states it built from a checked X0)
-    _mha = mha.__wrapped__
-    _sphere_velocity = sphere_velocity.__wrapped__
-
-
-def _unit_rows(X: torch.Tensor) -> torch.Tensor:
-    return X / torch.linalg.vector_norm(X, dim=-1, keepdim=True)
-
-
-@contract(
-    bd=_BATCHED,
-    X0=Tensor("P n d"),
-    dynamics=Choice(("sphere", "postnorm", "prenorm")),
-    steps=Int(lo=1),
-    dt=Float(lo=0.0),
-    eta=Float(lo=0.0),
-    save_every=Int(lo=1),
-)
-def simulate_cells(
-    bd: BatchedDynamics,
-    X0: torch.Tensor,
-    *,
-    dynamics: str,
-    steps: int,
-    dt: float = 0.05,
-    eta: float = 1.0,
-    save_every: int = 1,
-) -> tuple[np.ndarray, torch.Tensor]:
-    """Integrate all cells of ``bd`` from ``X0`` ``(P, n, d)``: ``sphere`` = RK4 of the sphere flow
-    (renormalised each step), ``postnorm`` / ``prenorm`` = ``steps`` layers (unit-sphere norm).
-    Returns ``(times (S,), states (S, P, n, d))`` (time units for the flow, layer indices for
-    stacks). Non-finite states raise :class:`SimulationDivergedError`."""
-    if dynamics not in ("sphere", "postnorm", "prenorm"):
-        raise ParameterError(
-            f"unknown dynamics {dynamics!r}; expected 'sphere', 'postnorm' or 'prenorm'", argument="dynamics"
-        )
-    X = X0.clone()
-    if dynamics in ("sphere", "postnorm"):
-        X = _unit_rows(X)
-    times, states = [0.0], [X]
-    for s in range(1, steps + 1):
-        if dynamics == "sphere":
-            f = bd._sphere_velocity
-            k1 = f(X)
-            k2 = f(X + 0.5 * dt * k1)
-            k3 = f(X + 0.5 * dt * k2)
-            k4 = f(X + dt * k3)
-            X = _unit_rows(X + dt / 6 * (k1 + 2 * k2 + 2 * k3 + k4))
-        elif dynamics == "postnorm":
-            X = _unit_rows(X + eta * bd._mha(X))
-        else:
-            X = X + eta * bd._mha(_unit_rows(X))
-        if s % save_every == 0 or s == steps:
-            if not bool(torch.isfinite(X).all()):
-                raise SimulationDivergedError(f"non-finite state at step {s}", argument="X0")
-            times.append(s * dt if dynamics == "sphere" else float(s))
-            states.append(X)
-    return np.asarray(times), torch.stack(states)
