@@ -99,8 +99,8 @@ def theorem_markdown(t) -> str:
             lines.append(f"- {note}")
     lines.append("")
     lines.append(
-        f"**Derivation** (`{t.derivation.__module__}.{t.derivation.__name__}`, sizes: {_sizes(t)}): "
-        + _check_names(t)[0]
+        # the public import path: theory.derivations re-exports the derive_* of its submodules
+        f"**Derivation** (`theory.derivations.{t.derivation.__name__}`, sizes: {_sizes(t)}): " + _check_names(t)[0]
     )
     lines.append("")
     if t.lemmas:

@@ -7,6 +7,8 @@ import pytest
 import sympy as sp
 
 from theory import derivations as dv
+from theory import derivations_spectral as dv_spectral
+from theory import derivations_walks as dv_walks
 from theory.registry import THEOREMS, get
 from theory.report import record
 from theory.symbolic import Check, Derivation
@@ -99,7 +101,7 @@ def test_fourier_reversed_sign_convention_fails():
 @pytest.mark.theorem("T1")
 def test_t1_catches_feature_major_kron(monkeypatch):
     real = dv.kron
-    monkeypatch.setattr(dv, "kron", lambda A, T: real(T, A))
+    monkeypatch.setattr(dv_walks, "kron", lambda A, T: real(T, A))
     D = dv.derive_t1(n=3, d=2)
     assert not D.passed
     assert any(not c.passed and c.name.startswith("SHA(X) = kron") for c in D.checks)
@@ -118,7 +120,7 @@ def test_t3_catches_transports_without_transpose(monkeypatch):
                 O[j][i] = O[i][j]
         return O, angles
 
-    monkeypatch.setattr(dv, "_metric_transports", broken)
+    monkeypatch.setattr(dv_spectral, "_metric_transports", broken)
     D = dv.derive_t3(n=2, d=2, counterexamples=False)
     failed = {c.name for c in D.failures()}
     assert any(name.startswith("1. Delta is pi-self-adjoint") for name in failed), D.summary()
@@ -127,7 +129,7 @@ def test_t3_catches_transports_without_transpose(monkeypatch):
 
 @pytest.mark.theorem("L2")
 def test_l2_catches_unnormalised_attention(monkeypatch):
-    monkeypatch.setattr(dv, "softmax_rows", lambda S, mask=(): S.applyfunc(sp.exp))
+    monkeypatch.setattr(dv_walks, "softmax_rows", lambda S, mask=(): S.applyfunc(sp.exp))
     assert not dv.derive_l2(n=2, d=1).passed
 
 
@@ -164,11 +166,13 @@ def test_t2_special_cases_use_the_definitions(monkeypatch):
     def weighted(As, Ts):
         return real_blocks(As, [T * (h + 1) for h, T in enumerate(Ts)])
 
-    monkeypatch.setattr(dv, "_head_blocks", weighted)
+    monkeypatch.setattr(dv_walks, "_head_blocks", weighted)
     failed = {c.name for c in dv.derive_t2(n=2, d=2, heads=2).failures()}
     assert any(n.startswith("cancelling heads (T_2=-T_1") for n in failed), failed
-    monkeypatch.setattr(dv, "_head_blocks", real_blocks)
-    monkeypatch.setattr(dv, "_gates", lambda As: [[[g * 2 for g in row] for row in rows] for rows in real_gates(As)])
+    monkeypatch.setattr(dv_walks, "_head_blocks", real_blocks)
+    monkeypatch.setattr(
+        dv_walks, "_gates", lambda As: [[[g * 2 for g in row] for row in rows] for rows in real_gates(As)]
+    )
     failed = {c.name for c in dv.derive_t2(n=2, d=2, heads=2).failures()}
     assert any(n.startswith("shared A across heads") for n in failed), failed
     assert any(n.startswith("gates are convex") for n in failed), failed

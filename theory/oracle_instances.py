@@ -1,0 +1,216 @@
+"""Oracle foundations: the :class:`Verdict` type, exact registered data -> float64 instances
+(:func:`build`) and the literal dense definitions of a connection walk (matrix, stationary law,
+null spaces, Dirichlet form) that the predicates of :mod:`theory.oracles` share.
+
+Imports neither torch nor numerics (see :mod:`theory.oracles`).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+
+EPS = float(np.finfo(np.float64).eps)
+
+
+@dataclass(frozen=True)
+class Verdict:
+    holds: bool
+    residual: float
+    tol: float
+    detail: str = ""
+    applicable: bool = True
+
+    def __bool__(self) -> bool:
+        return self.holds
+
+
+def _v(residual: float, tol: float, detail: str = "") -> Verdict:
+    r = float(residual)
+    return Verdict(bool(r <= tol), r, float(tol), detail)
+
+
+def _na(detail: str) -> Verdict:
+    return Verdict(True, 0.0, 0.0, detail, applicable=False)
+
+
+def _all(*vs: Verdict) -> Verdict:
+    """Conjunction: holds iff all hold; residual/tol of the worst (largest residual/tol) part."""
+    vs = [v for v in vs if v.applicable]  # type: ignore[assignment]
+    if not vs:
+        return _na("no part applicable")
+    worst = max(vs, key=lambda v: (not v.holds, v.residual / v.tol if v.tol > 0 else math.inf))
+    return Verdict(all(v.holds for v in vs), worst.residual, worst.tol, "; ".join(v.detail for v in vs if v.detail))
+
+
+# ---------------------------------------------------------------------------------------------
+# exact data -> float64 instances
+# ---------------------------------------------------------------------------------------------
+def q(v) -> Fraction:
+    """int / ``"p/q"`` string / Fraction -> Fraction (floats are refused: witnesses are exact)."""
+    if isinstance(v, bool):
+        raise TypeError(f"not an exact number: {v!r}")
+    if isinstance(v, (int, Fraction)):
+        return Fraction(v)
+    if isinstance(v, str):
+        return Fraction(v)
+    raise TypeError(f"not an exact number: {v!r}")
+
+
+def exact(a) -> Any:
+    """Nested lists of exact numbers -> nested lists of Fractions."""
+    if isinstance(a, (list, tuple)):
+        return [exact(x) for x in a]
+    return q(a)
+
+
+def arr(a) -> np.ndarray:
+    """Nested exact data (or floats / arrays) -> float64 array."""
+    if isinstance(a, np.ndarray):
+        return a.astype(np.float64)
+
+    def conv(x):
+        if isinstance(x, (list, tuple)):
+            return [conv(y) for y in x]
+        if isinstance(x, float):
+            return x
+        return float(q(x))
+
+    return np.asarray(conv(a), dtype=np.float64)
+
+
+def softmax_rows(S: np.ndarray) -> np.ndarray:
+    """Row softmax by its definition (max-shifted exponentials over their row sum); ``-inf`` masks."""
+    S = S - S.max(-1, keepdims=True)
+    E = np.exp(S)
+    return E / E.sum(-1, keepdims=True)
+
+
+def causal_scores(S: np.ndarray) -> np.ndarray:
+    n = S.shape[-1]
+    return np.where(np.triu(np.ones((n, n), bool), 1), -np.inf, S)
+
+
+def build(instance: Mapping[str, Any]) -> dict:
+    """Float64 instance from a witness's exact data (see the module docstring for the kinds)."""
+    kind = instance["kind"]
+    out: dict[str, Any] = {"kind": kind}
+    if kind == "walk":
+        out["P"], out["O"] = arr(instance["P"]), arr(instance["O"])
+        if "pi" in instance:
+            out["pi"] = arr(instance["pi"])
+    elif kind == "sha":
+        out["A"], out["T"] = arr(instance["A"]), arr(instance["T"])
+    elif kind == "sha_layers":
+        A, X, WV, WO = (arr(instance[k]) for k in ("A", "X", "W_V", "W_O"))
+        out.update(A=A, X=X, W_V=WV, W_O=WO)
+        out["T"] = WO @ WV if instance.get("layout", "column") == "column" else (WO @ WV).T
+        out["Y"] = A @ (X @ WV.T) @ WO.T  # nn.Linear: V = X W_Vᵀ, Y = A V W_Oᵀ
+    elif kind == "sha_reuse":
+        X0, X1, M, T = (arr(instance[k]) for k in ("X0", "X1", "M", "T"))
+        d = X0.shape[1]
+        out["A"] = softmax_rows(X0 @ M @ X0.T / math.sqrt(d))  # frozen at X0
+        out.update(T=T, X=X1)
+        out["Y"] = softmax_rows(X1 @ M @ X1.T / math.sqrt(d)) @ X1 @ T.T  # SHA(X1), attention at X1
+    elif kind == "mha":
+        out["As"], out["Ts"] = arr(instance["As"]), arr(instance["Ts"])
+        if "P" in instance:
+            out["P"] = arr(instance["P"])
+    elif kind == "softmax":
+        out["X"], out["M"] = arr(instance["X"]), arr(instance["M"])
+        out["mask"] = instance.get("mask")
+        for k in ("dk", "beta"):
+            if k in instance:
+                out[k] = arr(instance[k])
+    elif kind == "ring":
+        out["A0"], out["T"] = arr(instance["A0"]), arr(instance["T"])
+    else:
+        raise ValueError(f"instance: unknown kind {kind!r}")
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# walks: literal dense definitions
+# ---------------------------------------------------------------------------------------------
+def walk_view(inst: Mapping) -> tuple[np.ndarray, np.ndarray]:
+    """``(P, O)`` of a walk instance; a single head ``(A, T)`` is the walk ``P = A``, ``O_ij = T``."""
+    if "P" in inst and "O" in inst:
+        return np.asarray(inst["P"], float), np.asarray(inst["O"], float)
+    A, T = np.asarray(inst["A"], float), np.asarray(inst["T"], float)
+    n = A.shape[0]
+    return A, np.broadcast_to(T, (n, n, *T.shape)).copy()
+
+
+def dense_walk(P: np.ndarray, O: np.ndarray) -> np.ndarray:
+    """``W`` with block ``(i, j) = P_ij O_ij`` (token-major), by explicit block loops."""
+    n, d = P.shape[0], O.shape[-1]
+    W = np.zeros((n * d, n * d))
+    for i in range(n):
+        for j in range(n):
+            W[i * d : (i + 1) * d, j * d : (j + 1) * d] = P[i, j] * O[i, j]
+    return W
+
+
+def stationary(P: np.ndarray) -> np.ndarray:
+    """A solution of ``π P = π``, ``Σ π = 1`` (least squares on the stacked system)."""
+    n = P.shape[0]
+    M = np.vstack([P.T - np.eye(n), np.ones((1, n))])
+    rhs = np.zeros(n + 1)
+    rhs[-1] = 1.0
+    return np.linalg.lstsq(M, rhs, rcond=None)[0]
+
+
+def walk_pi(inst: Mapping, P: np.ndarray) -> np.ndarray:
+    return np.asarray(inst["pi"], float) if inst.get("pi") is not None else stationary(P)
+
+
+def null_space(M: np.ndarray, rel: float = 1e-9, scale: float | None = None) -> np.ndarray:
+    """Orthonormal basis (columns) of the numerical null space of ``M``: singular values
+    ``≤ rel·scale`` count as zero (``scale`` defaults to ``max(σ_max, 1)``)."""
+    if M.size == 0:
+        return np.eye(M.shape[1])
+    _, s, Vh = np.linalg.svd(M)
+    smax = scale if scale is not None else max(float(s[0]) if s.size else 0.0, 1.0)
+    rank = int((s > rel * smax).sum())
+    return Vh[rank:].T.conj()
+
+
+def _probes(nd: int, k: int = 3, seed: int = 0) -> np.ndarray:
+    return np.random.default_rng(seed).standard_normal((k, nd))
+
+
+def _pi_inner(x, y, pi, d):
+    return float(sum(pi[i] * x[i * d : (i + 1) * d] @ y[i * d : (i + 1) * d] for i in range(len(pi))))
+
+
+def _dirichlet(P, O, pi, x, d):
+    n = P.shape[0]
+    tot, mag = 0.0, 0.0
+    for i in range(n):
+        for j in range(n):
+            if P[i, j] == 0:
+                continue
+            r = x[i * d : (i + 1) * d] - O[i, j] @ x[j * d : (j + 1) * d]
+            tot += pi[i] * P[i, j] * (r @ r)
+            mag += (
+                pi[i]
+                * P[i, j]
+                * (
+                    x[i * d : (i + 1) * d] @ x[i * d : (i + 1) * d]
+                    + (O[i, j] @ x[j * d : (j + 1) * d]) ** 2 @ np.ones(d)
+                )
+            )
+    return tot / 2, mag
+
+
+def _spectrum_in(ev: np.ndarray, lo: float, hi: float, W: np.ndarray) -> Verdict:
+    nd = max(W.shape[0], 1)
+    t = 1e-9 * nd * max(1.0, float(np.linalg.norm(W, 2)) if W.size else 1.0)
+    im = float(np.abs(ev.imag).max()) if ev.size else 0.0
+    out = float(np.clip(np.maximum(lo - ev.real, ev.real - hi), 0, None).max()) if ev.size else 0.0
+    return _v(max(im, out), t, f"spec in [{lo:g}, {hi:g}]: max |Im| {im:.2e}, outside by {out:.2e}")

@@ -1,0 +1,205 @@
+"""Spectral / pattern oracles: the sheaf Laplacian spectrum and kernel (T5), softmax attention
+patterns (T4: triangle, symmetric-reversible, query bias, causal) and ring Fourier symbols (T6).
+
+Re-exported by :mod:`theory.oracles`; imports neither torch nor numerics.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .oracle_instances import (
+    EPS,
+    Verdict,
+    _all,
+    _na,
+    _v,
+    causal_scores,
+    dense_walk,
+    null_space,
+    softmax_rows,
+)
+from .oracle_walks import (
+    _match,
+    walk_dirichlet,
+    walk_self_adjoint,
+    walk_spectrum_interval,
+)
+
+
+def sha_laplacian(inst, params) -> Verdict:
+    return _all(walk_self_adjoint(inst, params), walk_spectrum_interval(inst, params), walk_dirichlet(inst, params))
+
+
+def _eig_count(T: np.ndarray, value: float) -> int:
+    """Geometric multiplicity of ``value`` (threshold relative to ``max(‖T‖₂, 1)``)."""
+    return int(
+        null_space(T - value * np.eye(T.shape[0]), rel=1e-9, scale=max(float(np.linalg.norm(T, 2)), 1.0)).shape[1]
+    )
+
+
+def t5_spectrum(inst, params) -> Verdict:
+    A, T = np.asarray(inst["A"], float), np.asarray(inst["T"], float)
+    lam = np.linalg.eigvals(A)
+    fix, minus = _eig_count(T, 1.0), _eig_count(T, -1.0)
+    want = np.array(
+        [1 + params["on_fix"] * la for la in lam] * fix + [1 + params["on_minus"] * la for la in lam] * minus
+    )
+    got = np.linalg.eigvals(np.eye(A.shape[0] * T.shape[0]) - np.kron(A, T))
+    return _v(_match(got, want), 1e-6, f"dim Fix T = {fix}, dim(−1) = {minus}; multiset distance")
+
+
+def t5_kernel(inst, params) -> Verdict:
+    A, T = np.asarray(inst["A"], float), np.asarray(inst["T"], float)
+    n, d = A.shape[0], T.shape[0]
+    K = null_space(np.eye(n * d) - np.kron(A, T))
+    F = null_space(T - np.eye(d), scale=max(float(np.linalg.norm(T, 2)), 1.0))
+    S = np.kron(np.ones((n, 1)), F) if F.size else np.zeros((n * d, 0))
+    joint = np.linalg.matrix_rank(np.hstack([K, S]), tol=1e-7) if (K.size or S.size) else 0
+    ok = K.shape[1] == S.shape[1] == joint
+    return Verdict(
+        ok, 0.0 if ok else 1.0, 0.0, f"dim ker Δ = {K.shape[1]}, dim 1⊗Fix T = {S.shape[1]}, joint rank {joint}"
+    )
+
+
+def _softmax_instance(inst, M: np.ndarray, *, causal: bool = False, beta=None):
+    X = np.asarray(inst["X"], float)
+    dk = float(inst["dk"]) if inst.get("dk") is not None else float(X.shape[1])
+    S = X @ M @ X.T / math.sqrt(dk)
+    if beta is not None:
+        S = S + beta[None, :]
+    if causal:
+        S = causal_scores(S)
+    return X, dk, S, softmax_rows(S)
+
+
+def t4_triangle(inst, params) -> Verdict:
+    M = np.asarray(inst["M"], float)
+    X, dk, S, A = _softmax_instance(inst, M)
+    n = X.shape[0]
+    Ma = (M - M.T) / 2
+    coef = params["sign"] * params["coefficient"] / math.sqrt(dk)
+    worst = 0.0
+    for i in range(n):
+        for j in range(i + 1, n):
+            for k in range(j + 1, n):
+                lhs = (
+                    math.log(A[i, j])
+                    + math.log(A[j, k])
+                    + math.log(A[k, i])
+                    - math.log(A[i, k])
+                    - math.log(A[k, j])
+                    - math.log(A[j, i])
+                )
+                rhs = coef * float((X[j] - X[i]) @ Ma @ (X[k] - X[i]))
+                worst = max(worst, abs(lhs - rhs) / (1 + float(np.abs(S).max())))
+    return _v(worst, 64 * EPS * n, "|log triangle ratio − stated form| / (1 + max|S|)")
+
+
+def t4_symmetric_reversible(inst, params) -> Verdict:
+    M = np.asarray(inst["M"], float)
+    Ms = (M + M.T) / 2
+    causal = inst.get("mask") == "causal"
+    X, dk, S, A = _softmax_instance(inst, Ms, causal=causal)
+    Sm = S - np.max(S[np.isfinite(S)])
+    D = np.exp(Sm).sum(-1)  # D_ii up to one common factor
+    pi = D / D.sum()
+    F = pi[:, None] * A
+    db = float(np.abs(F - F.T).max()) / float(F.max())
+    stat = float(np.abs(pi @ A - pi).max()) / float(pi.max())
+    t = 64 * EPS * X.shape[0]
+    return _all(_v(db, t, "symmetric M: π_i A_ij = π_j A_ji with π ∝ D_ii"), _v(stat, t, "π stationary"))
+
+
+def t4_query_bias(inst, params) -> Verdict:
+    M = np.asarray(inst["M"], float)
+    n = np.asarray(inst["X"]).shape[0]
+    beta = np.asarray(inst["beta"], float) if inst.get("beta") is not None else np.linspace(-1, 1, n)
+    X, dk, S, A = _softmax_instance(inst, (M + M.T) / 2, beta=beta)
+    c = float(S.max())
+    pi = np.exp(beta - beta.max()) * np.exp(S - c).sum(-1)
+    pi = pi / pi.sum()
+    F = pi[:, None] * A
+    return _v(
+        float(np.abs(F - F.T).max()) / float(F.max()),
+        64 * EPS * n,
+        "query bias: π_i ∝ e^{β_i} Σ_j e^{S_ij+β_j} balances A",
+    )
+
+
+def t4_causal(inst, params) -> Verdict:
+    M = np.asarray(inst["M"], float)
+    X, dk, S, A = _softmax_instance(inst, M, causal=True)
+    if X.shape[0] < 2:
+        return _na("n < 2")
+    one_way = bool(((A > 0) & (A.T == 0)).any())
+    return Verdict(one_way, 0.0 if one_way else 1.0, 0.0, "an edge with A_ij > 0 = A_ji (forces π_i = 0)")
+
+
+def _ring(inst) -> tuple[np.ndarray, np.ndarray]:
+    A0, T = np.asarray(inst["A0"], float), np.asarray(inst["T"], float)
+    return A0, T
+
+
+def ring_jacobian(A0: np.ndarray, T: np.ndarray) -> np.ndarray:
+    """``J = block(Σ_h A0^h_ij T_h) − I`` by block loops."""
+    H, n, _ = A0.shape
+    d = T.shape[-1]
+    W = np.zeros((n * d, n * d))
+    for h in range(H):
+        W += dense_walk(A0[h], np.broadcast_to(T[h], (n, n, d, d)))
+    return W - np.eye(n * d)
+
+
+def kernel_hat(a: np.ndarray, k: int, sign: int) -> complex:
+    """``â(k) = Σ_m a(m) e^{sign·2πikm/n}`` by its defining sum."""
+    n = a.shape[-1]
+    return complex(sum(a[m] * np.exp(sign * 2j * np.pi * k * m / n) for m in range(n)))
+
+
+def ring_symbol(A0: np.ndarray, T: np.ndarray, k: int, sign: int) -> np.ndarray:
+    return sum(kernel_hat(A0[h, 0], k, sign) * T[h] for h in range(A0.shape[0]))
+
+
+def t6_fourier(inst, params) -> Verdict:
+    A0, T = _ring(inst)
+    H, n, _ = A0.shape
+    d = T.shape[-1]
+    J = ring_jacobian(A0, T)
+    scale = max(1.0, float(np.linalg.norm(J, 2)))
+    worst = 0.0
+    for k in range(n):
+        phi = np.exp(2j * np.pi * k * np.arange(n) / n)
+        Mk = ring_symbol(A0, T, k, params["hat_sign"]) - params["shift"] * np.eye(d)
+        for a in range(d):
+            v = np.eye(d)[a]
+            worst = max(worst, float(np.abs(J @ np.kron(phi, v) - np.kron(phi, Mk @ v)).max()) / scale)
+    return _v(worst, 64 * EPS * n * H * d, "max_k ‖J(φ_k⊗v) − φ_k⊗(M(k) − shift·I)v‖ / ‖J‖")
+
+
+def t6_selection(inst, params) -> Verdict:
+    A0, T = _ring(inst)
+    n = A0.shape[-1]
+    sig = (
+        max(float(np.linalg.eigvals(ring_symbol(A0, T, k, params["hat_sign"])).real.max()) for k in range(n))
+        - params["shift"]
+    )
+    dense = float(np.linalg.eigvals(ring_jacobian(A0, T)).real.max())
+    return _v(abs(sig - dense) / max(1.0, abs(dense)), 1e-8, f"Re σ(k*) = {sig:.6g} vs max Re eig J = {dense:.6g}")
+
+
+def t6_rotating(inst, params) -> Verdict:
+    if inst.get("rho") is None:
+        return _na("no rotating-wave transport in this instance")
+    A0, T = _ring(inst)
+    rho, th = float(inst["rho"]), float(inst["theta"])
+    n = A0.shape[-1]
+    v = np.array([1.0, -1j])
+    worst = 0.0
+    for k in range(n):
+        M = ring_symbol(A0, T, k, params["hat_sign"])
+        sz = rho * np.exp(1j * th) * kernel_hat(A0[0, 0], k, params["hat_sign"])
+        worst = max(worst, float(np.abs((M - params["shift"] * np.eye(2)) @ v - (sz - params["shift"]) * v).max()))
+    return _v(worst / max(1.0, rho), 64 * EPS * n, "‖(M(k) − shift)(1, −i) − σ_z(k)(1, −i)‖")

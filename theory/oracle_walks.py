@@ -1,0 +1,387 @@
+"""Markov / walk oracles: every hypothesis predicate, and the conclusions about connection walks
+(T1 layout, T2 gated multi-head walks and the Kronecker criterion, T3 self-adjointness, spectrum,
+Dirichlet form, kernel, flat and scaled connections, block detailed balance).
+
+Re-exported by :mod:`theory.oracles`; imports neither torch nor numerics.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .oracle_instances import (
+    EPS,
+    Verdict,
+    _all,
+    _dirichlet,
+    _na,
+    _pi_inner,
+    _probes,
+    _spectrum_in,
+    _v,
+    dense_walk,
+    exact,
+    null_space,
+    walk_pi,
+    walk_view,
+)
+
+
+# ---------------------------------------------------------------------------------------------
+# hypotheses
+# ---------------------------------------------------------------------------------------------
+def stochastic(inst, params) -> Verdict:
+    P, _ = walk_view(inst)
+    return _v(np.abs(P.sum(-1) - 1).max(), 64 * EPS * P.shape[0], "max |Σ_j P_ij − 1|")
+
+
+def reversible(inst, params) -> Verdict:
+    P, _ = walk_view(inst)
+    pi = walk_pi(inst, P)
+    n = P.shape[0]
+    if pi.min() <= 1e-12 * max(pi.max(), 1e-300):
+        return Verdict(False, math.inf, 0.0, f"no positive π (min π = {pi.min():.2e})")
+    one_way = ((P > 0) & (P.T == 0)).any()
+    F = pi[:, None] * P
+    r = float(np.abs(F - F.T).max())
+    t = 1e3 * EPS * n * max(float(F.max()), 1e-300)
+    v = _v(r, t, "max |π_i P_ij − π_j P_ji|")
+    return Verdict(False, math.inf, t, "one-way edge") if one_way else v
+
+
+def orthogonal(inst, params) -> Verdict:
+    P, O = walk_view(inst)
+    d = O.shape[-1]
+    r = max((float(np.abs(O[i, j].T @ O[i, j] - np.eye(d)).max()) for i, j in zip(*np.nonzero(P))), default=0.0)
+    return _v(r, 64 * EPS * d * max(1.0, float(np.abs(O).max()) ** 2), "max ‖O_ijᵀO_ij − I‖ on the support")
+
+
+def transpose_compatible(inst, params) -> Verdict:
+    P, O = walk_view(inst)
+    two = (P > 0) & (P.T > 0)
+    r = max((float(np.abs(O[j, i] - O[i, j].T).max()) for i, j in zip(*np.nonzero(two))), default=0.0)
+    return _v(r, 64 * EPS * max(1.0, float(np.abs(O).max())), "max ‖O_ji − O_ijᵀ‖ on two-way edges")
+
+
+def orthogonal_involution(inst, params) -> Verdict:
+    T = np.asarray(inst["T"], float)
+    d = T.shape[0]
+    r = max(float(np.abs(T.T @ T - np.eye(d)).max()), float(np.abs(T - T.T).max()))
+    return _v(r, 64 * EPS * d * max(1.0, float(np.abs(T).max()) ** 2), "‖TᵀT − I‖, ‖T − Tᵀ‖")
+
+
+def full_support(inst, params) -> Verdict:
+    A = np.asarray(inst["A"], float)
+    return Verdict(bool((A > 0).all()), float((A <= 0).sum()), 0.0, "number of entries A_ij ≤ 0")
+
+
+def heads_stochastic(inst, params) -> Verdict:
+    As = np.asarray(inst["As"] if "As" in inst else inst["A0"], float)
+    neg = float(np.clip(-As, 0, None).max())
+    r = max(float(np.abs(As.sum(-1) - 1).max()), neg)
+    return _v(r, 64 * EPS * As.shape[-1], "max |Σ_j A^h_ij − 1|, negative entries")
+
+
+def p_is_head_mean(inst, params) -> Verdict:
+    As = np.asarray(inst["As"], float)
+    if inst.get("P") is None:
+        return _v(0.0, 0.0, "P = mean_h A^h (default)")
+    return _v(np.abs(np.asarray(inst["P"], float) - As.mean(0)).max(), 64 * EPS, "‖P − mean_h A^h‖")
+
+
+def softmax_full_support(inst, params) -> Verdict:
+    n = np.asarray(inst["X"]).shape[0]
+    ok = inst.get("mask") is None and n >= 3
+    return Verdict(ok, 0.0 if ok else 1.0, 0.0, f"mask={inst.get('mask')}, n={n}")
+
+
+def circulant(inst, params) -> Verdict:
+    A0 = np.asarray(inst["A0"], float)
+    n = A0.shape[-1]
+    idx = (np.arange(n)[None, :] - np.arange(n)[:, None]) % n
+    r = float(np.abs(A0 - A0[:, 0, :][:, idx]).max())
+    return _v(r, 0.0, "max |A0_ij − a((j−i) mod n)|")
+
+
+def t1_transport_layout(inst, params) -> Verdict:
+    if "W_O" not in inst:
+        return _na("no layer weights")
+    T, WO, WV = (np.asarray(inst[k], float) for k in ("T", "W_O", "W_V"))
+    return _v(
+        np.abs(T - WO @ WV).max(),
+        64 * EPS * WV.shape[0] * max(1.0, float(np.abs(WO).max() * np.abs(WV).max())),
+        "‖T − W_O W_V‖",
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# conclusions
+# ---------------------------------------------------------------------------------------------
+def stack(X: np.ndarray, stacking: str) -> np.ndarray:
+    if stacking == "token-major":
+        return X.reshape(-1)  # vec(Xᵀ): token i occupies entries i·d … (i+1)·d − 1
+    if stacking == "feature-major":
+        return X.T.reshape(-1)  # vec(X): feature k occupies entries k·n … (k+1)·n − 1
+    raise ValueError(f"stacking: unknown convention {stacking!r}")
+
+
+def t1_walk(inst, params) -> Verdict:
+    A, T, X = (np.asarray(inst[k], float) for k in ("A", "T", "X"))
+    Y = np.asarray(inst["Y"], float) if inst.get("Y") is not None else A @ X @ T.T
+    s = params["stacking"]
+    lhs = stack(Y, s)
+    rhs = np.kron(A, T) @ stack(X, s)
+    scale = max(1.0, float(np.abs(A).sum(-1).max() * np.abs(T).sum(-1).max() * np.abs(X).max()))
+    return _v(np.abs(lhs - rhs).max() / scale, 64 * EPS * A.shape[0] * T.shape[0], f"‖stack(Y) − (A⊗T) stack(X)‖ ({s})")
+
+
+def _match(got: np.ndarray, want: np.ndarray) -> float:
+    """Greedy multiset distance: each wanted value takes the nearest unused computed one."""
+    if got.size != want.size:
+        return math.inf
+    used = np.zeros(got.size, bool)
+    worst = 0.0
+    for w in want:
+        dist = np.where(used, np.inf, np.abs(got - w))
+        k = int(np.argmin(dist))
+        used[k] = True
+        worst = max(worst, float(dist[k]))
+    return worst
+
+
+def kron_spectrum(inst, params) -> Verdict:
+    A, T = np.asarray(inst["A"], float), np.asarray(inst["T"], float)
+    got = np.linalg.eigvals(np.kron(A, T))
+    want = np.array([la * mu for la in np.linalg.eigvals(A) for mu in np.linalg.eigvals(T)])
+    scale = max(1.0, float(np.linalg.norm(A, 2) * np.linalg.norm(T, 2)))
+    return _v(_match(got, want) / scale, 1e-6, "multiset distance spec(A⊗T) vs {λ_i μ_k}")
+
+
+def heads_B(As: np.ndarray, Ts: np.ndarray) -> np.ndarray:
+    """``B`` (n, n, d, d), ``B_ij = Σ_h A^h_ij T_h``, by loops."""
+    H, n, _ = As.shape
+    d = Ts.shape[-1]
+    B = np.zeros((n, n, d, d))
+    for h in range(H):
+        for i in range(n):
+            for j in range(n):
+                B[i, j] += As[h, i, j] * Ts[h]
+    return B
+
+
+def t2_gated_walk(inst, params) -> Verdict:
+    As, Ts = np.asarray(inst["As"], float), np.asarray(inst["Ts"], float)
+    H, n, _ = As.shape
+    P = np.asarray(inst["P"], float) if inst.get("P") is not None else As.mean(0)
+    B = heads_B(As, Ts)
+    scale = max(1.0, float(np.abs(Ts).max()) * H)
+    rows = float(np.abs(P.sum(-1) - 1).max())
+    gate_res, blk = 0.0, 0.0
+    for i in range(n):
+        for j in range(n):
+            tot = As[:, i, j].sum()
+            if P[i, j] == 0 or tot == 0:
+                blk = max(blk, float(np.abs(B[i, j]).max()) / scale)  # no O_ij can produce B_ij ≠ 0
+                continue
+            g = As[:, i, j] / tot
+            gate_res = max(gate_res, abs(g.sum() - 1), float(np.clip(-g, 0, None).max()))
+            O = H * sum(g[h] * Ts[h] for h in range(H))
+            blk = max(blk, float(np.abs(P[i, j] * O - B[i, j]).max()) / scale)
+    t = 64 * EPS * H * n
+    return _all(_v(rows, t, "P row sums"), _v(gate_res, t, "gates convex"), _v(blk, t, "P_ij O_ij = B_ij"))
+
+
+def _rearranged(B: np.ndarray) -> np.ndarray:
+    n = B.shape[0]
+    return np.stack([B[i, j].reshape(-1) for i in range(n) for j in range(n)])  # rows vec(B_ij)
+
+
+def kronecker_constant(B: np.ndarray) -> tuple[bool, float]:
+    """``(constant, miss)``: is ``B = P ⊗ T`` with ``P ≥ 0`` (nearest-Kronecker miss ≤ 1e-9·‖B‖_F,
+    Van Loan rearrangement, and the leading factor of one sign)?"""
+    normB = max(float(np.linalg.norm(B)), 1e-300)
+    U, s, Vh = np.linalg.svd(_rearranged(B), full_matrices=False)
+    miss = float(np.sqrt((s[1:] ** 2).sum()))
+    thr = 1e-9 * normB
+    p = U[:, 0] * s[0]
+    p = p if p.sum() >= 0 else -p
+    return bool(miss <= thr and float(p.min()) >= -thr), miss
+
+
+def t2_constant_criterion(inst, params) -> Verdict:
+    As, Ts = np.asarray(inst["As"], float), np.asarray(inst["Ts"], float)
+    B = heads_B(As, Ts)
+    n = B.shape[0]
+    thr = 1e-9 * max(float(np.linalg.norm(B)), 1e-300)
+    kron_const, miss = kronecker_constant(B)
+    TS = Ts.sum(0)
+    tt = float((TS * TS).sum())
+    worst, cmin = 0.0, 0.0
+    for i in range(n):
+        for j in range(n):
+            c = float((B[i, j] * TS).sum()) / tt if tt > 0 else 0.0
+            worst = max(worst, float(np.linalg.norm(B[i, j] - c * TS)))
+            cmin = min(cmin, c)
+    crit = worst <= thr and cmin >= -thr
+    return Verdict(
+        kron_const == crit,
+        0.0 if kron_const == crit else 1.0,
+        0.0,
+        f"nearest-Kronecker miss {miss:.2e} (constant: {kron_const}); multiples of T_Σ: {crit}",
+    )
+
+
+def t2_counterexample(inst, params) -> Verdict:
+    """Instance-free: the registered numbers of T2's counterexample, recomputed from its data."""
+    import mpmath
+    import sympy
+
+    A1, A2, T1, T2 = (exact(params[k]) for k in ("A1", "A2", "T1", "T2"))
+    B = [
+        [[[A1[i][j] * T1[a][b] + A2[i][j] * T2[a][b] for b in range(2)] for a in range(2)] for j in range(2)]
+        for i in range(2)
+    ]
+    stated = [B[0][0] == exact(params["B11"]), B[0][1] == exact(params["B12"])]
+    v1 = [x for r in B[0][0] for x in r]
+    v2 = [x for r in B[0][1] for x in r]
+    rank2 = any(v1[a] * v2[b] - v1[b] * v2[a] != 0 for a in range(4) for b in range(a + 1, 4))
+    with mpmath.workdps(40):
+        R = mpmath.matrix(
+            [[mpmath.mpf(x.numerator) / x.denominator for r in B[i][j] for x in r] for i in range(2) for j in range(2)]
+        )
+        s = mpmath.svd_r(R, compute_uv=False)
+        sv = sorted((s[k] for k in range(len(s))), reverse=True)
+        miss = mpmath.sqrt(sum(x**2 for x in sv[1:]))
+        closed = mpmath.mpf(str(sympy.N(sympy.sympify(params["miss_exact"]), 45)))
+        exact_res = float(abs(miss - closed))
+    rounded_res = abs(float(miss) - float(params["miss"]))
+    half_ulp = 0.5 * 10.0 ** (-int(params["digits"]))
+    detail = f"miss = {mpmath.nstr(miss, 15)}; stated {params['miss']} ({params['digits']} decimals), exact {params['miss_exact']}"
+    return _all(
+        Verdict(all(stated), 0.0 if all(stated) else 1.0, 0.0, "stated B_11, B_12"),
+        Verdict(rank2, 0.0 if rank2 else 1.0, 0.0, "B_11, B_12 linearly independent"),
+        _v(exact_res, 1e-30, detail),
+        _v(rounded_res, half_ulp, "rounded value"),
+    )
+
+
+def walk_self_adjoint(inst, params) -> Verdict:
+    P, O = walk_view(inst)
+    pi = walk_pi(inst, P)
+    d = O.shape[-1]
+    S = np.kron(np.diag(pi), np.eye(d)) @ (np.eye(P.shape[0] * d) - dense_walk(P, O))
+    return _v(
+        np.abs(S - S.T).max() / max(float(np.abs(S).max()), 1e-300),
+        64 * EPS * S.shape[0],
+        "‖(diag π ⊗ I)Δ − ((diag π ⊗ I)Δ)ᵀ‖ / ‖·‖",
+    )
+
+
+def walk_spectrum_interval(inst, params) -> Verdict:
+    P, O = walk_view(inst)
+    W = dense_walk(P, O)
+    return _spectrum_in(np.linalg.eigvals(np.eye(W.shape[0]) - W), float(params["lo"]), float(params["hi"]), W)
+
+
+def walk_dirichlet(inst, params, *, correction: float = 0.0) -> Verdict:
+    P, O = walk_view(inst)
+    pi = walk_pi(inst, P)
+    d = O.shape[-1]
+    W = dense_walk(P, O)
+    worst = 0.0
+    for x in _probes(W.shape[0]):
+        lhs = _pi_inner(x, x - W @ x, pi, d)
+        E, mag = _dirichlet(P, O, pi, x, d)
+        nx = _pi_inner(x, x, pi, d)
+        worst = max(worst, abs(lhs - E - correction * nx) / max(mag + nx, 1e-300))
+    return _v(worst, 64 * EPS * W.shape[0] * P.shape[0], "|<x,Δx>_π − Dirichlet| / scale over 3 probes")
+
+
+def _constraints(P: np.ndarray, O: np.ndarray) -> np.ndarray:
+    n, d = P.shape[0], O.shape[-1]
+    rows = []
+    for i, j in zip(*np.nonzero(P)):
+        C = np.zeros((d, n * d))
+        C[:, i * d : (i + 1) * d] += np.eye(d)
+        C[:, j * d : (j + 1) * d] -= O[i, j]
+        rows.append(C)
+    return np.vstack(rows) if rows else np.zeros((0, n * d))
+
+
+def walk_kernel_parallel(inst, params) -> Verdict:
+    P, O = walk_view(inst)
+    Dl = np.eye(P.shape[0] * O.shape[-1]) - dense_walk(P, O)
+    C = _constraints(P, O)
+    K, Z = null_space(Dl), null_space(C)
+    r1 = float(np.linalg.norm(Dl @ Z, 2)) / max(float(np.linalg.norm(Dl, 2)), 1.0) if Z.size else 0.0
+    r2 = float(np.linalg.norm(C @ K, 2)) / max(float(np.linalg.norm(C, 2)), 1.0) if K.size and C.size else 0.0
+    same = K.shape[1] == Z.shape[1]
+    return Verdict(
+        same and max(r1, r2) <= 1e-7,
+        max(r1, r2) if same else math.inf,
+        1e-7,
+        f"dim ker Δ = {K.shape[1]}, dim parallel sections = {Z.shape[1]}",
+    )
+
+
+def walk_flat(inst, params) -> Verdict:
+    if inst.get("R") is None:
+        return _na("no flat connection in this instance")
+    P, O = walk_view(inst)
+    R = np.asarray(inst["R"], float)
+    n, d = R.shape[0], R.shape[-1]
+    Dl = np.eye(n * d) - dense_walk(P, O)
+    Rb = np.zeros((n * d, n * d))
+    for i in range(n):
+        Rb[i * d : (i + 1) * d, i * d : (i + 1) * d] = R[i]
+    form = float(np.abs(Dl - Rb @ np.kron(np.eye(n) - P, np.eye(d)) @ Rb.T).max())
+    kdim = null_space(Dl).shape[1]
+    want = int(params["kernel_dim_per_d"]) * d
+    return _all(
+        _v(form, 64 * EPS * n * d, "‖Δ − R((I−P)⊗I)Rᵀ‖"),
+        Verdict(kdim == want, abs(kdim - want), 0.0, f"dim ker Δ = {kdim}, stated {want}"),
+    )
+
+
+def walk_scaled(inst, params) -> Verdict:
+    if inst.get("s") is None:
+        return _na("no scale in this instance")
+    P, O = walk_view(inst)
+    s = float(inst["s"])
+    sc = dict(inst, O=s * O)
+    sc.pop("A", None)
+    W = dense_walk(P, s * O)
+    return _all(
+        _spectrum_in(np.linalg.eigvals(np.eye(W.shape[0]) - W), 1 - s, 1 + s, W),
+        walk_dirichlet(dict(sc, P=P), {}, correction=(1 - s * s) / 2),
+    )
+
+
+def block_detailed_balance(inst, params) -> Verdict:
+    """Gauge-free detailed balance on the blocks ``B_ij = P_ij O_ij``: some ``π > 0`` with
+    ``π_i B_ij = π_j B_jiᵀ``. On a connected support the ratios ``π_j/π_i = ‖B_ij‖/‖B_ji‖`` along a
+    spanning tree (breadth first from 0) are forced; the candidate is then checked on every block
+    (and a one-way edge, ``B_ij ≠ 0 = B_ji``, is a certain failure)."""
+    P, O = walk_view(inst)
+    n = P.shape[0]
+    B = P[:, :, None, None] * O
+    N = np.linalg.norm(B, axis=(-1, -2))
+    if ((N > 0) & (N.T == 0)).any():
+        return Verdict(False, math.inf, 0.0, "one-way block")
+    pi = np.full(n, np.nan)
+    pi[0] = 1.0
+    queue = [0]
+    while queue:
+        i = queue.pop(0)
+        for j in range(n):
+            if np.isnan(pi[j]) and N[i, j] > 0:
+                pi[j] = pi[i] * N[i, j] / N[j, i]
+                queue.append(j)
+    if np.isnan(pi).any():
+        return _na("support of B not connected")
+    G = pi[:, None, None, None] * B
+    r = float(np.abs(G - np.swapaxes(np.swapaxes(G, 0, 1), -1, -2)).max()) / max(float(np.abs(G).max()), 1e-300)
+    norms = float(np.abs(pi[:, None] * N - (pi[:, None] * N).T).max()) / max(float((pi[:, None] * N).max()), 1e-300)
+    return _v(r, 64 * EPS * n * O.shape[-1], f"π_i B_ij = π_j B_jiᵀ (norms balanced to {norms:.1e})")
