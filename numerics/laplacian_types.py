@@ -1,0 +1,166 @@
+"""The result type of :func:`numerics.laplacian.diagnose`: :class:`LaplacianDiagnostics` (every T3
+check of one walk batch, with its summary table / dict forms), the check names ``CHECK_NAMES`` and
+:func:`format_spectrum` (the compact eigenvalue listing it prints). Re-exported by
+:mod:`numerics.laplacian`, under whose names they are documented and registered."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import torch
+
+from numerics.contracts import Int, Tensor, contract
+from numerics.laplacian_checks import Check
+
+CHECK_NAMES = (
+    "stochastic",
+    "positive_stationary",
+    "detailed_balance",
+    "block_detailed_balance",
+    "orthogonal",
+    "transpose_symmetric",
+    "metric_compatible",
+    "scaled_isometry",
+    "self_adjoint",
+    "spectrum_interval",
+    "spectrum_disk",
+    "spectrum_scaled",
+    "dirichlet",
+    "kernel_parallel",
+    "flat",
+)
+
+
+@dataclass
+class LaplacianDiagnostics:
+    r"""All T3 conditions of one walk (batch). See the module docstring for the definitions.
+
+    Fields that are :class:`Check`: ``stochastic``, ``positive_stationary``, ``detailed_balance``,
+    ``block_detailed_balance``, ``orthogonal``, ``transpose_symmetric``, ``metric_compatible``,
+    ``scaled_isometry``, ``self_adjoint``, ``spectrum_interval`` (real, in ``[0, 2]``),
+    ``spectrum_disk`` (``|z − 1| ≤ 1``), ``spectrum_scaled`` (real, in ``[1 − s, 1 + s]`` with the
+    gauge-free scale ``s``; fails when ``scaled_isometry`` fails), ``dirichlet``, ``kernel_parallel``,
+    ``flat``. Data: ``pi`` ``(..., n)`` (walk gauge), ``pi_unique``,
+    ``block_pi`` ``(..., n)`` (gauge-free), ``rho`` (Perron root of P), ``scale`` (gauge-free
+    scaled-isometry scale ``s``), ``transport_scale`` (common ``‖O_ij‖_F/√d`` in the walk gauge,
+    NaN if not common), ``spectrum`` ``(..., nd)`` complex eigenvalues of Δ (None if skipped),
+    ``kernel_dim``, ``parallel_dim``, ``n_components`` (weakly connected components of the support).
+    """
+
+    stochastic: Check
+    positive_stationary: Check
+    detailed_balance: Check
+    block_detailed_balance: Check
+    orthogonal: Check
+    transpose_symmetric: Check
+    metric_compatible: Check
+    scaled_isometry: Check
+    self_adjoint: Check
+    spectrum_interval: Check
+    spectrum_disk: Check
+    spectrum_scaled: Check
+    dirichlet: Check
+    kernel_parallel: Check
+    flat: Check
+    pi: torch.Tensor
+    pi_unique: torch.Tensor
+    block_pi: torch.Tensor
+    rho: torch.Tensor
+    scale: torch.Tensor
+    transport_scale: torch.Tensor
+    spectrum: torch.Tensor | None
+    kernel_dim: torch.Tensor | None
+    parallel_dim: torch.Tensor | None
+    n_components: torch.Tensor
+    n: int
+    d: int
+    extra: dict = field(default_factory=dict)
+
+    def checks(self) -> dict[str, Check]:
+        return {name: getattr(self, name) for name in CHECK_NAMES}
+
+    def hypotheses_t3(self) -> torch.Tensor:
+        """(a) ∧ (b) ∧ (c): stochastic, reversible with a positive π, metric-compatible."""
+        return (
+            self.stochastic.holds
+            & self.positive_stationary.holds
+            & self.detailed_balance.holds
+            & self.metric_compatible.holds
+        )
+
+    def conclusions_t3(self) -> torch.Tensor:
+        """Items 1–4 of T3: π-self-adjoint, real spectrum in [0, 2], Dirichlet, ker = parallel.
+
+        (The Dirichlet identity is the walk-gauge one with the scaled-isometry correction.)"""
+        return (
+            self.self_adjoint.holds & self.spectrum_interval.holds & self.dirichlet.holds & self.kernel_parallel.holds
+        )
+
+    def is_connection_laplacian(self) -> torch.Tensor:
+        """Gauge-free T3 form: ``B_ij = p_ij Q_ij`` with ``Σ_j p_ij = 1``, ``Q`` orthogonal and
+        ``π_i B_ij = π_j B_jiᵀ`` for some ``π > 0`` (scale 1)."""
+        one = (self.scale - 1).abs() <= self.scaled_isometry.tol * 4
+        return self.scaled_isometry.holds & one & self.block_detailed_balance.holds
+
+    def failing(self, index: tuple = ()) -> list[str]:
+        """Names of the checks that do not hold (for batch element ``index``)."""
+        return [k for k, c in self.checks().items() if not bool(c.holds[index])]
+
+    def summary(self, index: tuple = ()) -> str:
+        """A fixed-width table for batch element ``index``."""
+        lines = [f"{'condition':<24}{'holds':<7}{'residual':>12}  {'tol':>9}  reason"]
+        for k, c in self.checks().items():
+            r = c.residual[index].item()
+            lines.append(f"{k:<24}{bool(c.holds[index])!s:<7}{r:>12.3e}  {c.tol:>9.1e}  {c.reason or ''}")
+        s = self.scale[index].item()
+        lines.append(
+            f"scale s = {s:.6g}; rho = {self.rho[index].item():.6g}; pi unique = {bool(self.pi_unique[index])}"
+        )
+        if self.spectrum is not None:
+            ev = self.spectrum[index]
+            lines.append("spectrum of Δ: " + format_spectrum(ev))
+        return "\n".join(lines)
+
+    def as_dict(self, index: tuple = ()) -> dict:
+        out = {}
+        for k, c in self.checks().items():
+            out[k] = {
+                "holds": bool(c.holds[index]),
+                "residual": float(c.residual[index]),
+                "tol": c.tol,
+                "reason": c.reason,
+            }
+        out["scale"] = float(self.scale[index])  # type: ignore[assignment]
+        out["pi"] = self.pi[index].detach().cpu().tolist()  # type: ignore[assignment]
+        return out
+
+
+@contract(
+    ev=Tensor("...", dtype="complex", group=None),
+    digits=Int(lo=0),
+    max_items=Int(lo=1),
+    name="numerics.laplacian.format_spectrum",
+)
+def format_spectrum(ev: torch.Tensor, digits: int = 4, max_items: int = 12) -> str:
+    """``{a, b±ci, ...}``: eigenvalues rounded, conjugate pairs merged, sorted by real part."""
+    ev = ev.detach().cpu().to(torch.complex128).reshape(-1)
+    items: list[str] = []
+    q = 10.0 ** (-digits)
+    vals = sorted(ev.tolist(), key=lambda z: (round(z.real / q) * q, round(z.imag / q) * q))
+    for z in vals:
+        re, im = round(z.real, digits) + 0.0, round(z.imag, digits) + 0.0
+        if abs(im) < q:
+            items.append(f"{re:g}")
+        elif im > 0:
+            items.append(f"{re:g}±{im:g}i")
+    # collapse repeats
+    out: list[str] = []
+    for it in items:
+        if out and out[-1].split("×")[0] == it:
+            base, _, cnt = out[-1].partition("×")
+            out[-1] = f"{base}×{int(cnt or 1) + 1}"
+        else:
+            out.append(it)
+    if len(out) > max_items:
+        out = out[:max_items] + ["…"]
+    return "{" + ", ".join(out) + "}"
