@@ -234,6 +234,19 @@ def render_markdown(rows: list[StatResult], config: dict, figures: list[str], no
     return "\n".join(parts)
 
 
+def _inside_report(obj, tmp: Path):
+    """Paths of files drawn into the temporary directory, made relative to the report (the temporary
+    directory is renamed away, so its absolute paths would point at nothing)."""
+    prefix = str(tmp) + os.sep
+    if isinstance(obj, str):
+        return obj[len(prefix) :] if obj.startswith(prefix) else obj
+    if isinstance(obj, dict):
+        return {k: _inside_report(v, tmp) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_inside_report(v, tmp) for v in obj]
+    return obj
+
+
 def write_report(
     out: str | os.PathLike,
     rows: list[StatResult],
@@ -255,6 +268,7 @@ def write_report(
         payload = {"schema": SCHEMA, "config": config, "rows": [r.as_dict() for r in rows], "verdicts": list(VERDICTS)}
         if extra_json:
             payload.update(extra_json)
+        payload = _inside_report(payload, tmp)
         with open(tmp / "results.json", "w", encoding="utf-8") as fh:
             json.dump(_json_safe(payload), fh, indent=1, ensure_ascii=False, allow_nan=False)
         with open(tmp / "report.md", "w", encoding="utf-8") as fh:
