@@ -4,7 +4,8 @@
                            [--mutants NAME ...] [--survivors]
 
 MODULE is a table name of mutation/targets.toml (walk, attention, graphs, patterns, laplacian,
-derivations); none = all, in that order. Each module runs in its own work copy
+laplacian_checks, laplacian_dense, markov, derivations, derivations_walks, derivations_spectral);
+none = all, in the order the file lists them. Each module runs in its own work copy
 mutation/work/<module>/ (git-ignored; mutmut keeps its results there, so a second run only tests
 what is new: ``--fresh`` starts over). After each run the score is printed and the surviving
 mutants (with their diffs) are written to mutation/survivors/<module>.txt.
@@ -30,7 +31,12 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 HERE = ROOT / "mutation"
-ORDER = ["walk", "attention", "graphs", "patterns", "laplacian", "derivations"]
+
+
+def order() -> list[str]:
+    """Target names in the order mutation/targets.toml lists them."""
+    return [k for k in load_targets() if k != "common"]
+
 
 KILLED = {1: "killed", 3: "killed"}
 TIMEOUT = {36, 24, -24, 152, 255}
@@ -109,7 +115,7 @@ def env() -> dict:
 
 def run_mutmut(work: Path, max_children: int, mutants: list[str]) -> float:
     t0 = time.time()
-    cmd = [sys.executable, "-m", "mutmut", "run", "--max-children", str(max_children), *mutants]
+    cmd = [sys.executable, str(HERE / "mutmut_entry.py"), "run", "--max-children", str(max_children), *mutants]
     print("+ (cd", os.path.relpath(work, ROOT), "&&", " ".join(cmd[1:]) + ")", flush=True)
     proc = subprocess.run(cmd, cwd=work, env=env())
     if proc.returncode:
@@ -129,6 +135,8 @@ def diffs(work: Path, names: list[str]) -> dict[str, str]:
         return {}
     code = (
         "import json, sys\n"
+        f"sys.path.insert(0, {str(HERE)!r})\n"
+        "import mutmut_entry  # same mutation rules as the run\n"
         "from mutmut.mutation.diff_apply import get_diff_for_mutant\n"
         "names = json.load(sys.stdin)\n"
         "out = {}\n"
@@ -212,7 +220,7 @@ def score(name: str, spec: dict, work: Path, equivalent: dict[str, str]) -> dict
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("modules", nargs="*", help=f"targets (default: all): {', '.join(ORDER)}")
+    ap.add_argument("modules", nargs="*", help=f"targets (default: all): {', '.join(order())}")
     ap.add_argument("--max-children", type=int, default=2)
     ap.add_argument("--fresh", action="store_true", help="discard earlier results of these modules")
     ap.add_argument("--report-only", action="store_true", help="print the table from the last run")
@@ -225,10 +233,10 @@ def main(argv=None) -> int:
     a = ap.parse_args(argv)
     targets = load_targets()
     common = targets["common"]
-    mods = a.modules or ORDER
+    mods = a.modules or order()
     bad = [m for m in mods if m not in targets or m == "common"]
     if bad:
-        ap.error(f"unknown module(s) {bad}; known: {', '.join(ORDER)}")
+        ap.error(f"unknown module(s) {bad}; known: {', '.join(order())}")
     equivalent = load_equivalent()
     rows = []
     for m in mods:

@@ -66,7 +66,13 @@ from numerics.kernels import (
     validate_kernels,
     validate_transports,
 )
-from numerics.stacks import StackSelection, discrete_selection, effective_time, prenorm_layer_steps
+from numerics.stacks import (
+    StackSelection,
+    discrete_selection,
+    effective_time,
+    postnorm_layer_step,
+    prenorm_layer_steps,
+)
 from numerics.tolerance import tol
 from numerics.validate import (
     as_tensor,
@@ -111,6 +117,7 @@ __all__ = [
     "StackSelection",
     "discrete_selection",
     "effective_time",
+    "postnorm_layer_step",
     "prenorm_layer_steps",
     "canonical_pattern",
     "distinct_patterns",

@@ -37,12 +37,23 @@ def effective_time(scheme: str, eta: float, layers: int) -> float:
     * ``"euler"`` ``x ← x + η f(x)``: ``τ = ηL``."""
     _check_eta(eta)
     if scheme == "postnorm":
-        return eta / (1 + eta) * layers
+        return postnorm_layer_step(eta) * layers
     if scheme == "prenorm":
         return float(prenorm_layer_steps(eta, layers).sum().item())
     if scheme == "euler":
         return eta * layers
     raise ParameterError(f"unknown scheme {scheme!r}; expected 'postnorm', 'prenorm' or 'euler'", argument="scheme")
+
+
+@contract(eta=Float(lo=0.0), name="numerics.patterns.postnorm_layer_step")
+def postnorm_layer_step(eta: float) -> float:
+    r"""Post-norm step time ``h = η/(1+η)`` (the same for every layer).
+
+    The one definition of the post-norm step: ``x ← norm(x + η MHA(x))`` multiplies a relative tangent
+    perturbation by ``(1 + ημ)/(1 + η) = 1 + h(μ − 1)`` per layer (:func:`effective_time`,
+    :func:`discrete_selection` and the E5 paper check's exponents use it)."""
+    _check_eta(eta)
+    return eta / (1 + eta)
 
 
 @contract(eta=Float(lo=0.0), layers=Int(lo=0), first=Int(lo=0), name="numerics.patterns.prenorm_layer_steps")
@@ -139,7 +150,7 @@ def discrete_selection(
     n = a.shape[1]
     mu = torch.linalg.eigvals(torch.einsum("hk,hab->kab", kernel_hat(a), T.to(torch.complex128)))
     if scheme == "postnorm":
-        h = eta / (1 + eta)
+        h = postnorm_layer_step(eta)
         lg = layers * torch.log(torch.abs(1 + h * (mu - 1)))
     elif scheme == "euler":
         lg = layers * torch.log(torch.abs(1 + eta * (mu - 1)))

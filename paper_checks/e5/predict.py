@@ -9,7 +9,7 @@ import torch
 
 from numerics.classify import Thresholds
 from numerics.errors import ParameterError
-from numerics.patterns import distinct_patterns, prenorm_layer_steps, signed_wavenumbers, symbol
+from numerics.patterns import distinct_patterns, postnorm_layer_step, prenorm_layer_steps, signed_wavenumbers, symbol
 from numerics.tolerance import tol
 from paper_checks.e5.cells import C_CLUSTER, C_COEXISTING, C_STANDING, C_STATIONARY, C_TRAVELLING, DYNAMICS
 
@@ -47,7 +47,7 @@ def _exponents(mu: torch.Tensor, dynamics: str, eta: float, layers: int, first: 
     if dynamics in ("sphere", "flow"):
         return mu - 1
     if dynamics == "postnorm":
-        h = eta / (1 + eta)
+        h = postnorm_layer_step(eta)
         return _annihilated(torch.log(1 + h * (mu - 1)))
     if dynamics == "prenorm":
         acc = torch.zeros_like(mu)

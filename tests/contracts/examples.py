@@ -303,6 +303,7 @@ def _examples():
         lambda: {"ks": [1, 7], "sig": [0.1 + 0.2j, 0.1 - 0.2j], "n": 8, "tie_tol": 1e-9},
     )
     E["numerics.patterns.prenorm_layer_steps"] = (pt.prenorm_layer_steps, lambda: {"eta": 0.5, "layers": 4})
+    E["numerics.patterns.postnorm_layer_step"] = (pt.postnorm_layer_step, lambda: {"eta": 0.5})
     E["numerics.patterns.effective_time"] = (pt.effective_time, lambda: {"scheme": "prenorm", "eta": 0.5, "layers": 5})
     # simulate
     E["numerics.simulate.MHADynamics"] = (sm.MHADynamics, lambda: {"transports": transports(), "kernels": kernels()})

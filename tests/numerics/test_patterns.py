@@ -466,6 +466,33 @@ def test_prenorm_layer_steps_match_the_residual_amplitude_ratio_exactly():
     assert e.value.argument == "eta"
 
 
+def test_postnorm_layer_step_matches_the_normalised_layer_gain_exactly():
+    """h is the relative gain of one post-norm layer: x ← (x + ηMx)/(1 + η) multiplies a tangent
+    perturbation by (1 + ημ)/(1 + η) = 1 + h(μ − 1). Oracle: that ratio in exact Fractions; and the
+    stack's effective time and E5's post-norm exponent read the same h."""
+    import cmath
+    from fractions import Fraction
+
+    from numerics.patterns import effective_time, postnorm_layer_step
+    from paper_checks.e5.predict import _exponents
+
+    for eta, mu in [
+        (Fraction(1, 2), Fraction(7, 3)),
+        (Fraction(3), Fraction(-2, 5)),
+        (Fraction(1, 10), Fraction(11, 10)),
+    ]:
+        exact = ((1 + eta * mu) / (1 + eta) - 1) / (mu - 1)
+        h = postnorm_layer_step(float(eta))
+        assert h == pytest.approx(float(exact), rel=2 * np.finfo(float).eps)
+        assert effective_time("postnorm", float(eta), 7) == pytest.approx(7 * float(exact), rel=4 * np.finfo(float).eps)
+        z = torch.tensor([complex(float(mu), 0.3)], dtype=torch.complex128)
+        ref = cmath.log((1 + float(eta) * z[0].item()) / (1 + float(eta)))
+        assert abs(_exponents(z, "postnorm", float(eta), 5)[0].item() - ref) <= 8 * np.finfo(float).eps
+    with pytest.raises(ParameterError) as e:
+        postnorm_layer_step(-1.0)
+    assert e.value.argument == "eta"
+
+
 # ------------------------------------------------------------------ bad input
 def test_bad_input_is_refused_with_named_errors():
     T = torch.eye(2, dtype=F64)[None]

@@ -193,6 +193,12 @@ def test_prenorm_resampling_is_linear_interpolation_between_layers():
     ref = np.stack([[np.interp(grid, tau, states[:, i, c].numpy()) for c in range(3)] for i in range(5)])
     np.testing.assert_allclose(res.numpy(), ref.transpose(2, 0, 1), rtol=0, atol=1e-13)
     assert res.dtype == F64
+    # second oracle: scipy's degree-1 B-spline through the layers (what the docstring compares against)
+    from scipy.interpolate import make_interp_spline
+
+    spline = make_interp_spline(tau[6:21], states[6:21].numpy(), k=1, axis=0)(grid)
+    scale = np.abs(spline).max()
+    assert np.abs(res.numpy() - spline).max() <= 8 * np.finfo(np.float64).eps * scale
 
 
 def test_shim_module_keeps_the_old_import_path():

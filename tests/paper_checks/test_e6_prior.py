@@ -232,6 +232,23 @@ def test_digits_split_is_stratified_and_disjoint():
     np.testing.assert_array_equal(again["y_test"], data["y_test"])
 
 
+def test_stratified_test_mask_matches_sklearn_class_counts():
+    """Oracle: sklearn's stratified train_test_split holds out the same number of images per class
+    (within one, its rounding is _approximate_mode) — a different partition, the same stratification."""
+    from sklearn.datasets import load_digits
+    from sklearn.model_selection import train_test_split
+
+    from paper_checks.e6.data import stratified_test_mask
+
+    y = load_digits().target
+    for frac, seed in [(0.3, 0), (0.25, 7), (0.5, 1)]:
+        mask = stratified_test_mask(y, frac, seed)
+        _, ref = train_test_split(np.arange(y.size), test_size=frac, stratify=y, random_state=seed)
+        ours, theirs = np.bincount(y[mask], minlength=10), np.bincount(y[ref], minlength=10)
+        assert np.abs(ours - theirs).max() <= 1 and abs(int(ours.sum()) - int(theirs.sum())) <= 5
+        assert not np.array_equal(mask, stratified_test_mask(y, frac, seed + 1))
+
+
 def test_shim_module_keeps_the_old_import_path():
     from paper_checks import e6_prior
 

@@ -4,7 +4,11 @@ r"""``connwalk`` command line.
   the main job (all checks, one report directory: report.md, results.json, PNG figures).
 * ``connwalk analyze MODEL [--out DIR] [--claims E1 E2 | laplacian ...]``: checks on one model (default
   E1/E2; ``--claims laplacian`` runs the LAP check); prints the verdict table.
-* ``connwalk patterns ...``: registered by :mod:`paper_checks.patterns_cli` when installed.
+* ``connwalk patterns ...``: the toolkit's pattern-prediction command, :mod:`paper_checks.cli.patterns`.
+
+The command-line front ends live together in this package: this module (the ``connwalk`` dispatcher,
+``paper-checks`` and ``analyze``; the job itself is :mod:`paper_checks.main_job`) and
+:mod:`paper_checks.cli.patterns`. ``python -m paper_checks.cli`` is the same command.
 
 Exit status: 0 success; 2 bad input (unknown claim / model, corpus too short, an ``--out`` that is a
 file or an existing directory that is not a report of this suite, ...), with a one-line error on
@@ -22,7 +26,7 @@ import time
 
 from numerics.contracts import Int, declare
 from numerics.errors import ConnwalkError
-from paper_checks import patterns_cli
+from paper_checks.cli import patterns as patterns_cli
 from paper_checks.main_job import CLAIMS, JobConfig, check_claims, check_model_name, default_models, run_job
 from paper_checks.report import check_out_dir, verdict_table
 
@@ -183,7 +187,3 @@ def _run(parser, args) -> int:
         print(f"connwalk: error: {exc}", file=sys.stderr)
         return 2
     return 0
-
-
-if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())
