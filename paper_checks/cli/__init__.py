@@ -27,6 +27,7 @@ import time
 from numerics.contracts import Int, declare
 from numerics.errors import ConnwalkError
 from paper_checks.cli import patterns as patterns_cli
+from paper_checks.cli.parser import Parser
 from paper_checks.main_job import CLAIMS, JobConfig, check_claims, check_model_name, default_models, run_job
 from paper_checks.report import check_out_dir, verdict_table
 
@@ -42,13 +43,6 @@ OPTIONS = declare(
         "--threads": Int(lo=1, hi=4096),
     },
 )
-
-
-class Parser(argparse.ArgumentParser):
-    """argparse with a one-line usage error (``connwalk: error: argument --seed: ...``), exit 2."""
-
-    def error(self, message):
-        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
 
 class Terminated(SystemExit):

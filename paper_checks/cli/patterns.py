@@ -45,6 +45,7 @@ from numerics.patterns import (
     signed_wavenumbers,
 )
 from numerics.validate import check_memory
+from paper_checks.cli.parser import Parser
 
 __all__ = ["add_parser", "build_parser", "main", "run", "parse_transport", "parse_kernel"]
 
@@ -205,8 +206,6 @@ EXAMPLES = {
 
 def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.ArgumentParser:
     if parser is None:
-        from paper_checks.cli import Parser
-
         parser = Parser(prog="connwalk patterns", description=__doc__.split("\n")[0])
     p = parser
     p.add_argument("--out", required=True, help="output directory (created if missing)")
