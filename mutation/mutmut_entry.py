@@ -1,4 +1,5 @@
-"""``mutmut`` with one rule changed: functions decorated only with ``@contract(...)`` are mutated.
+"""``mutmut`` with one rule changed: functions decorated only with ``@contract(...)`` (optionally under
+``@classmethod``) are mutated.
 
 mutmut 3 skips every decorated function (a decorator runs at definition time and may not tolerate a
 copy). Nearly every public function of the toolkit carries ``@contract(...)`` (numerics/contracts.py:
@@ -29,8 +30,21 @@ _skip = fm.MutationVisitor._skip_node_and_children
 _arrange = fm.function_trampoline_arrangement
 
 
+def is_classmethod(decorator: cst.Decorator) -> bool:
+    return isinstance(decorator.decorator, cst.Name) and decorator.decorator.value == "classmethod"
+
+
+def _contract_only(node: cst.FunctionDef) -> bool:
+    """``@contract(...)``, optionally under ``@classmethod`` (the constructors ``ConnectionWalk.from_mha``,
+    ``from_factors``, ...: ``@classmethod`` outermost, then ``@contract``)."""
+    decs = list(node.decorators)
+    if decs and is_classmethod(decs[0]):
+        decs = decs[1:]
+    return bool(decs) and all(is_contract(d) for d in decs)
+
+
 def _skip_node_and_children(self, node: cst.CSTNode) -> bool:
-    if isinstance(node, cst.FunctionDef) and node.decorators and all(is_contract(d) for d in node.decorators):
+    if isinstance(node, cst.FunctionDef) and node.decorators and _contract_only(node):
         # mutmut's remaining function rules: `# pragma: no mutate` lines and never-mutate names
         position = self.get_metadata(PositionProvider, node, None)
         if position and position.start.line in self._ignored_node_lines:
@@ -42,8 +56,18 @@ def _skip_node_and_children(self, node: cst.CSTNode) -> bool:
 
 def _function_trampoline_arrangement(function, mutants, class_name):
     decls, methods, assigns, names = _arrange(function, mutants, class_name)
+    trampoline = methods[0]
+    decs = list(trampoline.decorators)
+    if len(decs) > 2 and is_classmethod(decs[0]) and not any(a.keyword for a in decs[-1].decorator.args):
+        # mutmut passes is_classmethod=True only when @classmethod is the sole decorator; the trampoline
+        # must drop ``cls`` and look the copies up on the class here as well
+        flag = cst.Arg(cst.Name("True"), keyword=cst.Name("is_classmethod"))
+        decs[-1] = decs[-1].with_changes(
+            decorator=decs[-1].decorator.with_changes(args=[*decs[-1].decorator.args, flag])
+        )
+        trampoline = trampoline.with_changes(decorators=decs)
     copies = [m.with_changes(decorators=[d for d in m.decorators if not is_contract(d)]) for m in methods[1:]]
-    return decls, [methods[0], *copies], assigns, names
+    return decls, [trampoline, *copies], assigns, names
 
 
 fm.MutationVisitor._skip_node_and_children = _skip_node_and_children
