@@ -948,6 +948,10 @@ def test_dense_forms_are_refused_exactly_above_the_memory_budget(monkeypatch, me
     monkeypatch.setenv("CONNWALK_MEMORY_BUDGET", str(need - 1))
     msg = raises_named(MemoryBudgetError, "walk", lambda: getattr(w, method)())
     assert msg.startswith(f"walk: {what} (n={n}, d={d}, batch={batch}) would take "), msg
+    # and it names the factored way to get what was wanted
+    assert msg.endswith(
+        "; use the factored walk.apply / numerics.spectra.extreme_eigenvalues / walk.edge_transport(i, j) instead"
+    ), msg
 
 
 def test_edges_form_nearest_kronecker_needs_room_for_blocks_and_a_d2_identity(monkeypatch):
