@@ -209,6 +209,13 @@ _PROBS = dict(
 )
 
 
+def _refuse_all_masked_rows(S: torch.Tensor, who: str) -> None:
+    if not bool(torch.isfinite(S).any(-1).all()):
+        raise ParameterError(
+            "masks every key of some query (an all −inf score row): its attention is undefined", argument=who
+        )
+
+
 @contract(**_PROBS)
 def attention_probs(
     X, w: AttentionWeights, *, causal: bool = False, key_padding_mask=None, attn_bias=None
@@ -233,6 +240,9 @@ def attention_probs(
     k = k.index_select(-3, kv)
     scale = w.scale if w.scale is not None else 1.0 / math.sqrt(dh)
     S = (q @ k.transpose(-1, -2)) * scale
+    if not bool(torch.isfinite(S).all()):
+        # before any mask: a non-finite raw score is an overflow, never a masked key
+        raise ParameterError("scores overflow to NaN/±inf (weights or inputs too large for this dtype)", argument="X")
     if attn_bias is not None:
         check_same(["X", "attn_bias"], [X, attn_bias])
         try:
@@ -243,21 +253,17 @@ def attention_probs(
                 argument="attn_bias",
             ) from None
         S = S + attn_bias
+        if bool((float("inf") == S).any()):
+            raise ParameterError("scores + attn_bias overflow to +inf (too large for this dtype)", argument="attn_bias")
     if causal:
         m = torch.ones(n, n, dtype=torch.bool, device=X.device).triu(1)
         S = S.masked_fill(m, float("-inf"))
+    # a query with every key masked: softmax would be 0/0 (NaN rows), never filled in. The causal mask
+    # keeps the diagonal, so an all −inf row after it comes from attn_bias (alone or with causal).
+    _refuse_all_masked_rows(S, "attn_bias")
     if key_padding_mask is not None:
         S = S.masked_fill(key_padding_mask[..., None, None, :], float("-inf"))
-    if not bool(torch.isfinite(S).any(-1).all()):
-        # a query with every key masked: softmax would be 0/0 (NaN rows), never filled in
-        who = (
-            "key_padding_mask" if key_padding_mask is not None else ("attn_bias" if attn_bias is not None else "causal")
-        )
-        raise ParameterError(
-            "masks every key of some query (an all −inf score row): its attention is undefined", argument=who
-        )
-    if bool(torch.isnan(S).any()) or bool((float("inf") == S).any()):
-        raise ParameterError("scores overflow to NaN/+inf (weights or inputs too large for this dtype)", argument="X")
+        _refuse_all_masked_rows(S, "key_padding_mask")
     return torch.softmax(S, dim=-1)
 
 

@@ -22,7 +22,14 @@ from numerics.attention import (
     kv_head_map,
     walk_from_weights,
 )
-from numerics.errors import ConnwalkError, DTypeError, NonFiniteError, ParameterError, ShapeError
+from numerics.errors import (
+    ConnwalkError,
+    DeviceMismatchError,
+    DTypeError,
+    NonFiniteError,
+    ParameterError,
+    ShapeError,
+)
 from tests.helpers import raises_named, t
 
 f64 = torch.float64
@@ -394,3 +401,179 @@ def test_bad_input_messages_name_the_argument_and_what_was_expected(call, err, m
     assert type(exc.value).__name__ == err
     assert str(exc.value).startswith(message), str(exc.value)
     assert exc.value.argument == message.split(":")[0]
+
+
+# ------------------------------------------------------------------------------------- the `w` argument spec
+# ``_weights()`` builds the spec every public function declares for ``w``; it runs once, at import,
+# as a decorator argument, so the public calls above cannot tell a changed spec from the one that was
+# imported. These tests run it as a unit, with the same expectations as the public messages.
+def _check_w(**arguments):
+    from numerics.attention import _weights
+    from numerics.contracts import Contract, Tensor
+
+    return Contract("probe", {"w": _weights(), "X": Tensor("... n d")}).validate(arguments)
+
+
+def test_w_spec_refuses_a_non_weights_object_naming_w():
+    msg = raises_named(DTypeError, "w", lambda: _check_w(w={"W_Q": torch.ones(4, 3, dtype=f64)}))
+    assert msg == "w: expected an AttentionWeights, got dict"
+
+
+def test_w_spec_binds_d_so_x_with_another_feature_dim_is_refused_against_w():
+    w = AttentionWeights(**good())
+    assert _check_w(w=w, X=torch.ones(4, 3, dtype=f64))["w"] is w
+    msg = raises_named(ShapeError, "X", lambda: _check_w(w=w, X=torch.ones(4, 2, dtype=f64)))
+    assert msg == "X: has d=2 but the w has d=3 (shape (4, 2))"
+
+
+def test_w_spec_puts_the_weights_dtype_in_the_group_naming_w():
+    """A float32 X against float64 weights is named, and the weights are called ``w`` (the parameter
+    the caller used), not ``W_Q``."""
+    w = AttentionWeights(**good())
+    msg = raises_named(DTypeError, "X", lambda: _check_w(w=w, X=torch.ones(4, 3)))
+    assert msg == "X: dtype torch.float32 differs from w's torch.float64; cast explicitly"
+
+
+# ------------------------------------------------------------------------------------- devices and defaults
+def _on_meta(w: AttentionWeights) -> AttentionWeights:
+    """``w`` with every tensor moved to the meta device (shapes and dtypes only). The constructor
+    refuses meta tensors (it checks values), so they are swapped in after construction."""
+    import copy
+
+    m = copy.copy(w)
+    for nm in ("W_Q", "W_K", "W_V", "W_O", "b_Q", "b_K", "b_V", "b_O"):
+        if getattr(m, nm) is not None:
+            setattr(m, nm, getattr(m, nm).to("meta"))
+    return m
+
+
+@pytest.mark.parametrize("which", [("b_V",), ("b_O",), ("b_V", "b_O"), ()])
+def test_bias_offset_lives_on_the_weights_device(which):
+    w, _ = weights(9)
+    for nm in ("b_V", "b_O"):
+        if nm not in which:
+            setattr(w, nm, None)
+    c = bias_offset(_on_meta(w))
+    assert (c.device.type, c.dtype, tuple(c.shape)) == ("meta", f64, (3,))
+
+
+def test_to_moves_the_weights_to_the_requested_device():
+    """``to(device=...)`` reaches every tensor: asking for the meta device gives meta tensors, which
+    the constructor then refuses (no values to check), naming the first weight."""
+    w, _ = weights(10)
+    msg = raises_named(DeviceMismatchError, "W_Q", lambda: w.to(device="meta"))
+    assert "meta tensor" in msg
+    msg = raises_named(DeviceMismatchError, "W_Q", lambda: w.to(torch.float32, torch.device("meta")))
+    assert "meta tensor" in msg
+
+
+def test_walk_from_weights_keeps_the_factors_by_default():
+    """Docstring: "transports kept as low-rank factors" unless ``factored=False``."""
+    w, np_w = weights(11)
+    X = np.random.default_rng(11).standard_normal((3, 3))
+    walk, c = walk_from_weights(t(X), w)
+    assert walk.factored is True
+    A, T, c_ref = literal_heads(np_w, X, 4, 2, 2)
+    close(walk.apply(t(X)) + c, sum(A[h] @ X @ T[h].T for h in range(4)) + c_ref)
+
+
+# ------------------------------------------------------------------------------------- undefined or overflowing scores
+F32_MAX = float(np.finfo(np.float32).max)
+
+
+def _one_head_f32(q_weight: float, k_weight: float) -> AttentionWeights:
+    """d = d_h = 1, one head, scale 1: the score of every (query, key) pair of X = 1 is q_weight·k_weight."""
+    f = torch.float32
+    return AttentionWeights(
+        W_Q=torch.tensor([[q_weight]], dtype=f),
+        W_K=torch.tensor([[k_weight]], dtype=f),
+        W_V=torch.ones(1, 1, dtype=f),
+        W_O=torch.ones(1, 1, dtype=f),
+        n_heads=1,
+        scale=1.0,
+    )
+
+
+@pytest.mark.parametrize("sign", [1.0, -1.0])
+@pytest.mark.parametrize("causal", [False, True])
+def test_overflowing_raw_scores_are_an_overflow_of_x_not_a_mask(sign, causal):
+    """Regression: raw scores of ±1e40 (float32 overflows past 3.4e38 to ±inf) were reported as
+    ``causal: masks every key`` (even with causal=False) instead of an overflow."""
+    assert abs(1e20 * 1e20) > F32_MAX  # the float64 product, beyond float32's range
+    w = _one_head_f32(1e20, sign * 1e20)
+    msg = raises_named(ParameterError, "X", lambda: attention_probs(torch.ones(2, 1), w, causal=causal))
+    assert msg == "X: scores overflow to NaN/±inf (weights or inputs too large for this dtype)"
+
+
+def test_a_bias_that_overflows_the_scores_to_plus_inf_is_named():
+    w = _one_head_f32(1e19, 1e19)  # scores 1e38, finite in float32
+    assert F32_MAX < 1e38 + 3e38
+    attention_probs(torch.ones(2, 1), w, attn_bias=torch.full((2, 2), 2e38))  # 3e38: still finite
+    msg = raises_named(
+        ParameterError, "attn_bias", lambda: attention_probs(torch.ones(2, 1), w, attn_bias=torch.full((2, 2), 3e38))
+    )
+    assert msg == "attn_bias: scores + attn_bias overflow to +inf (too large for this dtype)"
+
+
+MASKED = "masks every key of some query (an all −inf score row): its attention is undefined"
+
+
+def test_a_bias_row_of_minus_inf_is_refused_naming_attn_bias():
+    w, _ = weights(12)
+    X = t(np.random.default_rng(12).standard_normal((4, 3)))
+    bias = torch.zeros(4, 4, 4, dtype=f64)
+    bias[2, 1, :] = -math.inf  # head 2, query 1: every key
+    msg = raises_named(ParameterError, "attn_bias", lambda: attention_probs(X, w, attn_bias=bias))
+    assert msg == "attn_bias: " + MASKED
+    # a harmless padding mask beside it does not take the blame
+    pad = torch.zeros(4, dtype=torch.bool)
+    msg = raises_named(ParameterError, "attn_bias", lambda: attention_probs(X, w, attn_bias=bias, key_padding_mask=pad))
+
+
+def test_a_bias_that_masks_what_causal_leaves_is_refused_naming_attn_bias():
+    """Query 0 under the causal mask sees key 0 only; a −inf bias on (0, 0) leaves it nothing."""
+    w, np_w = weights(13)
+    Xn = np.random.default_rng(13).standard_normal((3, 3))
+    bias = np.zeros((3, 3))
+    bias[0, 0] = -np.inf
+    A = attention_probs(t(Xn), w, attn_bias=t(bias))  # without causal, query 0 still has keys 1, 2
+    A_ref, _, _ = literal_heads(np_w, Xn, 4, 2, 2, bias=np.broadcast_to(bias, (4, 3, 3)))
+    close(A, A_ref)
+    assert float(A[:, 0, 0].abs().max()) == 0.0
+    msg = raises_named(ParameterError, "attn_bias", lambda: attention_probs(t(Xn), w, attn_bias=t(bias), causal=True))
+    assert msg == "attn_bias: " + MASKED
+
+
+@pytest.mark.parametrize("with_bias", [False, True])
+def test_padding_every_key_of_one_batch_element_is_refused_naming_the_mask(with_bias):
+    """Only batch element 1 pads every key; element 0 alone would be fine."""
+    w, _ = weights(14)
+    X = t(np.random.default_rng(14).standard_normal((2, 4, 3)))
+    pad = torch.tensor([[False, True, False, False], [True, True, True, True]])
+    bias = torch.zeros(4, 4, 4, dtype=f64) if with_bias else None
+    attention_probs(X[:1], w, key_padding_mask=pad[:1], attn_bias=bias)
+    msg = raises_named(
+        ParameterError, "key_padding_mask", lambda: attention_probs(X, w, key_padding_mask=pad, attn_bias=bias)
+    )
+    assert msg == "key_padding_mask: " + MASKED
+
+
+@pytest.mark.parametrize(
+    "shape, message",
+    [
+        ((5, 5), "attn_bias: shape (5, 5) does not broadcast against the scores (2, 4, 4, 4) (..., H, n, n)"),
+        ((3, 4, 4), "attn_bias: shape (3, 4, 4) does not broadcast against the scores (2, 4, 4, 4) (..., H, n, n)"),
+    ],
+)
+def test_a_bias_that_does_not_broadcast_against_the_scores_is_refused(shape, message):
+    w, _ = weights(15)
+    X = torch.zeros(2, 4, 3, dtype=f64)
+    msg = raises_named(ShapeError, "attn_bias", lambda: attention_probs(X, w, attn_bias=torch.zeros(shape, dtype=f64)))
+    assert msg == message
+
+
+def test_a_bias_of_another_dtype_is_refused_naming_attn_bias():
+    w, _ = weights(16)
+    X = torch.zeros(4, 3, dtype=f64)
+    msg = raises_named(DTypeError, "attn_bias", lambda: attention_probs(X, w, attn_bias=torch.zeros(4, 4)))
+    assert msg == "attn_bias: dtype torch.float32 differs from X's torch.float64; cast explicitly"

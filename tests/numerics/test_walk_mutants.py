@@ -13,6 +13,7 @@ import torch
 from numerics.errors import (
     ConnwalkError,
     DTypeError,
+    MemoryBudgetError,
     NegativeWeightError,
     OffSupportError,
     ParameterError,
@@ -913,3 +914,101 @@ def test_zero_coefficients_are_allowed_in_a_constant_transport():
     ct = ConnectionWalk.from_blocks(t(B), P=t(C + (C == 0))).constant_transport(rtol=0.0)
     assert float(ct.min_coefficient) == 0.0 and float(ct.relative_residual) == 0.0
     assert bool(ct.holds)
+
+
+# ------------------------------------------------------------------------------------- memory budget
+DENSE = {  # method: (dense copies it may hold at once, what the refusal says it would form)
+    "blocks": (1, "the n²d² blocks B"),
+    "to_dense": (2, "the dense (nd)×(nd) operator"),
+    "edge_transports": (2, "the n²d² edge transports O"),
+}
+
+
+def _budget_walk(form, batch, dtype):
+    g = torch.Generator().manual_seed(5)
+    n, d = 3, 2
+    if form == "edges":
+        B = torch.randn(*batch, n, n, d, d, dtype=f64, generator=g)
+        return ConnectionWalk.from_blocks(B).to(dtype=dtype), n, d
+    A = torch.rand(*batch, 2, n, n, dtype=f64, generator=g)
+    return ConnectionWalk.from_mha(A.to(dtype), torch.randn(2, d, d, generator=g).to(dtype)), n, d
+
+
+@pytest.mark.parametrize("method", list(DENSE))
+@pytest.mark.parametrize("form, batch, dtype", [("edges", (), f64), ("heads", (2, 3), torch.float32)])
+def test_dense_forms_are_refused_exactly_above_the_memory_budget(monkeypatch, method, form, batch, dtype):
+    """Bytes = copies · Π(batch) · (n d)² · itemsize; at that budget the call runs, one byte below it
+    is refused (MemoryBudgetError naming the walk, saying what would have been formed)."""
+    copies, what = DENSE[method]
+    w, n, d = _budget_walk(form, batch, dtype)
+    item = 4 if dtype == torch.float32 else 8
+    need = copies * int(np.prod(batch, dtype=np.int64)) * (n * d) ** 2 * item
+    monkeypatch.setenv("CONNWALK_MEMORY_BUDGET", str(need))
+    getattr(w, method)()
+    monkeypatch.setenv("CONNWALK_MEMORY_BUDGET", str(need - 1))
+    msg = raises_named(MemoryBudgetError, "walk", lambda: getattr(w, method)())
+    assert msg.startswith(f"walk: {what} (n={n}, d={d}, batch={batch}) would take "), msg
+    # and it names the factored way to get what was wanted
+    assert msg.endswith(
+        "; use the factored walk.apply / numerics.spectra.extreme_eigenvalues / walk.edge_transport(i, j) instead"
+    ), msg
+
+
+def test_edges_form_nearest_kronecker_needs_room_for_blocks_and_a_d2_identity(monkeypatch):
+    """The edges form factors B by a (d², d²) float64 identity: d⁴·8 bytes, refused on its own when it
+    is the larger need (n = 1, d = 3: blocks 2·9·8 = 144 bytes, identity 648)."""
+    B = torch.randn(1, 1, 3, 3, dtype=f64, generator=torch.Generator().manual_seed(6))
+    w = ConnectionWalk.from_blocks(B)
+    monkeypatch.setenv("CONNWALK_MEMORY_BUDGET", "648")
+    P, T, _ = w.nearest_kronecker()
+    close((P[..., None, None] * T).numpy(), B.numpy())
+    monkeypatch.setenv("CONNWALK_MEMORY_BUDGET", "647")
+    msg = raises_named(MemoryBudgetError, "walk", w.nearest_kronecker)
+    assert msg.startswith("walk: a d²×d² identity (d=3) would take "), msg
+    assert "use a heads-form walk (from_mha / from_factors) instead" in msg
+    monkeypatch.setenv("CONNWALK_MEMORY_BUDGET", "143")
+    msg = raises_named(MemoryBudgetError, "walk", w.nearest_kronecker)
+    assert msg.startswith("walk: the n²d² blocks and a d²×d² identity (n=1, d=3, batch=()) would take "), msg
+    # n = 3, d = 1: the blocks need 2·(3·1)²·8 = 144 bytes, the identity 8: the blocks bound binds
+    B = torch.rand(3, 3, 1, 1, dtype=f64, generator=torch.Generator().manual_seed(7))
+    w = ConnectionWalk.from_blocks(B)
+    monkeypatch.setenv("CONNWALK_MEMORY_BUDGET", "144")
+    P, T, _ = w.nearest_kronecker()
+    close((P[..., None, None] * T).numpy(), B.numpy())
+    monkeypatch.setenv("CONNWALK_MEMORY_BUDGET", "143")
+    msg = raises_named(MemoryBudgetError, "walk", w.nearest_kronecker)
+    assert msg.startswith("walk: the n²d² blocks and a d²×d² identity (n=3, d=1, batch=()) would take "), msg
+
+
+def test_nearest_kronecker_sign_rule_per_element_of_a_mixed_sign_batch():
+    """Six exact Kronecker products with coefficients of both signs: each element's P must sum to
+    ≥ 0 on its own (the rule is per batch element, and its threshold is 0 — one element here has a
+    leading singular vector summing to about +0.11, others to negative values)."""
+    g = rng(0)
+    Bs = [np.einsum("ij,ab->ijab", g.standard_normal((3, 3)) + 0.3, g.standard_normal((2, 2))) for _ in range(6)]
+    P, T, gap = ConnectionWalk.from_blocks(t(np.stack(Bs))).nearest_kronecker()
+    for k in range(6):
+        assert float(P[k].sum()) > 0, k
+        close(P[k].numpy()[:, :, None, None] * T[k].numpy()[None, None], Bs[k], atol=1e-12)
+    close(gap, np.zeros(6), atol=1e-12)
+
+
+@pytest.mark.parametrize(
+    "X, err, message",
+    [
+        ("abc", DTypeError, "X: cannot convert str to a tensor"),
+        (torch.ones(3, dtype=f64), ShapeError, "X: expected shape (..., n, d), got (3,)"),
+        (torch.ones(3, 2), DTypeError, "X: dtype torch.float32 differs from walk's torch.float64; cast explicitly"),
+        (torch.ones(4, 2, dtype=f64), ShapeError, "X: expected (..., 3, 2), got (4, 2)"),
+        (torch.ones(3, 5, dtype=f64), ShapeError, "X: expected (..., 3, 2), got (3, 5)"),
+        (torch.ones(2, 3, 3, dtype=f64), ShapeError, "X: expected (..., 3, 2), got (2, 3, 3)"),
+    ],
+)
+def test_the_unchecked_apply_still_refuses_a_malformed_x(X, err, message):
+    """``walk._apply`` (the library's matvec without the contract wrapper) keeps the body's own checks:
+    a wrong rank, dtype or size of X is refused naming X, never broadcast into a wrong answer."""
+    w = ConnectionWalk.from_mha(torch.full((2, 3, 3), 1 / 3, dtype=f64), torch.eye(2, dtype=f64).expand(2, 2, 2))
+    msg = raises_named(err, "X", lambda: w._apply(X))
+    assert msg.startswith(message), msg
+    Y = w._apply(torch.ones(3, 2, dtype=f64))  # and a well-formed X goes through: Σ_h A^h X T_hᵀ = 2·X
+    close(Y, 2 * np.ones((3, 2)))
