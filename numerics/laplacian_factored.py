@@ -326,7 +326,9 @@ def diagnose_factored(
             for k in ("spectrum_interval", "spectrum_disk", "spectrum_scaled")
         )
     if kernel:
-        kp, flat, kD, kC = kernel_factored(fb, n_comp, tdt, assemble_max=assemble_max, k_max=k_max, seed=seed)
+        kp, flat, kD, kC, kfacts = kernel_factored(fb, n_comp, tdt, assemble_max=assemble_max, k_max=k_max, seed=seed)
+        if kfacts:
+            extra["kernel_facts"] = kfacts
     else:
         kp, flat = (_skipped(k, fb.batch, P.device, "skipped: kernel=False") for k in ("kernel_parallel", "flat"))
         kD = kC = None

@@ -61,7 +61,14 @@ def assert_agree(Dd, Df) -> dict:
         bound = max(cd.tol, cf.tol)
         diff = float((rd - rf).abs().max())
         diffs[name] = diff
-        if name in ALGEBRAIC or name == "flat":
+        if name == "flat" and cf.reason and "Ritz upper bound" in cf.reason:
+            # a failing flatness: the factored residual is the Ritz upper bound of σ_need/‖C‖ and
+            # extra['kernel_facts'] states the interval that must hold the dense value
+            facts = Df.extra["kernel_facts"]
+            for b, r in enumerate(cd.residual.reshape(-1).tolist()):
+                lo, hi = facts[b]["flat_interval"]
+                assert lo - bound <= r <= hi + bound, (lo, r, hi, bound)
+        elif name in ALGEBRAIC or name == "flat":
             assert diff <= bound * max(1.0, float(rd.abs().max())), (name, diff, bound)
         elif name in SPECTRAL:
             if cf.reason and "certified" in cf.reason:
