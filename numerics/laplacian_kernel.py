@@ -158,7 +158,7 @@ def _krylov_ritz(e: FactoredBlocks, Q: torch.Tensor, k: int, max_cols: int, rel:
     (Courant–Fischer) and an eigenvalue lies within ``ρ_i`` of each ``θ_i``."""
     n, d = e.n, e.d
     N = Q.shape[0]
-    G_apply = lambda X: e.constraints_gram_apply(X.T.reshape(-1, n, d)).reshape(-1, N).T  # noqa: E731
+    G_apply = lambda X: e.constraints_gram_fast(X.T.reshape(-1, n, d)).reshape(-1, N).T
     V, AV = Q, G_apply(Q)
     last = Q
     while True:
@@ -190,11 +190,11 @@ def _kernel_element(e: FactoredBlocks, n_comp: int, tdt, k_max: int, seed: int, 
     n, d = e.n, e.d
     N = n * d
     thr = tol(tdt, N)
-    Dfn = lambda x: x - e.apply(x)  # noqa: E731
-    DtD = lambda x: (lambda y: y - e.apply_t(y))(x - e.apply(x))  # noqa: E731
+    Dfn = lambda x: x - e.apply(x)
+    DtD = lambda x: (lambda y: y - e.apply_t(y))(x - e.apply(x))
     cnt = [0]
     dn = max(float(_sym_extreme(DtD, N, n, d, "LA", cnt, seed)[0][0].clamp(min=0).sqrt()), 1.0)
-    cn = max(float(_sym_extreme(e.constraints_gram_apply, N, n, d, "LA", cnt, seed)[0][0].clamp(min=0).sqrt()), 1.0)
+    cn = max(float(_sym_extreme(e.constraints_gram_fast, N, n, d, "LA", cnt, seed)[0][0].clamp(min=0).sqrt()), 1.0)
     # parallel sections: Rayleigh–Ritz of C on the sections fixed by their root values
     Q, s_T, facts = _sections_basis(e, e.sup.numpy())
     m = Q.shape[1]
@@ -247,18 +247,21 @@ def _kernel_element(e: FactoredBlocks, n_comp: int, tdt, k_max: int, seed: int, 
         v = torch.from_numpy(vec[:, 0])
         rho = float(torch.linalg.vector_norm(torch.from_numpy(mv(vec[:, 0])) - float(lam[0]) * v))
         lo, hi = math.sqrt(max(float(lam[0]) - rho, 0.0)), math.sqrt(max(float(lam[0]) + rho, 0.0))
+        v = v - K @ (K.T @ v)
+        Kc = torch.cat([K, (v / torch.linalg.vector_norm(v))[:, None]], 1)
+        # certify with Δ itself (accurate to eps‖Δ‖), not the Gram residual (eps‖Δ‖²)
+        sv = torch.linalg.svdvals(Dfn(Kc.T.reshape(-1, n, d)).reshape(Kc.shape[1], N).T)
+        if float(sv[0]) <= thr * dn and extra_found < k_max:
+            K = Kc
+            extra_found += 1
+            continue
         if lo > thr * dn:
             s_next = lo
             break
-        if hi <= thr * dn and extra_found < k_max:
-            v = v - K @ (K.T @ v)
-            K = torch.cat([K, (v / torch.linalg.vector_norm(v))[:, None]], 1)
-            extra_found += 1
-            continue
         undefined = True
         whys.append(
             f"undefined: σ_{K.shape[1] + 1}(Δ) ∈ [{lo:.1e}, {hi:.1e}] straddles the threshold {thr * dn:.1e}"
-            if hi > thr * dn
+            if float(sv[0]) > thr * dn
             else f"undefined: more than k_max = {k_max} null directions of Δ outside the parallel sections"
         )
         break
@@ -330,7 +333,7 @@ def kernel_factored(
             flat_whys += [fwhy] if fwhy else []
             facts.append(fact)
             continue
-        Dfn = lambda x, e=e: x - e.apply(x)  # noqa: E731
+        Dfn = lambda x, e=e: x - e.apply(x)
         Dm = _assemble(Dfn, N, n, d)
         _, sD, VhD = torch.linalg.svd(Dm)
         sD, VD = sD.flip(0), VhD.flip(0).T  # ascending
