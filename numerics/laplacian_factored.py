@@ -284,7 +284,7 @@ class FactoredBlocks:
         the rounding ``eps·‖C‖²·‖x‖`` of the expansion (use :meth:`constraints_gram_apply` where
         ``‖Cx‖ ≪ ‖C‖‖x‖`` matters)."""
         deg = self.sup.to(F64).sum(-1)
-        Gx = (self._edge_gram() @ x[..., None]).squeeze(-1)
+        Gx = (self._edge_gram() @ x.permute(1, 2, 0)).permute(2, 0, 1)  # one d×d by d×p product per token
         return deg[:, None] * x + Gx - self._coef_apply(self.w, x) - self._coef_apply(self.w, x, transpose=True)
 
     def constraints_gram_apply(self, x: torch.Tensor) -> torch.Tensor:

@@ -152,33 +152,35 @@ def lower_bound(sigma: float, s_T: float, c: float) -> float:
 
 
 def _krylov_ritz(e: FactoredBlocks, Q: torch.Tensor, k: int, max_cols: int, rel: float):
-    """The ``k`` smallest Ritz values ``θ`` and residuals ``ρ`` of ``CᵀC`` on the block Krylov space
-    ``span[Q, CᵀC Q, (CᵀC)² Q, …]`` (``≤ max_cols`` columns, at most ``8 d``; stops early once
-    ``√θ_k − √(θ_k − ρ_k) ≤ rel·√θ_k`` or the space is invariant). ``θ_i ≥ λ_i(CᵀC)``
-    (Courant–Fischer) and an eigenvalue lies within ``ρ_i`` of each ``θ_i``."""
+    """The ``k``-th smallest Ritz value ``θ`` and its residual ``ρ`` of ``CᵀC`` on the block Krylov
+    space ``span[Q, CᵀC Q, (CᵀC)² Q, …]`` (``≤ max_cols`` columns, at most ``8 d``; stops early once
+    ``√θ − √(θ − ρ) ≤ rel·√θ`` or the space is invariant). ``θ ≥ λ_k(CᵀC)`` (Courant–Fischer) and
+    an eigenvalue lies within ``ρ`` of ``θ``."""
     n, d = e.n, e.d
     N = Q.shape[0]
     G_apply = lambda X: e.constraints_gram_fast(X.T.reshape(-1, n, d)).reshape(-1, N).T
     V, AV = Q, G_apply(Q)
-    last = Q
+    G = V.T @ AV
+    last = Q.shape[1]
     while True:
-        G = V.T @ AV
         th, Y = torch.linalg.eigh(0.5 * (G + G.T))
-        X = V @ Y[:, :k]
-        res = torch.linalg.vector_norm(AV @ Y[:, :k] - X * th[:k], dim=0)
-        t, r = float(th[k - 1].clamp(min=0)), float(res[k - 1])
+        y = Y[:, k - 1]
+        t = float(th[k - 1].clamp(min=0))
+        r = float(torch.linalg.vector_norm(AV @ y - th[k - 1] * (V @ y)))
         if math.sqrt(t) - math.sqrt(max(t - r, 0.0)) <= rel * math.sqrt(t) or V.shape[1] >= min(N, max_cols):
-            return th[:k].clamp(min=0), res
-        W = AV[:, -last.shape[1] :]
+            return t, r
+        W = AV[:, -last:]
         for _ in range(2):  # block Gram–Schmidt, twice
             W = W - V @ (V.T @ W)
         U, sv, _ = torch.linalg.svd(W, full_matrices=False)
         keep = sv > 1e-10 * float(sv.max()) if sv.numel() and float(sv.max()) > 0 else sv > 0
-        room = min(N, max_cols) - V.shape[1]
-        U = U[:, keep][:, :room]
+        U = U[:, keep][:, : min(N, max_cols) - V.shape[1]]
         if not U.shape[1]:
-            return th[:k].clamp(min=0), res
-        V, AV, last = torch.cat([V, U], 1), torch.cat([AV, G_apply(U)], 1), U
+            return t, r
+        AU = G_apply(U)
+        VAU = V.T @ AU
+        G = torch.cat([torch.cat([G, VAU], 1), torch.cat([VAU.T, U.T @ AU], 1)], 0)
+        V, AV, last = torch.cat([V, U], 1), torch.cat([AV, AU], 1), U.shape[1]
 
 
 def _kernel_element(e: FactoredBlocks, n_comp: int, tdt, k_max: int, seed: int, max_cols: int):
@@ -290,8 +292,7 @@ def _kernel_element(e: FactoredBlocks, n_comp: int, tdt, k_max: int, seed: int, 
             fl = math.nan
             flat_why = f"flat: σ_{need}(C)/‖C‖ ∈ [{lo_f / cn:.1e}, {up / cn:.1e}] straddles the threshold {thr:.1e}"
         elif up > thr * cn:  # fails (certified by f); sharpen the residual by block Krylov Rayleigh–Ritz
-            th, rs = _krylov_ritz(e, Q, need, max_cols, math.sqrt(thr))
-            t, r = float(th[need - 1]), float(rs[need - 1])
+            t, r = _krylov_ritz(e, Q, need, max_cols, math.sqrt(thr))
             fl = min(fl, math.sqrt(t) / cn)
             lo_r = max(math.sqrt(max(t - r, 0.0)) / cn, lo_f / cn)
             facts["flat_interval"] = (lo_r, fl)
