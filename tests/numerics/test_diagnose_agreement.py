@@ -325,7 +325,7 @@ def _causal(n, seed):
         (lambda: _rev_heads(4, 20, 2, 0), 10),  # S has ±1 eigenvalues: the +1 half is parallel
         (lambda: _flat_on(torch.block_diag(_sym_stochastic(3, 2), _sym_stochastic(3, 3)), 10, 4), 20),
         (lambda: _flat_on(_causal(5, 5), 10, 6), 10),
-        (lambda: _flat_on(_ring(7), 10, 7), 10),
+        (lambda: _flat_on(_ring(6), 9, 7), 9),
     ],
     ids=["flat-d12", "reversible-heads-d20", "flat-two-components", "flat-causal", "flat-ring-deep-tree"],
 )
