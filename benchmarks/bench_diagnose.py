@@ -15,7 +15,8 @@ time and the peak extra memory of ``method="factored"`` (``VmHWM`` reset through
 ``/proc/self/clear_refs`` before the call; target ≤ 1 GiB).
 
 Usage: ``python benchmarks/bench_diagnose.py [--n 64] [--d 64] [--heads 4] [--part 1|2|both]
-[--random-layer] [--threads 1]``.
+[--random-layer] [--threads 1] [--dense-cache FILE]``. ``--dense-cache``: the dense runs are read from
+FILE when present (else run and saved there), so the factored side can be re-measured alone.
 """
 
 from __future__ import annotations
@@ -59,26 +60,46 @@ def random_walk(n, d, H, seed=1):
     )
 
 
-def compare(Dd, Df) -> tuple[bool, dict]:
+def dense_record(Dd, td: float) -> dict:
+    """What the comparison needs from one dense run (picklable: ``--dense-cache``)."""
+    return {
+        "time": td,
+        "threads": torch.get_num_threads(),
+        "checks": {k: (c.holds.clone(), c.residual.clone(), c.tol) for k, c in Dd.checks().items()},
+        "kernel_dim": Dd.kernel_dim,
+        "parallel_dim": Dd.parallel_dim,
+    }
+
+
+def compare(rec: dict, Df) -> tuple[bool, dict]:
     same, diffs = True, {}
-    for name, cd in Dd.checks().items():
+    for name, (hd, rd_t, _) in rec["checks"].items():
         cf = getattr(Df, name)
-        same &= bool((cd.holds == cf.holds).all())
-        rd, rf = float(cd.residual.max()), float(cf.residual.max())
-        diffs[name] = (bool(cd.holds.all()), bool(cf.holds.all()), rd, rf, abs(rd - rf))
+        same &= bool((hd == cf.holds).all())
+        rd, rf = float(rd_t.max()), float(cf.residual.max())
+        diffs[name] = (bool(hd.all()), bool(cf.holds.all()), rd, rf, abs(rd - rf))
     return same, diffs
 
 
-def part1(n, d, H):
+def part1(n, d, H, dense_cache=None):
     print(f"== part 1: n={n} d={d} H={H} nd={n * d} threads={torch.get_num_threads()}")
+    cache = torch.load(dense_cache) if dense_cache and os.path.exists(dense_cache) else {}
     for label, w in (("reversible", reversible_walk(n, d, H)), ("random", random_walk(n, d, H))):
         t0 = time.perf_counter()
         Df = diagnose(w, method="factored")
         tf = time.perf_counter() - t0
-        t0 = time.perf_counter()
-        Dd = diagnose(w, method="dense", max_dense=n * d)
-        td = time.perf_counter() - t0
-        same, diffs = compare(Dd, Df)
+        key = f"{label}:{n}:{d}:{H}"
+        if key in cache:
+            rec = cache[key]
+            print(f"   (dense from {dense_cache}: {rec['time']:.1f} s at {rec['threads']} threads, not rerun)")
+        else:
+            t0 = time.perf_counter()
+            Dd = diagnose(w, method="dense", max_dense=n * d)
+            rec = cache[key] = dense_record(Dd, time.perf_counter() - t0)
+            if dense_cache:
+                torch.save(cache, dense_cache)
+        td = rec["time"]
+        same, diffs = compare(rec, Df)
         print(
             f"-- {label}: dense {td:.1f} s, factored {tf:.2f} s, speed-up {td / tf:.1f}x "
             f"(target >= 50x: {'PASS' if td / tf >= 50 else 'FAIL'}); same verdicts: {same}"
@@ -86,6 +107,9 @@ def part1(n, d, H):
         print(f"   {'check':24s} {'dense':>6s} {'fact':>6s} {'r_dense':>11s} {'r_fact':>11s} {'|diff|':>10s}")
         for k, (hd, hf, rd, rf, df) in diffs.items():
             print(f"   {k:24s} {hd!s:>6s} {hf!s:>6s} {rd:11.3e} {rf:11.3e} {df:10.2e}")
+        print(
+            f"   dims ker Δ / parallel: dense {rec['kernel_dim']} / {rec['parallel_dim']}, factored {Df.kernel_dim} / {Df.parallel_dim}"
+        )
         print(f"   factored extra: { {k: v for k, v in Df.extra.items() if k != 'spectrum_facts'} }")
 
 
@@ -147,12 +171,13 @@ def main(argv=None) -> int:
     ap.add_argument("--part", default="both", choices=["1", "2", "both"])
     ap.add_argument("--random-layer", action="store_true")
     ap.add_argument("--threads", type=int, default=None)
+    ap.add_argument("--dense-cache", default=None, help="part 1: load / save the dense runs here (they take ~25 min)")
     ap.add_argument("--no-kernel", action="store_true", help="part 2: skip the Lanczos null-space checks")
     args = ap.parse_args(argv)
     if args.threads:
         torch.set_num_threads(args.threads)
     if args.part in ("1", "both"):
-        part1(args.n, args.d, args.heads)
+        part1(args.n, args.d, args.heads, args.dense_cache)
     if args.part in ("2", "both"):
         part2(args.random_layer, not args.no_kernel)
     return 0

@@ -29,20 +29,25 @@ enclosure is the exact spectral interval. Otherwise the extreme eigenvalues of t
 ``Δ`` are estimated by Arnoldi (``eigs``: smallest / largest real part, largest imaginary part,
 largest ``|z − 1|``); those are Ritz values without a rigorous bound and the reason says so.
 
-Kernel. ``dim ker Δ`` and the parallel sections come from the ``k_max`` smallest eigenpairs of
-``ΔᵀΔ`` and ``CᵀC`` (σ = √λ, accurate to ``√eps·‖·‖``: the rank threshold is ``√tol`` as on the
-dense path's Gram route, so a holonomy defect below ``~√eps·‖C‖`` reads as a parallel section;
-the dense path's 'ambiguous' rule is not reproduced); a dimension that reaches ``k_max`` is
-reported undefined.
+Kernel (:mod:`numerics.laplacian_kernel`). The parallel sections are fixed by their values at one
+token per closed class (a BFS tree of the support), so ``dim ker C ≤ d·(closed classes)`` and
+``ker C`` lies in the ``d·(closed classes)``-dimensional span of the root-fixed sections: a
+Rayleigh–Ritz of ``C`` there (SVD of the row-chunked triangular factor of ``CQ``, accurate to
+``eps·‖C‖``) gives certified upper bounds of its smallest singular values and, through the tree
+rows, certified lower bounds; ``ker Δ`` starts from those sections and deflated Lanczos finds any
+further null directions (up to ``k_max``). No fixed eigenpair count caps the dimensions; a check is
+undefined only where a bound straddles its threshold, with the interval in the reason.
 
 Walks with ``n·d ≤ assemble_max`` (default 32) are too small for ARPACK (``k < n·d − 1``): there
 ``Δ`` and ``C`` are assembled from the same matrix-free operators applied to unit vectors
 (``n·(nd)² ≤ 32768`` numbers) and decomposed by SVD, with the dense path's thresholds.
 
-Memory: ``a`` and ``w`` (``2H n²``), ``T`` (``H d²``), the triangular factors (``(H²/2)²``),
+Memory: ``a`` and ``w`` (``2H n²``), ``T`` (``H d²``), the triangular factors (``(H²/2)²``), the
+root-fixed sections and the edge Gram of the kernel checks (``n d × d·(closed classes)``, ``n d²``),
 probes and Lanczos vectors (``O(n d)`` each) and chunks bounded by ``chunk_elems``.
 
-The spectrum and kernel computations live in :mod:`numerics.laplacian_spectral` (re-exported here).
+The spectrum computations live in :mod:`numerics.laplacian_spectral`, the kernel ones in
+:mod:`numerics.laplacian_kernel` (both re-exported here).
 """
 
 from __future__ import annotations
@@ -242,6 +247,46 @@ class FactoredBlocks:
         Y = self._tx(x)
         return (x[:, :, None, :] - self._transported(Y, 0, self.n)) * self.sup.to(F64)[None, :, :, None]
 
+    def _coef_apply(self, c: torch.Tensor, x: torch.Tensor, transpose: bool = False) -> torch.Tensor:
+        """``Σ_h c^h x T_hᵀ`` (``transpose``: ``Σ_h c^hᵀ x T_h``) for one walk, ``c`` ``(H, n, n)``,
+        ``x`` ``(p, n, d)`` (with factors through ``W_V``, ``W_O``)."""
+        cc = (c.transpose(-1, -2) if transpose else c).unsqueeze(-4)
+        if self.W_O is not None:
+            if transpose:
+                return ((cc @ (x.unsqueeze(-3) @ self.W_O)) @ self.W_V).sum(-3)  # type: ignore[operator]
+            return ((cc @ (x.unsqueeze(-3) @ self.W_V.transpose(-1, -2))) @ self.W_O.transpose(-1, -2)).sum(-3)  # type: ignore[union-attr]
+        T = self.T if transpose else self.T.transpose(-1, -2)
+        return (cc @ (x.unsqueeze(-3) @ T.unsqueeze(-4))).sum(-3)
+
+    def _edge_gram(self) -> torch.Tensor:
+        """``G_k = Σ_i O_ikᵀ O_ik`` ``(n, d, d)`` over the support, for one walk: from the head
+        Gram terms ``Σ_i w^h_ik w^g_ik`` and ``T_hᵀ T_g`` (``n d²`` memory), or entry by entry for
+        an edges-form walk."""
+        if "edge_gram" in self._R:
+            return self._R["edge_gram"]
+        n, d, H = self.n, self.d, self.H
+        if self.exact:  # w holds the entries of O: (d², n, n) -> (n, n, d, d)
+            O = self.w.reshape(d, d, n, n).permute(2, 3, 0, 1)
+            G = torch.einsum("ikab,ikac->kbc", O, O)
+        else:
+            g = torch.einsum("hik,gik->hgk", self.w, self.w)
+            G = torch.zeros(n, d, d, dtype=F64, device=self.P.device)
+            for h in range(H):
+                for k in range(H):
+                    G += g[h, k][:, None, None] * self._pair_products(torch.tensor([h]), torch.tensor([k]))[0]
+        self._R["edge_gram"] = G
+        return G
+
+    def constraints_gram_fast(self, x: torch.Tensor) -> torch.Tensor:
+        """``CᵀC x`` for one walk, ``x`` ``(p, n, d)``, from the expansion
+        ``(CᵀCx)_k = deg_k x_k + G_k x_k − Σ_j O_kj x_j − Σ_i O_ikᵀ x_i`` (two walk-like products and
+        the edge Gram ``G``): the cost of two ``W`` products instead of ``n²d`` per probe, but with
+        the rounding ``eps·‖C‖²·‖x‖`` of the expansion (use :meth:`constraints_gram_apply` where
+        ``‖Cx‖ ≪ ‖C‖‖x‖`` matters)."""
+        deg = self.sup.to(F64).sum(-1)
+        Gx = (self._edge_gram() @ x.permute(1, 2, 0)).permute(2, 0, 1)  # one d×d by d×p product per token
+        return deg[:, None] * x + Gx - self._coef_apply(self.w, x) - self._coef_apply(self.w, x, transpose=True)
+
     def constraints_gram_apply(self, x: torch.Tensor) -> torch.Tensor:
         """``CᵀC x`` for one walk, ``x`` ``(p, n, d)``: ``(Cx)_ij = x_i − O_ij x_j`` on the support,
         accumulated over row chunks (``Cx`` itself, ``n²d`` per probe, is never held whole)."""
@@ -297,8 +342,8 @@ def diagnose_factored(
 ):
     """The factored :class:`numerics.laplacian.LaplacianDiagnostics` of a :class:`ConnectionWalk`
     (use :func:`numerics.laplacian.diagnose` with ``method="factored"``). ``spectrum`` / ``kernel``
-    False skip those checks (reported undefined with the reason); ``k_max``: eigenpairs computed for
-    the null spaces; ``assemble_max``: largest ``n·d`` assembled densely; ``chunk_elems``: the
+    False skip those checks (reported undefined with the reason); ``k_max``: most null directions of
+    ``Δ`` searched for outside the parallel sections; ``assemble_max``: largest ``n·d`` assembled densely; ``chunk_elems``: the
     largest temporary (numbers)."""
     from numerics.errors import ParameterError
     from numerics.laplacian import _algebraic_checks, _skipped, assemble
@@ -326,7 +371,9 @@ def diagnose_factored(
             for k in ("spectrum_interval", "spectrum_disk", "spectrum_scaled")
         )
     if kernel:
-        kp, flat, kD, kC = kernel_factored(fb, n_comp, tdt, assemble_max=assemble_max, k_max=k_max, seed=seed)
+        kp, flat, kD, kC, kfacts = kernel_factored(fb, n_comp, tdt, assemble_max=assemble_max, k_max=k_max, seed=seed)
+        if kfacts:
+            extra["kernel_facts"] = kfacts
     else:
         kp, flat = (_skipped(k, fb.batch, P.device, "skipped: kernel=False") for k in ("kernel_parallel", "flat"))
         kD = kC = None

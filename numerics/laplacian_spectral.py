@@ -1,7 +1,7 @@
 r"""The matrix-free spectral part of the factored T3 diagnostics (:mod:`numerics.laplacian_factored`):
 the spectrum checks (Bendixson enclosure from Lanczos extremes of the π-symmetrised operator,
 Arnoldi Ritz values where the enclosure does not decide) and the kernel / parallel-section checks
-(smallest eigenpairs of ``ΔᵀΔ`` and ``CᵀC``), each per batch element of a
+(:mod:`numerics.laplacian_kernel`), each per batch element of a
 :class:`~numerics.laplacian_factored.FactoredBlocks`, with the small-walk route that assembles the
 operators densely. The bounds are stated in :mod:`numerics.laplacian_factored`'s docstring, which
 re-exports :func:`spectrum_factored` and :func:`kernel_factored`."""
@@ -214,97 +214,4 @@ def _arnoldi_extreme(e: FactoredBlocks, comp: str, seed: int, cnt: list) -> comp
     return complex(z[pick])
 
 
-# ------------------------------------------------------------------------------------ kernel
-def kernel_factored(
-    fb: FactoredBlocks, n_comp: torch.Tensor, tdt, *, assemble_max: int = 32, k_max: int = 8, seed: int = 0
-):
-    from scipy.sparse.linalg import ArpackNoConvergence
-
-    """``(kernel_parallel, flat, kernel_dim, parallel_dim)`` from the smallest eigenpairs of ``ΔᵀΔ``
-    and ``CᵀC`` (module docstring); per batch element."""
-    n, d = fb.n, fb.d
-    N = n * d
-    nb = max(1, math.prod(fb.batch))
-    kp_res, kp_bnd, fl_res = (torch.zeros(nb, dtype=F64) for _ in range(3))
-    kD_all, kC_all = torch.zeros(nb, dtype=torch.int64), torch.zeros(nb, dtype=torch.int64)
-    undefined, fl_undef, whys = torch.zeros(nb, dtype=torch.bool), torch.zeros(nb, dtype=torch.bool), []
-    small = assemble_max >= N
-    thr_D = tol(tdt, N) if small else max(tol(tdt, N), math.sqrt(tol(F64, N)))
-    thr_C = thr_D if small else max(tol(tdt, N), math.sqrt(tol(F64, N)))
-    for b in range(nb):
-        e = _element(fb, b)
-        Dfn = lambda x, e=e: x - e.apply(x)
-        DtD = lambda x, e=e: (lambda y: y - e.apply_t(y))(x - e.apply(x))
-        CtC = e.constraints_gram_apply
-        if small:
-            Dm = _assemble(Dfn, N, n, d)
-            _, sD, VhD = torch.linalg.svd(Dm)
-            sD, VD = sD.flip(0), VhD.flip(0).T  # ascending
-            Cm = e.constraints_apply(torch.eye(N, dtype=F64).reshape(N, n, d)).reshape(N, -1).T
-            _, sC, VhC = torch.linalg.svd(Cm, full_matrices=False)
-            sC, VC = sC.flip(0), VhC.flip(0).T  # ascending
-            dn, cn = max(float(sD[-1]), 1.0), max(float(sC[-1]), 1.0)
-            complete = True
-        else:
-            k = min(k_max, N - 1)
-            cnt = [0]
-            try:
-                lamD, VD, _ = _sym_extreme(DtD, N, n, d, "SA", cnt, seed, k=k)
-                lamC, VC, _ = _sym_extreme(CtC, N, n, d, "SA", cnt, seed, k=k)
-            except ArpackNoConvergence as exc:  # a cluster of small singular values
-                undefined[b] = fl_undef[b] = True
-                whys.append(f"undefined: Lanczos for the {k} smallest singular values did not converge ({exc})")
-                continue
-            sD, sC = lamD.clamp(min=0).sqrt(), lamC.clamp(min=0).sqrt()
-            dn = max(float(_sym_extreme(DtD, N, n, d, "LA", cnt, seed)[0][0].clamp(min=0).sqrt()), 1.0)
-            cn = max(float(_sym_extreme(CtC, N, n, d, "LA", cnt, seed)[0][0].clamp(min=0).sqrt()), 1.0)
-            complete = k >= N
-        kD = int((sD <= thr_D * dn).sum())
-        kC = int((sC <= thr_C * cn).sum())
-        kD_all[b], kC_all[b] = kD, kC
-        if not complete and (kD == sD.numel() or kC == sC.numel()):
-            undefined[b] = True
-            whys.append(
-                f"undefined: a null space reaches the k_max = {sD.numel()} eigenpairs computed "
-                f"(dim ker Δ ≥ {kD} or dim parallel ≥ {kC}); raise k_max"
-            )
-        K, Z = VD[:, :kD], VC[:, :kC]
-        r1 = float(torch.linalg.matrix_norm(Dfn(Z.T.reshape(-1, n, d)).reshape(kC, N).T, ord=2)) / dn if kC else 0.0
-        r2 = (
-            float(torch.linalg.eigvalsh(K.T @ CtC(K.T.reshape(-1, n, d)).reshape(kD, N).T).max().clamp(min=0).sqrt())
-            / cn
-            if kD
-            else 0.0
-        )
-        kp_res[b] = max(r1, r2)
-        bnd = max(thr_D, thr_C)
-        if 0 < kD < sD.numel():  # Wedin / Davis–Kahan, as on the dense path
-            bnd = max(bnd, thr_D * dn / float(sD[kD]))
-        if 0 < kC < sC.numel():
-            bnd = max(bnd, thr_C * cn / float(sC[kC]))
-        kp_bnd[b] = bnd
-        need = int(n_comp.reshape(-1)[b]) * d
-        if need == 0:
-            fl_res[b] = 0.0
-        elif need <= sC.numel():
-            fl_res[b] = float(sC[need - 1]) / cn
-        else:  # σ_need ≥ σ_k: a lower bound; certain failure only when it already exceeds the threshold
-            fl_res[b] = float(sC[-1]) / cn
-            fl_undef[b] = fl_res[b] <= thr_C
-            whys.append(
-                f"flat: σ_{need} of C not computed (k_max = {sC.numel()}); residual is the lower "
-                f"bound σ_{sC.numel()}/‖C‖"
-            )
-    bs = fb.batch
-    kD_t, kC_t = kD_all.reshape(bs), kC_all.reshape(bs)
-    kp_r = torch.where(undefined, torch.full_like(kp_res, float("nan")), kp_res).reshape(bs)
-    kp = make_check(
-        "kernel_parallel",
-        kp_r,
-        float(kp_bnd.max()),
-        whys[0] if whys else None,
-        holds=(kp_r <= kp_bnd.reshape(bs)) & (kD_t == kC_t),
-    )
-    fl_r = torch.where(fl_undef, torch.full_like(fl_res, float("nan")), fl_res).reshape(bs)
-    flat = make_check("flat", fl_r, thr_C, next((w for w in whys if w.startswith("flat")), None))
-    return kp, flat, kD_t, kC_t
+from numerics.laplacian_kernel import kernel_factored  # noqa: E402  (re-exported)
