@@ -965,3 +965,31 @@ def test_span_criterion_of_float32_inputs_is_evaluated_in_float64():
     assert np.linalg.norm((M32 - M32.T) / 2 - (M64 - M64.T) / 2) > 1e-9  # float32 would show
     holds, r = reversible_by_span(torch.from_numpy(X32), torch.from_numpy(M32))
     assert not holds and math.isclose(r, lit, rel_tol=1e-13)
+
+
+def log_pair_at(target):
+    """(a, b) with math.log(a) − math.log(b) == target exactly (both logs in [0.5, 1), so the
+    difference is exact; b is searched among the floats next to exp(log a − target))."""
+    for ia in range(1000):
+        a = 1.7 + ia * 1e-3
+        la = math.log(a)
+        b = math.exp(la - target)
+        for k in range(-4, 5):
+            bb = b + k * math.ulp(b)
+            if math.log(bb) == la - target:
+                return a, bb
+    raise AssertionError("no float pair found")  # pragma: no cover
+
+
+def test_a_residual_exactly_at_the_tolerance_is_accepted():
+    """The rules are `residual <= tol`: a log-ratio exactly tol(float64, 6) on one triangle (one edge
+    pair a, b, every other weight 1, so each sum is exactly log a − log b) is reversible, and the
+    triangle identity with X = 0 (right side 0, scale 1, d = 1: tol(float64, 6)) holds."""
+    bound = tol64(6)
+    a, b = log_pair_at(bound)
+    P = np.ones((3, 3))
+    P[0, 1], P[1, 0] = a, b
+    r = is_reversible(t(P))
+    assert r.residual == bound == r.tol and r.holds
+    ti = softmax_triangle_identity(t(P), t(np.zeros((3, 1))), t([[1.0]]), scale=1.0)
+    assert ti.residual == bound == ti.tol and ti.holds
