@@ -993,3 +993,49 @@ def test_a_residual_exactly_at_the_tolerance_is_accepted():
     assert r.residual == bound == r.tol and r.holds
     ti = softmax_triangle_identity(t(P), t(np.zeros((3, 1))), t([[1.0]]), scale=1.0)
     assert ti.residual == bound == ti.tol and ti.holds
+
+
+def test_a_holonomy_defect_exactly_at_the_tolerance_is_flat():
+    """d = 1, O_01 = 1, O_10 = b = 1 − 384·2⁻⁵³: frames 1, 1 (cond 1, ‖O‖₂ ≤ 1), the one holonomy is b and
+    its defect |b − 1| = 192·2⁻⁵² is exactly tol(float64, (n+1)·d = 3): flat, since the rule is ≤."""
+    b = 1.0 - 384 * 2.0**-53
+    P = np.array([[0.0, 1.0], [1.0, 0.0]])
+    O = np.zeros((2, 2, 1, 1))
+    O[0, 1], O[1, 0] = 1.0, b
+    fl = holonomies(edges_walk(P, O))
+    assert fl.residual == 1.0 - b == tol64(3) == fl.tol
+    assert fl.holds
+
+
+def test_a_frame_with_cond_times_eps_exactly_one_percent_is_kept():
+    """The frame test is strict (cond₂·eps > 10⁻²): the frame R_1 = O_10 = diag(1, x) reached over the
+    one-way edge 1 → 0 (R_1 = O_10 R_0, exact) has cond exactly x = fl(0.01)·2⁵², cond·eps = fl(0.01)."""
+    x = 0.01 * 2.0**52
+    assert np.linalg.cond(np.diag([1.0, x])) * np.finfo(np.float64).eps == 0.01
+    P = np.array([[0.0, 0.0], [1.0, 0.0]])
+    O = np.zeros((2, 2, 2, 2))
+    O[1, 0] = np.diag([1.0, x])
+    fl = holonomies(edges_walk(P, O))
+    assert fl.reason == "" and fl.holds
+    np.testing.assert_array_equal(fl.frames[1], np.diag([1.0, x]))
+
+
+def test_a_difference_exactly_at_the_rank_threshold_is_round_off():
+    """Tokens 0, t·e₁, e₂ with t = tol(float64, max(n−1, d) = 2, scale = max|X| = 1): the singular value t
+    is not above the threshold, so the span is the line e₂, where M_a vanishes: (True, 0.0)."""
+    thr = tol64(2)
+    X = np.array([[0.0, 0.0], [thr, 0.0], [0.0, 1.0]])
+    M = np.array([[0.0, 5.0], [-5.0, 0.0]])
+    assert reversible_by_span(t(X), t(M)) == (True, 0.0)
+    X[1, 0] = 2 * thr  # above the threshold: the span is the plane and r = ‖M_a‖_F
+    holds, r = reversible_by_span(t(X), t(M))
+    assert not holds and math.isclose(r, 5 * math.sqrt(2), rel_tol=1e-12)
+
+
+def test_a_span_residual_exactly_at_the_tolerance_holds():
+    """Tokens 0, e₁, e₂ (exact SVD), M_a = [[0, m], [−m, 0]] with ‖M_a‖_F exactly tol(float64, d² = 4)."""
+    bound = tol64(4)
+    ms = [2.0**-44.5 + k * math.ulp(2.0**-44.5) for k in range(-50, 51)]
+    m = next(m for m in ms if np.linalg.norm(np.array([[0.0, m], [-m, 0.0]])) == bound)
+    X = np.array([[0.0, 0.0], [1.0, 0.0], [0.0, 1.0]])
+    assert reversible_by_span(t(X), t([[0.0, 2 * m], [0.0, 0.0]])) == (True, bound)
