@@ -31,10 +31,9 @@ import numpy as np
 import torch
 
 from numerics.contracts import Float, Instance, Passthrough, Tensor, Walk, contract
-from numerics.errors import NotStochasticError, ShapeError, UndefinedError
+from numerics.errors import DTypeError, NotStochasticError, ShapeError, UndefinedError
 from numerics.laplacian import as_walk
 from numerics.tolerance import tol
-from numerics.validate import as_tensor, check_finite, check_ndim, check_nonnegative, check_square
 from numerics.walk import ConnectionWalk
 
 __all__ = [
@@ -76,7 +75,12 @@ def to_networkx(walk, *, index: tuple | int | None = None) -> nx.DiGraph:
 
     Graph data: ``G.graph["n"]``, ``G.graph["d"]``. Edge ``i → j`` iff ``P_ij > 0``, with
     ``weight`` ``P_ij``, ``transport`` ``O_ij`` and ``block`` ``B_ij`` (numpy float64)."""
-    if isinstance(walk, ConnectionWalk) or (isinstance(walk, torch.Tensor) and walk.ndim >= 4):
+    # the contract has checked and converted ``walk`` (a ConnectionWalk, or a finite tensor: blocks
+    # (..., n, n, d, d) or a nonnegative P (..., n, n)); it also lets a DiGraph through, for the
+    # queries below that take one, which this function does not
+    if isinstance(walk, nx.DiGraph):
+        raise DTypeError("expected a ConnectionWalk, blocks or a walk matrix, got DiGraph", argument="walk")
+    if isinstance(walk, ConnectionWalk) or walk.ndim >= 4:
         w = as_walk(walk)
         w._check_dense("the graph's n²d² transports and blocks", copies=4)
         P = w.walk_matrix
@@ -84,11 +88,7 @@ def to_networkx(walk, *, index: tuple | int | None = None) -> nx.DiGraph:
         B = w.blocks()
         batch = tuple(w.batch_shape)
     else:
-        P = as_tensor("P", walk)
-        check_ndim("P", P, 2, "(n, n)")
-        check_square("P", P, "(n, n)")
-        check_finite("P", P)
-        check_nonnegative("P", P)
+        P = walk
         O = B = None
         batch = tuple(P.shape[:-2])
     if batch:
@@ -168,7 +168,9 @@ class Reversibility:
     unique: ``unique`` False). ``residual``: max over basis cycles of the Kolmogorov log-ratio
     ``|Σ log P_fwd − Σ log P_bwd|`` (``inf`` when an edge has no reverse). ``balance_residual``:
     ``max |π_i P_ij − π_j P_ji|`` with that ``π``. ``cycles``: ``(cycle, log_ratio)`` pairs.
-    ``reason``: why it fails (or notes), else ''.
+    ``reason``: why it fails (or notes), else ''. ``tol``: the bound ``residual`` is compared with,
+    ``tol(float64, 2·L)`` for the longest basis cycle length ``L`` (``L = 1`` without cycles; ``holds``
+    needs ``residual <= tol``); 0.0 when no comparison is made (an edge without reverse).
     """
 
     holds: bool
@@ -271,7 +273,8 @@ def is_reversible(walk, *, index=None) -> Reversibility:
 def stationary_distribution(walk, *, index=None) -> np.ndarray:
     """Stationary ``π`` of a stochastic walk from the graph: spanning-tree ratios when the walk is
     reversible (no linear solve), otherwise a linear solve restricted to the unique closed class
-    (transient states get 0). Raises :class:`UndefinedError` with several closed classes, and when
+    (transient states get 0). Needs row sums within ``tol(float64, n)`` of 1 (else
+    :class:`NotStochasticError`). Raises :class:`UndefinedError` with several closed classes, and when
     that solve cannot resolve π: ``cond(I − P_C + 11ᵀ) · tol(float64, m) ≥ 1`` (a nearly
     decomposable class whose couplings are below roundoff; same criterion as
     :func:`numerics.laplacian.stationary_info`)."""
@@ -326,7 +329,9 @@ class Holonomy:
 class Flatness:
     """``holds``: every holonomy is ``I`` within tolerance (``O_ij = R_i R_j^{-1}`` on all edges);
     ``residual``: max holonomy defect relative to the transports' scale; ``frames`` ``(n, d, d)``;
-    ``reason``: e.g. a singular transport on a tree edge (flatness then fails)."""
+    ``reason``: e.g. a singular transport on a tree edge, or a frame with ``cond₂(R_v)·eps > 10⁻²``
+    (flatness then fails). ``tol``: the bound on ``residual``,
+    ``tol(float64, (n+1)·d, scale=max(1, max ‖O_ij‖₂) · max(1, max_v cond₂(R_v)))``."""
 
     holds: bool
     residual: float
@@ -422,7 +427,9 @@ is_flat = holonomies
 class TriangleIdentity:
     """T4 triangle identity. ``residual``: max over triangles ``(i < j < k)`` of
     ``|log-ratio − 2·scale·(x_j−x_i)ᵀ M_a (x_k−x_i)|``; ``max_log_ratio``: max ``|log-ratio|``
-    (0 iff A is reversible, for full support and n ≥ 3); ``n_triangles``."""
+    (0 iff A is reversible, for full support and n ≥ 3); ``n_triangles``. ``holds``: ``residual <= tol``
+    with ``tol = tol(float64, 6·d², scale=1 + |scale|·max|X|²·Σ|M|)`` (scale 1 when there is no
+    triangle)."""
 
     holds: bool
     residual: float
@@ -439,17 +446,7 @@ def softmax_triangle_identity(A, X, M, *, scale: float) -> TriangleIdentity:
 
     Triangles are enumerated from the networkx graph of ``A`` (3-cliques of its undirected
     support); edges with ``A_ij = 0`` (masks) take no part."""
-    A = as_tensor("A", A)
-    X = as_tensor("X", X)
-    M = as_tensor("M", M)
-    check_ndim("A", A, 2, "(n, n)", max_ndim=2)
-    check_square("A", A, "(n, n)")
-    check_ndim("X", X, 2, "(n, d)", max_ndim=2)
-    check_square("M", M, "(d, d)")
-    for nm, t in (("A", A), ("X", X), ("M", M)):
-        check_finite(nm, t)
-    if X.shape[0] != A.shape[0] or M.shape[0] != X.shape[1]:
-        raise ShapeError(f"A {tuple(A.shape)}, X {tuple(X.shape)}, M {tuple(M.shape)} do not match", argument="X")
+    # the contract has checked A (n, n) ≥ 0, X (n, d), M (d, d): finite float tensors, sizes agreeing
     An = A.detach().to("cpu", F64).numpy()
     Xn = X.detach().to("cpu", F64).numpy()
     Mn = M.detach().to("cpu", F64).numpy()
@@ -489,9 +486,10 @@ def softmax_triangle_identity(A, X, M, *, scale: float) -> TriangleIdentity:
 def reversible_by_span(X, M) -> tuple[bool, float]:
     """T4's exact criterion for full-support softmax: ``M_a = (M − Mᵀ)/2`` vanishes on
     ``span{x_j − x_1}``; returns ``(holds, ‖Uᵀ M_a U‖_F)`` with ``U`` an orthonormal basis of that
-    span (from an SVD with the rank threshold of :func:`tol`)."""
-    X = as_tensor("X", X).detach().to("cpu", F64).numpy()
-    M = as_tensor("M", M).detach().to("cpu", F64).numpy()
+    span (from an SVD of the differences, singular values ``<= tol(float64, max(n−1, d), scale=max|X|)``
+    dropped as round-off) and ``holds`` iff that norm is ``<= tol(float64, d², scale=max(1, max|M_a|))``."""
+    X = X.detach().to("cpu", F64).numpy()  # checked by the contract: finite float (n, d), (d, d)
+    M = M.detach().to("cpu", F64).numpy()
     Ma = (M - M.T) / 2
     D = X[1:] - X[:1]
     if D.shape[0] == 0:

@@ -8,13 +8,14 @@ cycle, softmax log-ratios in float64 numpy), never from :mod:`numerics.graphs` i
 from __future__ import annotations
 
 import math
+import re
 from itertools import combinations
 
 import numpy as np
 import pytest
 import torch
 
-from numerics.errors import ConnwalkError, ShapeError, UndefinedError
+from numerics.errors import ConnwalkError, DTypeError, NotStochasticError, ShapeError, UndefinedError
 from numerics.graphs import (
     closed_classes,
     holonomies,
@@ -569,3 +570,472 @@ def test_causal_attention_has_no_two_way_triangles():
     C /= C.sum(1, keepdims=True)
     ti = softmax_triangle_identity(t(C), t(X), t(M), scale=s)
     assert ti.n_triangles == 0 and ti.holds and ti.residual == 0.0 and ti.max_log_ratio == 0.0
+
+
+# ===================================================================================== round 2
+# Tolerance rules are the documented ones (docstrings of Reversibility, Flatness, TriangleIdentity,
+# reversible_by_span, stationary_distribution); the tests evaluate them with numerics.tolerance.tol
+# and put residuals at 0.9× and 1.1× of them, so a rule that drifts by more than 10% fails.
+def tol64(size, scale=1.0):
+    from numerics.tolerance import tol
+
+    return tol(f64, size, scale=scale)
+
+
+# ------------------------------------------------------------------------------------- to_networkx
+def test_to_networkx_refuses_a_digraph_naming_walk():
+    """The shared graph-query contract lets a DiGraph through; to_networkx itself takes none, and the
+    refusal names its own parameter (it used to name a non-existent ``P``)."""
+    G = to_networkx(t(cycle_walk(3)))
+    msg = raises_named(DTypeError, "walk", lambda: to_networkx(G))
+    assert msg == "walk: expected a ConnectionWalk, blocks or a walk matrix, got DiGraph"
+
+
+def test_to_networkx_of_unbatched_blocks_reads_p_and_o_from_them():
+    """A 4-dim tensor is blocks B (n, n, d, d) (not a batch of walk matrices): gauge P_ij = row-normalised
+    ‖B_ij‖_F, O_ij = B_ij / P_ij (ConnectionWalk.from_blocks' default)."""
+    O01, O10 = rot(0.3), 2.0 * np.eye(2)
+    B = np.zeros((2, 2, 2, 2))
+    B[0, 1], B[1, 0] = O01, O10
+    G = to_networkx(t(B))
+    assert G.graph == {"n": 2, "d": 2} and sorted(G.edges) == [(0, 1), (1, 0)]
+    assert G[0][1]["weight"] == pytest.approx(1.0, abs=1e-15) and G[1][0]["weight"] == pytest.approx(1.0, abs=1e-15)
+    np.testing.assert_allclose(G[0][1]["transport"], O01, atol=1e-15)
+    np.testing.assert_allclose(G[1][0]["block"], O10, atol=1e-15)
+
+
+def test_to_networkx_of_a_float32_walk_stores_float64_transports_and_blocks():
+    P = np.array([[0.25, 0.75], [0.5, 0.5]], dtype=np.float32)
+    O = np.stack([np.stack([rot(0.1 * (i + 2 * j)) for j in range(2)]) for i in range(2)]).astype(np.float32)
+    w = ConnectionWalk.from_edges(torch.from_numpy(P), torch.from_numpy(O))
+    G = to_networkx(w)
+    for i, j in [(0, 0), (0, 1), (1, 0), (1, 1)]:
+        tr, bl = G[i][j]["transport"], G[i][j]["block"]
+        assert tr.dtype == np.float64 and bl.dtype == np.float64
+        np.testing.assert_array_equal(tr, O[i, j].astype(np.float64))  # float32 → float64 is exact
+        assert G[i][j]["weight"] == float(P[i, j])
+
+
+def test_to_networkx_refuses_above_the_memory_budget_of_four_dense_copies(monkeypatch):
+    """O, B (and P, support) are materialised: 4 dense n²d² float64 copies = 4·16·8 = 512 bytes."""
+    from numerics.errors import MemoryBudgetError
+
+    P = np.array([[0.5, 0.5], [0.5, 0.5]])
+    w = ConnectionWalk.from_edges(t(P), t(np.eye(2)))
+    monkeypatch.setenv("CONNWALK_MEMORY_BUDGET", "511")
+    msg = raises_named(MemoryBudgetError, "walk", lambda: to_networkx(w))
+    assert msg.startswith("walk: the graph's n²d² transports and blocks (n=2, d=2, batch=()) would take")
+    monkeypatch.setenv("CONNWALK_MEMORY_BUDGET", "512")
+    assert to_networkx(w).number_of_edges() == 4
+
+
+# ------------------------------------------------------------------------------------- holonomy
+def ring_with_tail_walk():
+    """Node 0 — 1, ring 1-2-3-4-5-1, all edges both ways, random invertible transports. BFS from 0 has
+    one spanning tree: 0-1, 1-2, 1-5, 2-3, 5-4 (3 and 4 are both at depth 3, so 3-4 is the chord)."""
+    g = np.random.default_rng(21)
+    und = [(0, 1), (1, 2), (2, 3), (3, 4), (4, 5), (5, 1)]
+    P = np.zeros((6, 6))
+    O = np.zeros((6, 6, 2, 2))
+    for a, b in und:
+        for u, v in [(a, b), (b, a)]:
+            P[u, v] = 1.0
+            O[u, v] = g.standard_normal((2, 2)) + 2 * np.eye(2)
+    return P / P.sum(1, keepdims=True), O
+
+
+def test_holonomy_cycles_are_the_tree_paths_closed_by_their_edge():
+    P, O = ring_with_tail_walk()
+    fl = holonomies(edges_walk(P, O))
+    parent = {1: 0, 2: 1, 5: 1, 3: 2, 4: 5}
+    tree = {(parent[v], v) for v in parent}
+    cycles = {h.edge: h.cycle for h in fl.holonomies}
+    # every directed edge but the 5 tree edges (u → v, u the parent) closes a cycle
+    assert set(cycles) == {(u, v) for u, v in zip(*np.nonzero(P))} - tree
+    assert cycles[(3, 4)] == [3, 2, 1, 5, 4]
+    assert cycles[(4, 3)] == [4, 5, 1, 2, 3]
+    for v, u in parent.items():  # a reverse tree edge closes the 2-cycle v → u → v
+        assert cycles[(v, u)] == [v, u]
+    # around 3 → 2 → 1 → 5 → 4 → 3 the holonomy is conjugate to the product of transports along it
+    prod = O[3, 2] @ O[2, 1] @ O[1, 5] @ O[5, 4] @ O[4, 3]
+    h = next(h for h in fl.holonomies if h.edge == (3, 4))
+    # R_3⁻¹ O_34 R_4 with tree frames: conjugate to O_34 (O_54⁻¹ O_15⁻¹)(O_12 O_23) — not prod, so
+    # compare with the literal frames product instead (x_u = O_uv x_v along tree edges u → v)
+    inv = np.linalg.inv
+    lit = O[1, 2] @ O[2, 3] @ O[3, 4] @ inv(O[5, 4]) @ inv(O[1, 5])
+    assert math.isclose(np.trace(h.matrix), np.trace(lit), rel_tol=1e-10, abs_tol=1e-12)
+    assert math.isclose(np.linalg.det(h.matrix), np.linalg.det(lit), rel_tol=1e-10)
+    assert not math.isclose(np.linalg.det(lit), np.linalg.det(prod), rel_tol=1e-3)
+
+
+def test_holonomies_of_a_batched_walk_read_the_indexed_element():
+    P = np.full((3, 3), 1 / 3)
+    flat = np.broadcast_to(np.eye(2), (3, 3, 2, 2)).copy()
+    twisted = flat.copy()
+    twisted[0, 1] = rot(0.5)
+    w = ConnectionWalk.from_edges(t(np.stack([P, P])), t(np.stack([flat, twisted])))
+    assert holonomies(w, index=0).holds
+    fl = holonomies(w, index=1)
+    assert not fl.holds and fl.residual > 0.1
+    raises_named(ShapeError, "walk", lambda: holonomies(w))
+
+
+def test_a_walk_on_a_tree_has_no_holonomy_and_is_flat():
+    """0 → 1 → 2 one way only: every edge is a spanning-tree edge, no cycle, nothing to be curved."""
+    P = np.array([[0.0, 1.0, 0.0], [0.0, 0.0, 1.0], [0.0, 0.0, 0.0]])
+    O = np.zeros((3, 3, 2, 2))
+    O[0, 1], O[1, 2] = rot(0.3) * 2, rot(-1.0)
+    fl = holonomies(edges_walk(P, O))
+    assert fl.holonomies == [] and fl.residual == 0.0 and fl.holds and fl.reason == ""
+
+
+def test_holonomy_through_a_singular_frame_has_infinite_defect_not_nan():
+    """NaN would compare False with every bound and make max() order-dependent; inf is reported."""
+    P = np.array([[0.0, 1.0], [1.0, 0.0]])
+    O = np.zeros((2, 2, 2, 2))
+    O[0, 1] = np.array([[1.0, 0.0], [0.0, 0.0]])
+    O[1, 0] = np.eye(2)
+    fl = holonomies(edges_walk(P, O))
+    (h,) = fl.holonomies
+    assert h.defect == math.inf and fl.residual == math.inf and not fl.holds
+
+
+@pytest.mark.parametrize("small, singular", [(1e-12, False), (1e-15, True)])
+def test_a_numerically_singular_frame_is_a_reason(small, singular):
+    """Frames with cond₂(R_v)·eps > 10⁻² are refused: cond 10¹² (·eps = 2.2e-4) is kept, cond 10¹⁵
+    (·eps = 0.22) is not, although the transports are exact inverses (flat in exact arithmetic)."""
+    P = np.array([[0.0, 1.0], [1.0, 0.0]])
+    O = np.zeros((2, 2, 2, 2))
+    O[0, 1] = np.diag([1.0, small])
+    O[1, 0] = np.diag([1.0, 1.0 / small])
+    fl = holonomies(edges_walk(P, O))
+    if singular:
+        assert not fl.holds and fl.reason == "frame at node 1 is (numerically) singular"
+    else:
+        assert fl.holds and fl.reason == "" and fl.residual == 0.0
+
+
+def flat_walk(R, P):
+    n = len(R)
+    O = np.array([[R[i] @ np.linalg.inv(R[j]) for j in range(n)] for i in range(n)])
+    return O, edges_walk(P, O)
+
+
+def flat_tol(O, R, n, d):
+    """Flatness' documented bound; the frames of a flat connection are R_v R_0⁻¹ whatever the tree."""
+    norm = max([1.0] + [np.linalg.norm(O[i, j], 2) for i in range(n) for j in range(n)])
+    cond = max([1.0] + [np.linalg.cond(R[v] @ np.linalg.inv(R[0])) for v in range(n)])
+    return tol64((n + 1) * d, scale=norm * cond)
+
+
+def test_flatness_tolerance_of_orthogonal_transports_is_the_unscaled_one():
+    g = np.random.default_rng(22)
+    n, d = 4, 3
+    R = [np.linalg.qr(g.standard_normal((d, d)))[0] for _ in range(n)]
+    O, w = flat_walk(R, np.full((n, n), 1 / n))
+    fl = holonomies(w)
+    assert fl.holds and fl.residual <= 1e-14
+    assert math.isclose(fl.tol, tol64((n + 1) * d), rel_tol=1e-12)  # ‖O‖₂ = cond = 1
+
+
+def test_flatness_of_ill_conditioned_frames_scales_its_tolerance():
+    """Frames with singular values 1, 10, 100: the rounding of a flat connection's holonomies
+    (≈1e-11) is far above tol((n+1)d) but inside the documented scaled bound."""
+    g = np.random.default_rng(0)
+    n, d = 4, 3
+    R = []
+    for _ in range(n):
+        Q1, Q2 = (np.linalg.qr(g.standard_normal((d, d)))[0] for _ in range(2))
+        R.append(Q1 @ np.diag([1.0, 10.0, 100.0]) @ Q2)
+    O, w = flat_walk(R, np.full((n, n), 1 / n))
+    fl = holonomies(w)
+    assert math.isclose(fl.tol, flat_tol(O, R, n, d), rel_tol=1e-9)
+    assert fl.residual > tol64((n + 1) * d)  # unscaled, this flat connection would be called curved
+    assert fl.holds
+
+
+# ------------------------------------------------------------------------------------- reversibility
+def two_triangles(bridge):
+    """Triangle {0,1,2} strongly rotation-biased (log-ratio 3·log(7/3)), triangle {3,4,5} mildly
+    (3·log(0.55/0.45)); joined by edge 2–3 when ``bridge``."""
+    P = np.zeros((6, 6))
+    for base, (f, b) in [(0, (0.7, 0.3)), (3, (0.55, 0.45))]:
+        for k in range(3):
+            i, j = base + k, base + (k + 1) % 3
+            P[i, j], P[j, i] = f, b
+    if bridge:
+        P[2, 3] = P[3, 2] = 0.5
+    return P
+
+
+@pytest.mark.parametrize("bridge", [True, False])
+def test_kolmogorov_reason_names_the_worst_cycle(bridge):
+    r = is_reversible(t(two_triangles(bridge)))
+    assert not r.holds
+    m = re.match(r"Kolmogorov fails on cycle \[([0-9, ]+)\] \(log-ratio (-?[0-9.e+-]+)\)", r.reason)
+    assert m, r.reason
+    assert {int(x) for x in m.group(1).split(",")} == {0, 1, 2}
+    assert math.isclose(abs(float(m.group(2))), 3 * math.log(7 / 3), rel_tol=1e-3)
+    if bridge:
+        assert r.unique and ";" not in r.reason
+    else:  # the failure comes first, then the note on the components, joined by "; "
+        assert not r.unique
+        assert r.reason.endswith(")" + "; 2 components: π not unique, each component has mass 1/2")
+
+
+def test_one_way_edge_result_fields_are_exactly_false_and_zero_tol():
+    P = np.array([[0.5, 0.5, 0.0], [0.0, 0.5, 0.5], [0.5, 0.5, 0.0]])
+    r = is_reversible(t(P))
+    assert r.holds is False and r.unique is False and r.tol == 0.0
+
+
+def test_reversibility_tolerance_is_tol_of_twice_the_longest_cycle():
+    path = np.array([[0.0, 1.0, 0.0], [0.5, 0.0, 0.5], [0.0, 1.0, 0.0]])  # no cycle: L = 1
+    assert is_reversible(t(path)).tol == tol64(2)
+    tri = np.full((3, 3), 1 / 3)
+    assert is_reversible(t(tri)).tol == tol64(6)
+
+
+@pytest.mark.parametrize("factor", [0.9, 1.1])
+def test_reversibility_decision_at_its_tolerance_edge(factor):
+    """Triangle with Kolmogorov log-ratio δ = factor·tol(float64, 6): reversible iff δ ≤ tol."""
+    bound = tol64(6)
+    P = np.ones((3, 3))
+    P[0, 1] = math.exp(factor * bound)
+    lit = math.log(P[0, 1])  # the literal log-ratio around 0 → 1 → 2 → 0 (all other weights 1)
+    assert abs(lit - factor * bound) < 1e-2 * bound  # 1 + δ is rounded to an ulp of 1
+    r = is_reversible(t(P))
+    assert math.isclose(r.residual, lit, rel_tol=1e-6)
+    assert r.holds == (factor < 1)
+
+
+def test_pi_of_an_extremely_lopsided_chain_does_not_overflow():
+    """π₁/π₀ = P₀₁/P₁₀ = 0.5/1e-300: log π spans 690 > log(max float); π = (P₁₀, P₀₁)/(P₀₁ + P₁₀)."""
+    a, b = 0.5, 1e-300
+    P = np.array([[1 - a, a], [b, 1 - b]])
+    r = is_reversible(t(P))
+    assert r.holds
+    # exp of a log-ratio of 690 carries 690·eps relative error
+    np.testing.assert_allclose(r.pi, [b / (a + b), a / (a + b)], rtol=1e-12, atol=0)
+    np.testing.assert_allclose(stationary_distribution(t(P)), [b / (a + b), a / (a + b)], rtol=1e-12, atol=0)
+
+
+# ------------------------------------------------------------------------------------- stationary
+def test_stationary_distribution_row_sum_tolerance_is_tol_of_n():
+    """Row sums exactly 1 ± tol(float64, n) are accepted (dyadic, so exact); 1.5·tol is refused."""
+    bound = tol64(2)
+    ok = np.array([[0.5, 0.5 + bound], [0.5, 0.5]])
+    assert ok[0].sum() - 1.0 == bound
+    np.testing.assert_allclose(stationary_distribution(t(ok)).sum(), 1.0, atol=1e-15)
+    bad = np.array([[0.5, 0.5 + 1.5 * bound], [0.5, 0.5]])
+    msg = raises_named(NotStochasticError, "walk", lambda: stationary_distribution(t(bad)))
+    assert msg == (
+        f"walk: rows must sum to 1 for a stationary distribution (max |row sum − 1| = {1.5 * bound:.3e}); "
+        "see numerics.laplacian.stationary_info for Perron vectors"
+    )
+
+
+@pytest.mark.parametrize("target, refused", [(0.9, False), (1.1, True)])
+def test_pi_refusal_threshold_is_cond_times_tol_one(target, refused):
+    """Tighter than the 0.5 / 1.5 bracket above: κ·tol at 0.9 is solved, at 1.1 refused."""
+    lo, hi = 1e-20, 1e-2
+    for _ in range(200):
+        mid = math.sqrt(lo * hi)
+        if kappa_times_tol(nearly_decomposable_cycle(mid)) > target:
+            lo = mid
+        else:
+            hi = mid
+    P = nearly_decomposable_cycle(hi if not refused else lo)
+    kt = kappa_times_tol(P)
+    assert abs(kt - target) < 0.02
+    if refused:
+        raises_named(UndefinedError, "walk", lambda: stationary_distribution(t(P)))
+    else:
+        pi = stationary_distribution(t(P))
+        assert math.isclose(pi.sum(), 1.0, rel_tol=1e-12) and (pi >= 0).all()
+
+
+# ------------------------------------------------------------------------------------- triangle identity
+def triangle_case(seed, d, xmax, p):
+    """n = 3 tokens with max|X| = xmax and |scale|·max|X|²·Σ|M| = p; A = softmax(scale·X M Xᵀ)."""
+    g = np.random.default_rng(seed)
+    X = g.uniform(-1, 1, (3, d)) * xmax * 0.9
+    X[0, 0] = xmax
+    M = g.standard_normal((d, d))
+    s = p / (xmax**2 * np.abs(M).sum())
+    S = s * X @ M @ X.T
+    A = np.exp(S - S.max(1, keepdims=True))
+    A /= A.sum(1, keepdims=True)
+    return A, X, M, s
+
+
+def literal_triangle_residual(A, X, M, s):
+    lr = (
+        math.log(A[0, 1])
+        + math.log(A[1, 2])
+        + math.log(A[2, 0])
+        - math.log(A[0, 2])
+        - math.log(A[2, 1])
+        - math.log(A[1, 0])
+    )
+    return abs(lr - literal_log_ratio(X, M, s, 0, 1, 2))
+
+
+@pytest.mark.parametrize("d, xmax, p", [(3, 3.0, 3.0), (1, 2.0, 3.0), (2, 1.5, 0.5)])
+@pytest.mark.parametrize("factor", [0.9, 1.1])
+def test_triangle_identity_decision_at_its_tolerance_edge(d, xmax, p, factor):
+    """A_01 multiplied by e^δ, δ = factor·tol(float64, 6d², scale = 1 + p): holds iff δ ≤ tol."""
+    A, X, M, s = triangle_case(30 + d, d, xmax, p)
+    bound = tol64(6 * d * d, scale=1.0 + p)
+    assert literal_triangle_residual(A, X, M, s) < 1e-2 * bound  # the softmax itself: round-off only
+    A[0, 1] *= math.exp(factor * bound)
+    lit = literal_triangle_residual(A, X, M, s)
+    ti = softmax_triangle_identity(t(A), t(X), t(M), scale=s)
+    assert math.isclose(ti.tol, bound, rel_tol=1e-12)
+    assert ti.n_triangles == 1 and math.isclose(ti.residual, lit, rel_tol=1e-6)
+    assert ti.holds == (factor < 1)
+
+
+def test_triangle_identity_without_triangles_has_unit_scale_tolerance():
+    A, X, M, s = softmax_case(14, n=4, scale=5.0)
+    C = np.tril(A)
+    C /= C.sum(1, keepdims=True)
+    ti = softmax_triangle_identity(t(C), t(X), t(M), scale=s)
+    assert ti.n_triangles == 0 and ti.tol == tol64(6 * 3 * 3)
+
+
+# ------------------------------------------------------------------------------------- span criterion
+@pytest.mark.parametrize("factor", [0.9, 1.1])
+def test_span_criterion_decision_at_its_tolerance_edge(factor):
+    """Tokens 0, e₁, e₂, e₃ span R³, so ‖UᵀM_aU‖_F = ‖M_a‖_F; with max|M_a| < 1 the bound is
+    tol(float64, d²): M_a of norm factor·tol holds iff factor ≤ 1."""
+    X = np.vstack([np.zeros(3), np.eye(3)])
+    K = np.array([[0.0, 1.0, 2.0], [-1.0, 0.0, 3.0], [-2.0, -3.0, 0.0]])
+    bound = tol64(9)
+    M = K * (factor * bound / np.linalg.norm(K))
+    holds, r = reversible_by_span(t(X), t(M))
+    assert math.isclose(r, factor * bound, rel_tol=1e-9)
+    assert holds == (factor < 1)
+
+
+def test_span_criterion_tolerance_scales_with_the_antisymmetric_part():
+    """M_a = 10⁸(e₁e₂ᵀ − e₂e₁ᵀ) vanishes on the plane span{(1,1,0), e₃} (uᵀM_a v = 0 there); the tokens'
+    SVD basis of that plane carries round-off, so ‖UᵀM_aU‖ ≈ 1e-8: zero relative to max|M_a| = 10⁸."""
+    g = np.random.default_rng(23)
+    c = g.standard_normal((5, 2))
+    X = c[:, :1] * np.array([1.0, 1.0, 0.0]) + c[:, 1:] * np.array([0.0, 0.0, 1.0])
+    M = np.zeros((3, 3))
+    M[0, 1], M[1, 0] = 1e8, -1e8
+    holds, r = reversible_by_span(t(X), t(M))
+    assert r > tol64(9)  # round-off above the unscaled bound ...
+    assert holds  # ... but within tol(float64, d², scale = max|M_a| = 10⁸)
+
+
+def test_span_criterion_is_scale_invariant_in_the_tokens():
+    """M_a vanishing on span{x_j − x_1} does not depend on the tokens' scale: tokens of size 1e-15
+    still span R³ (they are exact, not round-off), so r = ‖M_a‖_F as for unit tokens."""
+    g = np.random.default_rng(24)
+    X = g.standard_normal((4, 3))
+    K = np.array([[0.0, 1.0, 0.0], [-1.0, 0.0, 0.0], [0.0, 0.0, 0.0]])
+    for c in (1.0, 1e-15):
+        holds, r = reversible_by_span(t(c * X), t(K))
+        assert not holds and math.isclose(r, math.sqrt(2), rel_tol=1e-12)
+
+
+def test_span_criterion_ignores_round_off_differences_of_far_tokens():
+    """Tokens at 10⁶·(1,1,1) differing by one ulp (≈1e-10) along three axes: the differences are
+    round-off relative to the tokens' magnitude, so the span is {0} and the criterion holds."""
+    base = np.full(3, 1e6)
+    X = np.array([base, base, base, base])
+    X[1, 0] = np.nextafter(1e6, 2e6)
+    X[2, 1] = np.nextafter(1e6, 2e6)
+    X[3, 2] = np.nextafter(1e6, 0.0)
+    K = np.array([[0.0, 1.0, 2.0], [-1.0, 0.0, 3.0], [-2.0, -3.0, 0.0]])
+    assert reversible_by_span(t(X), t(K)) == (True, 0.0)
+
+
+def test_span_criterion_of_float32_inputs_is_evaluated_in_float64():
+    """X, M float32: r must equal ‖M_a‖_F of the float64 values (tokens spanning R³), to float64
+    rounding — a float32 SVD or a float32 M − Mᵀ would be off by ~1e-7."""
+    g = np.random.default_rng(25)
+    X32 = g.standard_normal((4, 3)).astype(np.float32)
+    M32 = (g.standard_normal((3, 3)) * np.array([1.0, 1e-3, 30.0])).astype(np.float32)
+    M64 = M32.astype(np.float64)
+    lit = np.linalg.norm((M64 - M64.T) / 2)
+    assert np.linalg.norm((M32 - M32.T) / 2 - (M64 - M64.T) / 2) > 1e-9  # float32 would show
+    holds, r = reversible_by_span(torch.from_numpy(X32), torch.from_numpy(M32))
+    assert not holds and math.isclose(r, lit, rel_tol=1e-13)
+
+
+def log_pair_at(target):
+    """(a, b) with math.log(a) − math.log(b) == target exactly (both logs in [0.5, 1), so the
+    difference is exact; b is searched among the floats next to exp(log a − target))."""
+    for ia in range(1000):
+        a = 1.7 + ia * 1e-3
+        la = math.log(a)
+        b = math.exp(la - target)
+        for k in range(-4, 5):
+            bb = b + k * math.ulp(b)
+            if math.log(bb) == la - target:
+                return a, bb
+    raise AssertionError("no float pair found")  # pragma: no cover
+
+
+def test_a_residual_exactly_at_the_tolerance_is_accepted():
+    """The rules are `residual <= tol`: a log-ratio exactly tol(float64, 6) on one triangle (one edge
+    pair a, b, every other weight 1, so each sum is exactly log a − log b) is reversible, and the
+    triangle identity with X = 0 (right side 0, scale 1, d = 1: tol(float64, 6)) holds."""
+    bound = tol64(6)
+    a, b = log_pair_at(bound)
+    P = np.ones((3, 3))
+    P[0, 1], P[1, 0] = a, b
+    r = is_reversible(t(P))
+    assert r.residual == bound == r.tol and r.holds
+    ti = softmax_triangle_identity(t(P), t(np.zeros((3, 1))), t([[1.0]]), scale=1.0)
+    assert ti.residual == bound == ti.tol and ti.holds
+
+
+def test_a_holonomy_defect_exactly_at_the_tolerance_is_flat():
+    """d = 1, O_01 = 1, O_10 = b = 1 − 384·2⁻⁵³: frames 1, 1 (cond 1, ‖O‖₂ ≤ 1), the one holonomy is b and
+    its defect |b − 1| = 192·2⁻⁵² is exactly tol(float64, (n+1)·d = 3): flat, since the rule is ≤."""
+    b = 1.0 - 384 * 2.0**-53
+    P = np.array([[0.0, 1.0], [1.0, 0.0]])
+    O = np.zeros((2, 2, 1, 1))
+    O[0, 1], O[1, 0] = 1.0, b
+    fl = holonomies(edges_walk(P, O))
+    assert fl.residual == 1.0 - b == tol64(3) == fl.tol
+    assert fl.holds
+
+
+def test_a_frame_with_cond_times_eps_exactly_one_percent_is_kept():
+    """The frame test is strict (cond₂·eps > 10⁻²): the frame R_1 = O_10 = diag(1, x) reached over the
+    one-way edge 1 → 0 (R_1 = O_10 R_0, exact) has cond exactly x = fl(0.01)·2⁵², cond·eps = fl(0.01)."""
+    x = 0.01 * 2.0**52
+    assert np.linalg.cond(np.diag([1.0, x])) * np.finfo(np.float64).eps == 0.01
+    P = np.array([[0.0, 0.0], [1.0, 0.0]])
+    O = np.zeros((2, 2, 2, 2))
+    O[1, 0] = np.diag([1.0, x])
+    fl = holonomies(edges_walk(P, O))
+    assert fl.reason == "" and fl.holds
+    np.testing.assert_array_equal(fl.frames[1], np.diag([1.0, x]))
+
+
+def test_a_difference_exactly_at_the_rank_threshold_is_round_off():
+    """Tokens 0, t·e₁, e₂ with t = tol(float64, max(n−1, d) = 2, scale = max|X| = 1): the singular value t
+    is not above the threshold, so the span is the line e₂, where M_a vanishes: (True, 0.0)."""
+    thr = tol64(2)
+    X = np.array([[0.0, 0.0], [thr, 0.0], [0.0, 1.0]])
+    M = np.array([[0.0, 5.0], [-5.0, 0.0]])
+    assert reversible_by_span(t(X), t(M)) == (True, 0.0)
+    X[1, 0] = 2 * thr  # above the threshold: the span is the plane and r = ‖M_a‖_F
+    holds, r = reversible_by_span(t(X), t(M))
+    assert not holds and math.isclose(r, 5 * math.sqrt(2), rel_tol=1e-12)
+
+
+def test_a_span_residual_exactly_at_the_tolerance_holds():
+    """Tokens 0, e₁, e₂ (exact SVD), M_a = [[0, m], [−m, 0]] with ‖M_a‖_F exactly tol(float64, d² = 4)."""
+    bound = tol64(4)
+    ms = [2.0**-44.5 + k * math.ulp(2.0**-44.5) for k in range(-50, 51)]
+    m = next(m for m in ms if np.linalg.norm(np.array([[0.0, m], [-m, 0.0]])) == bound)
+    X = np.array([[0.0, 0.0], [1.0, 0.0], [0.0, 1.0]])
+    assert reversible_by_span(t(X), t([[0.0, 2 * m], [0.0, 0.0]])) == (True, bound)
