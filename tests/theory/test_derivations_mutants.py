@@ -254,15 +254,33 @@ def test_t2_counterexample_verdicts_match_an_independent_computation(variant):
     assert rounded.detail == f"miss = {miss:.9f}"
 
 
-def test_t2_counterexample_value_is_the_correctly_rounded_double():
-    """The reported miss is the double nearest to the exact ``sqrt(5/2 - sqrt(17)/2)`` (mpmath, 50
-    digits), not a 15-digit approximation of it."""
+@pytest.mark.parametrize(
+    "change",
+    [
+        {},
+        # a case where a 15-digit evaluation of the miss rounds to the neighbouring double
+        {"A1": [["1/10", "9/10"], ["1/10", "9/10"]], "A2": [["3/5", "2/5"], ["1/2", "1/2"]], "miss": 0.848},
+    ],
+)
+def test_t2_counterexample_value_is_the_correctly_rounded_double(change):
+    """The reported miss is the double nearest to the exact ``sqrt(||R||_F^2 - sigma_max(R)^2)``
+    of the Van Loan rearrangement (mpmath SVD at 50 digits), not a 15-digit approximation of it."""
     import mpmath
 
+    data = {**T2_COUNTEREXAMPLE, **change}
+    B = _blocks_fraction(data)
     with mpmath.workdps(50):
-        exact = float(mpmath.sqrt(mpmath.mpf(5) / 2 - mpmath.sqrt(17) / 2))
-    (num,) = [c for c in dw.t2_counterexample().checks if c.numeric]
-    assert num.residual == exact - 0.662
+        R = mpmath.matrix(
+            [
+                [mpmath.mpf(v.numerator) / v.denominator for row in B[i, j] for v in row]
+                for i in range(2)
+                for j in range(2)
+            ]
+        )
+        s = mpmath.svd_r(R, compute_uv=False)
+        exact = float(mpmath.sqrt(sum(x**2 for x in s) - max(s) ** 2))
+    (num,) = [c for c in dw.t2_counterexample(data).checks if c.numeric]
+    assert num.residual == exact - float(data["miss"])
 
 
 # ------------------------------------------------------------------------------------------------
