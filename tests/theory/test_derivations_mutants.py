@@ -424,3 +424,28 @@ def test_t6_fourier_steps_and_the_reversed_sign_witness(ring):
     rev = dsp.t6_fourier(ring, 2, 1, sign=-1)
     assert rev.theorem == "T6" and [c.name for c in rev.checks] == ["Fourier with the reversed sign"]
     assert rev.passed is (ring == 2)
+
+
+@pytest.mark.theorem("T3")
+def test_t3_counterexample_step_names_and_kinds():
+    """The published step list of T3's counterexamples (names as the report prints them; registry
+    links match by prefix, so a change after the prefix would otherwise go unnoticed)."""
+    D = dsp.t3_counterexamples()
+    inv = "drop orthogonality keep O_ji=O_ij^-1"
+    stated, digits = T3_INVERSE_TRANSPORTS["negative_eigenvalue"], T3_INVERSE_TRANSPORTS["digits"]
+    half = 0.5 * 10.0**-digits
+    assert [(c.name, c.expect_zero, c.numeric) for c in D.checks] == [
+        ("drop (a) [P=[[0,2],[2,0]], O=1]: spec Delta = {-1, 3}", True, False),
+        ("drop (a): <x,Delta x>_pi = -1 at x=(1,1)", True, False),
+        ("drop (a): Dirichlet form = 0 at x=(1,1)", True, False),
+        ("drop (a): correction sum_i pi_i (1 - r_i)|x_i|^2 = -1", True, False),
+        ("drop (b) [directed 3-cycle, O=1]: spec = {0, 3/2 +- (sqrt3/2) i}", True, False),
+        ("drop O_ji=O_ij^T [swap, O_12=O_21=R(pi/3)]: spec = {1/2 +- i sqrt3/2, 3/2 +- i sqrt3/2}", True, False),
+        ("drop orthogonality [swap, O=2]: spec = {-1, 3}", True, False),
+        (f"{inv} [3-cycle]: one negative real eigenvalue", True, False),
+        (f"{inv} [3-cycle]: exactly one distinct real eigenvalue in [{stated} -+ {half:g}]", True, False),
+        (f"{inv} [3-cycle]: the negative eigenvalue is {stated} ({digits} decimals)", True, True),
+        (f"{inv} [3-cycle]: a complex pair exists (number of non-real eigenvalues)", False, False),
+        (f"{inv}: pi-self-adjointness fails", False, False),
+    ]
+    assert D.passed, D.summary()
