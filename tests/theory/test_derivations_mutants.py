@@ -356,6 +356,8 @@ T3_VARIANTS = {
     "stated": {},
     "3 decimals": {"negative_eigenvalue": -0.027, "digits": 3},
     "wrong 4th decimal": {"negative_eigenvalue": -0.0269},
+    # the root lies below the rounding interval (a one-sided count would still find it)
+    "root below the interval": {"negative_eigenvalue": -0.0267},
     "sheared O23": {"O23": [[1, "1/2"], [0, 1]]},
     # flat identity transports: spec {0, 0, 3/2 x 4}, no negative and no non-real eigenvalue
     "identity transports": {"O12": [[1, 0], [0, 1]], "O31": [[1, 0], [0, 1]]},
@@ -421,6 +423,13 @@ def test_t6_fourier_steps_and_the_reversed_sign_witness(ring):
         n != "Fourier with the reversed sign e^(-2 pi i k m/n) is wrong" for n in names
     ]
     assert D.passed, D.summary()
+    # two heads: the transports T_0, T_1 are independent generic matrices (both appear in the witness)
+    two = dsp.t6_fourier(ring, 2, 2)
+    assert two.sizes == {"ring": ring, "d": 2, "heads": 2} and two.passed, two.summary()
+    if ring >= 3:
+        (wit,) = [c for c in two.checks if not c.expect_zero]
+        names = {s.name for s in wit.residual.free_symbols}
+        assert {f"t{h}_{a}{b}" for h in range(2) for a in range(2) for b in range(2)} <= names, names
     rev = dsp.t6_fourier(ring, 2, 1, sign=-1)
     assert rev.theorem == "T6" and [c.name for c in rev.checks] == ["Fourier with the reversed sign"]
     assert rev.passed is (ring == 2)
