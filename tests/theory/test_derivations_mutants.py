@@ -423,6 +423,8 @@ def test_t6_fourier_steps_and_the_reversed_sign_witness(ring):
         n != "Fourier with the reversed sign e^(-2 pi i k m/n) is wrong" for n in names
     ]
     assert D.passed, D.summary()
+    # each Fourier residual is one nd-vector: J (phi_k (x) v) - phi_k (x) (M(k) - I) v
+    assert [c.residual.shape for c in D.checks[:-1]] == [(ring * 2, 1)] * (len(names) - 1)
     # two heads: the transports T_0, T_1 are independent generic matrices (both appear in the witness)
     two = dsp.t6_fourier(ring, 2, 2)
     assert two.sizes == {"ring": ring, "d": 2, "heads": 2} and two.passed, two.summary()
