@@ -32,12 +32,9 @@ from numerics.errors import OffSupportError, ShapeError
 from numerics.tolerance import tol
 from numerics.validate import (
     as_tensor,
-    check_finite,
     check_memory,
     check_ndim,
-    check_nonnegative,
     check_same,
-    check_square,
     check_stochastic,
 )
 
@@ -99,45 +96,25 @@ class ConnectionWalk:
         self._O = O  # (..., n, n, d, d)   (edges)
 
     # ------------------------------------------------------------------ constructors
-    @staticmethod
-    def _check_attention(A, name: str, min_ndim: int, doc: str, stochastic: bool) -> torch.Tensor:
-        A = as_tensor(name, A)
-        check_ndim(name, A, min_ndim, doc)
-        check_square(name, A, doc)
-        if A.shape[-1] < 1:
-            raise ShapeError(f"needs n >= 1 tokens, got shape {tuple(A.shape)}", argument=name)
-        check_finite(name, A)
-        check_nonnegative(name, A)
-        if stochastic:
-            check_stochastic(name, A)
-        return A
-
+    # Each constructor's @contract has already converted and checked its arguments (shapes with
+    # shared symbols, n ≥ 1, finiteness, non-negativity, one dtype and device): the bodies only add
+    # what the contract does not state (``stochastic=True``, the support of a given gauge ``P``).
     @classmethod
     @contract(A=Tensor("... n n", nonneg=True), T=Tensor("d d"), stochastic=Flag())
     def from_sha(cls, A, T, *, stochastic: bool = False) -> ConnectionWalk:
         """Single head (T1): ``A`` ``(..., n, n)``, ``T`` ``(d, d)``. ``W = kron(A, T)``.
 
         ``stochastic=True`` additionally requires rows of ``A`` to sum to 1."""
-        A = cls._check_attention(A, "A", 2, "(..., n, n)", stochastic)
-        T = as_tensor("T", T)
-        check_ndim("T", T, 2, "(d, d)", max_ndim=2)
-        check_square("T", T, "(d, d)")
-        check_same(["A", "T"], [A, T])
-        check_finite("T", T)
+        if stochastic:
+            check_stochastic("A", A)
         return cls(kind="heads", A=A.unsqueeze(-3), T=T.unsqueeze(0))
 
     @classmethod
     @contract(A=Tensor("... H n n", nonneg=True), T=Tensor("... H d d"), stochastic=Flag())
     def from_mha(cls, A, T, *, stochastic: bool = False) -> ConnectionWalk:
         """Multi-head (T2): ``A`` ``(..., H, n, n)``, ``T`` ``(H, d, d)`` (or ``(..., H, d, d)``)."""
-        A = cls._check_attention(A, "A", 3, "(..., H, n, n)", stochastic)
-        T = as_tensor("T", T)
-        check_ndim("T", T, 3, "(H, d, d)")
-        check_square("T", T, "(H, d, d)")
-        check_same(["A", "T"], [A, T])
-        check_finite("T", T)
-        if T.shape[-3] != A.shape[-3]:
-            raise ShapeError(f"has H={T.shape[-3]} heads but A has H={A.shape[-3]}", argument="T")
+        if stochastic:
+            check_stochastic("A", A)
         return cls(kind="heads", A=A, T=T)
 
     @classmethod
@@ -147,25 +124,8 @@ class ConnectionWalk:
 
         ``A`` ``(..., H, n, n)``, ``W_O`` ``(H, d, d_h)``, ``W_V`` ``(H, d_h, d)`` (torch ``nn.Linear``
         layout: ``W_V[h]`` maps the model dim to the head dim, ``W_O[h]`` maps back)."""
-        A = cls._check_attention(A, "A", 3, "(..., H, n, n)", stochastic)
-        W_O = as_tensor("W_O", W_O)
-        W_V = as_tensor("W_V", W_V)
-        check_ndim("W_O", W_O, 3, "(H, d, d_h)", max_ndim=3)
-        check_ndim("W_V", W_V, 3, "(H, d_h, d)", max_ndim=3)
-        check_same(["A", "W_O", "W_V"], [A, W_O, W_V])
-        check_finite("W_O", W_O)
-        check_finite("W_V", W_V)
-        H = A.shape[-3]
-        if W_O.shape[0] != H:
-            raise ShapeError(f"has H={W_O.shape[0]} heads but A has H={H}", argument="W_O")
-        if W_V.shape[0] != H:
-            raise ShapeError(f"has H={W_V.shape[0]} heads but A has H={H}", argument="W_V")
-        if W_O.shape[2] != W_V.shape[1]:
-            raise ShapeError(f"head dim {W_O.shape[2]} != W_V's head dim {W_V.shape[1]}", argument="W_O")
-        if W_O.shape[1] != W_V.shape[2]:
-            raise ShapeError(
-                f"model dim {W_O.shape[1]} != W_V's model dim {W_V.shape[2]} (need square T_h)", argument="W_O"
-            )
+        if stochastic:
+            check_stochastic("A", A)
         return cls(kind="heads", A=A, W_O=W_O, W_V=W_V)
 
     @classmethod
@@ -174,16 +134,10 @@ class ConnectionWalk:
         """Explicit walk matrix ``P`` ``(..., n, n)`` and per-edge transports ``O`` ``(..., n, n, d, d)``.
 
         ``O`` may be ``(d, d)`` for a constant transport (broadcast to every edge)."""
-        P = cls._check_attention(P, "P", 2, "(..., n, n)", stochastic)
-        O = as_tensor("O", O)
-        check_square("O", O, "(..., n, n, d, d)")
-        check_same(["P", "O"], [P, O])
-        check_finite("O", O)
-        n = P.shape[-1]
+        if stochastic:
+            check_stochastic("P", P)
         if O.ndim == 2:
             O = O.expand(*P.shape, *O.shape)
-        if O.ndim < 4 or O.shape[-4:-2] != P.shape[-2:]:
-            raise ShapeError(f"expected (..., {n}, {n}, d, d) to match P, got {tuple(O.shape)}", argument="O")
         return cls(kind="edges", P=P, O=O)
 
     @classmethod
@@ -191,19 +145,11 @@ class ConnectionWalk:
     def from_blocks(cls, B, *, P=None) -> ConnectionWalk:
         """From blocks ``B`` ``(..., n, n, d, d)`` with a chosen gauge ``P`` (default: row sums of
         ``‖B_ij‖_F`` normalised; any row-stochastic ``P`` positive where ``B ≠ 0`` works, T2 gauge)."""
-        B = as_tensor("B", B)
-        check_ndim("B", B, 4, "(..., n, n, d, d)")
-        check_square("B", B, "(..., n, n, d, d)")
-        check_finite("B", B)
-        if B.shape[-4] != B.shape[-3]:
-            raise ShapeError(f"expected (..., n, n, d, d), got {tuple(B.shape)}", argument="B")
         if P is None:
             w = torch.linalg.matrix_norm(B)
             s = w.sum(-1, keepdim=True)
             P = torch.where(s > 0, w / torch.where(s > 0, s, torch.ones_like(s)), torch.zeros_like(w))
         else:
-            P = cls._check_attention(P, "P", 2, "(..., n, n)", False)
-            check_same(["B", "P"], [B, P])
             off = (P == 0) & (torch.linalg.matrix_norm(B) > 0)
             if bool(off.any()):
                 raise OffSupportError("is zero on an edge where B is nonzero: no transport reproduces it", argument="P")
