@@ -16,6 +16,7 @@ import torch
 
 from numerics.errors import (
     ConnwalkError,
+    MemoryBudgetError,
     NegativeWeightError,
     NonFiniteError,
     NotStochasticError,
@@ -25,6 +26,7 @@ from numerics.errors import (
 )
 from numerics.patterns import (
     CLUSTER,
+    COEXISTING,
     STATIONARY,
     TRAVELLING,
     circulant,
@@ -45,6 +47,7 @@ from numerics.patterns import (
     validate_kernels,
     validate_transports,
 )
+from numerics.tolerance import tol
 from tests.helpers import raises_named, t
 
 f64 = torch.float64
@@ -556,3 +559,149 @@ def test_bad_input_messages_name_the_argument_and_what_was_expected(call, err, m
     assert type(exc.value).__name__ == err
     assert str(exc.value).startswith(message), str(exc.value)
     assert exc.value.argument == message.split(":")[0]
+
+
+# ------------------------------------------------------------------------------------- dense route, continued
+def circulant_np(a):
+    n = len(a)
+    return np.array([[a[(j - i) % n] for j in range(n)] for i in range(n)])
+
+
+def test_dense_default_tie_tol_is_tol_times_sqrt_nd():
+    """Default ``tie_tol = tol(dtype, n·d, scale=max(1, max|λ|))·√(n·d)`` (the docstring's rule)."""
+    small = np.diag([0.5, -0.3, -0.2, -0.1, 0.0, -0.4])  # n = 3, d = 2, max|λ| = 0.5 < 1
+    p = predict_from_operator(t(small), 3, 2)
+    assert p.tie_tol == pytest.approx(tol(f64, 6, scale=1.0) * math.sqrt(6), rel=1e-12)
+    assert p.n == 3 and p.d == 2
+    big = np.diag([3.0, -1.0, -2.0, -0.5, 0.0, -0.4])  # max|λ| = 3: the scale enters
+    p = predict_from_operator(t(big), 3, 2)
+    assert p.tie_tol == pytest.approx(tol(f64, 6, scale=3.0) * math.sqrt(6), rel=1e-12)
+    p = predict_from_operator(torch.tensor(small, dtype=torch.float32), 3, 2)
+    assert p.tie_tol == pytest.approx(tol(torch.float32, 6, scale=1.0) * math.sqrt(6), rel=1e-6)
+
+
+def test_dense_explicit_tie_tol_decides_the_tie_and_is_reported():
+    # J = [[0, b], [b, 0]]: λ = b at k = 0 (vector (1, 1)), −b at k = 1 (vector (1, −1))
+    J = t([[0.0, -0.05], [-0.05, 0.0]])
+    loose = predict_from_operator(J, 2, 1, tie_tol=0.2)
+    assert loose.tie is True and loose.tie_tol == 0.2 and loose.d == 1
+    assert loose.pattern_class == COEXISTING
+    assert isinstance(loose.ties, list) and len(loose.ties) == 2
+    assert sorted((k, round(s.real, 12), round(s.imag, 12)) for k, s in loose.ties) == [(0, -0.05, 0.0), (1, 0.05, 0.0)]
+    assert loose.k_star == 1 and loose.growth_rate == pytest.approx(0.05, abs=1e-15)
+    tight = predict_from_operator(J, 2, 1, tie_tol=0.05)
+    assert tight.tie is False and tight.ties == [(1, pytest.approx(0.05, abs=1e-15))]
+    assert tight.pattern_class == STATIONARY
+    assert tight.gap == pytest.approx(0.1, abs=1e-15)
+
+
+def test_dense_zero_tie_tol_keeps_the_leading_eigenvalue():
+    J = np.diag([0.3, -0.2, -0.7])
+    p = predict_from_operator(t(J), 3, 1, tie_tol=0.0)
+    assert p.growth_rate == pytest.approx(0.3, abs=0) and p.tie is False and p.tie_tol == 0.0
+    assert p.gap == pytest.approx(0.5, abs=1e-15)
+
+
+def test_dense_purity_is_the_power_share_of_the_literal_dft():
+    """J = 2uuᵀ/|u|² − I: leading eigenvector u = (3, 1, 0, 0), λ = 1, all others −1.
+
+    c_k = (1/4) Σ_i u_i e^{−2πiki/4} = (1, (3 − i)/4, 1/2, (3 + i)/4): |c_k|² = (16, 10, 4, 10)/16,
+    so k* = 0 with purity 16/40."""
+    u = np.array([3.0, 1.0, 0.0, 0.0])
+    J = 2 * np.outer(u, u) / (u @ u) - np.eye(4)
+    c = np.array([sum(u[i] * cmath.exp(-2j * math.pi * k * i / 4) for i in range(4)) / 4 for k in range(4)])
+    np.testing.assert_allclose(np.abs(c) ** 2, np.array([16, 10, 4, 10]) / 16, atol=1e-15)
+    p = predict_from_operator(t(J), 4, 1)
+    assert p.k_star == 0 and p.growth_rate == pytest.approx(1.0, abs=1e-14)
+    assert p.purity == pytest.approx(0.4, abs=1e-14)
+    assert p.gap == pytest.approx(2.0, abs=1e-14)
+
+
+def test_dense_gap_masks_only_the_leading_pattern():
+    """Spectrum {0.5, −0.5, −0.9}: the gap is 0.5 − (−0.5) = 1 (−0.5 = −σ̄ is a different mode)."""
+    p = predict_from_operator(t(np.diag([0.5, -0.5, -0.9])), 3, 1)
+    assert p.gap == pytest.approx(1.0, abs=1e-15)
+    assert p.purity == pytest.approx(1 / 3, abs=1e-15)  # e_0: equal power at every k
+
+
+def test_dense_eigenvector_is_the_fourier_coefficient_over_tokens():
+    """Ring with d = 2 through the dense route: ``v`` ∝ the eigenvector of the literal symbol
+    ``M(k*) = â(k*) T`` for σ, with ``k*`` and σ of the literal dispersion."""
+    a = np.array([0.1, 0.6, 0.1, 0.1, 0.1])  # asymmetric: the leading pair is complex, k = ±2
+    T = np.array([[0.2, 0.4], [0.1, -2.0]])
+    n, d = 5, 2
+    J = literal_jacobian(circulant_np(a)[None], T[None])
+    best = None
+    for k in range(n):
+        ev, V = np.linalg.eig(hat(a)[k] * T)
+        for b in range(d):
+            if best is None or ev[b].real > best[0].real + 1e-12:
+                best = (ev[b], k, V[:, b])
+    lam, k, u = best
+    assert signed(k, n) == 2  # representative k* > 0 of the pair (2, σ), (−2, σ̄)
+    p = predict_from_operator(t(J), n, d)
+    assert p.k_star == 2 and p.d == 2 and p.method == "dense"
+    assert abs(p.growth_rate - (lam - 1)) <= 1e-12
+    v = p.eigenvector.numpy()
+    u = u / np.linalg.norm(u)
+    assert abs(abs(np.vdot(u, v)) - 1) <= 1e-12  # same complex line
+    assert p.polarisation == pytest.approx(abs(u @ u) / np.vdot(u, u).real, abs=1e-12)
+    assert p.purity == pytest.approx(1.0, abs=1e-12)
+
+
+# ------------------------------------------------------------------------------------- transient growth, continued
+def test_transient_growth_times_take_the_dtype_of_j():
+    J = torch.tensor([[-1.0, 2.0], [0.0, -1.0]], dtype=torch.float32)
+    tg = transient_growth(J, [0.0, 0.5])  # a list: float64 before the cast
+    assert tg.times.dtype == torch.float32 and tg.norms.dtype == torch.float32
+    G = np.exp(-0.5) * (1.0 + math.sqrt(1.0 + 4)) / 2  # ‖e^{−t}[[1, 2t], [0, 1]]‖₂ at t = 1/2
+    assert float(tg.norms[1]) == pytest.approx(G, rel=1e-6)
+    # 1e39 overflows float32: the cast times are not finite and are refused by name
+    msg = raises_named(NonFiniteError, "times", lambda: transient_growth(J, t([0.0, 1e39])))
+    assert msg == "times: contains 1 NaN/inf entries"
+
+
+def test_transient_growth_memory_budget_edge(monkeypatch):
+    """3 · T · N² · element_size bytes: 3 · 3 · 4 · 8 = 288 for three times and a 2×2 float64 J."""
+    J = t([[-1.0, 1.0], [0.0, -2.0]])
+    monkeypatch.setenv("CONNWALK_MEMORY_BUDGET", "288")
+    assert transient_growth(J, [0.0, 1.0, 2.0]).norms.shape == (3,)
+    monkeypatch.setenv("CONNWALK_MEMORY_BUDGET", "287")
+    msg = raises_named(MemoryBudgetError, "times", lambda: transient_growth(J, [0.0, 1.0, 2.0]))
+    assert msg == (
+        f"times: 3 dense matrix exponentials of size 2 would take {288 / 2**30:.3g} GiB, over the memory "
+        f"budget of {287 / 2**30:.3g} GiB (set $CONNWALK_MEMORY_BUDGET to change it); use fewer times instead"
+    )
+
+
+def test_linear_operator_memory_budget_edge(monkeypatch):
+    """3 · (n·d)² · element_size bytes: 3 · 6² · 8 = 864 for n = 3, d = 2 in float64."""
+    A = t(np.full((1, 3, 3), 1 / 3))
+    T = t(np.eye(2)[None])
+    monkeypatch.setenv("CONNWALK_MEMORY_BUDGET", "864")
+    assert linear_operator(A, T).shape == (6, 6)
+    monkeypatch.setenv("CONNWALK_MEMORY_BUDGET", "863")
+    msg = raises_named(MemoryBudgetError, "attention", lambda: linear_operator(A, T))
+    assert msg == (
+        f"attention: the dense (nd)×(nd) Jacobian (n=3, d=2) would take {864 / 2**30:.3g} GiB, over the memory "
+        f"budget of {863 / 2**30:.3g} GiB (set $CONNWALK_MEMORY_BUDGET to change it); use predict_pattern "
+        "(FFT, ring kernels) or numerics.spectra on a ConnectionWalk instead"
+    )
+
+
+def test_linear_operator_renames_kernel_errors_to_attention():
+    T = t(np.eye(2)[None])
+    msg = raises_named(NotStochasticError, "attention", lambda: linear_operator(t([[0.5, 0.6]]), T))
+    assert msg.startswith("attention: kernel rows must sum to 1 (max |sum − 1| = 1.000e-01 > ")
+    assert msg.endswith("); pass normalize=True to normalise explicitly") and "kernels" not in msg
+    # a message with a second ': ' keeps it (only the argument prefix is replaced)
+    msg = raises_named(NotStochasticError, "attention", lambda: linear_operator(t([[0.0, 0.0]]), T))
+    assert msg == "attention: a kernel row sums to 0: not normalisable"
+
+
+def test_naive_per_head_growth_does_not_normalise_by_default():
+    K = t([[0.5, 1.5]])
+    T = t([[[2.0]]])
+    raises_named(NotStochasticError, "kernels", lambda: naive_per_head_growth(K, T))
+    g = naive_per_head_growth(K, T, normalize=True)  # a = (1/4, 3/4): â = (1, −1/2), g = 2â − 1
+    np.testing.assert_allclose(g.numpy(), [1.0, -2.0], atol=1e-15)
