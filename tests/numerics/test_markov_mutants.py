@@ -254,3 +254,65 @@ def test_bad_walk_matrices_name_p():
     raises_named(NonFiniteError, "P", lambda: stationary_info(t([[math.nan, 1.0], [0.5, 0.5]])))
     raises_named(NonFiniteError, "P", lambda: stationary_info(t([[math.inf, 1.0], [0.5, 0.5]])))
     raises_named(NegativeWeightError, "P", lambda: stationary_distribution(t([[1.5, -0.5], [0.5, 0.5]])))
+
+
+def test_period_mixes_a_self_loop_with_a_three_cycle():
+    """0 → 2 → 1 → 0 (length 3) and the self-loop 2 → 2 (length 1): gcd 1; node 3 alone with a loop."""
+    S = np.zeros((4, 4), dtype=bool)
+    for i, j in [(0, 2), (1, 0), (2, 1), (2, 2), (3, 3)]:
+        S[i, j] = True
+    assert period(torch.as_tensor(S)).tolist() == [1, 1, 1, 1]
+    S[2, 2] = False
+    assert period(torch.as_tensor(S)).tolist() == [3, 3, 3, 1]
+
+
+def test_period_skips_an_edge_out_of_the_class_listed_first():
+    """Class {1, 2} (a 2-cycle) whose node 1 also points at the absorbing node 0 (lower index)."""
+    S = torch.tensor([[1, 0, 0], [1, 0, 1], [0, 1, 0]], dtype=torch.bool)
+    assert period(S).tolist() == [1, 2, 2]
+
+
+def brute_closure(S: np.ndarray) -> np.ndarray:
+    """Reflexive-transitive closure by n rounds of boolean products (no squaring)."""
+    n = S.shape[-1]
+    R = S | np.eye(n, dtype=bool)
+    for _ in range(n):
+        R = R | ((R.astype(int) @ S.astype(int)) > 0)
+    return R
+
+
+def brute_period(S: np.ndarray, i: int) -> int:
+    """gcd of the lengths k ≤ 2n² of closed walks i → i (boolean matrix powers)."""
+    n = S.shape[0]
+    g, M = 0, np.eye(n, dtype=bool)
+    for k in range(1, 2 * n * n + 1):
+        M = (M.astype(int) @ S.astype(int)) > 0
+        if M[i, i]:
+            g = math.gcd(g, k)
+    return g
+
+
+def test_closure_and_classes_batched_in_two_leading_dims():
+    """Batch (2, 3) of 4-node graphs: every element equals its own unbatched answer (brute-force
+    closure, networkx components, closed-walk gcd); the batch sizes differ from n so no axis can be confused."""
+    g = np.random.default_rng(11)
+    S = g.random((2, 3, 4, 4)) < 0.35
+    R = reachability(torch.as_tensor(S))
+    same, closed, n_closed = classes_from_reachability(R)
+    assert R.shape == (2, 3, 4, 4) and same.shape == (2, 3, 4, 4)
+    assert closed.shape == (2, 3, 4) and n_closed.shape == (2, 3) and n_closed.dtype == torch.int64
+    weak = weak_components(torch.as_tensor(S))
+    per = period(torch.as_tensor(S))
+    assert weak.shape == (2, 3) and per.shape == (2, 3, 4)
+    for a in range(2):
+        for b in range(3):
+            s = S[a, b]
+            G = nx.DiGraph(s.astype(int))
+            np.testing.assert_array_equal(R[a, b].numpy(), brute_closure(s))
+            lab = {v: k for k, comp in enumerate(nx.strongly_connected_components(G)) for v in comp}
+            np.testing.assert_array_equal(same[a, b].numpy(), [[lab[i] == lab[j] for j in range(4)] for i in range(4)])
+            attracting = set().union(*nx.attracting_components(G))
+            assert closed[a, b].tolist() == [i in attracting for i in range(4)]
+            assert int(n_closed[a, b]) == nx.number_attracting_components(G)
+            assert int(weak[a, b]) == nx.number_weakly_connected_components(G)
+            assert per[a, b].tolist() == [brute_period(s, i) for i in range(4)]
