@@ -705,3 +705,17 @@ def test_naive_per_head_growth_does_not_normalise_by_default():
     raises_named(NotStochasticError, "kernels", lambda: naive_per_head_growth(K, T))
     g = naive_per_head_growth(K, T, normalize=True)  # a = (1/4, 3/4): â = (1, −1/2), g = 2â − 1
     np.testing.assert_allclose(g.numpy(), [1.0, -2.0], atol=1e-15)
+
+
+def test_dense_tie_reports_the_largest_growth_not_the_largest_k():
+    # J = [[0, b], [b, 0]], b > 0: λ = b at k = 0, −b at k = 1; both tied under tie_tol = 0.2
+    p = predict_from_operator(t([[0.0, 0.05], [0.05, 0.0]]), 2, 1, tie_tol=0.2)
+    assert p.tie is True and p.k_star == 0 and p.growth_rate == pytest.approx(0.05, abs=1e-15)
+
+
+def test_dispersion_does_not_normalise_by_default():
+    K = t([[0.5, 1.5]])
+    T = t([[[2.0]]])
+    raises_named(NotStochasticError, "kernels", lambda: dispersion(K, T))
+    sig = dispersion(K, T, normalize=True)  # a = (1/4, 3/4): σ = 2â − 1 = (1, −2)
+    np.testing.assert_allclose(sig[:, 0].numpy(), [1.0, -2.0], atol=1e-15)
