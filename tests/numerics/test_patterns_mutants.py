@@ -27,8 +27,11 @@ from numerics.errors import (
 from numerics.patterns import (
     CLUSTER,
     COEXISTING,
+    ROTATING_CLUSTER,
+    STANDING_HELIX,
     STATIONARY,
     TRAVELLING,
+    TRAVELLING_HELIX,
     circulant,
     discrete_selection,
     dispersion,
@@ -719,3 +722,109 @@ def test_dispersion_does_not_normalise_by_default():
     raises_named(NotStochasticError, "kernels", lambda: dispersion(K, T))
     sig = dispersion(K, T, normalize=True)  # a = (1/4, 3/4): σ = 2â − 1 = (1, −2)
     np.testing.assert_allclose(sig[:, 0].numpy(), [1.0, -2.0], atol=1e-15)
+
+
+# ------------------------------------------------------------------------------------- FFT route, every field
+def rot(theta):
+    return np.array([[math.cos(theta), -math.sin(theta)], [math.sin(theta), math.cos(theta)]])
+
+
+def literal_ring(a, T):
+    """σ(k, b) = eig(â(k) T) − 1 of one head by numpy; returns (σ (n, d), eigenvectors (n, d, d))."""
+    ah = hat(np.asarray(a, dtype=float))
+    pairs = [np.linalg.eig(ah[k] * T) for k in range(len(a))]
+    return np.array([ev - 1 for ev, _ in pairs]), np.array([V for _, V in pairs])
+
+
+def canonical(k, s, n):
+    ks = signed(k, n)
+    if ks == 0 or (n % 2 == 0 and abs(ks) == n // 2):
+        return (ks, s.conjugate()) if s.imag < 0 else (ks, s)
+    return (-ks, s.conjugate()) if ks < 0 else (ks, s)
+
+
+def check_fields(p, a, T, k_star, sigma, u, ttol):
+    """Every field of ``p`` against the literal selected mode ``(k*, σ, u)`` (u an eigenvector of M(k*))."""
+    n, d = len(a), T.shape[-1]
+    sig, _ = literal_ring(a, T)
+    assert (p.n, p.d, p.k_star, p.method, p.purity) == (n, d, k_star, "fft", 1.0)
+    assert abs(p.growth_rate - sigma) <= 1e-13 and p.growing == (sigma.real > 0)
+    assert p.tie_tol == pytest.approx(ttol, rel=1e-12)
+    rotating_pol = abs(u @ u) / np.vdot(u, u).real
+    assert p.polarisation == pytest.approx(rotating_pol, abs=1e-12)
+    freq = sigma.imag if abs(sigma.imag) > ttol else 0.0
+    assert p.frequency == pytest.approx(freq, abs=1e-13)
+    rotating = rotating_pol < 1 - 1e-6 and abs(sigma.imag) > ttol
+    assert p.rotation_frequency == (pytest.approx(freq, abs=1e-13) if rotating else 0.0)
+    c = 0.0 if k_star == 0 else -n * freq / (2 * math.pi * k_star)
+    assert p.phase_velocity == pytest.approx(c, abs=1e-12)
+    v = p.eigenvector.numpy()
+    assert abs(np.linalg.norm(v) - 1) <= 1e-14 and abs(abs(np.vdot(u / np.linalg.norm(u), v)) - 1) <= 1e-12
+    vv = v @ v  # phase fixed: vᵀv real ≥ 0
+    assert abs(vv.imag) <= 1e-14 and vv.real >= -1e-15
+    phases = np.exp(2j * math.pi * k_star * np.arange(n) / n)
+    np.testing.assert_allclose(p.mode.numpy(), phases[:, None] * v[None, :], atol=1e-14)
+    assert p.rotation_plane.dtype == torch.float64
+    np.testing.assert_allclose(p.rotation_plane.numpy(), np.stack([v.real, -v.imag]), atol=0)
+    selfconj = k_star == 0 or 2 * abs(k_star) == n
+    assert p.conjugate_pair == (not (selfconj and abs(sigma.imag) <= ttol))
+    # gaps: best growth of a different real pattern / of a different |k|
+    reps = [(canonical(k, sig[k, b], n), k) for k in range(n) for b in range(d)]
+    other = [s.real for (kc, s), _ in reps if not (kc == k_star and abs(s - sigma) <= ttol)]
+    assert p.gap == pytest.approx(sigma.real - max(other), abs=1e-12)
+    diff = [(s.real, abs(kc)) for (kc, s), _ in reps if abs(kc) != abs(k_star)]
+    r_re, r_k = max(diff)
+    assert p.gap_k == pytest.approx(sigma.real - r_re, abs=1e-12) and p.runner_up_k == r_k
+    # rows sorted by decreasing real part (branches of equal real part in either order)
+    got = p.dispersion.numpy()
+    assert all((np.diff(row.real) <= 1e-13).all() for row in got)
+    key = lambda z: (round(-z.real, 9), z.imag)  # noqa: E731
+    for row, ref in zip(got, sig):
+        np.testing.assert_allclose(sorted(row, key=key), sorted(ref, key=key), atol=1e-13)
+
+
+def test_travelling_helix_every_field_from_the_literal_symbol():
+    a = [0.1, 0.5, 0.1, 0.1, 0.1, 0.1]  # asymmetric: â complex, one handedness
+    T = 1.5 * rot(2.0)
+    sig, V = literal_ring(a, T)
+    k, b = 2, int(np.argmax(sig[2].real))  # the best pair is k = ±2 (k = 2 is the representative)
+    assert sig[2, b].real == pytest.approx(sig.real.max(), abs=1e-14)
+    p = predict_pattern(t([a]), t(T[None]))
+    ttol = tol(f64, 12, scale=max(1.0, np.abs(sig).max()))
+    check_fields(p, a, T, 2, sig[k, b], V[k][:, b], ttol)
+    assert p.pattern_class == TRAVELLING_HELIX and p.tie is False and p.ties == [(2, pytest.approx(sig[k, b]))]
+    assert p.rotation_frequency != 0.0
+
+
+def test_rotating_cluster_every_field_from_the_literal_symbol():
+    a = [0.3, 0.2, 0.1, 0.1, 0.1, 0.2]
+    T = 1.5 * rot(0.3)  # k = 0: σ = 1.5 e^{±0.3i} − 1, Re σ > 0; the representative has Im σ > 0
+    sig, V = literal_ring(a, T)
+    b = int(np.argmax(sig[0].imag))
+    p = predict_pattern(t([a]), t(T[None]))
+    ttol = tol(f64, 12, scale=max(1.0, np.abs(sig).max()))
+    check_fields(p, a, T, 0, sig[0, b], V[0][:, b], ttol)
+    assert p.pattern_class == ROTATING_CLUSTER and p.conjugate_pair and p.phase_velocity == 0.0
+    assert p.growth_rate.imag > 0 and p.growing
+
+
+def test_standing_helix_ties_the_two_branches_of_one_wavenumber():
+    a = [0.2, 0.4, 0.0, 0.0, 0.4]  # symmetric: â real, â(±2) = 0.2 + 0.8 cos(4π/5) < 0
+    T = -2.0 * rot(0.4)  # M(±2) = −2â R(0.4): σ = x ± iy at the same k
+    sig, V = literal_ring(a, T)
+    p = predict_pattern(t([a]), t(T[None]))
+    ttol = tol(f64, 10, scale=max(1.0, np.abs(sig).max()))
+    assert p.tie is True and p.pattern_class == STANDING_HELIX and p.k_star == 2
+    assert sorted((k, round(s.imag, 10)) for k, s in p.ties) == sorted((2, round(s.imag, 10)) for s in sig[2])
+    b = int(np.argmin(np.abs(sig[2] - p.growth_rate)))
+    check_fields(p, a, T, 2, sig[2, b], V[2][:, b], ttol)
+
+
+def test_float32_ring_is_computed_in_complex64():
+    a = [0.1, 0.5, 0.1, 0.1, 0.1, 0.1]
+    T = 1.5 * rot(2.0)
+    p = predict_pattern(torch.tensor([a], dtype=torch.float32), torch.tensor(T[None], dtype=torch.float32))
+    sig, _ = literal_ring(a, T)
+    assert p.dispersion.dtype == torch.complex64 and p.eigenvector.dtype == torch.complex64
+    assert p.k_star == 2 and abs(p.growth_rate - sig[2, np.argmax(sig[2].real)]) <= 1e-5
+    assert p.tie_tol == pytest.approx(tol(torch.float32, 12, scale=max(1.0, np.abs(sig).max())), rel=1e-5)
