@@ -316,3 +316,23 @@ def test_closure_and_classes_batched_in_two_leading_dims():
             assert int(n_closed[a, b]) == nx.number_attracting_components(G)
             assert int(weak[a, b]) == nx.number_weakly_connected_components(G)
             assert per[a, b].tolist() == [brute_period(s, i) for i in range(4)]
+
+
+def test_ill_conditioned_irreducible_reason_names_the_condition_number():
+    e = 1e-17
+    P = np.array([[0.5, 0.5 - e, e, 0.0], [0.5, 0.5, 0, 0], [0, 0, 0.5, 0.5], [0, e, 0.5, 0.5 - e]])
+    info = stationary_info(t(P))
+    assert not bool(info.unique) and bool(torch.isnan(info.pi).all())
+    r = info.reasons[0]
+    assert r.startswith("undefined: π is ill-conditioned (cond(ρI − P + 11ᵀ) = ")
+    assert r.endswith("): a nearly decomposable walk whose couplings are below roundoff")
+    assert float(r.split("= ")[1].split(")")[0]) == pytest.approx(float(info.condition), rel=0.05)
+
+
+def test_stochasticity_tolerance_defaults_to_the_dtype_of_p():
+    # float32 P whose rows miss 1 by ~1 float32 ulp: stochastic for float32's tolerance (ρ = 1 exactly)
+    P = torch.tensor([[0.3, 0.7], [0.6, 0.4]], dtype=torch.float32)
+    assert (P.double().sum(-1) - 1).abs().max().item() > tol(F, 2)  # not stochastic to float64's tolerance
+    info = stationary_info(P)
+    assert float(info.rho) == 1.0
+    assert float(stationary_info(P.double(), dtype=torch.float64).rho) != 1.0

@@ -28,13 +28,17 @@ from numerics.patterns import (
     CLUSTER,
     COEXISTING,
     ROTATING_CLUSTER,
+    STANDING,
     STANDING_HELIX,
     STATIONARY,
     TRAVELLING,
     TRAVELLING_HELIX,
+    _classify_prediction,
+    canonical_pattern,
     circulant,
     discrete_selection,
     dispersion,
+    distinct_patterns,
     effective_time,
     gaussian_kernel,
     kernel_from_bias,
@@ -828,3 +832,66 @@ def test_float32_ring_is_computed_in_complex64():
     assert p.dispersion.dtype == torch.complex64 and p.eigenvector.dtype == torch.complex64
     assert p.k_star == 2 and abs(p.growth_rate - sig[2, np.argmax(sig[2].real)]) <= 1e-5
     assert p.tie_tol == pytest.approx(tol(torch.float32, 12, scale=max(1.0, np.abs(sig).max())), rel=1e-5)
+
+
+# ------------------------------------------------------------------------------------- canonical representatives
+@pytest.mark.parametrize(
+    "k, sigma, n, expect",
+    [
+        (2, 1 + 2j, 5, (2, 1 + 2j, False)),  # k = n//2 of an odd ring is an ordinary k > 0
+        (2, 1 - 2j, 5, (2, 1 - 2j, False)),  # … even with Im σ < 0 (only k ∈ {0, n/2} flip on Im σ)
+        (3, 1 + 2j, 5, (2, 1 - 2j, True)),  # FFT index 3 ≡ −2: conjugated
+        (-2, 1 + 2j, 5, (2, 1 - 2j, True)),  # signed −2: the same
+        (0, 1 - 2j, 4, (0, 1 + 2j, True)),  # self-conjugate k = 0: Im σ ≥ 0
+        (0, 1 + 0j, 4, (0, 1 + 0j, False)),  # real σ at k = 0: nothing to flip
+        (2, 1 - 2j, 4, (2, 1 + 2j, True)),  # Nyquist k = n/2 of an even ring
+        (2, 1 + 0j, 4, (2, 1 + 0j, False)),
+        (3, 1 - 2j, 4, (1, 1 + 2j, True)),
+        (1, 1 - 2j, 4, (1, 1 - 2j, False)),
+    ],
+)
+def test_canonical_pattern_cases(k, sigma, n, expect):
+    got = canonical_pattern(k, sigma, n)
+    assert got == expect and type(got[0]) is int and isinstance(got[1], complex)
+
+
+def test_distinct_patterns_merges_conjugate_partners_only():
+    a = 0.5 + 0.25j
+    assert distinct_patterns([1, 4], [a, a.conjugate()], 5, 0.0) == [(1, a)]
+    assert distinct_patterns([1, 4], [a, a], 5, 0.0) == [(1, a), (1, a.conjugate())]
+    # merged when |Δσ| equals the tolerance exactly (0.25 is exact in binary)
+    assert distinct_patterns([1, 1], [0.5 + 0j, 0.75 + 0j], 5, 0.25) == [(1, 0.5 + 0j)]
+    assert distinct_patterns([1, 1], [0.5 + 0j, 0.75 + 0j], 5, 0.125) == [(1, 0.5 + 0j), (1, 0.75 + 0j)]
+    assert distinct_patterns([0, 2], [0.5 + 0j, 0.5 + 0j], 4, 0.0) == [(0, 0.5 + 0j), (2, 0.5 + 0j)]
+    assert distinct_patterns([], [], 4, 0.0) == []
+
+
+@pytest.mark.parametrize(
+    "k_star, sigma, pol, tie, ties, expect",
+    [
+        (1, 0.1 + 0.2j, 1.0, True, [(1, 0.1 + 0.2j), (1, 0.1 - 0.2j)], STANDING),
+        (1, 0.1 + 0.2j, 1 - 1e-6, True, [(1, 0.1 + 0.2j), (1, 0.1 - 0.2j)], STANDING),  # at the bound: linear
+        (1, 0.1 + 0.2j, 0.5, True, [(1, 0.1 + 0.2j), (1, 0.1 - 0.2j)], STANDING_HELIX),
+        (1, 0.1 + 0.0j, 0.5, True, [(1, 0.1 + 0.0j), (1, 0.1 + 0.2j)], STANDING),  # real σ: not rotating
+        (1, 0.1 + 0.2j, 1.0, True, [(1, 0.1 + 0.2j), (2, 0.1 - 0.2j)], COEXISTING),  # different |k|
+        (1, 0.1 + 0.2j, 1.0, True, [(1, 0.1), (1, 0.1 + 0.2j), (1, 0.1 - 0.2j)], COEXISTING),  # three
+        (0, 0.1 + 0.2j, 1.0, True, [(0, 0.1 + 0.2j), (0, 0.1 + 0.3j)], COEXISTING),  # k* = 0
+        (0, 0.1 + 0.2j, 1.0, False, [(0, 0.1 + 0.2j)], ROTATING_CLUSTER),
+        (0, 0.1 + 1e-3j, 1.0, False, [(0, 0.1 + 1e-3j)], CLUSTER),  # |Im σ| = tie_tol: not rotating
+        (2, 0.1 + 1e-3j, 0.5, False, [(2, 0.1 + 1e-3j)], STATIONARY),  # |Im σ| = tie_tol: real
+        (2, 0.1 + 2e-3j, 1.0, False, [(2, 0.1 + 2e-3j)], TRAVELLING),
+        (2, 0.1 + 2e-3j, 1 - 1e-6, False, [(2, 0.1 + 2e-3j)], TRAVELLING),
+        (2, 0.1 + 2e-3j, 0.9, False, [(2, 0.1 + 2e-3j)], TRAVELLING_HELIX),
+        (-2, 0.1 - 2e-3j, 0.9, False, [(-2, 0.1 - 2e-3j)], TRAVELLING_HELIX),
+    ],
+)
+def test_classification_rules_at_their_edges(k_star, sigma, pol, tie, ties, expect):
+    assert _classify_prediction(k_star, sigma, pol, tie, ties, 5, 1e-3) == expect
+
+
+def test_polarisation_values_and_dtype():
+    assert polarisation(torch.tensor([1.0 + 0j, 0.0])) == pytest.approx(1.0, abs=1e-15)
+    assert polarisation(torch.tensor([1.0 + 0j, 1j])) == pytest.approx(0.0, abs=1e-15)
+    v = torch.tensor([2.0 + 0j, 1j], dtype=torch.complex64)  # |4 − 1| / (4 + 1)
+    assert polarisation(v) == pytest.approx(0.6, abs=1e-7)
+    assert isinstance(polarisation(v), float)
