@@ -895,3 +895,26 @@ def test_polarisation_values_and_dtype():
     v = torch.tensor([2.0 + 0j, 1j], dtype=torch.complex64)  # |4 − 1| / (4 + 1)
     assert polarisation(v) == pytest.approx(0.6, abs=1e-7)
     assert isinstance(polarisation(v), float)
+
+
+def test_nyquist_helix_every_field_from_the_literal_symbol():
+    a = [0.1, 0.4, 0.1, 0.4]  # â = (1, 0, −0.6, 0): the Nyquist k = 2 carries the most negative â
+    T = -2.0 * rot(0.4)  # σ(2) = 1.2 e^{±0.4i} − 1: a conjugate pair at the self-conjugate k = n/2
+    sig, V = literal_ring(a, T)
+    b = int(np.argmax(sig[2].imag))
+    p = predict_pattern(t([a]), t(T[None]))
+    ttol = tol(f64, 8, scale=max(1.0, np.abs(sig).max()))
+    check_fields(p, a, T, 2, sig[2, b], V[2][:, b], ttol)
+    assert p.conjugate_pair and p.tie is False and p.growth_rate.imag > 0
+    assert p.gap == pytest.approx(sig[2, b].real - sig[1].real.max(), abs=1e-12)
+
+
+def test_ring_zero_tie_tol_and_an_all_tied_ring():
+    a = np.array([0.1, 0.6, 0.05, 0.05, 0.1, 0.05, 0.05])
+    ks, s, _, _ = literal_scalar_prediction(a, -2.0)
+    p = predict_pattern(t(a[None]), t([[[-2.0]]]), tie_tol=0.0)
+    assert p.k_star == ks and abs(p.growth_rate - s) <= 1e-13 and p.tie is False and p.tie_tol == 0.0
+    # everything tied: the report is still the literal best, and every distinct pattern is listed
+    q = predict_pattern(t(a[None]), t([[[-2.0]]]), tie_tol=100.0)
+    assert q.k_star == ks and abs(q.growth_rate - s) <= 1e-13 and q.tie is True
+    assert q.pattern_class == COEXISTING and len(q.ties) == 4  # k = 0 and the pairs ±1, ±2, ±3
