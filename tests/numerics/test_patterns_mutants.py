@@ -578,13 +578,13 @@ def test_dense_default_tie_tol_is_tol_times_sqrt_nd():
     """Default ``tie_tol = tol(dtype, n·d, scale=max(1, max|λ|))·√(n·d)`` (the docstring's rule)."""
     small = np.diag([0.5, -0.3, -0.2, -0.1, 0.0, -0.4])  # n = 3, d = 2, max|λ| = 0.5 < 1
     p = predict_from_operator(t(small), 3, 2)
-    assert p.tie_tol == pytest.approx(tol(f64, 6, scale=1.0) * math.sqrt(6), rel=1e-12)
+    assert p.tie_tol == pytest.approx(tol(f64, 6, scale=1.0) * math.sqrt(6), rel=1e-12, abs=0)
     assert p.n == 3 and p.d == 2
     big = np.diag([3.0, -1.0, -2.0, -0.5, 0.0, -0.4])  # max|λ| = 3: the scale enters
     p = predict_from_operator(t(big), 3, 2)
-    assert p.tie_tol == pytest.approx(tol(f64, 6, scale=3.0) * math.sqrt(6), rel=1e-12)
+    assert p.tie_tol == pytest.approx(tol(f64, 6, scale=3.0) * math.sqrt(6), rel=1e-12, abs=0)
     p = predict_from_operator(torch.tensor(small, dtype=torch.float32), 3, 2)
-    assert p.tie_tol == pytest.approx(tol(torch.float32, 6, scale=1.0) * math.sqrt(6), rel=1e-6)
+    assert p.tie_tol == pytest.approx(tol(torch.float32, 6, scale=1.0) * math.sqrt(6), rel=1e-6, abs=0)
 
 
 def test_dense_explicit_tie_tol_decides_the_tie_and_is_reported():
@@ -753,7 +753,7 @@ def check_fields(p, a, T, k_star, sigma, u, ttol):
     sig, _ = literal_ring(a, T)
     assert (p.n, p.d, p.k_star, p.method, p.purity) == (n, d, k_star, "fft", 1.0)
     assert abs(p.growth_rate - sigma) <= 1e-13 and p.growing == (sigma.real > 0)
-    assert p.tie_tol == pytest.approx(ttol, rel=1e-12)
+    assert p.tie_tol == pytest.approx(ttol, rel=1e-12, abs=0)
     rotating_pol = abs(u @ u) / np.vdot(u, u).real
     assert p.polarisation == pytest.approx(rotating_pol, abs=1e-12)
     freq = sigma.imag if abs(sigma.imag) > ttol else 0.0
@@ -831,7 +831,7 @@ def test_float32_ring_is_computed_in_complex64():
     sig, _ = literal_ring(a, T)
     assert p.dispersion.dtype == torch.complex64 and p.eigenvector.dtype == torch.complex64
     assert p.k_star == 2 and abs(p.growth_rate - sig[2, np.argmax(sig[2].real)]) <= 1e-5
-    assert p.tie_tol == pytest.approx(tol(torch.float32, 12, scale=max(1.0, np.abs(sig).max())), rel=1e-5)
+    assert p.tie_tol == pytest.approx(tol(torch.float32, 12, scale=max(1.0, np.abs(sig).max())), rel=1e-5, abs=0)
 
 
 # ------------------------------------------------------------------------------------- canonical representatives
