@@ -15,8 +15,8 @@ from numerics.errors import NegativeWeightError, NonFiniteError, ShapeError, Und
 from numerics.markov import (
     classes_from_reachability,
     communicating_classes,
-    perron_solve,
     period,
+    perron_solve,
     reachability,
     stationary_distribution,
     stationary_info,
@@ -87,13 +87,15 @@ def test_reducible_non_stochastic_p_is_undefined_with_reason():
     assert not bool(info.unique) and not bool(info.irreducible) and int(info.n_closed) == 1
     assert float(info.rho) == pytest.approx(2.0, rel=1e-14)
     msg = raises_named(UndefinedError, "P", lambda: stationary_distribution(t(P)))
-    assert msg == "P: no unique stationary distribution: undefined: P is reducible and not stochastic (1 closed classes)"
+    assert (
+        msg == "P: no unique stationary distribution: undefined: P is reducible and not stochastic (1 closed classes)"
+    )
 
 
 def test_stochasticity_tolerance_follows_the_dtype_argument():
     # rows sum to 1 + 1e-7: stochastic within float32's tolerance, not within float64's
     P = np.array([[0.5, 0.5 + 1e-7], [0.25, 0.75 + 1e-7]])
-    assert 1e-7 < tol(torch.float32, 2) and 1e-7 > tol(F, 2)
+    assert tol(torch.float32, 2) > 1e-7 and tol(F, 2) < 1e-7
     as32 = stationary_info(t(P), dtype=torch.float32)
     as64 = stationary_info(t(P))
     assert float(as32.rho) == 1.0
@@ -144,7 +146,9 @@ def test_ill_conditioned_closed_class_of_a_reducible_chain_is_undefined():
     sub = P[1:, 1:]
     c = np.linalg.cond(np.eye(4) - sub + 1.0)
     assert c * tol(F, 4) >= 1
-    assert info.reasons[0].startswith("undefined: π is ill-conditioned on closed class [1, 2, 3, 4] (cond(I − P_C + 11ᵀ) = ")
+    assert info.reasons[0].startswith(
+        "undefined: π is ill-conditioned on closed class [1, 2, 3, 4] (cond(I − P_C + 11ᵀ) = "
+    )
     assert info.reasons[0].endswith("): a nearly decomposable class whose couplings are below roundoff")
     assert float(info.condition) >= 1 / tol(F, 4)
 

@@ -782,7 +782,7 @@ def check_fields(p, a, T, k_star, sigma, u, ttol):
     # rows sorted by decreasing real part (branches of equal real part in either order)
     got = p.dispersion.numpy()
     assert all((np.diff(row.real) <= 1e-13).all() for row in got)
-    key = lambda z: (round(-z.real, 9), z.imag)  # noqa: E731
+    key = lambda z: (round(-z.real, 9), z.imag)
     for row, ref in zip(got, sig):
         np.testing.assert_allclose(sorted(row, key=key), sorted(ref, key=key), atol=1e-13)
 
