@@ -918,3 +918,18 @@ def test_ring_zero_tie_tol_and_an_all_tied_ring():
     q = predict_pattern(t(a[None]), t([[[-2.0]]]), tie_tol=100.0)
     assert q.k_star == ks and abs(q.growth_rate - s) <= 1e-13 and q.tie is True
     assert q.pattern_class == COEXISTING and len(q.ties) == 4  # k = 0 and the pairs ±1, ±2, ±3
+
+
+@pytest.mark.parametrize("swap", [False, True])
+def test_exact_tie_reports_the_first_wavenumber_in_fft_order(swap):
+    """Two heads on orthogonal branches, growth exactly 0 at k = 0 (uniform kernel, T = +1) and at
+    k = ±1 (kernel δ_{m=2}: â(k) = (−1)^k, T = −1): the documented representative of an exact tie is
+    the first in FFT order, k* = 0, whichever branch carries it."""
+    K = t([[0.25] * 4, [0.0, 0.0, 1.0, 0.0]])
+    up, down = np.diag([1.0, 0.0]), np.diag([0.0, -1.0])
+    if swap:
+        up, down = up[::-1, ::-1].copy(), down[::-1, ::-1].copy()
+    p = predict_pattern(K, t(np.stack([up, down])))
+    assert p.tie is True and p.pattern_class == COEXISTING
+    assert p.k_star == 0 and p.growth_rate == 0
+    assert sorted(k for k, _ in p.ties) == [0, 1]
