@@ -911,9 +911,10 @@ def test_nyquist_helix_every_field_from_the_literal_symbol():
 
 def test_ring_zero_tie_tol_and_an_all_tied_ring():
     a = np.array([0.1, 0.6, 0.05, 0.05, 0.1, 0.05, 0.05])
-    ks, s, _, _ = literal_scalar_prediction(a, -2.0)
+    ks, s, _, gap = literal_scalar_prediction(a, -2.0)
     p = predict_pattern(t(a[None]), t([[[-2.0]]]), tie_tol=0.0)
     assert p.k_star == ks and abs(p.growth_rate - s) <= 1e-13 and p.tie is False and p.tie_tol == 0.0
+    assert p.gap == pytest.approx(gap, rel=1e-10)  # the selected pattern itself is excluded at tie_tol = 0
     # everything tied: the report is still the literal best, and every distinct pattern is listed
     q = predict_pattern(t(a[None]), t([[[-2.0]]]), tie_tol=100.0)
     assert q.k_star == ks and abs(q.growth_rate - s) <= 1e-13 and q.tie is True
