@@ -934,3 +934,28 @@ def test_exact_tie_reports_the_first_wavenumber_in_fft_order(swap):
     assert p.tie is True and p.pattern_class == COEXISTING
     assert p.k_star == 0 and p.growth_rate == 0
     assert sorted(k for k, _ in p.ties) == [0, 1]
+
+
+def test_eigenvector_phase_makes_vtv_real_and_nonnegative():
+    """``v`` unit with ``vᵀv = |vᵀv| = polarisation`` (phase fixed), for a d = 1 wave (v = ±1) and
+    for an elliptic d = 2 mode (T with complex eigenvalues and non-circular eigenvectors)."""
+    a = np.array([0.1, 0.6, 0.05, 0.05, 0.1, 0.05, 0.05])
+    v = complex(predict_pattern(t(a[None]), t([[[-2.0]]])).eigenvector[0])
+    assert abs(v.imag) <= 1e-15 and abs(abs(v.real) - 1) <= 1e-15
+    T = np.array([[0.5, 2.0], [-0.5, 0.5]])  # eigenvalues 0.5 ± i, eigenvectors (2, ±i)/√5: elliptic
+    p = predict_pattern(t(a[None]), t(T[None]))
+    v = p.eigenvector.numpy()
+    vv = v @ v
+    assert 0.1 < p.polarisation < 0.9
+    assert abs(vv.imag) <= 1e-14 and vv.real == pytest.approx(p.polarisation, abs=1e-14)
+    assert abs(np.linalg.norm(v) - 1) <= 1e-14
+
+
+def test_growth_imaginary_part_at_the_tie_tolerance_counts_as_zero_frequency():
+    a = [0.1, 0.5, 0.1, 0.1, 0.1, 0.1]
+    T = 1.5 * rot(2.0)
+    p0 = predict_pattern(t([a]), t(T[None]))
+    assert abs(p0.growth_rate.imag) > 1e-3
+    p = predict_pattern(t([a]), t(T[None]), tie_tol=abs(p0.growth_rate.imag))
+    assert p.growth_rate == p0.growth_rate
+    assert p.frequency == 0.0 and p.phase_velocity == 0.0 and p.rotation_frequency == 0.0
