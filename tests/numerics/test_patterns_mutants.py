@@ -942,7 +942,9 @@ def test_eigenvector_phase_makes_vtv_real_and_nonnegative():
     a = np.array([0.1, 0.6, 0.05, 0.05, 0.1, 0.05, 0.05])
     v = complex(predict_pattern(t(a[None]), t([[[-2.0]]])).eigenvector[0])
     assert abs(v.imag) <= 1e-15 and abs(abs(v.real) - 1) <= 1e-15
-    T = np.array([[0.5, 2.0], [-0.5, 0.5]])  # eigenvalues 0.5 ± i, eigenvectors (2, ±i)/√5: elliptic
+    # eigenvalues (1 ± i√7)/2, eigenvectors ∝ (1, −λ/2): elliptic, and vᵀv of LAPACK's normalisation
+    # (largest entry real) is not real, so the phase fix has work to do
+    T = np.array([[0.0, -2.0], [1.0, 1.0]])
     p = predict_pattern(t(a[None]), t(T[None]))
     v = p.eigenvector.numpy()
     vv = v @ v
