@@ -462,7 +462,10 @@ def predict_from_operator(J, n: int, d: int, *, tie_tol: float | None = None) ->
     ``w`` reshaped ``(n, d)`` is Fourier-analysed along tokens (``c_k = (1/n) Σ_i w_i e^{−2πiki/n}``)
     and ``k*`` is its dominant wavenumber (``purity`` = its share of the power, ±k together).
     For non-normal ``J`` (causal masks) the spectrum is only the asymptotic story; see
-    :func:`transient_growth`."""
+    :func:`transient_growth`.
+
+    ``tie_tol`` (default ``tol(dtype, n·d, scale=max(1, max|λ|)) · √(n·d)``): eigenvalues whose real
+    parts are this close to the largest one are ties."""
     J = as_tensor("J", J)
     check_square("J", J, "(n·d, n·d)")
     check_finite("J", J)
