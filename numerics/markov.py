@@ -191,7 +191,10 @@ def perron_solve(P: torch.Tensor, rho: torch.Tensor):
     M = rho[..., None, None] * eye - P + 1.0
     rhs = torch.ones(*P.shape[:-1], 1, dtype=P.dtype, device=P.device)
     sol, info = torch.linalg.solve_ex(M.transpose(-1, -2), rhs)
-    return sol[..., 0], info
+    # the Perron vector of a nonnegative matrix is nonnegative: a negative entry is the solve's
+    # rounding (an entry ~1e-134 comes out as −6e-17), within the forward error that the callers'
+    # conditioning guard bounds; clamping keeps π a valid weight (NaN stays NaN)
+    return sol[..., 0].clamp(min=0), info
 
 
 @contract(P=Tensor("... n n", nonneg=True), dtype=Passthrough())

@@ -340,3 +340,26 @@ def test_stochasticity_tolerance_defaults_to_the_dtype_of_p():
     info = stationary_info(P)
     assert float(info.rho) == 1.0
     assert float(stationary_info(P.double(), dtype=torch.float64).rho) != 1.0
+
+
+def test_stationary_pi_of_a_nearly_transient_state_is_never_negative():
+    """Regression (found by a Hypothesis example of test_reversibility): state 1 is entered only with
+    probability 3.45e-134, so π_1 ≈ 1e-134; the linear solve returned −6.3e-17 there, and diagnose's
+    π-weighted Dirichlet check then refused its own π as a negative weight. Oracle: π from the
+    numpy eigenvector of Pᵀ for eigenvalue 1 (entries ≥ 0 up to sign), and diagnose runs."""
+    from numerics.laplacian import diagnose
+    from numerics.walk import ConnectionWalk
+
+    g = torch.Generator().manual_seed(196)
+    P = torch.rand(4, 4, generator=g, dtype=torch.float64)
+    P[:, 1] = 0
+    P[3, 1] = 3.45e-134
+    P = P / P.sum(-1, keepdim=True)
+    pi = stationary_info(P).pi
+    assert bool((pi >= 0).all())
+    w, v = np.linalg.eig(P.numpy().T)
+    ref = np.real(v[:, np.argmin(np.abs(w - 1))])
+    ref = ref / ref.sum()
+    np.testing.assert_allclose(pi.numpy(), ref, rtol=0, atol=1e-15)
+    rep = diagnose(ConnectionWalk.from_sha(P, torch.eye(2, dtype=torch.float64)))
+    assert bool(torch.isfinite(rep.checks()["dirichlet"].residual).all())
