@@ -475,6 +475,15 @@ def test_transport_scale_common_and_not_common():
     assert not bool(common2) and float(s2) == pytest.approx(1.0, rel=1e-14)
     ts3, common3, _ = transport_scale(_blocks(P, 0.5 * np.broadcast_to(R, (2, 2, 2, 2)).copy()), F)
     assert bool(common3) and float(ts3) == pytest.approx(0.5, rel=1e-14)
+    # regression: on a sparse support the off-support zeros are not edge scales (s_min was 0 there,
+    # so no sparse walk had a common scale and the Dirichlet check dropped its ½(1 − s²) term)
+    Ps = np.array([[0.5, 0.5, 0.0], [0.25, 0.5, 0.25], [0.0, 0.5, 0.5]])
+    ts4, common4, s4 = transport_scale(_blocks(Ps, 0.5 * np.broadcast_to(R, (3, 3, 2, 2)).copy()), F)
+    assert bool(common4) and float(ts4) == pytest.approx(0.5, rel=1e-14)
+    Os = 0.5 * np.broadcast_to(R, (3, 3, 2, 2)).copy()
+    Os[1, 2] *= 1.5  # one edge scale 0.75: not common
+    ts5, common5, s5 = transport_scale(_blocks(Ps, Os), F)
+    assert not bool(common5) and float(s5) == pytest.approx(0.75, rel=1e-14)
 
 
 def test_scaled_isometry_spread_zero_rows_and_floor():
@@ -570,3 +579,206 @@ def test_probe_fields_are_seeded_standard_normal_with_the_batch_in_front():
     assert not torch.equal(a, probe_fields((2,), 3, 2, 4, 6, torch.device("cpu")))
     ref = torch.randn(4, 2, 3, 2, generator=torch.Generator().manual_seed(5), dtype=F)
     assert torch.equal(a[1, 2], ref[2, 1])  # probe-major draw, batch moved in front
+
+
+# ------------------------------------------------------------------------------ laplacian: operators and forms
+def _rand(shape, seed):
+    return torch.randn(*shape, generator=torch.Generator().manual_seed(seed), dtype=F)
+
+
+def test_generator_dense_of_blocks_and_heads_matches_the_literal_delta():
+    from numerics.laplacian import generator_dense
+
+    A = torch.softmax(_rand((2, 2, 3, 3), 1), -1)  # batch 2, H = 2
+    T = _rand((2, 2, 2), 2)
+    w = ConnectionWalk.from_mha(A, T)
+    G = generator_dense(w)
+    assert G.shape == (2, 6, 6) and G.dtype == F
+    for b in range(2):
+        Bn = np.einsum("hij,hab->ijab", A[b].numpy(), T.numpy())
+        assert np.abs(G[b].numpy() - literal_delta(np.ones((3, 3)), Bn)).max() <= 1e-15
+        Gb = generator_dense(t(Bn))  # blocks input (as_walk wraps them)
+        assert np.abs(Gb.numpy() - literal_delta(np.ones((3, 3)), Bn)).max() <= 1e-15
+    G32 = generator_dense(ConnectionWalk.from_mha(A.float(), T.float()))
+    assert G32.dtype == F
+
+
+def test_pi_inner_and_dirichlet_energy_against_loops():
+    from numerics.laplacian import dirichlet_energy, pi_inner
+
+    x, y = _rand((2, 3, 2), 3), _rand((2, 3, 2), 4)
+    pi = torch.rand(2, 3, generator=torch.Generator().manual_seed(5), dtype=F)
+    got = pi_inner(x, y, pi)
+    for b in range(2):
+        ref = sum(pi[b, i].item() * float(x[b, i] @ y[b, i]) for i in range(3))
+        assert float(got[b]) == pytest.approx(ref, rel=1e-13)
+    P = t([[[0.5, 0.5, 0.0], [0.2, 0.3, 0.5], [0.0, 1.0, 0.0]]] * 2)
+    P[1, 0, 2] = 0.25
+    O = _rand((2, 3, 3, 2, 2), 6)
+    O[P == 0] = float("nan")  # never read: edges with P_ij = 0 contribute 0
+    E = dirichlet_energy(P, O, pi, x)
+    for b in range(2):
+        ref = 0.5 * sum(
+            pi[b, i].item() * P[b, i, j].item() * float(((x[b, i] - O[b, i, j] @ x[b, j]) ** 2).sum())
+            for i in range(3)
+            for j in range(3)
+            if P[b, i, j] > 0
+        )
+        assert float(E[b]) == pytest.approx(ref, rel=1e-13)
+    assert float(E[0]) != pytest.approx(float(E[1]), rel=1e-6)
+
+
+def test_parallel_constraints_gram_and_apply_against_the_literal_C():
+    from numerics.laplacian import _apply_constraints, _parallel_gram, _parallel_svd, parallel_constraints
+
+    P = np.array([[0.5, 0.5, 0.0], [0.2, 0.3, 0.5], [0.0, 1.0, 0.0]])
+    O = _rand((3, 3, 2, 2), 7).numpy()
+    C = literal_constraints(P, O)
+    sup = t(P) > 0
+    assert np.abs(parallel_constraints(t(O), sup).numpy() - C).max() == 0.0
+    # batched: the second element with one more edge
+    P2 = P.copy()
+    P2[0, 2] = 0.1
+    Cb = parallel_constraints(t(np.stack([O, O])), t(np.stack([P, P2])) > 0)
+    assert Cb.shape == (2, 18, 6) and np.abs(Cb[1].numpy() - literal_constraints(P2, O)).max() == 0.0
+    G = _parallel_gram(t(O), sup).numpy()
+    assert np.abs(G - C.T @ C).max() <= 1e-13
+    Gb = _parallel_gram(t(np.stack([O, O])), t(np.stack([P, P2])) > 0)
+    assert np.abs(Gb[1].numpy() - literal_constraints(P2, O).T @ literal_constraints(P2, O)).max() <= 1e-13
+    K = _rand((6, 3), 8)
+    assert np.abs(_apply_constraints(t(O), sup, K).numpy() - C @ K.numpy()).max() <= 1e-13
+    # SVD of C up to n³d² = 108 entries, else eigh of CᵀC (descending σ)
+    s1, V1, g1 = _parallel_svd(t(O), sup, max_entries=108)
+    s2, V2, g2 = _parallel_svd(t(O), sup, max_entries=107)
+    assert not g1 and g2
+    ref = np.linalg.svd(C, compute_uv=False)
+    assert np.abs(s1.numpy() - ref).max() <= 1e-13
+    assert np.abs(s2.numpy() - ref).max() <= 1e-7 and bool((s2[:-1] >= s2[1:]).all())
+    for s, V in ((s1, V1), (s2, V2)):  # right singular vectors: ‖C v_k‖ = σ_k
+        assert np.abs(np.linalg.norm(C @ V.numpy().T, axis=0) - s.numpy()).max() <= 1e-7
+
+
+def test_tolerance_dtype_rules_and_errors():
+    from numerics.errors import ParameterError
+    from numerics.laplacian import _tolerance_dtype
+    from tests.helpers import raises_named
+
+    P = torch.full((2, 2), 0.5, dtype=F)
+    w32 = ConnectionWalk.from_edges(P.float(), torch.eye(1))  # (float16 walks are refused earlier)
+    assert _tolerance_dtype(w32, None) == torch.float32 and _tolerance_dtype(w32, torch.float64) == F
+    w64 = ConnectionWalk.from_edges(P, torch.eye(1, dtype=F))
+    assert _tolerance_dtype(w64, None) == F and _tolerance_dtype(w64, torch.float32) == torch.float32
+    raises_named(ParameterError, "attention_dtype", lambda: _tolerance_dtype(w64, torch.int64))
+    raises_named(ParameterError, "attention_dtype", lambda: _tolerance_dtype(w64, "float32"))
+
+
+# ------------------------------------------------------------------------------ laplacian: diagnose
+def test_dense_memory_budget_boundary_and_bytes():
+    from numerics.errors import MemoryBudgetError
+    from numerics.laplacian import dense_bytes, diagnose
+    from tests.helpers import raises_named
+
+    assert dense_bytes(3, 2, 5) == 6 * 8 * 5 * 36 and dense_bytes(3, 2) == 6 * 8 * 36
+    P = torch.full((2, 3, 3), 1 / 3, dtype=F)
+    w = ConnectionWalk.from_edges(P, torch.eye(2, dtype=F))
+    need = 6 * 8 * 2 * 36  # batch of 2, n·d = 6
+    D = diagnose(w, method="dense", memory_budget=need)
+    assert bool(D.is_connection_laplacian().all())
+    raises_named(MemoryBudgetError, "walk", lambda: diagnose(w, method="dense", memory_budget=need - 1))
+
+
+def test_diagnose_method_choice_options_and_extra():
+    from numerics.errors import ParameterError
+    from numerics.laplacian import diagnose
+    from tests.helpers import raises_named
+
+    P = torch.full((3, 3), 1 / 3, dtype=F)
+    w = ConnectionWalk.from_edges(P, torch.eye(2, dtype=F))
+    assert diagnose(w, auto_max_nd=6).extra == {"method": "dense", "tolerance_dtype": "torch.float64"}
+    assert diagnose(w, auto_max_nd=5).extra["method"] == "factored"
+    assert diagnose(w, method="factored", k_max=3).extra["method"] == "factored"
+    assert diagnose(w, attention_dtype=torch.float32).extra["tolerance_dtype"] == "torch.float32"
+    msg = raises_named(ParameterError, "chunk_elems", lambda: diagnose(w, method="dense", k_max=3, chunk_elems=2))
+    assert msg == "chunk_elems: options ['chunk_elems', 'k_max'] apply to method='factored' only"
+
+
+def test_diagnose_max_dense_boundary_and_skipped_checks():
+    from numerics.laplacian import diagnose
+
+    P = torch.full((2, 3, 3), 1 / 3, dtype=F)
+    w = ConnectionWalk.from_edges(P, torch.eye(2, dtype=F))
+    D = diagnose(w, max_dense=6)
+    assert D.spectrum is not None and D.spectrum.shape == (2, 6) and int(D.kernel_dim[0]) == 2
+    S = diagnose(w, max_dense=5)
+    why = "skipped: n·d = 6 > max_dense = 5 (use method='factored' or numerics.spectra)"
+    assert S.spectrum is None and S.kernel_dim is None and S.parallel_dim is None
+    for k in ("spectrum_interval", "spectrum_disk", "spectrum_scaled", "kernel_parallel", "flat"):
+        c = getattr(S, k)
+        assert c.name == k and c.reason == why and math.isnan(c.tol)
+        assert c.holds.shape == (2,) and not bool(c.holds.any()) and c.holds.dtype == torch.bool
+        assert c.residual.dtype == F and bool(torch.isnan(c.residual).all())
+    assert bool(S.self_adjoint.holds.all())
+
+
+def test_diagnose_fields_on_a_scaled_reversible_walk():
+    """P reversible with π = (¼, ½, ¼), O = s·R (R orthogonal symmetric): walk-gauge transport scale
+    s, gauge-free scale s, spectrum of Δ = I − s·(P ⊗ R) is 1 − s·λ(P)·(±1)."""
+    from numerics.laplacian import diagnose
+
+    P = np.array([[0.5, 0.5, 0.0], [0.25, 0.5, 0.25], [0.0, 0.5, 0.5]])
+    Rs = np.array([[0.0, 1.0], [1.0, 0.0]])
+    s = 0.8
+    D = diagnose(ConnectionWalk.from_edges(t(P), t(s * Rs)))
+    assert D.n == 3 and D.d == 2 and int(D.n_components) == 1 and bool(D.pi_unique)
+    assert D.pi.tolist() == pytest.approx([0.25, 0.5, 0.25], abs=1e-15)
+    assert D.block_pi.tolist() == pytest.approx([0.25, 0.5, 0.25], abs=1e-14)
+    assert float(D.rho) == 1.0
+    assert float(D.transport_scale) == pytest.approx(s, rel=1e-14) and float(D.scale) == pytest.approx(s, rel=1e-14)
+    lam = np.linalg.eigvals(P).real
+    ref = np.sort(np.concatenate([1 - s * lam, 1 + s * lam]))
+    assert np.abs(np.sort(D.spectrum.real.numpy()) - ref).max() <= 1e-14
+    assert bool(D.spectrum_scaled.holds) and not bool(D.orthogonal.holds) and bool(D.dirichlet.holds)
+    assert int(D.kernel_dim) == 0 and int(D.parallel_dim) == 0  # x_i = 0.8·R x_i forces x = 0
+    # ρ ≠ 1 for a non-stochastic walk: 2·P
+    D2 = diagnose(ConnectionWalk.from_edges(t(2 * P), t(Rs)))
+    assert float(D2.rho) == pytest.approx(2.0, rel=1e-14) and not bool(D2.stochastic.holds)
+
+
+def test_attention_dtype_sets_the_walk_matrix_tolerances_only():
+    from numerics.laplacian import diagnose
+
+    P = torch.full((3, 3), 1 / 3, dtype=F)
+    w = ConnectionWalk.from_edges(P, torch.eye(2, dtype=F))
+    D = diagnose(w, attention_dtype=torch.float32)
+    D64 = diagnose(w)
+    assert D.stochastic.tol == tol(torch.float32, 3) and D64.stochastic.tol == tol(F, 3)
+    assert D.positive_stationary.tol == tol(torch.float32, 3) and D64.positive_stationary.tol == tol(F, 3)
+    assert D.detailed_balance.tol > 1e5 * D64.detailed_balance.tol
+    for k in ("block_detailed_balance", "orthogonal", "self_adjoint", "dirichlet", "scaled_isometry"):
+        assert getattr(D, k).tol == getattr(D64, k).tol, k  # block-level checks keep float64
+    # a row sum off by 1e-7: a float32-softmax rounding, a float64 defect
+    P2 = P.clone()
+    P2[0, 0] += 1e-7
+    w2 = ConnectionWalk.from_edges(P2, torch.eye(2, dtype=F))
+    assert bool(diagnose(w2, attention_dtype=torch.float32).stochastic.holds)
+    assert not bool(diagnose(w2).stochastic.holds)
+
+
+def test_cancelled_head_sum_counts_as_an_absent_block():
+    """Three heads whose terms on edge 0→1 cancel exactly in real arithmetic (0.1 + 0.2 − 0.3) but
+    leave a rounding residue: below the head-sum floor the block is absent, so the support of B is
+    one-way and the gauge-free π reports the transient state, as it does for the exact zero."""
+    from numerics.laplacian import diagnose
+
+    A = torch.zeros(3, 2, 2, dtype=F)
+    A[:, 0, 0] = torch.tensor([0.9, 0.8, 0.7], dtype=F)
+    A[:, 0, 1] = torch.tensor([0.1, 0.2, 0.3], dtype=F)
+    A[:, 1, 0] = 0.5
+    A[:, 1, 1] = 0.5
+    T = torch.tensor([[[1.0]], [[1.0]], [[-1.0]]], dtype=F)
+    w = ConnectionWalk.from_mha(A, T)
+    B01 = float(w.blocks()[0, 1, 0, 0])
+    assert 0 < abs(B01) <= tol(F, 3) * 0.6  # a rounding residue, below the floor
+    D = diagnose(w)
+    assert D.block_detailed_balance.reason == "the support of B has transient states: no positive π"
+    assert not bool(D.block_detailed_balance.holds)
