@@ -98,7 +98,7 @@ def test_dense_spectrum_residuals_and_tolerance_match_numpy_on_a_batch():
     wn = max(np.linalg.norm(np.eye(4) - D0, 2), np.linalg.norm(np.eye(4) - D1, 2))
     assert wn > 1
     for c in (s_int, s_disk, s_sc):
-        assert c.tol == pytest.approx(tol(F, 4, scale=wn), rel=1e-12)
+        assert c.tol == pytest.approx(tol(F, 4, scale=wn), rel=1e-12, abs=0)
     for b, (Db, s) in enumerate(((D0, 0.5), (D1, 0.7))):
         ev_ref, interval, disk, scaled = spectral_oracle(Db, s)
         assert np.allclose(np.sort_complex(ev[b].numpy()), np.sort_complex(ev_ref), atol=1e-13)
@@ -118,7 +118,7 @@ def test_dense_spectrum_tolerance_floor_and_precision():
     Wd = torch.eye(3, dtype=F) - D
     si = make_check("scaled_isometry", t(0.0), 1e-12)
     ev, (s_int, s_disk, s_sc) = dense_spectrum(D, Wd, t(0.5), si, torch.float32, 3)
-    assert s_int.tol == pytest.approx(tol(torch.float32, 3), rel=1e-12)
+    assert s_int.tol == pytest.approx(tol(torch.float32, 3), rel=1e-12, abs=0)
     assert s_disk.tol == s_int.tol == s_sc.tol
     assert bool(s_int.holds) and bool(s_disk.holds) and bool(s_sc.holds)
     assert float(s_int.residual) == 0.0 and float(s_disk.residual) == 0.0 and float(s_sc.residual) == 0.0
@@ -179,10 +179,10 @@ def test_dense_kernel_dimensions_residuals_and_bounds_against_numpy(theta):
     if theta == 0:
         bnd = max(thr, thr * max(sD[0], 1) / sD[-3], thr * max(sC[0], 1) / sC[-3])
         assert bnd > thr
-    assert kp.tol == pytest.approx(bnd, rel=1e-9)
+    assert kp.tol == pytest.approx(bnd, rel=1e-9, abs=0)
     # flat: the (n_comp·d)-th smallest σ of C over max(‖C‖, 1); tolerance thr (SVD path)
     assert float(flat.residual) == pytest.approx(np.sort(sC)[1] / max(sC[0], 1.0), rel=1e-9, abs=1e-15)
-    assert flat.tol == pytest.approx(thr, rel=1e-12)
+    assert flat.tol == pytest.approx(thr, rel=1e-12, abs=0)
     assert bool(flat.holds) == (theta == 0)
     if theta:
         assert float(flat.residual) > 0.05
@@ -192,7 +192,7 @@ def test_dense_kernel_gram_path_threshold_and_flatness():
     P, O = triangle(0.0)
     kp, flat, kD, kC = dense_kernel(*kernel_inputs(P, O), F, 0)  # CᵀC path
     thr_C = max(tol(F, 6), math.sqrt(tol(F, 6)))
-    assert flat.tol == pytest.approx(thr_C, rel=1e-12)
+    assert flat.tol == pytest.approx(thr_C, rel=1e-12, abs=0)
     assert int(kD) == int(kC) == 2 and bool(kp.holds) and bool(flat.holds)
     assert kp.tol >= thr_C
 
@@ -209,12 +209,12 @@ def test_dense_kernel_certain_mismatch_has_the_literal_residual():
     r2 = np.linalg.norm(C @ k) / max(np.linalg.norm(C, 2), 1.0)
     assert int(kD) == 1 and int(kC) == 0
     assert not bool(kp.holds)
-    assert float(kp.residual) == pytest.approx(r2, rel=1e-9)
-    assert r2 == pytest.approx(math.sqrt(0.8) / math.sqrt(3 + math.sqrt(5)), rel=1e-12)
+    assert float(kp.residual) == pytest.approx(r2, rel=1e-9, abs=0)
+    assert r2 == pytest.approx(math.sqrt(0.8) / math.sqrt(3 + math.sqrt(5)), rel=1e-12, abs=0)
     assert kp.reason is None
     # flat: n_comp·d = 1 parallel direction needed; C's smallest σ over its largest
     sC = np.linalg.svd(C, compute_uv=False)
-    assert float(flat.residual) == pytest.approx(sC.min() / sC.max(), rel=1e-9) and not bool(flat.holds)
+    assert float(flat.residual) == pytest.approx(sC.min() / sC.max(), rel=1e-9, abs=0) and not bool(flat.holds)
 
 
 def test_dense_kernel_batch_equals_elements_and_takes_the_largest_bound():
@@ -228,7 +228,7 @@ def test_dense_kernel_batch_equals_elements_and_takes_the_largest_bound():
         assert bool(kp.holds[b]) == bool(kpb.holds)
         assert float(kp.residual[b]) == pytest.approx(float(kpb.residual), rel=1e-6, abs=1e-15)
         assert float(flat.residual[b]) == pytest.approx(float(flb.residual), rel=1e-9, abs=1e-15)
-    assert kp.tol == pytest.approx(max(s[0].tol for s in single), rel=1e-9)
+    assert kp.tol == pytest.approx(max(s[0].tol for s in single), rel=1e-9, abs=0)
     assert [bool(h) for h in flat.holds] == [True, False, False]
 
 
@@ -314,13 +314,13 @@ def test_detailed_balance_residual_tolerance_and_one_way_edges():
     # tolerance: tol(n, scale = max π_i P_ij) times the π solve's condition number (≥ 1)
     Fmax = max(0.7 / 3, float((st_.pi[1][:, None] * P[1]).max()))
     kappa = max(float(st_.info.condition.max()), 1.0)
-    assert db.tol == pytest.approx(tol(F, 3, scale=Fmax) * kappa, rel=1e-12)
+    assert db.tol == pytest.approx(tol(F, 3, scale=Fmax) * kappa, rel=1e-12, abs=0)
     # a given π: no condition factor
     R = t([[0.5, 0.5, 0.0], [0.25, 0.5, 0.25], [0.0, 0.5, 0.5]])  # reversible, π = (¼, ½, ¼)
     given = stationary(R, F, t([1.0, 2.0, 1.0]))
     dg = check_detailed_balance(R, given, F)
     assert bool(dg.holds) and dg.reason is None
-    assert dg.tol == pytest.approx(tol(F, 3, scale=0.125), rel=1e-12)
+    assert dg.tol == pytest.approx(tol(F, 3, scale=0.25), rel=1e-12, abs=0)
     # no positive π: the reason says so, and the check fails even with zero residual
     Pt = t([[1.0, 0.0], [0.5, 0.5]])
     dt = check_detailed_balance(Pt, stationary(Pt, F), F)
@@ -383,10 +383,10 @@ def test_block_detailed_balance_residual_and_tolerance_against_loops():
     assert bpi.tolist() == pytest.approx(pis.tolist(), abs=1e-14)
     B = P[..., None, None] * O
     res = max(np.linalg.norm(pis[i] * B[i, j] - pis[j] * B[j, i].T) for i in range(3) for j in range(3))
-    assert float(c.residual) == pytest.approx(res, rel=1e-12) and res > 0.1 and not bool(c.holds)
+    assert float(c.residual) == pytest.approx(res, rel=1e-12, abs=0) and res > 0.1 and not bool(c.holds)
     N = np.linalg.norm(B, axis=(-2, -1))
     gscale = max((pis[:, None] * N).max(), N.max() / 3)
-    assert c.tol == pytest.approx(tol(F, 6, scale=gscale), rel=1e-12) and c.reason is None
+    assert c.tol == pytest.approx(tol(F, 6, scale=gscale), rel=1e-12, abs=0) and c.reason is None
     # the block-norm floor: a block at or below it counts as absent (a cancelled head sum)
     P2 = np.array([[0.5, 1e-3], [0.0, 1.0]])
     O2 = np.broadcast_to(np.eye(1), (2, 2, 1, 1)).copy()
@@ -408,7 +408,7 @@ def test_block_detailed_balance_tolerance_scale_from_tiny_pi():
     c, bpi = check_block_detailed_balance(_blocks(N, O), F)
     assert bpi.tolist() == pytest.approx(pis.tolist(), abs=1e-14)
     assert (pis[:, None] * N).max() < N.max() / 2
-    assert c.tol == pytest.approx(tol(F, 2, scale=N.max() / 2), rel=1e-12)
+    assert c.tol == pytest.approx(tol(F, 2, scale=N.max() / 2), rel=1e-12, abs=0)
 
 
 # ------------------------------------------------------------------------------ laplacian_checks: (c)
@@ -425,11 +425,11 @@ def test_orthogonal_transpose_symmetric_metric_compatible_tolerances():
         O = s * np.stack([np.stack([np.eye(2), R]), np.stack([R.T, np.eye(2)])])
         bl = _blocks(P, O)
         orth, onorm = check_orthogonal(bl, F)
-        assert onorm == pytest.approx(2 * s * s, rel=1e-14)
-        assert float(orth.residual) == pytest.approx(abs(s * s - 1) * math.sqrt(2), rel=1e-12)
-        assert orth.tol == pytest.approx(tol(F, 2, scale=max(2 * s * s, 2.0)), rel=1e-12)
+        assert onorm == pytest.approx(2 * s * s, rel=1e-14, abs=0)
+        assert float(orth.residual) == pytest.approx(abs(s * s - 1) * math.sqrt(2), rel=1e-12, abs=0)
+        assert orth.tol == pytest.approx(tol(F, 2, scale=max(2 * s * s, 2.0)), rel=1e-12, abs=0)
         ts = check_transpose_symmetric(bl, F, onorm)
-        assert ts.tol == pytest.approx(tol(F, 2, scale=max(math.sqrt(2 * s * s), 1.0)), rel=1e-12)
+        assert ts.tol == pytest.approx(tol(F, 2, scale=max(math.sqrt(2 * s * s), 1.0)), rel=1e-12, abs=0)
         assert bool(ts.holds) and ts.reason is None and float(ts.residual) == 0.0
     # O_21 = R instead of Rᵀ, orthogonal: metric_compatible carries the transpose defect
     O = np.stack([np.stack([np.eye(2), R]), np.stack([R, np.eye(2)])])
@@ -438,13 +438,13 @@ def test_orthogonal_transpose_symmetric_metric_compatible_tolerances():
     ts = check_transpose_symmetric(bl, F, onorm)
     mc = check_metric_compatible(orth, ts)
     assert bool(orth.holds) and not bool(ts.holds) and not bool(mc.holds)
-    assert float(mc.residual) == float(ts.residual) == pytest.approx(np.linalg.norm(R - R.T), rel=1e-12)
+    assert float(mc.residual) == float(ts.residual) == pytest.approx(np.linalg.norm(R - R.T), rel=1e-12, abs=0)
     assert mc.tol == max(orth.tol, ts.tol) and mc.name == "metric_compatible" and mc.reason is None
     # scaled orthogonal and transpose-symmetric: the orthogonality defect is the residual
     bl2 = _blocks(P, 2 * np.stack([np.stack([np.eye(2), R]), np.stack([R.T, np.eye(2)])]))
     o2, on2 = check_orthogonal(bl2, F)
     mc2 = check_metric_compatible(o2, check_transpose_symmetric(bl2, F, on2))
-    assert float(mc2.residual) == pytest.approx(3 * math.sqrt(2), rel=1e-12) and not bool(mc2.holds)
+    assert float(mc2.residual) == pytest.approx(3 * math.sqrt(2), rel=1e-12, abs=0) and not bool(mc2.holds)
 
 
 def test_transpose_symmetric_on_a_one_way_support():
@@ -457,7 +457,7 @@ def test_transpose_symmetric_on_a_one_way_support():
     ts = check_transpose_symmetric(bl, F, onorm)
     assert ts.reason == "support not symmetric: checked on two-way edges only"
     assert bool(ts.holds) and float(ts.residual) == 0.0
-    assert onorm == pytest.approx(2.0, rel=1e-14)  # the off-support O_10 is not counted
+    assert onorm == pytest.approx(2.0, rel=1e-14, abs=0)  # the off-support O_10 is not counted
 
 
 def test_transport_scale_common_and_not_common():
@@ -467,23 +467,23 @@ def test_transport_scale_common_and_not_common():
     R = rot(0.3)
     O = np.stack([np.stack([2 * np.eye(2), 2 * R]), np.stack([3 * R.T, 2 * np.eye(2)])])
     ts_, common, s_max = transport_scale(_blocks(P, O), F)
-    assert not bool(common) and bool(torch.isnan(ts_)) and float(s_max) == pytest.approx(3.0, rel=1e-14)
+    assert not bool(common) and bool(torch.isnan(ts_)) and float(s_max) == pytest.approx(3.0, rel=1e-14, abs=0)
     # equal Frobenius scales, but not a multiple of an orthogonal matrix
     Sh = np.array([[1.0, 1.0], [0.0, 1.0]]) * math.sqrt(2 / 3)  # ‖Sh‖_F = √2
     O2 = np.broadcast_to(Sh, (2, 2, 2, 2)).copy()
     ts2, common2, s2 = transport_scale(_blocks(P, O2), F)
-    assert not bool(common2) and float(s2) == pytest.approx(1.0, rel=1e-14)
+    assert not bool(common2) and float(s2) == pytest.approx(1.0, rel=1e-14, abs=0)
     ts3, common3, _ = transport_scale(_blocks(P, 0.5 * np.broadcast_to(R, (2, 2, 2, 2)).copy()), F)
-    assert bool(common3) and float(ts3) == pytest.approx(0.5, rel=1e-14)
+    assert bool(common3) and float(ts3) == pytest.approx(0.5, rel=1e-14, abs=0)
     # regression: on a sparse support the off-support zeros are not edge scales (s_min was 0 there,
     # so no sparse walk had a common scale and the Dirichlet check dropped its ½(1 − s²) term)
     Ps = np.array([[0.5, 0.5, 0.0], [0.25, 0.5, 0.25], [0.0, 0.5, 0.5]])
     ts4, common4, s4 = transport_scale(_blocks(Ps, 0.5 * np.broadcast_to(R, (3, 3, 2, 2)).copy()), F)
-    assert bool(common4) and float(ts4) == pytest.approx(0.5, rel=1e-14)
+    assert bool(common4) and float(ts4) == pytest.approx(0.5, rel=1e-14, abs=0)
     Os = 0.5 * np.broadcast_to(R, (3, 3, 2, 2)).copy()
     Os[1, 2] *= 1.5  # one edge scale 0.75: not common
     ts5, common5, s5 = transport_scale(_blocks(Ps, Os), F)
-    assert not bool(common5) and float(s5) == pytest.approx(0.75, rel=1e-14)
+    assert not bool(common5) and float(s5) == pytest.approx(0.75, rel=1e-14, abs=0)
 
 
 def test_scaled_isometry_spread_zero_rows_and_floor():
@@ -492,17 +492,17 @@ def test_scaled_isometry_spread_zero_rows_and_floor():
     # d = 1: every Q is ±1; the row sums of β = |B| are (1.0, 0.4): spread 0.3 / 0.7
     P = np.array([[0.5, 0.5], [0.2, 0.2]])
     si, s = check_scaled_isometry(_blocks(P, np.ones((2, 2, 1, 1))), F)
-    assert float(s) == pytest.approx(0.7, rel=1e-14)
-    assert float(si.residual) == pytest.approx(0.3 / 0.7, rel=1e-12) and not bool(si.holds)
-    assert si.tol == pytest.approx(tol(F, 2, scale=1.0), rel=1e-12) and si.reason is None
+    assert float(s) == pytest.approx(0.7, rel=1e-14, abs=0)
+    assert float(si.residual) == pytest.approx(0.3 / 0.7, rel=1e-12, abs=0) and not bool(si.holds)
+    assert si.tol == pytest.approx(tol(F, 2, scale=1.0), rel=1e-12, abs=0) and si.reason is None
     # equal row sums 0.8 but one block not a scaled orthogonal matrix
     Sh = np.array([[1.0, 1.0], [0.0, 1.0]])
     O = np.stack([np.stack([np.eye(2), Sh]), np.stack([np.eye(2), np.eye(2)])])
     Pm = np.full((2, 2), 0.4)
     si2, s2 = check_scaled_isometry(_blocks(Pm, O), F)
     Q = Sh / (np.linalg.norm(Sh) / math.sqrt(2))
-    assert float(si2.residual) == pytest.approx(np.linalg.norm(Q.T @ Q - np.eye(2)), rel=1e-9)
-    assert si2.tol == pytest.approx(tol(F, 4, scale=2.0), rel=1e-12)
+    assert float(si2.residual) == pytest.approx(np.linalg.norm(Q.T @ Q - np.eye(2)), rel=1e-9, abs=0)
+    assert si2.tol == pytest.approx(tol(F, 4, scale=2.0), rel=1e-12, abs=0)
     # all-zero blocks: no scale s > 0, never a scaled isometry (though nothing is spread)
     z, sz = check_scaled_isometry(_blocks(np.zeros((2, 2)), np.ones((2, 2, 1, 1))), F)
     assert float(sz) == 0.0 and not bool(z.holds) and z.reason == "zero block row"
@@ -510,7 +510,7 @@ def test_scaled_isometry_spread_zero_rows_and_floor():
     # a block below the head-sum floor is absent: rows (1.0) and (0.5 + 0.5)
     P3 = np.array([[0.5, 0.5], [1e-9, 1.0]])
     si3, s3 = check_scaled_isometry(_blocks(P3, np.ones((2, 2, 1, 1)), [[0.0, 0.0], [1e-9, 0.0]]), F)
-    assert bool(si3.holds) and float(s3) == pytest.approx(1.0, rel=1e-14)
+    assert bool(si3.holds) and float(s3) == pytest.approx(1.0, rel=1e-14, abs=0)
 
 
 # ------------------------------------------------------------------------------ laplacian_checks: conclusions
@@ -522,7 +522,7 @@ def test_self_adjoint_tolerance_and_reason():
     st_ = stationary(t(P), F)
     sa = check_self_adjoint(_blocks(P, O), st_, F)
     gws = max(st_.pi[i].item() * P[i, j] * 3 * math.sqrt(2) for i in range(3) for j in range(3))
-    assert sa.tol == pytest.approx(tol(F, 6, scale=gws), rel=1e-12)
+    assert sa.tol == pytest.approx(tol(F, 6, scale=gws), rel=1e-12, abs=0)
     assert bool(sa.holds) and sa.reason is None
     Pt = np.array([[1.0, 0.0], [0.5, 0.5]])
     stt = stationary(t(Pt), F)
@@ -566,8 +566,8 @@ def test_dirichlet_identity_defect_of_a_non_stochastic_walk():
         E = 0.5 * sum(pi[i] * P[i, j] * (x[p, i] - x[p, j]) ** 2 for i in range(2) for j in range(2))
         scale = xx * 2 + (pi * np.abs(Bx) * np.abs(x[p])).sum() + abs(E)
         rel.append(abs(lhs - E) / scale)
-        assert lhs - E == pytest.approx(-0.5 * 2 * xx, rel=1e-12)  # Σ π_i (1 − r_i) ‖x_i‖², r_i = 2
-    assert float(c.residual) == pytest.approx(max(rel), rel=1e-12) and not bool(c.holds)
+        assert lhs - E == pytest.approx(-0.5 * 2 * xx, rel=1e-12, abs=0)  # Σ π_i (1 − r_i) ‖x_i‖², r_i = 2
+    assert float(c.residual) == pytest.approx(max(rel), rel=1e-12, abs=0) and not bool(c.holds)
 
 
 def test_probe_fields_are_seeded_standard_normal_with_the_batch_in_front():
@@ -611,7 +611,7 @@ def test_pi_inner_and_dirichlet_energy_against_loops():
     got = pi_inner(x, y, pi)
     for b in range(2):
         ref = sum(pi[b, i].item() * float(x[b, i] @ y[b, i]) for i in range(3))
-        assert float(got[b]) == pytest.approx(ref, rel=1e-13)
+        assert float(got[b]) == pytest.approx(ref, rel=1e-13, abs=0)
     P = t([[[0.5, 0.5, 0.0], [0.2, 0.3, 0.5], [0.0, 1.0, 0.0]]] * 2)
     P[1, 0, 2] = 0.25
     O = _rand((2, 3, 3, 2, 2), 6)
@@ -624,8 +624,8 @@ def test_pi_inner_and_dirichlet_energy_against_loops():
             for j in range(3)
             if P[b, i, j] > 0
         )
-        assert float(E[b]) == pytest.approx(ref, rel=1e-13)
-    assert float(E[0]) != pytest.approx(float(E[1]), rel=1e-6)
+        assert float(E[b]) == pytest.approx(ref, rel=1e-13, abs=0)
+    assert float(E[0]) != pytest.approx(float(E[1]), rel=1e-6, abs=0)
 
 
 def test_parallel_constraints_gram_and_apply_against_the_literal_C():
@@ -733,7 +733,9 @@ def test_diagnose_fields_on_a_scaled_reversible_walk():
     assert D.pi.tolist() == pytest.approx([0.25, 0.5, 0.25], abs=1e-15)
     assert D.block_pi.tolist() == pytest.approx([0.25, 0.5, 0.25], abs=1e-14)
     assert float(D.rho) == 1.0
-    assert float(D.transport_scale) == pytest.approx(s, rel=1e-14) and float(D.scale) == pytest.approx(s, rel=1e-14)
+    assert float(D.transport_scale) == pytest.approx(s, rel=1e-14, abs=0) and float(D.scale) == pytest.approx(
+        s, rel=1e-14, abs=0
+    )
     lam = np.linalg.eigvals(P).real
     ref = np.sort(np.concatenate([1 - s * lam, 1 + s * lam]))
     assert np.abs(np.sort(D.spectrum.real.numpy()) - ref).max() <= 1e-14
@@ -741,7 +743,7 @@ def test_diagnose_fields_on_a_scaled_reversible_walk():
     assert int(D.kernel_dim) == 0 and int(D.parallel_dim) == 0  # x_i = 0.8·R x_i forces x = 0
     # ρ ≠ 1 for a non-stochastic walk: 2·P
     D2 = diagnose(ConnectionWalk.from_edges(t(2 * P), t(Rs)))
-    assert float(D2.rho) == pytest.approx(2.0, rel=1e-14) and not bool(D2.stochastic.holds)
+    assert float(D2.rho) == pytest.approx(2.0, rel=1e-14, abs=0) and not bool(D2.stochastic.holds)
 
 
 def test_attention_dtype_sets_the_walk_matrix_tolerances_only():
