@@ -784,3 +784,69 @@ def test_cancelled_head_sum_counts_as_an_absent_block():
     D = diagnose(w)
     assert D.block_detailed_balance.reason == "the support of B has transient states: no positive π"
     assert not bool(D.block_detailed_balance.holds)
+
+
+# ------------------------------------------------------------------------------ laplacian_dense: ambiguity reasons
+def _null_basis(M: np.ndarray, k: int) -> np.ndarray:
+    return np.linalg.svd(M)[2][-k:].T if k else np.zeros((M.shape[1], 0))
+
+
+def test_ambiguous_kernel_reason_carries_the_dirichlet_energy_of_the_extra_directions():
+    """Nearly flat triangle (sin θ = 3.3333e-10): ker Δ is 2-dimensional at float64 but C has no
+    null vector. The reason reports e = max Dirichlet energy over unit x ∈ ker Δ (numpy:
+    ½ λ_max(KᵀCᵀΠCK), Π = diag(π_i P_ij)), the limit 2·π_max·tol·max(‖Δ‖, 1), and √(2e)."""
+    s_ = 3.3333e-10
+    P, O = triangle(math.asin(s_))
+    kp, flat, kD, kC = dense_kernel(*kernel_inputs(P, O), F, 1 << 22)
+    assert int(kD) == 2 and int(kC) == 0 and not bool(kp.holds) and bool(torch.isnan(kp.residual))
+    L, C = literal_delta(P, O), literal_constraints(P, O)
+    K = _null_basis(L, 2)
+    Pi = np.repeat((np.full(3, 1 / 3)[:, None] * P).reshape(-1), 2)
+    e = 0.5 * np.linalg.eigvalsh(K.T @ C.T @ (Pi[:, None] * C) @ K).max()
+    thr = tol(F, 6)
+    lim = 2 * (1 / 3) * thr * max(np.linalg.norm(L, 2), 1.0)
+    assert e <= lim
+    want = (
+        f"undefined: ker Δ vs parallel sections is ambiguous at float64 precision: dim ker Δ = 2 at tolerance "
+        f"{thr:.1e}, dim parallel = 0 at {thr:.1e}, and the extra directions of ker Δ have Dirichlet energy ≤ "
+        f"{e:.1e} (≤ {lim:.1e}, below what Δ resolves: it sees the defect ‖Cx‖ ≈ {math.sqrt(2 * e):.1e} only squared)"
+    )
+    assert kp.reason == want
+    sD = np.linalg.svd(L, compute_uv=False)  # the bound: Δ's gap term only (C has no null space)
+    assert kp.tol == pytest.approx(max(thr, thr * max(sD[0], 1.0) / sD[-3]), rel=1e-9, abs=0)
+
+
+def test_ambiguous_parallel_sections_reason_carries_the_jensen_bound():
+    """P = ¼·11ᵀ (n = 4), every O_ij = R(θ), sin θ = 1.2901e-13: C accepts 2 parallel sections, Δ
+    none. The reason reports r = ‖ΔZ‖₂/max(‖Δ‖, 1) (Z: C's null space, numpy) and the limit
+    tol·max(‖C‖, 1)·max(row sum, 1)/max(‖Δ‖, 1)."""
+    s_ = 1.2901e-13
+    R = np.array([[math.sqrt(1 - s_ * s_), -s_], [s_, math.sqrt(1 - s_ * s_)]])
+    P = np.full((4, 4), 0.25)
+    O = np.broadcast_to(R, (4, 4, 2, 2)).copy()
+    kp, flat, kD, kC = dense_kernel(*kernel_inputs(P, O), F, 1 << 22)
+    assert int(kC) == 2 and int(kD) == 0 and bool(torch.isnan(kp.residual))
+    L, C = literal_delta(P, O), literal_constraints(P, O)
+    Z = _null_basis(C, 2)
+    dn, cn = max(np.linalg.norm(L, 2), 1.0), max(np.linalg.norm(C, 2), 1.0)
+    r1 = np.linalg.norm(L @ Z, 2) / dn
+    thr = tol(F, 8)
+    lim = thr * cn * 1.0 / dn
+    assert r1 <= lim
+    assert kp.reason.endswith(f"the extra parallel sections have ‖ΔZ‖/‖Δ‖ = {r1:.1e} ≤ {lim:.1e} (the Jensen bound)")
+    assert f"dim ker Δ = 0 at tolerance {thr:.1e}, dim parallel = 2 at {thr:.1e}" in kp.reason
+    # the bound carries C's gap: thr·max(‖C‖, 1)/σ (σ the smallest singular value of C kept out)
+    sC = np.linalg.svd(C, compute_uv=False)
+    assert kp.tol == pytest.approx(max(thr, thr * cn / sC[-3]), rel=1e-9, abs=0)
+
+
+def test_ambiguity_in_a_batch_reports_the_first_and_keeps_other_elements_defined():
+    s_ = 3.3333e-10
+    cases = [triangle(0.0, lazy=0.9), triangle(math.asin(s_)), triangle(0.7)]
+    one = [kernel_inputs(P, O) for P, O in cases]
+    kp, flat, kD, kC = dense_kernel(*[torch.stack([a[k] for a in one]) for k in range(7)], F, 1 << 22)
+    assert [bool(v) for v in torch.isnan(kp.residual)] == [False, True, False]
+    assert kp.holds.tolist() == [True, False, True]
+    assert kp.reason.startswith("undefined: ker Δ vs parallel sections is ambiguous at float64 precision")
+    ref = dense_kernel(*one[1], F, 1 << 22)[0]
+    assert kp.reason == ref.reason
