@@ -850,3 +850,63 @@ def test_ambiguity_in_a_batch_reports_the_first_and_keeps_other_elements_defined
     assert kp.reason.startswith("undefined: ker Δ vs parallel sections is ambiguous at float64 precision")
     ref = dense_kernel(*one[1], F, 1 << 22)[0]
     assert kp.reason == ref.reason
+
+
+# ------------------------------------------------------------------------------ names, reasons, batches
+def test_every_check_carries_its_own_name():
+    from numerics.laplacian import CHECK_NAMES, diagnose
+
+    w = ConnectionWalk.from_edges(t(np.full((2, 3, 3), 1 / 3)), torch.eye(2, dtype=F))
+    for D in (diagnose(w), diagnose(w, max_dense=5)):
+        for k in CHECK_NAMES:
+            c = getattr(D, k)
+            assert isinstance(c, Check) and c.name == k, (k, c.name)
+            assert c.holds.shape == (2,) and c.holds.dtype == torch.bool and c.residual.shape == (2,)
+
+
+def test_spectrum_checks_reasons_and_upper_edges():
+    from numerics.laplacian_checks import spectrum_checks
+
+    si = make_check("scaled_isometry", t([0.0, 1.0]), 0.5)  # holds for element 0 only
+    a, b, c = spectrum_checks(t([0.0, 0.0]), t([0.1, 0.1]), t([2.5, 1.0]), t([1.5, 0.9]), t([1.0, 1.0]), si, 1e-12, "w")
+    assert (a.name, b.name, c.name) == ("spectrum_interval", "spectrum_disk", "spectrum_scaled")
+    assert a.reason == "w" and b.reason == "w"
+    assert c.reason == "w; not a scaled isometry (no common scale s)"
+    assert a.residual.tolist() == pytest.approx([0.5, 0.0], abs=1e-15)  # Re z = 2.5 is 0.5 above 2
+    assert c.residual[0].item() == pytest.approx(0.5, abs=1e-15) and bool(torch.isnan(c.residual[1]))
+    assert b.residual.tolist() == pytest.approx([0.5, 0.0], abs=1e-15)
+    _, _, c2 = spectrum_checks(t(0.0), t(0.1), t(1.9), t(0.9), t(1.0), make_check("s", t(0.0), 0.5), 1e-12)
+    assert c2.reason is None and bool(c2.holds)
+    _, _, c3 = spectrum_checks(t(0.0), t(0.1), t(1.9), t(0.9), t(1.0), make_check("s", t(1.0), 0.5), 1e-12)
+    assert c3.reason == "not a scaled isometry (no common scale s)"
+
+
+def test_stochastic_tolerance_uses_n_for_two_batch_dims():
+    from numerics.laplacian_checks import check_stochastic
+
+    P = t(np.full((2, 5, 3, 3), 1 / 3))  # batch (2, 5), n = 3
+    c = check_stochastic(P, F)
+    assert c.tol == tol(F, 3) and c.holds.shape == (2, 5) and bool(c.holds.all())
+
+
+def test_metric_compatible_and_scaled_isometry_on_a_batch():
+    from numerics.laplacian_checks import (
+        check_metric_compatible,
+        check_orthogonal,
+        check_scaled_isometry,
+        check_transpose_symmetric,
+    )
+
+    P = np.full((2, 2, 2), 0.5)
+    R = rot(0.3)
+    good = np.stack([np.stack([np.eye(2), R]), np.stack([R.T, np.eye(2)])])
+    bad = good.copy()
+    bad[0, 1] = np.array([[1.0, 1.0], [0.0, 1.0]])
+    bl = _blocks(P, np.stack([good, bad]))
+    orth, onorm = check_orthogonal(bl, F)
+    mc = check_metric_compatible(orth, check_transpose_symmetric(bl, F, onorm))
+    assert mc.holds.tolist() == [True, False]
+    si, s = check_scaled_isometry(bl, F)
+    assert si.holds.tolist() == [True, False] and float(si.residual[0]) <= si.tol
+    Q = bad[0, 1] / (np.linalg.norm(bad[0, 1]) / math.sqrt(2))
+    assert float(si.residual[1]) == pytest.approx(np.linalg.norm(Q.T @ Q - np.eye(2)), rel=1e-9, abs=0)
