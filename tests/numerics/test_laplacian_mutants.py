@@ -684,7 +684,8 @@ def test_dense_memory_budget_boundary_and_bytes():
     need = 6 * 8 * 2 * 36  # batch of 2, n·d = 6
     D = diagnose(w, method="dense", memory_budget=need)
     assert bool(D.is_connection_laplacian().all())
-    raises_named(MemoryBudgetError, "walk", lambda: diagnose(w, method="dense", memory_budget=need - 1))
+    msg = raises_named(MemoryBudgetError, "walk", lambda: diagnose(w, method="dense", memory_budget=need - 1))
+    assert "the dense diagnostics' n²d² blocks (n=3, d=2)" in msg and 'diagnose(walk, method="factored")' in msg
 
 
 def test_diagnose_method_choice_options_and_extra():
@@ -910,3 +911,27 @@ def test_metric_compatible_and_scaled_isometry_on_a_batch():
     assert si.holds.tolist() == [True, False] and float(si.residual[0]) <= si.tol
     Q = bad[0, 1] / (np.linalg.norm(bad[0, 1]) / math.sqrt(2))
     assert float(si.residual[1]) == pytest.approx(np.linalg.norm(Q.T @ Q - np.eye(2)), rel=1e-9, abs=0)
+
+
+def test_dense_pieces_on_an_empty_batch():
+    """diagnose refuses empty batches; its dense pieces take them (nothing to reduce over) and report
+    the tolerances of the empty maximum: scale 1 for the spectrum, the Gram-path threshold for the
+    kernel (the SVD path's constraint matrix refuses an empty batch)."""
+    D = torch.zeros(0, 2, 2, dtype=F)
+    ev, (a, b, c) = dense_spectrum(D, D, torch.zeros(0, dtype=F), make_check("s", torch.zeros(0, dtype=F), 1.0), F, 2)
+    assert ev.shape == (0, 2) and a.residual.shape == (0,) and a.tol == tol(F, 2)
+    O = torch.zeros(0, 2, 2, 1, 1, dtype=F)
+    z = torch.zeros(0, 2, 2, dtype=F)
+    kp, fl, kD, kC = dense_kernel(
+        z,
+        O,
+        z > 0,
+        z,
+        torch.zeros(0, 2, dtype=F),
+        torch.zeros(0, dtype=torch.bool),
+        torch.zeros(0, dtype=torch.long),
+        F,
+        0,
+    )
+    thr_C = math.sqrt(tol(F, 2))
+    assert kp.tol == thr_C and fl.tol == thr_C and kD.shape == (0,) and kp.residual.shape == (0,)
