@@ -935,3 +935,19 @@ def test_dense_pieces_on_an_empty_batch():
     )
     thr_C = math.sqrt(tol(F, 2))
     assert kp.tol == thr_C and fl.tol == thr_C and kD.shape == (0,) and kp.residual.shape == (0,)
+
+
+def test_transpose_symmetric_on_a_batch_with_one_way_edges():
+    from numerics.laplacian_checks import check_orthogonal, check_transpose_symmetric
+
+    R = rot(0.5)
+    O = np.stack([np.stack([np.eye(2), R]), np.stack([R, np.eye(2)])])  # O_10 = R, not Rᵀ
+    P = np.stack([np.full((2, 2), 0.5), np.array([[0.5, 0.5], [0.0, 1.0]])])  # element 1: 0→1 one-way
+    bl = _blocks(P, np.stack([O, O]))
+    orth, onorm = check_orthogonal(bl, F)
+    ts = check_transpose_symmetric(bl, F, onorm)
+    assert ts.holds.tolist() == [False, True]
+    assert float(ts.residual[0]) == pytest.approx(np.linalg.norm(R - R.T), rel=1e-12, abs=0)
+    assert float(ts.residual[1]) == 0.0
+    assert ts.reason == "support not symmetric: checked on two-way edges only"
+    assert orth.residual.shape == (2,) and bool(orth.holds.all())
