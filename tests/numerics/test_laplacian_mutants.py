@@ -90,16 +90,17 @@ def test_dense_spectrum_residuals_and_tolerance_match_numpy_on_a_batch():
     # 0.5 ± 0.9i, 1.0, 1.5 (inside [0, 2] but complex; |z − 1| = √1.06 > 1)
     D0 = _schur([(1.0, 0.3), (2.2, 0), (-0.6, 0)])
     D1 = _schur([(0.5, 0.9), (1.0, 0), (1.5, 0)])
-    D = t(np.stack([D0, D1]))
+    D2 = np.diag([0.5, 1.0, 1.2, 1.5])  # element 2: real, inside [1 − s, 1 + s] = [0.5, 1.5]
+    D = t(np.stack([D0, D1, D2]))
     Wd = torch.eye(4, dtype=F) - D
-    scale = t([0.5, 0.7])
-    si = make_check("scaled_isometry", t([0.0, 0.0]), 1e-12)
+    scale = t([0.5, 0.7, 0.5])
+    si = make_check("scaled_isometry", t([0.0, 0.0, 0.0]), 1e-12)
     ev, (s_int, s_disk, s_sc) = dense_spectrum(D, Wd, scale, si, F, 4)
     wn = max(np.linalg.norm(np.eye(4) - D0, 2), np.linalg.norm(np.eye(4) - D1, 2))
     assert wn > 1
     for c in (s_int, s_disk, s_sc):
         assert c.tol == pytest.approx(tol(F, 4, scale=wn), rel=1e-12, abs=0)
-    for b, (Db, s) in enumerate(((D0, 0.5), (D1, 0.7))):
+    for b, (Db, s) in enumerate(((D0, 0.5), (D1, 0.7), (D2, 0.5))):
         ev_ref, interval, disk, scaled = spectral_oracle(Db, s)
         assert np.allclose(np.sort_complex(ev[b].numpy()), np.sort_complex(ev_ref), atol=1e-13)
         assert float(s_int.residual[b]) == pytest.approx(interval, abs=1e-13)
@@ -109,7 +110,8 @@ def test_dense_spectrum_residuals_and_tolerance_match_numpy_on_a_batch():
     assert float(s_int.residual[1]) == pytest.approx(0.9, abs=1e-13)  # Im z = 0.9
     assert float(s_disk.residual[1]) == pytest.approx(math.sqrt(1.06) - 1, abs=1e-13)
     assert float(s_sc.residual[0]) == pytest.approx(1.1, abs=1e-13)  # (1 − 0.5) − (−0.6)
-    assert not bool(s_int.holds.any()) and not bool(s_disk.holds.any())
+    assert s_int.holds.tolist() == [False, False, True] and s_disk.holds.tolist() == [False, False, True]
+    assert s_sc.holds.tolist() == [False, False, True]
 
 
 def test_dense_spectrum_tolerance_floor_and_precision():
@@ -208,6 +210,8 @@ def test_dense_kernel_certain_mismatch_has_the_literal_residual():
     assert np.abs(literal_delta(P, O) @ k).max() <= 1e-15
     r2 = np.linalg.norm(C @ k) / max(np.linalg.norm(C, 2), 1.0)
     assert int(kD) == 1 and int(kC) == 0
+    sD = np.linalg.svd(literal_delta(P, O), compute_uv=False)  # Δ's gap term; C has no null space
+    assert kp.tol == pytest.approx(max(tol(F, 2), tol(F, 2) * max(sD[0], 1.0) / sD[0]), rel=1e-9, abs=0)
     assert not bool(kp.holds)
     assert float(kp.residual) == pytest.approx(r2, rel=1e-9, abs=0)
     assert r2 == pytest.approx(math.sqrt(0.8) / math.sqrt(3 + math.sqrt(5)), rel=1e-12, abs=0)
@@ -951,3 +955,16 @@ def test_transpose_symmetric_on_a_batch_with_one_way_edges():
     assert float(ts.residual[1]) == 0.0
     assert ts.reason == "support not symmetric: checked on two-way edges only"
     assert orth.residual.shape == (2,) and bool(orth.holds.all())
+
+
+def test_identity_walk_and_a_one_node_rotation():
+    """W = I (P = I, O = I): Δ = 0 and C = 0, every direction is in both null spaces (no gap term).
+    One node with a rotation self-loop R(1): Δ = C = I − R, σ = 2 sin ½ (twice), no kernel, no
+    parallel section, flat residual σ_min / max(‖C‖, 1) = 2 sin ½ (‖C‖ < 1)."""
+    kp, flat, kD, kC = dense_kernel(
+        *kernel_inputs(np.eye(2), np.broadcast_to(np.eye(1), (2, 2, 1, 1)).copy()), F, 1 << 22
+    )
+    assert int(kD) == int(kC) == 2 and bool(kp.holds) and kp.tol == tol(F, 2) and float(flat.residual) == 0.0
+    kp, flat, kD, kC = dense_kernel(*kernel_inputs(np.ones((1, 1)), rot(1.0)[None, None]), F, 1 << 22)
+    assert int(kD) == int(kC) == 0 and bool(kp.holds) and float(kp.residual) == 0.0
+    assert float(flat.residual) == pytest.approx(2 * math.sin(0.5), rel=1e-12, abs=0) and not bool(flat.holds)
