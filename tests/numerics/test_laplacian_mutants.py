@@ -892,6 +892,11 @@ def test_stochastic_tolerance_uses_n_for_two_batch_dims():
     P = t(np.full((2, 5, 3, 3), 1 / 3))  # batch (2, 5), n = 3
     c = check_stochastic(P, F)
     assert c.tol == tol(F, 3) and c.holds.shape == (2, 5) and bool(c.holds.all())
+    from numerics.laplacian_checks import check_detailed_balance, stationary
+
+    st_ = stationary(P, F, torch.ones(2, 5, 3, dtype=F))  # given π: no condition factor
+    db = check_detailed_balance(P, st_, F)
+    assert db.tol == pytest.approx(tol(F, 3, scale=1 / 9), rel=1e-12, abs=0) and bool(db.holds.all())
 
 
 def test_metric_compatible_and_scaled_isometry_on_a_batch():
