@@ -605,6 +605,12 @@ def test_generator_dense_of_blocks_and_heads_matches_the_literal_delta():
         assert np.abs(Gb.numpy() - literal_delta(np.ones((3, 3)), Bn)).max() <= 1e-15
     G32 = generator_dense(ConnectionWalk.from_mha(A.float(), T.float()))
     assert G32.dtype == F
+    # two batch dimensions (3, 2): the identity is sized by the operator, not by a batch dim
+    A4 = torch.softmax(_rand((3, 2, 1, 3, 3), 9), -1)
+    G4 = generator_dense(ConnectionWalk.from_mha(A4, T[:1]))
+    assert G4.shape == (3, 2, 6, 6)
+    Bn = np.einsum("hij,hab->ijab", A4[2, 1].numpy(), T[:1].numpy())
+    assert np.abs(G4[2, 1].numpy() - literal_delta(np.ones((3, 3)), Bn)).max() <= 1e-15
 
 
 def test_pi_inner_and_dirichlet_energy_against_loops():
