@@ -979,3 +979,21 @@ def test_identity_walk_and_a_one_node_rotation():
     kp, flat, kD, kC = dense_kernel(*kernel_inputs(np.ones((1, 1)), rot(1.0)[None, None]), F, 1 << 22)
     assert int(kD) == int(kC) == 0 and bool(kp.holds) and float(kp.residual) == 0.0
     assert float(flat.residual) == pytest.approx(2 * math.sin(0.5), rel=1e-12, abs=0) and not bool(flat.holds)
+
+
+def test_diagnose_defaults_and_smallest_allowed_options():
+    """The documented defaults probes=3, seed=0 (the Dirichlet probes), and the smallest values the
+    contract allows: probes=1, max_dense=0 (every dense spectral check skipped), auto_max_nd=0."""
+    from numerics.laplacian import diagnose
+
+    P = t([[0.2, 1.5, 0.3], [0.4, 0.1, 0.2], [1.0, 0.6, 0.9]])  # rows ≠ 1: a probe-dependent defect
+    w = ConnectionWalk.from_edges(P, torch.eye(2, dtype=F))
+    r = lambda **kw: float(diagnose(w, **kw).dirichlet.residual)
+    base = r()
+    assert base == r(probes=3, seed=0)
+    for other in (r(probes=4, seed=0), r(probes=3, seed=1), r(probes=1, seed=0)):
+        assert abs(other - base) > 1e-3 * base
+    D = diagnose(w, probes=1, max_dense=0)
+    assert D.spectrum is None and "max_dense = 0" in D.flat.reason and not bool(D.dirichlet.holds)
+    assert diagnose(w, auto_max_nd=0).extra["method"] == "factored"
+    assert diagnose(w, method="dense", auto_max_nd=0).extra["method"] == "dense"
