@@ -997,3 +997,20 @@ def test_diagnose_defaults_and_smallest_allowed_options():
     assert D.spectrum is None and "max_dense = 0" in D.flat.reason and not bool(D.dirichlet.holds)
     assert diagnose(w, auto_max_nd=0).extra["method"] == "factored"
     assert diagnose(w, method="dense", auto_max_nd=0).extra["method"] == "dense"
+
+
+def test_kernel_bound_of_a_slow_near_bipartite_walk():
+    """δ = 0.01: a 2-cycle weakly coupled to a third state, O = 1. Δ has eigenvalues 0, 0.03 and
+    1.99, so ‖Δ‖ > 1 and the null-space gap 0.03 is small: the bound is tol·‖Δ‖/0.03 (numpy)."""
+    dl = 0.01
+    P = np.array([[0.0, 1 - dl, dl], [1 - dl, 0.0, dl], [dl, dl, 1 - 2 * dl]])
+    O = np.ones((3, 3, 1, 1))
+    kp, flat, kD, kC = dense_kernel(*kernel_inputs(P, O), F, 1 << 22)
+    L, C = literal_delta(P, O), literal_constraints(P, O)
+    sD, sC = np.linalg.svd(L, compute_uv=False), np.linalg.svd(C, compute_uv=False)
+    assert sD[0] == pytest.approx(1.99, rel=1e-12, abs=0) and sD[-2] == pytest.approx(0.03, rel=1e-9, abs=0)
+    thr = tol(F, 3)
+    bnd = max(thr, thr * sD[0] / sD[-2], thr * max(sC[0], 1.0) / sC[-2])
+    assert bnd == pytest.approx(thr * 1.99 / 0.03, rel=1e-9, abs=0)
+    assert int(kD) == int(kC) == 1 and bool(kp.holds)
+    assert kp.tol == pytest.approx(bnd, rel=1e-9, abs=0)
