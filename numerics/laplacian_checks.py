@@ -326,7 +326,8 @@ def transport_scale(blocks, tdt: torch.dtype) -> tuple[torch.Tensor, torch.Tenso
     d, sup = blocks.d, blocks.sup
     s_edge = blocks.transport_norms() / math.sqrt(d)
     s_max = _masked_max(s_edge, sup, (-1, -2))
-    s_min = -_masked_max(-s_edge, sup, (-1, -2))
+    # the smallest edge scale on the support (off-support entries set to s_max, never below it)
+    s_min = torch.where(sup, s_edge, s_max[..., None, None]).amin((-1, -2)) if s_edge.numel() else s_max
     s_safe = torch.where(s_max > 0, s_max, torch.ones_like(s_max))
     c = (1 / s_safe)[..., None, None].expand_as(blocks.P)
     qorth = _masked_max(blocks.gram_defect(c), sup, (-1, -2))

@@ -1,0 +1,1016 @@
+"""Small deterministic cases for the dense T3 diagnostics (numerics.laplacian, laplacian_checks,
+laplacian_dense), each judged by an independent float64 oracle: numpy's eigenvalues / singular
+values of the literal ``Δ`` and constraint matrix ``C`` built by loops, closed forms, and the
+tolerance rule of numerics.tolerance. Written to pin down what mutation testing found unchecked:
+exact residual values, the tolerances they are compared with, reasons, and batched inputs."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from numerics.laplacian_checks import Check, make_check
+from numerics.laplacian_dense import dense_kernel, dense_spectrum
+from numerics.tolerance import tol
+from numerics.walk import ConnectionWalk
+
+F = torch.float64
+
+
+def t(x) -> torch.Tensor:
+    return torch.as_tensor(np.asarray(x, dtype=np.float64))
+
+
+def literal_delta(P: np.ndarray, O: np.ndarray) -> np.ndarray:
+    """``Δ = I − W`` token-major, block (i, j) = −P_ij O_ij (+ I on the diagonal), by loops."""
+    n, d = O.shape[0], O.shape[-1]
+    L = np.eye(n * d)
+    for i in range(n):
+        for j in range(n):
+            L[i * d : (i + 1) * d, j * d : (j + 1) * d] -= P[i, j] * O[i, j]
+    return L
+
+
+def literal_constraints(P: np.ndarray, O: np.ndarray) -> np.ndarray:
+    """``C`` with block row (i, j) = e_iᵀ ⊗ I − e_jᵀ ⊗ O_ij on edges P_ij > 0, 0 elsewhere."""
+    n, d = O.shape[0], O.shape[-1]
+    C = np.zeros((n * n * d, n * d))
+    for i in range(n):
+        for j in range(n):
+            if P[i, j] > 0:
+                r = (i * n + j) * d
+                C[r : r + d, i * d : (i + 1) * d] += np.eye(d)
+                C[r : r + d, j * d : (j + 1) * d] -= O[i, j]
+    return C
+
+
+def rot(theta: float) -> np.ndarray:
+    c, s = math.cos(theta), math.sin(theta)
+    return np.array([[c, -s], [s, c]])
+
+
+def triangle(theta: float, lazy: float = 1 / 3):
+    """n = 3, P_ii = lazy, P_ij = (1 − lazy)/2, O_ij = R(θ) (i < j), R(θ)ᵀ (i > j), I on the
+    diagonal: metric-compatible, holonomy R(θ) around the triangle (no parallel section unless θ = 0)."""
+    P = np.full((3, 3), (1 - lazy) / 2)
+    np.fill_diagonal(P, lazy)
+    O = np.empty((3, 3, 2, 2))
+    for i in range(3):
+        for j in range(3):
+            O[i, j] = np.eye(2) if i == j else (rot(theta) if i < j else rot(theta).T)
+    return P, O
+
+
+# ------------------------------------------------------------------------------ laplacian_dense.dense_spectrum
+def _schur(blocks) -> np.ndarray:
+    """Real block-diagonal matrix with eigenvalues a ± ib for each (a, b) (b = 0: one real a)."""
+    parts = [np.array([[a, -b], [b, a]]) if b else np.array([[a]]) for a, b in blocks]
+    n = sum(p.shape[0] for p in parts)
+    M, k = np.zeros((n, n)), 0
+    for p in parts:
+        M[k : k + p.shape[0], k : k + p.shape[0]] = p
+        k += p.shape[0]
+    return M
+
+
+def spectral_oracle(D: np.ndarray, s: float):
+    ev = np.linalg.eigvals(D)
+    im = np.abs(ev.imag).max()
+    interval = max(im, max(0.0, -ev.real.min(), ev.real.max() - 2))
+    disk = max(0.0, np.abs(ev - 1).max() - 1)
+    scaled = max(im, max(0.0, (1 - s) - ev.real.min(), ev.real.max() - (1 + s)))
+    return ev, interval, disk, scaled
+
+
+def test_dense_spectrum_residuals_and_tolerance_match_numpy_on_a_batch():
+    # element 0: eigenvalues 1 ± 0.3i, 2.2, −0.6 (outside [0, 2] on both sides); element 1:
+    # 0.5 ± 0.9i, 1.0, 1.5 (inside [0, 2] but complex; |z − 1| = √1.06 > 1)
+    D0 = _schur([(1.0, 0.3), (2.2, 0), (-0.6, 0)])
+    D1 = _schur([(0.5, 0.9), (1.0, 0), (1.5, 0)])
+    D2 = np.diag([0.5, 1.0, 1.2, 1.5])  # element 2: real, inside [1 − s, 1 + s] = [0.5, 1.5]
+    D = t(np.stack([D0, D1, D2]))
+    Wd = torch.eye(4, dtype=F) - D
+    scale = t([0.5, 0.7, 0.5])
+    si = make_check("scaled_isometry", t([0.0, 0.0, 0.0]), 1e-12)
+    ev, (s_int, s_disk, s_sc) = dense_spectrum(D, Wd, scale, si, F, 4)
+    wn = max(np.linalg.norm(np.eye(4) - D0, 2), np.linalg.norm(np.eye(4) - D1, 2))
+    assert wn > 1
+    for c in (s_int, s_disk, s_sc):
+        assert c.tol == pytest.approx(tol(F, 4, scale=wn), rel=1e-12, abs=0)
+    for b, (Db, s) in enumerate(((D0, 0.5), (D1, 0.7), (D2, 0.5))):
+        ev_ref, interval, disk, scaled = spectral_oracle(Db, s)
+        assert np.allclose(np.sort_complex(ev[b].numpy()), np.sort_complex(ev_ref), atol=1e-13)
+        assert float(s_int.residual[b]) == pytest.approx(interval, abs=1e-13)
+        assert float(s_disk.residual[b]) == pytest.approx(disk, abs=1e-13)
+        assert float(s_sc.residual[b]) == pytest.approx(scaled, abs=1e-13)
+    assert float(s_int.residual[0]) == pytest.approx(0.6, abs=1e-13)  # Re z = −0.6 below 0
+    assert float(s_int.residual[1]) == pytest.approx(0.9, abs=1e-13)  # Im z = 0.9
+    assert float(s_disk.residual[1]) == pytest.approx(math.sqrt(1.06) - 1, abs=1e-13)
+    assert float(s_sc.residual[0]) == pytest.approx(1.1, abs=1e-13)  # (1 − 0.5) − (−0.6)
+    assert s_int.holds.tolist() == [False, False, True] and s_disk.holds.tolist() == [False, False, True]
+    assert s_sc.holds.tolist() == [False, False, True]
+
+
+def test_dense_spectrum_tolerance_floor_and_precision():
+    # ‖W‖₂ = 0.5 < 1: the tolerance's scale is 1, in the precision given
+    D = t(np.diag([0.5, 0.5, 0.5]))
+    Wd = torch.eye(3, dtype=F) - D
+    si = make_check("scaled_isometry", t(0.0), 1e-12)
+    ev, (s_int, s_disk, s_sc) = dense_spectrum(D, Wd, t(0.5), si, torch.float32, 3)
+    assert s_int.tol == pytest.approx(tol(torch.float32, 3), rel=1e-12, abs=0)
+    assert s_disk.tol == s_int.tol == s_sc.tol
+    assert bool(s_int.holds) and bool(s_disk.holds) and bool(s_sc.holds)
+    assert float(s_int.residual) == 0.0 and float(s_disk.residual) == 0.0 and float(s_sc.residual) == 0.0
+    assert ev.dtype == torch.complex128
+
+
+def test_dense_spectrum_falls_back_to_numpy_with_a_complex_result(monkeypatch):
+    """When torch's eigvals raises LinAlgError the eigenvalues come from numpy; numpy returns a
+    *real* array for a real spectrum, which must still become complex128 (``.imag`` is read)."""
+
+    def fail(*a, **k):
+        raise torch.linalg.LinAlgError("geev did not converge")
+
+    D = t(np.diag([0.25, 1.0, 1.75]))
+    monkeypatch.setattr(torch.linalg, "eigvals", fail)
+    si = make_check("scaled_isometry", t(0.0), 1e-12)
+    ev, (s_int, _, _) = dense_spectrum(D, torch.eye(3, dtype=F) - D, t(1.0), si, F, 3)
+    assert ev.dtype == torch.complex128
+    assert np.allclose(np.sort(ev.real.numpy()), [0.25, 1.0, 1.75], atol=0)
+    assert bool(s_int.holds) and float(s_int.residual) == 0.0
+
+
+# ------------------------------------------------------------------------------ laplacian_dense.dense_kernel
+def kernel_inputs(P: np.ndarray, O: np.ndarray):
+    """Arguments of dense_kernel for one walk (O zeroed off the support), batch shape ()."""
+    from numerics.markov import weak_components
+
+    Pt, Ot = t(P), t(O)
+    sup = Pt > 0
+    Ot = torch.where(sup[..., None, None], Ot, torch.zeros_like(Ot))
+    D = t(literal_delta(P, np.where((P > 0)[..., None, None], O, 0)))
+    from numerics.markov import stationary_info
+
+    pi = stationary_info(Pt).pi
+    pi_def = ~torch.isnan(pi).any(-1)
+    pi_safe = torch.where(pi_def[..., None], pi, torch.zeros_like(pi))
+    return D, Ot, sup, Pt, pi_safe, pi_def, weak_components(sup | sup.transpose(-1, -2))
+
+
+def null_dim(M: np.ndarray, thr: float) -> int:
+    s = np.linalg.svd(M, compute_uv=False)
+    return int((s <= thr * max(s[0], 1.0)).sum())
+
+
+@pytest.mark.parametrize("theta", [0.0, 0.7])
+def test_dense_kernel_dimensions_residuals_and_bounds_against_numpy(theta):
+    P, O = triangle(theta, lazy=0.9)  # Δ's nonzero σ ≈ 0.15: the gap widens the kernel bound
+    args = kernel_inputs(P, O)
+    kp, flat, kD, kC = dense_kernel(*args, F, 1 << 22)
+    L, C = literal_delta(P, O), literal_constraints(P, O)
+    thr = tol(F, 6)
+    sD, sC = np.linalg.svd(L, compute_uv=False), np.linalg.svd(C, compute_uv=False)
+    assert int(kD) == null_dim(L, thr) == (2 if theta == 0 else 0)
+    assert int(kC) == null_dim(C, thr) == int(kD)
+    assert bool(kp.holds) and float(kp.residual) <= kp.tol
+    # the bound: max(thr, thr·max(‖Δ‖, 1)/gap_Δ, thr·max(‖C‖, 1)/gap_C), gap = smallest kept σ
+    bnd = thr
+    if theta == 0:
+        bnd = max(thr, thr * max(sD[0], 1) / sD[-3], thr * max(sC[0], 1) / sC[-3])
+        assert bnd > thr
+    assert kp.tol == pytest.approx(bnd, rel=1e-9, abs=0)
+    # flat: the (n_comp·d)-th smallest σ of C over max(‖C‖, 1); tolerance thr (SVD path)
+    assert float(flat.residual) == pytest.approx(np.sort(sC)[1] / max(sC[0], 1.0), rel=1e-9, abs=1e-15)
+    assert flat.tol == pytest.approx(thr, rel=1e-12, abs=0)
+    assert bool(flat.holds) == (theta == 0)
+    if theta:
+        assert float(flat.residual) > 0.05
+
+
+def test_dense_kernel_gram_path_threshold_and_flatness():
+    P, O = triangle(0.0)
+    kp, flat, kD, kC = dense_kernel(*kernel_inputs(P, O), F, 0)  # CᵀC path
+    thr_C = max(tol(F, 6), math.sqrt(tol(F, 6)))
+    assert flat.tol == pytest.approx(thr_C, rel=1e-12, abs=0)
+    assert int(kD) == int(kC) == 2 and bool(kp.holds) and bool(flat.holds)
+    assert kp.tol >= thr_C
+
+
+def test_dense_kernel_certain_mismatch_has_the_literal_residual():
+    """P = [[1, 0], [½, ½]], d = 1, O = (1, ·; 1, −1): ker Δ = span(3, 1), no parallel section.
+    The residual is ‖C k‖₂ / max(‖C‖₂, 1) for the unit kernel vector k of Δ (numpy oracle)."""
+    P = np.array([[1.0, 0.0], [0.5, 0.5]])
+    O = np.array([[[[1.0]], [[0.0]]], [[[1.0]], [[-1.0]]]])
+    kp, flat, kD, kC = dense_kernel(*kernel_inputs(P, O), F, 1 << 22)
+    C = literal_constraints(P, O)
+    k = np.array([3.0, 1.0]) / math.sqrt(10)
+    assert np.abs(literal_delta(P, O) @ k).max() <= 1e-15
+    r2 = np.linalg.norm(C @ k) / max(np.linalg.norm(C, 2), 1.0)
+    assert int(kD) == 1 and int(kC) == 0
+    sD = np.linalg.svd(literal_delta(P, O), compute_uv=False)  # Δ's gap term; C has no null space
+    assert kp.tol == pytest.approx(max(tol(F, 2), tol(F, 2) * max(sD[0], 1.0) / sD[0]), rel=1e-9, abs=0)
+    assert not bool(kp.holds)
+    assert float(kp.residual) == pytest.approx(r2, rel=1e-9, abs=0)
+    assert r2 == pytest.approx(math.sqrt(0.8) / math.sqrt(3 + math.sqrt(5)), rel=1e-12, abs=0)
+    assert kp.reason is None
+    # flat: n_comp·d = 1 parallel direction needed; C's smallest σ over its largest
+    sC = np.linalg.svd(C, compute_uv=False)
+    assert float(flat.residual) == pytest.approx(sC.min() / sC.max(), rel=1e-9, abs=0) and not bool(flat.holds)
+
+
+def test_dense_kernel_batch_equals_elements_and_takes_the_largest_bound():
+    cases = [triangle(0.0), triangle(0.7), triangle(1e-3)]
+    single = [dense_kernel(*kernel_inputs(P, O), F, 1 << 22) for P, O in cases]
+    one = [kernel_inputs(P, O) for P, O in cases]
+    batched = [torch.stack([a[k] for a in one]) for k in range(7)]
+    kp, flat, kD, kC = dense_kernel(*batched, F, 1 << 22)
+    for b, (kpb, flb, kDb, kCb) in enumerate(single):
+        assert int(kD[b]) == int(kDb) and int(kC[b]) == int(kCb)
+        assert bool(kp.holds[b]) == bool(kpb.holds)
+        assert float(kp.residual[b]) == pytest.approx(float(kpb.residual), rel=1e-6, abs=1e-15)
+        assert float(flat.residual[b]) == pytest.approx(float(flb.residual), rel=1e-9, abs=1e-15)
+    assert kp.tol == pytest.approx(max(s[0].tol for s in single), rel=1e-9, abs=0)
+    assert [bool(h) for h in flat.holds] == [True, False, False]
+
+
+# ------------------------------------------------------------------------------ laplacian_checks: Check, make_check
+def test_check_repr_bool_and_defined():
+    c = Check("x", torch.tensor(True), t(0.5), 1e-3)
+    assert repr(c) == "Check(x: holds=True, residual=5.000e-01, tol=1.0e-03)"
+    assert bool(c) and bool(c.defined)
+    c2 = Check("y", torch.tensor([True, False, True]), t([0.1, float("nan"), 0.3]), 0.5, "why")
+    assert repr(c2) == "Check(y: holds=2/3, max residual=3.000e-01, tol=5.0e-01, reason='why')"
+    assert not bool(c2)
+    assert c2.defined.tolist() == [True, False, True]
+    c3 = Check("z", torch.tensor([True, True]), t([float("nan"), float("nan")]), 0.5)
+    assert "max residual=-1.000e+00" in repr(c3)  # NaN shown as −1 in the maximum
+    assert bool(c3)
+
+
+def test_make_check_boundary_nan_dtype_and_reason():
+    c = make_check("m", torch.tensor([0.5, 0.25, float("nan")], dtype=torch.float32), 0.25)
+    assert c.residual.dtype == F and c.holds.tolist() == [False, True, False]  # ≤ at the bound
+    assert isinstance(c.tol, float) and c.tol == 0.25 and c.reason is None and c.name == "m"
+    forced = make_check("m", t([0.0, float("nan")]), 1.0, "", holds=torch.tensor([False, True]))
+    assert forced.holds.tolist() == [False, False] and forced.reason is None  # NaN never holds
+    assert make_check("m", t(0.0), 1.0, "r").reason == "r"
+
+
+# ------------------------------------------------------------------------------ laplacian_checks: (a), π, (b)
+def test_check_stochastic_residual_tolerance_and_reason():
+    from numerics.laplacian_checks import check_stochastic
+
+    P = t([[[0.5, 0.5], [0.2, 0.7]], [[0.5, 0.5], [0.5, 0.5]]])
+    c = check_stochastic(P, F)
+    assert c.residual.tolist() == pytest.approx([0.1, 0.0], abs=1e-15)
+    assert c.holds.tolist() == [False, True] and c.tol == tol(F, 2) and c.reason is None
+    assert check_stochastic(P, F, row_tol=0.2).holds.tolist() == [True, True]
+    assert check_stochastic(P, F, row_tol=0.05).tol == 0.05
+    z = check_stochastic(t([[0.0, 0.0], [0.5, 0.5]]), F)
+    assert z.reason == "zero row(s) in P: not a walk" and float(z.residual) == 1.0
+    assert check_stochastic(t([[1.0, 0.0], [0.0, 1.0]]), torch.float32).tol == tol(torch.float32, 2)
+
+
+def test_stationary_with_a_given_pi():
+    from numerics.errors import NonFiniteError, ShapeError
+    from numerics.laplacian_checks import stationary
+    from tests.helpers import raises_named
+
+    P = t([[0.5, 0.5], [0.25, 0.75]])  # π = (1/3, 2/3)
+    st_ = stationary(P, F)
+    assert not st_.given and st_.pi.tolist() == pytest.approx([1 / 3, 2 / 3], abs=1e-15)
+    assert bool(st_.check.holds) and st_.check.tol == tol(F, 2) and st_.check.reason is None
+    g = stationary(P, F, t([2.0, 4.0]))  # normalised to sum 1
+    assert g.given and g.pi.tolist() == pytest.approx([1 / 3, 2 / 3], abs=1e-15) and bool(g.check.holds)
+    u = stationary(P, F, t([1.0, 1.0]))  # not stationary: ‖πP − π‖_∞ = |0.375 − 0.5| = 0.125
+    assert float(u.check.residual) == pytest.approx(0.125, abs=1e-15) and not bool(u.check.holds)
+    assert bool(u.positive) and bool(u.defined)
+    # a stationary π with a zero entry is not positive (transient state 2)
+    Pt = t([[1.0, 0.0], [0.5, 0.5]])
+    z = stationary(Pt, F, t([1.0, 0.0]))
+    assert float(z.check.residual) == 0.0 and not bool(z.check.holds) and not bool(z.positive)
+    # non-stochastic P: ρ = 2, the given π is stationary for ρ
+    r = stationary(2 * P, F, t([1.0, 2.0]))
+    assert float(r.check.residual) <= 1e-15 and bool(r.check.holds)
+    raises_named(ShapeError, "pi", lambda: stationary(P, F, t([1.0, 2.0, 3.0])))
+    raises_named(NonFiniteError, "pi", lambda: stationary(P, F, t([1.0, float("nan")])))
+
+
+def test_detailed_balance_residual_tolerance_and_one_way_edges():
+    from numerics.laplacian_checks import check_detailed_balance, stationary
+
+    # batch: a non-reversible doubly stochastic walk (symmetric support) and one with one-way edges
+    P0 = np.array([[0.0, 0.7, 0.3], [0.3, 0.0, 0.7], [0.7, 0.3, 0.0]])  # π uniform
+    P1 = np.array([[0.5, 0.5, 0.0], [0.25, 0.25, 0.5], [0.5, 0.0, 0.5]])  # 1→2 and 2→0 one-way
+    P = t(np.stack([P0, P1]))
+    st_ = stationary(P, F)
+    db = check_detailed_balance(P, st_, F)
+    pi1 = st_.pi[1].numpy()
+    for b, (Pb, pib) in enumerate(((P0, np.full(3, 1 / 3)), (P1, pi1))):
+        Fm = pib[:, None] * Pb
+        assert float(db.residual[b]) == pytest.approx(np.abs(Fm - Fm.T).max(), abs=1e-15)
+    assert float(db.residual[0]) == pytest.approx(0.4 / 3, abs=1e-15)
+    assert db.holds.tolist() == [False, False]
+    assert "edge 1→2 has no reverse edge" in db.reason and db.reason.startswith("support of P not symmetric")
+    # tolerance: tol(n, scale = max π_i P_ij) times the π solve's condition number (≥ 1)
+    Fmax = max(0.7 / 3, float((st_.pi[1][:, None] * P[1]).max()))
+    kappa = max(float(st_.info.condition.max()), 1.0)
+    assert db.tol == pytest.approx(tol(F, 3, scale=Fmax) * kappa, rel=1e-12, abs=0)
+    # a given π: no condition factor
+    R = t([[0.5, 0.5, 0.0], [0.25, 0.5, 0.25], [0.0, 0.5, 0.5]])  # reversible, π = (¼, ½, ¼)
+    given = stationary(R, F, t([1.0, 2.0, 1.0]))
+    dg = check_detailed_balance(R, given, F)
+    assert bool(dg.holds) and dg.reason is None
+    assert dg.tol == pytest.approx(tol(F, 3, scale=0.25), rel=1e-12, abs=0)
+    # no positive π: the reason says so, and the check fails even with zero residual
+    Pt = t([[1.0, 0.0], [0.5, 0.5]])
+    dt = check_detailed_balance(Pt, stationary(Pt, F), F)
+    assert not bool(dt.holds) and dt.reason.startswith("no positive π: ")
+    assert "no reverse edge" not in dt.reason  # π not positive: the one-way remark is not added
+
+
+def test_one_way_edge_reason_names_the_first_positive_batch_element():
+    from numerics.laplacian_checks import check_detailed_balance, stationary
+
+    P0 = np.array([[0.5, 0.5, 0.0], [0.0, 0.5, 0.5], [0.5, 0.0, 0.5]])  # first one-way edge 0→1
+    P1 = np.array([[0.5, 0.5, 0.0], [0.25, 0.25, 0.5], [0.5, 0.0, 0.5]])  # first one-way edge 1→2
+    Pt = np.array([[1.0, 0.0, 0.0], [0.0, 0.5, 0.5], [0.5, 0.0, 0.5]])  # transient states, one-way edges
+    P = t(np.stack([Pt, P1, P0]))
+    db = check_detailed_balance(P, stationary(P, F), F)
+    assert "edge 1→2 has no reverse edge" in db.reason  # element 1: the first with π > 0
+    assert db.holds.tolist() == [False, False, False]
+
+
+# ------------------------------------------------------------------------------ laplacian_checks: gauge-free π
+def test_block_pi_values_and_reasons():
+    from numerics.laplacian_checks import block_pi
+
+    # N_ij = S_ij / π*_i with S symmetric: π*_i N_ij = S_ij balances, so the block π is π*
+    pis = np.array([0.2, 0.3, 0.5])
+    S = np.array([[0.1, 0.4, 0.2], [0.4, 0.0, 0.3], [0.2, 0.3, 0.6]])
+    pi, why = block_pi(t(S / pis[:, None]))
+    assert pi.tolist() == pytest.approx(pis.tolist(), abs=1e-14) and why == ""
+    z, why = block_pi(t([[1.0, 1.0], [0.0, 0.0]]))
+    assert bool(torch.isnan(z).all()) and why == "a block row of B is zero: no positive π balances it"
+    tr, why = block_pi(t([[1.0, 0.0], [1.0, 1.0]]))
+    assert bool(torch.isnan(tr).all()) and why == "the support of B has transient states: no positive π"
+    dc, why = block_pi(t([[2.0, 0.0], [0.0, 3.0]]))
+    # π ∝ π'/r, π' = (½, ½) for N/r (each class weighted equally), r = (2, 3): π = (0.6, 0.4)
+    assert dc.tolist() == pytest.approx([0.6, 0.4], abs=1e-15)
+    assert why == "support of B is disconnected: block π weights each class equally"
+    _, why = block_pi(t([[1.0, 1e-20], [1e-20, 1.0]]))
+    assert why.startswith("block π undefined: π is ill-conditioned")
+
+
+def _blocks(P: np.ndarray, O: np.ndarray, floor=None):
+    from numerics.laplacian_checks import DenseBlocks
+
+    Pt, Ot = t(P), t(O)
+    Ot = torch.where((Pt > 0)[..., None, None], Ot, torch.zeros_like(Ot))
+    return DenseBlocks(Pt, Pt[..., None, None] * Ot, Ot, None if floor is None else t(floor))
+
+
+def test_block_detailed_balance_residual_and_tolerance_against_loops():
+    from numerics.laplacian_checks import check_block_detailed_balance
+
+    P = np.array([[0.5, 0.5, 0.0], [0.25, 0.5, 0.25], [0.0, 0.5, 0.5]])  # π = (¼, ½, ¼)
+    R = rot(0.4)
+    O = np.empty((3, 3, 2, 2))
+    for i in range(3):
+        for j in range(3):
+            O[i, j] = R if i != j else np.eye(2)  # O_ji = O_ij, not O_ijᵀ: balanced norms only
+    c, bpi = check_block_detailed_balance(_blocks(P, O), F)
+    pis = np.array([0.25, 0.5, 0.25])
+    assert bpi.tolist() == pytest.approx(pis.tolist(), abs=1e-14)
+    B = P[..., None, None] * O
+    res = max(np.linalg.norm(pis[i] * B[i, j] - pis[j] * B[j, i].T) for i in range(3) for j in range(3))
+    assert float(c.residual) == pytest.approx(res, rel=1e-12, abs=0) and res > 0.1 and not bool(c.holds)
+    N = np.linalg.norm(B, axis=(-2, -1))
+    gscale = max((pis[:, None] * N).max(), N.max() / 3)
+    assert c.tol == pytest.approx(tol(F, 6, scale=gscale), rel=1e-12, abs=0) and c.reason is None
+    # the block-norm floor: a block at or below it counts as absent (a cancelled head sum)
+    P2 = np.array([[0.5, 1e-3], [0.0, 1.0]])
+    O2 = np.broadcast_to(np.eye(1), (2, 2, 1, 1)).copy()
+    floor = np.array([[0.0, 1e-3], [0.0, 0.0]])
+    c2, _ = check_block_detailed_balance(_blocks(P2, O2, floor), F)
+    assert c2.reason == "support of B is disconnected: block π weights each class equally"
+    c3, _ = check_block_detailed_balance(_blocks(P2, O2), F)
+    assert c3.reason == "the support of B has transient states: no positive π" and not bool(c3.holds)
+    assert bool(torch.isnan(c3.residual))
+
+
+def test_block_detailed_balance_tolerance_scale_from_tiny_pi():
+    from numerics.laplacian_checks import check_block_detailed_balance
+
+    # N = S / π* (S symmetric, π* = (0.9, 0.1)): max π_i N_ij = max S = 1 < max N / n = 5
+    pis = np.array([0.9, 0.1])
+    N = np.array([[0.0, 0.01], [0.01, 1.0]]) / pis[:, None]
+    O = np.ones((2, 2, 1, 1))
+    c, bpi = check_block_detailed_balance(_blocks(N, O), F)
+    assert bpi.tolist() == pytest.approx(pis.tolist(), abs=1e-14)
+    assert (pis[:, None] * N).max() < N.max() / 2
+    assert c.tol == pytest.approx(tol(F, 2, scale=N.max() / 2), rel=1e-12, abs=0)
+
+
+# ------------------------------------------------------------------------------ laplacian_checks: (c)
+def test_orthogonal_transpose_symmetric_metric_compatible_tolerances():
+    from numerics.laplacian_checks import (
+        check_metric_compatible,
+        check_orthogonal,
+        check_transpose_symmetric,
+    )
+
+    P = np.full((2, 2), 0.5)
+    R = rot(0.3)
+    for s in (2.0, 0.5):
+        O = s * np.stack([np.stack([np.eye(2), R]), np.stack([R.T, np.eye(2)])])
+        bl = _blocks(P, O)
+        orth, onorm = check_orthogonal(bl, F)
+        assert onorm == pytest.approx(2 * s * s, rel=1e-14, abs=0)
+        assert float(orth.residual) == pytest.approx(abs(s * s - 1) * math.sqrt(2), rel=1e-12, abs=0)
+        assert orth.tol == pytest.approx(tol(F, 2, scale=max(2 * s * s, 2.0)), rel=1e-12, abs=0)
+        ts = check_transpose_symmetric(bl, F, onorm)
+        assert ts.tol == pytest.approx(tol(F, 2, scale=max(math.sqrt(2 * s * s), 1.0)), rel=1e-12, abs=0)
+        assert bool(ts.holds) and ts.reason is None and float(ts.residual) == 0.0
+    # O_21 = R instead of Rᵀ, orthogonal: metric_compatible carries the transpose defect
+    O = np.stack([np.stack([np.eye(2), R]), np.stack([R, np.eye(2)])])
+    bl = _blocks(P, O)
+    orth, onorm = check_orthogonal(bl, F)
+    ts = check_transpose_symmetric(bl, F, onorm)
+    mc = check_metric_compatible(orth, ts)
+    assert bool(orth.holds) and not bool(ts.holds) and not bool(mc.holds)
+    assert float(mc.residual) == float(ts.residual) == pytest.approx(np.linalg.norm(R - R.T), rel=1e-12, abs=0)
+    assert mc.tol == max(orth.tol, ts.tol) and mc.name == "metric_compatible" and mc.reason is None
+    # scaled orthogonal and transpose-symmetric: the orthogonality defect is the residual
+    bl2 = _blocks(P, 2 * np.stack([np.stack([np.eye(2), R]), np.stack([R.T, np.eye(2)])]))
+    o2, on2 = check_orthogonal(bl2, F)
+    mc2 = check_metric_compatible(o2, check_transpose_symmetric(bl2, F, on2))
+    assert float(mc2.residual) == pytest.approx(3 * math.sqrt(2), rel=1e-12, abs=0) and not bool(mc2.holds)
+
+
+def test_transpose_symmetric_on_a_one_way_support():
+    from numerics.laplacian_checks import check_orthogonal, check_transpose_symmetric
+
+    P = np.array([[0.5, 0.5], [0.0, 1.0]])  # 0→1 one-way: its transport is not compared
+    O = np.stack([np.stack([np.eye(2), rot(0.5)]), np.stack([rot(0.9), np.eye(2)])])
+    bl = _blocks(P, O)
+    orth, onorm = check_orthogonal(bl, F)
+    ts = check_transpose_symmetric(bl, F, onorm)
+    assert ts.reason == "support not symmetric: checked on two-way edges only"
+    assert bool(ts.holds) and float(ts.residual) == 0.0
+    assert onorm == pytest.approx(2.0, rel=1e-14, abs=0)  # the off-support O_10 is not counted
+
+
+def test_transport_scale_common_and_not_common():
+    from numerics.laplacian_checks import transport_scale
+
+    P = np.full((2, 2), 0.5)
+    R = rot(0.3)
+    O = np.stack([np.stack([2 * np.eye(2), 2 * R]), np.stack([3 * R.T, 2 * np.eye(2)])])
+    ts_, common, s_max = transport_scale(_blocks(P, O), F)
+    assert not bool(common) and bool(torch.isnan(ts_)) and float(s_max) == pytest.approx(3.0, rel=1e-14, abs=0)
+    # equal Frobenius scales, but not a multiple of an orthogonal matrix
+    Sh = np.array([[1.0, 1.0], [0.0, 1.0]]) * math.sqrt(2 / 3)  # ‖Sh‖_F = √2
+    O2 = np.broadcast_to(Sh, (2, 2, 2, 2)).copy()
+    ts2, common2, s2 = transport_scale(_blocks(P, O2), F)
+    assert not bool(common2) and float(s2) == pytest.approx(1.0, rel=1e-14, abs=0)
+    ts3, common3, _ = transport_scale(_blocks(P, 0.5 * np.broadcast_to(R, (2, 2, 2, 2)).copy()), F)
+    assert bool(common3) and float(ts3) == pytest.approx(0.5, rel=1e-14, abs=0)
+    # regression: on a sparse support the off-support zeros are not edge scales (s_min was 0 there,
+    # so no sparse walk had a common scale and the Dirichlet check dropped its ½(1 − s²) term)
+    Ps = np.array([[0.5, 0.5, 0.0], [0.25, 0.5, 0.25], [0.0, 0.5, 0.5]])
+    ts4, common4, s4 = transport_scale(_blocks(Ps, 0.5 * np.broadcast_to(R, (3, 3, 2, 2)).copy()), F)
+    assert bool(common4) and float(ts4) == pytest.approx(0.5, rel=1e-14, abs=0)
+    Os = 0.5 * np.broadcast_to(R, (3, 3, 2, 2)).copy()
+    Os[1, 2] *= 1.5  # one edge scale 0.75: not common
+    ts5, common5, s5 = transport_scale(_blocks(Ps, Os), F)
+    assert not bool(common5) and float(s5) == pytest.approx(0.75, rel=1e-14, abs=0)
+
+
+def test_scaled_isometry_spread_zero_rows_and_floor():
+    from numerics.laplacian_checks import check_scaled_isometry
+
+    # d = 1: every Q is ±1; the row sums of β = |B| are (1.0, 0.4): spread 0.3 / 0.7
+    P = np.array([[0.5, 0.5], [0.2, 0.2]])
+    si, s = check_scaled_isometry(_blocks(P, np.ones((2, 2, 1, 1))), F)
+    assert float(s) == pytest.approx(0.7, rel=1e-14, abs=0)
+    assert float(si.residual) == pytest.approx(0.3 / 0.7, rel=1e-12, abs=0) and not bool(si.holds)
+    assert si.tol == pytest.approx(tol(F, 2, scale=1.0), rel=1e-12, abs=0) and si.reason is None
+    # equal row sums 0.8 but one block not a scaled orthogonal matrix
+    Sh = np.array([[1.0, 1.0], [0.0, 1.0]])
+    O = np.stack([np.stack([np.eye(2), Sh]), np.stack([np.eye(2), np.eye(2)])])
+    Pm = np.full((2, 2), 0.4)
+    si2, s2 = check_scaled_isometry(_blocks(Pm, O), F)
+    Q = Sh / (np.linalg.norm(Sh) / math.sqrt(2))
+    assert float(si2.residual) == pytest.approx(np.linalg.norm(Q.T @ Q - np.eye(2)), rel=1e-9, abs=0)
+    assert si2.tol == pytest.approx(tol(F, 4, scale=2.0), rel=1e-12, abs=0)
+    # all-zero blocks: no scale s > 0, never a scaled isometry (though nothing is spread)
+    z, sz = check_scaled_isometry(_blocks(np.zeros((2, 2)), np.ones((2, 2, 1, 1))), F)
+    assert float(sz) == 0.0 and not bool(z.holds) and z.reason == "zero block row"
+    assert float(z.residual) == 0.0
+    # a block below the head-sum floor is absent: rows (1.0) and (0.5 + 0.5)
+    P3 = np.array([[0.5, 0.5], [1e-9, 1.0]])
+    si3, s3 = check_scaled_isometry(_blocks(P3, np.ones((2, 2, 1, 1)), [[0.0, 0.0], [1e-9, 0.0]]), F)
+    assert bool(si3.holds) and float(s3) == pytest.approx(1.0, rel=1e-14, abs=0)
+
+
+# ------------------------------------------------------------------------------ laplacian_checks: conclusions
+def test_self_adjoint_tolerance_and_reason():
+    from numerics.laplacian_checks import check_self_adjoint, stationary
+
+    P = np.array([[0.5, 0.5, 0.0], [0.25, 0.5, 0.25], [0.0, 0.5, 0.5]])
+    O = np.broadcast_to(3 * np.eye(2), (3, 3, 2, 2)).copy()
+    st_ = stationary(t(P), F)
+    sa = check_self_adjoint(_blocks(P, O), st_, F)
+    gws = max(st_.pi[i].item() * P[i, j] * 3 * math.sqrt(2) for i in range(3) for j in range(3))
+    assert sa.tol == pytest.approx(tol(F, 6, scale=gws), rel=1e-12, abs=0)
+    assert bool(sa.holds) and sa.reason is None
+    Pt = np.array([[1.0, 0.0], [0.5, 0.5]])
+    stt = stationary(t(Pt), F)
+    sat = check_self_adjoint(_blocks(Pt, np.ones((2, 2, 1, 1))), stt, F)
+    assert not bool(sat.holds) and sat.reason.startswith("no positive π: ") and "transient" in sat.reason
+
+
+def test_dirichlet_reason_when_pi_undefined_and_tolerance():
+    from numerics.laplacian_checks import check_dirichlet, stationary, transport_scale
+
+    P = np.array([[2.0, 0.0], [0.0, 3.0]])  # reducible, not stochastic: π undefined
+    bl = _blocks(P, np.ones((2, 2, 1, 1)))
+    st_ = stationary(t(P), F)
+    _, common, s_max = transport_scale(bl, F)
+    c = check_dirichlet(bl, st_, common, s_max, F, 2, 0)
+    assert c.reason == "π undefined" and bool(torch.isnan(c.residual)) and not bool(c.holds)
+    R = np.array([[0.5, 0.5], [0.5, 0.5]])
+    blr = _blocks(R, np.broadcast_to(rot(0.2), (2, 2, 2, 2)).copy())
+    _, cm, sm = transport_scale(blr, F)
+    cr = check_dirichlet(blr, stationary(t(R), F), cm, sm, F, 2, 0)
+    assert cr.tol == tol(F, 4) and cr.reason is None and bool(cr.holds)
+
+
+def test_dirichlet_identity_defect_of_a_non_stochastic_walk():
+    """P = 2·(swap), d = 1, O = 1, π = (½, ½), probe x: <x, Δx>_π − E(x) = −½‖x‖² (rows sum to
+    2), so the relative residual is ½‖x‖²_π / (the magnitudes of every summed term), > tol."""
+    from numerics.laplacian_checks import check_dirichlet, probe_fields, stationary, transport_scale
+
+    P = np.array([[0.0, 2.0], [2.0, 0.0]])
+    bl = _blocks(P, np.ones((2, 2, 1, 1)))
+    st_ = stationary(t(P), F)
+    _, common, s_max = transport_scale(bl, F)
+    c = check_dirichlet(bl, st_, common, s_max, F, 3, 7)
+    x = probe_fields((), 2, 1, 3, 7, torch.device("cpu")).numpy()[..., 0]  # (3, 2)
+    pi = np.array([0.5, 0.5])
+    rel = []
+    for p in range(3):
+        xx = (pi * x[p] ** 2).sum()
+        Bx = 2 * x[p][::-1]
+        lhs = (pi * x[p] * (x[p] - Bx)).sum()
+        E = 0.5 * sum(pi[i] * P[i, j] * (x[p, i] - x[p, j]) ** 2 for i in range(2) for j in range(2))
+        scale = xx * 2 + (pi * np.abs(Bx) * np.abs(x[p])).sum() + abs(E)
+        rel.append(abs(lhs - E) / scale)
+        assert lhs - E == pytest.approx(-0.5 * 2 * xx, rel=1e-12, abs=0)  # Σ π_i (1 − r_i) ‖x_i‖², r_i = 2
+    assert float(c.residual) == pytest.approx(max(rel), rel=1e-12, abs=0) and not bool(c.holds)
+
+
+def test_probe_fields_are_seeded_standard_normal_with_the_batch_in_front():
+    from numerics.laplacian_checks import probe_fields
+
+    a = probe_fields((2,), 3, 2, 4, 5, torch.device("cpu"))
+    assert a.shape == (2, 4, 3, 2) and a.dtype == F
+    assert torch.equal(a, probe_fields((2,), 3, 2, 4, 5, torch.device("cpu")))
+    assert not torch.equal(a, probe_fields((2,), 3, 2, 4, 6, torch.device("cpu")))
+    ref = torch.randn(4, 2, 3, 2, generator=torch.Generator().manual_seed(5), dtype=F)
+    assert torch.equal(a[1, 2], ref[2, 1])  # probe-major draw, batch moved in front
+
+
+# ------------------------------------------------------------------------------ laplacian: operators and forms
+def _rand(shape, seed):
+    return torch.randn(*shape, generator=torch.Generator().manual_seed(seed), dtype=F)
+
+
+def test_generator_dense_of_blocks_and_heads_matches_the_literal_delta():
+    from numerics.laplacian import generator_dense
+
+    A = torch.softmax(_rand((2, 2, 3, 3), 1), -1)  # batch 2, H = 2
+    T = _rand((2, 2, 2), 2)
+    w = ConnectionWalk.from_mha(A, T)
+    G = generator_dense(w)
+    assert G.shape == (2, 6, 6) and G.dtype == F
+    for b in range(2):
+        Bn = np.einsum("hij,hab->ijab", A[b].numpy(), T.numpy())
+        assert np.abs(G[b].numpy() - literal_delta(np.ones((3, 3)), Bn)).max() <= 1e-15
+        Gb = generator_dense(t(Bn))  # blocks input (as_walk wraps them)
+        assert np.abs(Gb.numpy() - literal_delta(np.ones((3, 3)), Bn)).max() <= 1e-15
+    G32 = generator_dense(ConnectionWalk.from_mha(A.float(), T.float()))
+    assert G32.dtype == F
+    # two batch dimensions (3, 2): the identity is sized by the operator, not by a batch dim
+    A4 = torch.softmax(_rand((3, 2, 1, 3, 3), 9), -1)
+    G4 = generator_dense(ConnectionWalk.from_mha(A4, T[:1]))
+    assert G4.shape == (3, 2, 6, 6)
+    Bn = np.einsum("hij,hab->ijab", A4[2, 1].numpy(), T[:1].numpy())
+    assert np.abs(G4[2, 1].numpy() - literal_delta(np.ones((3, 3)), Bn)).max() <= 1e-15
+
+
+def test_pi_inner_and_dirichlet_energy_against_loops():
+    from numerics.laplacian import dirichlet_energy, pi_inner
+
+    x, y = _rand((2, 3, 2), 3), _rand((2, 3, 2), 4)
+    pi = torch.rand(2, 3, generator=torch.Generator().manual_seed(5), dtype=F)
+    got = pi_inner(x, y, pi)
+    for b in range(2):
+        ref = sum(pi[b, i].item() * float(x[b, i] @ y[b, i]) for i in range(3))
+        assert float(got[b]) == pytest.approx(ref, rel=1e-13, abs=0)
+    P = t([[[0.5, 0.5, 0.0], [0.2, 0.3, 0.5], [0.0, 1.0, 0.0]]] * 2)
+    P[1, 0, 2] = 0.25
+    O = _rand((2, 3, 3, 2, 2), 6)
+    O[P == 0] = float("nan")  # never read: edges with P_ij = 0 contribute 0
+    E = dirichlet_energy(P, O, pi, x)
+    for b in range(2):
+        ref = 0.5 * sum(
+            pi[b, i].item() * P[b, i, j].item() * float(((x[b, i] - O[b, i, j] @ x[b, j]) ** 2).sum())
+            for i in range(3)
+            for j in range(3)
+            if P[b, i, j] > 0
+        )
+        assert float(E[b]) == pytest.approx(ref, rel=1e-13, abs=0)
+    assert float(E[0]) != pytest.approx(float(E[1]), rel=1e-6, abs=0)
+
+
+def test_parallel_constraints_gram_and_apply_against_the_literal_C():
+    from numerics.laplacian import _apply_constraints, _parallel_gram, _parallel_svd, parallel_constraints
+
+    P = np.array([[0.5, 0.5, 0.0], [0.2, 0.3, 0.5], [0.0, 1.0, 0.0]])
+    O = _rand((3, 3, 2, 2), 7).numpy()
+    C = literal_constraints(P, O)
+    sup = t(P) > 0
+    assert np.abs(parallel_constraints(t(O), sup).numpy() - C).max() == 0.0
+    # batched: the second element with one more edge
+    P2 = P.copy()
+    P2[0, 2] = 0.1
+    Cb = parallel_constraints(t(np.stack([O, O])), t(np.stack([P, P2])) > 0)
+    assert Cb.shape == (2, 18, 6) and np.abs(Cb[1].numpy() - literal_constraints(P2, O)).max() == 0.0
+    G = _parallel_gram(t(O), sup).numpy()
+    assert np.abs(G - C.T @ C).max() <= 1e-13
+    Gb = _parallel_gram(t(np.stack([O, O])), t(np.stack([P, P2])) > 0)
+    assert np.abs(Gb[1].numpy() - literal_constraints(P2, O).T @ literal_constraints(P2, O)).max() <= 1e-13
+    K = _rand((6, 3), 8)
+    assert np.abs(_apply_constraints(t(O), sup, K).numpy() - C @ K.numpy()).max() <= 1e-13
+    # SVD of C up to n³d² = 108 entries, else eigh of CᵀC (descending σ)
+    s1, V1, g1 = _parallel_svd(t(O), sup, max_entries=108)
+    s2, V2, g2 = _parallel_svd(t(O), sup, max_entries=107)
+    assert not g1 and g2
+    ref = np.linalg.svd(C, compute_uv=False)
+    assert np.abs(s1.numpy() - ref).max() <= 1e-13
+    assert np.abs(s2.numpy() - ref).max() <= 1e-7 and bool((s2[:-1] >= s2[1:]).all())
+    for s, V in ((s1, V1), (s2, V2)):  # right singular vectors: ‖C v_k‖ = σ_k
+        assert np.abs(np.linalg.norm(C @ V.numpy().T, axis=0) - s.numpy()).max() <= 1e-7
+
+
+def test_tolerance_dtype_rules_and_errors():
+    from numerics.errors import ParameterError
+    from numerics.laplacian import _tolerance_dtype
+    from tests.helpers import raises_named
+
+    P = torch.full((2, 2), 0.5, dtype=F)
+    w32 = ConnectionWalk.from_edges(P.float(), torch.eye(1))  # (float16 walks are refused earlier)
+    assert _tolerance_dtype(w32, None) == torch.float32 and _tolerance_dtype(w32, torch.float64) == F
+    w64 = ConnectionWalk.from_edges(P, torch.eye(1, dtype=F))
+    assert _tolerance_dtype(w64, None) == F and _tolerance_dtype(w64, torch.float32) == torch.float32
+    raises_named(ParameterError, "attention_dtype", lambda: _tolerance_dtype(w64, torch.int64))
+    raises_named(ParameterError, "attention_dtype", lambda: _tolerance_dtype(w64, "float32"))
+
+
+# ------------------------------------------------------------------------------ laplacian: diagnose
+def test_dense_memory_budget_boundary_and_bytes():
+    from numerics.errors import MemoryBudgetError
+    from numerics.laplacian import dense_bytes, diagnose
+    from tests.helpers import raises_named
+
+    assert dense_bytes(3, 2, 5) == 6 * 8 * 5 * 36 and dense_bytes(3, 2) == 6 * 8 * 36
+    P = torch.full((2, 3, 3), 1 / 3, dtype=F)
+    w = ConnectionWalk.from_edges(P, torch.eye(2, dtype=F))
+    need = 6 * 8 * 2 * 36  # batch of 2, n·d = 6
+    D = diagnose(w, method="dense", memory_budget=need)
+    assert bool(D.is_connection_laplacian().all())
+    msg = raises_named(MemoryBudgetError, "walk", lambda: diagnose(w, method="dense", memory_budget=need - 1))
+    assert "the dense diagnostics' n²d² blocks (n=3, d=2)" in msg and 'diagnose(walk, method="factored")' in msg
+
+
+def test_diagnose_method_choice_options_and_extra():
+    from numerics.errors import ParameterError
+    from numerics.laplacian import diagnose
+    from tests.helpers import raises_named
+
+    P = torch.full((3, 3), 1 / 3, dtype=F)
+    w = ConnectionWalk.from_edges(P, torch.eye(2, dtype=F))
+    assert diagnose(w, auto_max_nd=6).extra == {"method": "dense", "tolerance_dtype": "torch.float64"}
+    assert diagnose(w, auto_max_nd=5).extra["method"] == "factored"
+    assert diagnose(w, method="factored", k_max=3).extra["method"] == "factored"
+    assert diagnose(w, attention_dtype=torch.float32).extra["tolerance_dtype"] == "torch.float32"
+    msg = raises_named(ParameterError, "chunk_elems", lambda: diagnose(w, method="dense", k_max=3, chunk_elems=2))
+    assert msg == "chunk_elems: options ['chunk_elems', 'k_max'] apply to method='factored' only"
+
+
+def test_diagnose_max_dense_boundary_and_skipped_checks():
+    from numerics.laplacian import diagnose
+
+    P = torch.full((2, 3, 3), 1 / 3, dtype=F)
+    w = ConnectionWalk.from_edges(P, torch.eye(2, dtype=F))
+    D = diagnose(w, max_dense=6)
+    assert D.spectrum is not None and D.spectrum.shape == (2, 6) and int(D.kernel_dim[0]) == 2
+    S = diagnose(w, max_dense=5)
+    why = "skipped: n·d = 6 > max_dense = 5 (use method='factored' or numerics.spectra)"
+    assert S.spectrum is None and S.kernel_dim is None and S.parallel_dim is None
+    for k in ("spectrum_interval", "spectrum_disk", "spectrum_scaled", "kernel_parallel", "flat"):
+        c = getattr(S, k)
+        assert c.name == k and c.reason == why and math.isnan(c.tol)
+        assert c.holds.shape == (2,) and not bool(c.holds.any()) and c.holds.dtype == torch.bool
+        assert c.residual.dtype == F and bool(torch.isnan(c.residual).all())
+    assert bool(S.self_adjoint.holds.all())
+
+
+def test_diagnose_fields_on_a_scaled_reversible_walk():
+    """P reversible with π = (¼, ½, ¼), O = s·R (R orthogonal symmetric): walk-gauge transport scale
+    s, gauge-free scale s, spectrum of Δ = I − s·(P ⊗ R) is 1 − s·λ(P)·(±1)."""
+    from numerics.laplacian import diagnose
+
+    P = np.array([[0.5, 0.5, 0.0], [0.25, 0.5, 0.25], [0.0, 0.5, 0.5]])
+    Rs = np.array([[0.0, 1.0], [1.0, 0.0]])
+    s = 0.8
+    D = diagnose(ConnectionWalk.from_edges(t(P), t(s * Rs)))
+    assert D.n == 3 and D.d == 2 and int(D.n_components) == 1 and bool(D.pi_unique)
+    assert D.pi.tolist() == pytest.approx([0.25, 0.5, 0.25], abs=1e-15)
+    assert D.block_pi.tolist() == pytest.approx([0.25, 0.5, 0.25], abs=1e-14)
+    assert float(D.rho) == 1.0
+    assert float(D.transport_scale) == pytest.approx(s, rel=1e-14, abs=0) and float(D.scale) == pytest.approx(
+        s, rel=1e-14, abs=0
+    )
+    lam = np.linalg.eigvals(P).real
+    ref = np.sort(np.concatenate([1 - s * lam, 1 + s * lam]))
+    assert np.abs(np.sort(D.spectrum.real.numpy()) - ref).max() <= 1e-14
+    assert bool(D.spectrum_scaled.holds) and not bool(D.orthogonal.holds) and bool(D.dirichlet.holds)
+    assert int(D.kernel_dim) == 0 and int(D.parallel_dim) == 0  # x_i = 0.8·R x_i forces x = 0
+    # ρ ≠ 1 for a non-stochastic walk: 2·P
+    D2 = diagnose(ConnectionWalk.from_edges(t(2 * P), t(Rs)))
+    assert float(D2.rho) == pytest.approx(2.0, rel=1e-14, abs=0) and not bool(D2.stochastic.holds)
+
+
+def test_attention_dtype_sets_the_walk_matrix_tolerances_only():
+    from numerics.laplacian import diagnose
+
+    P = torch.full((3, 3), 1 / 3, dtype=F)
+    w = ConnectionWalk.from_edges(P, torch.eye(2, dtype=F))
+    D = diagnose(w, attention_dtype=torch.float32)
+    D64 = diagnose(w)
+    assert D.stochastic.tol == tol(torch.float32, 3) and D64.stochastic.tol == tol(F, 3)
+    assert D.positive_stationary.tol == tol(torch.float32, 3) and D64.positive_stationary.tol == tol(F, 3)
+    assert D.detailed_balance.tol > 1e5 * D64.detailed_balance.tol
+    for k in ("block_detailed_balance", "orthogonal", "self_adjoint", "dirichlet", "scaled_isometry"):
+        assert getattr(D, k).tol == getattr(D64, k).tol, k  # block-level checks keep float64
+    # a row sum off by 1e-7: a float32-softmax rounding, a float64 defect
+    P2 = P.clone()
+    P2[0, 0] += 1e-7
+    w2 = ConnectionWalk.from_edges(P2, torch.eye(2, dtype=F))
+    assert bool(diagnose(w2, attention_dtype=torch.float32).stochastic.holds)
+    assert not bool(diagnose(w2).stochastic.holds)
+
+
+def test_cancelled_head_sum_counts_as_an_absent_block():
+    """Three heads whose terms on edge 0→1 cancel exactly in real arithmetic (0.1 + 0.2 − 0.3) but
+    leave a rounding residue: below the head-sum floor the block is absent, so the support of B is
+    one-way and the gauge-free π reports the transient state, as it does for the exact zero."""
+    from numerics.laplacian import diagnose
+
+    A = torch.zeros(3, 2, 2, dtype=F)
+    A[:, 0, 0] = torch.tensor([0.9, 0.8, 0.7], dtype=F)
+    A[:, 0, 1] = torch.tensor([0.1, 0.2, 0.3], dtype=F)
+    A[:, 1, 0] = 0.5
+    A[:, 1, 1] = 0.5
+    T = torch.tensor([[[1.0]], [[1.0]], [[-1.0]]], dtype=F)
+    w = ConnectionWalk.from_mha(A, T)
+    B01 = float(w.blocks()[0, 1, 0, 0])
+    assert 0 < abs(B01) <= tol(F, 3) * 0.6  # a rounding residue, below the floor
+    D = diagnose(w)
+    assert D.block_detailed_balance.reason == "the support of B has transient states: no positive π"
+    assert not bool(D.block_detailed_balance.holds)
+
+
+# ------------------------------------------------------------------------------ laplacian_dense: ambiguity reasons
+def _null_basis(M: np.ndarray, k: int) -> np.ndarray:
+    return np.linalg.svd(M)[2][-k:].T if k else np.zeros((M.shape[1], 0))
+
+
+def test_ambiguous_kernel_reason_carries_the_dirichlet_energy_of_the_extra_directions():
+    """Nearly flat triangle (sin θ = 3.3333e-10): ker Δ is 2-dimensional at float64 but C has no
+    null vector. The reason reports e = max Dirichlet energy over unit x ∈ ker Δ (numpy:
+    ½ λ_max(KᵀCᵀΠCK), Π = diag(π_i P_ij)), the limit 2·π_max·tol·max(‖Δ‖, 1), and √(2e)."""
+    s_ = 3.3333e-10
+    P, O = triangle(math.asin(s_))
+    kp, flat, kD, kC = dense_kernel(*kernel_inputs(P, O), F, 1 << 22)
+    assert int(kD) == 2 and int(kC) == 0 and not bool(kp.holds) and bool(torch.isnan(kp.residual))
+    L, C = literal_delta(P, O), literal_constraints(P, O)
+    K = _null_basis(L, 2)
+    Pi = np.repeat((np.full(3, 1 / 3)[:, None] * P).reshape(-1), 2)
+    e = 0.5 * np.linalg.eigvalsh(K.T @ C.T @ (Pi[:, None] * C) @ K).max()
+    thr = tol(F, 6)
+    lim = 2 * (1 / 3) * thr * max(np.linalg.norm(L, 2), 1.0)
+    assert e <= lim
+    want = (
+        f"undefined: ker Δ vs parallel sections is ambiguous at float64 precision: dim ker Δ = 2 at tolerance "
+        f"{thr:.1e}, dim parallel = 0 at {thr:.1e}, and the extra directions of ker Δ have Dirichlet energy ≤ "
+        f"{e:.1e} (≤ {lim:.1e}, below what Δ resolves: it sees the defect ‖Cx‖ ≈ {math.sqrt(2 * e):.1e} only squared)"
+    )
+    assert kp.reason == want
+    sD = np.linalg.svd(L, compute_uv=False)  # the bound: Δ's gap term only (C has no null space)
+    assert kp.tol == pytest.approx(max(thr, thr * max(sD[0], 1.0) / sD[-3]), rel=1e-9, abs=0)
+
+
+def test_ambiguous_parallel_sections_reason_carries_the_jensen_bound():
+    """P = ¼·11ᵀ (n = 4), every O_ij = R(θ), sin θ = 1.2901e-13: C accepts 2 parallel sections, Δ
+    none. The reason reports r = ‖ΔZ‖₂/max(‖Δ‖, 1) (Z: C's null space, numpy) and the limit
+    tol·max(‖C‖, 1)·max(row sum, 1)/max(‖Δ‖, 1)."""
+    s_ = 1.2901e-13
+    R = np.array([[math.sqrt(1 - s_ * s_), -s_], [s_, math.sqrt(1 - s_ * s_)]])
+    P = np.full((4, 4), 0.25)
+    O = np.broadcast_to(R, (4, 4, 2, 2)).copy()
+    kp, flat, kD, kC = dense_kernel(*kernel_inputs(P, O), F, 1 << 22)
+    assert int(kC) == 2 and int(kD) == 0 and bool(torch.isnan(kp.residual))
+    L, C = literal_delta(P, O), literal_constraints(P, O)
+    Z = _null_basis(C, 2)
+    dn, cn = max(np.linalg.norm(L, 2), 1.0), max(np.linalg.norm(C, 2), 1.0)
+    r1 = np.linalg.norm(L @ Z, 2) / dn
+    thr = tol(F, 8)
+    lim = thr * cn * 1.0 / dn
+    assert r1 <= lim
+    assert kp.reason.endswith(f"the extra parallel sections have ‖ΔZ‖/‖Δ‖ = {r1:.1e} ≤ {lim:.1e} (the Jensen bound)")
+    assert f"dim ker Δ = 0 at tolerance {thr:.1e}, dim parallel = 2 at {thr:.1e}" in kp.reason
+    # the bound carries C's gap: thr·max(‖C‖, 1)/σ (σ the smallest singular value of C kept out)
+    sC = np.linalg.svd(C, compute_uv=False)
+    assert kp.tol == pytest.approx(max(thr, thr * cn / sC[-3]), rel=1e-9, abs=0)
+
+
+def test_ambiguity_in_a_batch_reports_the_first_and_keeps_other_elements_defined():
+    s_ = 3.3333e-10
+    cases = [triangle(0.0, lazy=0.9), triangle(math.asin(s_)), triangle(0.7)]
+    one = [kernel_inputs(P, O) for P, O in cases]
+    kp, flat, kD, kC = dense_kernel(*[torch.stack([a[k] for a in one]) for k in range(7)], F, 1 << 22)
+    assert [bool(v) for v in torch.isnan(kp.residual)] == [False, True, False]
+    assert kp.holds.tolist() == [True, False, True]
+    assert kp.reason.startswith("undefined: ker Δ vs parallel sections is ambiguous at float64 precision")
+    ref = dense_kernel(*one[1], F, 1 << 22)[0]
+    assert kp.reason == ref.reason
+
+
+# ------------------------------------------------------------------------------ names, reasons, batches
+def test_every_check_carries_its_own_name():
+    from numerics.laplacian import CHECK_NAMES, diagnose
+
+    w = ConnectionWalk.from_edges(t(np.full((2, 3, 3), 1 / 3)), torch.eye(2, dtype=F))
+    for D in (diagnose(w), diagnose(w, max_dense=5)):
+        for k in CHECK_NAMES:
+            c = getattr(D, k)
+            assert isinstance(c, Check) and c.name == k, (k, c.name)
+            assert c.holds.shape == (2,) and c.holds.dtype == torch.bool and c.residual.shape == (2,)
+
+
+def test_spectrum_checks_reasons_and_upper_edges():
+    from numerics.laplacian_checks import spectrum_checks
+
+    si = make_check("scaled_isometry", t([0.0, 1.0]), 0.5)  # holds for element 0 only
+    a, b, c = spectrum_checks(t([0.0, 0.0]), t([0.1, 0.1]), t([2.5, 1.0]), t([1.5, 0.9]), t([1.0, 1.0]), si, 1e-12, "w")
+    assert (a.name, b.name, c.name) == ("spectrum_interval", "spectrum_disk", "spectrum_scaled")
+    assert a.reason == "w" and b.reason == "w"
+    assert c.reason == "w; not a scaled isometry (no common scale s)"
+    assert a.residual.tolist() == pytest.approx([0.5, 0.0], abs=1e-15)  # Re z = 2.5 is 0.5 above 2
+    assert c.residual[0].item() == pytest.approx(0.5, abs=1e-15) and bool(torch.isnan(c.residual[1]))
+    assert b.residual.tolist() == pytest.approx([0.5, 0.0], abs=1e-15)
+    _, _, c2 = spectrum_checks(t(0.0), t(0.1), t(1.9), t(0.9), t(1.0), make_check("s", t(0.0), 0.5), 1e-12)
+    assert c2.reason is None and bool(c2.holds)
+    _, _, c3 = spectrum_checks(t(0.0), t(0.1), t(1.9), t(0.9), t(1.0), make_check("s", t(1.0), 0.5), 1e-12)
+    assert c3.reason == "not a scaled isometry (no common scale s)"
+
+
+def test_stochastic_tolerance_uses_n_for_two_batch_dims():
+    from numerics.laplacian_checks import check_stochastic
+
+    P = t(np.full((2, 5, 3, 3), 1 / 3))  # batch (2, 5), n = 3
+    c = check_stochastic(P, F)
+    assert c.tol == tol(F, 3) and c.holds.shape == (2, 5) and bool(c.holds.all())
+    from numerics.laplacian_checks import check_detailed_balance, stationary
+
+    st_ = stationary(P, F, torch.ones(2, 5, 3, dtype=F))  # given π: no condition factor
+    db = check_detailed_balance(P, st_, F)
+    assert db.tol == pytest.approx(tol(F, 3, scale=1 / 9), rel=1e-12, abs=0) and bool(db.holds.all())
+
+
+def test_metric_compatible_and_scaled_isometry_on_a_batch():
+    from numerics.laplacian_checks import (
+        check_metric_compatible,
+        check_orthogonal,
+        check_scaled_isometry,
+        check_transpose_symmetric,
+    )
+
+    P = np.full((2, 2, 2), 0.5)
+    R = rot(0.3)
+    good = np.stack([np.stack([np.eye(2), R]), np.stack([R.T, np.eye(2)])])
+    bad = good.copy()
+    bad[0, 1] = np.array([[1.0, 1.0], [0.0, 1.0]])
+    bl = _blocks(P, np.stack([good, bad]))
+    orth, onorm = check_orthogonal(bl, F)
+    mc = check_metric_compatible(orth, check_transpose_symmetric(bl, F, onorm))
+    assert mc.holds.tolist() == [True, False]
+    si, s = check_scaled_isometry(bl, F)
+    assert si.holds.tolist() == [True, False] and float(si.residual[0]) <= si.tol
+    Q = bad[0, 1] / (np.linalg.norm(bad[0, 1]) / math.sqrt(2))
+    assert float(si.residual[1]) == pytest.approx(np.linalg.norm(Q.T @ Q - np.eye(2)), rel=1e-9, abs=0)
+
+
+def test_dense_pieces_on_an_empty_batch():
+    """diagnose refuses empty batches; its dense pieces take them (nothing to reduce over) and report
+    the tolerances of the empty maximum: scale 1 for the spectrum, the Gram-path threshold for the
+    kernel (the SVD path's constraint matrix refuses an empty batch)."""
+    D = torch.zeros(0, 2, 2, dtype=F)
+    ev, (a, b, c) = dense_spectrum(D, D, torch.zeros(0, dtype=F), make_check("s", torch.zeros(0, dtype=F), 1.0), F, 2)
+    assert ev.shape == (0, 2) and a.residual.shape == (0,) and a.tol == tol(F, 2)
+    O = torch.zeros(0, 2, 2, 1, 1, dtype=F)
+    z = torch.zeros(0, 2, 2, dtype=F)
+    kp, fl, kD, kC = dense_kernel(
+        z,
+        O,
+        z > 0,
+        z,
+        torch.zeros(0, 2, dtype=F),
+        torch.zeros(0, dtype=torch.bool),
+        torch.zeros(0, dtype=torch.long),
+        F,
+        0,
+    )
+    thr_C = math.sqrt(tol(F, 2))
+    assert kp.tol == thr_C and fl.tol == thr_C and kD.shape == (0,) and kp.residual.shape == (0,)
+
+
+def test_transpose_symmetric_on_a_batch_with_one_way_edges():
+    from numerics.laplacian_checks import check_orthogonal, check_transpose_symmetric
+
+    R = rot(0.5)
+    O = np.stack([np.stack([np.eye(2), R]), np.stack([R, np.eye(2)])])  # O_10 = R, not Rᵀ
+    P = np.stack([np.full((2, 2), 0.5), np.array([[0.5, 0.5], [0.0, 1.0]])])  # element 1: 0→1 one-way
+    bl = _blocks(P, np.stack([O, O]))
+    orth, onorm = check_orthogonal(bl, F)
+    ts = check_transpose_symmetric(bl, F, onorm)
+    assert ts.holds.tolist() == [False, True]
+    assert float(ts.residual[0]) == pytest.approx(np.linalg.norm(R - R.T), rel=1e-12, abs=0)
+    assert float(ts.residual[1]) == 0.0
+    assert ts.reason == "support not symmetric: checked on two-way edges only"
+    assert orth.residual.shape == (2,) and bool(orth.holds.all())
+
+
+def test_identity_walk_and_a_one_node_rotation():
+    """W = I (P = I, O = I): Δ = 0 and C = 0, every direction is in both null spaces (no gap term).
+    One node with a rotation self-loop R(1): Δ = C = I − R, σ = 2 sin ½ (twice), no kernel, no
+    parallel section, flat residual σ_min / max(‖C‖, 1) = 2 sin ½ (‖C‖ < 1)."""
+    kp, flat, kD, kC = dense_kernel(
+        *kernel_inputs(np.eye(2), np.broadcast_to(np.eye(1), (2, 2, 1, 1)).copy()), F, 1 << 22
+    )
+    assert int(kD) == int(kC) == 2 and bool(kp.holds) and kp.tol == tol(F, 2) and float(flat.residual) == 0.0
+    kp, flat, kD, kC = dense_kernel(*kernel_inputs(np.ones((1, 1)), rot(1.0)[None, None]), F, 1 << 22)
+    assert int(kD) == int(kC) == 0 and bool(kp.holds) and float(kp.residual) == 0.0
+    assert float(flat.residual) == pytest.approx(2 * math.sin(0.5), rel=1e-12, abs=0) and not bool(flat.holds)
+
+
+def test_diagnose_defaults_and_smallest_allowed_options():
+    """The documented defaults probes=3, seed=0 (the Dirichlet probes), and the smallest values the
+    contract allows: probes=1, max_dense=0 (every dense spectral check skipped), auto_max_nd=0."""
+    from numerics.laplacian import diagnose
+
+    P = t([[0.2, 1.5, 0.3], [0.4, 0.1, 0.2], [1.0, 0.6, 0.9]])  # rows ≠ 1: a probe-dependent defect
+    w = ConnectionWalk.from_edges(P, torch.eye(2, dtype=F))
+    r = lambda **kw: float(diagnose(w, **kw).dirichlet.residual)
+    base = r()
+    assert base == r(probes=3, seed=0)
+    for other in (r(probes=4, seed=0), r(probes=3, seed=1), r(probes=1, seed=0)):
+        assert abs(other - base) > 1e-3 * base
+    D = diagnose(w, probes=1, max_dense=0)
+    assert D.spectrum is None and "max_dense = 0" in D.flat.reason and not bool(D.dirichlet.holds)
+    assert diagnose(w, auto_max_nd=0).extra["method"] == "factored"
+    assert diagnose(w, method="dense", auto_max_nd=0).extra["method"] == "dense"
+
+
+def test_kernel_bound_of_a_slow_near_bipartite_walk():
+    """δ = 0.01: a 2-cycle weakly coupled to a third state, O = 1. Δ has eigenvalues 0, 0.03 and
+    1.99, so ‖Δ‖ > 1 and the null-space gap 0.03 is small: the bound is tol·‖Δ‖/0.03 (numpy)."""
+    dl = 0.01
+    P = np.array([[0.0, 1 - dl, dl], [1 - dl, 0.0, dl], [dl, dl, 1 - 2 * dl]])
+    O = np.ones((3, 3, 1, 1))
+    kp, flat, kD, kC = dense_kernel(*kernel_inputs(P, O), F, 1 << 22)
+    L, C = literal_delta(P, O), literal_constraints(P, O)
+    sD, sC = np.linalg.svd(L, compute_uv=False), np.linalg.svd(C, compute_uv=False)
+    assert sD[0] == pytest.approx(1.99, rel=1e-12, abs=0) and sD[-2] == pytest.approx(0.03, rel=1e-9, abs=0)
+    thr = tol(F, 3)
+    bnd = max(thr, thr * sD[0] / sD[-2], thr * max(sC[0], 1.0) / sC[-2])
+    assert bnd == pytest.approx(thr * 1.99 / 0.03, rel=1e-9, abs=0)
+    assert int(kD) == int(kC) == 1 and bool(kp.holds)
+    assert kp.tol == pytest.approx(bnd, rel=1e-9, abs=0)
