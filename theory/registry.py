@@ -136,6 +136,7 @@ class Theorem:
 
 
 _SYM = "tests/theory/test_derivations.py"
+_SYM_MUT = "tests/theory/test_derivations_mutants.py"  # the derivation helpers, judged by exact arithmetic
 _CERT = "tests/theory/test_certificates.py"
 _STMT = "tests/numerics/test_statements.py::test_conclusions_hold_on_drawn_instances"
 _NEC = "tests/numerics/test_necessity.py"
@@ -504,7 +505,7 @@ MAIN: list[Theorem] = [
             "GQA: query head $h$ reads kv head $h // (H/H_{kv})$; $\\operatorname{rank} T_h \\le d_h$, so a single head is never orthogonal when $d_h < d$.",
             "Off support (all $A^h_{ij} = 0$, e.g. a causal mask) the gates are $0/0$ and $O_{ij}$ is arbitrary.",
         ),
-        symbolic_tests=(_SYM,),
+        symbolic_tests=(_SYM, _SYM_MUT),
         certificate_tests=(_CERT,),
         numeric_tests=(
             "tests/numerics/test_walk_t2.py",
@@ -658,7 +659,7 @@ MAIN: list[Theorem] = [
             "Weaker: the Dirichlet form and the kernel need only (a), orthogonal $O$ and a stationary $\\pi > 0$; then spec lies in the disk $|z-1| \\le 1$. Without a positive stationary $\\pi$ the kernel statement fails: $P=[[1,0],[.5,.5]]$, $d=1$, $O_{22}=-1$.",
             "Gauge-free form on $B$: $B_{ij} = p_{ij} Q_{ij}$, $Q_{ij}$ orthogonal, $\\sum_j p_{ij} = 1$, $\\pi_i B_{ij} = \\pi_j B_{ji}^\\top$; balanced norms $\\pi_i\\lVert B_{ij}\\rVert = \\pi_j\\lVert B_{ji}\\rVert$ are not enough (the transports must match).",
         ),
-        symbolic_tests=(_SYM,),
+        symbolic_tests=(_SYM, _SYM_MUT),
         certificate_tests=(_CERT,),
         numeric_tests=_T3_NUMERIC
         + (
@@ -944,7 +945,7 @@ MAIN: list[Theorem] = [
             "Reference case Ex1 ($n = 64$, wrapped Gaussian kernel centred at $+4$, width $1.5$, $T = \\operatorname{diag}(1,-3)$): $|k^*| = 7$, $\\sigma = 0.62926 \\pm 0.67486 i$, $c = 0.982$ (RK4 $dt = 0.01$, perturbation $10^{-10}$, linear-window fit).",
             "Reference case Ex3 (two heads, kernels centred at $+7$ and $-4$, non-commuting $T_h$): $|k^*| = 6$ while a per-head guess gives $|k| = 3$; the simulation follows the symbol.",
         ),
-        symbolic_tests=(_SYM,),
+        symbolic_tests=(_SYM, _SYM_MUT),
         certificate_tests=(_CERT,),
         numeric_tests=(
             "tests/numerics/test_patterns.py",
