@@ -1012,3 +1012,17 @@ def test_the_unchecked_apply_still_refuses_a_malformed_x(X, err, message):
     assert msg.startswith(message), msg
     Y = w._apply(torch.ones(3, 2, dtype=f64))  # and a well-formed X goes through: Σ_h A^h X T_hᵀ = 2·X
     close(Y, 2 * np.ones((3, 2)))
+
+
+def test_from_edges_with_one_constant_transport_is_the_kronecker_walk():
+    """``O`` ``(d, d)`` is broadcast to every edge: the blocks are ``P_ij T`` (oracle: ``np.kron``),
+    for a single walk and a batch of two."""
+    g = torch.Generator().manual_seed(5)
+    P = torch.rand(2, 3, 3, generator=g, dtype=torch.float64)
+    T = torch.randn(2, 2, generator=g, dtype=torch.float64)
+    for Pb in (P[0], P):
+        w = ConnectionWalk.from_edges(Pb, T)
+        assert w.blocks().shape == (*Pb.shape, 2, 2)
+        dense = w.to_dense().numpy()
+        ref = np.stack([np.kron(p, T.numpy()) for p in Pb.reshape(-1, 3, 3).numpy()]).reshape(dense.shape)
+        np.testing.assert_array_equal(dense, ref)
