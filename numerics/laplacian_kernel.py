@@ -306,6 +306,83 @@ def _kernel_element(e: FactoredBlocks, n_comp: int, tdt, k_max: int, seed: int, 
     return kp_res, bnd, (whys[0] if whys else None), fl, flat_why, kD, kC, facts
 
 
+#: the sections path holds about ``(H + 4)·m·n·d`` float64 entries (``m = d·classes`` basis columns,
+#: their head transports and one row chunk); above this many times ``chunk_elems`` it is not used
+SECTIONS_MAX_CHUNKS = 16
+
+
+def sections_fit(e: FactoredBlocks, n_comp: int) -> bool:
+    """Whether the root-fixed sections basis of one walk fits the memory rule above."""
+    m = e.d * max(int(n_comp), 1)
+    return (e.H + 4) * m * e.n * e.d <= SECTIONS_MAX_CHUNKS * e.chunk_elems
+
+
+def _kernel_element_lanczos(e: FactoredBlocks, n_comp: int, tdt, k_max: int, seed: int):
+    """The bounded-memory fallback (a full layer: ``d·classes`` sections do not fit): the ``k_max``
+    smallest eigenpairs of ``ΔᵀΔ`` and ``CᵀC`` by Lanczos, ``O(k_max·n·d)`` memory. Null spaces are
+    counted with the threshold ``max(tol, √tol(float64))`` (squared singular values); a null space that
+    reaches ``k_max`` is undefined, and a failing flatness residual beyond ``σ_{k_max}`` is the lower
+    bound ``σ_{k_max}/‖C‖`` (undefined when that bound is under the threshold). Same tuple as
+    :func:`_kernel_element`."""
+    from scipy.sparse.linalg import ArpackNoConvergence
+
+    from numerics.laplacian_spectral import _sym_extreme
+
+    n, d = e.n, e.d
+    N = n * d
+    fact = {"method": "lanczos (sections basis over the memory rule)", "k_max": k_max}
+    DtD = lambda x: (lambda y: y - e.apply_t(y))(x - e.apply(x))
+    Dfn = lambda x: x - e.apply(x)
+    CtC = e.constraints_gram_fast
+    k = min(k_max, N - 1)
+    cnt = [0]
+    try:
+        lamD, VD, _ = _sym_extreme(DtD, N, n, d, "SA", cnt, seed, k=k)
+        lamC, VC, _ = _sym_extreme(CtC, N, n, d, "SA", cnt, seed, k=k)
+    except ArpackNoConvergence as exc:  # a cluster of small singular values
+        msg = f"undefined: Lanczos for the {k} smallest singular values did not converge ({exc})"
+        return math.nan, 0.0, msg, math.nan, msg, 0, 0, fact
+    sD, sC = lamD.clamp(min=0).sqrt(), lamC.clamp(min=0).sqrt()
+    dn = max(float(_sym_extreme(DtD, N, n, d, "LA", cnt, seed)[0][0].clamp(min=0).sqrt()), 1.0)
+    cn = max(float(_sym_extreme(CtC, N, n, d, "LA", cnt, seed)[0][0].clamp(min=0).sqrt()), 1.0)
+    thr = max(tol(tdt, N), math.sqrt(tol(F64, N)))
+    kD, kC = int((sD <= thr * dn).sum()), int((sC <= thr * cn).sum())
+    why: str | None = None
+    if kD == sD.numel() or kC == sC.numel():
+        why = (
+            f"undefined: a null space reaches the k_max = {sD.numel()} eigenpairs computed "
+            f"(dim ker Δ ≥ {kD} or dim parallel ≥ {kC}); raise k_max"
+        )
+    K, Z = VD[:, :kD], VC[:, :kC]
+    r1 = float(torch.linalg.matrix_norm(Dfn(Z.T.reshape(-1, n, d)).reshape(kC, N).T, ord=2)) / dn if kC else 0.0
+    r2 = (
+        float(torch.linalg.eigvalsh(K.T @ CtC(K.T.reshape(-1, n, d)).reshape(kD, N).T).max().clamp(min=0).sqrt()) / cn
+        if kD
+        else 0.0
+    )
+    r = math.nan if why else max(r1, r2)
+    bnd = thr
+    if 0 < kD < sD.numel():  # Wedin / Davis–Kahan, as on the dense path
+        bnd = max(bnd, thr * dn / float(sD[kD]))
+    if 0 < kC < sC.numel():
+        bnd = max(bnd, thr * cn / float(sC[kC]))
+    need = int(n_comp) * d
+    fwhy: str | None = None
+    if need == 0:
+        fl = 0.0
+    elif need <= sC.numel():
+        fl = float(sC[need - 1]) / cn
+    else:  # σ_need ≥ σ_k: a lower bound; certain failure only when it already exceeds the threshold
+        fl = float(sC[-1]) / cn
+        fwhy = (
+            f"flat: σ_{need} of C not computed (k_max = {sC.numel()}); residual is the lower bound σ_{sC.numel()}/‖C‖"
+        )
+        if fl <= thr:
+            fl = math.nan
+    fact.update(norm_Delta=dn, norm_C=cn, matvecs=cnt[0])
+    return r, bnd, why, fl, fwhy, kD, kC, fact
+
+
 def kernel_factored(
     fb: FactoredBlocks, n_comp: torch.Tensor, tdt, *, assemble_max: int = 32, k_max: int = 8, seed: int = 0
 ):
@@ -326,9 +403,13 @@ def kernel_factored(
     for b in range(nb):
         e = _element(fb, b)
         if assemble_max < N and N >= 4:  # ARPACK needs a few dimensions
-            r, bnd, why, fl, fwhy, kD, kC, fact = _kernel_element(
-                e, int(n_comp.reshape(-1)[b]), tdt, k_max, seed, min(8 * e.d, max(1, 4 * e.chunk_elems // N))
-            )
+            nc = int(n_comp.reshape(-1)[b])
+            if sections_fit(e, nc):
+                r, bnd, why, fl, fwhy, kD, kC, fact = _kernel_element(
+                    e, nc, tdt, k_max, seed, min(8 * e.d, max(1, 4 * e.chunk_elems // N))
+                )
+            else:
+                r, bnd, why, fl, fwhy, kD, kC, fact = _kernel_element_lanczos(e, nc, tdt, k_max, seed)
             kp_res[b], kp_bnd[b], fl_res[b], kD_all[b], kC_all[b] = r, bnd, fl, kD, kC
             whys += [why] if why else []
             flat_whys += [fwhy] if fwhy else []

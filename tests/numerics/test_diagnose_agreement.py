@@ -409,3 +409,26 @@ def test_section_tree_and_lower_bound():
         brute = float(np.min(np.maximum(s * t, sig * np.sqrt(1 - t**2) - c * t)))
         assert lower_bound(sig, s, c) == pytest.approx(brute, rel=1e-4)
     assert lower_bound(math.inf, 0.7, 3.0) == 0.7
+
+
+def test_kernel_checks_over_the_memory_rule_fall_back_to_bounded_lanczos(monkeypatch):
+    """A full layer's sections basis does not fit the memory rule (MiniLM: (H + 4)·d·n·d ≈ 3e8
+    entries): the kernel/flat checks then run the O(k_max·n·d) Lanczos route. Forced here on a walk
+    small enough for dense, which is the oracle: same verdicts, the same parallel-section count, and
+    the flat residual within the dense bound."""
+    import numerics.laplacian_kernel as lk
+
+    g = torch.Generator().manual_seed(0)
+    A = torch.softmax(torch.randn(2, 10, 10, generator=g, dtype=F), -1)
+    T = torch.randn(2, 6, 6, generator=g, dtype=F)
+    w = ConnectionWalk.from_mha(A, T)
+    dense = diagnose(w, method="dense")
+    monkeypatch.setattr(lk, "SECTIONS_MAX_CHUNKS", 0)
+    fact = diagnose(w, method="factored")
+    assert fact.extra["kernel_facts"][0]["method"].startswith("lanczos")
+    for name in ("kernel_parallel", "flat"):
+        assert bool(fact.checks()[name].holds) == bool(dense.checks()[name].holds), name
+    assert fact.kernel_dim.tolist() == dense.kernel_dim.tolist()
+    assert fact.parallel_dim.tolist() == dense.parallel_dim.tolist()
+    d_flat, f_flat = float(dense.checks()["flat"].residual), float(fact.checks()["flat"].residual)
+    assert abs(d_flat - f_flat) <= 1e-6 * max(d_flat, 1.0)
