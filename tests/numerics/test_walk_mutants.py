@@ -1026,3 +1026,7 @@ def test_from_edges_with_one_constant_transport_is_the_kronecker_walk():
         dense = w.to_dense().numpy()
         ref = np.stack([np.kron(p, T.numpy()) for p in Pb.reshape(-1, 3, 3).numpy()]).reshape(dense.shape)
         np.testing.assert_array_equal(dense, ref)
+        for i, j in [(0, 1), (2, 2)]:  # the stored per-edge transport is T on every edge
+            np.testing.assert_array_equal(
+                w.edge_transport(i, j).numpy(), np.broadcast_to(T.numpy(), (*Pb.shape[:-2], 2, 2))
+            )
