@@ -363,3 +363,33 @@ def test_stationary_pi_of_a_nearly_transient_state_is_never_negative():
     np.testing.assert_allclose(pi.numpy(), ref, rtol=0, atol=1e-15)
     rep = diagnose(ConnectionWalk.from_sha(P, torch.eye(2, dtype=torch.float64)))
     assert bool(torch.isfinite(rep.checks()["dirichlet"].residual).all())
+
+
+def test_communicating_classes_returns_masks_and_counts_with_their_dtypes():
+    """``same`` and ``closed`` are boolean masks and ``n_closed`` an int64 count (callers index with
+    them and compare counts exactly); oracle for the values: networkx strongly connected components."""
+    from numerics.markov import communicating_classes
+
+    S = torch.tensor([[[1, 1, 0], [0, 1, 0], [0, 1, 1]], [[1, 0, 0], [0, 1, 0], [0, 0, 1]]], dtype=torch.bool)
+    same, closed, n_closed = communicating_classes(S)
+    assert same.dtype == torch.bool and closed.dtype == torch.bool and n_closed.dtype == torch.int64
+    for b in range(2):
+        g = nx.DiGraph(S[b].numpy())
+        cond = nx.condensation(g)
+        sinks = [c for c in cond if cond.out_degree(c) == 0]
+        assert int(n_closed[b]) == len(sinks)
+        closed_ref = sorted(i for c in sinks for i in cond.nodes[c]["members"])
+        assert torch.nonzero(closed[b]).reshape(-1).tolist() == closed_ref
+
+
+def test_stationary_info_handles_every_batch_element_after_irreducible_and_ill_conditioned_ones():
+    """The per-element loop over reducible walks must go on past an irreducible element and past an
+    ill-conditioned one: the last element's π is its classes' 1/k mixture (oracle by hand:
+    two absorbing states and a transient one, π = (½, ½, 0))."""
+    irr = torch.full((3, 3), 1 / 3, dtype=torch.float64)
+    ill = torch.tensor([[1.0, 1e-20, 0.0], [1e-20, 1.0, 0.0], [0.0, 0.0, 1.0]], dtype=torch.float64)
+    red = torch.tensor([[1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.5, 0.25, 0.25]], dtype=torch.float64)
+    for batch in (torch.stack([irr, red]), torch.stack([ill, red])):
+        info = stationary_info(batch)
+        torch.testing.assert_close(info.pi[1], torch.tensor([0.5, 0.5, 0.0], dtype=torch.float64), rtol=0, atol=1e-15)
+    assert bool(torch.isnan(stationary_info(torch.stack([ill, red])).pi[0]).all())
