@@ -24,6 +24,7 @@ from numerics.markov import (
 )
 from numerics.tolerance import tol
 from tests.helpers import raises_named, t
+from tests.numerics.test_markov import brute_period
 
 F = torch.float64
 
@@ -283,17 +284,6 @@ def brute_closure(S: np.ndarray) -> np.ndarray:
     for _ in range(n):
         R = R | ((R.astype(int) @ S.astype(int)) > 0)
     return R
-
-
-def brute_period(S: np.ndarray, i: int) -> int:
-    """gcd of the lengths k ≤ 2n² of closed walks i → i (boolean matrix powers)."""
-    n = S.shape[0]
-    g, M = 0, np.eye(n, dtype=bool)
-    for k in range(1, 2 * n * n + 1):
-        M = (M.astype(int) @ S.astype(int)) > 0
-        if M[i, i]:
-            g = math.gcd(g, k)
-    return g
 
 
 def test_closure_and_classes_batched_in_two_leading_dims():
