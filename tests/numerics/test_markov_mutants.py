@@ -320,7 +320,7 @@ def test_ill_conditioned_irreducible_reason_names_the_condition_number():
     r = info.reasons[0]
     assert r.startswith("undefined: π is ill-conditioned (cond(ρI − P + 11ᵀ) = ")
     assert r.endswith("): a nearly decomposable walk whose couplings are below roundoff")
-    assert float(r.split("= ")[1].split(")")[0]) == pytest.approx(float(info.condition), rel=0.05)
+    assert r.split("= ")[1].split(")")[0] == f"{float(info.condition):.1e}"  # printed with 2 significant digits
 
 
 def test_stochasticity_tolerance_defaults_to_the_dtype_of_p():
