@@ -7,7 +7,7 @@ folding. :mod:`numerics.models.adapters` (the capturing handle) re-exports the p
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import torch
 
@@ -166,16 +166,6 @@ FAMILIES: dict[str, FamilySpec] = {
         norm=lambda base, layers, l: (layers[l].input_layernorm, "rmsnorm"),
         max_length=lambda cfg: int(cfg.max_position_embeddings),
     ),
-    "gemma3": FamilySpec(
-        family="gemma3",
-        kind="decoder",
-        layers=lambda base: list(base.layers),
-        attn=lambda L: L.self_attn,
-        out=lambda L: L.self_attn.o_proj,
-        weights=_llama_weights,
-        norm=lambda base, layers, l: (layers[l].input_layernorm, "rmsnorm1p"),
-        max_length=lambda cfg: int(cfg.max_position_embeddings),
-    ),
     "gpt2": FamilySpec(
         family="gpt2",
         kind="decoder",
@@ -199,6 +189,10 @@ FAMILIES: dict[str, FamilySpec] = {
         force_output_attentions=True,
     ),
 }
+# Gemma 3 is laid out as Llama; only its RMSNorm scales by (1 + w)
+FAMILIES["gemma3"] = replace(
+    FAMILIES["llama"], family="gemma3", norm=lambda base, layers, l: (layers[l].input_layernorm, "rmsnorm1p")
+)
 
 #: ``config.model_type`` → family name.
 SUPPORTED_MODEL_TYPES: dict[str, str] = {
