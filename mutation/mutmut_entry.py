@@ -1,5 +1,5 @@
-"""``mutmut`` with one rule changed: functions decorated only with ``@contract(...)`` (optionally under
-``@classmethod``) are mutated.
+"""``mutmut`` with one rule changed: functions decorated only with ``@contract(...)`` or ``@sized(...)``
+(optionally under ``@classmethod``) are mutated.
 
 mutmut 3 skips every decorated function (a decorator runs at definition time and may not tolerate a
 copy). Nearly every public function of the toolkit carries ``@contract(...)`` (numerics/contracts.py:
@@ -20,10 +20,16 @@ import libcst as cst
 from libcst.metadata import PositionProvider
 from mutmut.mutation import file_mutation as fm
 
+# decorator calls kept on the trampoline and stripped from the copies: ``@contract(...)`` (argument
+# validation, numerics/contracts.py) and ``@sized(...)`` (the supported sizes of a theory derivation,
+# theory/derivation_sizes.py: it registers the ranges once and checks the keyword sizes before calling
+# whichever copy is active; both read the signature through functools.wraps' ``__wrapped__``)
+KEPT_DECORATORS = frozenset({"contract", "sized"})
+
 
 def is_contract(decorator: cst.Decorator) -> bool:
     d = decorator.decorator
-    return isinstance(d, cst.Call) and isinstance(d.func, cst.Name) and d.func.value == "contract"
+    return isinstance(d, cst.Call) and isinstance(d.func, cst.Name) and d.func.value in KEPT_DECORATORS
 
 
 _skip = fm.MutationVisitor._skip_node_and_children

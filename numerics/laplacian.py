@@ -67,7 +67,7 @@ from numerics.contracts import (
     finite_on_support,
     parallel_memory,
 )
-from numerics.errors import ParameterError, ShapeError
+from numerics.errors import ParameterError
 from numerics.laplacian_checks import (
     Check,
     DenseBlocks,
@@ -96,7 +96,7 @@ from numerics.markov import (
     weak_components,
 )
 from numerics.tolerance import tol
-from numerics.validate import as_tensor, check_finite, check_memory, check_ndim
+from numerics.validate import check_memory
 from numerics.walk import ConnectionWalk
 
 # old private names kept importable for callers outside this module
@@ -142,14 +142,9 @@ def as_walk(walk) -> ConnectionWalk:
     gauge of :meth:`ConnectionWalk.from_blocks`. Complex / NaN / non-square input raises."""
     if isinstance(walk, ConnectionWalk):
         return walk
-    B = as_tensor("B", walk)  # complex -> DTypeError
-    check_ndim("B", B, 4, "(..., n, n, d, d)")
-    if B.shape[-1] != B.shape[-2]:
-        raise ShapeError(f"blocks must be square d×d, got trailing dims {tuple(B.shape[-2:])}", argument="B")
-    if B.shape[-3] != B.shape[-4]:
-        raise ShapeError(f"expected (..., n, n, d, d), got {tuple(B.shape)}", argument="B")
-    check_finite("B", B)
-    return ConnectionWalk.from_blocks(B)
+    # the contract (Walk()) has checked and converted the blocks: a real, finite (..., n, n, d, d)
+    # tensor with square d×d blocks, errors naming ``walk``
+    return ConnectionWalk.from_blocks(walk)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -254,9 +249,7 @@ def _tolerance_dtype(w: ConnectionWalk, attention_dtype) -> torch.dtype:
     """The precision whose eps sets every tolerance: ``attention_dtype`` when given (the precision
     the attention entries were computed in, e.g. float32 softmax inside a float64 model), else the
     walk's dtype when it is below float64, else float64."""
-    if attention_dtype is not None:
-        if not isinstance(attention_dtype, torch.dtype) or not attention_dtype.is_floating_point:
-            raise ParameterError(f"must be a floating torch.dtype, got {attention_dtype!r}", argument="attention_dtype")
+    if attention_dtype is not None:  # a floating torch.dtype: diagnose's contract (PrecisionDType) checked it
         return attention_dtype
     return w.dtype if w.dtype in (torch.float16, torch.bfloat16, torch.float32) else F64
 
@@ -300,9 +293,10 @@ def diagnose(
     ``method``: ``"dense"`` (form the blocks; refused with :class:`MemoryBudgetError` naming
     ``walk`` when they exceed the memory budget of :func:`numerics.validate.check_memory`),
     ``"factored"`` (:func:`numerics.laplacian_factored.diagnose_factored`; ``factored_options``
-    go there) or ``"auto"`` (dense when ``n·d ≤ auto_max_nd``, else factored).
+    go there; an edges-form walk needs ``d⁴ + 3·n²d²`` numbers there, refused like the dense path
+    over the budget) or ``"auto"`` (dense when ``n·d ≤ auto_max_nd``, default 1024, else factored).
     ``probes``: number of seeded random test fields for the Dirichlet identity. ``max_dense``
-    (dense path): largest ``n·d`` for which the dense spectrum / kernel / parallel-section /
+    (dense path, default 1024): largest ``n·d`` for which the dense spectrum / kernel / parallel-section /
     flatness checks run (else they are reported undefined with the reason). ``pi``: optional
     ``(..., n)`` positive weights to use instead of the computed Perron vector (e.g. one chosen
     stationary distribution of a disconnected walk). ``svd_max_entries``: above this many entries
@@ -310,13 +304,7 @@ def diagnose(
     (``(nd)²`` memory, rank threshold ``√eps``) instead of an SVD of ``C``. ``attention_dtype``:
     the precision the attention entries were computed in (module docstring).
     """
-    if method not in METHODS:
-        raise ParameterError(f"must be one of {METHODS}, got {method!r}", argument="method")
-    for name, val in (("probes", probes), ("auto_max_nd", auto_max_nd), ("max_dense", max_dense)):
-        if not isinstance(val, int) or isinstance(val, bool) or val < (1 if name == "probes" else 0):
-            raise ParameterError(
-                f"must be a {'positive' if name == 'probes' else 'nonnegative'} int, got {val!r}", argument=name
-            )
+    # method / probes / max_dense / auto_max_nd are validated by the contract above
     w = as_walk(walk)
     tdt_p = _tolerance_dtype(w, attention_dtype)
     tdt = _tolerance_dtype(w, None)
@@ -326,7 +314,9 @@ def diagnose(
     if method == "factored":
         from numerics.laplacian_factored import diagnose_factored
 
-        return diagnose_factored(w, probes=probes, seed=seed, pi=pi, tdt=tdt, tdt_p=tdt_p, **factored_options)
+        return diagnose_factored(
+            w, probes=probes, seed=seed, pi=pi, tdt=tdt, tdt_p=tdt_p, memory_budget=memory_budget, **factored_options
+        )
     if factored_options:
         raise ParameterError(
             f"options {sorted(factored_options)} apply to method='factored' only", argument=sorted(factored_options)[0]

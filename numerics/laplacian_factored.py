@@ -52,6 +52,8 @@ The spectrum computations live in :mod:`numerics.laplacian_spectral`, the kernel
 
 from __future__ import annotations
 
+import math
+
 import torch
 
 from numerics.laplacian_spectral import kernel_factored, spectrum_factored
@@ -308,16 +310,27 @@ class FactoredBlocks:
         return out
 
 
-def factored_blocks(w, *, chunk_elems: int = 1 << 22) -> FactoredBlocks:
+def factored_blocks(w, *, chunk_elems: int = 1 << 22, memory_budget: int | None = None) -> FactoredBlocks:
     """:class:`FactoredBlocks` of a walk in float64: heads form as is; an edges-form walk (which
     already holds ``n²d²`` numbers) in the basis of the ``d²`` unit matrices ``E_ab``:
-    ``a^{ab}_ij = B_ij[a, b]``, ``w^{ab}_ij = O_ij[a, b]`` (exact, entry by entry)."""
+    ``a^{ab}_ij = B_ij[a, b]``, ``w^{ab}_ij = O_ij[a, b]`` (exact, entry by entry). That basis takes
+    ``d⁴ + 3·n²d²`` numbers per walk: above the memory budget (:func:`numerics.validate.check_memory`,
+    ``memory_budget`` bytes if given) it is refused with :class:`MemoryBudgetError` naming ``walk``."""
     if w.kind == "heads":
         a = w.attention.to(F64)
         fac = {"W_O": w._W_O.to(F64), "W_V": w._W_V.to(F64)} if w.factored else {}
         return FactoredBlocks(a.mean(-3), a, w.head_transports.to(F64), chunk_elems=chunk_elems, **fac)
+    from numerics.validate import check_memory
+
     P = w.walk_matrix.to(F64)
-    d = w.d
+    n, d = w.n, w.d
+    check_memory(
+        "walk",
+        8 * (d**4 + 3 * math.prod(P.shape[:-2]) * n * n * d * d),
+        f"the factored form of an edges-form walk (d² = {d * d} unit-matrix heads; n={n}, d={d})",
+        'diagnose(walk, method="dense"), or a heads-form walk (ConnectionWalk.from_heads, from_mha)',
+        budget=memory_budget,
+    )
     O = w._O.to(F64).expand(*P.shape, d, d)
     # coefficients in the basis of unit matrices E_ab (H = d²): exact, entry by entry
     coef = lambda M: M.movedim(-2, -4).movedim(-1, -3).reshape(*M.shape[:-4], d * d, *M.shape[-4:-2])
@@ -339,12 +352,14 @@ def diagnose_factored(
     spectrum: bool = True,
     kernel: bool = True,
     tdt_p=None,
+    memory_budget: int | None = None,
 ):
     """The factored :class:`numerics.laplacian.LaplacianDiagnostics` of a :class:`ConnectionWalk`
     (use :func:`numerics.laplacian.diagnose` with ``method="factored"``). ``spectrum`` / ``kernel``
     False skip those checks (reported undefined with the reason); ``k_max``: most null directions of
     ``Δ`` searched for outside the parallel sections; ``assemble_max``: largest ``n·d`` assembled densely; ``chunk_elems``: the
-    largest temporary (numbers)."""
+    largest temporary (numbers); ``memory_budget``: bytes for :func:`factored_blocks` (default: the
+    budget of :func:`numerics.validate.check_memory`)."""
     from numerics.errors import ParameterError
     from numerics.laplacian import _algebraic_checks, _skipped, assemble
     from numerics.markov import weak_components
@@ -353,7 +368,7 @@ def diagnose_factored(
         if not isinstance(val, int) or isinstance(val, bool) or val < lo:
             raise ParameterError(f"must be an int >= {lo}, got {val!r}", argument=name)
     w = w.to(dtype=F64)
-    fb = factored_blocks(w, chunk_elems=chunk_elems)
+    fb = factored_blocks(w, chunk_elems=chunk_elems, memory_budget=memory_budget)
     P = fb.P
     hyp = _algebraic_checks(fb, P, tdt, pi, probes, seed, tdt_p)
     st, si, scale = hyp["_st"], hyp["scaled_isometry"], hyp["_scale"]

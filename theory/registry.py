@@ -95,6 +95,14 @@ class Theorem:
         return dict(_dv.SIZES.get(self.id, {}))
 
     @property
+    def steps(self) -> tuple[tuple[str, str], ...]:
+        """The derivation's outline at its default sizes: ``(kind, step name)`` in order
+        (:data:`theory.steps.STEPS`; kinds ``"zero"``, ``"witness"``, ``"numeric"``)."""
+        from .steps import STEPS
+
+        return STEPS.get(self.id, ())
+
+    @property
     def default_sizes(self) -> dict[str, int]:
         sig = inspect.signature(self.derivation)
         return {k: p.default for k, p in sig.parameters.items() if k in self.supported_sizes}

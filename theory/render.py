@@ -103,6 +103,18 @@ def theorem_markdown(t) -> str:
         f"**Derivation** (`theory.derivations.{t.derivation.__name__}`, sizes: {_sizes(t)}): " + _check_names(t)[0]
     )
     lines.append("")
+    if t.steps:
+        dflt = ", ".join(f"{k} = {v}" for k, v in t.default_sizes.items())
+        lines.append(f"Steps at the default sizes ({dflt}), each an exact SymPy computation:")
+        lines.append("")
+        kinds = {
+            "zero": "exact zero",
+            "witness": "exact nonzero: necessity witness",
+            "numeric": "rounded value, numeric",
+        }
+        for k, (kind, name) in enumerate(t.steps, 1):
+            lines.append(f"{k}. `{name}` ({kinds[kind]})")
+        lines.append("")
     if t.lemmas:
         lines.append(f"- uses lemmas: {', '.join(t.lemmas)}")
     lines.append(f"- symbolic tests: {_paths(t.symbolic_tests)}")

@@ -695,7 +695,8 @@ def test_dense_memory_budget_boundary_and_bytes():
     D = diagnose(w, method="dense", memory_budget=need)
     assert bool(D.is_connection_laplacian().all())
     msg = raises_named(MemoryBudgetError, "walk", lambda: diagnose(w, method="dense", memory_budget=need - 1))
-    assert "the dense diagnostics' n²d² blocks (n=3, d=2)" in msg and 'diagnose(walk, method="factored")' in msg
+    assert "the dense diagnostics' n²d² blocks (n=3, d=2)" in msg
+    assert msg.endswith('use diagnose(walk, method="factored") instead')
 
 
 def test_diagnose_method_choice_options_and_extra():
@@ -1014,3 +1015,172 @@ def test_kernel_bound_of_a_slow_near_bipartite_walk():
     assert bnd == pytest.approx(thr * 1.99 / 0.03, rel=1e-9, abs=0)
     assert int(kD) == int(kC) == 1 and bool(kp.holds)
     assert kp.tol == pytest.approx(bnd, rel=1e-9, abs=0)
+
+
+def test_diagnose_size_limits_default_to_1024():
+    """Documented defaults: ``method="auto"`` is dense up to n·d = 1024 and the dense spectral /
+    kernel checks run up to n·d = 1024 (``max_dense``). One token, d = 1024 and 1025."""
+    from numerics.errors import MemoryBudgetError
+    from numerics.laplacian import diagnose
+    from tests.helpers import raises_named
+
+    walk = lambda d: ConnectionWalk.from_edges(torch.ones((1, 1), dtype=F), torch.eye(d, dtype=F))
+    D = diagnose(walk(1024))
+    assert D.extra["method"] == "dense" and D.spectrum is not None and D.spectrum.shape == (1024,)
+    S = diagnose(walk(1025), method="dense")
+    assert S.spectrum is None
+    assert S.flat.reason == "skipped: n·d = 1025 > max_dense = 1024 (use method='factored' or numerics.spectra)"
+    # auto at n·d = 1025 takes the factored path, where an edges-form walk needs d⁴ numbers: refused
+    msg = raises_named(MemoryBudgetError, "walk", lambda: diagnose(walk(1025)))
+    assert "the factored form of an edges-form walk (d² = 1050625 unit-matrix heads; n=1, d=1025)" in msg
+    assert 'diagnose(walk, method="dense")' in msg
+
+
+def test_factored_edges_form_memory_boundary():
+    """The d⁴ + 3·n²d² float64 numbers of the unit-matrix basis, at the byte: n = 3, d = 2 (a batch of 2)."""
+    from numerics.errors import MemoryBudgetError
+    from numerics.laplacian import diagnose
+    from tests.helpers import raises_named
+
+    P = torch.full((2, 3, 3), 1 / 3, dtype=F)
+    w = ConnectionWalk.from_edges(P, torch.eye(2, dtype=F))
+    need = 8 * (2**4 + 3 * 2 * 9 * 4)
+    D = diagnose(w, method="factored", memory_budget=need)
+    assert D.extra["method"] == "factored" and bool(D.is_connection_laplacian().all())
+    raises_named(MemoryBudgetError, "walk", lambda: diagnose(w, method="factored", memory_budget=need - 1))
+
+
+def test_diagnose_option_messages():
+    """The contract names each option and its bound (the body re-checked them before: dead code)."""
+    from numerics.errors import ParameterError
+    from numerics.laplacian import diagnose
+    from tests.helpers import raises_named
+
+    w = ConnectionWalk.from_edges(torch.full((3, 3), 1 / 3, dtype=F), torch.eye(2, dtype=F))
+    assert raises_named(ParameterError, "probes", lambda: diagnose(w, probes=0)) == "probes: must be >= 1, got 0"
+    for name in ("auto_max_nd", "max_dense"):
+        assert raises_named(ParameterError, name, lambda: diagnose(w, **{name: -1})) == f"{name}: must be >= 0, got -1"
+    msg = raises_named(ParameterError, "method", lambda: diagnose(w, method="sparse"))
+    assert "sparse" in msg and "'dense'" in msg and "'factored'" in msg
+
+
+# ------------------------------------------------------------------------------ diagnose: arguments reach both paths
+def _path3():
+    """P reversible with π = (¼, ½, ¼) (a lazy path on 3 states), O = I₂."""
+    P = t([[0.5, 0.5, 0.0], [0.25, 0.5, 0.25], [0.0, 0.5, 0.5]])
+    return P, ConnectionWalk.from_edges(P, torch.eye(2, dtype=F))
+
+
+@pytest.mark.parametrize("method", ["dense", "factored"])
+def test_a_given_pi_is_the_one_judged(method):
+    """``pi=`` replaces the Perron vector in every π-weighted check, on both paths: the uniform π is
+    not balanced for this P (π_0 P_01 − π_1 P_10 = (½ − ¼)/3 ≠ 0), the Perron π is."""
+    from numerics.laplacian import diagnose
+
+    P, w = _path3()
+    D = diagnose(w, method=method)
+    assert torch.allclose(D.pi, t([0.25, 0.5, 0.25]), rtol=0, atol=1e-15) and bool(D.detailed_balance.holds)
+    u = torch.full((3,), 1 / 3, dtype=F)
+    G = diagnose(w, method=method, pi=u)
+    assert torch.equal(G.pi, u)
+    assert not bool(G.detailed_balance.holds) and not bool(G.self_adjoint.holds)
+    flux = (u[:, None] * P - (u[:, None] * P).T).abs().max()  # literal π_i P_ij − π_j P_ji
+    assert float(flux) == pytest.approx(1 / 12, rel=1e-15)
+    assert float(G.detailed_balance.residual) >= float(flux) - 1e-16
+
+
+def test_factored_path_receives_probes_seed_tolerances_and_options():
+    """``diagnose(method="factored")`` gets the same probes, seed and tolerance precisions as the
+    dense path (its Dirichlet residual on a non-stochastic walk, which depends on the probes, equals
+    the dense one) and its own options."""
+    from numerics.laplacian import diagnose
+
+    P = t([[0.2, 1.5, 0.3], [0.4, 0.1, 0.2], [1.0, 0.6, 0.9]])  # rows ≠ 1: a probe-dependent defect
+    w = ConnectionWalk.from_edges(P, torch.eye(2, dtype=F))
+    for kw in ({}, {"probes": 5, "seed": 3}):
+        dense = float(diagnose(w, method="dense", **kw).dirichlet.residual)
+        fact = float(diagnose(w, method="factored", **kw).dirichlet.residual)
+        assert fact == pytest.approx(dense, rel=1e-12, abs=0)
+    assert float(diagnose(w, method="factored", probes=5, seed=3).dirichlet.residual) != pytest.approx(
+        float(diagnose(w, method="factored").dirichlet.residual), rel=1e-3
+    )
+    w32 = ConnectionWalk.from_edges(P.float(), torch.eye(2))
+    d32, f32 = diagnose(w32, method="dense"), diagnose(w32, method="factored")
+    assert f32.stochastic.tol == d32.stochastic.tol == tol(torch.float32, 3)
+    f = diagnose(w, method="factored", attention_dtype=torch.float32)
+    assert f.extra["tolerance_dtype"] == "torch.float32" and f.stochastic.tol == tol(torch.float32, 3)
+    assert diagnose(w, method="factored").stochastic.tol == tol(F, 3)
+    S = diagnose(w, method="factored", spectrum=False)
+    assert S.spectrum_interval.reason == "skipped: spectrum=False"
+
+
+def test_float32_walk_is_diagnosed_in_float64():
+    """A float32 heads walk: the dense path converts the walk before forming Δ, so the spectrum is
+    that of the float64 operator built from the float32 entries (numpy oracle, literal blocks)."""
+    from numerics.laplacian import diagnose
+
+    g = torch.Generator().manual_seed(5)
+    A = torch.softmax(torch.randn(2, 4, 4, generator=g), -1).float()
+    T = torch.randn(2, 3, 3, generator=g).float()
+    w = ConnectionWalk.from_mha(A, T)
+    A64, T64 = A.double().numpy(), T.double().numpy()
+    L = np.eye(12)
+    for i in range(4):
+        for j in range(4):
+            L[3 * i : 3 * i + 3, 3 * j : 3 * j + 3] -= A64[0, i, j] * T64[0] + A64[1, i, j] * T64[1]
+    want = np.sort_complex(np.linalg.eigvals(L))
+    got = np.sort_complex(diagnose(w, method="dense").spectrum.numpy())
+    assert np.abs(got - want).max() < 1e-12
+
+
+def test_components_count_one_way_edges():
+    """``n_components`` counts weakly connected components of the support (networkx oracle): a
+    one-way edge 0 → 1 joins the two states."""
+    import networkx as nx
+
+    from numerics.laplacian import diagnose
+
+    P = t([[0.5, 0.5, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]])
+    D = diagnose(ConnectionWalk.from_edges(P, torch.eye(2, dtype=F)))
+    G = nx.DiGraph([(i, j) for i in range(3) for j in range(3) if P[i, j] > 0])
+    assert int(D.n_components) == nx.number_weakly_connected_components(G) == 2
+
+
+def test_gram_path_on_a_batch_equals_each_element():
+    """The CᵀC route (forced with ``svd_max_entries=0``) on a batch of two different walks gives each
+    element's kernel and parallel-section dimensions and flatness residual."""
+    from numerics.laplacian import diagnose
+
+    P = torch.full((3, 3), 1 / 3, dtype=F)
+    walks = [triangle(0.0), triangle(0.7)]
+    Ps = torch.stack([t(p) for p, _ in walks])
+    Os = torch.stack([t(o) for _, o in walks])
+    batch = diagnose(ConnectionWalk.from_edges(Ps, Os), svd_max_entries=0)
+    for b, (p, o) in enumerate(walks):
+        one = diagnose(ConnectionWalk.from_edges(t(p), t(o)))
+        assert int(batch.kernel_dim[b]) == int(one.kernel_dim) and int(batch.parallel_dim[b]) == int(one.parallel_dim)
+        assert float(batch.flat.residual[b]) == pytest.approx(float(one.flat.residual), abs=1e-7)
+    assert P.shape == (3, 3)
+
+
+@pytest.mark.parametrize("ratio,absent", [(0.75, True), (1.5, False)])
+def test_head_sum_floor_is_tol_h_times_the_head_terms(ratio, absent):
+    """A block that is a sum of head terms counts as absent iff ‖B_ij‖ ≤ tol(float64, H)·Σ_h |a^h_ij|‖T_h‖
+    (its rounding level). Three heads, T = (s, s, −s) with s = 10⁶, a₀₁ = (¼, ¼, ½ − δ): B₀₁ = δ·s
+    exactly, with δ set at 0.75 and 1.5 floors; B₁₀ = s/2, so the block support is one-way iff
+    B₀₁ is absent."""
+    from numerics.laplacian import diagnose
+
+    s = 1e6
+    delta = ratio * tol(F, 3) * 1.0  # Σ_h |a^h_01| = 1 − δ: the floor up to a relative δ
+    a3 = 0.5 - delta
+    A = torch.tensor(
+        [[[0.75, 0.25], [0.5, 0.5]], [[0.75, 0.25], [0.5, 0.5]], [[1 - a3, a3], [0.5, 0.5]]], dtype=F
+    )
+    T = torch.tensor([[[s]], [[s]], [[-s]]], dtype=F)
+    w = ConnectionWalk.from_mha(A, T)
+    B01 = abs(float(w.blocks()[0, 1, 0, 0]))
+    floor = tol(F, 3) * float(A[:, 0, 1].abs().sum()) * s
+    assert (B01 <= floor) is absent and 0.5 * floor < B01 < 2 * floor
+    reason = diagnose(w).block_detailed_balance.reason
+    assert (reason == "the support of B has transient states: no positive π") is absent

@@ -48,6 +48,11 @@ def test_derivation_reaches_exact_zero(theorem_id):
     D = _run_and_record(theorem_id)
     assert D.checks, f"{theorem_id}: the derivation produced no checks"
     assert D.passed, f"{theorem_id} derivation failed:\n{D.summary()}"
+    entry = get(theorem_id)
+    assert D.theorem == theorem_id and D.sizes == entry.default_sizes
+    # the derivation takes exactly the steps the registry states (theory/steps.py), in order and kind
+    kind = lambda c: "witness" if not c.expect_zero else ("numeric" if c.numeric else "zero")
+    assert [(kind(c), c.name) for c in D.checks] == list(entry.steps)
     # every positive step is an exact structural zero, every witness an exact nonzero
     for c in D.checks:
         assert c.is_zero is c.expect_zero, c.describe()
@@ -72,11 +77,33 @@ def _links_to(theorem_id: str) -> list[tuple[str, str]]:
     return out
 
 
+@pytest.mark.parametrize(
+    "theorem_id",
+    [pytest.param(t.id, marks=[pytest.mark.theorem(i) for i in _ids_for(t.id)], id=t.id) for t in THEOREMS],
+)
+def test_derivation_at_its_smallest_supported_sizes(theorem_id):
+    """Every derivation also reaches its exact zeros (and witnesses) at the low corner of its
+    supported sizes, where steps that need n > 1 or d > 1 are left out."""
+    entry = get(theorem_id)
+    small = {k: lo for k, (lo, hi) in entry.supported_sizes.items()}
+    D = entry.derive(**small)
+    assert D.theorem == theorem_id and D.sizes == small
+    assert D.checks and D.passed, D.summary()
+    for c in D.checks:
+        assert c.is_zero is c.expect_zero, c.describe()
+
+
 @pytest.mark.theorem("L1")
-@pytest.mark.parametrize("n,d", [(1, 1), (2, 3), (4, 2)])
+@pytest.mark.parametrize("n,d", [(1, 1), (2, 3), (4, 2), (1, 3), (3, 1), (2, 2)])
 def test_stacking_lemma_other_sizes(n, d):
     D = _run_and_record("L1", n=n, d=d)
     assert D.passed, D.summary()
+    # kron(T, A) = kron(A, T) when A or T is 1x1, so the convention-mixing witness exists exactly
+    # when n > 1 and d > 1, and the derivation shows it there
+    witnesses = [c.name for c in D.checks if not c.expect_zero]
+    assert witnesses == (
+        ["mixing conventions is wrong: stack_tm(A X T^T) != kron(T,A) stack_tm(X)"] if n > 1 and d > 1 else []
+    )
 
 
 @pytest.mark.theorem("T6")

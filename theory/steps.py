@@ -1,0 +1,118 @@
+"""The outline of each symbolic derivation, as data: the steps ``theory.derivations.derive_<id>()``
+takes at its default sizes, in order, each with its kind. THEOREMS.md renders them under each statement
+and ``tests/theory/test_derivations.py::test_derivation_reaches_exact_zero`` requires the derivation to
+produce exactly these steps (names, order, kinds), so an edit on either side is caught.
+
+Kinds: ``"zero"`` — the residual is an exact structural zero; ``"witness"`` — a necessity witness, an
+exact nonzero residual; ``"numeric"`` — a rounded value compared within its stated precision.
+"""
+
+from __future__ import annotations
+
+ZERO, WITNESS, NUMERIC = "zero", "witness", "numeric"
+
+#: theorem id -> ((kind, step name), ...) at the default sizes of its derivation
+STEPS: dict[str, tuple[tuple[str, str], ...]] = {
+    "L1": (
+        (ZERO, "token-major: stack(A X T^T) = kron(A,T) stack(X)"),
+        (ZERO, "feature-major: vec(A X T^T) = kron(T,A) vec(X)"),
+        (WITNESS, "mixing conventions is wrong: stack_tm(A X T^T) != kron(T,A) stack_tm(X)"),
+    ),
+    "L2": (
+        (ZERO, "rows sum to 1"),
+        (ZERO, "sum_j d A_0j / d x_ab = 0"),
+    ),
+    "L3": (
+        (ZERO, "<x,(I-W)x>_pi = Dirichlet + sum_i pi_i (1-r_i)|x_i|^2"),
+        (WITNESS, "without the correction term the identity fails when rows do not sum to 1"),
+    ),
+    "L4": ((ZERO, "charpoly(kron(A,T))(z) = Res_mu(p_T(mu), mu^n p_A(z/mu))"),),
+    "T1": (
+        (ZERO, "SHA(X) = kron(A,T) x (token-major)"),
+        (ZERO, "kron(A,T) = walk with P = A, O_ij = T"),
+        (ZERO, "per token: y_i = sum_j A_ij T x_j"),
+        (WITNESS, "feature-major kron(T,A) applied to the token-major x is NOT SHA"),
+    ),
+    "T2": (
+        (ZERO, "MHA(X) = block(B) x, B_ij = sum_h A^h_ij T_h"),
+        (ZERO, "P = mean_h A^h is row-stochastic"),
+        (ZERO, "gates are convex: sum_h g^h_ij = 1"),
+        (ZERO, "block(P, O) = B exactly"),
+        (ZERO, "gauge: block(P', B/P') = B for any positive row-stochastic P'"),
+        (ZERO, "cancelling heads (T_2=-T_1, A^1=A^2): B = 0"),
+        (ZERO, "cancelling heads: P = (A^1 + A^2)/H stays positive (equals 2A^1/H)"),
+        (ZERO, "shared A across heads: O_ij = T_Sigma"),
+        (ZERO, "shared T across heads: O_ij = H T"),
+        (ZERO, "constant transport with independent T_h forces A^1_ij = ... = A^H_ij"),
+        (ZERO, "counterexample: B_11 of the MHA operator is the stated matrix"),
+        (ZERO, "counterexample: B_12 of the MHA operator is the stated matrix"),
+        (ZERO, "counterexample: B_11, B_12 linearly independent (rank 2)"),
+        (ZERO, "counterexample: nearest Kronecker product misses by the stated closed form (squares agree, both >= 0)"),
+        (NUMERIC, "counterexample: nearest Kronecker product misses by 0.662 (3 decimals)"),
+    ),
+    "T3": (
+        (ZERO, "(a) P row-stochastic"),
+        (ZERO, "(b) detailed balance pi_i P_ij = pi_j P_ji"),
+        (ZERO, "pi stationary: pi P = pi"),
+        (ZERO, "(c) O_ij orthogonal"),
+        (ZERO, "1. Delta is pi-self-adjoint: (diag pi (x) I) Delta symmetric"),
+        (ZERO, "3. Dirichlet: <x,Delta x>_pi = 1/2 sum pi_i P_ij |x_i - O_ij x_j|^2"),
+        (ZERO, "2. <x,(2I-Delta)x>_pi = 1/2 sum pi_i P_ij |x_i + O_ij x_j|^2 (so spec in [0,2])"),
+        (ZERO, "scaled O = sQ: <x,Delta x>_pi = Dirichlet + (1-s^2)/2 |x|^2_pi"),
+        (WITNESS, "scaled O = sQ: the (1-s^2)/2 term is needed"),
+        (ZERO, "5. flat connection: Delta = R((I-P) (x) I_d) R^T"),
+        (ZERO, "4. parallel section x_i = R_i v is in ker Delta"),
+        (ZERO, "drop (a) [P=[[0,2],[2,0]], O=1]: spec Delta = {-1, 3}"),
+        (ZERO, "drop (a): <x,Delta x>_pi = -1 at x=(1,1)"),
+        (ZERO, "drop (a): Dirichlet form = 0 at x=(1,1)"),
+        (ZERO, "drop (a): correction sum_i pi_i (1 - r_i)|x_i|^2 = -1"),
+        (ZERO, "drop (b) [directed 3-cycle, O=1]: spec = {0, 3/2 +- (sqrt3/2) i}"),
+        (ZERO, "drop O_ji=O_ij^T [swap, O_12=O_21=R(pi/3)]: spec = {1/2 +- i sqrt3/2, 3/2 +- i sqrt3/2}"),
+        (ZERO, "drop orthogonality [swap, O=2]: spec = {-1, 3}"),
+        (ZERO, "drop orthogonality keep O_ji=O_ij^-1 [3-cycle]: one negative real eigenvalue"),
+        (
+            ZERO,
+            "drop orthogonality keep O_ji=O_ij^-1 [3-cycle]: exactly one distinct real eigenvalue in [-0.0268 -+ 5e-05]",
+        ),
+        (NUMERIC, "drop orthogonality keep O_ji=O_ij^-1 [3-cycle]: the negative eigenvalue is -0.0268 (4 decimals)"),
+        (
+            WITNESS,
+            "drop orthogonality keep O_ji=O_ij^-1 [3-cycle]: a complex pair exists (number of non-real eigenvalues)",
+        ),
+        (WITNESS, "drop orthogonality keep O_ji=O_ij^-1: pi-self-adjointness fails"),
+    ),
+    "T4": (
+        (ZERO, "Kolmogorov triangle (0,1,2): log ratio = (2/sqrt d_k)(x_j-x_i)^T M_a (x_k-x_i)"),
+        (ZERO, "symmetric M: pi_i A_ij = pi_j A_ji with pi_i = D_ii"),
+        (ZERO, "symmetric M: pi = (D_ii) is stationary"),
+        (ZERO, "key bias (a per-query constant in the scores) cancels"),
+        (ZERO, "query bias beta_j: reversible with pi_i = e^{beta_i} sum_j e^{S_ij + beta_j}"),
+        (WITNESS, "query bias changes pi: pi_i = D_ii is no longer balanced"),
+        (ZERO, "affinely collinear tokens: (x_j-x_i)^T M_a (x_k-x_i) = 0 for any M"),
+        (WITNESS, "general tokens, nonsymmetric M: the triangle form is nonzero"),
+        (ZERO, "causal mask: detailed balance forces pi_1 = ... = pi_{n-1} = 0 (no positive pi)"),
+    ),
+    "T5": (
+        (ZERO, "orthogonal + symmetric => involution: T^2 - I = (T^T T - I) + (T - T^T) T"),
+        (ZERO, "orthogonal + involution => symmetric: T^T - T = T^T (I - T^2) + (T^T T - I) T"),
+        (ZERO, "d=2 reflections [[cos, sin], [sin, -cos]] are orthogonal symmetric involutions"),
+        (ZERO, "I - 2 Pi_U is orthogonal, symmetric, an involution"),
+        (ZERO, "reversible A, T = I - 2 Pi_U: Delta pi-self-adjoint"),
+        (WITNESS, "non-orthogonal involution T=[[1,1],[0,-1]]: pi-self-adjointness fails"),
+        (ZERO, "spec(I - kron(A,T)) = {1-lambda_i} on Fix T and {1+lambda_i} on the -1 space"),
+    ),
+    "T6": (
+        (ZERO, "Jacobian at 1(x)x* = block(sum_h A0^h_ij T_h) - I (softmax, H1+H2)"),
+        (
+            WITNESS,
+            "drop H1 (sigmoid attention, rows not normalised): extra terms remain (exact value at a rational point)",
+        ),
+        (
+            WITNESS,
+            "drop H2 (inhomogeneous base state x_0 = x* + 1): extra terms remain (exact value at a rational point)",
+        ),
+        (ZERO, "Fourier (ring=5): J(phi_k (x) v) = phi_k (x) (M(k)-I) v, a^(k) = sum_m a(m) e^(+2 pi i k m/n)"),
+        (WITNESS, "Fourier with the reversed sign e^(-2 pi i k m/n) is wrong"),
+        (ZERO, "rotating wave: rho R(theta)(1,-i)^T = rho e^{i theta}(1,-i)^T"),
+    ),
+}
