@@ -166,7 +166,7 @@ def score(name: str, spec: dict, work: Path, equivalent: dict[str, str]) -> dict
     for key, code in sorted(codes.items()):
         if key in equivalent:
             tally["equivalent"] += 1
-            if code not in SURVIVED and code not in NO_TESTS:
+            if code is not None and code not in SURVIVED and code not in NO_TESTS:
                 wrong_equiv.append(key)  # listed as equivalent, but a test kills it: not equivalent
             continue
         if code in KILLED:

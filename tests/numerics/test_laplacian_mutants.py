@@ -678,8 +678,11 @@ def test_tolerance_dtype_rules_and_errors():
     assert _tolerance_dtype(w32, None) == torch.float32 and _tolerance_dtype(w32, torch.float64) == F
     w64 = ConnectionWalk.from_edges(P, torch.eye(1, dtype=F))
     assert _tolerance_dtype(w64, None) == F and _tolerance_dtype(w64, torch.float32) == torch.float32
-    raises_named(ParameterError, "attention_dtype", lambda: _tolerance_dtype(w64, torch.int64))
-    raises_named(ParameterError, "attention_dtype", lambda: _tolerance_dtype(w64, "float32"))
+    # diagnose's contract refuses what is not a floating dtype (the helper trusts it)
+    from numerics.laplacian import diagnose
+
+    raises_named(ParameterError, "attention_dtype", lambda: diagnose(w64, attention_dtype=torch.int64))
+    raises_named(ParameterError, "attention_dtype", lambda: diagnose(w64, attention_dtype="float32"))
 
 
 # ------------------------------------------------------------------------------ laplacian: diagnose
