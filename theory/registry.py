@@ -95,8 +95,8 @@ class Theorem:
         return dict(_dv.SIZES.get(self.id, {}))
 
     @property
-    def steps(self) -> tuple[tuple[str, str], ...]:
-        """The derivation's outline at its default sizes: ``(kind, step name)`` in order
+    def steps(self) -> tuple[tuple[str, ...], ...]:
+        """The derivation's outline at its default sizes: ``(kind, step name[, detail])`` in order
         (:data:`theory.steps.STEPS`; kinds ``"zero"``, ``"witness"``, ``"numeric"``)."""
         from .steps import STEPS
 

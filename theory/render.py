@@ -112,8 +112,8 @@ def theorem_markdown(t) -> str:
             "witness": "exact nonzero: necessity witness",
             "numeric": "rounded value, numeric",
         }
-        for k, (kind, name) in enumerate(t.steps, 1):
-            lines.append(f"{k}. `{name}` ({kinds[kind]})")
+        for k, (kind, name, *detail) in enumerate(t.steps, 1):
+            lines.append(f"{k}. `{name}` ({kinds[kind]}" + "".join(f"; {x}" for x in detail) + ")")
         lines.append("")
     if t.lemmas:
         lines.append(f"- uses lemmas: {', '.join(t.lemmas)}")

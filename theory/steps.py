@@ -11,8 +11,9 @@ from __future__ import annotations
 
 ZERO, WITNESS, NUMERIC = "zero", "witness", "numeric"
 
-#: theorem id -> ((kind, step name), ...) at the default sizes of its derivation
-STEPS: dict[str, tuple[tuple[str, str], ...]] = {
+#: theorem id -> ((kind, step name[, detail]), ...) at the default sizes of its derivation; the detail
+#: (when the step reports one) is what it found: a solution set, a root count, a closed form
+STEPS: dict[str, tuple[tuple[str, ...], ...]] = {
     "L1": (
         (ZERO, "token-major: stack(A X T^T) = kron(A,T) stack(X)"),
         (ZERO, "feature-major: vec(A X T^T) = kron(T,A) vec(X)"),
@@ -43,12 +44,20 @@ STEPS: dict[str, tuple[tuple[str, str], ...]] = {
         (ZERO, "cancelling heads: P = (A^1 + A^2)/H stays positive (equals 2A^1/H)"),
         (ZERO, "shared A across heads: O_ij = T_Sigma"),
         (ZERO, "shared T across heads: O_ij = H T"),
-        (ZERO, "constant transport with independent T_h forces A^1_ij = ... = A^H_ij"),
+        (
+            ZERO,
+            "constant transport with independent T_h forces A^1_ij = ... = A^H_ij",
+            "solution set {(kappa, kappa, kappa)}",
+        ),
         (ZERO, "counterexample: B_11 of the MHA operator is the stated matrix"),
         (ZERO, "counterexample: B_12 of the MHA operator is the stated matrix"),
-        (ZERO, "counterexample: B_11, B_12 linearly independent (rank 2)"),
-        (ZERO, "counterexample: nearest Kronecker product misses by the stated closed form (squares agree, both >= 0)"),
-        (NUMERIC, "counterexample: nearest Kronecker product misses by 0.662 (3 decimals)"),
+        (ZERO, "counterexample: B_11, B_12 linearly independent (rank 2)", "exact rank over Q"),
+        (
+            ZERO,
+            "counterexample: nearest Kronecker product misses by the stated closed form (squares agree, both >= 0)",
+            "miss^2 = 5/2 - sqrt(17)/2",
+        ),
+        (NUMERIC, "counterexample: nearest Kronecker product misses by 0.662 (3 decimals)", "miss = 0.662153447"),
     ),
     "T3": (
         (ZERO, "(a) P row-stochastic"),
@@ -69,15 +78,25 @@ STEPS: dict[str, tuple[tuple[str, str], ...]] = {
         (ZERO, "drop (b) [directed 3-cycle, O=1]: spec = {0, 3/2 +- (sqrt3/2) i}"),
         (ZERO, "drop O_ji=O_ij^T [swap, O_12=O_21=R(pi/3)]: spec = {1/2 +- i sqrt3/2, 3/2 +- i sqrt3/2}"),
         (ZERO, "drop orthogonality [swap, O=2]: spec = {-1, 3}"),
-        (ZERO, "drop orthogonality keep O_ji=O_ij^-1 [3-cycle]: one negative real eigenvalue"),
+        (
+            ZERO,
+            "drop orthogonality keep O_ji=O_ij^-1 [3-cycle]: one negative real eigenvalue",
+            "1 distinct negative real root(s), algebraic multiplicity 2, exact root isolation",
+        ),
         (
             ZERO,
             "drop orthogonality keep O_ji=O_ij^-1 [3-cycle]: exactly one distinct real eigenvalue in [-0.0268 -+ 5e-05]",
+            "exact root count in the rounding interval",
         ),
-        (NUMERIC, "drop orthogonality keep O_ji=O_ij^-1 [3-cycle]: the negative eigenvalue is -0.0268 (4 decimals)"),
+        (
+            NUMERIC,
+            "drop orthogonality keep O_ji=O_ij^-1 [3-cycle]: the negative eigenvalue is -0.0268 (4 decimals)",
+            "negative real root -0.02681079",
+        ),
         (
             WITNESS,
             "drop orthogonality keep O_ji=O_ij^-1 [3-cycle]: a complex pair exists (number of non-real eigenvalues)",
+            "4 non-real eigenvalues",
         ),
         (WITNESS, "drop orthogonality keep O_ji=O_ij^-1: pi-self-adjointness fails"),
     ),
@@ -90,7 +109,11 @@ STEPS: dict[str, tuple[tuple[str, str], ...]] = {
         (WITNESS, "query bias changes pi: pi_i = D_ii is no longer balanced"),
         (ZERO, "affinely collinear tokens: (x_j-x_i)^T M_a (x_k-x_i) = 0 for any M"),
         (WITNESS, "general tokens, nonsymmetric M: the triangle form is nonzero"),
-        (ZERO, "causal mask: detailed balance forces pi_1 = ... = pi_{n-1} = 0 (no positive pi)"),
+        (
+            ZERO,
+            "causal mask: detailed balance forces pi_1 = ... = pi_{n-1} = 0 (no positive pi)",
+            "solutions {(pi0, 0, 0)}",
+        ),
     ),
     "T5": (
         (ZERO, "orthogonal + symmetric => involution: T^2 - I = (T^T T - I) + (T - T^T) T"),

@@ -105,7 +105,10 @@ class Derivation:
 
 
 def is_exact_zero(residual) -> bool:
-    """True iff ``residual`` (number, expression, matrix, or sequence of those) is structurally 0."""
+    """True iff ``residual`` (number, expression, matrix, or sequence of those) is structurally 0.
+    ``None`` (a step that computed nothing) is an error, never "nonzero"."""
+    if residual is None:
+        raise TypeError("a derivation step's residual is None: nothing was computed")
     if isinstance(residual, (sp.MatrixBase,)):
         return all(is_exact_zero(e) for e in residual)
     if isinstance(residual, (list, tuple)):

@@ -52,7 +52,8 @@ def test_derivation_reaches_exact_zero(theorem_id):
     assert D.theorem == theorem_id and D.sizes == entry.default_sizes
     # the derivation takes exactly the steps the registry states (theory/steps.py), in order and kind
     kind = lambda c: "witness" if not c.expect_zero else ("numeric" if c.numeric else "zero")
-    assert [(kind(c), c.name) for c in D.checks] == list(entry.steps)
+    got = [(kind(c), c.name, c.detail) if c.detail else (kind(c), c.name) for c in D.checks]
+    assert got == list(entry.steps)
     # every positive step is an exact structural zero, every witness an exact nonzero
     for c in D.checks:
         assert c.is_zero is c.expect_zero, c.describe()
@@ -91,6 +92,20 @@ def test_derivation_at_its_smallest_supported_sizes(theorem_id):
     assert D.checks and D.passed, D.summary()
     for c in D.checks:
         assert c.is_zero is c.expect_zero, c.describe()
+
+
+@pytest.mark.theorem("T2")
+@pytest.mark.parametrize("n,d", [(2, 1), (2, 2)])
+def test_t2_with_three_heads(n, d):
+    """H = 3 takes the general branches (a cancelling pair plus a zeroed third head; for d ≥ 2 the
+    constant-transport solution set over three gates: α₁ = α₂ = α₃ = κ), and n ≠ d catches a
+    transposed shape."""
+    D = _run_and_record("T2", n=n, d=d, heads=3)
+    assert D.passed, D.summary()
+    names = [c.name for c in D.checks]
+    assert "cancelling heads: P = (A^1 + A^2)/H stays positive (equals 2A^1/H)" in names
+    sol = [c for c in D.checks if c.name.startswith("constant transport with independent T_h")]
+    assert [c.detail for c in sol] == (["solution set {(kappa, kappa, kappa, kappa)}"] if d >= 2 else [])
 
 
 @pytest.mark.theorem("L1")
