@@ -94,6 +94,18 @@ def test_derivation_at_its_smallest_supported_sizes(theorem_id):
         assert c.is_zero is c.expect_zero, c.describe()
 
 
+@pytest.mark.theorem("T1")
+@pytest.mark.parametrize("n,d", [(1, 3), (3, 1), (2, 2)])
+def test_t1_convention_witness_exactly_when_both_sizes_exceed_one(n, d):
+    """kron(T, A) = kron(A, T) when A or T is 1×1, so the feature-major witness exists exactly when
+    n > 1 and d > 1; the derivation states it there and only there."""
+    D = _run_and_record("T1", n=n, d=d)
+    assert D.passed, D.summary()
+    witnesses = [c.name for c in D.checks if not c.expect_zero]
+    want = ["feature-major kron(T,A) applied to the token-major x is NOT SHA"] if n > 1 and d > 1 else []
+    assert witnesses == want
+
+
 @pytest.mark.theorem("T2")
 @pytest.mark.parametrize("n,d", [(2, 1), (2, 2)])
 def test_t2_with_three_heads(n, d):
