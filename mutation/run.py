@@ -228,7 +228,7 @@ def main(argv=None) -> int:
     ap.add_argument(
         "--survivors",
         action="store_true",
-        help="rerun only the mutants that survived the last run (after adding tests)",
+        help="rerun only the mutants that survived the last run and are not listed as equivalent (after adding tests)",
     )
     a = ap.parse_args(argv)
     targets = load_targets()
@@ -247,7 +247,13 @@ def main(argv=None) -> int:
             names = list(a.mutants)
             if a.survivors and (work / "mutants" / (spec["source"] + ".meta")).exists():
                 codes = results(work, spec["source"])
-                names += [k for k, c in codes.items() if c not in KILLED and c not in TIMEOUT and c is not None]
+                # listed equivalents survive by definition: rerunning them (every owning test, since
+                # nothing fails) is the slowest part of a rerun; a full run still checks them
+                names += [
+                    k
+                    for k, c in codes.items()
+                    if c not in KILLED and c not in TIMEOUT and c is not None and k not in equivalent
+                ]
                 if not names:
                     print(f"{m}: no survivors to rerun")
             work = prepare(m, spec, common, a.fresh)
