@@ -234,7 +234,7 @@ def derive_t4(n: int = 3, d: int = 2) -> Derivation:
     A = softmax_rows(S)
     Ma = (M - M.T) / 2
     xs = [X[k, :].T for k in range(n)]
-    for i, j, k in [(0, 1, 2)] + ([(0, 1, 3), (1, 2, 3)] if n >= 4 else []):
+    for i, j, k in [(0, 1, 2)]:  # n = 3, the supported size: the one triangle
         ratio = A[i, j] * A[j, k] * A[k, i] / (A[i, k] * A[k, j] * A[j, i])
         rhs = 2 / sp.sqrt(dk) * ((xs[j] - xs[i]).T * Ma * (xs[k] - xs[i]))[0, 0]
         D.add(
@@ -339,6 +339,8 @@ def derive_t5(n: int = 3, d: int = 2) -> Derivation:
     S = Pi * Delta
     D.add("reversible A, T = I - 2 Pi_U: Delta pi-self-adjoint", cancel_all(S - S.T))
     Tn = sp.Matrix([[1, 1], [0, -1]])  # T^2 = I, not orthogonal
+    D.add("T=[[1,1],[0,-1]] is an involution: T^2 = I", Tn * Tn - sp.eye(2))
+    D.add("T=[[1,1],[0,-1]] is not orthogonal: T^T T != I", Tn.T * Tn - sp.eye(2), expect_zero=False)
     Sn = Pi * (sp.eye(n * d) - kron(A, Tn))
     D.add(
         "non-orthogonal involution T=[[1,1],[0,-1]]: pi-self-adjointness fails",

@@ -121,6 +121,8 @@ STEPS: dict[str, tuple[tuple[str, ...], ...]] = {
         (ZERO, "d=2 reflections [[cos, sin], [sin, -cos]] are orthogonal symmetric involutions"),
         (ZERO, "I - 2 Pi_U is orthogonal, symmetric, an involution"),
         (ZERO, "reversible A, T = I - 2 Pi_U: Delta pi-self-adjoint"),
+        (ZERO, "T=[[1,1],[0,-1]] is an involution: T^2 = I"),
+        (WITNESS, "T=[[1,1],[0,-1]] is not orthogonal: T^T T != I"),
         (WITNESS, "non-orthogonal involution T=[[1,1],[0,-1]]: pi-self-adjointness fails"),
         (ZERO, "spec(I - kron(A,T)) = {1-lambda_i} on Fix T and {1+lambda_i} on the -1 space"),
     ),
