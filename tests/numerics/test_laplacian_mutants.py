@@ -1203,11 +1203,15 @@ def test_a_mixed_batch_is_judged_element_by_element():
     rots = torch.stack(
         [torch.stack([R if i < j else (R.T if i > j else torch.eye(2, dtype=F)) for j in range(3)]) for i in range(3)]
     )
-    Ps = torch.stack([path, cycle, soft, lazy])
-    Os = torch.stack([eye, rots, torch.randn(3, 3, 2, 2, generator=g, dtype=F), 0.8 * rots])
+    # two elements without a positive π: a transient state 0, and a zero block row 0 (O_0j = 0)
+    transient = t([[0.2, 0.8, 0.0], [0.0, 0.5, 0.5], [0.0, 0.5, 0.5]])
+    zero_row = eye.clone()
+    zero_row[0] = 0.0
+    Ps = torch.stack([path, cycle, soft, lazy, transient, lazy])
+    Os = torch.stack([eye, rots, torch.randn(3, 3, 2, 2, generator=g, dtype=F), 0.8 * rots, eye, zero_row])
     Db = diagnose(ConnectionWalk.from_edges(Ps, Os))
     verdicts = set()
-    for b in range(4):
+    for b in range(6):
         D1 = diagnose(ConnectionWalk.from_edges(Ps[b], Os[b]))
         for name, c in D1.checks().items():
             cb = getattr(Db, name)
@@ -1222,6 +1226,44 @@ def test_a_mixed_batch_is_judged_element_by_element():
             torch.sort(Db.spectrum[b].real).values, torch.sort(D1.spectrum.real).values, rtol=0, atol=1e-12
         )
         assert int(Db.kernel_dim[b]) == int(D1.kernel_dim) and int(Db.n_components[b]) == int(D1.n_components)
+        assert torch.equal(torch.isnan(Db.block_pi[b]), torch.isnan(D1.block_pi))
+    # a given π, element by element as well (uniform: balanced for the symmetric walks only)
+    u = torch.full((6, 3), 1 / 3, dtype=F)
+    Gb = diagnose(ConnectionWalk.from_edges(Ps, Os), pi=u)
+    for b in range(6):
+        G1 = diagnose(ConnectionWalk.from_edges(Ps[b], Os[b]), pi=u[b])
+        for name in ("positive_stationary", "detailed_balance", "self_adjoint"):
+            r1, rb = float(getattr(G1, name).residual), float(getattr(Gb, name).residual[b])
+            assert bool(getattr(Gb, name).holds[b]) == bool(getattr(G1, name).holds), (b, name)
+            assert (math.isnan(r1) and math.isnan(rb)) or rb == pytest.approx(r1, rel=1e-9, abs=1e-15), (b, name)
     # the batch mixes verdicts: most checks hold on some elements and fail on others
     mixed = {n for n, h in verdicts if (n, not h) in verdicts}
     assert {"detailed_balance", "block_detailed_balance", "orthogonal", "self_adjoint"} <= mixed
+
+
+def test_given_pi_shape_dtype_and_the_no_positive_pi_reasons():
+    """A given π must have the walk's batch shape (error names ``pi`` and both shapes); a float32
+    walk with a float32 π is judged in float64 like the same walk in float64; the reasons of the
+    π-weighted checks are "no positive π", followed by the stationary-distribution reasons joined
+    with "; " when there are any."""
+    from numerics.errors import ShapeError
+    from numerics.laplacian import diagnose
+    from tests.helpers import raises_named
+
+    w = ConnectionWalk.from_edges(torch.full((3, 3), 1 / 3, dtype=F), torch.eye(2, dtype=F))
+    msg = raises_named(ShapeError, "pi", lambda: diagnose(w, pi=torch.ones(2, 3, dtype=F)))
+    assert msg == "pi: expected (3,), got (2, 3)"
+    P = t([[0.5, 0.5, 0.0], [0.25, 0.5, 0.25], [0.0, 0.5, 0.5]])
+    pi = torch.tensor([0.2, 0.5, 0.3])
+    D32 = diagnose(ConnectionWalk.from_edges(P.float(), torch.eye(2)), pi=pi)
+    D64 = diagnose(ConnectionWalk.from_edges(P.float().double(), torch.eye(2, dtype=F)), pi=pi.double())
+    assert D32.pi.dtype == F and torch.equal(D32.pi, D64.pi)
+    assert float(D32.detailed_balance.residual) == float(D64.detailed_balance.residual) > 0
+    G = diagnose(w, pi=torch.tensor([0.5, 0.5, 0.0], dtype=F))
+    assert G.self_adjoint.reason == "no positive π" and not bool(G.self_adjoint.holds)
+    two = t([[0.5, 0.5, 0, 0], [0, 1, 0, 0], [0, 0, 1, 0], [0, 0, 0.5, 0.5]])  # 2 closed classes, 2 transient
+    D = diagnose(ConnectionWalk.from_edges(two, torch.eye(2, dtype=F)))
+    reasons = D.positive_stationary.reason.split("; ")
+    assert len(reasons) == 2 and reasons[0].startswith("several stationary distributions (2 closed classes)")
+    assert reasons[1].startswith("transient states")
+    assert D.self_adjoint.reason == "no positive π: " + "; ".join(reasons)
