@@ -1227,8 +1227,10 @@ def test_a_mixed_batch_is_judged_element_by_element():
         )
         assert int(Db.kernel_dim[b]) == int(D1.kernel_dim) and int(Db.n_components[b]) == int(D1.n_components)
         assert torch.equal(torch.isnan(Db.block_pi[b]), torch.isnan(D1.block_pi))
-    # a given π, element by element as well (uniform: balanced for the symmetric walks only)
+    # a given π, element by element as well (uniform: balanced for the symmetric walks only; one
+    # element's π has a zero entry, so it alone is not positive)
     u = torch.full((6, 3), 1 / 3, dtype=F)
+    u[2] = torch.tensor([0.5, 0.5, 0.0], dtype=F)
     Gb = diagnose(ConnectionWalk.from_edges(Ps, Os), pi=u)
     for b in range(6):
         G1 = diagnose(ConnectionWalk.from_edges(Ps[b], Os[b]), pi=u[b])
