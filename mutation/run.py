@@ -126,6 +126,8 @@ def run_mutmut(work: Path, max_children: int, mutants: list[str]) -> float:
 def results(work: Path, source: str) -> dict[str, int | None]:
     meta = work / "mutants" / (source + ".meta")
     if not meta.exists():
+        if (work / "mutants" / source).exists():
+            return {}  # mutmut ran and found nothing to mutate in this file (e.g. re-exports only)
         raise SystemExit(f"{meta}: no mutmut results (run without --report-only first)")
     return json.loads(meta.read_text())["exit_code_by_key"]
 
