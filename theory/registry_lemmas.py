@@ -1,0 +1,155 @@
+"""Registry entries L1-L4: the lemmas the theorems use."""
+
+from __future__ import annotations
+
+from . import derivations as _dv
+from .registry_common import _SYM, _c
+from .statements import Hypothesis, Witness
+from .theorem import Source, Theorem
+
+LEMMAS: list[Theorem] = [
+    Theorem(
+        id="L1",
+        title="Token-major stacking of a bilinear token map",
+        kind="lemma",
+        source=Source(
+            "(convention)",
+            "token-major stacking; mixing conventions is the classic silent bug",
+            "THEOREMS.md (Conventions)",
+        ),
+        hypotheses=(
+            Hypothesis(
+                "L1.shapes",
+                "shapes",
+                "$A \\in \\mathbb{R}^{n\\times n}$, $T \\in \\mathbb{R}^{d\\times d}$, $X \\in \\mathbb{R}^{n\\times d}$ (row $i$ is $x_i^\\top$)",
+                witnesses=(
+                    Witness(
+                        "L1.shapes.w1",
+                        "mixing conventions: $\\operatorname{kron}(T, A)$ applied to the token-major $x$ is not $\\mathrm{stack}(A X T^\\top)$",
+                        derivation="L1::mixing conventions is wrong",
+                    ),
+                ),
+            ),
+        ),
+        conclusions=(
+            _c(
+                "L1.token_major",
+                "$\\operatorname{vec}((A X T^\\top)^\\top) = (A \\otimes T)\\, \\operatorname{vec}(X^\\top)$ (token-major stacking, block $(i,j)$ of $A\\otimes T$ is $A_{ij} T$)",
+                derivations=("L1::token-major",),
+                tests=("tests/theory/test_derivations.py::test_stacking_lemma_other_sizes",),
+            ),
+            _c(
+                "L1.feature_major",
+                "$\\operatorname{vec}(A X T^\\top) = (T \\otimes A)\\, \\operatorname{vec}(X)$ (feature-major stacking)",
+                derivations=("L1::feature-major",),
+                tests=("tests/theory/test_derivations.py::test_stacking_lemma_other_sizes",),
+            ),
+        ),
+        derivation=_dv.derive_l1,
+        symbolic_tests=(_SYM,),
+    ),
+    Theorem(
+        id="L2",
+        title="Softmax rows: normalisation kills the derivative",
+        kind="lemma",
+        source=Source("(lemma)", "the softmax-derivative terms cancel because rows of dA sum to 0", "THEOREMS.md T6"),
+        hypotheses=(
+            Hypothesis(
+                "L2.softmax",
+                "softmax",
+                "$A_{ij}(X) = e^{S_{ij}(X)} / \\sum_k e^{S_{ik}(X)}$ for differentiable scores $S$",
+                witnesses=(
+                    Witness(
+                        "L2.softmax.w1",
+                        "unnormalised (sigmoid) attention keeps the derivative terms",
+                        derivation="T6::drop H1",
+                    ),
+                ),
+            ),
+        ),
+        conclusions=(
+            _c(
+                "L2.rows",
+                "$\\sum_j A_{ij} = 1$ and $\\sum_j \\partial A_{ij} / \\partial x_{ab} = 0$ for every $i, a, b$",
+                derivations=("L2::rows sum to 1", "L2::sum_j d A_0j / d x_ab = 0"),
+                tests=("tests/theory/test_derivations.py::test_l2_catches_unnormalised_attention",),
+            ),
+        ),
+        derivation=_dv.derive_l2,
+        symbolic_tests=(_SYM,),
+    ),
+    Theorem(
+        id="L3",
+        title="Dirichlet identity with a stochasticity correction",
+        kind="lemma",
+        source=Source("(lemma)", "general correction term $\\sum_i \\pi_i (1-r_i)|x_i|^2$", "THEOREMS.md T3"),
+        hypotheses=(
+            Hypothesis(
+                "L3.balance",
+                "detailed balance",
+                "$\\pi_i P_{ij} = \\pi_j P_{ji}$ with $\\pi > 0$; row sums $r_i = \\sum_j P_{ij}$ arbitrary",
+                witnesses=(
+                    Witness(
+                        "L3.balance.w1",
+                        "directed 3-cycle: no inner product makes $\\Delta$ self-adjoint",
+                        derivation="T3::drop (b) [directed 3-cycle",
+                    ),
+                ),
+            ),
+            Hypothesis(
+                "L3.metric",
+                "metric",
+                "$O_{ij}$ orthogonal and $O_{ji} = O_{ij}^\\top$",
+                witnesses=(
+                    Witness(
+                        "L3.metric.w1",
+                        "scaled transports $O = sQ$ add $\\frac{1-s^2}{2}\\lVert x\\rVert_\\pi^2$",
+                        derivation="T3::scaled O = sQ: the (1-s^2)/2 term is needed",
+                    ),
+                ),
+            ),
+        ),
+        conclusions=(
+            _c(
+                "L3.identity",
+                "$\\langle x, (I-W)x\\rangle_\\pi = \\tfrac12 \\sum_{ij} \\pi_i P_{ij} \\lVert x_i - O_{ij} x_j\\rVert^2 + \\sum_i \\pi_i (1 - r_i) \\lVert x_i \\rVert^2$",
+                derivations=("L3::<x,(I-W)x>_pi = Dirichlet + sum_i pi_i (1-r_i)|x_i|^2",),
+                tests=("tests/theory/test_derivations.py::test_derivation_reaches_exact_zero",),
+            ),
+        ),
+        derivation=_dv.derive_l3,
+        symbolic_tests=(_SYM,),
+    ),
+    Theorem(
+        id="L4",
+        title="Spectrum of a Kronecker product",
+        kind="lemma",
+        source=Source(
+            "(lemma)", "spectrum of kron(A,T) = products of eigenvalues with algebraic multiplicities", "THEOREMS.md T1"
+        ),
+        hypotheses=(
+            Hypothesis(
+                "L4.square",
+                "square",
+                "$A \\in \\mathbb{C}^{n\\times n}$, $T \\in \\mathbb{C}^{d\\times d}$ arbitrary",
+                witnesses=(
+                    Witness(
+                        "L4.square.w1",
+                        "(no hypothesis beyond squareness: the identity is generic)",
+                        derivation="L4::charpoly(kron(A,T))",
+                    ),
+                ),
+            ),
+        ),
+        conclusions=(
+            _c(
+                "L4.resultant",
+                "$\\det(zI - A\\otimes T) = \\operatorname{Res}_\\mu\\big(p_T(\\mu),\\, \\mu^n p_A(z/\\mu)\\big) = \\prod_{i,k} (z - \\lambda_i \\mu_k)$",
+                derivations=("L4::charpoly(kron(A,T))",),
+                tests=("tests/theory/test_derivations.py::test_derivation_reaches_exact_zero",),
+            ),
+        ),
+        derivation=_dv.derive_l4,
+        symbolic_tests=(_SYM,),
+    ),
+]
