@@ -1100,13 +1100,15 @@ def test_factored_path_receives_probes_seed_tolerances_and_options():
 
     P = t([[0.2, 1.5, 0.3], [0.4, 0.1, 0.2], [1.0, 0.6, 0.9]])  # rows ≠ 1: a probe-dependent defect
     w = ConnectionWalk.from_edges(P, torch.eye(2, dtype=F))
-    for kw in ({}, {"probes": 5, "seed": 3}):
+    res = {}
+    for key, kw in (("default", {}), ("other", {"probes": 5, "seed": 3})):
         dense = float(diagnose(w, method="dense", **kw).dirichlet.residual)
         fact = float(diagnose(w, method="factored", **kw).dirichlet.residual)
         assert fact == pytest.approx(dense, rel=1e-12, abs=0)
-    assert float(diagnose(w, method="factored", probes=5, seed=3).dirichlet.residual) != pytest.approx(
-        float(diagnose(w, method="factored").dirichlet.residual), rel=1e-3
-    )
+        res[key] = fact
+    # the two probe sets give residuals far apart (beyond float64 rounding at this size, so the
+    # agreement above tells which probes the factored path used)
+    assert abs(res["other"] - res["default"]) > tol(F, 3, scale=res["default"])
     w32 = ConnectionWalk.from_edges(P.float(), torch.eye(2))
     d32, f32 = diagnose(w32, method="dense"), diagnose(w32, method="factored")
     assert f32.stochastic.tol == d32.stochastic.tol == tol(torch.float32, 3)
