@@ -52,8 +52,6 @@ The spectrum computations live in :mod:`numerics.laplacian_spectral`, the kernel
 
 from __future__ import annotations
 
-import math
-
 import torch
 
 from numerics.laplacian_spectral import kernel_factored, spectrum_factored
@@ -314,23 +312,17 @@ def factored_blocks(w, *, chunk_elems: int = 1 << 22, memory_budget: int | None 
     """:class:`FactoredBlocks` of a walk in float64: heads form as is; an edges-form walk (which
     already holds ``n²d²`` numbers) in the basis of the ``d²`` unit matrices ``E_ab``:
     ``a^{ab}_ij = B_ij[a, b]``, ``w^{ab}_ij = O_ij[a, b]`` (exact, entry by entry). That basis takes
-    ``d⁴ + 3·n²d²`` numbers per walk: above the memory budget (:func:`numerics.validate.check_memory`,
-    ``memory_budget`` bytes if given) it is refused with :class:`MemoryBudgetError` naming ``walk``."""
+    three ``n²d²`` arrays and a ``d²×d²`` identity: above the memory budget (``memory_budget`` bytes if
+    given) it is refused with :class:`MemoryBudgetError` naming ``walk``, as
+    :meth:`ConnectionWalk.nearest_kronecker` refuses the same basis."""
     if w.kind == "heads":
         a = w.attention.to(F64)
         fac = {"W_O": w._W_O.to(F64), "W_V": w._W_V.to(F64)} if w.factored else {}
         return FactoredBlocks(a.mean(-3), a, w.head_transports.to(F64), chunk_elems=chunk_elems, **fac)
-    from numerics.validate import check_memory
-
+    # P·O, its unit-matrix coefficients and those of O: three n²d² arrays; E: the d²×d² identity
+    w._check_unit_basis("the factored form's n²d² unit-matrix coefficients", copies=3, budget=memory_budget)
     P = w.walk_matrix.to(F64)
-    n, d = w.n, w.d
-    check_memory(
-        "walk",
-        8 * (d**4 + 3 * math.prod(P.shape[:-2]) * n * n * d * d),
-        f"the factored form of an edges-form walk (d² = {d * d} unit-matrix heads; n={n}, d={d})",
-        'diagnose(walk, method="dense"), or a heads-form walk (ConnectionWalk.from_heads, from_mha)',
-        budget=memory_budget,
-    )
+    d = w.d
     O = w._O.to(F64).expand(*P.shape, d, d)
     # coefficients in the basis of unit matrices E_ab (H = d²): exact, entry by entry
     coef = lambda M: M.movedim(-2, -4).movedim(-1, -3).reshape(*M.shape[:-4], d * d, *M.shape[-4:-2])

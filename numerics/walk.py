@@ -256,14 +256,28 @@ class ConnectionWalk:
             batch *= int(s_)
         return copies * batch * (self.n * self.d) ** 2 * torch.empty((), dtype=self.dtype).element_size()
 
-    def _check_dense(self, what: str, copies: int = 1, name: str = "walk") -> None:
+    def _check_dense(self, what: str, copies: int = 1, name: str = "walk", budget: int | None = None) -> None:
         """Refuse (:class:`~numerics.errors.MemoryBudgetError` naming ``name``) when ``copies`` dense
-        ``n²d²`` objects exceed :func:`numerics.validate.memory_budget`."""
+        ``n²d²`` objects exceed :func:`numerics.validate.memory_budget` (or ``budget`` bytes)."""
         check_memory(
             name,
             self._dense_bytes(copies),
             f"{what} (n={self.n}, d={self.d}, batch={tuple(self.batch_shape)})",
             "the factored walk.apply / numerics.spectra.extreme_eigenvalues / walk.edge_transport(i, j)",
+            budget=budget,
+        )
+
+    def _check_unit_basis(self, what: str, copies: int, budget: int | None = None) -> None:
+        """Refuse an edges-form walk written in the basis of the d² unit matrices ``E_ab`` (what
+        :meth:`nearest_kronecker` and the factored diagnostics use): ``copies`` dense ``n²d²`` arrays
+        and a ``d²×d²`` float64 identity, each checked against the memory budget."""
+        self._check_dense(what, copies=copies, budget=budget)
+        check_memory(
+            "walk",
+            self.d**4 * 8,
+            f"a d²×d² identity (d={self.d})",
+            "a heads-form walk (from_mha / from_factors)",
+            budget=budget,
         )
 
     @contract(self=Walk(blame=False))
@@ -341,8 +355,7 @@ class ConnectionWalk:
             T = self.head_transports
             V = T.reshape(*T.shape[:-2], d * d).transpose(-1, -2)
             return U, V
-        self._check_dense("the n²d² blocks and a d²×d² identity", copies=2)
-        check_memory("walk", d**4 * 8, f"a d²×d² identity (d={d})", "a heads-form walk (from_mha / from_factors)")
+        self._check_unit_basis("the n²d² blocks and a d²×d² identity", copies=2)
         B = self.blocks()
         R = B.reshape(*B.shape[:-4], n * n, d * d)
         eye = torch.eye(d * d, dtype=R.dtype, device=R.device)

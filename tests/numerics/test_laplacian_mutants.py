@@ -1035,22 +1035,24 @@ def test_diagnose_size_limits_default_to_1024():
     assert S.flat.reason == "skipped: n·d = 1025 > max_dense = 1024 (use method='factored' or numerics.spectra)"
     # auto at n·d = 1025 takes the factored path, where an edges-form walk needs d⁴ numbers: refused
     msg = raises_named(MemoryBudgetError, "walk", lambda: diagnose(walk(1025)))
-    assert "the factored form of an edges-form walk (d² = 1050625 unit-matrix heads; n=1, d=1025)" in msg
-    assert 'diagnose(walk, method="dense")' in msg
+    assert msg.startswith(f"walk: a d²×d² identity (d=1025) would take {1025**4 * 8 / 2**30:.3g} GiB"), msg
+    assert msg.endswith("use a heads-form walk (from_mha / from_factors) instead")
 
 
 def test_factored_edges_form_memory_boundary():
-    """The d⁴ + 3·n²d² float64 numbers of the unit-matrix basis, at the byte: n = 3, d = 2 (a batch of 2)."""
+    """The unit-matrix basis of an edges-form walk is refused like ConnectionWalk.nearest_kronecker's:
+    three float64 n²d² arrays (n = 3, d = 2, a batch of 2: 3·2·36·8 = 1728 bytes) and a d²×d²
+    identity (128 bytes), each against the budget, at the byte."""
     from numerics.errors import MemoryBudgetError
     from numerics.laplacian import diagnose
     from tests.helpers import raises_named
 
     P = torch.full((2, 3, 3), 1 / 3, dtype=F)
     w = ConnectionWalk.from_edges(P, torch.eye(2, dtype=F))
-    need = 8 * (2**4 + 3 * 2 * 9 * 4)
-    D = diagnose(w, method="factored", memory_budget=need)
+    D = diagnose(w, method="factored", memory_budget=1728)
     assert D.extra["method"] == "factored" and bool(D.is_connection_laplacian().all())
-    raises_named(MemoryBudgetError, "walk", lambda: diagnose(w, method="factored", memory_budget=need - 1))
+    msg = raises_named(MemoryBudgetError, "walk", lambda: diagnose(w, method="factored", memory_budget=1727))
+    assert msg.startswith("walk: the factored form's n²d² unit-matrix coefficients (n=3, d=2, batch=(2,))"), msg
 
 
 def test_diagnose_option_messages():
