@@ -253,12 +253,17 @@ def test_flat_connection_has_identity_holonomies_and_consistent_frames():
     assert not fl2.holds and fl2.residual > 0.1
 
 
-def test_singular_transport_on_a_tree_edge_is_a_reason_not_a_crash():
+def singular_tree_edge_walk():
+    """Two tokens swapping, O_01 = diag(1, 0) (singular) on the spanning-tree edge, O_10 = I."""
     P = np.array([[0.0, 1.0], [1.0, 0.0]])
     O = np.zeros((2, 2, 2, 2))
     O[0, 1] = np.array([[1.0, 0.0], [0.0, 0.0]])
     O[1, 0] = np.eye(2)
-    fl = holonomies(edges_walk(P, O))
+    return edges_walk(P, O)
+
+
+def test_singular_transport_on_a_tree_edge_is_a_reason_not_a_crash():
+    fl = holonomies(singular_tree_edge_walk())
     assert not fl.holds
     assert fl.reason == "singular transport O_01 on a spanning-tree edge"
 
@@ -691,11 +696,7 @@ def test_a_walk_on_a_tree_has_no_holonomy_and_is_flat():
 
 def test_holonomy_through_a_singular_frame_has_infinite_defect_not_nan():
     """NaN would compare False with every bound and make max() order-dependent; inf is reported."""
-    P = np.array([[0.0, 1.0], [1.0, 0.0]])
-    O = np.zeros((2, 2, 2, 2))
-    O[0, 1] = np.array([[1.0, 0.0], [0.0, 0.0]])
-    O[1, 0] = np.eye(2)
-    fl = holonomies(edges_walk(P, O))
+    fl = holonomies(singular_tree_edge_walk())
     (h,) = fl.holonomies
     assert h.defect == math.inf and fl.residual == math.inf and not fl.holds
 
