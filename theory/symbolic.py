@@ -51,6 +51,12 @@ class Check:
         return self.precision is not None
 
     @property
+    def kind(self) -> str:
+        """``"witness"`` (expect a nonzero), ``"numeric"`` (a rounded value) or ``"zero"`` (exact zero):
+        the kinds of :data:`theory.steps.STEPS`."""
+        return "witness" if not self.expect_zero else ("numeric" if self.numeric else "zero")
+
+    @property
     def is_zero(self) -> bool:
         if self.precision is not None:
             return abs(float(self.residual)) <= self.precision

@@ -51,8 +51,7 @@ def test_derivation_reaches_exact_zero(theorem_id):
     entry = get(theorem_id)
     assert D.theorem == theorem_id and D.sizes == entry.default_sizes
     # the derivation takes exactly the steps the registry states (theory/steps.py), in order and kind
-    kind = lambda c: "witness" if not c.expect_zero else ("numeric" if c.numeric else "zero")
-    got = [(kind(c), c.name, c.detail) if c.detail else (kind(c), c.name) for c in D.checks]
+    got = [(c.kind, c.name, c.detail) if c.detail else (c.kind, c.name) for c in D.checks]
     assert got == list(entry.steps)
     # every positive step is an exact structural zero, every witness an exact nonzero
     for c in D.checks:
