@@ -1030,3 +1030,19 @@ def test_from_edges_with_one_constant_transport_is_the_kronecker_walk():
             np.testing.assert_array_equal(
                 w.edge_transport(i, j).numpy(), np.broadcast_to(T.numpy(), (*Pb.shape[:-2], 2, 2))
             )
+
+
+def test_memory_checks_take_an_explicit_budget():
+    """``_check_dense`` / ``_check_unit_basis`` (shared by nearest_kronecker and the factored
+    diagnostics) compare with the ``budget`` given, at the byte: n = 3, d = 2 float64, one n²d²
+    array = 36·8 = 288 bytes, the d²×d² identity 16·8 = 128 bytes."""
+    w = ConnectionWalk.from_edges(torch.full((3, 3), 1 / 3, dtype=f64), torch.eye(2, dtype=f64))
+    w._check_dense("x", copies=2, budget=576)
+    msg = raises_named(MemoryBudgetError, "walk", lambda: w._check_dense("x", copies=2, budget=575))
+    assert msg.startswith("walk: x (n=3, d=2, batch=()) would take ")
+    w._check_unit_basis("y", copies=1, budget=288)
+    raises_named(MemoryBudgetError, "walk", lambda: w._check_unit_basis("y", copies=1, budget=287))
+    one = ConnectionWalk.from_edges(torch.ones((1, 1), dtype=f64), torch.eye(2, dtype=f64))  # 32 B < 128 B
+    one._check_unit_basis("z", copies=1, budget=128)
+    msg = raises_named(MemoryBudgetError, "walk", lambda: one._check_unit_basis("z", copies=1, budget=127))
+    assert msg.startswith("walk: a d²×d² identity (d=2) would take ")
