@@ -343,11 +343,14 @@ def _diagnose_dense(
     sup = P > 0
     O, _ = w.edge_transports()
     O = torch.where(sup[..., None, None], O.to(F64), torch.zeros_like(O, dtype=F64))
-    floor = None
+    floor = bscale = None
+    terms = 1
     if w.kind == "heads":  # rounding level of the head sums (laplacian_checks.DenseBlocks)
         tn = torch.linalg.matrix_norm(w.head_transports.to(F64))
-        floor = tol(F64, w.n_heads) * torch.einsum("...hij,...h->...ij", w.attention.to(F64).abs(), tn)
-    blocks = DenseBlocks(P, w.blocks().to(F64), O, floor)
+        bscale = torch.einsum("...hij,...h->...ij", w.attention.to(F64).abs(), tn)
+        floor = tol(F64, w.n_heads) * bscale
+        terms = w.n_heads
+    blocks = DenseBlocks(P, w.blocks().to(F64), O, floor, bscale, terms)
     hyp = _algebraic_checks(blocks, P, tdt, pi, probes, seed, tdt_p)
     st, si, scale = hyp["_st"], hyp["scaled_isometry"], hyp["_scale"]
     n_comp = weak_components(sup | sup.transpose(-1, -2))
@@ -384,13 +387,9 @@ def _diagnose_dense(
 
 
 def _skipped(name: str, batch, device, why: str) -> Check:
-    return Check(
-        name,
-        torch.zeros(batch, dtype=torch.bool, device=device),
-        torch.full(batch, float("nan"), dtype=F64, device=device),
-        float("nan"),
-        why,
-    )
+    """A check that was not computed: undecided (neither holds nor fails), with the reason."""
+    no = torch.zeros(batch, dtype=torch.bool, device=device)
+    return Check(name, no, torch.full(batch, float("nan"), dtype=F64, device=device), float("nan"), why, fails=no)
 
 
 def _algebraic_checks(blocks, P: torch.Tensor, tdt, pi, probes: int, seed: int, tdt_p=None) -> dict:

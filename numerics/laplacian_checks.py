@@ -11,6 +11,12 @@ the checks need, so that the same tolerance rule and the same verdict logic serv
 
 The interface (each returns ``(..., n, n)`` unless said):
 
+* ``block_scale()`` ``Σ_h |a^h_ij| ‖T_h‖_F`` (heads) or ``‖B_ij‖_F`` (explicit blocks) and ``terms``
+  (``H`` or 1): the magnitude and count of the summands of a block, from which both paths take the
+  same rounding-error bound of every per-edge residual (:func:`edge_error`): the verdicts of the
+  two paths are then decided with the same error band, so that heads that cancel (a block much
+  smaller than its terms) make both paths *undecided* rather than one of them wrong;
+
 * ``norms()`` ``‖B_ij‖_F``; ``transport_norms()`` ``‖O_ij‖_F`` (0 off the support);
 * ``norm_floor()`` the rounding level of ``‖B_ij‖_F`` when ``B_ij`` is a sum of head terms,
   ``tol(float64, H)·Σ_h |a^h_ij| ‖T_h‖_F`` (0 for explicit blocks): a block below it is a sum
@@ -36,6 +42,8 @@ from numerics.errors import ShapeError
 from numerics.markov import StationaryInfo, stationary_info
 from numerics.tolerance import tol
 from numerics.validate import as_tensor, check_finite
+from theory.rounding import decide, rounding_error
+from theory.rounding import status as decision_status
 
 F64 = torch.float64
 
@@ -44,6 +52,7 @@ __all__ = [
     "DenseBlocks",
     "Stationary",
     "make_check",
+    "edge_error",
     "check_stochastic",
     "stationary",
     "check_detailed_balance",
@@ -56,20 +65,35 @@ __all__ = [
     "check_self_adjoint",
     "check_dirichlet",
     "spectrum_checks",
+    "spectrum_error",
     "block_pi",
 ]
 
 
 @dataclass
 class Check:
-    """One condition: ``holds`` (bool, batch shape), ``residual`` (float64, batch shape; NaN where
-    undefined), the tolerance used, and ``reason`` (why it is undefined / skipped, else None)."""
+    """One condition, decided in three ways (:mod:`theory.rounding`): ``holds`` (bool, batch shape:
+    certainly within tolerance), ``fails`` (bool: certainly not), and *undecided* where neither is
+    true — the residual lies within its own rounding ``error`` of the tolerance, or it could not be
+    computed (skipped, ambiguous rank: NaN residual, with the ``reason``). ``residual`` (float64,
+    batch shape; NaN where undefined), ``tol`` the threshold, ``error`` the error bound of the
+    residual's own computation. ``tol`` is reported as one number (the largest where a check has
+    a bound per batch element). ``holds`` is False where undecided: read ``fails`` (or
+    :meth:`status`) to tell "false" from "not decided"."""
 
     name: str
     holds: torch.Tensor
     residual: torch.Tensor
     tol: float
     reason: str | None = None
+    fails: torch.Tensor = None  # type: ignore[assignment]  # default: ~holds where the residual is defined
+    error: float = 0.0
+
+    def __post_init__(self) -> None:
+        if self.fails is None:
+            self.fails = ~self.holds & ~torch.isnan(self.residual)
+        if bool((self.holds & self.fails).any()):
+            raise ValueError(f"{self.name}: a decision cannot both hold and fail")
 
     def __bool__(self) -> bool:
         return bool(self.holds.all())
@@ -78,23 +102,54 @@ class Check:
     def defined(self) -> torch.Tensor:
         return ~torch.isnan(self.residual)
 
+    @property
+    def undecided(self) -> torch.Tensor:
+        """Where the check is neither certainly true nor certainly false."""
+        return ~self.holds & ~self.fails
+
+    def status(self, index: tuple = ()) -> str:
+        """``"holds"``, ``"fails"`` or ``"undecided"`` for batch element ``index``."""
+        return decision_status(bool(self.holds[index]), bool(self.fails[index]))
+
     def __repr__(self) -> str:
         r = self.residual.detach().cpu()
         h = self.holds.detach().cpu()
         if r.ndim == 0:
-            body = f"holds={bool(h)}, residual={r.item():.3e}"
+            body = f"{self.status()}, residual={r.item():.3e}"
         else:
-            body = f"holds={int(h.sum())}/{h.numel()}, max residual={torch.nan_to_num(r, nan=-1).max().item():.3e}"
+            u = int(self.undecided.sum())
+            body = f"holds={int(h.sum())}/{h.numel()}" + (f" ({u} undecided)" if u else "")
+            body += f", max residual={torch.nan_to_num(r, nan=-1).max().item():.3e}"
         why = f", reason={self.reason!r}" if self.reason else ""
-        return f"Check({self.name}: {body}, tol={self.tol:.1e}{why})"
+        return f"Check({self.name}: {body}, tol={self.tol:.1e}, error={self.error:.1e}{why})"
 
 
-def make_check(name: str, residual: torch.Tensor, bound: float, reason=None, holds=None) -> Check:
-    """``holds = residual ≤ bound`` (or the given ``holds``), always False where the residual is NaN."""
+def make_check(name: str, residual: torch.Tensor, bound, reason=None, *, error: float = 0.0, require=None) -> Check:
+    """Decide "``residual ≤ bound``" with the residual known to ``± error`` (:func:`theory.rounding.decide`).
+
+    ``require`` (bool, batch shape): a structural condition decided exactly (a one-way edge, no
+    positive π, unequal ranks): where it is False the check fails whatever the residual. Where the
+    residual is NaN and ``require`` holds, the check is undecided (it could not be computed)."""
     residual = residual.to(F64)
-    h = (residual <= bound) if holds is None else holds
-    h = h & ~torch.isnan(residual)
-    return Check(name, h, residual, float(bound), reason or None)
+    thr = bound.to(F64) if isinstance(bound, torch.Tensor) else float(bound)  # a tensor: per element
+    h, f = decide(residual, thr, float(error))
+    if require is not None:
+        h = h & require
+        f = f | ~require
+    shown = float(bound.max()) if isinstance(bound, torch.Tensor) and bound.numel() else float(bound)
+    return Check(name, h, residual, shown, reason or None, fails=f, error=float(error))
+
+
+def edge_error(blocks, scale: torch.Tensor, extra: int = 0) -> float:
+    """Error bound of a per-edge Frobenius residual ``‖Σ_m X_m‖_F`` whose terms have Frobenius
+    norms summing to ``scale`` ``(..., n, n)`` (maximum over the support): every entry is a sum of
+    ``terms`` (the heads, ``blocks.terms``) ``+ extra`` accumulations, each off by at most
+    ``k·ε·Σ|entries|``, and the Frobenius norm of those entry errors is at most ``k·ε·scale``.
+    Both block algebras use this bound."""
+    if not scale.numel():
+        return 0.0
+    s = torch.where(blocks.sup, scale, torch.zeros_like(scale))
+    return rounding_error(blocks.terms + extra + 1, float(s.max()))
 
 
 def _masked_max(x: torch.Tensor, mask: torch.Tensor, dims) -> torch.Tensor:
@@ -111,12 +166,27 @@ class DenseBlocks:
     """The block algebra on explicit blocks: ``P`` ``(..., n, n)``, ``B`` and ``O``
     ``(..., n, n, d, d)`` (float64, ``O`` zero off the support)."""
 
-    def __init__(self, P: torch.Tensor, B: torch.Tensor, O: torch.Tensor, floor: torch.Tensor | None = None):
+    def __init__(
+        self,
+        P: torch.Tensor,
+        B: torch.Tensor,
+        O: torch.Tensor,
+        floor: torch.Tensor | None = None,
+        block_scale: torch.Tensor | None = None,
+        terms: int = 1,
+    ):
         self.P, self.B, self.O = P, B, O
         self.floor = torch.zeros_like(P) if floor is None else floor
         self.sup = P > 0
         self.n, self.d = P.shape[-1], B.shape[-1]
         self._OtO: torch.Tensor | None = None
+        self._block_scale = block_scale
+        self.terms = int(terms)  # summands of each block (H for a heads-form walk, 1 for explicit blocks)
+
+    def block_scale(self) -> torch.Tensor:
+        """``Σ_h |a^h_ij| ‖T_h‖_F`` for a heads-form walk (given), else ``‖B_ij‖_F``: the magnitude of
+        the terms that make up ``B_ij``, which sets the rounding error of anything computed from it."""
+        return self.norms() if self._block_scale is None else self._block_scale
 
     def norms(self) -> torch.Tensor:
         return torch.linalg.matrix_norm(self.B)
@@ -162,6 +232,7 @@ def check_stochastic(P: torch.Tensor, tdt: torch.dtype, row_tol: float | None = 
         (rows - 1).abs().amax(-1),
         t_row,
         "zero row(s) in P: not a walk" if bool(zero_rows.any()) else None,
+        error=rounding_error(n + 1, _fmax(rows.abs(), 0.0) + 1.0),
     )
 
 
@@ -200,7 +271,16 @@ def stationary(P: torch.Tensor, tdt: torch.dtype, pi=None) -> Stationary:
         # classes, 0 on transient states), not numerical: an entry like 1e-238 may round to 0
         pi_pos = ~info.transient & ~torch.isnan(pi_v).any(-1)
     t_pi = tol(tdt, n)
-    chk = make_check("positive_stationary", pi_res, t_pi, "; ".join(reasons), holds=(pi_res <= t_pi) & pi_pos)
+    # πP − ρπ: n products per entry, magnitudes ≤ max π·(max column sum of P) + ρ·max π
+    pi_scale = _fmax(torch.nan_to_num(pi_v.abs(), nan=0.0), 0.0) * (_fmax(P.sum(-2), 0.0) + _fmax(info.rho.abs(), 0.0))
+    chk = make_check(
+        "positive_stationary",
+        pi_res,
+        t_pi,
+        "; ".join(reasons),
+        error=rounding_error(n + 1, pi_scale),
+        require=pi_pos,
+    )
     pi_def = ~torch.isnan(pi_v).any(-1)
     safe = torch.where(pi_def[..., None], pi_v, torch.zeros_like(pi_v))
     return Stationary(chk, pi_v, safe, pi_pos, pi_def, info, reasons, pi is not None)
@@ -238,7 +318,14 @@ def check_detailed_balance(P: torch.Tensor, st: Stationary, tdt: torch.dtype) ->
             f"support of P not symmetric (e.g. edge {i_}→{j_} has no reverse edge): exact detailed balance "
             f"is impossible for π > 0, whatever the size of the residual"
         )
-    return make_check("detailed_balance", res, t_db, why, holds=(res <= t_db) & st.positive & ~one_way)
+    return make_check(
+        "detailed_balance",
+        res,
+        t_db,
+        why,
+        error=rounding_error(2, _fmax(F.abs(), 0.0)),
+        require=st.positive & ~one_way,
+    )
 
 
 def _floored_norms(blocks) -> torch.Tensor:
@@ -282,7 +369,16 @@ def check_block_detailed_balance(blocks, tdt: torch.dtype) -> tuple[Check, torch
     res = blocks.balance_defect(bsafe).amax((-1, -2))
     res = torch.where(bdef, res, torch.full_like(res, float("nan")))
     gscale = max(_fmax(bsafe[..., :, None] * Bn, 0.0), _fmax(Bn, 0.0) / max(n, 1), 1e-300)
-    return make_check("block_detailed_balance", res, tol(tdt, n * d, scale=gscale), why or None), bpi
+    bs = blocks.block_scale()
+    err = edge_error(blocks, bsafe[..., :, None] * bs + bsafe[..., None, :] * bs.transpose(-1, -2), 2)
+    return make_check(
+        "block_detailed_balance",
+        res,
+        tol(tdt, n * d, scale=gscale),
+        why or None,
+        error=err,
+        require=bdef,
+    ), bpi
 
 
 # ------------------------------------------------------------------------------------ (c) metric compatibility
@@ -292,7 +388,7 @@ def check_orthogonal(blocks, tdt: torch.dtype) -> tuple[Check, float]:
     one = torch.ones_like(blocks.P)
     res = _masked_max(blocks.gram_defect(one), sup, (-1, -2))
     onorm = _fmax(_masked_max(blocks.transport_norms() ** 2, sup, (-1, -2)))
-    return make_check("orthogonal", res, tol(tdt, d, scale=max(onorm, float(d)))), onorm
+    return make_check("orthogonal", res, tol(tdt, d, scale=max(onorm, float(d))), error=_gram_error(blocks, one)), onorm
 
 
 def check_transpose_symmetric(blocks, tdt: torch.dtype, onorm: float) -> Check:
@@ -301,23 +397,47 @@ def check_transpose_symmetric(blocks, tdt: torch.dtype, onorm: float) -> Check:
     two_way = sup & sup.transpose(-1, -2)
     res = _masked_max(blocks.transpose_defect(), two_way, (-1, -2))
     one_way = (sup & ~sup.transpose(-1, -2)).any(-1).any(-1)
+    ts = transport_scales(blocks)
     return make_check(
         "transpose_symmetric",
         res,
         tol(tdt, d, scale=max(math.sqrt(onorm), 1.0)),
         "support not symmetric: checked on two-way edges only" if bool(one_way.any()) else None,
+        error=edge_error(blocks, torch.where(two_way, ts + ts.transpose(-1, -2), torch.zeros_like(ts)), 1),
     )
 
 
 def check_metric_compatible(orth: Check, ts: Check) -> Check:
-    """(c) = orthogonal ∧ transpose-symmetric."""
+    """(c) = orthogonal ∧ transpose-symmetric (fails if either fails, undecided if either is)."""
     return Check(
         "metric_compatible",
         orth.holds & ts.holds,
         torch.maximum(orth.residual, ts.residual),
         max(orth.tol, ts.tol),
         None,
+        fails=orth.fails | ts.fails,
+        error=max(orth.error, ts.error),
     )
+
+
+def transport_scales(blocks) -> torch.Tensor:
+    """``Σ_h |w^h_ij| ‖T_h‖_F = block_scale / P_ij`` on the support (0 off it): the magnitude of
+    the terms of ``O_ij``."""
+    sup = blocks.sup
+    safe = torch.where(sup, blocks.P, torch.ones_like(blocks.P))
+    return torch.where(sup, blocks.block_scale() / safe, torch.zeros_like(blocks.P))
+
+
+def _gram_error(blocks, c: torch.Tensor, rel_c: torch.Tensor | None = None) -> float:
+    """Error bound of ``‖c² O_ijᵀO_ij − I‖_F``: the products of the head terms of ``O_ij``
+    (``c²·(Σ_h |w^h| ‖T_h‖)²``, which is what the factored path's Gram expansion sums and what the
+    dense path's ``O_ij`` carries as rounding), plus ``‖I‖_F = √d``; ``rel_c`` adds the relative
+    error of a computed scaling ``c`` (twice it, times ``‖c²OᵀO‖ ≈ d``)."""
+    ts = transport_scales(blocks)
+    mag = (c**2) * ts**2 * 3 + math.sqrt(blocks.d)
+    if rel_c is not None:
+        mag = mag + 2 * rel_c * blocks.d
+    return edge_error(blocks, mag, blocks.d)
 
 
 def transport_scale(blocks, tdt: torch.dtype) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -350,12 +470,21 @@ def check_scaled_isometry(blocks, tdt: torch.dtype) -> tuple[Check, torch.Tensor
     spread = (rs - s_est[..., None]).abs().amax(-1) / torch.where(s_est > 0, s_est, torch.ones_like(s_est))
     res = torch.maximum(q_def, spread)
     t_si = tol(tdt, n * d, scale=float(d))
+    # β_ij = ‖B_ij‖/√d is known to rounding_error(terms + d², block_scale): a relative error
+    # ρ_ij·that (ρ = block_scale/‖B‖, the cancellation ratio of the heads) carried into c = P/β
+    # and into the row sums
+    bs = blocks.block_scale()
+    Bn = beta * math.sqrt(d)
+    rho = torch.where(mask, bs / torch.where(mask, Bn, torch.ones_like(Bn)), torch.zeros_like(Bn))
+    rel_beta = rounding_error(blocks.terms + d + 1, 1.0) * rho
+    err = max(_gram_error(blocks, c, rel_beta), float(rel_beta.max()) * (n + 1) if rel_beta.numel() else 0.0)
     return make_check(
         "scaled_isometry",
         res,
         t_si,
         "zero block row" if bool((rs <= 0).any()) else None,
-        holds=(res <= t_si) & (s_est > 0),
+        error=err,
+        require=s_est > 0,
     ), s_est
 
 
@@ -367,7 +496,9 @@ def check_self_adjoint(blocks, st: Stationary, tdt: torch.dtype) -> Check:
     res = torch.where(st.defined, res, torch.full_like(res, float("nan")))
     gws = _fmax(st.safe[..., :, None] * blocks.norms())
     t_sa = tol(tdt, n * d, scale=max(gws, 1e-300))
-    return make_check("self_adjoint", res, t_sa, _pi_reason(st), holds=(res <= t_sa) & st.positive)
+    bs = blocks.block_scale()
+    err = edge_error(blocks, st.safe[..., :, None] * bs + st.safe[..., None, :] * bs.transpose(-1, -2), 2)
+    return make_check("self_adjoint", res, t_sa, _pi_reason(st), error=err, require=st.positive)
 
 
 def probe_fields(batch, n: int, d: int, probes: int, seed: int, device) -> torch.Tensor:
@@ -397,18 +528,38 @@ def check_dirichlet(
     dscale = xx * (1 + s_w[..., None] ** 2) + (pi[..., :, None] * Bx.abs() * x.abs()).sum((-1, -2)) + E.abs()
     rel = ((lhs - E - corr).abs() / dscale.clamp(min=1e-300)).amax(-1)
     rel = torch.where(st.defined, rel, torch.full_like(rel, float("nan")))
-    return make_check("dirichlet", rel, tol(tdt, n * d), None if bool(st.defined.all()) else "π undefined")
+    # a relative residual of sums over n·d entries of products of H head terms
+    return make_check(
+        "dirichlet",
+        rel,
+        tol(tdt, n * d),
+        None if bool(st.defined.all()) else "π undefined",
+        error=rounding_error(n * d + blocks.terms + 2, 1.0),
+    )
 
 
-def spectrum_checks(im_max, re_min, re_max, mod_max, scale, si: Check, t_sp: float, why: str | None = None):
+def spectrum_error(nd: int, w_norm: float) -> float:
+    """Error bound of the computed extremes of the spectrum of ``Δ = I − W``: a backward-stable
+    eigensolver returns the eigenvalues of ``Δ + E`` with ``‖E‖ ≤ nd·eps·‖Δ‖`` (``‖Δ‖ ≤ 1 + ‖W‖``);
+    for a normal or π-self-adjoint ``Δ`` that is also the forward error. (For a non-normal ``Δ``
+    the forward error grows with the eigenvalues' condition numbers, which no check here estimates:
+    its decisions near the threshold are as good as the backward bound.)"""
+    return rounding_error(nd, 1.0 + max(float(w_norm), 0.0))
+
+
+def spectrum_checks(
+    im_max, re_min, re_max, mod_max, scale, si: Check, t_sp: float, why: str | None = None, error: float = 0.0
+):
     """``spectrum_interval`` (real, in [0, 2]), ``spectrum_disk`` (``|z − 1| ≤ 1``) and
     ``spectrum_scaled`` (real, in ``[1 − s, 1 + s]``) from the extremes of the spectrum of Δ:
     ``max |Im z|``, ``min Re z``, ``max Re z``, ``max |z − 1|`` (each ``(...)``)."""
     out = torch.clamp(torch.maximum(-re_min, re_max - 2), min=0)
-    s_int = make_check("spectrum_interval", torch.maximum(im_max, out), t_sp, why)
-    s_disk = make_check("spectrum_disk", torch.clamp(mod_max - 1, min=0), t_sp, why)
+    s_int = make_check("spectrum_interval", torch.maximum(im_max, out), t_sp, why, error=error)
+    s_disk = make_check("spectrum_disk", torch.clamp(mod_max - 1, min=0), t_sp, why, error=error)
     out_s = torch.clamp(torch.maximum((1 - scale) - re_min, re_max - (1 + scale)), min=0)
     res_s = torch.where(si.holds, torch.maximum(im_max, out_s), torch.full_like(out_s, float("nan")))
     extra = None if bool(si.holds.all()) else "not a scaled isometry (no common scale s)"
-    s_sc = make_check("spectrum_scaled", res_s, t_sp, "; ".join(r for r in (why, extra) if r) or None)
+    s_sc = make_check(
+        "spectrum_scaled", res_s, t_sp, "; ".join(r for r in (why, extra) if r) or None, error=error, require=~si.fails
+    )
     return s_int, s_disk, s_sc

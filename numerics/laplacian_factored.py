@@ -166,6 +166,17 @@ class FactoredBlocks:
     def norms(self) -> torch.Tensor:
         return self._norms(self._factor("T"), lambda i0, i1: self.a[..., i0:i1, :])
 
+    @property
+    def terms(self) -> int:
+        return 1 if self.exact else self.H
+
+    def block_scale(self) -> torch.Tensor:
+        """``Σ_h |a^h_ij| ‖T_h‖_F`` (edges form: ``‖B_ij‖_F``, its coefficients are the entries)."""
+        if self.exact:
+            return self.norms()
+        tn = torch.linalg.matrix_norm(self.T)
+        return torch.einsum("...hij,...h->...ij", self.a.abs(), tn)
+
     def norm_floor(self) -> torch.Tensor:
         """Rounding level of ``‖Σ_h a^h_ij T_h‖_F``: ``tol(float64, H)·Σ_h |a^h_ij| ‖T_h‖_F``; 0 for
         an edges-form walk (its unit-matrix coefficients are the entries themselves: no sum)."""

@@ -444,9 +444,9 @@ def kernel_factored(
     kp = make_check(
         "kernel_parallel",
         kp_r,
-        float(kp_bnd.max()),
+        kp_bnd.reshape(bs),
         whys[0] if whys else None,
-        holds=(kp_r <= kp_bnd.reshape(bs)) & (kD_t == kC_t),
+        require=(kD_t == kC_t) | torch.isnan(kp_r),
     )
     flat = make_check("flat", fl_res.reshape(bs), thr, flat_whys[0] if flat_whys else None)
     return kp, flat, kD_t, kC_t, facts

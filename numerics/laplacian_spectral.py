@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import torch
 
-from numerics.laplacian_checks import Check, make_check
+from numerics.laplacian_checks import Check, make_check, spectrum_error
 from numerics.tolerance import tol
 
 if TYPE_CHECKING:
@@ -189,7 +189,8 @@ def spectrum_factored(
                 "from Arnoldi Ritz values of the non-normal Δ where the Bendixson enclosure does not decide "
                 "(no rigorous error bound)"
             )
-        out.append(make_check(name, r, t_sp, why))
+        req = ~si.fails if name == "spectrum_scaled" else None
+        out.append(make_check(name, r, t_sp, why, error=spectrum_error(N, float(wn.max())), require=req))
     extra = {"spectrum_method": "assembled" if all(h == "assembled" for h in how) else "bendixson+arnoldi"}
     if facts:
         extra["spectrum_facts"] = facts  # type: ignore[assignment]

@@ -103,15 +103,20 @@ class LaplacianDiagnostics:
         return self.scaled_isometry.holds & one & self.block_detailed_balance.holds
 
     def failing(self, index: tuple = ()) -> list[str]:
-        """Names of the checks that do not hold (for batch element ``index``)."""
-        return [k for k, c in self.checks().items() if not bool(c.holds[index])]
+        """Names of the checks that certainly fail (for batch element ``index``)."""
+        return [k for k, c in self.checks().items() if bool(c.fails[index])]
+
+    def undecided(self, index: tuple = ()) -> list[str]:
+        """Names of the checks that are neither certainly true nor certainly false (within their
+        rounding error of the tolerance, skipped, or ambiguous): each has its ``reason``."""
+        return [k for k, c in self.checks().items() if bool(c.undecided[index])]
 
     def summary(self, index: tuple = ()) -> str:
-        """A fixed-width table for batch element ``index``."""
-        lines = [f"{'condition':<24}{'holds':<7}{'residual':>12}  {'tol':>9}  reason"]
+        """A fixed-width table for batch element ``index`` (status: holds / fails / undecided)."""
+        lines = [f"{'condition':<24}{'status':<10}{'residual':>12}  {'tol':>9}  {'error':>9}  reason"]
         for k, c in self.checks().items():
             r = c.residual[index].item()
-            lines.append(f"{k:<24}{bool(c.holds[index])!s:<7}{r:>12.3e}  {c.tol:>9.1e}  {c.reason or ''}")
+            lines.append(f"{k:<24}{c.status(index):<10}{r:>12.3e}  {c.tol:>9.1e}  {c.error:>9.1e}  {c.reason or ''}")
         s = self.scale[index].item()
         lines.append(
             f"scale s = {s:.6g}; rho = {self.rho[index].item():.6g}; pi unique = {bool(self.pi_unique[index])}"
@@ -125,9 +130,11 @@ class LaplacianDiagnostics:
         out = {}
         for k, c in self.checks().items():
             out[k] = {
+                "status": c.status(index),
                 "holds": bool(c.holds[index]),
                 "residual": float(c.residual[index]),
                 "tol": c.tol,
+                "error": c.error,
                 "reason": c.reason,
             }
         out["scale"] = float(self.scale[index])  # type: ignore[assignment]

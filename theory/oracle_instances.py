@@ -15,24 +15,46 @@ from typing import Any
 
 import numpy as np
 
+from .rounding import HOLDS, UNDECIDED, combine, decide, rank_interval, rounding_error
+from .rounding import status as decision_status
+
 EPS = float(np.finfo(np.float64).eps)
 
 
 @dataclass(frozen=True)
 class Verdict:
+    """One decision (:mod:`theory.rounding`): ``holds`` (certainly within tolerance), else ``fails``
+    or, with ``undecided`` set, neither (within the residual's own rounding error of the tolerance,
+    or a rank that the arithmetic cannot resolve; ``detail`` says why)."""
+
     holds: bool
     residual: float
     tol: float
     detail: str = ""
     applicable: bool = True
+    undecided: bool = False
+
+    def __post_init__(self) -> None:
+        if self.holds and self.undecided:
+            raise ValueError("a verdict cannot both hold and be undecided")
 
     def __bool__(self) -> bool:
         return self.holds
 
+    @property
+    def fails(self) -> bool:
+        return not self.holds and not self.undecided
 
-def _v(residual: float, tol: float, detail: str = "") -> Verdict:
+    @property
+    def status(self) -> str:
+        return decision_status(self.holds, self.fails)
+
+
+def _v(residual: float, tol: float, detail: str = "", error: float = 0.0) -> Verdict:
+    """``residual ≤ tol`` decided with the residual known to ``± error`` (a NaN residual: undecided)."""
     r = float(residual)
-    return Verdict(bool(r <= tol), r, float(tol), detail)
+    h, f = decide(r, float(tol), float(error))
+    return Verdict(bool(h), r, float(tol), detail, undecided=not (h or f))
 
 
 def _na(detail: str) -> Verdict:
@@ -40,12 +62,20 @@ def _na(detail: str) -> Verdict:
 
 
 def _all(*vs: Verdict) -> Verdict:
-    """Conjunction: holds iff all hold; residual/tol of the worst (largest residual/tol) part."""
+    """Conjunction: holds iff all hold, fails if any fails, else undecided; residual/tol of the
+    worst (failing first, then largest residual/tol) part."""
     vs = [v for v in vs if v.applicable]  # type: ignore[assignment]
     if not vs:
         return _na("no part applicable")
-    worst = max(vs, key=lambda v: (not v.holds, v.residual / v.tol if v.tol > 0 else math.inf))
-    return Verdict(all(v.holds for v in vs), worst.residual, worst.tol, "; ".join(v.detail for v in vs if v.detail))
+    worst = max(vs, key=lambda v: (v.fails, v.residual / v.tol if v.tol > 0 else math.inf))
+    st = combine(v.status for v in vs)
+    return Verdict(
+        st == HOLDS,
+        worst.residual,
+        worst.tol,
+        "; ".join(v.detail for v in vs if v.detail),
+        undecided=st == UNDECIDED,
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -171,13 +201,26 @@ def walk_pi(inst: Mapping, P: np.ndarray) -> np.ndarray:
 
 def null_space(M: np.ndarray, rel: float = 1e-9, scale: float | None = None) -> np.ndarray:
     """Orthonormal basis (columns) of the numerical null space of ``M``: singular values
-    ``≤ rel·scale`` count as zero (``scale`` defaults to ``max(σ_max, 1)``)."""
+    ``≤ rel·scale`` count as zero (``scale`` defaults to ``max(σ_max, 1)``). See
+    :func:`null_space_interval` for the decision with its rounding error."""
+    return null_space_interval(M, rel, scale)[0]
+
+
+def null_space_interval(M: np.ndarray, rel: float = 1e-9, scale: float | None = None):
+    """``(basis, lo, hi, s)``: the null-space basis at threshold ``rel·scale`` and the interval
+    ``[lo, hi]`` of null-space dimensions compatible with the computed singular values ``s``
+    (:func:`theory.rounding.rank_interval`: an SVD's singular values are accurate to
+    ``size·eps·σ_max``); the dimension is decided iff ``lo == hi``."""
     if M.size == 0:
-        return np.eye(M.shape[1])
+        return np.eye(M.shape[1]), M.shape[1], M.shape[1], np.zeros(0)
     _, s, Vh = np.linalg.svd(M)
     smax = scale if scale is not None else max(float(s[0]) if s.size else 0.0, 1.0)
-    rank = int((s > rel * smax).sum())
-    return Vh[rank:].T.conj()
+    thr = rel * smax
+    err = rounding_error(max(M.shape), float(s[0]) if s.size else 0.0)
+    r_lo, r_hi = rank_interval(s, thr, err)
+    rank = int((s > thr).sum())
+    m = M.shape[1]
+    return Vh[rank:].T.conj(), m - int(r_hi), m - int(r_lo), s
 
 
 def _probes(nd: int, k: int = 3, seed: int = 0) -> np.ndarray:

@@ -113,7 +113,13 @@ def test_signal_during_the_write_removes_the_temporary_directory(sig, code, tmp_
 
     monkeypatch.setattr("paper_checks.figures.draw_all", interrupted)
     out = tmp_path / "report"
-    rc = cli.main(["paper-checks", "--out", str(out), "--models", "synthetic:enc", "--claims", "E1", *SMALL])
+    # the test arranges its own signals: a shell that starts pytest in the background leaves SIGINT
+    # ignored (SIG_IGN is inherited), and an ignored signal never reaches the job
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        rc = cli.main(["paper-checks", "--out", str(out), "--models", "synthetic:enc", "--claims", "E1", *SMALL])
+    finally:
+        signal.signal(signal.SIGINT, previous)
     assert rc == code
     assert "tmp" in seen and not seen["tmp"].exists()
     assert list(tmp_path.iterdir()) == []  # no report, no .report.tmp-* left behind

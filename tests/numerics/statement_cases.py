@@ -217,9 +217,10 @@ def instances(theorem):
 
 
 def failures(theorem, inst) -> dict[str, oracles.Verdict]:
-    """Every predicated hypothesis or conclusion of ``theorem`` that the oracles reject on ``inst``."""
+    """Every predicated hypothesis or conclusion of ``theorem`` that the oracles reject on ``inst``
+    (certainly: an undecided verdict is not a rejection)."""
     hyp, con = oracles.judge_theorem(theorem, inst)
-    return {k: v for k, v in {**hyp, **con}.items() if not v.holds}
+    return {k: v for k, v in {**hyp, **con}.items() if v.fails}
 
 
 def conclusions_hold(theorem, inst) -> bool:

@@ -239,24 +239,53 @@ def test_dense_kernel_batch_equals_elements_and_takes_the_largest_bound():
 # ------------------------------------------------------------------------------ laplacian_checks: Check, make_check
 def test_check_repr_bool_and_defined():
     c = Check("x", torch.tensor(True), t(0.5), 1e-3)
-    assert repr(c) == "Check(x: holds=True, residual=5.000e-01, tol=1.0e-03)"
-    assert bool(c) and bool(c.defined)
+    assert repr(c) == "Check(x: holds, residual=5.000e-01, tol=1.0e-03, error=0.0e+00)"
+    assert bool(c) and bool(c.defined) and c.status() == "holds"
     c2 = Check("y", torch.tensor([True, False, True]), t([0.1, float("nan"), 0.3]), 0.5, "why")
-    assert repr(c2) == "Check(y: holds=2/3, max residual=3.000e-01, tol=5.0e-01, reason='why')"
+    assert repr(c2) == (
+        "Check(y: holds=2/3 (1 undecided), max residual=3.000e-01, tol=5.0e-01, error=0.0e+00, reason='why')"
+    )
     assert not bool(c2)
     assert c2.defined.tolist() == [True, False, True]
+    # a NaN residual (not computed) is undecided, not a failure
+    assert c2.fails.tolist() == [False, False, False] and c2.undecided.tolist() == [False, True, False]
+    assert [c2.status((i,)) for i in range(3)] == ["holds", "undecided", "holds"]
     c3 = Check("z", torch.tensor([True, True]), t([float("nan"), float("nan")]), 0.5)
     assert "max residual=-1.000e+00" in repr(c3)  # NaN shown as −1 in the maximum
     assert bool(c3)
+    c4 = Check("w", torch.tensor(False), t(0.7), 0.5, error=0.25)
+    assert c4.status() == "fails" and "error=2.5e-01" in repr(c4)
+    with pytest.raises(ValueError, match="both hold and fail"):
+        Check("v", torch.tensor(True), t(0.1), 0.5, fails=torch.tensor(True))
 
 
 def test_make_check_boundary_nan_dtype_and_reason():
     c = make_check("m", torch.tensor([0.5, 0.25, float("nan")], dtype=torch.float32), 0.25)
     assert c.residual.dtype == F and c.holds.tolist() == [False, True, False]  # ≤ at the bound
+    assert c.fails.tolist() == [True, False, False]  # NaN: undecided, never holds nor fails
     assert isinstance(c.tol, float) and c.tol == 0.25 and c.reason is None and c.name == "m"
-    forced = make_check("m", t([0.0, float("nan")]), 1.0, "", holds=torch.tensor([False, True]))
-    assert forced.holds.tolist() == [False, False] and forced.reason is None  # NaN never holds
+    forced = make_check("m", t([0.0, float("nan"), 0.0]), 1.0, "", require=torch.tensor([False, True, True]))
+    assert forced.holds.tolist() == [False, False, True] and forced.reason is None
+    assert forced.fails.tolist() == [True, False, False]  # a failed requirement fails whatever the residual
     assert make_check("m", t(0.0), 1.0, "r").reason == "r"
+
+
+def test_make_check_is_undecided_within_its_error_of_the_bound():
+    """Exact binary fractions: residual r with error e against bound 1 holds iff r + e ≤ 1, fails
+    iff r − e > 1, else undecided (the edges themselves pin ≤ against <)."""
+    r = t([0.5, 0.75, 0.875, 1.0, 1.125, 1.25, 1.5])
+    c = make_check("m", r, 1.0, error=0.25)
+    assert [c.status((i,)) for i in range(7)] == [
+        "holds",
+        "holds",  # 0.75 + 0.25 = 1: at the bound holds
+        "undecided",
+        "undecided",
+        "undecided",
+        "undecided",  # 1.25 − 0.25 = 1: not above the bound
+        "fails",
+    ]
+    per = make_check("m", t([0.5, 0.5]), t([1.0, 0.25]))  # a bound per batch element
+    assert per.holds.tolist() == [True, False] and per.fails.tolist() == [False, True] and per.tol == 1.0
 
 
 # ------------------------------------------------------------------------------ laplacian_checks: (a), π, (b)

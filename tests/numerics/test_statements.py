@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-from hypothesis import given
+from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from numerics.graphs import softmax_triangle_identity
@@ -86,9 +86,13 @@ def test_conclusions_hold_on_drawn_instances(tid, data):
     theorem = get(tid)  # read at run time: an edited statement is what gets checked
     inst = data.draw(instances(theorem), label="instance")
     hyp, con = oracles.judge_theorem(theorem, inst)
-    bad_h = {k: v for k, v in hyp.items() if not v.holds}
+    bad_h = {k: v for k, v in hyp.items() if v.fails}
     assert not bad_h, f"the sampler broke a hypothesis it enforces: {bad_h}"
-    bad = {k: v for k, v in con.items() if not v.holds}
+    # an instance within rounding of a hypothesis' tolerance is outside what the statement decides
+    assume(not any(v.undecided for v in hyp.values()))
+    bad = {k: v for k, v in con.items() if v.fails}
     assert not bad, f"{tid}: conclusions rejected by the oracles: {bad}"
+    # an undecided conclusion (e.g. a nearly flat connection whose kernel Δ cannot resolve) is
+    # neither a counterexample nor a confirmation: it is recorded, not asserted
     record(tid, residual=max((v.residual for v in con.values() if v.applicable), default=0.0))
     _numerics_agree(tid, inst)

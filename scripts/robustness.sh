@@ -1,0 +1,96 @@
+#!/usr/bin/env bash
+# Seeds and machines as part of the gate: reruns the suite where a verdict could depend on where it
+# runs, and prints every setting so that any failure is reproducible.
+#
+#   bash scripts/robustness.sh                 # all passes below
+#   bash scripts/robustness.sh seeds [S...]    # property tests (tests/numerics, tests/theory) under the
+#                                              # `dev` profile with fresh Hypothesis seeds (default 1..10)
+#   bash scripts/robustness.sh blas            # the whole suite (CI profile) under each OpenBLAS kernel
+#                                              # the CPU supports, and torch's MKL code paths
+#   bash scripts/robustness.sh threads         # the whole suite with 1 and 2 BLAS / OpenMP threads
+#   bash scripts/robustness.sh theorem [K]     # `pytest --theorem T3` under the dev profile, K times (10)
+#
+# A failure prints the command that reproduces it (`--hypothesis-seed=S` and the environment);
+# every failure found must become an explicit `@example` or a regression test. The exit status is
+# the number of failed passes (0: every verdict was the same everywhere).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+PY="${PYTHON:-python3}"
+PROPERTY_DIRS=(tests/numerics tests/theory)
+failed=0
+log() { printf '\n=== %s\n' "$*"; }
+run() {  # run ENV... -- pytest args
+  local envs=()
+  while [ "$1" != "--" ]; do envs+=("$1"); shift; done
+  shift
+  log "env ${envs[*]} $PY -m pytest $*"
+  local out rc
+  out=$(mktemp)
+  env "${envs[@]}" "$PY" -m pytest -q -p no:cacheprovider "$@" >"$out" 2>&1
+  rc=$?
+  tail -n 25 "$out"
+  rm -f "$out"
+  if [ "$rc" -ne 0 ]; then
+    failed=$((failed + 1))
+    echo "FAILED — reproduce with: env ${envs[*]} $PY -m pytest $*"
+  fi
+}
+
+# OpenBLAS kernels this CPU can run (numpy/scipy's OpenBLAS): Prescott (SSE3) and Sandybridge (AVX)
+# everywhere on x86-64, Haswell with AVX2, SkylakeX with AVX-512.
+coretypes() {
+  local flags
+  flags=$(grep -m1 '^flags' /proc/cpuinfo 2>/dev/null || true)
+  echo Prescott
+  [[ $flags == *" avx "* ]] && echo Sandybridge
+  [[ $flags == *" avx2 "* ]] && echo Haswell
+  [[ $flags == *" avx512f "* ]] && echo SkylakeX
+}
+# torch's MKL instruction sets this CPU can run (MKL_ENABLE_INSTRUCTIONS caps them).
+mkl_sets() {
+  local flags
+  flags=$(grep -m1 '^flags' /proc/cpuinfo 2>/dev/null || true)
+  echo SSE4_2
+  [[ $flags == *" avx2 "* ]] && echo AVX2
+  [[ $flags == *" avx512f "* ]] && echo AVX512
+}
+
+seeds() {
+  local list=("$@")
+  [ ${#list[@]} -eq 0 ] && list=(1 2 3 4 5 6 7 8 9 10)
+  for s in "${list[@]}"; do
+    run HYPOTHESIS_PROFILE=dev CI= -- "${PROPERTY_DIRS[@]}" -x --hypothesis-seed="$s"
+  done
+}
+blas() {
+  for c in $(coretypes); do
+    run CI=true OPENBLAS_CORETYPE="$c" -- -x
+  done
+  for m in $(mkl_sets); do
+    run CI=true MKL_ENABLE_INSTRUCTIONS="$m" MKL_CBWR=COMPATIBLE -- "${PROPERTY_DIRS[@]}" -x
+  done
+}
+threads() {
+  for t in 1 2; do
+    run CI=true OMP_NUM_THREADS="$t" OPENBLAS_NUM_THREADS="$t" MKL_NUM_THREADS="$t" -- -x
+  done
+}
+theorem() {
+  local k="${1:-10}"
+  for i in $(seq 1 "$k"); do
+    run HYPOTHESIS_PROFILE=dev CI= -- --theorem T3 -x
+  done
+}
+
+what="${1:-all}"
+[ $# -gt 0 ] && shift
+case "$what" in
+  seeds) seeds "$@" ;;
+  blas) blas ;;
+  threads) threads ;;
+  theorem) theorem "$@" ;;
+  all) seeds; blas; threads; theorem ;;
+  *) echo "usage: $0 [all|seeds [S...]|blas|threads|theorem [K]]" >&2; exit 2 ;;
+esac
+log "robustness: $failed failed pass(es)"
+exit "$failed"
