@@ -16,6 +16,7 @@ import torch
 
 from numerics.laplacian_checks import Check, make_check, spectrum_checks, spectrum_error
 from numerics.tolerance import tol
+from theory.rounding import unresolved_by_square
 
 F64 = torch.float64
 
@@ -114,8 +115,11 @@ def dense_kernel(D, O, sup, P, pi_safe, pi_def, n_comp, tdt, svd_max_entries: in
                 e_max = 0.5 * torch.linalg.matrix_norm(WCK.reshape(n * n * d, -1), ord=2).item() ** 2
                 lim = 2 * fpi[b].max().item() * thr_D * fdn[b].item()
                 # the bound needs π > 0: E(x) gives no weight to the edges out of a state with
-                # π_i = 0 (transient), so a zero energy there says nothing about Δ's resolution
-                amb = e_max <= lim and bool((fpi[b] > 0).all())
+                # π_i = 0 (transient), so a zero energy there says nothing about Δ's resolution.
+                # The rule is the oracles' (theory.rounding.unresolved_by_square).
+                amb = unresolved_by_square(e_max, fpi[b].max().item(), thr_D * fdn[b].item()) and bool(
+                    (fpi[b] > 0).all()
+                )
                 what = (
                     f"the extra directions of ker Δ have Dirichlet energy ≤ {e_max:.1e} (≤ {lim:.1e}, below "
                     f"what Δ resolves: it sees the defect ‖Cx‖ ≈ {math.sqrt(2 * e_max):.1e} only squared)"

@@ -46,13 +46,15 @@ def _element(fb: FactoredBlocks, b: int) -> FactoredBlocks:
     )
 
 
-def _op(fn, N: int, n: int, d: int, counter: list):
+def _op(fn, N: int, n: int, d: int, counter: list, device=None):
+    """A scipy ``LinearOperator`` of ``fn`` (a torch map on ``(1, n, d)`` fields on ``device``):
+    ARPACK's host vectors go to the walk's device and back."""
     from scipy.sparse.linalg import LinearOperator
 
     def mv(v):
         counter[0] += 1
         x = torch.from_numpy(np.ascontiguousarray(np.asarray(v).real.reshape(1, n, d), dtype=np.float64))
-        return fn(x).reshape(-1).numpy()
+        return fn(x.to(device)).reshape(-1).cpu().numpy()
 
     return LinearOperator((N, N), matvec=mv, dtype=np.float64)
 
@@ -109,9 +111,9 @@ def spectrum_factored(
         if assemble_max >= N:
             Wd = _assemble(lambda x, e=e: e.apply(x), N, n, d)
             try:
-                ev = torch.linalg.eigvals(torch.eye(N, dtype=F64) - Wd)
+                ev = torch.linalg.eigvals(torch.eye(N, dtype=F64, device=Wd.device) - Wd)
             except torch.linalg.LinAlgError:  # as on the dense path: LAPACK through numpy (balancing)
-                ev = torch.as_tensor(np.linalg.eigvals((torch.eye(N, dtype=F64) - Wd).numpy()))
+                ev = torch.as_tensor(np.linalg.eigvals((torch.eye(N, dtype=F64) - Wd.cpu()).numpy()))
             im, lo, hi = float(ev.imag.abs().max()), float(ev.real.min()), float(ev.real.max())
             res["spectrum_interval"][b] = max(im, -lo, hi - 2, 0.0)
             res["spectrum_disk"][b] = max(float((ev - 1).abs().max()) - 1, 0.0)

@@ -188,12 +188,12 @@ class Collector:
         self.n, self.d, self.used_prompts = int(A.shape[-1]), int(Wo.shape[1]), p
         hd = LS.hypothesis_defects(A, Wo, Wv, quartic=True, gram=LS.transport_grams(Wo, Wv))
         for k in HYP_KEYS:
-            self.cols[k].append(hd[k].numpy())
-        self.cols["dirichlet"].append(LS.dirichlet_defect(A, Wo, Wv, X).numpy())
+            self.cols[k].append(hd[k].cpu().numpy())
+        self.cols["dirichlet"].append(LS.dirichlet_defect(A, Wo, Wv, X).cpu().numpy())
         dist = LS.nearest_walk_distances(A, Wo, Wv, X)
         for k in ("dist_reversible", "dist_laplacian"):
-            self.cols[k].append(dist[k].numpy())
-        self.extra_cols["laplacian_scale"].append(dist["laplacian_scale"].numpy())
+            self.cols[k].append(dist[k].cpu().numpy())
+        self.extra_cols["laplacian_scale"].append(dist["laplacian_scale"].cpu().numpy())
         if index in self.spec_layer_ids:
             m = min(self.spec_prompts, p)
             self.cols["spectral_radius"].append(

@@ -427,7 +427,7 @@ def spectral_radius(A, W_O, W_V, *, index: int = 0, tol_arpack: float = 1e-6, se
 
     def mv(x):
         Xt = torch.from_numpy(np.ascontiguousarray(np.asarray(x).reshape(n, d), dtype=np.float64))
-        return w.apply(Xt).reshape(-1).numpy()
+        return w.apply(Xt.to(Wo.device)).reshape(-1).cpu().numpy()
 
     op = LinearOperator((n * d, n * d), matvec=mv, dtype=np.float64)
     v0 = np.random.default_rng(seed).standard_normal(n * d)
