@@ -35,6 +35,7 @@ from numerics.errors import DTypeError, NotStochasticError, ShapeError, Undefine
 from numerics.laplacian import as_walk
 from numerics.tolerance import tol
 from numerics.walk import ConnectionWalk
+from theory.rounding import decide, rounding_error
 
 __all__ = [
     "to_networkx",
@@ -168,9 +169,13 @@ class Reversibility:
     unique: ``unique`` False). ``residual``: max over basis cycles of the Kolmogorov log-ratio
     ``|Σ log P_fwd − Σ log P_bwd|`` (``inf`` when an edge has no reverse). ``balance_residual``:
     ``max |π_i P_ij − π_j P_ji|`` with that ``π``. ``cycles``: ``(cycle, log_ratio)`` pairs.
-    ``reason``: why it fails (or notes), else ''. ``tol``: the bound ``residual`` is compared with,
-    ``tol(float64, 2·L)`` for the longest basis cycle length ``L`` (``L = 1`` without cycles; ``holds``
-    needs ``residual <= tol``); 0.0 when no comparison is made (an edge without reverse).
+    ``reason``: why it fails (or notes), else ''. ``tol``: the bound of the cycle with the largest
+    residual/tolerance ratio, ``tol(float64, 2L, scale=S/2)`` for a cycle of length ``L`` with
+    ``S = Σ (|log P| + 1)`` over its ``2L`` weights (``tol(float64, 2)`` without cycles; each cycle is
+    decided against its own bound); 0.0 when no comparison is made (an edge without reverse).
+    ``error``: the rounding bound of ``residual`` (``2L`` logarithms of magnitude ``|log P|``,
+    :mod:`theory.rounding`); ``undecided``: the residual lies within ``error`` of ``tol`` (then
+    ``holds`` is False, ``fails`` is False and the reason says so).
     """
 
     holds: bool
@@ -181,9 +186,15 @@ class Reversibility:
     cycles: list = field(default_factory=list)
     reason: str = ""
     tol: float = 0.0
+    error: float = 0.0
+    undecided: bool = False
 
     def __bool__(self) -> bool:
         return self.holds
+
+    @property
+    def fails(self) -> bool:
+        return not self.holds and not self.undecided
 
 
 @contract(G=Instance(nx.DiGraph, "a networkx.DiGraph (from to_networkx)"))
@@ -253,20 +264,43 @@ def is_reversible(walk, *, index=None) -> Reversibility:
     else:
         reason_zero = ""
     cycles = kolmogorov_cycles(G)
-    res = max((abs(s) for _, s in cycles), default=0.0)
-    bound = _tol(max((len(c) for c, _ in cycles), default=1) * 2)
+    # per cycle of length L: 2L logarithms, each off by ε·(|log P| + 1) (the weight's own rounding
+    # and the log's), summed: the operand scale S = Σ (|log P| + 1) sets both the tolerance
+    # tol(float64, 2L, scale=S) and the rounding bound of the residual (theory.rounding), so a
+    # softmax walk with tiny weights (|log P| in the hundreds) is judged at its own precision
+    res, bound, err, decided_ok, decided_bad, worst_ratio = 0.0, _tol(2), 0.0, True, False, -1.0
+    for c, lr in cycles:
+        L = len(c)
+        S = sum(
+            abs(math.log(G[c[j]][c[(j + 1) % L]]["weight"])) + abs(math.log(G[c[(j + 1) % L]][c[j]]["weight"])) + 2.0
+            for j in range(L)
+        )
+        t_c, e_c = _tol(2 * L, scale=S / 2), rounding_error(2 * L, S)
+        ok_c, bad_c = decide(abs(lr), t_c, e_c)
+        decided_ok, decided_bad = decided_ok and ok_c, decided_bad or bad_c
+        res = max(res, abs(lr))
+        if abs(lr) / t_c > worst_ratio:
+            worst_ratio, bound, err = abs(lr) / t_c, t_c, e_c
     pi, k = _tree_pi(G)
     bal = 0.0
     for u, v, data in G.edges(data=True):
         bal = max(bal, abs(pi[u] * data["weight"] - pi[v] * G[v][u]["weight"]))
-    holds = res <= bound and not reason_zero
+    holds = decided_ok and not reason_zero
+    bad = decided_bad
+    undecided = not holds and not bad and not reason_zero
     notes = [reason_zero] if reason_zero else []
+    if undecided:
+        notes.append(
+            f"undecided: Kolmogorov residual {res:.3e} within its rounding {err:.1e} of the tolerance {bound:.1e}"
+        )
     if k > 1:
         notes.append(f"{k} components: π not unique, each component has mass 1/{k}")
-    if not holds and not reason_zero:
+    if bad and not reason_zero:
         worst = max(cycles, key=lambda cs: abs(cs[1]))
         notes.insert(0, f"Kolmogorov fails on cycle {worst[0]} (log-ratio {worst[1]:.3e})")
-    return Reversibility(bool(holds), pi, float(res), float(bal), k == 1, cycles, "; ".join(notes), bound)
+    return Reversibility(
+        bool(holds), pi, float(res), float(bal), k == 1, cycles, "; ".join(notes), bound, err, bool(undecided)
+    )
 
 
 @contract(**_W)
@@ -436,6 +470,12 @@ class TriangleIdentity:
     max_log_ratio: float
     n_triangles: int
     tol: float
+    error: float = 0.0  # rounding bound of the residual (six logs and a d²-term right-hand side)
+    undecided: bool = False  # the residual lies within ``error`` of ``tol``
+
+    @property
+    def fails(self) -> bool:
+        return not self.holds and not self.undecided
 
 
 @contract(A=Tensor("n n", nonneg=True), X=Tensor("n d"), M=Tensor("d d"), scale=Float())
@@ -459,6 +499,7 @@ def softmax_triangle_identity(A, X, M, *, scale: float) -> TriangleIdentity:
     maxlr = 0.0
     count = 0
     mag = 0.0
+    err = 0.0
     for clique in nx.enumerate_all_cliques(U):
         if len(clique) < 3:
             continue
@@ -476,10 +517,14 @@ def softmax_triangle_identity(A, X, M, *, scale: float) -> TriangleIdentity:
         rhs = 2 * scale * float((Xn[j] - Xn[i]) @ Ma @ (Xn[k] - Xn[i]))
         res = max(res, abs(lr - rhs))
         maxlr = max(maxlr, abs(lr))
+        logs = sum(abs(math.log(An[a, b])) for a, b in ((i, j), (j, k), (k, i), (i, k), (k, j), (j, i)))
+        rhs_mag = 8 * abs(scale) * float(np.abs(Xn).max()) ** 2 * float(np.abs(Mn).sum())
+        err = max(err, rounding_error(6 + 2 * Xn.shape[1] ** 2, logs + rhs_mag + 6.0))
         mag = max(mag, abs(scale) * float(np.abs(Xn).max()) ** 2 * float(np.abs(Mn).sum()) + 1.0)
         count += 1
     bound = _tol(6 * max(Xn.shape[1], 1) ** 2, scale=max(mag, 1.0))
-    return TriangleIdentity(res <= bound, float(res), float(maxlr), count, bound)
+    ok, bad = decide(res, bound, err)
+    return TriangleIdentity(bool(ok), float(res), float(maxlr), count, bound, err, not (ok or bad))
 
 
 @contract(X=Tensor("n d"), M=Tensor("d d"))

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from .rounding import HOLDS, UNDECIDED, combine, decide, rank_interval, rounding_error
+from .rounding import HOLDS, ROUNDING_SAFETY, UNDECIDED, combine, decide, rank_interval, rounding_error
 from .rounding import status as decision_status
 
 EPS = float(np.finfo(np.float64).eps)
@@ -50,9 +50,20 @@ class Verdict:
         return decision_status(self.holds, self.fails)
 
 
-def _v(residual: float, tol: float, detail: str = "", error: float = 0.0) -> Verdict:
-    """``residual ≤ tol`` decided with the residual known to ``± error`` (a NaN residual: undecided)."""
+ORACLE_SAFETY = 64.0  # the safety factor of every rounding-level tolerance here (64·EPS·size·scale)
+
+
+def _v(residual: float, tol: float, detail: str = "", error: float | None = None) -> Verdict:
+    """``residual ≤ tol`` decided with the residual known to ``± error`` (a NaN residual: undecided).
+
+    Default ``error``: a rounding-level tolerance (``0 < tol < 1e-9``) is ``64·EPS·size·scale`` by
+    construction in these oracles, and the residual it judges is computed from the same reduction
+    size and operand scale, so its error bound is :func:`theory.rounding.rounding_error` of those:
+    ``tol · ROUNDING_SAFETY / 64``. A fixed tolerance (``1e-6`` on eigenvalue multisets, exact zero)
+    is not a rounding model: it is decided as stated (error 0) unless the caller gives one."""
     r = float(residual)
+    if error is None:
+        error = tol * ROUNDING_SAFETY / ORACLE_SAFETY if 0 < tol < 1e-9 else 0.0
     h, f = decide(r, float(tol), float(error))
     return Verdict(bool(h), r, float(tol), detail, undecided=not (h or f))
 

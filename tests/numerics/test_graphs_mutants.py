@@ -792,27 +792,52 @@ def test_one_way_edge_result_fields_are_exactly_false_and_zero_tol():
     assert r.holds is False and r.unique is False and r.tol == 0.0
 
 
-def test_reversibility_tolerance_is_tol_of_twice_the_longest_cycle():
+def kolmogorov_scale(P, cycle):
+    """S = Σ (|log P| + 1) over the 2L weights of a cycle, both directions (the operand scale)."""
+    L = len(cycle)
+    return sum(
+        abs(math.log(P[cycle[j], cycle[(j + 1) % L]])) + abs(math.log(P[cycle[(j + 1) % L], cycle[j]])) + 2.0
+        for j in range(L)
+    )
+
+
+def test_reversibility_tolerance_is_tol_of_twice_the_cycle_length_at_its_log_scale():
     path = np.array([[0.0, 1.0, 0.0], [0.5, 0.0, 0.5], [0.0, 1.0, 0.0]])  # no cycle: L = 1
-    assert is_reversible(t(path)).tol == tol64(2)
+    assert is_reversible(t(path)).tol == tol64(2) and is_reversible(t(path)).error == 0.0
     tri = np.full((3, 3), 1 / 3)
-    assert is_reversible(t(tri)).tol == tol64(6)
+    S = kolmogorov_scale(tri, [0, 1, 2])
+    assert math.isclose(S, 6 * (math.log(3) + 1), rel_tol=1e-15)
+    r = is_reversible(t(tri))
+    assert math.isclose(r.tol, tol64(6, scale=S / 2), rel_tol=1e-15)
+    assert math.isclose(r.error, rounding_error(6, S), rel_tol=1e-15)
+    # tiny softmax weights: the tolerance follows |log P| (a reversible walk with weights 1e-200 is
+    # judged at its own precision, not failed by rounding of its 460-sized logarithms)
+    tiny = np.array([[0.0, 1e-200, 1.0], [1.0, 0.0, 1.0], [1e-200, 1.0, 0.0]])
+    tiny /= tiny.sum(1, keepdims=True)
+    assert is_reversible(t(tiny)).tol > 100 * tol64(6)
 
 
-@pytest.mark.parametrize("factor", [0.9, 1.1])
-def test_reversibility_decision_at_its_tolerance_edge(factor):
-    """Triangle with Kolmogorov log-ratio δ = factor·tol(float64, 6): reversible iff δ ≤ tol."""
-    bound = tol64(6)
+@pytest.mark.parametrize("factor, status", [(0.5, "holds"), (0.97, "undecided"), (1.03, "undecided"), (1.5, "fails")])
+def test_reversibility_decision_at_its_tolerance_edge(factor, status):
+    """Triangle with Kolmogorov log-ratio δ = factor·tol: reversible iff δ ≤ tol, decided only outside
+    the residual's own rounding. Weights near 1: S = Σ(|log P| + 1) ≈ 6, tol = tol(float64, 6,
+    scale=S/2) ≈ 2.6e-13, error = rounding_error(6, S) ≈ 1.6e-14 = tol/16: ±3 % is inside that band
+    (undecided), ±50 % is decided."""
+    bound = tol64(6, scale=3.0)
     P = np.ones((3, 3))
     P[0, 1] = math.exp(factor * bound)
     lit = math.log(P[0, 1])  # the literal log-ratio around 0 → 1 → 2 → 0 (all other weights 1)
     # exp(δ) is stored as 1 + kε: the literal log-ratio is δ up to half an ulp of 1 (ε = 2.2e-16)
     assert abs(lit - factor * bound) <= np.finfo(float).eps
     r = is_reversible(t(P))
-    # the residual is a sum of six O(1)… here O(δ) logarithms of numbers near 1: both computations
-    # agree to the rounding of the logarithms' arguments (an ulp of 1 each), not relatively
+    S = kolmogorov_scale(P, [0, 1, 2])
+    assert math.isclose(r.tol, tol64(6, scale=S / 2), rel_tol=1e-15) and math.isclose(r.tol, bound, rel_tol=1e-12)
+    # the residual is a sum of six logarithms of numbers near 1: both computations agree to the
+    # rounding of the logarithms' arguments (an ulp of 1 each), not relatively
     assert abs(r.residual - lit) <= rounding_error(6, 1.0)
-    assert r.holds == (factor < 1)
+    assert math.isclose(r.error, rounding_error(6, S), rel_tol=1e-12)
+    assert (r.holds, r.fails, r.undecided) == (status == "holds", status == "fails", status == "undecided")
+    assert ("undecided" in r.reason) == (status == "undecided")
 
 
 def test_pi_of_an_extremely_lopsided_chain_does_not_overflow():
@@ -1005,18 +1030,24 @@ def log_pair_at(target):
     raise AssertionError("no float pair found")  # pragma: no cover
 
 
-def test_a_residual_exactly_at_the_tolerance_is_accepted():
-    """The rules are `residual <= tol`: a log-ratio exactly tol(float64, 6) on one triangle (one edge
-    pair a, b, every other weight 1, so each sum is exactly log a − log b) is reversible, and the
-    triangle identity with X = 0 (right side 0, scale 1, d = 1: tol(float64, 6)) holds."""
+def test_a_residual_exactly_at_the_tolerance_is_undecided():
+    """A log-ratio exactly tol(float64, 6) on one triangle (one edge pair a, b, every other weight 1,
+    so each sum is exactly log a − log b): for the triangle identity with X = 0 (right side 0,
+    scale 1, d = 1: tolerance tol(float64, 6)) it sits within its own rounding of the tolerance —
+    neither holds nor fails but undecided; Kolmogorov's criterion, whose tolerance is at the
+    cycle's log scale (three times larger here), decides it."""
     bound = tol64(6)
     a, b = log_pair_at(bound)
     P = np.ones((3, 3))
     P[0, 1], P[1, 0] = a, b
     r = is_reversible(t(P))
-    assert r.residual == bound == r.tol and r.holds
+    # Kolmogorov's tolerance is at the cycle's log scale (tol(6, S/2), S ≈ 6): this residual holds
+    S = kolmogorov_scale(P, [0, 1, 2])
+    assert r.residual == bound and math.isclose(r.tol, tol64(6, scale=S / 2), rel_tol=1e-15)
+    assert r.holds and not r.undecided
     ti = softmax_triangle_identity(t(P), t(np.zeros((3, 1))), t([[1.0]]), scale=1.0)
-    assert ti.residual == bound == ti.tol and ti.holds
+    assert ti.residual == bound == ti.tol and ti.error > 0
+    assert not ti.holds and not ti.fails and ti.undecided
 
 
 def test_a_holonomy_defect_exactly_at_the_tolerance_is_flat():
