@@ -761,7 +761,11 @@ def test_diagnose_max_dense_boundary_and_skipped_checks():
         assert c.name == k and c.reason == why and math.isnan(c.tol)
         assert c.holds.shape == (2,) and not bool(c.holds.any()) and c.holds.dtype == torch.bool
         assert c.residual.dtype == F and bool(torch.isnan(c.residual).all())
+        # not computed is not false: undecided, with the reason, in every view of the result
+        assert not bool(c.fails.any()) and bool(c.undecided.all()) and c.status((0,)) == "undecided"
+        assert S.as_dict((1,))[k]["status"] == "undecided" and k in S.undecided((0,)) and k not in S.failing((0,))
     assert bool(S.self_adjoint.holds.all())
+    assert "kernel_parallel         undecided" in S.summary((0,))
 
 
 def test_diagnose_fields_on_a_scaled_reversible_walk():
