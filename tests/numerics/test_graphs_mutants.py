@@ -1094,3 +1094,66 @@ def test_a_span_residual_exactly_at_the_tolerance_holds():
     m = next(m for m in ms if np.linalg.norm(np.array([[0.0, m], [-m, 0.0]])) == bound)
     X = np.array([[0.0, 0.0], [1.0, 0.0], [0.0, 1.0]])
     assert reversible_by_span(t(X), t([[0.0, 2 * m], [0.0, 0.0]])) == (True, bound)
+
+
+# ------------------------------------------------------------------------------ rounding bounds of the T4 checks
+def test_triangle_identity_error_bound_is_its_stated_formula():
+    """error = rounding_error(6 + 2d², Σ|log A| over the six weights + 8|s|·max|X|²·Σ|M| + 6), the
+    largest over triangles (theory.rounding): computed here from the literal definition."""
+    A, X, M, s = softmax_case(5, n=3, scale=0.7)
+    d = X.shape[1]
+    ti = softmax_triangle_identity(t(A), t(X), t(M), scale=s)
+    logs = sum(abs(math.log(A[i, j])) for i in range(3) for j in range(3) if i != j)
+    rhs = 8 * abs(s) * float(np.abs(X).max()) ** 2 * float(np.abs(M).sum())
+    assert rhs > 1 and d >= 2  # both terms matter in this case
+    assert math.isclose(ti.error, rounding_error(6 + 2 * d * d, logs + rhs + 6.0), rel_tol=1e-12)
+    assert ti.holds and not ti.undecided and not ti.fails
+
+
+def test_kolmogorov_reports_the_bound_of_its_worst_cycle():
+    """Two triangles sharing node 0: one with tiny weights (large |log P|, large tolerance), one with
+    weights near 1 and a Kolmogorov defect. The reported tol / error are those of the cycle with the
+    largest residual/tolerance ratio, each cycle decided against its own bound."""
+    P = np.array(
+        [
+            [0.0, 1e-120, 1e-120, 0.5, 0.5],
+            [1e-120, 0.0, 1.0, 0.0, 0.0],
+            [1e-120, 1.0, 0.0, 0.0, 0.0],
+            [0.5, 0.0, 0.0, 0.0, 0.5],
+            [0.5, 0.0, 0.0, 0.5, 0.0],
+        ]
+    )
+    P[3, 4] *= math.exp(1e-9)  # a defect on the near-1 triangle only: fails there
+    r = is_reversible(t(P))
+    G = to_networkx(t(P))
+    per = []
+    for c, lr in kolmogorov_cycles(G):
+        S = kolmogorov_scale(P, c)
+        per.append(
+            (abs(lr) / tol64(2 * len(c), scale=S / 2), tol64(2 * len(c), scale=S / 2), rounding_error(2 * len(c), S))
+        )
+    assert len(per) == 2 and per[0][1] != per[1][1]
+    worst = max(per)
+    assert math.isclose(r.tol, worst[1], rel_tol=1e-12) and math.isclose(r.error, worst[2], rel_tol=1e-12)
+    assert r.fails and not r.holds
+
+
+def test_kolmogorov_ties_keep_the_first_cycle():
+    """Symmetric weights: every log-ratio is exactly 0, every ratio ties at 0; the reported bound is
+    the first basis cycle's (a strict comparison), whose log scale differs from the second's."""
+    P = np.array(
+        [
+            [0.0, 1e-120, 1e-120, 0.5, 0.5],
+            [1e-120, 0.0, 1.0, 0.0, 0.0],
+            [1e-120, 1.0, 0.0, 0.0, 0.0],
+            [0.5, 0.0, 0.0, 0.0, 0.5],
+            [0.5, 0.0, 0.0, 0.5, 0.0],
+        ]
+    )
+    r = is_reversible(t(P))
+    cycles = kolmogorov_cycles(to_networkx(t(P)))
+    assert [lr for _, lr in cycles] == [0.0, 0.0]
+    first = cycles[0][0]
+    S = kolmogorov_scale(P, first)
+    assert math.isclose(r.tol, tol64(2 * len(first), scale=S / 2), rel_tol=1e-12)
+    assert r.holds and not r.undecided
