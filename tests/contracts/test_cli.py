@@ -101,6 +101,98 @@ def test_out_with_a_foreign_results_json_is_never_replaced(tmp_path, capsys, no_
     assert (out / "results.json").read_text() == '{"schema": "someone-else/1"}'
 
 
+def _small_report(out):
+    return cli.main(["paper-checks", "--out", str(out), "--models", "synthetic:enc", "--claims", "E1", *SMALL])
+
+
+def test_user_file_inside_a_previous_report_survives_a_rerun(tmp_path, capsys, monkeypatch):
+    out = tmp_path / "R"
+    assert _small_report(out) == 0
+    report = {p.name: p.read_bytes() for p in out.iterdir()}
+    (out / "my-notes.md").write_text("my notes")
+    (out / "mine").mkdir()  # a subdirectory of the user's, too
+    capsys.readouterr()
+
+    def boom(*a, **k):
+        raise AssertionError("a model was loaded before --out was checked")
+
+    monkeypatch.setattr(main_job, "load_model", boom)
+    assert _small_report(out) == 2
+    line = _one_line_error(capsys, "--out")
+    assert "'mine'" in line and "'my-notes.md'" in line
+    assert (out / "my-notes.md").read_text() == "my notes" and (out / "mine").is_dir()
+    assert {p.name: p.read_bytes() for p in out.iterdir() if p.is_file() and p.name != "my-notes.md"} == report
+
+
+def test_a_manifest_cannot_name_files_outside_the_report(tmp_path, capsys):
+    """A results.json listing ``../x`` is not a licence to delete ``x`` (only plain names inside count)."""
+    out = tmp_path / "R"
+    assert _small_report(out) == 0
+    import json
+
+    data = json.loads((out / "results.json").read_text())
+    data["files"] += ["../victim.txt"]
+    (out / "results.json").write_text(json.dumps(data))
+    (tmp_path / "victim.txt").write_text("keep")
+    assert _small_report(out) == 0
+    assert (tmp_path / "victim.txt").read_text() == "keep"
+
+
+def test_a_report_of_the_older_schema_without_manifest_is_replaced_by_its_figures(tmp_path, capsys):
+    """Reports written before the manifest: their fixed files and the figures their report.md shows."""
+    out = tmp_path / "R"
+    assert _small_report(out) == 0
+    import json
+
+    data = json.loads((out / "results.json").read_text())
+    del data["files"]
+
+    def as_older_report():
+        (out / "results.json").write_text(json.dumps(data))
+        (out / "timings.json").unlink()  # a file reports gained with the manifest
+
+    as_older_report()
+    assert _small_report(out) == 0
+    as_older_report()
+    (out / "notes.png").write_bytes(b"mine")  # not shown in report.md: not the report's
+    assert _small_report(out) == 2
+    assert (out / "notes.png").read_bytes() == b"mine"
+
+
+def test_out_dot_in_an_empty_working_directory(tmp_path, monkeypatch, capsys):
+    work = tmp_path / "cwd"
+    work.mkdir()
+    monkeypatch.chdir(work)
+    assert _small_report(".") == 0
+    names = sorted(p.name for p in work.iterdir())
+    assert "report.md" in names and "results.json" in names
+    assert not any(n.startswith(".") for n in names)  # no temporary directory left
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["cwd"]  # nothing written beside it
+    assert _small_report(".") == 0  # and again: the report's own files are replaced in place
+    assert sorted(p.name for p in work.iterdir()) == names
+
+
+def test_an_existing_out_is_built_inside_itself(tmp_path, monkeypatch, capsys):
+    """An existing --out is built in a temporary directory inside it (its parent, e.g. the parent of the
+    working directory, need not be writable) and never renamed as a whole."""
+    from paper_checks import figures
+
+    seen = {}
+    draw = figures.draw_all
+
+    def spy(runs, tmp, **kw):
+        seen["tmp"] = tmp
+        return draw(runs, tmp, **kw)
+
+    monkeypatch.setattr("paper_checks.figures.draw_all", spy)
+    out = tmp_path / "R"
+    out.mkdir()
+    inode = out.stat().st_ino
+    assert _small_report(out) == 0
+    assert seen["tmp"].parent == out and not seen["tmp"].exists()
+    assert out.stat().st_ino == inode
+
+
 @pytest.mark.parametrize("sig, code", [(signal.SIGTERM, 143), (signal.SIGINT, 130)])
 def test_signal_during_the_write_removes_the_temporary_directory(sig, code, tmp_path, monkeypatch, capsys):
     seen = {}

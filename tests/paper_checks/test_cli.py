@@ -70,10 +70,15 @@ def test_replaced_atomically_and_failure_keeps_the_old_report(tmp_path, monkeypa
     assert (out / "stale.txt").read_text() == "old" and sorted(p.name for p in out.iterdir()) == ["stale.txt"]
     (out / "stale.txt").unlink()
     assert _pc(out, models=["synthetic:enc"], claims=("E1",)) == 0  # an empty directory may be used
-    (out / "stale.png").write_bytes(b"x")  # a file added to a report of ours goes with the report
-    assert _pc(out, models=["synthetic:enc"], claims=("E1",)) == 0
-    # the directory was replaced as a whole: nothing stale, no temporary directories left beside it
-    assert not (out / "stale.png").exists()
+    (out / "stale.png").write_bytes(b"x")  # a file added to a report of ours is not the report's: refused
+    assert _pc(out, models=["synthetic:enc"], claims=("E1",)) == 2
+    assert (out / "stale.png").read_bytes() == b"x"
+    (out / "stale.png").unlink()
+    listed = json.loads((out / "results.json").read_text())["files"]
+    assert sorted(listed) == sorted(p.name for p in out.iterdir())  # the manifest names every file written
+    assert _pc(out, models=["synthetic:enc"], claims=("E1",)) == 0  # only the report's own files: replaced
+    # no temporary directories left inside or beside it
+    assert sorted(p.name for p in out.iterdir()) == sorted(listed)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["keep"]
     before = (out / "results.json").read_bytes()
 
@@ -85,6 +90,23 @@ def test_replaced_atomically_and_failure_keeps_the_old_report(tmp_path, monkeypa
         _pc(out, models=["synthetic:enc"], claims=("E1",))
     assert (out / "results.json").read_bytes() == before
     assert sorted(p.name for p in tmp_path.iterdir()) == ["keep"]
+    assert sorted(p.name for p in out.iterdir()) == sorted(listed)
+
+
+def test_same_seed_same_bytes_with_e5_e6(tmp_path):
+    """E5/E6 time their sweeps; the seconds go to timings.json, so results.json and report.md of two
+    runs of one seed are byte-identical."""
+    outs = [tmp_path / "a", tmp_path / "b"]
+    for out in outs:
+        assert _pc(out, "--quick", models=["synthetic:enc"], claims=("E1", "E5", "E6")) == 0
+    for name in ("results.json", "report.md"):
+        assert (outs[0] / name).read_bytes() == (outs[1] / name).read_bytes(), name
+    data = json.loads((outs[0] / "results.json").read_text())
+    assert {r["claim"] for r in data["rows"]} >= {"E5", "E6"}
+    assert "seconds" not in (outs[0] / "results.json").read_text()
+    timings = json.loads((outs[0] / "timings.json").read_text())["seconds"]
+    assert {"E5", "E6", "synthetic:enc"} <= set(timings) and all(v >= 0 for v in timings.values())
+    assert "timings.json" in data["files"]
 
 
 @pytest.mark.parametrize(
