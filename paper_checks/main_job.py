@@ -23,7 +23,7 @@ from pathlib import Path
 
 import torch
 
-from numerics.errors import ConnwalkError, ModelError, ModelNotInstalledError
+from numerics.errors import ConnwalkError, ModelError, ModelNotInstalledError, ShapeError
 from numerics.models import registry
 from paper_checks import claims as C
 from paper_checks import e5, e6, synthetic
@@ -166,6 +166,27 @@ def check_model_name(name) -> str:
     )
 
 
+def context_length(name: str) -> int | None:
+    """``name``'s context from its metadata alone (no weights): :func:`registry.context_length`, or a
+    synthetic config's ``max_length``; None where only loading tells."""
+    if synthetic.is_synthetic(name):
+        cfg = synthetic.CONFIGS.get(name.removeprefix("synthetic:"))
+        return None if cfg is None else int(cfg.max_length)
+    return registry.context_length(name)
+
+
+def check_length(name: str, length: int) -> None:
+    """Refuse a ``--length`` longer than ``name``'s context before its weights load."""
+    from numerics.errors import SequenceTooLongError
+
+    ctx = context_length(name)
+    if ctx is not None and length > ctx:
+        raise SequenceTooLongError(
+            f"{length} tokens exceed {name}'s context of {ctx} tokens (max_length; refused, not truncated)",
+            argument="--length",
+        )
+
+
 def load_model(name: str, *, seed: int = 0):
     """A model handle: ``synthetic:...`` names here, everything else via the registry (float32)."""
     if synthetic.is_synthetic(name):
@@ -197,6 +218,26 @@ def sample_ids(handle, n_prompts: int, length: int, seed: int) -> torch.Tensor:
     return sample_prompts(handle, n_prompts, length, seed)
 
 
+def _measure(h, ids, r: dict, seed: int, step, hooks, *, baselines: bool):
+    """One model's measurement; a length its attention sinks leave too short for (known only from its
+    own pass: the sinks depend on the attention) is addressed to ``--length``."""
+    try:
+        return measure(
+            h,
+            ids,
+            baselines=baselines,
+            edge_layers=r["edge_layers"],
+            edge_prompts=r["edge_prompts"],
+            seed=seed,
+            progress=step,
+            hooks=hooks,
+        )
+    except ShapeError as exc:
+        if exc.argument == "length":
+            raise as_option_error(exc) from exc
+        raise
+
+
 def _bar(total: int, enabled: bool):
     if not enabled:
         return None
@@ -220,6 +261,8 @@ def run_job(cfg: JobConfig, out: str | Path | None, *, log=print) -> tuple[list[
         for name in cfg.models:
             check_model_name(name)
         try:
+            for name in cfg.models:  # options that depend on the model, from its metadata: before any weights
+                check_length(name, r["length"])
             for name in cfg.models:
                 if name in handles:
                     continue
@@ -236,31 +279,12 @@ def run_job(cfg: JobConfig, out: str | Path | None, *, log=print) -> tuple[list[
     try:
         for name, h in handles.items():
             t0 = time.perf_counter()
-            m = measure(
-                h,
-                ids[name],
-                baselines=True,
-                edge_layers=r["edge_layers"],
-                edge_prompts=r["edge_prompts"],
-                seed=cfg.seed,
-                progress=step,
-                hooks=LAP.hooks_for(claims, h, r, cfg.seed),
-            )
+            m = _measure(h, ids[name], r, cfg.seed, step, LAP.hooks_for(claims, h, r, cfg.seed), baselines=True)
             nulls = []
             for k in range(r["null_seeds"]):
                 hn = load_model(null_name(name), seed=cfg.seed * 100 + k + 1)
-                nulls.append(
-                    measure(
-                        hn,
-                        ids[name],
-                        baselines=False,
-                        edge_layers=r["edge_layers"],
-                        edge_prompts=r["edge_prompts"],
-                        seed=cfg.seed * 100 + k,
-                        progress=step,
-                        hooks=LAP.hooks_for(claims, hn, r, cfg.seed),
-                    )
-                )
+                hooks = LAP.hooks_for(claims, hn, r, cfg.seed)
+                nulls.append(_measure(hn, ids[name], r, cfg.seed * 100 + k, step, hooks, baselines=False))
                 del hn
             runs.append(C.ModelRun(trained=m, nulls=nulls))
             timings[name] = time.perf_counter() - t0

@@ -39,6 +39,8 @@ def _one_line_error(capsys, option):
         (["--seed", str(2**32)], "--seed"),
         (["--prompts", "1"], "--prompts"),
         (["--length", "3"], "--length"),
+        (["--length", "5"], "--length"),  # 1/n ≥ the sink threshold 0.2: a uniform null marks every key a sink
+        (["--length", "257"], "--length"),  # synthetic:enc's context is 256, read before any load
         (["--null-seeds", "0"], "--null-seeds"),
         (["--n-boot", "0"], "--n-boot"),
         (["--threads", "0"], "--threads"),
@@ -54,6 +56,71 @@ def test_paper_checks_bad_option_exits_2_before_any_work(argv, option, tmp_path,
     rc = cli.main(["paper-checks", "--out", str(out), "--models", "synthetic:enc", *SMALL, *argv])
     assert rc == 2
     _one_line_error(capsys, option)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_length_beyond_a_real_models_context_is_refused_before_its_weights_load(tmp_path, capsys, no_work):
+    """minilm's context, from its config.json read literally here, refuses --length before any load."""
+    import json
+
+    from numerics.models import registry
+
+    _, path = registry.resolve("minilm")
+    ctx = json.loads((path / "config.json").read_text())["max_position_embeddings"]
+    argv = ["paper-checks", "--out", str(tmp_path / "o"), "--models", "minilm", *SMALL, "--length", str(ctx + 1)]
+    assert cli.main(argv) == 2
+    assert f"context of {ctx} tokens" in _one_line_error(capsys, "--length")
+    assert list(tmp_path.iterdir()) == []
+    assert cli.main(["analyze", "minilm", *SMALL, "--length", "100000"]) == 2
+    _one_line_error(capsys, "--length")
+
+
+def test_gguf_context_length_from_the_header_alone(tmp_path):
+    """A GGUF written by the gguf package with its context length after a tokenizer array and many
+    other keys: read from the header (no dequantisation)."""
+    import gguf
+    import numpy as np
+
+    from numerics.models import registry
+
+    p = tmp_path / "ctx.gguf"
+    w = gguf.GGUFWriter(str(p), "llama")
+    w.add_token_list([f"t{i}" for i in range(300)])
+    for i in range(80):
+        w.add_uint32(f"filler.{i}", i)
+    w.add_context_length(1234)
+    w.add_tensor("x", np.zeros(4, dtype="float32"))
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    assert registry.context_length(str(p)) == 1234
+    assert main_job.context_length("smollm2-135m") == 8192  # SmolLM2-135M's published context
+
+
+@pytest.mark.parametrize("kind", ["gguf", "config"])
+def test_analyze_on_a_corrupt_model_names_its_own_argument(kind, tmp_path, capsys, no_work):
+    if kind == "gguf":
+        model = tmp_path / "broken.gguf"
+        model.write_bytes(b"NOTAGGUF" * 8)
+    else:
+        model = tmp_path / "m"
+        model.mkdir()
+        (model / "config.json").write_text("{ not json")
+    assert cli.main(["analyze", str(model), *SMALL]) == 2
+    line = _one_line_error(capsys, "model")
+    assert "--models" not in line
+
+
+def test_sinks_leaving_too_few_tokens_name_length(tmp_path, capsys, monkeypatch):
+    """Sinks depend on the attention, so this is known only after a model's pass: addressed to
+    --length, exit 2, nothing written."""
+    from paper_checks import stats
+
+    monkeypatch.setattr(stats, "sink_positions", lambda Ps, tau=0.2: torch.ones(Ps.shape[-1], dtype=torch.bool))
+    argv = ["paper-checks", "--out", str(tmp_path / "o"), "--models", "synthetic:enc", "--claims", "E1", *SMALL]
+    assert cli.main(argv) == 2
+    assert "attention-sink positions" in _one_line_error(capsys, "--length")
     assert list(tmp_path.iterdir()) == []
 
 
