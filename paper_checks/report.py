@@ -26,16 +26,37 @@ class OutputPathError(ConnwalkError, ValueError):
     """The output directory cannot be used (it is a file, or its parent is not writable)."""
 
 
-CAVEATS = [
-    "Intervals are 95% percentile bootstraps over prompts (and over null seeds × prompts, or heads / "
-    "layers for weight statistics). They do **not** cover variation across models, checkpoints or "
-    "training runs: a verdict describes these checkpoints on this corpus, not transformers in general.",
-    "The paper's scale range is 124M → 8B parameters; the models here span at most 22M → 270M, a far "
-    "smaller range. The loaders accept any larger local Hugging Face directory or GGUF file "
-    "(`connwalk paper-checks --models /path/to/model ...`).",
-    "Null model = `random:<same architecture>`: the same architecture with a seeded random "
-    "initialisation, run on the same prompts.",
-]
+def _millions(n_params) -> str:
+    """Parameters in millions as the E3 rows print them (22.7M → ``23M``); below 1M, two digits."""
+    return f"{n_params / 1e6:.0f}M" if n_params >= 1e6 else f"{n_params / 1e6:.2g}M"
+
+
+def caveats(models: dict | None = None) -> list[str]:
+    """The 'how to read this' caveats; the size range is that of the models that ran (``models``:
+    ``results.json["models"]``, name → info with ``n_params``), printed as the E3 rows print it."""
+    sizes = sorted(int(v["n_params"]) for v in (models or {}).values() if int(v.get("n_params") or 0) > 0)
+    if not sizes:
+        span = "no pretrained model ran here, so no scale range at all"
+    elif sizes[0] == sizes[-1]:
+        who = "the one model here has" if len(sizes) == 1 else f"the {len(sizes)} models here all have"
+        span = f"{who} {_millions(sizes[0])}, no range at all"
+    else:
+        span = f"the models here span {_millions(sizes[0])} → {_millions(sizes[-1])}, a far smaller range"
+    return [
+        "Intervals are 95% percentile bootstraps over prompts (and over null seeds × prompts, or heads / "
+        "layers for weight statistics). They do **not** cover variation across models, checkpoints or "
+        "training runs: a verdict describes these checkpoints on this corpus, not transformers in general.",
+        f"The paper's scale range is 124M → 8B parameters; {span}. The loaders accept any larger local "
+        "Hugging Face directory or GGUF file (`connwalk paper-checks --models /path/to/model ...`).",
+        "Null model = `random:<same architecture>`: the same architecture with a seeded random "
+        "initialisation, run on the same prompts.",
+    ]
+
+
+def title(config: dict, rows: list[StatResult]) -> str:
+    """The report's title: the claims that ran (``config["claims"]``, else those with rows)."""
+    claims = list(config.get("claims") or dict.fromkeys(r.claim for r in rows))
+    return "# connwalk paper checks: " + (", ".join(map(str, claims)) if claims else "no claims")
 
 
 #: ``results.json["schema"]`` of every report this suite writes: the marker that lets ``--out`` reuse
@@ -181,20 +202,30 @@ def fmt(x, digits: int = 3) -> str:
     return f"{x:.{digits}f}"
 
 
-def fmt_ci(ci) -> str:
-    return "—" if ci is None else f"[{fmt(ci[0])}, {fmt(ci[1])}]"
+def fmt_sig(x, sig: int | None = None) -> str:
+    """``x`` to ``sig`` significant digits (the accuracy of the solver that computed it); plain
+    :func:`fmt` when ``sig`` is None."""
+    if sig is None or x is None or (isinstance(x, float) and not math.isfinite(x)):
+        return fmt(x)
+    return f"{x:.{sig}g}"
+
+
+def fmt_ci(ci, sig: int | None = None) -> str:
+    return "—" if ci is None else f"[{fmt_sig(ci[0], sig)}, {fmt_sig(ci[1], sig)}]"
 
 
 def verdict_table(rows: list[StatResult]) -> str:
-    """Markdown table claim × model × statistic × trained / null / effect [CI] / verdict."""
+    """Markdown table claim × model × statistic × trained / null / effect [CI] / verdict (values to the
+    digits their solver supports where a row says so: ``extra["significant_digits"]``)."""
     lines = [
         "| claim | model | statistic | trained | null | effect | 95% CI | verdict |",
         "|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
+        k = r.extra.get("significant_digits")
         lines.append(
-            f"| {r.claim} | {r.model} | {r.statistic} | {fmt(r.trained)} | {fmt(r.null)} | "
-            f"{fmt(r.effect)} | {fmt_ci(r.interval)} | **{r.verdict}** |"
+            f"| {r.claim} | {r.model} | {r.statistic} | {fmt_sig(r.trained, k)} | {fmt_sig(r.null, k)} | "
+            f"{fmt_sig(r.effect, k)} | {fmt_ci(r.interval, k)} | **{r.verdict}** |"
         )
     return "\n".join(lines)
 
@@ -255,16 +286,18 @@ def definitions_section(rows: list[StatResult]) -> str:
     return "\n".join(lines)
 
 
-def render_markdown(rows: list[StatResult], config: dict, figures: list[str], notes: list[str]) -> str:
+def render_markdown(
+    rows: list[StatResult], config: dict, figures: list[str], notes: list[str], models: dict | None = None
+) -> str:
     cfg = "\n".join(f"- {k}: `{v}`" for k, v in config.items())
     parts = [
-        "# connwalk paper checks (Seed A claims E1–E4; E5/E6 when requested)",
+        title(config, rows),
         "",
         "## Run",
         cfg,
         "",
         "## How to read this",
-        *[f"- {c}" for c in CAVEATS],
+        *[f"- {c}" for c in caveats(models)],
         *[f"- {n}" for n in notes],
         "",
         "## Verdict summary (counts of rows)",
@@ -394,7 +427,7 @@ def write_report(
         with open(tmp / "results.json", "w", encoding="utf-8") as fh:
             json.dump(_json_safe(payload), fh, indent=1, ensure_ascii=False, allow_nan=False)
         with open(tmp / "report.md", "w", encoding="utf-8") as fh:
-            fh.write(render_markdown(rows, config, figs, notes or []))
+            fh.write(render_markdown(rows, config, figs, notes or [], models=(extra_json or {}).get("models")))
         if existing:
             _swap_into(out, tmp)
         else:

@@ -48,6 +48,7 @@ def test_report_directory_contents(report):
     md = (report / "report.md").read_text()
     assert "do **not** cover variation across models" in md
     assert "124M → 8B" in md
+    assert md.splitlines()[0] == "# connwalk paper checks: E1, E2, E3, E4"  # the claims that ran
     assert "| E2 | synthetic:enc | head_sv_cv |" in md
     # exact scaled isometries in the constructed encoder: E2 head defect reproduced
     hv = [r for r in rows if r["claim"] == "E2" and r["model"] == "synthetic:enc" and r["statistic"] == "head_sv_cv"][0]
@@ -189,3 +190,15 @@ def test_analyze_through_the_model_adapters(capsys):
     out = capsys.readouterr().out
     for stat in ("walk_change_frob", "positional_r2", "head_sv_cv", "data_gain_cv", "edge_defect"):
         assert f"| tiny:llama | {stat} |" in out
+
+
+def test_caveat_states_the_sizes_that_ran():
+    """The size range in the caveats is the models' own, rounded as the E3 rows round it (MiniLM's
+    22.7M parameters read 23M there and here)."""
+    from paper_checks.report import caveats
+
+    two = caveats({"minilm": {"n_params": 22_713_216}, "smollm2-135m": {"n_params": 134_515_008}})[1]
+    assert "the models here span 23M → 135M" in two and "22M" not in two
+    assert "the one model here has 23M" in caveats({"minilm": {"n_params": 22_713_216}})[1]
+    assert "the 2 models here all have 0.041M" in caveats({"a": {"n_params": 41_000}, "b": {"n_params": 41_000}})[1]
+    assert "no pretrained model ran" in caveats({})[1]
