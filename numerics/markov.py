@@ -29,7 +29,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from numerics.contracts import Passthrough, Tensor, contract
+from numerics.contracts import PrecisionDType, Tensor, contract
 from numerics.errors import UndefinedError
 from numerics.tolerance import tol
 from numerics.validate import as_tensor, check_finite, check_ndim, check_nonnegative, check_square
@@ -197,7 +197,7 @@ def perron_solve(P: torch.Tensor, rho: torch.Tensor):
     return sol[..., 0].clamp(min=0), info
 
 
-@contract(P=Tensor("... n n", nonneg=True), dtype=Passthrough())
+@contract(P=Tensor("... n n", nonneg=True), dtype=PrecisionDType(optional=True))
 def stationary_info(P, *, dtype: torch.dtype | None = None) -> StationaryInfo:
     r"""Left Perron vector ``π`` of a nonnegative ``P`` ``(..., n, n)`` with ``πP = ρπ``, ``Σπ = 1``.
 

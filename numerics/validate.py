@@ -77,6 +77,30 @@ def check_same(names: Sequence[str], tensors: Sequence[torch.Tensor]) -> None:
             raise DeviceMismatchError(f"device {t.device} differs from {names[0]}'s {t0.device}", argument=nm)
 
 
+def batch_index(name: str, index, batch: Sequence[int], *, full: bool = True) -> tuple[int, ...]:
+    """``index`` (an int, or a tuple / list of ints) as a tuple selecting into ``batch``: all of its dims
+    (``full``) or its leading ones; negative indices count from the end. Anything else — another
+    type, too many (or, with ``full``, too few) entries, an entry out of range — raises naming
+    ``name`` (:class:`ParameterError` / :class:`ShapeError`)."""
+    import numbers
+
+    from numerics.errors import ParameterError
+
+    def is_int(i) -> bool:
+        return isinstance(i, numbers.Integral) and not isinstance(i, bool) and type(i).__name__ != "bool_"
+
+    idx = (index,) if is_int(index) else (tuple(index) if isinstance(index, list) else index)
+    if not isinstance(idx, tuple) or not all(is_int(i) for i in idx):
+        raise ParameterError(f"expected an int or a tuple of ints, got {index!r}", argument=name)
+    batch = tuple(int(b) for b in batch)
+    if len(idx) > len(batch) or (full and len(idx) != len(batch)):
+        raise ShapeError(f"index {index} does not select one walk of batch shape {batch}", argument=name)
+    for i, size in zip(idx, batch):
+        if not -size <= int(i) < size:
+            raise ParameterError(f"index {index} out of range for batch shape {batch}", argument=name)
+    return tuple(int(i) for i in idx)
+
+
 # ----------------------------------------------------------------------------------- memory budget
 _BUDGET_ENV = "CONNWALK_MEMORY_BUDGET"
 
