@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import torch
@@ -112,15 +113,20 @@ def memory_budget() -> int:
     import os
 
     raw = os.environ.get(_BUDGET_ENV)
-    if raw:
-        s = raw.strip().upper()
+    if raw is not None and raw.strip() != "":
+        from numerics.errors import ParameterError
+
+        s = raw.strip().upper().removesuffix("B").removesuffix("I")  # 8G, 8GB, 8GiB
         mult = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}.get(s[-1:], 1)
         try:
-            val = float(s[:-1] if s[-1:] in "KMGT" else s) * mult
-        except ValueError as exc:
-            from numerics.errors import ParameterError
-
-            raise ParameterError(f"cannot parse {raw!r} as a byte count", argument=_BUDGET_ENV) from exc
+            val = float(s[:-1] if s[-1:] in ("K", "M", "G", "T") else s) * mult
+        except ValueError:
+            val = math.nan
+        if not (math.isfinite(val) and val >= 1):
+            raise ParameterError(
+                f"cannot use {raw!r} as a memory budget: expected a positive byte count such as 8G, 512M or 1000000000",
+                argument=_BUDGET_ENV,
+            ) from None
         return int(val)
     try:
         with open("/proc/meminfo") as fh:

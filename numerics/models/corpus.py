@@ -20,7 +20,7 @@ from importlib import resources
 import numpy as np
 import torch
 
-from numerics.errors import CorpusTooShortError, SequenceTooLongError, ShapeError
+from numerics.errors import CorpusTooShortError, ParameterError, SequenceTooLongError, ShapeError
 
 __all__ = ["corpus_sentences", "special_framing", "token_stream", "sample_prompts", "encode_exact"]
 
@@ -102,6 +102,10 @@ def sample_prompts(handle_or_tokenizer, n_prompts: int, length: int, seed: int =
     length = _check_length(handle_or_tokenizer, length)
     if isinstance(n_prompts, bool) or not isinstance(n_prompts, (int, np.integer)) or n_prompts < 1:
         raise ShapeError(f"expected a positive int, got {n_prompts!r}", argument="n_prompts")
+    if isinstance(seed, (bool, np.bool_)) or not isinstance(seed, (int, np.integer)) or int(seed) < 0:
+        raise ParameterError(f"expected a nonnegative int, got {seed!r}", argument="seed")
+    if length < 1:
+        raise ShapeError(f"expected a positive int, got {length}", argument="length")
     prefix, suffix = special_framing(tok)
     m = length - len(prefix) - len(suffix)
     if m < 1:

@@ -24,6 +24,7 @@ from __future__ import annotations
 import importlib.metadata
 import importlib.util
 import json
+import numbers
 import os
 import shutil
 import zipfile
@@ -32,10 +33,12 @@ from pathlib import Path
 
 import torch
 
+from numerics.device import as_device
 from numerics.errors import (
     CorruptFileError,
     ModelError,
     ModelNotInstalledError,
+    ParameterError,
     UnsupportedArchitectureError,
 )
 from numerics.models import cache as _cache
@@ -499,6 +502,10 @@ def load(name: str, *, dtype: torch.dtype = torch.float32, device=None, seed: in
         raise ModelError(f"expected a model name string, got {name!r}", argument="name")
     if not (isinstance(dtype, torch.dtype) and dtype.is_floating_point):
         raise ModelError(f"expected a floating torch dtype, got {dtype!r}", argument="dtype")
+    if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or not 0 <= int(seed) < 2**63:
+        raise ParameterError(f"expected an integer in [0, 2**63), got {seed!r}", argument="seed")
+    if device is not None and device != "auto" and not isinstance(device, dict):
+        device = as_device("device", device)
     if name.startswith("tiny:"):
         from numerics.models.tiny import tiny_model
 

@@ -111,3 +111,103 @@ def test_batch_shapes_that_do_not_broadcast_are_named():
             torch.full((3, 4, 4), 0.25, dtype=F64), torch.randn(5, 4, 4, 2, 2, dtype=F64)
         ),
     )
+
+
+# ------------------------------------------------------------------ allocations sized by an argument
+@pytest.mark.parametrize(
+    "call, arg",
+    [
+        (lambda: __import__("numerics.kernels", fromlist=["x"]).gaussian_kernel(10**10, 4.0, 1.5), "n"),
+        (
+            lambda: __import__("numerics.kernels", fromlist=["x"]).circulant(torch.full((4096,), 1 / 4096, dtype=F64)),
+            "kernels",
+        ),
+        (lambda: __import__("numerics.simulate", fromlist=["x"]).sinusoidal_pe(10**6, 10**3), "n"),
+        (
+            lambda: __import__("numerics.simulate", fromlist=["x"]).perturbed_homogeneous(
+                10**5, 10**3, torch.zeros(10**3, dtype=F64), 0.1
+            ),
+            "n",
+        ),
+    ],
+)
+def test_allocations_sized_by_an_argument_go_through_the_budget(call, arg, monkeypatch):
+    """Each would allocate well over 100 MiB; with a 64 MiB budget each is refused up front, naming the
+    argument that sized it (the allocator is never asked)."""
+    from numerics.errors import MemoryBudgetError
+
+    monkeypatch.setenv("CONNWALK_MEMORY_BUDGET", "64M")
+    e = _raises(MemoryBudgetError, arg, call)
+    assert "memory budget of 0.0625 GiB" in str(e)
+
+
+def test_small_allocations_are_unaffected_by_a_small_budget(monkeypatch):
+    from numerics.kernels import circulant, gaussian_kernel
+    from numerics.simulate import perturbed_homogeneous, sinusoidal_pe
+
+    monkeypatch.setenv("CONNWALK_MEMORY_BUDGET", "64M")
+    a = gaussian_kernel(64, 4.0, 1.5)
+    assert circulant(a).shape == (64, 64) and sinusoidal_pe(64, 8).shape == (64, 8)
+    assert perturbed_homogeneous(8, 2, torch.zeros(2, dtype=F64), 0.1, batch=(3,)).shape == (3, 8, 2)
+
+
+@pytest.mark.parametrize("raw", ["nan", "inf", "-5G", "0", "abc", "G", "1e400"])
+def test_the_memory_budget_itself_is_validated(raw, monkeypatch):
+    from numerics.validate import memory_budget
+
+    monkeypatch.setenv("CONNWALK_MEMORY_BUDGET", raw)
+    _raises(ParameterError, "CONNWALK_MEMORY_BUDGET", memory_budget)
+
+
+@pytest.mark.parametrize("raw, value", [("8G", 8 << 30), ("8GiB", 8 << 30), ("512M", 512 << 20), ("1000", 1000)])
+def test_the_memory_budget_accepts_byte_counts(raw, value, monkeypatch):
+    from numerics.validate import memory_budget
+
+    monkeypatch.setenv("CONNWALK_MEMORY_BUDGET", raw)
+    assert memory_budget() == value
+
+
+@pytest.mark.parametrize("batch", [3, (2, -1), (2.5,), "ab"])
+def test_perturbed_homogeneous_batch_is_a_tuple_of_sizes(batch):
+    from numerics.simulate import perturbed_homogeneous
+
+    _raises(ParameterError, "batch", lambda: perturbed_homogeneous(8, 2, torch.zeros(2, dtype=F64), 0.1, batch=batch))
+
+
+# ------------------------------------------------------------------ loader and corpus arguments
+@pytest.mark.parametrize(
+    "kw, arg",
+    [
+        ({"device": "bogus"}, "device"),
+        ({"device": 3}, "device"),
+        ({"seed": -1}, "seed"),
+        ({"seed": "a"}, "seed"),
+        ({"seed": 1.5}, "seed"),
+    ],
+)
+def test_loader_arguments_of_the_wrong_type_or_sign(kw, arg):
+    from numerics.models import registry
+
+    _raises(ParameterError, arg, lambda: registry.load("tiny:bert", **kw))
+
+
+@pytest.mark.parametrize(
+    "kw, arg", [({"keep": 3}, "keep"), ({"keep": [1.5]}, "keep"), ({"out_device": "bogus"}, "out_device")]
+)
+def test_capture_arguments_of_the_wrong_type(kw, arg):
+    from numerics.models import registry
+
+    h = registry.load("tiny:bert", device="cpu")
+    ids = torch.randint(0, 50, (1, 8), generator=torch.Generator().manual_seed(0))
+    _raises(ParameterError, arg, lambda: next(iter(h.layers(ids, **kw))))
+    assert next(iter(h.layers(ids, keep={1}))).layer == 1
+
+
+@pytest.mark.parametrize("seed", [-1, "a", 1.5, True])
+def test_sample_prompts_seed_of_the_wrong_type_or_sign(seed):
+    from numerics.models import registry
+    from numerics.models.corpus import sample_prompts
+
+    tok = registry.load("minilm", device="cpu").tokenizer
+    _raises(ParameterError, "seed", lambda: sample_prompts(tok, 2, 16, seed=seed))
+    _raises(ShapeError, "length", lambda: sample_prompts(tok, 2, -3))
