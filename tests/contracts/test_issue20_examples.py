@@ -96,6 +96,15 @@ def test_diagnose_with_a_massless_pi_is_refused_not_nan():
     _raises(ParameterError, "pi", lambda: diagnose(w, pi=torch.zeros(4, dtype=F64)))
 
 
+def test_perron_solve_rho_must_broadcast_with_p():
+    from numerics.markov import perron_solve
+
+    P = torch.full((2, 3, 3), 1 / 3, dtype=F64)
+    _raises(ShapeError, "rho", lambda: perron_solve(P, torch.ones(3, dtype=F64)))
+    pi, _ = perron_solve(P, torch.ones(2, dtype=F64))
+    assert torch.allclose(pi, torch.full((2, 3), 1 / 3, dtype=F64), rtol=0, atol=1e-15)
+
+
 def test_batch_shapes_that_do_not_broadcast_are_named():
     w = _walk(batch=(3,))
     _raises(ShapeError, "X", lambda: w.apply(torch.randn(5, 4, 2, dtype=F64)))
