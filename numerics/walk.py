@@ -401,12 +401,22 @@ class ConnectionWalk:
         """T2 constant-transport test: is every ``B_ij = P_ij T`` with ``P ≥ 0``?
 
         Returns the transport when it exists (``T = Σ_j B_ij`` row sum direction, i.e. ``T_Σ`` for
-        row-stochastic heads), with the nearest-Kronecker residual either way."""
+        row-stochastic heads), with the nearest-Kronecker residual either way. All-zero blocks on a
+        walk with edges: ``T = 0`` with the walk's ``P``; on a walk without any edge:
+        :class:`UndefinedError` (no transport is singled out)."""
         P, T, gap, normB = self._nearest_kronecker()
-        if bool((normB == 0).any()):  # B = 0: every T "works"; T2 speaks of a walk, which has edges
-            raise UndefinedError(
-                "has no edge (every block B_ij is zero): a constant transport is undefined", argument="walk"
-            )
+        zero = normB == 0
+        if bool(zero.any()):
+            # B = 0: on a walk with edges that is the constant transport T = 0 (B_ij = P_ij · 0); on a
+            # walk with no edge at all (P = 0, e.g. from_blocks of zeros) every T "works": undefined
+            Pw = self.walk_matrix
+            no_edge = zero & ~(Pw > 0).flatten(-2).any(-1)
+            if bool(no_edge.any()):
+                raise UndefinedError(
+                    "has no edge (P = 0 and every block B_ij = 0): a constant transport is undefined", argument="walk"
+                )
+            P = torch.where(zero[..., None, None], Pw.to(P.dtype), P)
+            T = torch.where(zero[..., None, None], torch.zeros_like(T), T)
         # rescale so that rows of P sum to 1 where possible (T2: T = T_Σ when heads are stochastic)
         rs = P.sum(-1).mean(-1)
         scale = torch.where(rs.abs() > 0, rs, torch.ones_like(rs))

@@ -556,11 +556,16 @@ def test_constant_transport_rtol_is_the_relative_residual_bound():
     assert bool(ct.holds) == bool(float(ct.min_coefficient) >= -rel * 1.01 * max(float(ct.walk_matrix.abs().max()), 1))
 
 
-def test_zero_walk_is_refused_not_nan():
-    """All-zero blocks (issue 20: was 'holds' with an arbitrary transport): a typed refusal, never NaN."""
+def test_zero_walk_has_zero_relative_residual():
+    """All-zero blocks on a walk with edges: the constant transport T = 0 with the walk's own P (no NaN,
+    not an arbitrary T); without any edge (issue 20: was 'holds' with an arbitrary transport): refused."""
     from numerics.errors import UndefinedError
 
-    w = ConnectionWalk.from_blocks(torch.zeros(2, 2, 2, 2, dtype=f64), P=torch.full((2, 2), 0.5, dtype=f64))
+    P = torch.full((2, 2), 0.5, dtype=f64)
+    ct = ConnectionWalk.from_blocks(torch.zeros(2, 2, 2, 2, dtype=f64), P=P).constant_transport()
+    assert bool(ct.holds) and float(ct.residual) == 0.0 and float(ct.relative_residual) == 0.0
+    assert torch.equal(ct.transport, torch.zeros(2, 2, dtype=f64)) and torch.equal(ct.walk_matrix, P)
+    w = ConnectionWalk.from_blocks(torch.zeros(2, 2, 2, 2, dtype=f64))  # default gauge: P = 0, no edge
     raises_named(UndefinedError, "walk", w.constant_transport)
 
 
