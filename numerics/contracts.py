@@ -278,4 +278,5 @@ def batch_agree(**cores: int | str) -> Callable:
                 raise ShapeError(f"batch shape {b} does not broadcast with {ref}", argument=nm) from None
             seen.append(("the walk" if core == "walk" else nm, b))
 
+    rule.cores = dict(cores)  # type: ignore[attr-defined]  # read by the bad-input matrix
     return rule
