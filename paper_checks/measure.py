@@ -263,7 +263,7 @@ def measure(
     Pst = torch.stack(Ps)  # (L, B, n, n)
     sinks = S.sink_positions(Pst)
     m.sinks = [int(i) for i in torch.nonzero(sinks).flatten()]
-    if n - len(m.sinks) < 2:  # data-dependent: known only after the trained model's pass (before any null)
+    if n - len(m.sinks) < 2:  # data-dependent: known only after this model's own pass
         raise ShapeError(
             f"{n} tokens leave {n - len(m.sinks)} after removing the attention-sink positions {m.sinks} of "
             f"{handle.name} (the sink-aware statistics need at least 2); use a longer length",

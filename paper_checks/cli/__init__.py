@@ -12,9 +12,8 @@ The command-line front ends live together in this package: this module (the ``co
 
 Exit status: 0 success; 2 bad input (unknown claim / model, corpus too short, an ``--out`` that is a
 file, an existing directory that is not a report of this suite, or a report holding files it did not
-write, ...), with a one-line error on
-stderr naming the option as typed and nothing written; every option is checked before any work
-(:data:`OPTIONS`); 130 / 143 when interrupted by SIGINT / SIGTERM (the temporary report directory is
+write, ...), with a one-line error on stderr naming the option as typed and nothing written; every
+option is checked before any work (:data:`OPTIONS`); 130 / 143 when interrupted by SIGINT / SIGTERM (the temporary report directory is
 removed); 1 unexpected failure.
 """
 

@@ -290,6 +290,8 @@ def test_signal_during_the_write_removes_the_temporary_directory(sig, code, tmp_
         (["--n", "1"], "--n"),
         (["--t-final", "0"], "--t-final"),
         (["--t-final", "0.005"], "--t-final"),
+        (["--t-final", "0.03", "--dt", "0.01"], "--t-final"),  # 3 steps: too few samples to observe a class
+        (["--dynamics", "postnorm", "--layers", "5"], "--layers"),
         (["--seed", "-1"], "--seed"),
         (["--eps", "nan"], "--eps"),
         (["--eps", "0"], "--eps"),
