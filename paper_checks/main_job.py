@@ -175,8 +175,15 @@ def context_length(name: str) -> int | None:
     return registry.context_length(name)
 
 
+#: above this ``--length`` the corpus is checked with the model's tokenizer before the weights load
+#: (below it the shipped corpus, ~10k tokens for every shipped tokenizer, always has room; a shorter
+#: corpus would still be caught, after the load)
+CORPUS_CHECK_FROM = 1024
+
+
 def check_length(name: str, length: int) -> None:
-    """Refuse a ``--length`` longer than ``name``'s context before its weights load."""
+    """Refuse a ``--length`` longer than ``name``'s context, or than the shipped corpus can fill with its
+    tokenizer, before its weights load (metadata and tokenizer only)."""
     from numerics.errors import SequenceTooLongError
 
     ctx = context_length(name)
@@ -185,6 +192,12 @@ def check_length(name: str, length: int) -> None:
             f"{length} tokens exceed {name}'s context of {ctx} tokens (max_length; refused, not truncated)",
             argument="--length",
         )
+    if length > CORPUS_CHECK_FROM and not synthetic.is_synthetic(name):
+        from numerics.models.corpus import check_corpus_length
+
+        tok = registry.load_tokenizer(name)
+        if tok is not None:
+            check_corpus_length(tok, length)  # raises naming length (→ --length)
 
 
 def load_model(name: str, *, seed: int = 0):

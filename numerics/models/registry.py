@@ -322,7 +322,43 @@ def context_length(name: str) -> int | None:
         return None
 
 
-__all__ += ["context_length"]
+def load_tokenizer(name: str):
+    """``name``'s tokenizer without its weights, where that is cheap: a directory's tokenizer files, a
+    GGUF file's embedded vocabulary (read from its metadata). None for ``tiny:`` configs, directories
+    without tokenizer files and chunked checkpoints (their tokenizer lives in files built on first load).
+    Raises as :func:`resolve` does; an unreadable tokenizer is :class:`CorruptFileError`."""
+    from transformers import AutoTokenizer
+    from transformers.utils import logging as hf_logging
+
+    if not isinstance(name, str) or not name:
+        raise ModelError(f"expected a model name string, got {name!r}", argument="name")
+    if name.startswith("tiny:"):
+        return None
+    base = name[7:] if name.startswith("random:") else name
+    if base in CHECKPOINTS and CHECKPOINTS[base].kind in ("gguf_chunks", "zip_chunks"):
+        if not _installed(CHECKPOINTS[base]):
+            raise _not_installed(CHECKPOINTS[base])
+        return None
+    kind, path = resolve(base)
+    prev = hf_logging.get_verbosity()
+    hf_logging.set_verbosity_error()
+    try:
+        if kind == "gguf":
+            check_gguf(path)
+            return AutoTokenizer.from_pretrained(str(Path(path).parent), gguf_file=Path(path).name)
+        tok_files = ("tokenizer.json", "tokenizer.model", "vocab.txt", "vocab.json", "spiece.model")
+        if not any((Path(path) / f).is_file() for f in tok_files):
+            return None
+        return AutoTokenizer.from_pretrained(str(path))
+    except (CorruptFileError, UnsupportedArchitectureError):
+        raise
+    except Exception as exc:
+        raise CorruptFileError(f"{path}: unreadable tokenizer ({exc})", argument="name") from exc
+    finally:
+        hf_logging.set_verbosity(prev)
+
+
+__all__ += ["context_length", "load_tokenizer"]
 
 
 # --------------------------------------------------------------------------- directories

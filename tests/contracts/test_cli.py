@@ -75,6 +75,38 @@ def test_length_beyond_a_real_models_context_is_refused_before_its_weights_load(
     _one_line_error(capsys, "--length")
 
 
+def test_length_beyond_the_corpus_is_refused_before_any_weights(tmp_path, capsys, no_work):
+    """A model directory whose context (100000) exceeds the shipped corpus: --length 20000 is refused
+    from the tokenizer alone. The directory holds no weights at all, so any load would fail otherwise;
+    the corpus size comes from the tokenizer, counted independently here."""
+    import json
+    import shutil
+
+    from transformers import AutoTokenizer
+
+    from numerics.models import registry
+    from numerics.models.corpus import corpus_sentences
+
+    _, src = registry.resolve("minilm")
+    model = tmp_path / "long-context-bert"
+    model.mkdir()
+    for f in ("vocab.txt", "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json"):
+        shutil.copy(src / f, model / f)
+    cfg = json.loads((src / "config.json").read_text())
+    cfg["max_position_embeddings"] = 100000
+    (model / "config.json").write_text(json.dumps(cfg))
+    n_tokens = len(
+        AutoTokenizer.from_pretrained(str(src))(" ".join(corpus_sentences()), add_special_tokens=False)["input_ids"]
+    )
+    assert 1024 < n_tokens < 20000
+    capsys.readouterr()  # transformers' own warning about the oracle's long input
+    out = tmp_path / "o"
+    assert cli.main(["paper-checks", "--out", str(out), "--models", str(model), *SMALL, "--length", "20000"]) == 2
+    line = _one_line_error(capsys, "--length")
+    assert f"the corpus has {n_tokens} tokens" in line
+    assert not out.exists()
+
+
 def test_gguf_context_length_from_the_header_alone(tmp_path):
     """A GGUF written by the gguf package with its context length after a tokenizer array and many
     other keys: read from the header (no dequantisation)."""
