@@ -210,13 +210,30 @@ def _window(t: torch.Tensor, X: torch.Tensor, window):
     if not (math.isfinite(t0) and math.isfinite(t1) and t0 < t1):
         raise ParameterError(f"expected finite t0 < t1, got {window!r}", argument="window")
     m = (t >= t0 - 1e-12) & (t <= t1 + 1e-12)
-    if int(m.sum()) < 4:
-        raise ShapeError(f"window {window} holds fewer than 4 samples", argument="window")
+    if int(m.sum()) < MIN_SAMPLES:
+        raise ShapeError(f"window {window} holds fewer than {MIN_SAMPLES} samples", argument="window")
     return t[m], X[m]
 
 
+#: the fewest samples a trajectory (or its window) may have: a growth rate, a frequency and a class
+#: are read from how the state changes, which one sample cannot show (same floor as ``window``)
+MIN_SAMPLES = 4
+
+
+def _k_bound(sign: int):
+    """``|k| <= n // 2``: every other wavenumber aliases to one of these on n tokens, and the reported
+    velocity ``−n Im σ / (2π k)`` would be that of a wavenumber that was never fitted."""
+    return lambda sizes: None if "n" not in sizes else sign * (sizes["n"] // 2)
+
+
 @contract(
-    states=_S, times=_T, k=Int(), window=Passthrough(), delays=Int(lo=1), svd_rtol=Float(lo=0.0, hi=1.0), mins={"n": 2}
+    states=_S,
+    times=_T,
+    k=Int(lo=_k_bound(-1), hi=_k_bound(1)),
+    window=Passthrough(),
+    delays=Int(lo=1),
+    svd_rtol=Float(lo=0.0, hi=1.0),
+    mins={"n": 2, "T": MIN_SAMPLES},
 )
 def measure_mode(times, states, k: int, *, window=None, delays: int = 3, svd_rtol: float = 1e-7) -> ModeFit:
     r"""Fit ``σ`` (growth rate + i·frequency) of wavenumber ``k`` from a trajectory ``(T, n, d)``.
@@ -247,7 +264,7 @@ def _measure_mode(times, states, k, *, window, delays, svd_rtol) -> ModeFit:
     times=_T,
     window=Passthrough(),
     thresholds=Instance(lambda: Thresholds, "a Thresholds", optional=True),
-    mins={"n": 2},
+    mins={"n": 2, "T": MIN_SAMPLES},
 )
 def classify_trajectory(times, states, *, window=None, thresholds: Thresholds | None = None) -> PatternObservation:
     """Classify a trajectory ``(T, n, d)`` (uniform ``times``) into a pattern class (module docstring)."""

@@ -226,3 +226,57 @@ def finite_on_support(tensor: str, support: Callable) -> Callable:
             )
 
     return rule
+
+
+def positive_mass(tensor: str) -> Callable:
+    """An ``after`` rule: ``arguments[tensor]`` (a nonnegative weight vector ``(..., n)``, e.g. a
+    given ``π`` normalised inside) must have positive total mass in every batch element; all zeros
+    would be normalised to NaN."""
+
+    def rule(arguments: dict, sizes: dict) -> None:
+        x = arguments.get(tensor)
+        if x is None:
+            return
+        mass = x.sum(-1)
+        if bool((mass <= 0).any()):
+            raise ParameterError(
+                f"has no mass ({int((mass <= 0).sum())} of {mass.numel()} vectors sum to 0): it cannot be "
+                "normalised to a distribution",
+                argument=tensor,
+            )
+
+    return rule
+
+
+def batch_agree(**cores: int | str) -> Callable:
+    """An ``after`` rule: the leading (batch) dims of the named arguments broadcast together.
+    ``cores`` maps each argument to the number of its trailing core dims (``"walk"``: a
+    :class:`~numerics.walk.ConnectionWalk`, whose ``batch_shape`` is used); an argument with no more
+    dims than its core (e.g. one shared ``(d, d)`` transport) has no batch. The first argument is the
+    reference; the first later one that does not broadcast with those before it is named
+    (:class:`ShapeError`), instead of torch's error deep inside the computation."""
+    from numerics.errors import ShapeError
+
+    def rule(arguments: dict, sizes: dict) -> None:
+        seen: list[tuple[str, tuple]] = []
+        for nm, core in cores.items():
+            x = arguments.get(nm)
+            if x is None:
+                continue
+            if core == "walk":
+                if not hasattr(x, "batch_shape"):
+                    continue
+                b = tuple(x.batch_shape)
+            else:
+                if not isinstance(x, torch.Tensor) or x.ndim <= int(core):
+                    continue
+                b = tuple(x.shape[: x.ndim - int(core)])
+            try:
+                torch.broadcast_shapes(*[s for _, s in seen], b)
+            except RuntimeError:
+                ref = ", ".join(f"{m}'s {s}" for m, s in seen)
+                raise ShapeError(f"batch shape {b} does not broadcast with {ref}", argument=nm) from None
+            seen.append(("the walk" if core == "walk" else nm, b))
+
+    rule.cores = dict(cores)  # type: ignore[attr-defined]  # read by the bad-input matrix
+    return rule

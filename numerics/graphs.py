@@ -31,9 +31,10 @@ import numpy as np
 import torch
 
 from numerics.contracts import Float, Instance, Passthrough, Tensor, Walk, contract
-from numerics.errors import DTypeError, NotStochasticError, ShapeError, UndefinedError
+from numerics.errors import DTypeError, NotStochasticError, ParameterError, ShapeError, UndefinedError
 from numerics.laplacian import as_walk
 from numerics.tolerance import tol
+from numerics.validate import batch_index
 from numerics.walk import ConnectionWalk
 from theory.rounding import decide, rounding_error
 
@@ -92,10 +93,12 @@ def to_networkx(walk, *, index: tuple | int | None = None) -> nx.DiGraph:
         P = walk
         O = B = None
         batch = tuple(P.shape[:-2])
+    if not batch and index is not None:
+        raise ParameterError(f"the walk is not batched (one walk): index must be None, got {index!r}", argument="index")
     if batch:
         if index is None:
             raise ShapeError(f"batched walk (batch shape {batch}): pass index= to choose one element", argument="walk")
-        idx = (index,) if isinstance(index, int) else tuple(index)
+        idx = batch_index("index", index, batch)
         P = P[idx]
         O = None if O is None else O[idx]
         B = None if B is None else B[idx]
@@ -105,7 +108,9 @@ def to_networkx(walk, *, index: tuple | int | None = None) -> nx.DiGraph:
     On = None if O is None else O.detach().to("cpu", F64).numpy()
     Bn = None if B is None else B.detach().to("cpu", F64).numpy()
     n = Pn.shape[0]
-    G = nx.DiGraph(n=n, d=None if On is None else On.shape[-1])
+    # the precision P was computed in: row sums are judged with its tolerance (a float32 softmax's
+    # rows sum to 1 only to ~1e-7), never with float64's after the copy
+    G = nx.DiGraph(n=n, d=None if On is None else On.shape[-1], dtype=P.dtype)
     G.add_nodes_from(range(n))
     for i, j in zip(*np.nonzero(Pn > 0)):
         data = {"weight": float(Pn[i, j])}
@@ -307,7 +312,8 @@ def is_reversible(walk, *, index=None) -> Reversibility:
 def stationary_distribution(walk, *, index=None) -> np.ndarray:
     """Stationary ``π`` of a stochastic walk from the graph: spanning-tree ratios when the walk is
     reversible (no linear solve), otherwise a linear solve restricted to the unique closed class
-    (transient states get 0). Needs row sums within ``tol(float64, n)`` of 1 (else
+    (transient states get 0). Needs row sums within ``tol(dtype, n)`` of 1, ``dtype`` the precision of
+    the walk's ``P`` (float64 for a given ``DiGraph``; else
     :class:`NotStochasticError`). Raises :class:`UndefinedError` with several closed classes, and when
     that solve cannot resolve π: ``cond(I − P_C + 11ᵀ) · tol(float64, m) ≥ 1`` (a nearly
     decomposable class whose couplings are below roundoff; same criterion as
@@ -318,7 +324,8 @@ def stationary_distribution(walk, *, index=None) -> np.ndarray:
     for u, _, wt in G.edges(data="weight"):
         out[u] += wt
     bad = np.abs(out - 1.0)
-    if n and bad.max() > _tol(n):
+    row_tol = tol(G.graph.get("dtype") or F64, n)
+    if n and bad.max() > row_tol:
         raise NotStochasticError(
             f"rows must sum to 1 for a stationary distribution (max |row sum − 1| = "
             f"{bad.max():.3e}); see numerics.laplacian.stationary_info for Perron vectors",

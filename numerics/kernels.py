@@ -17,7 +17,15 @@ import torch
 from numerics.contracts import Flag, Float, FloatDType, Int, Passthrough, Tensor, contract
 from numerics.errors import NonFiniteError, NotStochasticError, ParameterError, ShapeError
 from numerics.tolerance import tol
-from numerics.validate import as_tensor, check_finite, check_ndim, check_nonnegative, check_same, check_square
+from numerics.validate import (
+    as_tensor,
+    check_finite,
+    check_memory,
+    check_ndim,
+    check_nonnegative,
+    check_same,
+    check_square,
+)
 
 
 # ----------------------------------------------------------------------------- kernels
@@ -38,6 +46,8 @@ def gaussian_kernel(n: int, center: float, width: float, *, dtype=torch.float64,
         raise ParameterError(f"ring size must be >= 2, got {n}", argument="n")
     if not (width > 0 and math.isfinite(width)):
         raise ParameterError(f"width must be positive and finite, got {width}", argument="width")
+    itemsize = torch.empty((), dtype=dtype).element_size()
+    check_memory("n", 4 * int(n) * itemsize, f"the kernel of n={n} offsets (a few copies)", "a smaller ring")
     m = torch.arange(n, dtype=dtype, device=device)
     delta = torch.remainder(m - center + n / 2, n) - n / 2
     a = torch.exp(-(delta**2) / (2 * width**2))
@@ -63,6 +73,12 @@ def circulant(kernels) -> torch.Tensor:
     """``A0[..., i, j] = a((j − i) mod n)``: ``(..., n)`` → ``(..., n, n)``."""
     a = as_tensor("kernels", kernels)
     n = a.shape[-1]
+    check_memory(
+        "kernels",
+        a.numel() * n * a.element_size() + n * n * 8,
+        f"the circulant operators (..., n, n) of {a.numel() // n} kernel(s) of length n={n}",
+        "kernel_hat / symbol (the circulant's eigenvalues, O(n) per kernel)",
+    )
     idx = (torch.arange(n, device=a.device)[None, :] - torch.arange(n, device=a.device)[:, None]) % n
     return a[..., idx]
 

@@ -66,6 +66,7 @@ from numerics.contracts import (
     contract,
     finite_on_support,
     parallel_memory,
+    positive_mass,
 )
 from numerics.errors import ParameterError
 from numerics.laplacian_checks import (
@@ -272,6 +273,7 @@ def dense_bytes(n: int, d: int, batch: int = 1) -> int:
     attention_dtype=PrecisionDType(optional=True),
     memory_budget=Int(lo=0, optional=True),
     factored_options=Options(FACTORED_OPTIONS),
+    after=positive_mass("pi"),
 )
 def diagnose(
     walk,

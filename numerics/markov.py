@@ -29,7 +29,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from numerics.contracts import Passthrough, Tensor, contract
+from numerics.contracts import PrecisionDType, Tensor, batch_agree, contract
 from numerics.errors import UndefinedError
 from numerics.tolerance import tol
 from numerics.validate import as_tensor, check_finite, check_ndim, check_nonnegative, check_square
@@ -183,7 +183,7 @@ def period(support: torch.Tensor) -> torch.Tensor:
     return torch.as_tensor(out, device=support.device).reshape(support.shape[:-1])
 
 
-@contract(P=Tensor("... n n", nonneg=True), rho=Tensor("...", nonneg=True))
+@contract(P=Tensor("... n n", nonneg=True), rho=Tensor("...", nonneg=True), after=batch_agree(P=2, rho=0))
 def perron_solve(P: torch.Tensor, rho: torch.Tensor):
     """Solve ``π (ρI − P + 11ᵀ) = 1ᵀ`` (nonsingular iff the Perron root is simple)."""
     n = P.shape[-1]
@@ -197,7 +197,7 @@ def perron_solve(P: torch.Tensor, rho: torch.Tensor):
     return sol[..., 0].clamp(min=0), info
 
 
-@contract(P=Tensor("... n n", nonneg=True), dtype=Passthrough())
+@contract(P=Tensor("... n n", nonneg=True), dtype=PrecisionDType(optional=True))
 def stationary_info(P, *, dtype: torch.dtype | None = None) -> StationaryInfo:
     r"""Left Perron vector ``π`` of a nonnegative ``P`` ``(..., n, n)`` with ``πP = ρπ``, ``Σπ = 1``.
 

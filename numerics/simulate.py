@@ -49,6 +49,7 @@ norm above ``max_norm`` or a zero-norm token raise :class:`~numerics.errors.Simu
 from __future__ import annotations
 
 import math
+import numbers
 import warnings
 from dataclasses import dataclass, field
 
@@ -66,7 +67,7 @@ from numerics.errors import (
 from numerics.patterns import StackSelection, discrete_selection, effective_time, validate_kernels, validate_transports
 from numerics.rk4_check import _DYN, _X, check_rk4_step, rk4_amplification
 from numerics.simulate_batched import BatchedDynamics, simulate_cells
-from numerics.validate import as_tensor, check_finite, check_ndim, check_same
+from numerics.validate import as_tensor, check_finite, check_memory, check_ndim, check_same
 
 __all__ = [
     "MHADynamics",
@@ -344,6 +345,9 @@ def sinusoidal_pe(n: int, d: int, *, base: float = 10000.0, dtype=torch.float64,
     ``ω_f = base^{−2f/d}`` (Vaswani et al.); odd ``d`` drops the last cosine."""
     if int(n) < 1 or int(d) < 1:
         raise ShapeError(f"need n, d >= 1, got n={n}, d={d}", argument="n")
+    itemsize = torch.empty((), dtype=dtype).element_size()
+    # angles, sin, cos, the stacked and the sliced copy: five (n, d)-sized arrays
+    check_memory("n", 5 * int(n) * int(d) * itemsize, f"the (n, d) = ({n}, {d}) encoding", "a smaller n or d")
     f = torch.arange((d + 1) // 2, dtype=dtype, device=device)
     w = base ** (-2 * f / d)
     ang = torch.arange(n, dtype=dtype, device=device)[:, None] * w[None, :]
@@ -398,6 +402,14 @@ def perturbed_homogeneous(
     """``X0 = 1 ⊗ x* + eps·ξ`` ``(*batch, n, d)`` with ``ξ`` standard normal (seeded by ``generator``)."""
     if int(n) < 2:
         raise ShapeError(f"need n >= 2 tokens, got {n}", argument="n")
+    if isinstance(batch, int) or not isinstance(batch, (tuple, list)):
+        raise ParameterError(f"expected a tuple of batch sizes, got {batch!r}", argument="batch")
+    for b in batch:
+        if isinstance(b, bool) or not isinstance(b, numbers.Integral) or b < 1:
+            raise ParameterError(f"expected positive integer batch sizes, got {tuple(batch)!r}", argument="batch")
+    itemsize = torch.empty((), dtype=dtype).element_size()
+    nbytes = 2 * math.prod(int(b) for b in batch) * int(n) * int(d) * itemsize  # the noise and the state
+    check_memory("n", nbytes, f"the states (*batch, n, d) = {(*batch, n, d)}", "a smaller batch, n or d")
     x = torch.as_tensor(x_star, dtype=dtype, device=device).reshape(-1)
     if x.numel() != d:
         raise ShapeError(f"expected {d} entries, got {x.numel()}", argument="x_star")

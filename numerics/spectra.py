@@ -29,7 +29,7 @@ from numerics.errors import ParameterError, ShapeError, UndefinedError
 from numerics.laplacian import as_walk, generator_dense
 from numerics.markov import stationary_info
 from numerics.tolerance import tol
-from numerics.validate import as_tensor, check_finite
+from numerics.validate import as_tensor, batch_index, check_finite
 from numerics.walk import ConnectionWalk
 
 __all__ = [
@@ -65,9 +65,7 @@ def select(walk, index) -> ConnectionWalk:
     w = as_walk(walk)
     if index is None:
         return w
-    idx = (index,) if isinstance(index, int) else tuple(index)
-    if len(idx) > len(w.batch_shape):
-        raise ShapeError(f"index {index} has more dims than batch shape {tuple(w.batch_shape)}", argument="index")
+    idx = batch_index("index", index, tuple(w.batch_shape), full=False)
     if w.kind == "edges":
         return ConnectionWalk(kind="edges", P=w._P[idx], O=w._O[idx])
     T = w._T

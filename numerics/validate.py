@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import torch
@@ -77,6 +78,30 @@ def check_same(names: Sequence[str], tensors: Sequence[torch.Tensor]) -> None:
             raise DeviceMismatchError(f"device {t.device} differs from {names[0]}'s {t0.device}", argument=nm)
 
 
+def batch_index(name: str, index, batch: Sequence[int], *, full: bool = True) -> tuple[int, ...]:
+    """``index`` (an int, or a tuple / list of ints) as a tuple selecting into ``batch``: all of its dims
+    (``full``) or its leading ones; negative indices count from the end. Anything else — another
+    type, too many (or, with ``full``, too few) entries, an entry out of range — raises naming
+    ``name`` (:class:`ParameterError` / :class:`ShapeError`)."""
+    import numbers
+
+    from numerics.errors import ParameterError
+
+    def is_int(i) -> bool:
+        return isinstance(i, numbers.Integral) and not isinstance(i, bool) and type(i).__name__ != "bool_"
+
+    idx = (index,) if is_int(index) else (tuple(index) if isinstance(index, list) else index)
+    if not isinstance(idx, tuple) or not all(is_int(i) for i in idx):
+        raise ParameterError(f"expected an int or a tuple of ints, got {index!r}", argument=name)
+    batch = tuple(int(b) for b in batch)
+    if len(idx) > len(batch) or (full and len(idx) != len(batch)):
+        raise ShapeError(f"index {index} does not select one walk of batch shape {batch}", argument=name)
+    for i, size in zip(idx, batch):
+        if not -size <= int(i) < size:
+            raise ParameterError(f"index {index} out of range for batch shape {batch}", argument=name)
+    return tuple(int(i) for i in idx)
+
+
 # ----------------------------------------------------------------------------------- memory budget
 _BUDGET_ENV = "CONNWALK_MEMORY_BUDGET"
 
@@ -88,15 +113,20 @@ def memory_budget() -> int:
     import os
 
     raw = os.environ.get(_BUDGET_ENV)
-    if raw:
-        s = raw.strip().upper()
+    if raw is not None and raw.strip() != "":
+        from numerics.errors import ParameterError
+
+        s = raw.strip().upper().removesuffix("B").removesuffix("I")  # 8G, 8GB, 8GiB
         mult = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}.get(s[-1:], 1)
         try:
-            val = float(s[:-1] if s[-1:] in "KMGT" else s) * mult
-        except ValueError as exc:
-            from numerics.errors import ParameterError
-
-            raise ParameterError(f"cannot parse {raw!r} as a byte count", argument=_BUDGET_ENV) from exc
+            val = float(s[:-1] if s[-1:] in ("K", "M", "G", "T") else s) * mult
+        except ValueError:
+            val = math.nan
+        if not (math.isfinite(val) and val >= 1):
+            raise ParameterError(
+                f"cannot use {raw!r} as a memory budget: expected a positive byte count such as 8G, 512M or 1000000000",
+                argument=_BUDGET_ENV,
+            ) from None
         return int(val)
     try:
         with open("/proc/meminfo") as fh:

@@ -27,8 +27,8 @@ from dataclasses import dataclass
 
 import torch
 
-from numerics.contracts import Flag, Float, FloatDType, Index, Passthrough, Tensor, Walk, contract
-from numerics.errors import OffSupportError, ShapeError
+from numerics.contracts import Flag, Float, FloatDType, Index, Passthrough, Tensor, Walk, batch_agree, contract
+from numerics.errors import OffSupportError, ShapeError, UndefinedError
 from numerics.tolerance import tol
 from numerics.validate import (
     as_tensor,
@@ -41,7 +41,7 @@ from numerics.validate import (
 __all__ = ["ConnectionWalk", "ConstantTransport", "kron_token_major", "kron_feature_major"]
 
 
-@contract(A=Tensor("... n n"), T=Tensor("... d d"))
+@contract(A=Tensor("... n n"), T=Tensor("... d d"), after=batch_agree(A=2, T=2))
 def kron_token_major(A: torch.Tensor, T: torch.Tensor) -> torch.Tensor:
     """``kron(A, T)`` batched over A's leading dims: the token-major operator of SHA (T1)."""
     n, d = A.shape[-1], T.shape[-1]
@@ -49,7 +49,7 @@ def kron_token_major(A: torch.Tensor, T: torch.Tensor) -> torch.Tensor:
     return out.reshape(*out.shape[:-4], n * d, n * d)
 
 
-@contract(A=Tensor("... n n"), T=Tensor("... d d"))
+@contract(A=Tensor("... n n"), T=Tensor("... d d"), after=batch_agree(A=2, T=2))
 def kron_feature_major(A: torch.Tensor, T: torch.Tensor) -> torch.Tensor:
     """``kron(T, A)``: the same map written for feature-major stacking ``vec(X)``.
 
@@ -110,7 +110,7 @@ class ConnectionWalk:
         return cls(kind="heads", A=A.unsqueeze(-3), T=T.unsqueeze(0))
 
     @classmethod
-    @contract(A=Tensor("... H n n", nonneg=True), T=Tensor("... H d d"), stochastic=Flag())
+    @contract(A=Tensor("... H n n", nonneg=True), T=Tensor("... H d d"), stochastic=Flag(), after=batch_agree(A=3, T=3))
     def from_mha(cls, A, T, *, stochastic: bool = False) -> ConnectionWalk:
         """Multi-head (T2): ``A`` ``(..., H, n, n)``, ``T`` ``(H, d, d)`` (or ``(..., H, d, d)``)."""
         if stochastic:
@@ -129,7 +129,12 @@ class ConnectionWalk:
         return cls(kind="heads", A=A, W_O=W_O, W_V=W_V)
 
     @classmethod
-    @contract(P=Tensor("... n n", nonneg=True), O=Tensor(("d d", "... n n d d")), stochastic=Flag())
+    @contract(
+        P=Tensor("... n n", nonneg=True),
+        O=Tensor(("d d", "... n n d d")),
+        stochastic=Flag(),
+        after=batch_agree(P=2, O=4),
+    )
     def from_edges(cls, P, O, *, stochastic: bool = False) -> ConnectionWalk:
         """Explicit walk matrix ``P`` ``(..., n, n)`` and per-edge transports ``O`` ``(..., n, n, d, d)``.
 
@@ -141,10 +146,13 @@ class ConnectionWalk:
         return cls(kind="edges", P=P, O=O)
 
     @classmethod
-    @contract(B=Tensor("... n n d d"), P=Tensor("... n n", nonneg=True, optional=True))
+    @contract(B=Tensor("... n n d d"), P=Tensor("... n n", nonneg=True, optional=True), after=batch_agree(B=4, P=2))
     def from_blocks(cls, B, *, P=None) -> ConnectionWalk:
         """From blocks ``B`` ``(..., n, n, d, d)`` with a chosen gauge ``P`` (default: row sums of
-        ``‖B_ij‖_F`` normalised; any row-stochastic ``P`` positive where ``B ≠ 0`` works, T2 gauge)."""
+        ``‖B_ij‖_F`` normalised; any row-stochastic ``P`` positive where ``B ≠ 0`` works, T2 gauge).
+        A given ``P`` must be row-stochastic to ``tol(P.dtype, n)`` (:class:`NotStochasticError`)."""
+        if P is not None:
+            check_stochastic("P", P)
         if P is None:
             w = torch.linalg.matrix_norm(B)
             s = w.sum(-1, keepdim=True)
@@ -220,7 +228,7 @@ class ConnectionWalk:
         )
 
     # ------------------------------------------------------------------ action
-    @contract(self=Walk(blame=False), X=Tensor("... n d"))
+    @contract(self=Walk(blame=False), X=Tensor("... n d"), after=batch_agree(self="walk", X=2))
     def apply(self, X) -> torch.Tensor:
         """``Y = W(X)``: ``y_i = Σ_j B_ij x_j``; ``X`` ``(..., n, d)`` → ``(..., n, d)``.
 
@@ -393,8 +401,22 @@ class ConnectionWalk:
         """T2 constant-transport test: is every ``B_ij = P_ij T`` with ``P ≥ 0``?
 
         Returns the transport when it exists (``T = Σ_j B_ij`` row sum direction, i.e. ``T_Σ`` for
-        row-stochastic heads), with the nearest-Kronecker residual either way."""
+        row-stochastic heads), with the nearest-Kronecker residual either way. All-zero blocks on a
+        walk with edges: ``T = 0`` with the walk's ``P``; on a walk without any edge:
+        :class:`UndefinedError` (no transport is singled out)."""
         P, T, gap, normB = self._nearest_kronecker()
+        zero = normB == 0
+        if bool(zero.any()):
+            # B = 0: on a walk with edges that is the constant transport T = 0 (B_ij = P_ij · 0); on a
+            # walk with no edge at all (P = 0, e.g. from_blocks of zeros) every T "works": undefined
+            Pw = self.walk_matrix
+            no_edge = zero & ~(Pw > 0).flatten(-2).any(-1)
+            if bool(no_edge.any()):
+                raise UndefinedError(
+                    "has no edge (P = 0 and every block B_ij = 0): a constant transport is undefined", argument="walk"
+                )
+            P = torch.where(zero[..., None, None], Pw.to(P.dtype), P)
+            T = torch.where(zero[..., None, None], torch.zeros_like(T), T)
         # rescale so that rows of P sum to 1 where possible (T2: T = T_Σ when heads are stochastic)
         rs = P.sum(-1).mean(-1)
         scale = torch.where(rs.abs() > 0, rs, torch.ones_like(rs))

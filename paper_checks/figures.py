@@ -18,6 +18,17 @@ from paper_checks.measure import E1_STATS, VARIANTS
 
 PNG_META = {"Software": None}
 
+#: y-axis label of each E1 panel (what is plotted per layer)
+E1_YLABEL = {
+    "walk_change_frob": "‖P_{l+1} − P_l‖_F / ‖P_l‖_F",
+    "walk_change_tv": "mean row total variation (P_{l+1}, P_l)",
+    "walk_spectral_distance": "relative change of σ(P)",
+    "stationary_drift": "½ ‖π_{l+1} − π_l‖₁",
+    "reversibility_defect": "reversibility defect (relative)",
+    "positional_r2": "R² of P on token distance",
+    "diffusion_r2": "R² of P on feature distance",
+}
+
 
 def layer_band(
     Vs: list[np.ndarray], n_boot: int, rng: np.random.Generator
@@ -80,6 +91,7 @@ def plot_e1(run, path: Path, *, n_boot: int, seed: int) -> None:
             )
         ax.set_title(spec.id, fontsize=9)
         ax.set_xlabel("layer" + (" transition l→l+1" if spec.summary == "late_early_ratio" else ""))
+        ax.set_ylabel(E1_YLABEL.get(spec.id, spec.id), fontsize=8)
     axes.flat[-1].axis("off")
     h, lab = axes.flat[0].get_legend_handles_labels()
     axes.flat[-1].legend(h, lab, loc="center", fontsize=9)
@@ -104,6 +116,7 @@ def plot_e2(run, path: Path, *, n_boot: int, seed: int) -> None:
     ax.fill_between(x, ncv.min((0, 2)), ncv.max((0, 2)), color="0.4", alpha=0.2, lw=0)
     ax.set_title("head partial-isometry defect (CV of σ(T_h))", fontsize=9)
     ax.set_xlabel("layer")
+    ax.set_ylabel("CV of the singular values of T_h", fontsize=8)
     ax.legend(fontsize=7)
     ax = axes[1]
     _band(ax, x, layer_band([t.e2["data_gain_cv"]], n_boot, rng), "trained", "C0")
@@ -113,6 +126,7 @@ def plot_e2(run, path: Path, *, n_boot: int, seed: int) -> None:
             _band(ax, x, layer_band([t.e2_baselines[b]["data_gain_cv"]], n_boot, rng), b.replace("_", " "), c, "--")
     ax.set_title("data-dependent defect: CV over tokens of ‖T_h x‖/‖x‖", fontsize=9)
     ax.set_xlabel("layer")
+    ax.set_ylabel("CV over tokens of ‖T_h x‖/‖x‖", fontsize=8)
     ax.legend(fontsize=7)
     ax = axes[2]
     cmap = plt.get_cmap("viridis")
@@ -128,10 +142,84 @@ def plot_e2(run, path: Path, *, n_boot: int, seed: int) -> None:
     ax.axhline(1.0, color="k", lw=0.5)
     ax.set_title("σ_k(T_h)/mean σ(T_h), median over heads; colour = depth, dotted = random init", fontsize=9)
     ax.set_xlabel("singular value index k")
+    ax.set_ylabel("σ_k(T_h) / mean σ(T_h)", fontsize=8)
     fig.suptitle(f"E2 transports — {t.name} ({t.kind})")
     fig.subplots_adjust(left=0.05, right=0.98, bottom=0.1, top=0.88, wspace=0.25, hspace=0.35)
     fig.savefig(path, dpi=80, metadata=PNG_META)
     plt.close(fig)
+
+
+#: y-axis label of each LAP panel (the statistic's formula, short)
+LAP_YLABEL = {
+    "stochastic": "max_i |Σ_j P_ij − 1|",
+    "detailed_balance": "‖F − Fᵀ‖ / ‖F + Fᵀ‖",
+    "block_detailed_balance": "‖G − G^τ‖ / ‖G + G^τ‖",
+    "transpose_symmetry": "relative asymmetry O_ij vs O_jiᵀ",
+    "orthogonality": "mean ‖OᵀO − I‖_F / √d",
+    "scaled_isometry": "CV of the σ²(O_ij)",
+    "self_adjoint": "‖ΠW − WᵀΠ‖ / ‖ΠW + WᵀΠ‖",
+    "dirichlet": "|a − b| / (a + b)",
+    "spectral_radius": "ρ(W)",
+    "dist_reversible": "‖Wx − W_rev x‖ / ‖Wx‖",
+    "dist_laplacian": "‖Wx − (P''⊗sQ)x‖ / ‖Wx‖",
+}
+
+
+def plot_lap(run, path: Path, *, n_boot: int, seed: int) -> bool:
+    """The LAP figure of one model: per layer, each T3 defect of the trained layers and of the null
+    (random init) with 95% bootstrap bands over prompts (× null seeds); ρ(W) beside its bound
+    ρ(Σ_h T_h) and the line 1. False (nothing drawn) when the LAP hook did not run."""
+    from paper_checks.laplacian_check import NAME, SPECS
+
+    t = run.trained
+    if NAME not in t.checks:
+        return False
+    res_t = t.checks[NAME]
+    res_n = [m.checks[NAME] for m in run.nulls if NAME in m.checks]
+    rng = np.random.default_rng([seed, 303])
+    ncol = 4
+    nrow = -(-len(SPECS) // ncol)
+    fig, axes = plt.subplots(nrow, ncol, figsize=(4.2 * ncol, 3.3 * nrow), squeeze=False)
+    for ax, spec in zip(axes.flat, SPECS):
+        Vt = res_t["stats"][spec.id]
+        x = np.asarray(res_t["layers"][spec.id])
+        if Vt.shape[1] != len(x) or np.isnan(Vt).all():
+            ax.text(
+                0.5,
+                0.5,
+                "undefined (causal walk: no positive π, T4)",
+                ha="center",
+                va="center",
+                transform=ax.transAxes,
+                fontsize=8,
+            )
+        else:
+            _band(ax, x, layer_band([Vt], n_boot, rng), "trained", "C0")
+            Vn = [r["stats"][spec.id] for r in res_n]
+            if Vn:
+                _band(ax, x, layer_band(Vn, n_boot, rng), "random init", "0.4")
+            if spec.id == "spectral_radius":
+                ax.axhline(1.0, color="k", lw=0.6, ls=":", label="1 (T3.2 bound)")
+                bt = res_t.get("rho_lower_bound") or []
+                if len(bt) == len(x):
+                    ax.plot(x, bt, "v", color="C0", ms=5, label="ρ(Σ_h T_h), trained")
+        ax.set_title(f"{spec.id} — {spec.kind} {spec.ref}", fontsize=8)
+        ax.set_xlabel("layer", fontsize=8)
+        ax.set_ylabel(LAP_YLABEL.get(spec.id, spec.id), fontsize=8)
+        ax.tick_params(labelsize=7)
+        if ax.get_legend_handles_labels()[0]:
+            ax.legend(fontsize=6)
+    for ax in list(axes.flat)[len(SPECS) :]:
+        ax.axis("off")
+    fig.suptitle(
+        f"LAP per layer — {t.name} ({t.kind}): T3 defects trained vs random init; bands: 95% bootstrap over "
+        "prompts (× seeds); 0 = the hypothesis holds",
+        fontsize=9,
+    )
+    fig.tight_layout(rect=(0, 0, 1, 0.95))
+    fig.savefig(path, dpi=80, metadata=PNG_META)
+    plt.close(fig)
+    return True
 
 
 def draw_all(runs, outdir: Path, *, n_boot: int, seed: int, claims: set[str]) -> list[str]:
@@ -146,4 +234,8 @@ def draw_all(runs, outdir: Path, *, n_boot: int, seed: int, claims: set[str]) ->
             f = f"e2_{safe}.png"
             plot_e2(run, outdir / f, n_boot=n_boot, seed=seed)
             names.append(f)
+        if "LAP" in claims:
+            f = f"lap_{safe}.png"
+            if plot_lap(run, outdir / f, n_boot=n_boot, seed=seed):
+                names.append(f)
     return names

@@ -65,10 +65,13 @@ class LapSpec:
     definition: str
     unit: str = "prompts"
     reference: float = 0.0  # status: holds iff trained ≤ reference + tolerance
+    scale: str = "relative: a ratio of norms, 0 when it holds"  # what a value is measured against
 
 
 SPECS: list[LapSpec] = [
-    LapSpec("stochastic", "hypothesis", "T3 (a)", "max_i |Σ_j P_ij − 1|, P = mean_h A^h"),
+    LapSpec(
+        "stochastic", "hypothesis", "T3 (a)", "max_i |Σ_j P_ij − 1|, P = mean_h A^h", scale="absolute: row-sum error"
+    ),
     LapSpec(
         "detailed_balance",
         "hypothesis",
@@ -93,6 +96,7 @@ SPECS: list[LapSpec] = [
         "hypothesis",
         "T3 (c): O_ij orthogonal",
         "Σ_ij P_ij ‖O_ijᵀO_ij − I‖_F/√d / Σ_ij P_ij (from head Gram terms)",
+        scale="absolute, against ‖I‖_F/√d = 1: about s² − 1 when O_ij ≈ sQ_ij (gain s)",
     ),
     LapSpec(
         "scaled_isometry",
@@ -100,6 +104,7 @@ SPECS: list[LapSpec] = [
         "T3 item 6: O_ij = s Q_ij",
         "Σ_ij P_ij ι(O_ij) / Σ_ij P_ij, ι(O)² = d tr((OᵀO)²)/tr(OᵀO)² − 1 (CV of all d squared singular "
         "values; 0 iff O = sQ)",
+        scale="coefficient of variation (0 = one gain)",
     ),
     LapSpec(
         "self_adjoint",
@@ -121,6 +126,7 @@ SPECS: list[LapSpec] = [
         "ρ(W), largest |eigenvalue| of the walk (matrix-free ARPACK); spec Δ ⊂ [0, 2] implies ρ(W) ≤ 1",
         unit="prompts (first 2) × layers (first and last)",
         reference=1.0,
+        scale="|eigenvalue|, against 1; at least ρ(Σ_h T_h) on every prompt",
     ),
     LapSpec(
         "dist_reversible",
@@ -128,6 +134,7 @@ SPECS: list[LapSpec] = [
         "nearest π-self-adjoint walk",
         "‖Wx − W_rev x‖/‖Wx‖ on the real input, W_rev = Π''⁻¹ ½(ΠW + WᵀΠ), π'' = ½(π ⊙ r + Pᵀπ) "
         "(π stationary; PageRank for causal walks)",
+        scale="relative output change",
     ),
     LapSpec(
         "dist_laplacian",
@@ -135,6 +142,7 @@ SPECS: list[LapSpec] = [
         "nearest constant-involution Laplacian",
         "min_{s≥0, Q=Qᵀ=Q⁻¹} ‖Wx − (P'' ⊗ sQ)x‖/‖Wx‖ on the real input, P'' the reversible walk of "
         "W_rev (closed form; an upper bound on the distance to all scaled connection Laplacians)",
+        scale="relative output change",
     ),
 ]
 SPEC = {s.id: s for s in SPECS}
@@ -177,6 +185,7 @@ class Collector:
         self.seed = int(seed)
         self.cols: dict[str, list[np.ndarray]] = {s.id: [] for s in SPECS}
         self.extra_cols: dict[str, list[np.ndarray]] = {"laplacian_scale": []}
+        self.rho_bound: list[float] = []  # ρ(Σ_h T_h) of each spectral layer (prompt-independent)
         self.n = self.d = self.used_prompts = None
 
     def layer(self, index: int, A: torch.Tensor, X: torch.Tensor, W_O: torch.Tensor, W_V: torch.Tensor) -> None:
@@ -196,6 +205,7 @@ class Collector:
         self.extra_cols["laplacian_scale"].append(dist["laplacian_scale"].cpu().numpy())
         if index in self.spec_layer_ids:
             m = min(self.spec_prompts, p)
+            self.rho_bound.append(LS.constant_field_radius(Wo, Wv))
             self.cols["spectral_radius"].append(
                 np.array(
                     [
@@ -215,6 +225,8 @@ class Collector:
             "d": self.d,
             "prompts": self.used_prompts,
             "laplacian_scale": np.stack(self.extra_cols["laplacian_scale"], 1),
+            "rho_lower_bound": list(self.rho_bound),
+            "spec_tol": self.spec_tol,
         }
 
 
@@ -274,6 +286,35 @@ def status(ci, reference: float, tolerance: float) -> str:
     return STATUS_BORDER
 
 
+def significant_digits(rel_tol: float) -> int:
+    """Significant digits a value computed to relative accuracy ``rel_tol`` supports (1e-3 → 3)."""
+    return max(1, int(math.floor(-math.log10(rel_tol)))) if rel_tol > 0 else 6
+
+
+COMPARISON_CLOSER, COMPARISON_FARTHER = "closer than null", "farther than null"
+COMPARISON_SAME, COMPARISON_BOTH = "as close as null (within ±5%)", "both hold to rounding"
+COMPARISON_OPEN, COMPARISON_UNDEF = "undecided (interval includes 0)", "undefined"
+
+
+def comparison(effect_ci, null_value, *, both_hold: bool) -> str:
+    """How trained compares with the null, in words (the question the LAP verdict answers; the
+    status answers the other one: does the item hold on these layers). Same order of tests as
+    :func:`paper_checks.inference.decide`."""
+    if both_hold:
+        return COMPARISON_BOTH
+    if effect_ci is None or not all(np.isfinite(effect_ci)):
+        return COMPARISON_UNDEF
+    lo, hi = effect_ci
+    if lo > 0:
+        return COMPARISON_FARTHER
+    m = I.EQUIV_FRACTION * abs(null_value) if null_value is not None and np.isfinite(null_value) else 0.0
+    if m > 0 and -m <= lo and hi <= m:
+        return COMPARISON_SAME
+    if hi < 0:
+        return COMPARISON_CLOSER
+    return COMPARISON_OPEN
+
+
 def model_rows(run, *, n_boot: int, seed: int) -> list[StatResult]:
     """``LAP`` rows of one :class:`paper_checks.claims.ModelRun` (empty when the hook did not run)."""
     t = run.trained
@@ -317,7 +358,8 @@ def model_rows(run, *, n_boot: int, seed: int) -> list[StatResult]:
             )
         st_t = status(t_ci, spec.reference, tol_f32)
         st_n = status(n_ci, spec.reference, tol_f32)
-        if st_t == st_n == STATUS_HOLDS and spec.reference == 0.0:
+        both_hold = st_t == st_n == STATUS_HOLDS and spec.reference == 0.0
+        if both_hold:
             verdict, reason = (
                 NOT_REPRODUCED,
                 (
@@ -344,8 +386,20 @@ def model_rows(run, *, n_boot: int, seed: int) -> list[StatResult]:
             "prompts": res_t.get("prompts"),
             "layers": list(res_t["layers"][spec.id]),
         }
+        extra["comparison"] = comparison(e_ci, npt, both_hold=both_hold)
+        extra["scale"] = spec.scale
         if spec.id == "dist_laplacian":
             extra["laplacian_scale"] = _f(np.nanmean(res_t["laplacian_scale"]))
+        if spec.id == "spectral_radius":
+            # ARPACK's relative accuracy bounds the digits; ρ(Σ_h T_h) ≤ ρ(W) on every prompt
+            extra["arpack_tol"] = float(res_t.get("spec_tol", 1e-3))
+            extra["significant_digits"] = significant_digits(extra["arpack_tol"])
+            bt = res_t.get("rho_lower_bound") or []
+            bn = [r.get("rho_lower_bound") or [] for r in res_n]
+            for k, p in enumerate(per_layer):
+                p["lower_bound"] = _f(bt[k]) if k < len(bt) else None
+                vals = [b[k] for b in bn if k < len(b)]
+                p["null_lower_bound"] = _f(np.mean(vals)) if vals else None
         out.append(
             StatResult(
                 claim=CLAIM,
@@ -382,9 +436,16 @@ def _fmt(x, digits=3):
     return fmt(x, digits)
 
 
+#: the header of each model's LAP table in report.md
+TABLE_HEADER = (
+    "| statistic | kind | scale | holds on these layers? trained / null | trained [95% CI] | null [95% CI] | "
+    "effect = trained − null [95% CI] | trained vs null | LAP verdict (reproduced = closer than null) |"
+)
+
+
 def report_section(rows_: list[StatResult]) -> list[str]:
     """Markdown lines of the ``LAP`` section (per model: defects trained vs null, statuses, per layer)."""
-    from paper_checks.report import fmt_ci
+    from paper_checks.report import fmt_ci, fmt_sig
 
     lap = [r for r in rows_ if r.claim == CLAIM]
     if not lap:
@@ -393,8 +454,12 @@ def report_section(rows_: list[StatResult]) -> list[str]:
         "## LAP: Laplacian reduction on real layers (T3 hypotheses and conclusions)",
         f"Claim: {STATEMENT}. Each statistic is 0 exactly when its hypothesis / conclusion holds "
         "(spectral radius: ≤ 1); values are means over layers of per-prompt values on the real layer inputs. "
-        "Status: `holds` iff the trained 95% interval lies at or below the tolerance tol(float32, n) "
-        "(the model computes attention in float32; the spectral radius is compared to 1 + tol). "
+        "Two separate questions, two columns: **holds on these layers?** — `holds` iff the 95% interval lies at "
+        "or below the tolerance tol(float32, n) (the model computes attention in float32; the spectral radius "
+        "is compared to 1 + tol), `fails` iff it lies above, else `borderline`; and **trained vs null** — is "
+        "the trained layer closer to a connection Laplacian than its random initialisation? The LAP verdict "
+        "answers only the second: `reproduced` means *closer than the null*, not *the hypothesis holds* "
+        "(a hypothesis can fail on both and still be closer; it can hold on both, and then neither is closer). "
         "Distances: relative change of the layer's attention output (bias offset excluded) when its walk is "
         "replaced by its reversible part W_rev, or by the best reversible constant-involution Laplacian "
         "P''⊗sQ (definitions below; THEOREMS.md LAP).",
@@ -407,16 +472,18 @@ def report_section(rows_: list[StatResult]) -> list[str]:
             f"### {model} (n = {e['n']}, d = {e['d']}, {e['model_kind']}, {e['null_seeds']} null seeds; "
             f"first {e['prompts']} prompts, layers {e['layers']})",
             "",
-            "| statistic | kind | status trained / null | trained [95% CI] | null [95% CI] | effect [95% CI] | "
-            "verdict |",
-            "|---|---|---|---|---|---|---|",
+            TABLE_HEADER,
+            "|---|---|---|---|---|---|---|---|---|",
         ]
         for r in mr:
             x = r.extra
+            k = x.get("significant_digits")
             parts.append(
-                f"| {r.statistic} | {x['kind']} ({x['ref']}) | {x['status_trained']} / {x['status_null']} | "
-                f"{_fmt(r.trained)} {fmt_ci(x['trained_interval'])} | {_fmt(r.null)} {fmt_ci(r.null_interval)} | "
-                f"{_fmt(r.effect)} {fmt_ci(r.interval)} | **{r.verdict}** |"
+                f"| {r.statistic} | {x['kind']} ({x['ref']}) | {x.get('scale', '')} | "
+                f"{x['status_trained']} / {x['status_null']} | "
+                f"{fmt_sig(r.trained, k)} {fmt_ci(x['trained_interval'], k)} | "
+                f"{fmt_sig(r.null, k)} {fmt_ci(r.null_interval, k)} | "
+                f"{fmt_sig(r.effect, k)} {fmt_ci(r.interval, k)} | {x.get('comparison', '')} | **{r.verdict}** |"
             )
         ls = [r for r in mr if r.statistic == "dist_laplacian"]
         if ls and ls[0].extra.get("laplacian_scale") is not None:
@@ -455,12 +522,22 @@ def report_section(rows_: list[StatResult]) -> list[str]:
             parts.append(f"| {layer} | " + " | ".join(cells) + " |")
         sr = [r for r in mr if r.statistic == "spectral_radius"]
         if sr:
+            x = sr[0].extra
+            k = x.get("significant_digits")
+
+            def bound(p, key):
+                return "—" if p.get(key) is None else fmt_sig(p[key], k)
+
             parts += [
                 "",
-                "Spectral radius ρ(W) per layer (trained [95% CI] / null): "
+                f"Spectral radius ρ(W) per layer (ARPACK, relative tolerance {x.get('arpack_tol', 1e-3):g}: "
+                f"{k} significant digits), trained [95% CI] / null, each beside the prompt-independent bound it "
+                "must exceed, ρ(Σ_h T_h) (a constant field x_i = v is mapped to (Σ_h T_h) v by any stochastic "
+                "walk, so every eigenvalue of Σ_h T_h is one of W): "
                 + "; ".join(
-                    f"layer {p['layer']}: {_fmt(p['trained'])} {fmt_ci(p['trained_interval'])} / {_fmt(p['null'])}"
-                    for p in sr[0].extra["per_layer"]
+                    f"layer {p['layer']}: {fmt_sig(p['trained'], k)} {fmt_ci(p['trained_interval'], k)} ≥ "
+                    f"{bound(p, 'lower_bound')} / {fmt_sig(p['null'], k)} ≥ {bound(p, 'null_lower_bound')}"
+                    for p in x["per_layer"]
                 )
                 + " (2 prompts per layer: the interval only shows their spread).",
             ]

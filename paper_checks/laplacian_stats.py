@@ -435,6 +435,15 @@ def spectral_radius(A, W_O, W_V, *, index: int = 0, tol_arpack: float = 1e-6, se
     return float(np.abs(vals).max())
 
 
+def constant_field_radius(W_O, W_V) -> float:
+    """``ρ(Σ_h T_h)``, a prompt-independent lower bound on ``ρ(W)``: with row-stochastic ``A^h`` a
+    constant field ``x_i = v`` maps to ``(Wx)_i = Σ_h (Σ_j A^h_ij) T_h v = (Σ_h T_h) v``, so every
+    eigenvalue of ``Σ_h T_h`` is one of ``W`` (eigenvector ``1 ⊗ v``). One ``d × d`` eigensolve."""
+    Wo, Wv = S._factors(W_O, W_V)
+    T = (Wo @ Wv).sum(0)
+    return float(torch.linalg.eigvals(T).abs().max())
+
+
 # ----------------------------------------------------------------------------- dense reference
 def dense_reference(A, W_O, W_V, X, *, b: int = 0) -> dict[str, float]:
     """Literal float64 reference of every statistic for prompt ``b`` (forms all ``n²`` blocks,

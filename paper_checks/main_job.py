@@ -23,7 +23,7 @@ from pathlib import Path
 
 import torch
 
-from numerics.errors import ConnwalkError, ModelError, ModelNotInstalledError
+from numerics.errors import ConnwalkError, ModelError, ModelNotInstalledError, ShapeError
 from numerics.models import registry
 from paper_checks import claims as C
 from paper_checks import e5, e6, synthetic
@@ -166,6 +166,40 @@ def check_model_name(name) -> str:
     )
 
 
+def context_length(name: str) -> int | None:
+    """``name``'s context from its metadata alone (no weights): :func:`registry.context_length`, or a
+    synthetic config's ``max_length``; None where only loading tells."""
+    if synthetic.is_synthetic(name):
+        cfg = synthetic.CONFIGS.get(name.removeprefix("synthetic:"))
+        return None if cfg is None else int(cfg.max_length)
+    return registry.context_length(name)
+
+
+#: above this ``--length`` the corpus is checked with the model's tokenizer before the weights load
+#: (below it the shipped corpus, ~10k tokens for every shipped tokenizer, always has room; a shorter
+#: corpus would still be caught, after the load)
+CORPUS_CHECK_FROM = 1024
+
+
+def check_length(name: str, length: int) -> None:
+    """Refuse a ``--length`` longer than ``name``'s context, or than the shipped corpus can fill with its
+    tokenizer, before its weights load (metadata and tokenizer only)."""
+    from numerics.errors import SequenceTooLongError
+
+    ctx = context_length(name)
+    if ctx is not None and length > ctx:
+        raise SequenceTooLongError(
+            f"{length} tokens exceed {name}'s context of {ctx} tokens (max_length; refused, not truncated)",
+            argument="--length",
+        )
+    if length > CORPUS_CHECK_FROM and not synthetic.is_synthetic(name):
+        from numerics.models.corpus import check_corpus_length
+
+        tok = registry.load_tokenizer(name)
+        if tok is not None:
+            check_corpus_length(tok, length)  # raises naming length (→ --length)
+
+
 def load_model(name: str, *, seed: int = 0):
     """A model handle: ``synthetic:...`` names here, everything else via the registry (float32)."""
     if synthetic.is_synthetic(name):
@@ -197,6 +231,26 @@ def sample_ids(handle, n_prompts: int, length: int, seed: int) -> torch.Tensor:
     return sample_prompts(handle, n_prompts, length, seed)
 
 
+def _measure(h, ids, r: dict, seed: int, step, hooks, *, baselines: bool):
+    """One model's measurement; a length its attention sinks leave too short for (known only from its
+    own pass: the sinks depend on the attention) is addressed to ``--length``."""
+    try:
+        return measure(
+            h,
+            ids,
+            baselines=baselines,
+            edge_layers=r["edge_layers"],
+            edge_prompts=r["edge_prompts"],
+            seed=seed,
+            progress=step,
+            hooks=hooks,
+        )
+    except ShapeError as exc:
+        if exc.argument == "length":
+            raise as_option_error(exc) from exc
+        raise
+
+
 def _bar(total: int, enabled: bool):
     if not enabled:
         return None
@@ -220,6 +274,8 @@ def run_job(cfg: JobConfig, out: str | Path | None, *, log=print) -> tuple[list[
         for name in cfg.models:
             check_model_name(name)
         try:
+            for name in cfg.models:  # options that depend on the model, from its metadata: before any weights
+                check_length(name, r["length"])
             for name in cfg.models:
                 if name in handles:
                     continue
@@ -236,31 +292,12 @@ def run_job(cfg: JobConfig, out: str | Path | None, *, log=print) -> tuple[list[
     try:
         for name, h in handles.items():
             t0 = time.perf_counter()
-            m = measure(
-                h,
-                ids[name],
-                baselines=True,
-                edge_layers=r["edge_layers"],
-                edge_prompts=r["edge_prompts"],
-                seed=cfg.seed,
-                progress=step,
-                hooks=LAP.hooks_for(claims, h, r, cfg.seed),
-            )
+            m = _measure(h, ids[name], r, cfg.seed, step, LAP.hooks_for(claims, h, r, cfg.seed), baselines=True)
             nulls = []
             for k in range(r["null_seeds"]):
                 hn = load_model(null_name(name), seed=cfg.seed * 100 + k + 1)
-                nulls.append(
-                    measure(
-                        hn,
-                        ids[name],
-                        baselines=False,
-                        edge_layers=r["edge_layers"],
-                        edge_prompts=r["edge_prompts"],
-                        seed=cfg.seed * 100 + k,
-                        progress=step,
-                        hooks=LAP.hooks_for(claims, hn, r, cfg.seed),
-                    )
-                )
+                hooks = LAP.hooks_for(claims, hn, r, cfg.seed)
+                nulls.append(_measure(hn, ids[name], r, cfg.seed * 100 + k, step, hooks, baselines=False))
                 del hn
             runs.append(C.ModelRun(trained=m, nulls=nulls))
             timings[name] = time.perf_counter() - t0
@@ -304,14 +341,19 @@ def run_job(cfg: JobConfig, out: str | Path | None, *, log=print) -> tuple[list[
             t0 = time.perf_counter()
             ext_rows = mod.run(tmp, quick=cfg.quick, seed=cfg.seed)
             timings[c] = time.perf_counter() - t0
+            for row in ext_rows:  # wall-clock stays out of results.json (same seed, same bytes)
+                secs = row.extra.pop("seconds", None)
+                if secs is not None:
+                    timings[f"{c} {row.model}"] = secs
             rows.extend(ext_rows)
             figs += sorted(p.name for p in tmp.iterdir() if p.suffix == ".png" and p.name not in before)
         return figs
 
     if out is not None:
-        write_report(out, rows, config, figures=build, notes=notes, extra_json={"models": models_info})
-    if timings:  # wall-clock per stage, on stderr only (the report stays deterministic)
-        log("timings: " + ", ".join(f"{k} {v:.1f} s" for k, v in timings.items()), file=sys.stderr)
+        write_report(out, rows, config, figures=build, notes=notes, extra_json={"models": models_info}, timings=timings)
+    if timings:  # wall-clock per stage: on stderr and in timings.json, never in results.json / report.md
+        stages = {k: v for k, v in timings.items() if k in handles or k in EXTERNAL}
+        log("timings: " + ", ".join(f"{k} {v:.1f} s" for k, v in stages.items()), file=sys.stderr)
     else:
         for c in ("E5", "E6"):
             if c in claims:

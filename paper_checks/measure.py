@@ -16,7 +16,7 @@ from itertools import pairwise
 import numpy as np
 import torch
 
-from numerics.errors import ModelError
+from numerics.errors import ModelError, ShapeError
 from numerics.tolerance import tol
 from paper_checks import stats as S
 
@@ -263,6 +263,12 @@ def measure(
     Pst = torch.stack(Ps)  # (L, B, n, n)
     sinks = S.sink_positions(Pst)
     m.sinks = [int(i) for i in torch.nonzero(sinks).flatten()]
+    if n - len(m.sinks) < 2:  # data-dependent: known only after this model's own pass
+        raise ShapeError(
+            f"{n} tokens leave {n - len(m.sinks)} after removing the attention-sink positions {m.sinks} of "
+            f"{handle.name} (the sink-aware statistics need at least 2); use a longer length",
+            argument="length",
+        )
     for variant in VARIANTS:
         if variant == "plain":
             Pv, Dv = Ps, D2s

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import shutil
 import tempfile
 from collections.abc import Callable
@@ -25,62 +26,152 @@ class OutputPathError(ConnwalkError, ValueError):
     """The output directory cannot be used (it is a file, or its parent is not writable)."""
 
 
-CAVEATS = [
-    "Intervals are 95% percentile bootstraps over prompts (and over null seeds × prompts, or heads / "
-    "layers for weight statistics). They do **not** cover variation across models, checkpoints or "
-    "training runs: a verdict describes these checkpoints on this corpus, not transformers in general.",
-    "The paper's scale range is 124M → 8B parameters; the models here span at most 22M → 270M, a far "
-    "smaller range. The loaders accept any larger local Hugging Face directory or GGUF file "
-    "(`connwalk paper-checks --models /path/to/model ...`).",
-    "Null model = `random:<same architecture>`: the same architecture with a seeded random "
-    "initialisation, run on the same prompts.",
-]
+def _millions(n_params) -> str:
+    """Parameters in millions as the E3 rows print them (22.7M → ``23M``); below 1M, two digits."""
+    return f"{n_params / 1e6:.0f}M" if n_params >= 1e6 else f"{n_params / 1e6:.2g}M"
 
 
-#: ``results.json["schema"]`` of every report this suite writes: the marker that lets ``--out`` replace
-#: an existing directory (one without it is never deleted)
+def caveats(models: dict | None = None) -> list[str]:
+    """The 'how to read this' caveats; the size range is that of the models that ran (``models``:
+    ``results.json["models"]``, name → info with ``n_params``), printed as the E3 rows print it."""
+    sizes = sorted(int(v["n_params"]) for v in (models or {}).values() if int(v.get("n_params") or 0) > 0)
+    if not sizes:
+        span = "no pretrained model ran here, so no scale range at all"
+    elif sizes[0] == sizes[-1]:
+        who = "the one model here has" if len(sizes) == 1 else f"the {len(sizes)} models here all have"
+        span = f"{who} {_millions(sizes[0])}, no range at all"
+    else:
+        span = f"the models here span {_millions(sizes[0])} → {_millions(sizes[-1])}, a far smaller range"
+    return [
+        "Intervals are 95% percentile bootstraps over prompts (and over null seeds × prompts, or heads / "
+        "layers for weight statistics). They do **not** cover variation across models, checkpoints or "
+        "training runs: a verdict describes these checkpoints on this corpus, not transformers in general.",
+        f"The paper's scale range is 124M → 8B parameters; {span}. The loaders accept any larger local "
+        "Hugging Face directory or GGUF file (`connwalk paper-checks --models /path/to/model ...`).",
+        "Null model = `random:<same architecture>`: the same architecture with a seeded random "
+        "initialisation, run on the same prompts.",
+    ]
+
+
+def title(config: dict, rows: list[StatResult]) -> str:
+    """The report's title: the claims that ran (``config["claims"]``, else those with rows)."""
+    claims = list(config.get("claims") or dict.fromkeys(r.claim for r in rows))
+    return "# connwalk paper checks: " + (", ".join(map(str, claims)) if claims else "no claims")
+
+
+#: ``results.json["schema"]`` of every report this suite writes: the marker that lets ``--out`` reuse
+#: an existing directory (one without it is never touched)
 SCHEMA = "connwalk.paper-checks.report/1"
+
+#: the files of a report that are always there (the figures and ``timings.json`` vary with the run)
+FIXED_FILES = ("report.md", "results.json")
+#: wall-clock seconds per stage: the one file of a report that differs between runs of the same seed
+TIMINGS_FILE = "timings.json"
+#: names of the suite's own work in progress inside ``--out`` (a temporary report, the previous one
+#: set aside during the swap); never listed as the user's files, never taken for a report file
+WORK_PREFIX = ".connwalk-"
+
+
+def _plain_name(x) -> bool:
+    return isinstance(x, str) and x not in ("", ".", "..") and "/" not in x and os.sep not in x and "\\" not in x
+
+
+def report_manifest(p: Path) -> set[str] | None:
+    """The files a previous report at ``p`` says it wrote, or None when ``p`` holds no report of this
+    suite (no ``results.json`` with :data:`SCHEMA`).
+
+    Reports since the manifest list their files in ``results.json["files"]``; an older report's are
+    its fixed files plus the figures its ``report.md`` shows (``![f](f)``). Only plain names in ``p``
+    count (a listed ``../x`` or ``a/b`` is ignored, never deleted)."""
+    try:
+        with open(p / "results.json", encoding="utf-8") as fh:
+            data = json.load(fh)
+    except (OSError, ValueError):
+        return None
+    if not isinstance(data, dict) or data.get("schema") != SCHEMA:
+        return None
+    files = data.get("files")
+    if isinstance(files, list):
+        names = set(files)
+    else:
+        names = set(FIXED_FILES)
+        try:
+            md = (p / "report.md").read_text(encoding="utf-8")
+        except (OSError, ValueError):
+            md = ""
+        names |= {m.group(1) for m in re.finditer(r"!\[([^\]]*)\]\(\1\)", md)}
+    return {n for n in names if _plain_name(n)} | {"results.json"}
 
 
 def is_report_dir(p: Path) -> bool:
     """``p`` is a report directory written by this suite (its ``results.json`` carries :data:`SCHEMA`)."""
+    return report_manifest(p) is not None
+
+
+def _ours(p: Path, name: str, manifest: set[str]) -> bool:
+    """``name`` in ``p`` is a file the previous report wrote: listed, a regular file, not a link."""
+    q = p / name
+    return name in manifest and q.is_file() and not q.is_symlink()
+
+
+def _probe(d: Path) -> None:
+    """Create and remove a temporary directory in ``d`` (what the report writer will do)."""
     try:
-        with open(p / "results.json", encoding="utf-8") as fh:
-            return json.load(fh).get("schema") == SCHEMA
-    except (OSError, ValueError, AttributeError):
-        return False
+        probe = tempfile.mkdtemp(prefix=f"{WORK_PREFIX}probe-", dir=d)
+    except OSError as exc:
+        raise OutputPathError(f"cannot create files under {str(d)!r} ({exc.strerror})", argument="--out") from None
+    os.rmdir(probe)
 
 
 def check_out_dir(out: str | os.PathLike) -> Path:
-    """Validate ``out`` before any work. It may be new, an empty directory, or a report directory this
-    suite wrote (:func:`is_report_dir`); any other existing directory or file is refused, never
-    replaced. Its parent must be creatable and writable (probed with a temporary directory that is
-    removed at once)."""
+    """Validate ``out`` before any work; returns it as an absolute path (``.`` included).
+
+    ``out`` may be new, an empty directory, or a report directory this suite wrote whose every entry
+    the previous report's manifest lists (:func:`report_manifest`). A directory that is not a report,
+    or a report into which anything else was put (the user's notes, a subdirectory), is refused with
+    the unknown names: the suite never deletes or overwrites a file it did not write. Writability is
+    probed where the report will be built (inside an existing ``out``, else in the nearest existing
+    ancestor) with a temporary directory that is removed at once."""
     if not isinstance(out, (str, os.PathLike)) or not str(out).strip():
         raise OutputPathError(f"expected a directory path, got {str(out)!r}", argument="--out")
-    p = Path(out)
+    p = Path(os.path.abspath(os.fspath(out)))
     if p.exists() and not p.is_dir():
-        raise OutputPathError(f"{str(p)!r} exists and is not a directory", argument="--out")
-    if p.is_dir() and any(p.iterdir()) and not is_report_dir(p):
-        raise OutputPathError(
-            f"{str(p)!r} exists and is not a connwalk report (no results.json with schema "
-            f"{SCHEMA!r}); it would be replaced as a whole, so it is left alone: choose a new or "
-            "empty directory",
-            argument="--out",
-        )
-    parent = p.absolute().parent
+        raise OutputPathError(f"{str(out)!r} exists and is not a directory", argument="--out")
+    if p.is_dir():
+        try:
+            entries = [e for e in os.listdir(p) if not e.startswith(WORK_PREFIX)]
+        except OSError as exc:
+            raise OutputPathError(f"cannot read {str(out)!r} ({exc.strerror})", argument="--out") from None
+        if entries:
+            manifest = report_manifest(p)
+            if manifest is None:
+                raise OutputPathError(
+                    f"{str(out)!r} exists and is not a connwalk report (no results.json with schema "
+                    f"{SCHEMA!r}); its files are left alone: choose a new or empty directory",
+                    argument="--out",
+                )
+            unknown = sorted(e for e in entries if not _ours(p, e, manifest))
+            if unknown:
+                shown = ", ".join(repr(e) for e in unknown[:5]) + (" ..." if len(unknown) > 5 else "")
+                raise OutputPathError(
+                    f"{str(out)!r} is a connwalk report that also holds files it did not write ({shown}); "
+                    "they would be mixed with the new report, so nothing is replaced: move them out or "
+                    "choose another directory",
+                    argument="--out",
+                )
+        if not os.access(p, os.W_OK | os.X_OK):
+            raise OutputPathError(f"cannot create files under {str(out)!r}", argument="--out")
+        _probe(p)
+        return p
+    parent = p.parent
     if parent.exists() and not parent.is_dir():
         raise OutputPathError(f"parent {str(parent)!r} is not a directory", argument="--out")
     anc = parent
     while not anc.exists():
         anc = anc.parent
-    if not anc.is_dir() or not os.access(anc, os.W_OK):
+    if not anc.is_dir() or not os.access(anc, os.W_OK | os.X_OK):
         raise OutputPathError(f"cannot create files under {str(anc)!r}", argument="--out")
-    try:
-        probe = tempfile.mkdtemp(prefix=".connwalk-probe-", dir=anc)
-    except OSError as exc:
-        raise OutputPathError(f"cannot create files under {str(anc)!r} ({exc.strerror})", argument="--out") from None
-    os.rmdir(probe)
+    _probe(anc)
     return p
 
 
@@ -111,20 +202,30 @@ def fmt(x, digits: int = 3) -> str:
     return f"{x:.{digits}f}"
 
 
-def fmt_ci(ci) -> str:
-    return "—" if ci is None else f"[{fmt(ci[0])}, {fmt(ci[1])}]"
+def fmt_sig(x, sig: int | None = None) -> str:
+    """``x`` to ``sig`` significant digits (the accuracy of the solver that computed it); plain
+    :func:`fmt` when ``sig`` is None."""
+    if sig is None or x is None or (isinstance(x, float) and not math.isfinite(x)):
+        return fmt(x)
+    return f"{x:.{sig}g}"
+
+
+def fmt_ci(ci, sig: int | None = None) -> str:
+    return "—" if ci is None else f"[{fmt_sig(ci[0], sig)}, {fmt_sig(ci[1], sig)}]"
 
 
 def verdict_table(rows: list[StatResult]) -> str:
-    """Markdown table claim × model × statistic × trained / null / effect [CI] / verdict."""
+    """Markdown table claim × model × statistic × trained / null / effect [CI] / verdict (values to the
+    digits their solver supports where a row says so: ``extra["significant_digits"]``)."""
     lines = [
         "| claim | model | statistic | trained | null | effect | 95% CI | verdict |",
         "|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
+        k = r.extra.get("significant_digits")
         lines.append(
-            f"| {r.claim} | {r.model} | {r.statistic} | {fmt(r.trained)} | {fmt(r.null)} | "
-            f"{fmt(r.effect)} | {fmt_ci(r.interval)} | **{r.verdict}** |"
+            f"| {r.claim} | {r.model} | {r.statistic} | {fmt_sig(r.trained, k)} | {fmt_sig(r.null, k)} | "
+            f"{fmt_sig(r.effect, k)} | {fmt_ci(r.interval, k)} | **{r.verdict}** |"
         )
     return "\n".join(lines)
 
@@ -185,16 +286,18 @@ def definitions_section(rows: list[StatResult]) -> str:
     return "\n".join(lines)
 
 
-def render_markdown(rows: list[StatResult], config: dict, figures: list[str], notes: list[str]) -> str:
+def render_markdown(
+    rows: list[StatResult], config: dict, figures: list[str], notes: list[str], models: dict | None = None
+) -> str:
     cfg = "\n".join(f"- {k}: `{v}`" for k, v in config.items())
     parts = [
-        "# connwalk paper checks (Seed A claims E1–E4; E5/E6 when requested)",
+        title(config, rows),
         "",
         "## Run",
         cfg,
         "",
         "## How to read this",
-        *[f"- {c}" for c in CAVEATS],
+        *[f"- {c}" for c in caveats(models)],
         *[f"- {n}" for n in notes],
         "",
         "## Verdict summary (counts of rows)",
@@ -247,6 +350,38 @@ def _inside_report(obj, tmp: Path):
     return obj
 
 
+def _swap_into(out: Path, tmp: Path) -> None:
+    """Move the finished report in ``tmp`` (a directory inside ``out``) into the existing directory
+    ``out``: the previous report's files (its manifest, checked again just before) are set aside, the
+    new files renamed in, then the set-aside files removed. Any failure puts the previous files back.
+    Nothing else in ``out`` is touched (the check refuses a directory holding anything else)."""
+    check_out_dir(out)  # still empty or still only a report of ours
+    manifest = report_manifest(out) or set()
+    old_files = sorted(e for e in os.listdir(out) if not e.startswith(WORK_PREFIX) and _ours(out, e, manifest))
+    new_files = sorted(os.listdir(tmp))
+    stash = Path(tempfile.mkdtemp(prefix=f"{WORK_PREFIX}old-", dir=out))
+    moved_old: list[str] = []
+    moved_new: list[str] = []
+    try:
+        for name in old_files:
+            os.rename(out / name, stash / name)
+            moved_old.append(name)
+        for name in new_files:
+            if os.path.lexists(out / name):
+                raise OutputPathError(f"{str(out / name)!r} appeared while the report was written", argument="--out")
+            os.rename(tmp / name, out / name)
+            moved_new.append(name)
+    except BaseException:
+        for name in reversed(moved_new):
+            os.rename(out / name, tmp / name)
+        for name in reversed(moved_old):
+            os.rename(stash / name, out / name)
+        os.rmdir(stash)
+        raise
+    os.rmdir(tmp)
+    shutil.rmtree(stash, ignore_errors=True)
+
+
 def write_report(
     out: str | os.PathLike,
     rows: list[StatResult],
@@ -255,34 +390,56 @@ def write_report(
     figures: Callable[[Path], list[str]] | None = None,
     extra_json: dict | None = None,
     notes: list[str] | None = None,
+    timings: dict[str, float] | None = None,
 ) -> Path:
-    """Write ``report.md``, ``results.json`` and figures into ``out`` atomically (temp dir + rename).
+    """Write ``report.md``, ``results.json``, figures (and ``timings.json`` when ``timings`` is given)
+    into ``out`` without ever leaving a half-written report or touching a file the suite did not write.
 
-    ``figures(tmpdir) -> [file names]`` draws PNGs into the temporary directory."""
+    Everything is built in a temporary directory first: beside a new ``out`` (then renamed to it), or
+    inside an existing one (then swapped in file by file, :func:`_swap_into`). ``results.json["files"]``
+    is the manifest: the only files a later run may replace. ``figures(tmpdir) -> [file names]`` draws
+    PNGs into the temporary directory. ``results.json`` and ``report.md`` are deterministic given the
+    rows; wall-clock ``timings`` go to their own file."""
     out = check_out_dir(out)
-    parent = out.absolute().parent
-    parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=parent))
+    existing = out.is_dir()
+    if existing:
+        tmp = Path(tempfile.mkdtemp(prefix=f"{WORK_PREFIX}tmp-", dir=out))
+    else:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
     try:
         figs = figures(tmp) if figures is not None else []
-        payload = {"schema": SCHEMA, "config": config, "rows": [r.as_dict() for r in rows], "verdicts": list(VERDICTS)}
+        if timings:
+            with open(tmp / TIMINGS_FILE, "w", encoding="utf-8") as fh:
+                note = "wall-clock seconds per stage of this run (not deterministic; not part of results.json)"
+                json.dump({"note": note, "seconds": _json_safe(timings)}, fh, indent=1, ensure_ascii=False)
+        files = sorted(set(os.listdir(tmp)) | set(FIXED_FILES))
+        payload = {
+            "schema": SCHEMA,
+            "config": config,
+            "rows": [r.as_dict() for r in rows],
+            "verdicts": list(VERDICTS),
+            "files": files,
+        }
         if extra_json:
             payload.update(extra_json)
         payload = _inside_report(payload, tmp)
         with open(tmp / "results.json", "w", encoding="utf-8") as fh:
             json.dump(_json_safe(payload), fh, indent=1, ensure_ascii=False, allow_nan=False)
         with open(tmp / "report.md", "w", encoding="utf-8") as fh:
-            fh.write(render_markdown(rows, config, figs, notes or []))
-        os.chmod(tmp, 0o755)
-        old = None
-        if out.exists():
-            check_out_dir(out)  # still empty or still a report of ours (checked again just before replacing)
-            old = Path(tempfile.mkdtemp(prefix=f".{out.name}.old-", dir=parent))
-            os.rmdir(old)
-            os.rename(out, old)
-        os.rename(tmp, out)
-        if old is not None:
-            shutil.rmtree(old, ignore_errors=True)
+            fh.write(render_markdown(rows, config, figs, notes or [], models=(extra_json or {}).get("models")))
+        if existing:
+            _swap_into(out, tmp)
+        else:
+            os.chmod(tmp, 0o755)
+            try:
+                os.rename(tmp, out)
+            except OSError as exc:
+                raise OutputPathError(
+                    f"{str(out)!r} appeared while the report was written ({exc.strerror}); the new report "
+                    "was discarded",
+                    argument="--out",
+                ) from None
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise

@@ -34,6 +34,7 @@ execution device; nothing assumes the model sits on one device.
 from __future__ import annotations
 
 import math
+import numbers
 import queue
 import threading
 from collections.abc import Iterator
@@ -41,10 +42,12 @@ from collections.abc import Iterator
 import torch
 
 from numerics.attention import AttentionWeights, bias_offset, head_factors
+from numerics.device import as_device
 from numerics.errors import (
     DTypeError,
     ModelError,
     NonFiniteError,
+    ParameterError,
     SequenceTooLongError,
     ShapeError,
     UnsupportedArchitectureError,
@@ -210,8 +213,17 @@ class HFModelHandle:
         docstring). ``out_device``: where captured tensors go (default CPU). Captured tensors are in
         the model's dtype. ``with_output=False`` skips ``attn_output``."""
         input_ids, attention_mask = self.check_inputs(input_ids, attention_mask)
+        out_dev = as_device("out_device", out_device) if out_device is not None else torch.device("cpu")
         if keep is not None:
-            keep = {int(k) for k in keep}
+            try:
+                items = list(keep)
+            except TypeError:
+                raise ParameterError(
+                    f"expected a set of layer indices, got {type(keep).__name__}", argument="keep"
+                ) from None
+            if any(isinstance(k, bool) or not isinstance(k, numbers.Integral) for k in items):
+                raise ParameterError(f"expected integer layer indices, got {items!r}", argument="keep")
+            keep = {int(k) for k in items}
             bad = [k for k in keep if not 0 <= k < self.n_layers]
             if bad:
                 raise ShapeError(f"layer indices {sorted(bad)} out of range [0, {self.n_layers})", argument="keep")
@@ -223,7 +235,7 @@ class HFModelHandle:
             attention_mask,
             wanted,
             fold_gain,
-            torch.device(out_device) if out_device is not None else torch.device("cpu"),
+            out_dev,
             with_output,
         )
 

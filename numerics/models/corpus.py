@@ -20,9 +20,16 @@ from importlib import resources
 import numpy as np
 import torch
 
-from numerics.errors import CorpusTooShortError, SequenceTooLongError, ShapeError
+from numerics.errors import CorpusTooShortError, ParameterError, SequenceTooLongError, ShapeError
 
-__all__ = ["corpus_sentences", "special_framing", "token_stream", "sample_prompts", "encode_exact"]
+__all__ = [
+    "corpus_sentences",
+    "special_framing",
+    "token_stream",
+    "sample_prompts",
+    "encode_exact",
+    "check_corpus_length",
+]
 
 
 @functools.lru_cache(maxsize=1)
@@ -91,17 +98,11 @@ def _check_length(obj, length) -> int:
     return length
 
 
-def sample_prompts(handle_or_tokenizer, n_prompts: int, length: int, seed: int = 0) -> torch.Tensor:
-    """``input_ids`` ``(n_prompts, length)`` (``torch.long``), drawn from the corpus with ``seed``.
-
-    Windows start at sentence starts (chosen without replacement while enough distinct starts
-    exist) and include the tokenizer's special tokens. Raises
-    :class:`~numerics.errors.CorpusTooShortError` when the corpus has fewer tokens than a window
-    needs, :class:`~numerics.errors.SequenceTooLongError` when ``length`` exceeds the model's context."""
-    tok = _tokenizer_of(handle_or_tokenizer)
-    length = _check_length(handle_or_tokenizer, length)
-    if isinstance(n_prompts, bool) or not isinstance(n_prompts, (int, np.integer)) or n_prompts < 1:
-        raise ShapeError(f"expected a positive int, got {n_prompts!r}", argument="n_prompts")
+def _windows(tok, length: int):
+    """``(prefix, suffix, ids, valid starts, m)`` of prompts of ``length`` tokens (``m`` corpus tokens
+    inside the special tokens); raises when there is no room or no window."""
+    if length < 1:
+        raise ShapeError(f"expected a positive int, got {length}", argument="length")
     prefix, suffix = special_framing(tok)
     m = length - len(prefix) - len(suffix)
     if m < 1:
@@ -116,6 +117,32 @@ def sample_prompts(handle_or_tokenizer, n_prompts: int, length: int, seed: int =
             f"the corpus has {len(ids)} tokens; a prompt of {length} tokens needs {m} consecutive corpus tokens",
             argument="length",
         )
+    return prefix, suffix, ids, valid, m
+
+
+def check_corpus_length(tokenizer, length: int) -> int:
+    """Refuse a prompt ``length`` the shipped corpus cannot fill with ``tokenizer`` (a tokenizer only:
+    no model needed, so callers can check before any weights load). Returns the number of windows
+    (sentence starts) that fit. :class:`CorpusTooShortError` / :class:`ShapeError` naming ``length``."""
+    tok = _tokenizer_of(tokenizer)
+    length = _check_length(tokenizer, length)
+    return len(_windows(tok, length)[3])
+
+
+def sample_prompts(handle_or_tokenizer, n_prompts: int, length: int, seed: int = 0) -> torch.Tensor:
+    """``input_ids`` ``(n_prompts, length)`` (``torch.long``), drawn from the corpus with ``seed``.
+
+    Windows start at sentence starts (chosen without replacement while enough distinct starts
+    exist) and include the tokenizer's special tokens. Raises
+    :class:`~numerics.errors.CorpusTooShortError` when the corpus has fewer tokens than a window
+    needs, :class:`~numerics.errors.SequenceTooLongError` when ``length`` exceeds the model's context."""
+    tok = _tokenizer_of(handle_or_tokenizer)
+    length = _check_length(handle_or_tokenizer, length)
+    if isinstance(n_prompts, bool) or not isinstance(n_prompts, (int, np.integer)) or n_prompts < 1:
+        raise ShapeError(f"expected a positive int, got {n_prompts!r}", argument="n_prompts")
+    if isinstance(seed, (bool, np.bool_)) or not isinstance(seed, (int, np.integer)) or int(seed) < 0:
+        raise ParameterError(f"expected a nonnegative int, got {seed!r}", argument="seed")
+    prefix, suffix, ids, valid, m = _windows(tok, length)
     rng = np.random.default_rng(int(seed))
     pick = rng.choice(valid, size=int(n_prompts), replace=int(n_prompts) > len(valid))
     rows = [prefix + ids[s : s + m].tolist() + suffix for s in pick]

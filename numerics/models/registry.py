@@ -24,6 +24,7 @@ from __future__ import annotations
 import importlib.metadata
 import importlib.util
 import json
+import numbers
 import os
 import shutil
 import zipfile
@@ -32,10 +33,12 @@ from pathlib import Path
 
 import torch
 
+from numerics.device import as_device
 from numerics.errors import (
     CorruptFileError,
     ModelError,
     ModelNotInstalledError,
+    ParameterError,
     UnsupportedArchitectureError,
 )
 from numerics.models import cache as _cache
@@ -185,8 +188,10 @@ def check_safetensors(path) -> None:
 _GGUF_SCALAR = {0: 1, 1: 1, 2: 2, 3: 2, 4: 4, 5: 4, 6: 4, 7: 1, 10: 8, 11: 8, 12: 8}
 
 
-def _gguf_header(path: Path) -> dict:
-    """Parse a GGUF header up to ``general.architecture`` (no tensor data, no tokenizer arrays)."""
+def _gguf_header(path: Path, *, context: bool = False) -> dict:
+    """Parse a GGUF header up to ``general.architecture`` (no tensor data, no tokenizer arrays); with
+    ``context``, on to ``<architecture>.context_length`` (``"context_length"`` in the result, None
+    when the file has none)."""
     import struct
 
     size = path.stat().st_size
@@ -229,12 +234,25 @@ def _gguf_header(path: Path) -> dict:
             raise ValueError(f"unsupported GGUF version {version}")
         if n_tensors == 0:
             raise ValueError("the file declares no tensors")
-        for _ in range(min(n_kv, 64)):
+        out: dict = {"version": version, "n_tensors": n_tensors}
+        for i in range(n_kv if context else min(n_kv, 64)):
             key = string()
             (vtype,) = struct.unpack("<I", read(4))
             if key == b"general.architecture" and vtype == 8:
-                return {"version": version, "n_tensors": n_tensors, "architecture": string().decode("utf-8")}
-            skip(vtype)
+                out["architecture"] = string().decode("utf-8")
+                if not context:
+                    return out
+            elif context and key.endswith(b".context_length") and vtype in (4, 5, 10, 11):
+                fmt = {4: "<I", 5: "<i", 10: "<Q", 11: "<q"}[vtype]
+                (out["context_length"],) = struct.unpack(fmt, read(_GGUF_SCALAR[vtype]))
+            else:
+                if i >= 64 and "architecture" not in out:
+                    break
+                skip(vtype)
+            if "architecture" in out and "context_length" in out:
+                return out
+    if "architecture" in out:
+        return out | {"context_length": out.get("context_length")}
     raise ValueError("no general.architecture among the first metadata keys")
 
 
@@ -253,6 +271,94 @@ def check_gguf(path) -> str:
             argument="path",
         )
     return arch
+
+
+def context_length(name: str) -> int | None:
+    """The context (maximum sequence length) of ``name`` read from its metadata alone: a directory's
+    ``config.json``, a GGUF file's header (``<arch>.context_length``), the first chunk of a chunked
+    GGUF. No weights are read, nothing is dequantised or joined. None where the metadata cannot be
+    read this cheaply (``tiny:``, zip-chunked checkpoints not yet extracted): :func:`load` checks then.
+    Raises as :func:`load` does for unknown names, missing packages and corrupt files."""
+    if not isinstance(name, str) or not name:
+        raise ModelError(f"expected a model name string, got {name!r}", argument="name")
+    if name.startswith("tiny:"):
+        return None
+    base = name[7:] if name.startswith("random:") else name
+    if base in CHECKPOINTS:
+        ck = CHECKPOINTS[base]
+        if not _installed(ck):
+            raise _not_installed(ck)
+        if ck.kind == "zip_chunks":
+            return None
+        if ck.kind == "gguf_chunks":
+            chunks = []
+            for p in ck.packages[1:]:
+                chunks.extend(sorted(_package_dir(ck, p).rglob(f"{ck.relpath}.part[0-9][0-9]")))
+            if not chunks:
+                return None
+            gguf = min(chunks)
+            kind = "gguf"
+        else:
+            kind, gguf = resolve(base)
+    else:
+        kind, gguf = resolve(base)
+    if kind == "gguf":
+        try:
+            n = _gguf_header(Path(gguf), context=True).get("context_length")
+        except Exception as exc:
+            raise CorruptFileError(f"{gguf}: malformed GGUF file ({exc})", argument="name") from exc
+        return None if n is None else int(n)
+    from transformers import AutoConfig
+
+    from numerics.models.families import FAMILIES
+
+    try:
+        config = AutoConfig.from_pretrained(str(gguf))
+    except Exception as exc:
+        raise CorruptFileError(f"{gguf}/config.json: unreadable config ({exc})", argument="name") from exc
+    try:
+        return int(FAMILIES[family_of(config)].max_length(config))
+    except (AttributeError, TypeError, ValueError):
+        return None
+
+
+def load_tokenizer(name: str):
+    """``name``'s tokenizer without its weights, where that is cheap: a directory's tokenizer files, a
+    GGUF file's embedded vocabulary (read from its metadata). None for ``tiny:`` configs, directories
+    without tokenizer files and chunked checkpoints (their tokenizer lives in files built on first load).
+    Raises as :func:`resolve` does; an unreadable tokenizer is :class:`CorruptFileError`."""
+    from transformers import AutoTokenizer
+    from transformers.utils import logging as hf_logging
+
+    if not isinstance(name, str) or not name:
+        raise ModelError(f"expected a model name string, got {name!r}", argument="name")
+    if name.startswith("tiny:"):
+        return None
+    base = name[7:] if name.startswith("random:") else name
+    if base in CHECKPOINTS and CHECKPOINTS[base].kind in ("gguf_chunks", "zip_chunks"):
+        if not _installed(CHECKPOINTS[base]):
+            raise _not_installed(CHECKPOINTS[base])
+        return None
+    kind, path = resolve(base)
+    prev = hf_logging.get_verbosity()
+    hf_logging.set_verbosity_error()
+    try:
+        if kind == "gguf":
+            check_gguf(path)
+            return AutoTokenizer.from_pretrained(str(Path(path).parent), gguf_file=Path(path).name)
+        tok_files = ("tokenizer.json", "tokenizer.model", "vocab.txt", "vocab.json", "spiece.model")
+        if not any((Path(path) / f).is_file() for f in tok_files):
+            return None
+        return AutoTokenizer.from_pretrained(str(path))
+    except (CorruptFileError, UnsupportedArchitectureError):
+        raise
+    except Exception as exc:
+        raise CorruptFileError(f"{path}: unreadable tokenizer ({exc})", argument="name") from exc
+    finally:
+        hf_logging.set_verbosity(prev)
+
+
+__all__ += ["context_length", "load_tokenizer"]
 
 
 # --------------------------------------------------------------------------- directories
@@ -432,6 +538,10 @@ def load(name: str, *, dtype: torch.dtype = torch.float32, device=None, seed: in
         raise ModelError(f"expected a model name string, got {name!r}", argument="name")
     if not (isinstance(dtype, torch.dtype) and dtype.is_floating_point):
         raise ModelError(f"expected a floating torch dtype, got {dtype!r}", argument="dtype")
+    if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or not 0 <= int(seed) < 2**63:
+        raise ParameterError(f"expected an integer in [0, 2**63), got {seed!r}", argument="seed")
+    if device is not None and device != "auto" and not isinstance(device, dict):
+        device = as_device("device", device)
     if name.startswith("tiny:"):
         from numerics.models.tiny import tiny_model
 

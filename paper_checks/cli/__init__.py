@@ -11,9 +11,9 @@ The command-line front ends live together in this package: this module (the ``co
 :mod:`paper_checks.cli.patterns`. ``python -m paper_checks.cli`` is the same command.
 
 Exit status: 0 success; 2 bad input (unknown claim / model, corpus too short, an ``--out`` that is a
-file or an existing directory that is not a report of this suite, ...), with a one-line error on
-stderr naming the option as typed and nothing written; every option is checked before any work
-(:data:`OPTIONS`); 130 / 143 when interrupted by SIGINT / SIGTERM (the temporary report directory is
+file, an existing directory that is not a report of this suite, or a report holding files it did not
+write, ...), with a one-line error on stderr naming the option as typed and nothing written; every
+option is checked before any work (:data:`OPTIONS`); 130 / 143 when interrupted by SIGINT / SIGTERM (the temporary report directory is
 removed); 1 unexpected failure.
 """
 
@@ -30,6 +30,12 @@ from paper_checks.cli import patterns as patterns_cli
 from paper_checks.cli.parser import Parser
 from paper_checks.main_job import CLAIMS, JobConfig, check_claims, check_model_name, default_models, run_job
 from paper_checks.report import check_out_dir, verdict_table
+from paper_checks.stats import SINK_TAU
+
+#: the shortest ``--length``: on ``n ≤ 1/SINK_TAU`` tokens a uniform walk (what a random-init null model
+#: nearly is) gives every key the mass ``1/n ≥ SINK_TAU``, so every position is a sink and the sink-aware
+#: statistics have no tokens left
+MIN_LENGTH = int(1 / SINK_TAU) + 1
 
 #: the declared kinds of the numeric options of ``paper-checks`` and ``analyze`` (checked before any work)
 OPTIONS = declare(
@@ -37,7 +43,7 @@ OPTIONS = declare(
     **{
         "--seed": Int(lo=0, hi=2**32 - 1),
         "--prompts": Int(lo=2, optional=True),
-        "--length": Int(lo=4, optional=True),
+        "--length": Int(lo=MIN_LENGTH, optional=True),
         "--null-seeds": Int(lo=1, optional=True),
         "--n-boot": Int(lo=1, optional=True),
         "--threads": Int(lo=1, hi=4096),
@@ -169,7 +175,12 @@ def _run(parser, args) -> int:
             return 0
         if args.command == "analyze":
             cfg = _config(args, [args.model], args.claims or ["E1", "E2"])
-            rows, _ = run_job(cfg, args.out)
+            try:
+                rows, _ = run_job(cfg, args.out)
+            except ConnwalkError as exc:  # analyze has no --models: its model is the positional MODEL
+                if exc.argument != "--models":
+                    raise
+                raise type(exc)(str(exc).split(": ", 1)[-1], argument="model") from None
             print(verdict_table(rows))
             return 0
         func = getattr(args, "func", None)

@@ -127,6 +127,22 @@ def check_options(args) -> None:
     _check_out(args.out)
     if args.dynamics in ("flow", "sphere") and args.t_final < args.dt:
         raise ParameterError(f"must be at least one step of --dt={args.dt}, got {args.t_final}", argument="--t-final")
+    # the observed class is read from the second half of the trajectory, which needs MIN_SAMPLES samples
+    from numerics.classify import MIN_SAMPLES
+
+    steps_needed = 2 * MIN_SAMPLES - 2
+    if args.dynamics in ("flow", "sphere") and round(args.t_final / args.dt) < steps_needed:
+        raise ParameterError(
+            f"must cover at least {steps_needed} steps of --dt={args.dt} (the class is observed on the second "
+            f"half of the trajectory, which needs {MIN_SAMPLES} samples), got {args.t_final}",
+            argument="--t-final",
+        )
+    if args.dynamics not in ("flow", "sphere") and args.layers < steps_needed:
+        raise ParameterError(
+            f"must be at least {steps_needed} (the class is observed on the second half of the stack, which "
+            f"needs {MIN_SAMPLES} layers), got {args.layers}",
+            argument="--layers",
+        )
     H = len(args.kernel or (EXAMPLES[args.example][0] if args.example else ["4:1.5"]))
     # the dynamics form (H, n, n) attention scores (a few copies during an RK4 step)
     check_memory(

@@ -241,7 +241,10 @@ def _plot(sweep: dict, out_dir: Path) -> list[str]:
     kern = [k[0] for k in cfg.kernels]
     for dyn in cfg.dynamics:
         panels = [(H, c) for H in cfg.heads for c in cfg.content]
-        fig, axes = plt.subplots(2, len(panels), figsize=(3.2 * len(panels) + 1, 6.2), squeeze=False)
+        # cells wide and tall enough for their two-line labels (about 0.75 × 0.6 inch each)
+        pw = max(3.2, 0.75 * len(cfg.thetas) + 0.9)
+        ph = max(3.1, 0.6 * len(kern) + 1.3)
+        fig, axes = plt.subplots(2, len(panels), figsize=(pw * len(panels) + 0.5, 2 * ph + 0.5), squeeze=False)
         for row, what in enumerate(("obs", "sat")):
             for col, (H, c) in enumerate(panels):
                 ax = axes[row, col]
@@ -274,6 +277,7 @@ def _plot(sweep: dict, out_dir: Path) -> list[str]:
                     f"{'onset' if what == 'obs' else 'saturated'}: H={H}, content={'on' if c else 'off'}", fontsize=8
                 )
                 ax.set_xlabel("OV angle θ", fontsize=7)
+                ax.set_ylabel("kernel", fontsize=7)
         fig.legend(
             handles=[Patch(color=v, label=k) for k, v in _COLOURS.items()], loc="lower center", ncol=6, fontsize=7
         )

@@ -319,6 +319,25 @@ CLASSES.update(
     }
 )
 
+
+def _batch_args(c, kw):
+    """Arguments after the first of a ``batch_agree`` rule (the reference), when both are tensors here."""
+    cores = getattr(c.after, "cores", None)
+    if not cores:
+        return []
+    names = [n for n in cores if isinstance(kw.get(n), torch.Tensor)]
+    return names[1:] if names and names[0] == next(iter(cores)) else []
+
+
+def _mk_batch_mismatch(d, c, kw, a):
+    """The reference gets a leading batch dim of 2, ``a`` one of 3: they cannot broadcast."""
+    ref = next(iter(c.after.cores))
+    kw[ref] = kw[ref].expand(2, *kw[ref].shape)
+    return kw[a].expand(3, *kw[a].shape)
+
+
+CLASSES["batch-mismatch"] = (_batch_args, _mk_batch_mismatch, ShapeError)
+
 # Flag / Choice with None: None is the documented default for optional ones only
 _NONE_OK = {"symmetric"}
 

@@ -159,3 +159,40 @@ def test_bad_input():
         classify_trajectory(t, X[0])
     with pytest.raises(ShapeError):
         classify_trajectory(t, X, window=(100.0, 200.0))
+
+
+def _elliptic_wave(w: float, e: float, k: int = 3):
+    """``x_1 = 0.3 cos φ``, ``x_2 = 0.3 e sin φ``, ``φ = 2πki/N + wt``: the k-mode vector is
+    ``(0, 1, −ie)`` up to scale, so its polarisation ``|uᵀu|/uᴴu`` is ``(1 − e²)/(1 + e²)`` exactly."""
+    t, i = _grid()
+    ph = 2 * math.pi * k * i[None, :] / N + w * t[:, None]
+    X = torch.zeros(STEPS, N, 3, dtype=F64)
+    X[..., 0] = 1.0
+    X[..., 1] = 0.3 * torch.cos(ph)
+    X[..., 2] = 0.3 * e * torch.sin(ph)
+    return t, X
+
+
+def test_phase_tol_decides_at_its_documented_value():
+    """|Im s|·duration = 0.95 and 1.05 × phase_tol (0.3): stationary below, travelling above; a
+    threshold moved by 10% either way flips one of the two."""
+    th = Thresholds()
+    assert th.phase_tol == 0.3
+    duration = (STEPS - 1) * DT
+    below = classify_trajectory(*_elliptic_wave(0.95 * th.phase_tol / duration, 0.0))
+    above = classify_trajectory(*_elliptic_wave(1.05 * th.phase_tol / duration, 0.0))
+    assert below.label == STATIONARY, below.details
+    assert above.label == TRAVELLING, above.details
+    assert abs(above.omega) * duration == pytest.approx(1.05 * th.phase_tol, rel=1e-6)
+
+
+def test_pol_threshold_decides_at_its_documented_value():
+    """Polarisation (1 − e²)/(1 + e²) = 0.95 and 1.05 × pol_threshold (0.9): a helix below, a
+    travelling wave above; a threshold moved by 10% either way flips one of the two."""
+    th = Thresholds()
+    assert th.pol_threshold == 0.9
+    for p, kind in ((0.95 * th.pol_threshold, TRAVELLING_HELIX), (1.05 * th.pol_threshold, TRAVELLING)):
+        e = math.sqrt((1 - p) / (1 + p))
+        obs = classify_trajectory(*_elliptic_wave(0.7, e))
+        assert obs.details["polarisation"] == pytest.approx(p, rel=1e-8)
+        assert obs.label == kind, (p, obs.label)

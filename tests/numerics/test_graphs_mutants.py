@@ -189,7 +189,7 @@ def test_to_networkx_of_a_batched_walk_needs_an_index():
     raises_named(ShapeError, "walk", lambda: to_networkx(w))
     G0, G1 = to_networkx(w, index=0), to_networkx(w, index=(1,))
     assert sorted(G0.edges) == [(0, 1), (1, 2), (2, 0)]
-    assert G1.number_of_edges() == 9 and G1.graph == {"n": 3, "d": 2}
+    assert G1.number_of_edges() == 9 and G1.graph == {"n": 3, "d": 2, "dtype": torch.float64}
     np.testing.assert_array_equal(G1[0][1]["transport"], np.eye(2))
     assert G1[0][1]["weight"] == pytest.approx(1 / 3, abs=1e-16)
     np.testing.assert_allclose(G1[0][1]["block"], np.eye(2) / 3, atol=1e-16)
@@ -201,7 +201,7 @@ def test_to_networkx_of_a_batched_walk_needs_an_index():
 
 def test_to_networkx_of_a_walk_matrix_has_no_transports():
     G = to_networkx(t(np.array([[0.0, 1.0], [0.25, 0.75]])))
-    assert G.graph == {"n": 2, "d": None}
+    assert G.graph == {"n": 2, "d": None, "dtype": torch.float64}
     assert sorted(G.edges(data=True)) == [(0, 1, {"weight": 1.0}), (1, 0, {"weight": 0.25}), (1, 1, {"weight": 0.75})]
     raises_named(ShapeError, "walk", lambda: holonomies(G))
 
@@ -604,7 +604,7 @@ def test_to_networkx_of_unbatched_blocks_reads_p_and_o_from_them():
     B = np.zeros((2, 2, 2, 2))
     B[0, 1], B[1, 0] = O01, O10
     G = to_networkx(t(B))
-    assert G.graph == {"n": 2, "d": 2} and sorted(G.edges) == [(0, 1), (1, 0)]
+    assert G.graph == {"n": 2, "d": 2, "dtype": torch.float64} and sorted(G.edges) == [(0, 1), (1, 0)]
     assert G[0][1]["weight"] == pytest.approx(1.0, abs=1e-15) and G[1][0]["weight"] == pytest.approx(1.0, abs=1e-15)
     np.testing.assert_allclose(G[0][1]["transport"], O01, atol=1e-15)
     np.testing.assert_allclose(G[1][0]["block"], O10, atol=1e-15)

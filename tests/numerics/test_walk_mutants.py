@@ -15,6 +15,7 @@ from numerics.errors import (
     DTypeError,
     MemoryBudgetError,
     NegativeWeightError,
+    NotStochasticError,
     OffSupportError,
     ParameterError,
     ShapeError,
@@ -173,7 +174,29 @@ def test_from_blocks_rejects_a_gauge_of_the_wrong_kind():
     B = torch.ones(2, 2, 1, 1, dtype=f64)
     raises_named(ShapeError, "P", lambda: ConnectionWalk.from_blocks(B, P=torch.ones(2, dtype=f64)))
     raises_named(NegativeWeightError, "P", lambda: ConnectionWalk.from_blocks(B, P=-torch.ones(2, 2, dtype=f64)))
-    raises_named(DTypeError, "P", lambda: ConnectionWalk.from_blocks(B, P=torch.ones(2, 2, dtype=torch.float32)))
+    raises_named(DTypeError, "P", lambda: ConnectionWalk.from_blocks(B, P=torch.full((2, 2), 0.5, dtype=torch.float32)))
+    # the gauge of T2 is row-stochastic: 3·P is not one (it would divide every transport by 3)
+    raises_named(NotStochasticError, "P", lambda: ConnectionWalk.from_blocks(B, P=torch.full((2, 2), 1.5, dtype=f64)))
+
+
+def test_from_blocks_accepts_a_float32_softmax_gauge_at_float32_rounding():
+    """A float32 softmax's rows sum to 1 only to ~1e-7: judged with float32's tolerance, accepted."""
+    n = 300
+    P = torch.softmax(3 * torch.randn(n, n, generator=torch.Generator().manual_seed(0)), -1)
+    assert (P.double().sum(-1) - 1).abs().max().item() > 1e-8  # not stochastic to float64's tolerance
+    B = P[..., None, None] * torch.ones(1, 1, 1, 1)
+    w = ConnectionWalk.from_blocks(B, P=P)
+    assert torch.equal(w.walk_matrix, P)
+
+
+def test_constant_transport_of_a_walk_without_edges_is_undefined():
+    """All-zero blocks: B = P ⊗ T for every T, so no transport is *the* one; refused, not 'holds'."""
+    from numerics.errors import UndefinedError
+
+    B = torch.zeros(2, 3, 3, 2, 2, dtype=f64)
+    B[0] = torch.einsum("ij,ab->ijab", torch.full((3, 3), 1 / 3, dtype=f64), torch.eye(2, dtype=f64))
+    raises_named(UndefinedError, "walk", lambda: ConnectionWalk.from_blocks(B).constant_transport())
+    assert bool(ConnectionWalk.from_blocks(B[0]).constant_transport().holds)
 
 
 # ------------------------------------------------------------------------------------- properties
@@ -452,7 +475,8 @@ def test_a_sign_flipped_coefficient_is_not_a_constant_transport():
     C = np.array([[0.5, 0.5], [-0.25, 1.25]])
     T0 = np.array([[1.0, 0.5], [0.0, 2.0]])
     B = np.einsum("ij,ab->ijab", C, T0)
-    ct = ConnectionWalk.from_blocks(t(B), P=t(np.abs(C))).constant_transport()
+    gauge = np.abs(C) / np.abs(C).sum(1, keepdims=True)  # a row-stochastic gauge positive where B ≠ 0
+    ct = ConnectionWalk.from_blocks(t(B), P=t(gauge)).constant_transport()
     assert not bool(ct.holds)
     close(ct.residual, 0.0, atol=1e-12)
     close(ct.min_coefficient, -0.25)
@@ -471,10 +495,17 @@ def test_default_tolerance_scales_with_n_times_d():
         C = np.full((4, 4), 0.25)
         C[0] = [0.5, -eps, 0.25 + 0.5 * eps, 0.25 + 0.5 * eps]  # rows still sum to 1
         B = np.einsum("ij,ab->ijab", C, T0)
-        ct = ConnectionWalk.from_blocks(t(B), P=t(np.abs(C))).constant_transport()
+        gauge = np.abs(C) / np.abs(C).sum(1, keepdims=True)
+        ct = ConnectionWalk.from_blocks(t(B), P=t(gauge)).constant_transport()
         close(ct.min_coefficient, -eps, atol=1e-15)
         verdicts.append(bool(ct.holds))
     assert verdicts == [True, False]
+
+
+def _gauge(C):
+    """A row-stochastic gauge positive everywhere (the transports are B / P; the T2 verdict is gauge-free)."""
+    G = np.abs(C) + (C == 0)
+    return G / G.sum(1, keepdims=True)
 
 
 def test_sign_tolerance_is_relative_to_the_largest_coefficient_when_above_one():
@@ -494,12 +525,12 @@ def test_sign_tolerance_is_relative_to_the_largest_coefficient_when_above_one():
         rule = Pn.min() >= -rtol * max(1.0, np.abs(Pn).max())
         assert rule == expected, name
         B = np.einsum("ij,ab->ijab", C, T0)
-        ct = ConnectionWalk.from_blocks(t(B), P=t(np.abs(C) + (C == 0))).constant_transport(rtol=rtol)
+        ct = ConnectionWalk.from_blocks(t(B), P=t(_gauge(C))).constant_transport(rtol=rtol)
         assert bool(ct.holds) == expected, name
         Cs.append(C)
     # batched: each element is judged with its own max|P|, not the batch's
     B = np.stack([np.einsum("ij,ab->ijab", C, T0) for C in (cases["large"][0], cases["small"][0])])
-    P = np.stack([np.abs(C) + (C == 0) for C in (cases["large"][0], cases["small"][0])])
+    P = np.stack([_gauge(C) for C in (cases["large"][0], cases["small"][0])])
     ct = ConnectionWalk.from_blocks(t(B), P=t(P)).constant_transport(rtol=rtol)
     assert ct.holds.tolist() == [True, False]
 
@@ -526,11 +557,16 @@ def test_constant_transport_rtol_is_the_relative_residual_bound():
 
 
 def test_zero_walk_has_zero_relative_residual():
-    ct = ConnectionWalk.from_blocks(
-        torch.zeros(2, 2, 2, 2, dtype=f64), P=torch.full((2, 2), 0.5, dtype=f64)
-    ).constant_transport()
-    assert float(ct.residual) == 0.0 and float(ct.relative_residual) == 0.0
-    assert not bool(torch.isnan(ct.walk_matrix).any()) and not bool(torch.isnan(ct.transport).any())
+    """All-zero blocks on a walk with edges: the constant transport T = 0 with the walk's own P (no NaN,
+    not an arbitrary T); without any edge (issue 20: was 'holds' with an arbitrary transport): refused."""
+    from numerics.errors import UndefinedError
+
+    P = torch.full((2, 2), 0.5, dtype=f64)
+    ct = ConnectionWalk.from_blocks(torch.zeros(2, 2, 2, 2, dtype=f64), P=P).constant_transport()
+    assert bool(ct.holds) and float(ct.residual) == 0.0 and float(ct.relative_residual) == 0.0
+    assert torch.equal(ct.transport, torch.zeros(2, 2, dtype=f64)) and torch.equal(ct.walk_matrix, P)
+    w = ConnectionWalk.from_blocks(torch.zeros(2, 2, 2, 2, dtype=f64))  # default gauge: P = 0, no edge
+    raises_named(UndefinedError, "walk", w.constant_transport)
 
 
 # ------------------------------------------------------------------------------------- error messages
@@ -799,8 +835,13 @@ BAD_INPUT = [
         "DTypeError",
         "P: dtype torch.float32 differs from B's torch.float64; cast explicitly",
     ),
-    (lambda: ConnectionWalk.from_blocks(torch.ones(2, 2, 1, 1, dtype=f64), P=A22 * 2), None, None),
-    # stochastic=False is the default of every constructor: unnormalised weights are accepted
+    # the gauge of from_blocks is row-stochastic by definition (issue 20: 2·P was accepted)
+    (
+        lambda: ConnectionWalk.from_blocks(torch.ones(2, 2, 1, 1, dtype=f64), P=A22 * 2),
+        "NotStochasticError",
+        "P: rows must sum to 1 (max |row sum - 1| = 1.000e+00 > 2.8e-14)",
+    ),
+    # stochastic=False is the default of every other constructor: unnormalised weights are accepted
     (lambda: ConnectionWalk.from_sha(A22 * 2, I3), None, None),
     (lambda: ConnectionWalk.from_mha(AH * 2, I3.expand(2, 3, 3)), None, None),
     (lambda: ConnectionWalk.from_factors(AH * 2, WO, WV), None, None),
@@ -862,7 +903,7 @@ def test_nearest_kronecker_sign_rule_with_mixed_sign_coefficients():
     C = np.array([[1.0, -0.9], [0.1, -0.1]])
     T0 = np.array([[2.0, 0.0], [1.0, 1.0]])
     B = np.einsum("ij,ab->ijab", C, T0)
-    P, T, gap = ConnectionWalk.from_blocks(t(B), P=t(np.abs(C))).nearest_kronecker()
+    P, T, gap = ConnectionWalk.from_blocks(t(B), P=t(_gauge(C))).nearest_kronecker()
     assert float(P.sum()) > 0
     close(P.numpy()[:, :, None, None] * T.numpy()[None, None], B)
     c = float(P[0, 0]) / C[0, 0]
@@ -911,7 +952,7 @@ def test_zero_coefficients_are_allowed_in_a_constant_transport():
     """P ≥ 0, not P > 0: with d = 1 the Kronecker residual is exactly 0, so even rtol = 0 holds."""
     C = np.array([[1.0, 0.0], [0.5, 0.5]])
     B = np.einsum("ij,ab->ijab", C, np.array([[2.0]]))
-    ct = ConnectionWalk.from_blocks(t(B), P=t(C + (C == 0))).constant_transport(rtol=0.0)
+    ct = ConnectionWalk.from_blocks(t(B), P=t(_gauge(C))).constant_transport(rtol=0.0)
     assert float(ct.min_coefficient) == 0.0 and float(ct.relative_residual) == 0.0
     assert bool(ct.holds)
 

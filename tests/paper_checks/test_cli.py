@@ -48,6 +48,7 @@ def test_report_directory_contents(report):
     md = (report / "report.md").read_text()
     assert "do **not** cover variation across models" in md
     assert "124M → 8B" in md
+    assert md.splitlines()[0] == "# connwalk paper checks: E1, E2, E3, E4"  # the claims that ran
     assert "| E2 | synthetic:enc | head_sv_cv |" in md
     # exact scaled isometries in the constructed encoder: E2 head defect reproduced
     hv = [r for r in rows if r["claim"] == "E2" and r["model"] == "synthetic:enc" and r["statistic"] == "head_sv_cv"][0]
@@ -70,10 +71,15 @@ def test_replaced_atomically_and_failure_keeps_the_old_report(tmp_path, monkeypa
     assert (out / "stale.txt").read_text() == "old" and sorted(p.name for p in out.iterdir()) == ["stale.txt"]
     (out / "stale.txt").unlink()
     assert _pc(out, models=["synthetic:enc"], claims=("E1",)) == 0  # an empty directory may be used
-    (out / "stale.png").write_bytes(b"x")  # a file added to a report of ours goes with the report
-    assert _pc(out, models=["synthetic:enc"], claims=("E1",)) == 0
-    # the directory was replaced as a whole: nothing stale, no temporary directories left beside it
-    assert not (out / "stale.png").exists()
+    (out / "stale.png").write_bytes(b"x")  # a file added to a report of ours is not the report's: refused
+    assert _pc(out, models=["synthetic:enc"], claims=("E1",)) == 2
+    assert (out / "stale.png").read_bytes() == b"x"
+    (out / "stale.png").unlink()
+    listed = json.loads((out / "results.json").read_text())["files"]
+    assert sorted(listed) == sorted(p.name for p in out.iterdir())  # the manifest names every file written
+    assert _pc(out, models=["synthetic:enc"], claims=("E1",)) == 0  # only the report's own files: replaced
+    # no temporary directories left inside or beside it
+    assert sorted(p.name for p in out.iterdir()) == sorted(listed)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["keep"]
     before = (out / "results.json").read_bytes()
 
@@ -85,6 +91,23 @@ def test_replaced_atomically_and_failure_keeps_the_old_report(tmp_path, monkeypa
         _pc(out, models=["synthetic:enc"], claims=("E1",))
     assert (out / "results.json").read_bytes() == before
     assert sorted(p.name for p in tmp_path.iterdir()) == ["keep"]
+    assert sorted(p.name for p in out.iterdir()) == sorted(listed)
+
+
+def test_same_seed_same_bytes_with_e5_e6(tmp_path):
+    """E5/E6 time their sweeps; the seconds go to timings.json, so results.json and report.md of two
+    runs of one seed are byte-identical."""
+    outs = [tmp_path / "a", tmp_path / "b"]
+    for out in outs:
+        assert _pc(out, "--quick", models=["synthetic:enc"], claims=("E1", "E5", "E6")) == 0
+    for name in ("results.json", "report.md"):
+        assert (outs[0] / name).read_bytes() == (outs[1] / name).read_bytes(), name
+    data = json.loads((outs[0] / "results.json").read_text())
+    assert {r["claim"] for r in data["rows"]} >= {"E5", "E6"}
+    assert "seconds" not in (outs[0] / "results.json").read_text()
+    timings = json.loads((outs[0] / "timings.json").read_text())["seconds"]
+    assert {"E5", "E6", "synthetic:enc"} <= set(timings) and all(v >= 0 for v in timings.values())
+    assert "timings.json" in data["files"]
 
 
 @pytest.mark.parametrize(
@@ -167,3 +190,15 @@ def test_analyze_through_the_model_adapters(capsys):
     out = capsys.readouterr().out
     for stat in ("walk_change_frob", "positional_r2", "head_sv_cv", "data_gain_cv", "edge_defect"):
         assert f"| tiny:llama | {stat} |" in out
+
+
+def test_caveat_states_the_sizes_that_ran():
+    """The size range in the caveats is the models' own, rounded as the E3 rows round it (MiniLM's
+    22.7M parameters read 23M there and here)."""
+    from paper_checks.report import caveats
+
+    two = caveats({"minilm": {"n_params": 22_713_216}, "smollm2-135m": {"n_params": 134_515_008}})[1]
+    assert "the models here span 23M → 135M" in two and "22M" not in two
+    assert "the one model here has 23M" in caveats({"minilm": {"n_params": 22_713_216}})[1]
+    assert "the 2 models here all have 0.041M" in caveats({"a": {"n_params": 41_000}, "b": {"n_params": 41_000}})[1]
+    assert "no pretrained model ran" in caveats({})[1]

@@ -306,6 +306,51 @@ def test_bad_input_raises_with_argument_names():
         LS.reversible_part(A, Wo, Wv, X, pi=torch.zeros(2, 5, dtype=F64))
 
 
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_constant_field_radius_is_an_eigenvalue_of_the_dense_walk(seed):
+    """ρ(Σ_h T_h) beside ρ(W) in the report: every eigenvalue of Σ_h T_h is one of the literal dense
+    W (numpy, float64, built block by block here), so it bounds ρ(W) from below on every prompt."""
+    A, Wo, Wv, _ = _instance(seed, B=2, H=3, n=5, d=6, dh=4)
+    An, T = A.numpy(), (Wo @ Wv).numpy()
+    H, n, d = T.shape[0], An.shape[-1], T.shape[1]
+    ev_sum = np.linalg.eigvals(T.sum(0))
+    bound = LS.constant_field_radius(Wo, Wv)
+    assert abs(bound - np.abs(ev_sum).max()) <= 1e-12 * max(1.0, bound)
+    for b in range(An.shape[0]):
+        W = np.zeros((n * d, n * d))
+        for i in range(n):
+            for j in range(n):
+                W[i * d : (i + 1) * d, j * d : (j + 1) * d] = sum(An[b, h, i, j] * T[h] for h in range(H))
+        ev_w = np.linalg.eigvals(W)
+        for lam in ev_sum:
+            assert np.abs(ev_w - lam).min() <= 1e-9, (b, lam)
+        assert bound <= np.abs(ev_w).max() + 1e-12
+
+
+def test_comparison_words_on_either_side_of_each_boundary():
+    """The 'trained vs null' column: one case on each side of 0 and of the ±5%-of-|null| band."""
+    from paper_checks import laplacian_check as L
+
+    assert L.comparison((-0.2, -0.1), 1.0, both_hold=False) == L.COMPARISON_CLOSER
+    assert L.comparison((0.1, 0.2), 1.0, both_hold=False) == L.COMPARISON_FARTHER
+    assert L.comparison((-0.04, 0.04), 1.0, both_hold=False) == L.COMPARISON_SAME
+    assert L.comparison((-0.06, 0.04), 1.0, both_hold=False) == L.COMPARISON_OPEN
+    assert L.comparison((-0.04, -0.01), 1.0, both_hold=False) == L.COMPARISON_SAME  # closer, but within ±5%
+    assert L.comparison((-0.06, -0.01), 1.0, both_hold=False) == L.COMPARISON_CLOSER
+    assert L.comparison((float("nan"), 1.0), 1.0, both_hold=False) == L.COMPARISON_UNDEF
+    assert L.comparison(None, 1.0, both_hold=False) == L.COMPARISON_UNDEF
+    assert L.comparison((-0.2, -0.1), 1.0, both_hold=True) == L.COMPARISON_BOTH
+
+
+def test_spectral_radius_digits_follow_the_arpack_tolerance():
+    from paper_checks import laplacian_check as L
+    from paper_checks.report import fmt_ci, fmt_sig
+
+    assert [L.significant_digits(t) for t in (1e-3, 1e-6, 5e-4, 0.1)] == [3, 6, 3, 1]
+    assert fmt_sig(76.41392, 3) == "76.4" and fmt_sig(1.2449, 3) == "1.24" and fmt_sig(None, 3) == "—"
+    assert fmt_ci((1.2449, 1.9612), 3) == "[1.24, 1.96]"
+
+
 SMALL = ["--prompts", "3", "--length", "8", "--null-seeds", "2", "--n-boot", "30", "--no-progress"]
 
 
@@ -342,6 +387,17 @@ def test_laplacian_claim_in_the_job_and_the_cli(tmp_path, capsys):
     assert len(enc["dist_laplacian"]["extra"]["per_layer"]) == 6
     md = (out / "report.md").read_text()
     assert "## LAP: Laplacian reduction on real layers" in md and "### synthetic:dec" in md
+    from paper_checks.laplacian_check import TABLE_HEADER
+
+    assert md.count(TABLE_HEADER) == 2  # one table per model, with both questions as columns
+    assert md.splitlines()[0] == "# connwalk paper checks: LAP"
+    line = next(ln for ln in md.splitlines() if ln.startswith("| stochastic |") and "holds / holds" in ln)
+    assert "| both hold to rounding | **not reproduced** |" in line
+    sr = enc["spectral_radius"]["extra"]
+    assert sr["significant_digits"] == 3 and sr["arpack_tol"] == 1e-3
+    for p in sr["per_layer"]:  # ρ(W) ≥ ρ(Σ_h T_h) on every prompt, so on their mean
+        assert p["trained"] >= p["lower_bound"] * (1 - 1e-3)
+        assert f"≥ {p['lower_bound']:.3g}" in md
     capsys.readouterr()
     assert cli.main(["analyze", "synthetic:enc", "--claims", "LAP", *SMALL]) == 0
     table = capsys.readouterr().out

@@ -6,6 +6,7 @@ import argparse
 import json
 import os
 
+import numpy as np
 import pytest
 
 from paper_checks import patterns_cli
@@ -62,8 +63,23 @@ def test_registered_subcommand_runs_a_stack_with_observed_phase_diagram(tmp_path
     )
     assert args.func(args) == 0
     s = json.loads((out / "summary.json").read_text())
-    assert s["stack_selection"]["k_star"] >= 0
-    assert 0.0 <= s["phase"]["agreement"] <= 1.0 and len(s["phase"]["observed"]) == 2
+    # oracle (numpy, from the definitions): kernel a(m) ∝ exp(−δ(m)²/(2·1.5²)), δ the ring offset of
+    # m − 3; T = blockdiag(1, 2.2 R(99°)); one head, so μ(k) = â(k)·eig T; post-norm layer factor
+    # |1 + h(μ − 1)|, h = η/(1+η); the stack selects argmax_|k| of the largest factor
+    n, h = 16, 2 / 3
+    m = np.arange(n)
+    delta = np.mod(m - 3 + n / 2, n) - n / 2
+    a = np.exp(-(delta**2) / (2 * 1.5**2))
+    a /= a.sum()
+    th = np.radians(99)
+    lam = np.array([1.0, 2.2 * np.exp(1j * th), 2.2 * np.exp(-1j * th)])
+    ahat = np.array([(a * np.exp(-2j * np.pi * k * m / n)).sum() for k in range(n)])
+    factor = np.abs(1 + h * (ahat[:, None] * lam[None, :] - 1)).max(1)
+    k_best = int(np.argmax(factor))
+    assert s["stack_selection"]["k_star"] == min(k_best, n - k_best)
+    pred, obs = np.array(s["phase"]["predicted"]), np.array(s["phase"]["observed"])
+    assert pred.shape == obs.shape == (2, 2)
+    assert s["phase"]["agreement"] == pytest.approx(float((pred == obs).mean()), abs=1e-12)
     assert not os.path.exists(out / "dispersion.png")
 
 
