@@ -10,6 +10,7 @@ import math
 
 import numpy as np
 
+from . import formulas as _F
 from .oracle_instances import (
     EPS,
     Verdict,
@@ -99,18 +100,35 @@ def t4_triangle(inst, params) -> Verdict:
 
 
 def t4_symmetric_reversible(inst, params) -> Verdict:
-    M = np.asarray(inst["M"], float)
-    Ms = (M + M.T) / 2
-    causal = inst.get("mask") == "causal"
-    X, dk, S, A = _softmax_instance(inst, Ms, causal=causal)
-    Sm = S - np.max(S[np.isfinite(S)])
-    D = np.exp(Sm).sum(-1)  # D_ii up to one common factor
-    pi = D / D.sum()
-    F = pi[:, None] * A
-    db = float(np.abs(F - F.T).max()) / float(F.max())
-    stat = float(np.abs(pi @ A - pi).max()) / float(pi.max())
-    t = 64 * EPS * X.shape[0]
-    return _all(_v(db, t, "symmetric M: π_i A_ij = π_j A_ji with π ∝ D_ii"), _v(stat, t, "π stationary"))
+    """T4's formulas (``params["balance"]``, ``params["stationary"]``: SymPy expressions of the
+    registry, with their premise ``M_ab = M_ba`` and definitions ``S``, ``Z``, ``A``) evaluated on the
+    instance as drawn — ``M`` is not symmetrised here. A premise that the instance violates makes the
+    statement not applicable; a formula without the premise is checked on every instance."""
+    X, M = np.asarray(inst["X"], float), np.asarray(inst["M"], float)
+    n, d = X.shape
+    dk = float(inst["dk"]) if inst.get("dk") is not None else float(d)
+    mu = np.where(np.triu(np.ones((n, n), bool), 1), -np.inf, 0.0) if inst.get("mask") == "causal" else np.zeros((n, n))
+    values = {"X": X, "M": M, "mu": mu, "d_k": dk, "n": n, "d": d}
+    t = 64 * EPS * n
+    parts = []
+    for key, default in (("balance", _F.T4_BALANCE), ("stationary", _F.T4_STATIONARY)):
+        ident = params.get(key, default)
+        gaps = [
+            float(np.abs(pl - pr).max()) / max(float(np.abs(pl).max()), 1e-300)
+            for pl, pr in _F.premise_residuals(ident, values)
+        ]
+        if any(g > t for g in gaps):
+            parts.append(_na(f"premise of {key} violated by the instance (relative gap {max(gaps):.1e})"))
+            continue
+        lhs, rhs = _F.evaluate(ident, values)
+        parts.append(
+            _v(
+                float(np.abs(lhs - rhs).max()) / float(np.abs(lhs).max()),
+                t,
+                f"{key}: the registry's formula, π_i ∝ Z_i",
+            )
+        )
+    return _all(*parts)
 
 
 def t4_query_bias(inst, params) -> Verdict:

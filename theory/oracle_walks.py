@@ -11,11 +11,12 @@ import math
 
 import numpy as np
 
+from . import formulas as _F
 from .oracle_instances import (
     EPS,
     Verdict,
     _all,
-    _dirichlet,
+    _dirichlet_scale,
     _na,
     _pi_inner,
     _probes,
@@ -128,13 +129,21 @@ def stack(X: np.ndarray, stacking: str) -> np.ndarray:
 
 
 def t1_walk(inst, params) -> Verdict:
+    """T1's formulas (``params["sha"]``, ``params["stacked"]``: SymPy expressions of the registry)
+    evaluated on the instance: ``Y`` is SHA's literal output."""
     A, T, X = (np.asarray(inst[k], float) for k in ("A", "T", "X"))
     Y = np.asarray(inst["Y"], float) if inst.get("Y") is not None else A @ X @ T.T
-    s = params["stacking"]
-    lhs = stack(Y, s)
-    rhs = np.kron(A, T) @ stack(X, s)
+    values = {"A": A, "T": T, "X": X, "Y": Y}
     scale = max(1.0, float(np.abs(A).sum(-1).max() * np.abs(T).sum(-1).max() * np.abs(X).max()))
-    return _v(np.abs(lhs - rhs).max() / scale, 64 * EPS * A.shape[0] * T.shape[0], f"‖stack(Y) − (A⊗T) stack(X)‖ ({s})")
+    tol = 64 * EPS * A.shape[0] * T.shape[0]
+    parts = []
+    for key in ("sha", "stacked"):
+        ident = params.get(key, getattr(_F, {"sha": "SHA", "stacked": "SHA_STACKED"}[key]))
+        lhs, rhs = _F.evaluate(ident, values)
+        if lhs.shape != rhs.shape:
+            return Verdict(False, math.inf, tol, f"{key}: shapes {lhs.shape} vs {rhs.shape}")
+        parts.append(_v(np.abs(lhs - rhs).max() / scale, tol, f"{key}: ‖lhs − rhs‖ / scale"))
+    return _all(*parts)
 
 
 def _match(got: np.ndarray, want: np.ndarray) -> float:
@@ -286,17 +295,20 @@ def walk_spectrum_interval(inst, params) -> Verdict:
 
 
 def walk_dirichlet(inst, params, *, correction: float = 0.0) -> Verdict:
+    """The Dirichlet identity of the registry (``params["dirichlet"]``, a SymPy expression) evaluated
+    on the instance at 3 probes ``x``; ``correction``: ``+ correction·‖x‖²_π`` on the right."""
     P, O = walk_view(inst)
     pi = walk_pi(inst, P)
-    d = O.shape[-1]
-    W = dense_walk(P, O)
+    n, d = P.shape[0], O.shape[-1]
+    ident = params.get("dirichlet", _F.DIRICHLET)
     worst = 0.0
-    for x in _probes(W.shape[0]):
-        lhs = _pi_inner(x, x - W @ x, pi, d)
-        E, mag = _dirichlet(P, O, pi, x, d)
+    for x in _probes(n * d):
+        lhs, rhs = _F.evaluate(ident, {"pi": pi, "P": P, "O": O, "x": x.reshape(n, d), "n": n, "d": d})
         nx = _pi_inner(x, x, pi, d)
-        worst = max(worst, abs(lhs - E - correction * nx) / max(mag + nx, 1e-300))
-    return _v(worst, 64 * EPS * W.shape[0] * P.shape[0], "|<x,Δx>_π − Dirichlet| / scale over 3 probes")
+        worst = max(
+            worst, abs(float(lhs) - float(rhs) - correction * nx) / max(_dirichlet_scale(P, O, pi, x, d) + nx, 1e-300)
+        )
+    return _v(worst, 64 * EPS * n * d * n, "|<x,Δx>_π − Dirichlet| / scale over 3 probes (the registry's formula)")
 
 
 def _constraints(P: np.ndarray, O: np.ndarray) -> np.ndarray:

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 from . import cases as _cases
 from . import derivations as _dv
+from . import formulas as _F
 from .errors import UnknownTheoremError
 from .registry_claims import CLAIMS
 from .registry_common import _CERT, _CLAIM_LAP, _NEC, _REL, _ROT, _SPEC, _STMT, _SYM, _SYM_MUT, _T3_NUMERIC, SEED_A, _c
@@ -173,8 +174,9 @@ T3: Theorem = Theorem(
         ),
         _c(
             "T3.dirichlet",
-            "Dirichlet form $\\langle x,\\Delta x\\rangle_\\pi = \\tfrac12 \\sum_{ij} \\pi_i P_{ij} \\lVert x_i - O_{ij} x_j\\rVert^2$",
+            "Dirichlet form $\\langle x,\\Delta x\\rangle_\\pi$ entrywise ($x_{i,a}$: component $a$ of token $i$, $O_{i,j,a,b}$: entry $(a,b)$ of $O_{ij}$): «dirichlet»",
             predicate="walk_dirichlet",
+            params={"dirichlet": _F.DIRICHLET},
             tolerance=_REL,
             derivations=("T3::3. Dirichlet",),
             tests=(_STMT,),

@@ -4,6 +4,7 @@ and pattern formation."""
 from __future__ import annotations
 
 from . import derivations as _dv
+from . import formulas as _F
 from .registry_common import (
     _CERT,
     _CLAIM_LAP,
@@ -63,7 +64,8 @@ SPECTRAL_THEOREMS: list[Theorem] = [
             ),
             _c(
                 "T4.criterion",
-                "$A$ is reversible iff $M_a$ vanishes on $\\operatorname{span}\\{x_j - x_1\\}$; symmetric $M$ suffices ($\\pi_i \\propto D_{ii}$, stationary), is not necessary (affinely collinear tokens; $n = 2$)",
+                "$A$ is reversible iff $M_a$ vanishes on $\\operatorname{span}\\{x_j - x_1\\}$; symmetric scores suffice — detailed balance with $\\pi_i \\propto Z_i$: «balance» ($\\mu$: the mask, $0$ without one), and $\\pi$ is stationary: «stationary»; symmetric scores are not necessary (affinely collinear tokens; $n = 2$)",
+                params={"balance": _F.T4_BALANCE, "stationary": _F.T4_STATIONARY},
                 predicate="t4_symmetric_reversible",
                 tolerance=_REL,
                 derivations=(

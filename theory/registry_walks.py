@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from . import derivations as _dv
+from . import formulas as _F
 from .registry_common import _CERT, _CLAIM_MHA, _CLAIM_SHA, _NEC, _REL, _STMT, _SYM, _SYM_MUT, _T2_CE, SEED_A, _c
 from .statements import Hypothesis, Witness
 from .theorem import Source, Theorem
@@ -58,9 +59,9 @@ WALK_THEOREMS: list[Theorem] = [
         conclusions=(
             _c(
                 "T1.walk",
-                "$\\mathrm{SHA}(X) = A X T^\\top$, i.e. $y = (A \\otimes T) x$ (**«stacking»** stacking): the connection walk with $P = A$ and $O_{ij} \\equiv T$",
+                "«sha», i.e. «stacked» (**token-major** stacking, $\\operatorname{vec}(X^\\top)$ = `X.reshape(-1)`): the connection walk with $P = A$ and $O_{ij} \\equiv T$",
                 predicate="t1_walk",
-                params={"stacking": "token-major"},
+                params={"sha": _F.SHA, "stacked": _F.SHA_STACKED},
                 tolerance=_REL,
                 derivations=("T1::SHA(X) = kron(A,T) x (token-major)", "T1::kron(A,T) = walk with P = A, O_ij = T"),
                 tests=(_STMT,),

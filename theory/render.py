@@ -83,12 +83,22 @@ def theorem_markdown(t) -> str:
     lines.append("")
     for k, c in enumerate(t.conclusions, 1):
         lines.append(f"{k}. (`{c.id}`) {c.text}")
+        plain = {k: v for k, v in c.params.items() if k not in c.formulas}
         if c.predicate:
             lines.append(
                 f"   - predicate `{c.predicate}`"
-                + (f" with {_params(c.params)}" if c.params else "")
+                + (f" with {_params(plain)}" if plain else "")
                 + (f"; tolerance: {c.tolerance}" if c.tolerance else "")
             )
+        if c.formulas:
+            lines.append(
+                "   - formulas "
+                + ", ".join(f"`{k}`" for k in c.formulas)
+                + ": SymPy expressions (`theory/formulas.py`) rendered above by `sympy.latex`"
+                + (f", evaluated by `{c.predicate}`" if c.predicate else "")
+            )
+        if c.scope:
+            lines.append(f"   - proof scope: **{c.scope}**")
         lines.append(f"   - derivation steps: {_links(c.derivations)}")
         lines.append(f"   - tests: {_links(c.tests)}")
     if t.notes:

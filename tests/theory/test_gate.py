@@ -14,11 +14,13 @@ with the registry patched, proving the edit of ``theory/registry.py`` is what ge
 from __future__ import annotations
 
 import pytest
+import sympy as sp
 from hypothesis import HealthCheck, Phase, find, given, settings
 from hypothesis import strategies as st
 
 from tests.numerics import statement_cases as cases
 from tests.numerics import test_statements
+from theory import formulas as F
 from theory import oracles, registry
 from theory.registry import get
 from theory.report import record
@@ -38,9 +40,32 @@ def _conclusion_mutant(tid, cid, **params):
     return t, t.with_conclusion(t.conclusion(cid).with_params(**params))
 
 
+def _formula_mutant(tid, cid, key, **changes):
+    """The statement with the formula ``key`` of conclusion ``cid`` edited (a SymPy expression of
+    :mod:`theory.formulas`: what THEOREMS.md renders and the oracles evaluate)."""
+    t = get(tid)
+    c = t.conclusion(cid)
+    return t, t.with_conclusion(c.with_params(**{key: c.params[key].edited(**changes)}))
+
+
+_DIR = F.DIRICHLET
+_Oij = F.O_[F.i, F.j, F.a, F.b]
+
+
+def _x(expr, old, new):
+    """``expr`` with ``old`` replaced structurally (bound summation indices included)."""
+    out = expr.xreplace({old: new})
+    assert out != expr, f"the edit {old} -> {new} changed nothing"
+    return out
+
+
+_T4B, _T4S = F.T4_BALANCE, F.T4_STATIONARY
+
 MUTANTS = {
     "T3 upper bound 2 -> 1": lambda: _conclusion_mutant("T3", "T3.spectrum", hi=1),
-    "T1 token-major -> feature-major": lambda: _conclusion_mutant("T1", "T1.walk", stacking="feature-major"),
+    "T1 token-major -> feature-major": lambda: _formula_mutant(
+        "T1", "T1.walk", "stacked", lhs=F.Vec(F.Y_m), rhs=sp.KroneckerProduct(F.A_m, F.T_m) * F.Vec(F.X_m)
+    ),
     "T2 Kronecker miss 0.662 -> 0.5": lambda: _conclusion_mutant("T2", "T2.counterexample", miss=0.5),
     "T4 triangle identity sign flipped": lambda: _conclusion_mutant("T4", "T4.triangle", sign=-1),
     "T5 without the involution hypothesis": lambda: (get("T5"), get("T5").without("T5.involution")),
@@ -58,6 +83,30 @@ MUTANTS = {
     "T6 without (H3) circulant": lambda: (get("T6"), get("T6").without("T6.H3")),
     "T2 without the P convention": lambda: (get("T2"), get("T2").without("T2.convention")),
     "T1 without the transport layout": lambda: (get("T1"), get("T1").without("T1.transport")),
+    # edits of the formulas themselves (the SymPy expressions THEOREMS.md renders)
+    "T3 Dirichlet 1/2 -> 1": lambda: _formula_mutant("T3", "T3.dirichlet", "dirichlet", rhs=_x(_DIR.rhs, sp.S.Half, 1)),
+    "T3 Dirichlet x_i - O_ij x_j -> x_i + O_ij x_j": lambda: _formula_mutant(
+        "T3", "T3.dirichlet", "dirichlet", rhs=_x(_DIR.rhs, _Oij, -_Oij)
+    ),
+    "T3 Dirichlet pi_i -> pi_j": lambda: _formula_mutant(
+        "T3", "T3.dirichlet", "dirichlet", rhs=_x(_DIR.rhs, F.pi_[F.i], F.pi_[F.j])
+    ),
+    "T3 Dirichlet pi_i P_ij -> pi_i P_ji": lambda: _formula_mutant(
+        "T3", "T3.dirichlet", "dirichlet", rhs=_x(_DIR.rhs, F.P_[F.i, F.j], F.P_[F.j, F.i])
+    ),
+    "T4 symmetric scores dropped": lambda: _formula_mutant("T4", "T4.criterion", "balance", premises=()),
+    "T4 stationary without symmetric scores": lambda: _formula_mutant("T4", "T4.criterion", "stationary", premises=()),
+    "T4 pi_i = Z_i -> pi_i = 1": lambda: _formula_mutant(
+        "T4", "T4.criterion", "balance", lhs=_x(_T4B.lhs, F.Z_[F.i], 1), rhs=_x(_T4B.rhs, F.Z_[F.j], 1)
+    ),
+    "T4 pi_i = Z_i -> Z_i^2": lambda: _formula_mutant(
+        "T4", "T4.criterion", "stationary", lhs=_x(_T4S.lhs, F.Z_[F.i], F.Z_[F.i] ** 2), rhs=F.Z_[F.j] ** 2
+    ),
+    "T1 A (x) T -> T (x) A": lambda: _formula_mutant(
+        "T1", "T1.walk", "stacked", rhs=sp.KroneckerProduct(F.T_m, F.A_m) * F.Vec(F.X_m.T)
+    ),
+    "T1 SHA = A X T^T -> A X T": lambda: _formula_mutant("T1", "T1.walk", "sha", rhs=F.A_m * F.X_m * F.T_m),
+    "T1 SHA = A X T^T -> A^T X T^T": lambda: _formula_mutant("T1", "T1.walk", "sha", rhs=F.A_m.T * F.X_m * F.T_m.T),
 }
 
 
