@@ -11,7 +11,7 @@ instance — no second hand-written formula); the general derivations of
 :mod:`theory.derivations_general` rewrite the same objects to an exact zero for symbolic sizes.
 
 Index ranges: ``i, j, k`` run over ``0..n-1`` (tokens), ``a, b, c`` over ``0..d-1`` (features),
-``h`` over ``0..H-1`` (heads).
+``h, l`` over ``0..H-1`` (heads), ``m`` over ``0..n-1`` (ring offsets).
 """
 
 from __future__ import annotations
@@ -26,11 +26,11 @@ import numpy as np
 import sympy as sp
 
 n, d, H = sp.symbols("n d H", integer=True, positive=True)
-i, j, k, a, b, c, h = sp.symbols("i j k a b c h", integer=True, nonnegative=True)
+i, j, k, m, a, b, c, h, l = sp.symbols("i j k m a b c h l", integer=True, nonnegative=True)
 dk = sp.Symbol("d_k", positive=True)
 
 #: the range of every index symbol: 0 .. size - 1
-RANGE: dict[sp.Symbol, sp.Symbol] = {i: n, j: n, k: n, a: d, b: d, c: d, h: H}
+RANGE: dict[sp.Symbol, sp.Symbol] = {i: n, j: n, k: n, m: n, a: d, b: d, c: d, h: H, l: H}
 
 
 class Vec(sp.MatrixExpr):
@@ -202,6 +202,28 @@ DIRICHLET_SUM = sp.Sum(pi_[i] * P_[i, j] * sp.Sum(_transported(-1) ** 2, (a, 0, 
 #: T3's Dirichlet identity
 DIRICHLET = Identity("dirichlet", PI_FORM, sp.Rational(1, 2) * DIRICHLET_SUM)
 
+y_ = sp.IndexedBase("y")
+
+
+def _walk(v, sign=-1):
+    """Component ``a`` of ``((I + sign·W) v)_i``, ``(W v)_i = Σ_j P_ij O_ij v_j``."""
+    return v[i, a] + sign * sp.Sum(P_[i, j] * sp.Sum(O_[i, j, a, b] * v[j, b], (b, 0, d - 1)), (j, 0, n - 1))
+
+
+#: T3: ``Δ = I - W`` is self-adjoint in ``<·,·>_π``: ``<x, Δy>_π = <Δx, y>_π``
+SELF_ADJOINT = Identity(
+    "self_adjoint",
+    sp.Sum(pi_[i] * sp.Sum(x_[i, a] * _walk(y_), (a, 0, d - 1)), (i, 0, n - 1)),
+    sp.Sum(pi_[i] * sp.Sum(_walk(x_) * y_[i, a], (a, 0, d - 1)), (i, 0, n - 1)),
+)
+#: T3: ``<x, (2I - Δ)x>_π = ½ Σ_ij π_i P_ij ||x_i + O_ij x_j||²`` (so spec Δ ⊂ [0, 2] once Δ is self-adjoint)
+UPPER_FORM = Identity(
+    "upper_form",
+    sp.Sum(pi_[i] * sp.Sum(x_[i, a] * _walk(x_, +1), (a, 0, d - 1)), (i, 0, n - 1)),
+    sp.Rational(1, 2)
+    * sp.Sum(pi_[i] * P_[i, j] * sp.Sum(_transported(+1) ** 2, (a, 0, d - 1)), (i, 0, n - 1), (j, 0, n - 1)),
+)
+
 #: L3: the Dirichlet identity with the stochasticity correction ``sum_i pi_i (1 - r_i) |x_i|^2``
 DIRICHLET_CORRECTED = Identity(
     "dirichlet_corrected",
@@ -235,3 +257,40 @@ _T4_SYMMETRIC = ((M_[a, b], M_[b, a]),)
 T4_BALANCE = Identity("balance", Z_[i] * A_[i, j], Z_[j] * A_[j, i], (i, j), _T4_SYMMETRIC, _T4_WHERE)
 #: T4: ... and ``pi_i = Z_i`` is stationary
 T4_STATIONARY = Identity("stationary", sp.Sum(Z_[i] * A_[i, j], (i, 0, n - 1)), Z_[j], (j,), _T4_SYMMETRIC, _T4_WHERE)
+
+# T2: multi-head attention, heads ``A[h, i, j]``, ``T[h, a, b]`` (distinct symbols by construction)
+Ah_, Th_, g_, B_ = (sp.IndexedBase(s) for s in ("A", "T", "g", "B"))
+_T2_WHERE = (
+    (P_[i, j], sp.Sum(Ah_[h, i, j], (h, 0, H - 1)) / H),
+    (g_[h, i, j], Ah_[h, i, j] / sp.Sum(Ah_[l, i, j], (l, 0, H - 1))),
+    (O_[i, j, a, b], H * sp.Sum(g_[h, i, j] * Th_[h, a, b], (h, 0, H - 1))),
+    (B_[i, j, a, b], sp.Sum(Ah_[h, i, j] * Th_[h, a, b], (h, 0, H - 1))),
+)
+#: T2: ``P = mean_h A^h`` is row-stochastic when every head is
+T2_ROWS = Identity(
+    "rows",
+    sp.Sum(P_[i, j], (j, 0, n - 1)),
+    sp.S.One,
+    (i,),
+    ((sp.Sum(Ah_[h, i, j], (j, 0, n - 1)), sp.S.One),),
+    _T2_WHERE[:1],
+)
+#: T2: the gates are convex weights
+T2_GATES = Identity("gates", sp.Sum(g_[h, i, j], (h, 0, H - 1)), sp.S.One, (i, j), (), _T2_WHERE[1:2])
+#: T2: ``P_ij O_ij = B_ij``
+T2_BLOCKS = Identity("blocks", P_[i, j] * O_[i, j, a, b], B_[i, j, a, b], (i, j, a, b), (), _T2_WHERE)
+
+# T6: ring of n tokens, circulant heads ``A0^h_ij = a_h((j - i) mod n)``, ``zeta^n = 1``
+a_, v_ = sp.IndexedBase("a"), sp.IndexedBase("v")
+zeta = sp.Symbol("zeta")
+
+
+def fourier(hat_sign: int = 1, shift=1) -> Identity:
+    """T6: component ``c`` of token ``i`` of ``J(φ_k ⊗ v)`` equals that of ``φ_k ⊗ (M(k) - shift·I)v``,
+    ``J = block(Σ_h A0^h_ij T_h) - I``, ``φ_k(j) = ζ^j``, ``M(k) = Σ_h â_h(k) T_h``,
+    ``â(k) = Σ_m a(m) ζ^(hat_sign·m)``."""
+    Tv = sp.Sum(Th_[h, c, b] * v_[b], (b, 0, d - 1))
+    lhs = sp.Sum(sp.Sum(a_[h, sp.Mod(j - i, n)] * Tv, (h, 0, H - 1)) * zeta**j, (j, 0, n - 1)) - zeta**i * v_[c]
+    hat = sp.Sum(a_[h, m] * zeta ** (hat_sign * m), (m, 0, n - 1))
+    rhs = zeta**i * (sp.Sum(hat * Tv, (h, 0, H - 1)) - shift * v_[c])
+    return Identity("fourier", lhs, rhs, (i, c))

@@ -157,17 +157,18 @@ T3: Theorem = Theorem(
     conclusions=(
         _c(
             "T3.self_adjoint",
-            "$\\Delta = I - W = I - (\\operatorname{diag}\\pi \\otimes I)^{-1} W_{\\mathrm{sym}}$ with $W_{\\mathrm{sym}} = \\operatorname{block}(\\pi_i P_{ij} O_{ij})$ symmetric; $\\Delta$ is self-adjoint in $\\langle x,y\\rangle_\\pi = \\sum_i \\pi_i x_i^\\top y_i$",
+            "$\\Delta = I - W = I - (\\operatorname{diag}\\pi \\otimes I)^{-1} W_{\\mathrm{sym}}$ with $W_{\\mathrm{sym}} = \\operatorname{block}(\\pi_i P_{ij} O_{ij})$ symmetric; $\\Delta$ is self-adjoint in $\\langle x,y\\rangle_\\pi = \\sum_i \\pi_i x_i^\\top y_i$, entrywise: «self_adjoint»",
             predicate="walk_self_adjoint",
+            params={"self_adjoint": _F.SELF_ADJOINT},
             tolerance=_REL,
             derivations=("T3::1. Delta is pi-self-adjoint",),
             tests=(_STMT,),
         ),
         _c(
             "T3.spectrum",
-            "spectrum real, in $[«lo», «hi»]$: $\\langle x,(2I-\\Delta)x\\rangle_\\pi = \\tfrac12\\sum_{ij}\\pi_i P_{ij}\\lVert x_i + O_{ij}x_j\\rVert^2$",
+            "spectrum real, in $[«lo», «hi»]$: with the Dirichlet form, $\\langle x,(2I-\\Delta)x\\rangle_\\pi$ is a sum of squares, entrywise: «upper_form»",
             predicate="walk_spectrum_interval",
-            params={"lo": 0, "hi": 2},
+            params={"lo": 0, "hi": 2, "upper_form": _F.UPPER_FORM},
             tolerance=_SPEC,
             derivations=("T3::2. <x,(2I-Delta)x>_pi",),
             tests=(_STMT,),

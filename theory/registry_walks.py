@@ -134,8 +134,9 @@ WALK_THEOREMS: list[Theorem] = [
         conclusions=(
             _c(
                 "T2.walk",
-                "$P$ is row-stochastic, gates $g^h_{ij} = A^h_{ij} / \\sum_k A^k_{ij}$ are convex and $O_{ij} = H \\sum_h g^h_{ij} T_h$ gives $P_{ij} O_{ij} = B_{ij}$ exactly",
+                "$P$ is row-stochastic: «rows»; the gates are convex: «gates»; and $P_{ij} O_{ij} = B_{ij}$ exactly: «blocks» (head $h$: $A^h = A_{h,\\cdot,\\cdot}$, $T_h = T_{h,\\cdot,\\cdot}$)",
                 predicate="t2_gated_walk",
+                params={"rows": _F.T2_ROWS, "gates": _F.T2_GATES, "blocks": _F.T2_BLOCKS},
                 tolerance=_REL,
                 derivations=(
                     "T2::P = mean_h A^h is row-stochastic",
