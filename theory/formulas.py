@@ -20,10 +20,12 @@ import functools
 import itertools
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
-import numpy as np
 import sympy as sp
+
+if TYPE_CHECKING:  # numpy is imported where a formula is evaluated (the registry and renderer never need it)
+    import numpy as np
 
 n, d, H = sp.symbols("n d H", integer=True, positive=True)
 i, j, k, m, a, b, c, h, l = sp.symbols("i j k m a b c h l", integer=True, nonnegative=True)
@@ -135,6 +137,8 @@ def _size(idx, env) -> int:
 def tabulate(expr, indices, env: Mapping[str, Any]) -> np.ndarray:
     """``expr`` evaluated at every value of ``indices`` (an array of that shape; a plain value
     when ``indices`` is empty)."""
+    import numpy as np
+
     names = _names(expr)
     idx_names = {x.name for x in indices}
     missing = [nm for nm in names if nm not in env and nm not in idx_names]

@@ -26,8 +26,11 @@ One idea per file: :mod:`theory.theorem` (the :class:`Theorem` record), :mod:`th
 
 from __future__ import annotations
 
+from dataclasses import replace as _replace
+
 from . import cases as _cases
 from . import derivations as _dv
+from . import derivations_general as _gen
 from . import formulas as _F
 from .errors import UnknownTheoremError
 from .registry_claims import CLAIMS
@@ -226,7 +229,84 @@ T3: Theorem = Theorem(
     necessity_tests=(_NEC,),
 )
 
-MAIN: list[Theorem] = [*WALK_THEOREMS, T3, *SPECTRAL_THEOREMS]
+#: how far each conclusion's symbolic proof reaches, and the steps of the derivation for symbolic
+#: sizes (theory/derivations_general.py) that prove it. ``{sized}``: the exact SymPy derivation at
+#: the theorem's supported sizes (its ``SIZES``). Where SymPy does not reach, the scope says so.
+_GENERAL_T2 = (
+    "general: heads' attentions",
+    "general: heads' transports",
+    "general: P = mean_h",
+    "general: gates sum to 1",
+    "general: P_ij O_ij = B_ij",
+)
+SCOPES: dict[str, tuple[str, tuple[str, ...]]] = {
+    "L1.token_major": ("all n, d", ("general: token-major",)),
+    "L1.feature_major": ("all n, d", ("general: feature-major",)),
+    "L2.rows": ("{sized}", ()),
+    "L3.identity": ("all n, d", ("general: <x,(I-W)x>_pi",)),
+    "L4.resultant": ("{sized}", ()),
+    "T1.walk": ("all n, d", ("general: vec(SHA(X)^T)", "general: block (i, j)")),
+    "T1.spectrum": ("via L4: n = 1..3, d = 1..2 (sized); otherwise checked numerically only", ()),
+    "T2.walk": ("all n, d, H (heads distinct by construction)", _GENERAL_T2),
+    "T2.gauge": ("{sized}", ()),
+    "T2.constant": ("{sized}", ()),
+    "T2.special": ("{sized}", ()),
+    "T2.counterexample": ("exact, the stated instance (n = d = H = 2)", ()),
+    "T3.self_adjoint": ("all n, d", ("general: <x, Delta y>_pi",)),
+    "T3.spectrum": (
+        "the identity: all n, d; the interval itself (Rayleigh-quotient argument, not in SymPy): checked numerically only",
+        ("general: <x,(2I-Delta)x>_pi",),
+    ),
+    "T3.dirichlet": ("all n, d", ("general: Dirichlet identity",)),
+    "T3.kernel": ("{sized}", ()),
+    "T3.flat": ("{sized}", ()),
+    "T3.scaled": ("{sized}", ()),
+    "T4.triangle": ("{sized}", ()),
+    "T4.criterion": (
+        "'if' (symmetric scores): all n, d; 'only if' (Kolmogorov cycles, not in SymPy): n = 3 and checked numerically",
+        (
+            "general: symmetric M",
+            "general: symmetric scores => detailed balance",
+            "general: symmetric scores => stationary",
+        ),
+    ),
+    "T4.query_bias": ("{sized}", ()),
+    "T4.causal": ("{sized}", ()),
+    "T5.laplacian": ("{sized}", ()),
+    "T5.spectrum": ("{sized}", ()),
+    "T5.kernel": (
+        "parallel sections lie in the kernel: sized (T3's derivation); equal dimensions: checked numerically only",
+        (),
+    ),
+    "T5.non_orthogonal": ("{sized}", ()),
+    "T6.jacobian": ("{sized}", ()),
+    "T6.fourier": (
+        "every ring size n, all d, H (heads distinct by construction)",
+        ("general: heads' scores", "general: heads' transports", "general: J(phi_k (x) v)"),
+    ),
+    "T6.selection": (
+        "the block-diagonalisation it rests on: every ring size (T6.fourier); the selection over k: checked numerically only",
+        (),
+    ),
+    "T6.rotating": ("exact (d = 2, every angle and radius)", ()),
+}
+
+
+def _sized(t: Theorem) -> str:
+    sizes = ", ".join(f"{k} = {lo}" if lo == hi else f"{k} = {lo}..{hi}" for k, (lo, hi) in t.supported_sizes.items())
+    return f"sized: exact SymPy at {sizes}"
+
+
+def _scoped(t: Theorem) -> Theorem:
+    cons = []
+    for c in t.conclusions:
+        scope, general = SCOPES[c.id]
+        cons.append(_replace(c, scope=scope.replace("{sized}", _sized(t)), general=general))
+    return _replace(t, conclusions=tuple(cons), general=_gen.GENERAL.get(t.id))
+
+
+MAIN: list[Theorem] = [_scoped(t) for t in (*WALK_THEOREMS, T3, *SPECTRAL_THEOREMS)]
+LEMMAS = [_scoped(t) for t in LEMMAS]
 
 #: every registered statement, lemmas first (they are used by the theorems)
 THEOREMS: list[Theorem] = LEMMAS + MAIN

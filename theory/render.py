@@ -98,7 +98,14 @@ def theorem_markdown(t) -> str:
                 + (f", evaluated by `{c.predicate}`" if c.predicate else "")
             )
         if c.scope:
-            lines.append(f"   - proof scope: **{c.scope}**")
+            lines.append(
+                f"   - proof scope: **{c.scope}**"
+                + (
+                    f" — steps {_links(t.id + '::' + g for g in c.general)} of the derivation for symbolic sizes"
+                    if c.general
+                    else ""
+                )
+            )
         lines.append(f"   - derivation steps: {_links(c.derivations)}")
         lines.append(f"   - tests: {_links(c.tests)}")
     if t.notes:
@@ -123,6 +130,16 @@ def theorem_markdown(t) -> str:
             "numeric": "rounded value, numeric",
         }
         for k, (kind, name, *detail) in enumerate(t.steps, 1):
+            lines.append(f"{k}. `{name}` ({kinds[kind]}" + "".join(f"; {x}" for x in detail) + ")")
+        lines.append("")
+    if t.general is not None:
+        lines.append(
+            f"**Derivation for symbolic sizes** (`theory.derivations_general.{t.general.__name__}`; rules of "
+            "`theory/rewrite.py`): the registry's formulas above, rewritten to an exact zero for symbolic sizes:"
+        )
+        lines.append("")
+        kinds = {"zero": "exact zero", "witness": "exact nonzero: distinct heads by construction"}
+        for k, (kind, name, *detail) in enumerate(t.general_steps, 1):
             lines.append(f"{k}. `{name}` ({kinds[kind]}" + "".join(f"; {x}" for x in detail) + ")")
         lines.append("")
     if t.lemmas:

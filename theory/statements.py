@@ -103,6 +103,9 @@ class Conclusion:
     tests: tuple[str, ...] = ()
     #: how far the symbolic proof reaches: "all n, d", "all n, d, H", "n = 3", "checked numerically only", ...
     scope: str = ""
+    #: the steps of the theorem's derivation for symbolic sizes (:mod:`theory.derivations_general`)
+    #: that prove it, by name prefix
+    general: tuple[str, ...] = ()
 
     @property
     def text(self) -> str:

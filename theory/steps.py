@@ -141,3 +141,38 @@ STEPS: dict[str, tuple[tuple[str, ...], ...]] = {
         (ZERO, "rotating wave: rho R(theta)(1,-i)^T = rho e^{i theta}(1,-i)^T"),
     ),
 }
+
+#: theorem id -> the steps of its derivation for symbolic sizes (``theory.derivations_general``), in order
+GENERAL_STEPS: dict[str, tuple[tuple[str, ...], ...]] = {
+    "L1": (
+        (ZERO, "general: token-major, entry i*d + a, all n, d"),
+        (ZERO, "general: feature-major, entry a*n + i, all n, d"),
+    ),
+    "L3": ((ZERO, "general: <x,(I-W)x>_pi = Dirichlet + correction (no row sums), all n, d"),),
+    "T1": (
+        (ZERO, "general: vec(SHA(X)^T) = (A (x) T) vec(X^T), entry i*d + a, all n, d"),
+        (ZERO, "general: block (i, j) of the operator is P_ij O_ij with P = A, O_ij = T, all n, d"),
+    ),
+    "T2": (
+        (WITNESS, "general: heads' attentions are distinct symbols (A^h for a symbolic head index h)"),
+        (WITNESS, "general: heads' transports are distinct symbols (T_h for a symbolic head index h)"),
+        (ZERO, "general: P = mean_h A^h is row-stochastic when every head is, all n, H"),
+        (ZERO, "general: gates sum to 1, all n, d, H"),
+        (ZERO, "general: P_ij O_ij = B_ij, all n, d, H"),
+    ),
+    "T3": (
+        (ZERO, "general: <x, Delta y>_pi = <Delta x, y>_pi from (b), (c2), all n, d"),
+        (ZERO, "general: Dirichlet identity from (a), (b), (c1), all n, d"),
+        (ZERO, "general: <x,(2I-Delta)x>_pi = 1/2 sum pi_i P_ij |x_i + O_ij x_j|^2 from (a), (b), (c1), all n, d"),
+    ),
+    "T4": (
+        (ZERO, "general: symmetric M => symmetric scores S_ij = S_ji (no mask), all n, d"),
+        (ZERO, "general: symmetric scores => detailed balance Z_i A_ij = Z_j A_ji, all n"),
+        (ZERO, "general: symmetric scores => stationary sum_i Z_i A_ij = Z_j, all n"),
+    ),
+    "T6": (
+        (WITNESS, "general: heads' scores (kernels a_h) are distinct symbols (symbolic head index h)"),
+        (WITNESS, "general: heads' transports are distinct symbols (T_h for a symbolic head index h)"),
+        (ZERO, "general: J(phi_k (x) v) = phi_k (x) (M(k) - I) v for every ring size n (zeta^n = 1)"),
+    ),
+}
