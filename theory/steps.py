@@ -35,6 +35,8 @@ STEPS: dict[str, tuple[tuple[str, ...], ...]] = {
         (WITNESS, "feature-major kron(T,A) applied to the token-major x is NOT SHA"),
     ),
     "T2": (
+        (WITNESS, "heads are distinct: A^1 - A^2 != 0"),
+        (WITNESS, "heads are distinct: T_1 - T_2 != 0"),
         (ZERO, "MHA(X) = block(B) x, B_ij = sum_h A^h_ij T_h"),
         (ZERO, "P = mean_h A^h is row-stochastic"),
         (ZERO, "gates are convex: sum_h g^h_ij = 1"),
@@ -127,6 +129,9 @@ STEPS: dict[str, tuple[tuple[str, ...], ...]] = {
         (ZERO, "spec(I - kron(A,T)) = {1-lambda_i} on Fix T and {1+lambda_i} on the -1 space"),
     ),
     "T6": (
+        (WITNESS, "heads are distinct: M_0 - M_1 != 0 (score matrices)"),
+        (WITNESS, "heads are distinct: b^0 - b^1 != 0 (positional biases)"),
+        (WITNESS, "heads are distinct: T_0 - T_1 != 0 (transports)"),
         (ZERO, "Jacobian at 1(x)x* = block(sum_h A0^h_ij T_h) - I (softmax, H1+H2)"),
         (
             WITNESS,
@@ -136,6 +141,8 @@ STEPS: dict[str, tuple[tuple[str, ...], ...]] = {
             WITNESS,
             "drop H2 (inhomogeneous base state x_0 = x* + 1): extra terms remain (exact value at a rational point)",
         ),
+        (WITNESS, "Fourier: heads are distinct: a_0 - a_1 != 0 (score kernels)"),
+        (WITNESS, "Fourier: heads are distinct: T_0 - T_1 != 0 (transports)"),
         (ZERO, "Fourier (ring=5): J(phi_k (x) v) = phi_k (x) (M(k)-I) v, a^(k) = sum_m a(m) e^(+2 pi i k m/n)"),
         (WITNESS, "Fourier with the reversed sign e^(-2 pi i k m/n) is wrong"),
         (ZERO, "rotating wave: rho R(theta)(1,-i)^T = rho e^{i theta}(1,-i)^T"),
