@@ -156,10 +156,13 @@ def tabulate(expr, indices, env: Mapping[str, Any]) -> np.ndarray:
 
 
 def environment(ident: Identity, values: Mapping[str, Any]) -> dict[str, Any]:
-    """``values`` plus every ``where`` definition of ``ident``, tabulated in order."""
+    """``values`` plus every ``where`` definition of ``ident``, tabulated in order; a value the
+    instance gives under a defined name is kept (e.g. T2's walk matrix ``P`` in another gauge)."""
     env = dict(values)
     for head, expr in ident.where:
-        env[head.base.label.name] = tabulate(expr, head.indices, env)
+        name = head.base.label.name
+        if values.get(name) is None:
+            env[name] = tabulate(expr, head.indices, env)
     return env
 
 
@@ -270,7 +273,7 @@ _T2_WHERE = (
     (O_[i, j, a, b], H * sp.Sum(g_[h, i, j] * Th_[h, a, b], (h, 0, H - 1))),
     (B_[i, j, a, b], sp.Sum(Ah_[h, i, j] * Th_[h, a, b], (h, 0, H - 1))),
 )
-#: T2: ``P = mean_h A^h`` is row-stochastic when every head is
+#: T2: ``P = mean_h A^h`` is row-stochastic (when every head is: hypothesis T2.heads)
 T2_ROWS = Identity(
     "rows",
     sp.Sum(P_[i, j], (j, 0, n - 1)),

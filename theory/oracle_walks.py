@@ -181,25 +181,33 @@ def heads_B(As: np.ndarray, Ts: np.ndarray) -> np.ndarray:
 
 
 def t2_gated_walk(inst, params) -> Verdict:
+    """T2's formulas (``params["rows"]``, ``["gates"]``, ``["blocks"]``: SymPy expressions of the
+    registry, with their definitions of ``P``, ``g``, ``O``, ``B``) evaluated on the instance; an
+    instance ``P`` (another gauge) replaces the definition ``P = mean_h A^h``. Off support (every
+    ``A^h_ij = 0``) the gates are ``0/0``: there ``P_ij = 0`` and the block must vanish."""
     As, Ts = np.asarray(inst["As"], float), np.asarray(inst["Ts"], float)
     H, n, _ = As.shape
-    P = np.asarray(inst["P"], float) if inst.get("P") is not None else As.mean(0)
-    B = heads_B(As, Ts)
+    values = {"A": As, "T": Ts, "P": inst.get("P"), "n": n, "d": Ts.shape[-1], "H": H}
     scale = max(1.0, float(np.abs(Ts).max()) * H)
-    rows = float(np.abs(P.sum(-1) - 1).max())
-    gate_res, blk = 0.0, 0.0
-    for i in range(n):
-        for j in range(n):
-            tot = As[:, i, j].sum()
-            if P[i, j] == 0 or tot == 0:
-                blk = max(blk, float(np.abs(B[i, j]).max()) / scale)  # no O_ij can produce B_ij ≠ 0
-                continue
-            g = As[:, i, j] / tot
-            gate_res = max(gate_res, abs(g.sum() - 1), float(np.clip(-g, 0, None).max()))
-            O = H * sum(g[h] * Ts[h] for h in range(H))
-            blk = max(blk, float(np.abs(P[i, j] * O - B[i, j]).max()) / scale)
     t = 64 * EPS * H * n
-    return _all(_v(rows, t, "P row sums"), _v(gate_res, t, "gates convex"), _v(blk, t, "P_ij O_ij = B_ij"))
+    off = As.sum(0) == 0
+    parts = []
+    rows = params.get("rows", _F.T2_ROWS)
+    lhs, rhs = _F.evaluate(rows, values)
+    parts.append(_v(float(np.abs(lhs - rhs).max()), t, "rows: P row sums (the registry's formula)"))
+    gates = params.get("gates", _F.T2_GATES)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        lhs, rhs = _F.evaluate(gates, values)
+        g = _F.environment(gates, values)["g"]
+    if (~off).any():
+        neg = float(np.clip(-g[:, ~off], 0, None).max())
+        parts.append(_v(max(float(np.abs(lhs - rhs)[~off].max()), neg), t, "gates convex (the registry's formula)"))
+    blocks = params.get("blocks", _F.T2_BLOCKS)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        lhs, rhs = _F.evaluate(blocks, values)
+    lhs = np.where(off[:, :, None, None], 0.0, lhs)  # off support P_ij = 0, O_ij arbitrary
+    parts.append(_v(float(np.abs(lhs - rhs).max()) / scale, t, "P_ij O_ij = B_ij (the registry's formula)"))
+    return _all(*parts)
 
 
 def _rearranged(B: np.ndarray) -> np.ndarray:

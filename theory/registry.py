@@ -285,7 +285,7 @@ SCOPES: dict[str, tuple[str, tuple[str, ...]]] = {
         ("general: heads' scores", "general: heads' transports", "general: J(phi_k (x) v)"),
     ),
     "T6.selection": (
-        "the block-diagonalisation it rests on: every ring size (T6.fourier); the selection over k: checked numerically only",
+        "checked numerically only (the Fourier block-diagonalisation it rests on is T6.fourier's)",
         (),
     ),
     "T6.rotating": ("exact (d = 2, every angle and radius)", ()),

@@ -102,6 +102,18 @@ MUTANTS = {
     "T4 pi_i = Z_i -> Z_i^2": lambda: _formula_mutant(
         "T4", "T4.criterion", "stationary", lhs=_x(_T4S.lhs, F.Z_[F.i], F.Z_[F.i] ** 2), rhs=F.Z_[F.j] ** 2
     ),
+    "T2 gates 1/sum -> 1/H": lambda: _formula_mutant(
+        "T2", "T2.walk", "gates", where=((F.g_[F.h, F.i, F.j], F.Ah_[F.h, F.i, F.j] / F.H),)
+    ),
+    "T2 P = mean -> sum": lambda: _formula_mutant(
+        "T2", "T2.walk", "rows", where=((F.P_[F.i, F.j], sp.Sum(F.Ah_[F.h, F.i, F.j], (F.h, 0, F.H - 1))),)
+    ),
+    "T2 O_ij = H sum g T -> sum g T": lambda: _formula_mutant(
+        "T2",
+        "T2.walk",
+        "blocks",
+        where=tuple((hd, body / F.H if hd.base == F.O_ else body) for hd, body in F.T2_BLOCKS.where),
+    ),
     "T1 A (x) T -> T (x) A": lambda: _formula_mutant(
         "T1", "T1.walk", "stacked", rhs=sp.KroneckerProduct(F.T_m, F.A_m) * F.Vec(F.X_m.T)
     ),
