@@ -25,9 +25,9 @@ from .symbolic import Derivation
 
 #: the heads' symbols: the general T2 / T6 derivations build every head from these constructors,
 #: indexed by a symbolic head index, so heads are distinct by construction
-HEAD_ATTENTION: Callable[[sp.Expr], sp.Expr] = lambda hd: F.Ah_[hd, F.i, F.j]  # noqa: E731
-HEAD_TRANSPORT: Callable[[sp.Expr], sp.Expr] = lambda hd: F.Th_[hd, F.a, F.b]  # noqa: E731
-HEAD_KERNEL: Callable[[sp.Expr], sp.Expr] = lambda hd: F.a_[hd, F.m]  # noqa: E731
+HEAD_ATTENTION: Callable[[sp.Expr], sp.Expr] = lambda hd: F.Ah_[hd, F.i, F.j]
+HEAD_TRANSPORT: Callable[[sp.Expr], sp.Expr] = lambda hd: F.Th_[hd, F.a, F.b]
+HEAD_KERNEL: Callable[[sp.Expr], sp.Expr] = lambda hd: F.a_[hd, F.m]
 
 
 def _sizes(*names: str) -> dict:
