@@ -137,7 +137,7 @@ def test_xdist_worker_tallies_are_merged(tmp_path):
         data["exitstatus"] == 0
         and data["theorems"][0]["title"] == "When the generator is a random-walk connection Laplacian"
     )
-    assert [{k: v for k, v in r.items() if k != "title"} for r in data["theorems"]] == ctl.report.table_rows()
+    assert [{k: v for k, v in r.items() if k not in ("title", "scopes")} for r in data["theorems"]] == ctl.report.table_rows()
 
 
 def test_record_goes_to_the_active_report_only():
@@ -177,9 +177,12 @@ def test_report_tally_semantics(tmp_path):
     assert math.isnan(rep.table_rows()[0]["worst_residual"])
     table = rep.render_table()
     assert "T2" in table and "✗" in table and "nan" in table
+    # each conclusion's proof scope, from the registry
+    assert "scope T2.walk: all n, d, H" in table and "scope T2.counterexample: exact" in table
     js = tmp_path / "t.json"
     rep.dump_json(str(js))
     assert json.loads(js.read_text())["theorems"][0]["worst_residual"] == "nan"  # strict JSON
+    assert json.loads(js.read_text())["theorems"][0]["scopes"]["T2.walk"].startswith("all n, d, H")
     other = report.TheoremReport()
     other.merge(json.loads(js.read_text())["theorems"])  # a worker's "nan" string merges as NaN
     assert math.isnan(other.table_rows()[0]["worst_residual"])
