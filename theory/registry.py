@@ -297,12 +297,61 @@ def _sized(t: Theorem) -> str:
     return f"sized: exact SymPy at {sizes}"
 
 
+#: tests of the statement itself, for every entry: the rendering (THEOREMS.md), the registry's links
+#: and, where the entry has one, the derivation for symbolic sizes
+_STATEMENT_TESTS = ("tests/theory/test_render.py", "tests/theory/test_registry_links.py")
+_GENERAL_TESTS = ("tests/theory/test_general_derivations.py",)
+#: the implementation's own tests (mutation-found behaviour, bad input) of the functions a theorem
+#: names: `pytest --theorem X` runs them too
+IMPLEMENTATION_TESTS: dict[str, tuple[str, ...]] = {
+    "T1": (
+        "tests/numerics/test_walk_mutants.py",
+        "tests/numerics/test_attention_mutants.py",
+        "tests/numerics/test_walk_errors.py",
+    ),
+    "T2": (
+        "tests/numerics/test_walk_mutants.py",
+        "tests/numerics/test_attention_mutants.py",
+        "tests/numerics/test_walk_errors.py",
+    ),
+    "T3": (
+        "tests/numerics/test_laplacian_mutants.py",
+        "tests/numerics/test_diagnose_checks.py",
+        "tests/numerics/test_markov.py",
+        "tests/numerics/test_markov_mutants.py",
+        "tests/numerics/test_graphs_mutants.py",
+    ),
+    "T4": (
+        "tests/numerics/test_graphs_mutants.py",
+        "tests/numerics/test_markov.py",
+        "tests/numerics/test_markov_mutants.py",
+    ),
+    "T5": ("tests/numerics/test_laplacian_mutants.py",),
+    "T6": ("tests/numerics/test_patterns_mutants.py", "tests/numerics/test_t6_emergence.py"),
+}
+
+
+#: tests inside a linked file that are about resources, not the statement (left out of `--theorem`)
+UNLINKED: frozenset[str] = frozenset(
+    {"tests/numerics/test_laplacian_mutants.py::test_diagnose_size_limits_default_to_1024"}
+)
+
+
 def _scoped(t: Theorem) -> Theorem:
     cons = []
     for c in t.conclusions:
         scope, general = SCOPES[c.id]
         cons.append(_replace(c, scope=scope.replace("{sized}", _sized(t)), general=general))
-    return _replace(t, conclusions=tuple(cons), general=_gen.GENERAL.get(t.id))
+    general_fn = _gen.GENERAL.get(t.id)
+    extra_sym = _STATEMENT_TESTS + (_GENERAL_TESTS if general_fn is not None else ())
+    return _replace(
+        t,
+        conclusions=tuple(cons),
+        general=general_fn,
+        symbolic_tests=t.symbolic_tests + tuple(p for p in extra_sym if p not in t.symbolic_tests),
+        numeric_tests=t.numeric_tests
+        + tuple(p for p in IMPLEMENTATION_TESTS.get(t.id, ()) if p not in t.numeric_tests),
+    )
 
 
 MAIN: list[Theorem] = [_scoped(t) for t in (*WALK_THEOREMS, T3, *SPECTRAL_THEOREMS)]
@@ -312,6 +361,19 @@ LEMMAS = [_scoped(t) for t in LEMMAS]
 THEOREMS: list[Theorem] = LEMMAS + MAIN
 _BY_ID = {t.id: t for t in THEOREMS}
 _CLAIMS_BY_ID = {c.id: c for c in CLAIMS}
+
+
+def linked_tests() -> dict[str, set[str]]:
+    """Test path (a file, or ``file::test``) -> the ids whose registry entry links it: every test
+    whose failure reveals a wrong statement or implementation of X (the pytest plugin tags them
+    with X, so ``pytest --theorem X`` runs them all; :data:`UNLINKED` tests are left out)."""
+    out: dict[str, set[str]] = {}
+    for t in THEOREMS:
+        paths = [*t.symbolic_tests, *t.certificate_tests, *t.numeric_tests, *t.necessity_tests]
+        paths += [p for c in t.conclusions for p in c.tests]
+        for p in paths:
+            out.setdefault(p, set()).add(t.id)
+    return out
 
 
 def ids() -> list[str]:

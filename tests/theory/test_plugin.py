@@ -137,7 +137,9 @@ def test_xdist_worker_tallies_are_merged(tmp_path):
         data["exitstatus"] == 0
         and data["theorems"][0]["title"] == "When the generator is a random-walk connection Laplacian"
     )
-    assert [{k: v for k, v in r.items() if k not in ("title", "scopes")} for r in data["theorems"]] == ctl.report.table_rows()
+    assert [
+        {k: v for k, v in r.items() if k not in ("title", "scopes")} for r in data["theorems"]
+    ] == ctl.report.table_rows()
 
 
 def test_record_goes_to_the_active_report_only():
