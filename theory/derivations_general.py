@@ -27,7 +27,7 @@ from .symbolic import Derivation
 #: indexed by a symbolic head index, so heads are distinct by construction
 HEAD_ATTENTION: Callable[[sp.Expr], sp.Expr] = lambda hd: F.Ah_[hd, F.i, F.j]
 HEAD_TRANSPORT: Callable[[sp.Expr], sp.Expr] = lambda hd: F.Th_[hd, F.a, F.b]
-HEAD_KERNEL: Callable[[sp.Expr], sp.Expr] = lambda hd: F.a_[hd, F.m]
+HEAD_KERNEL: Callable[[sp.Expr], sp.Expr] = lambda hd: F.A0_[hd, 0, F.m]
 
 
 def _sizes(*names: str) -> dict:
@@ -218,8 +218,7 @@ def general_t2(theorem) -> Derivation:
 # ------------------------------------------------------------------------------------------------
 def general_t6(theorem) -> Derivation:
     D = Derivation("T6", _sizes("n", "d", "H"))
-    p = theorem.conclusion("T6.fourier").params
-    ident = F.fourier(p["hat_sign"], p["shift"])
+    ident = theorem.conclusion("T6.fourier").params["fourier"]
     h1, h2 = sp.Symbol("h_1", integer=True, nonnegative=True), sp.Symbol("h_2", integer=True, nonnegative=True)
     D.add(
         "general: heads' scores (kernels a_h) are distinct symbols (symbolic head index h)",
@@ -234,17 +233,28 @@ def general_t6(theorem) -> Derivation:
 
     def heads(e):
         return e.replace(
-            lambda x: isinstance(x, sp.Indexed) and x.base in (F.a_, F.Th_),
+            lambda x: isinstance(x, sp.Indexed) and (x.base == F.Th_ or (x.base == F.A0_ and x.indices[1] == 0)),
             lambda x: (
-                HEAD_KERNEL(x.indices[0]).xreplace({F.m: x.indices[1]})
-                if x.base == F.a_
+                HEAD_KERNEL(x.indices[0]).xreplace({F.m: x.indices[2]})
+                if x.base == F.A0_
                 else HEAD_TRANSPORT(x.indices[0]).xreplace({F.a: x.indices[1], F.b: x.indices[2]})
             ),
         )
 
+    # (H3) as a rewrite rule: every row of A0^h is a shift of row 0, A0^h_ij = A0^h_{0,(j - i) mod n}
+    def h3(e):
+        if "T6.H3" not in theorem.hypothesis_ids:
+            return e
+        return e.replace(
+            lambda x: isinstance(x, sp.Indexed) and x.base == F.A0_ and x.indices[1] != 0,
+            lambda x: F.A0_[x.indices[0], 0, sp.Mod(x.indices[2] - x.indices[1], F.n)],
+        )
+
+    lhs = heads(h3(ident.lhs))
+    rhs = heads(instantiate(ident.rhs, ident.where))  # the kernels a_h(m) by their definition
     D.add(
         "general: J(phi_k (x) v) = phi_k (x) (M(k) - I) v for every ring size n (zeta^n = 1)",
-        R.prove(heads(ident.lhs), heads(ident.rhs), [R.cyclic_shift(F.a_, F.zeta, F.n)]),
+        R.prove(lhs, rhs, [R.cyclic_shift(F.A0_, F.zeta, F.n)]),
     )
     return D
 

@@ -148,11 +148,12 @@ def tabulate(expr, indices, env: Mapping[str, Any]) -> np.ndarray:
     if not indices:
         return np.asarray(f(*(env[nm] for nm in names)))
     shape = tuple(_size(x, env) for x in indices)
-    out = np.empty(shape, dtype=float)
     pos = {x.name: p for p, x in enumerate(indices)}
-    for combo in itertools.product(*(range(s) for s in shape)):
-        out[combo] = f(*(combo[pos[nm]] if nm in pos else env[nm] for nm in names))
-    return out
+    vals = [
+        f(*(combo[pos[nm]] if nm in pos else env[nm] for nm in names))
+        for combo in itertools.product(*(range(s) for s in shape))
+    ]
+    return np.asarray(vals).reshape(shape)  # float, or complex where the values are (roots of unity)
 
 
 def environment(ident: Identity, values: Mapping[str, Any]) -> dict[str, Any]:
@@ -287,17 +288,23 @@ T2_GATES = Identity("gates", sp.Sum(g_[h, i, j], (h, 0, H - 1)), sp.S.One, (i, j
 #: T2: ``P_ij O_ij = B_ij``
 T2_BLOCKS = Identity("blocks", P_[i, j] * O_[i, j, a, b], B_[i, j, a, b], (i, j, a, b), (), _T2_WHERE)
 
-# T6: ring of n tokens, circulant heads ``A0^h_ij = a_h((j - i) mod n)``, ``zeta^n = 1``
-a_, v_ = sp.IndexedBase("a"), sp.IndexedBase("v")
+# T6: ring of n tokens, heads ``A0^h`` at the homogeneous state, circulant under (H3): ``zeta^n = 1``
+a_, v_, A0_ = sp.IndexedBase("a"), sp.IndexedBase("v"), sp.IndexedBase("A0")
 zeta = sp.Symbol("zeta")
 
 
 def fourier(hat_sign: int = 1, shift=1) -> Identity:
-    """T6: component ``c`` of token ``i`` of ``J(φ_k ⊗ v)`` equals that of ``φ_k ⊗ (M(k) - shift·I)v``,
-    ``J = block(Σ_h A0^h_ij T_h) - I``, ``φ_k(j) = ζ^j``, ``M(k) = Σ_h â_h(k) T_h``,
-    ``â(k) = Σ_m a(m) ζ^(hat_sign·m)``."""
+    """T6: component ``c`` of token ``i`` of ``J(φ_k ⊗ v)``, ``J = block(Σ_h A0^h_ij T_h) - I``,
+    ``φ_k(j) = ζ^j``, equals that of ``φ_k ⊗ (M(k) - shift·I)v``, ``M(k) = Σ_h â_h(k) T_h``,
+    ``â_h(k) = Σ_m a_h(m) ζ^(hat_sign·m)`` with the kernel ``a_h(m) = A0^h_{0m}`` (row 0).
+    Under (H3) ``A0^h_ij = a_h((j - i) mod n)``: a rewrite rule of the derivation, not part of the
+    formula, so a non-circulant instance fails it."""
     Tv = sp.Sum(Th_[h, c, b] * v_[b], (b, 0, d - 1))
-    lhs = sp.Sum(sp.Sum(a_[h, sp.Mod(j - i, n)] * Tv, (h, 0, H - 1)) * zeta**j, (j, 0, n - 1)) - zeta**i * v_[c]
+    lhs = sp.Sum(sp.Sum(A0_[h, i, j] * Tv, (h, 0, H - 1)) * zeta**j, (j, 0, n - 1)) - zeta**i * v_[c]
     hat = sp.Sum(a_[h, m] * zeta ** (hat_sign * m), (m, 0, n - 1))
     rhs = zeta**i * (sp.Sum(hat * Tv, (h, 0, H - 1)) - shift * v_[c])
-    return Identity("fourier", lhs, rhs, (i, c))
+    return Identity("fourier", lhs, rhs, (i, c), (), ((a_[h, m], A0_[h, 0, m]),))
+
+
+#: T6's Fourier block-diagonalisation
+FOURIER = fourier()

@@ -182,19 +182,20 @@ def ring_symbol(A0: np.ndarray, T: np.ndarray, k: int, sign: int) -> np.ndarray:
 
 
 def t6_fourier(inst, params) -> Verdict:
+    """T6's formula (``params["fourier"]``: the registry's SymPy expression) evaluated on the
+    instance for every ``k`` (``ζ = e^{2πik/n}``) and every unit vector ``v``."""
     A0, T = _ring(inst)
     H, n, _ = A0.shape
     d = T.shape[-1]
-    J = ring_jacobian(A0, T)
-    scale = max(1.0, float(np.linalg.norm(J, 2)))
+    ident = params.get("fourier", _F.FOURIER)
+    scale = max(1.0, float(np.linalg.norm(ring_jacobian(A0, T), 2)))
     worst = 0.0
     for k in range(n):
-        phi = np.exp(2j * np.pi * k * np.arange(n) / n)
-        Mk = ring_symbol(A0, T, k, params["hat_sign"]) - params["shift"] * np.eye(d)
-        for a in range(d):
-            v = np.eye(d)[a]
-            worst = max(worst, float(np.abs(J @ np.kron(phi, v) - np.kron(phi, Mk @ v)).max()) / scale)
-    return _v(worst, 64 * EPS * n * H * d, "max_k ‖J(φ_k⊗v) − φ_k⊗(M(k) − shift·I)v‖ / ‖J‖")
+        for col in range(d):
+            values = {"A0": A0, "T": T, "v": np.eye(d)[col], "zeta": np.exp(2j * np.pi * k / n), "n": n, "d": d, "H": H}
+            lhs, rhs = _F.evaluate(ident, values)
+            worst = max(worst, float(np.abs(lhs - rhs).max()) / scale)
+    return _v(worst, 64 * EPS * n * H * d, "max_k ‖J(φ_k⊗v) − φ_k⊗(M(k) − I)v‖ / ‖J‖ (the registry's formula)")
 
 
 def t6_selection(inst, params) -> Verdict:

@@ -268,9 +268,9 @@ SPECTRAL_THEOREMS: list[Theorem] = [
             ),
             _c(
                 "T6.fourier",
-                "(H3): eigenpairs $\\varphi_k \\otimes v$, $\\varphi_k(j) = e^{2\\pi i k j / n}$, eigenvalues $\\operatorname{eig} M(k) - «shift»$, $M(k) = \\sum_h \\hat a_h(k) T_h$, $\\hat a(k) = \\sum_m a(m) e^{«hat_sign|+sign»2\\pi i k m / n}$",
+                "(H3): eigenpairs $\\varphi_k \\otimes v$, $\\varphi_k(j) = \\zeta^j$, $\\zeta = e^{2\\pi i k / n}$, with the symbol $M(k) = \\sum_h \\hat a_h(k) T_h$ of the kernels $a_h(m) = A0^h_{0m}$; component $c$ of token $i$, $J = \\operatorname{block}(\\sum_h A0^h_{ij} T_h) - I$: «fourier»",
                 predicate="t6_fourier",
-                params={"hat_sign": 1, "shift": 1},
+                params={"fourier": _F.FOURIER},
                 tolerance=_REL,
                 derivations=("T6::Fourier (ring=", "T6::Fourier with the reversed sign"),
                 tests=(_STMT,),

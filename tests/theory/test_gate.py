@@ -69,7 +69,7 @@ MUTANTS = {
     "T2 Kronecker miss 0.662 -> 0.5": lambda: _conclusion_mutant("T2", "T2.counterexample", miss=0.5),
     "T4 triangle identity sign flipped": lambda: _conclusion_mutant("T4", "T4.triangle", sign=-1),
     "T5 without the involution hypothesis": lambda: (get("T5"), get("T5").without("T5.involution")),
-    "T6 Fourier sign reversed": lambda: _conclusion_mutant("T6", "T6.fourier", hat_sign=-1),
+    "T6 Fourier sign reversed": lambda: _formula_mutant("T6", "T6.fourier", "fourier", rhs=F.fourier(-1).rhs),
     # further mutants of the numbers the statements carry
     "T3 lower bound 0 -> 0.5": lambda: _conclusion_mutant("T3", "T3.spectrum", lo=0.5),
     "T5 spectral map swapped": lambda: _conclusion_mutant("T5", "T5.spectrum", on_fix=1, on_minus=-1),
@@ -114,6 +114,13 @@ MUTANTS = {
         "blocks",
         where=tuple((hd, body / F.H if hd.base == F.O_ else body) for hd, body in F.T2_BLOCKS.where),
     ),
+    "T6 Fourier phi_k(j) = zeta^j -> zeta^-j": lambda: _formula_mutant(
+        "T6", "T6.fourier", "fourier", lhs=_x(F.FOURIER.lhs, F.zeta**F.j, F.zeta ** (-F.j))
+    ),
+    "T6 Fourier kernel row 0 -> column 0": lambda: _formula_mutant(
+        "T6", "T6.fourier", "fourier", where=((F.a_[F.h, F.m], F.A0_[F.h, F.m, 0]),)
+    ),
+    "T6 Fourier J = W - I -> W": lambda: _formula_mutant("T6", "T6.fourier", "fourier", rhs=F.fourier(1, 0).rhs),
     "T1 A (x) T -> T (x) A": lambda: _formula_mutant(
         "T1", "T1.walk", "stacked", rhs=sp.KroneckerProduct(F.T_m, F.A_m) * F.Vec(F.X_m.T)
     ),

@@ -285,6 +285,9 @@ FORMULA_MUTANTS = [
     "T2 P = mean -> sum",
     "T2 O_ij = H sum g T -> sum g T",
     "T6 Fourier sign reversed",
+    "T6 Fourier phi_k(j) = zeta^j -> zeta^-j",
+    "T6 Fourier kernel row 0 -> column 0",
+    "T6 Fourier J = W - I -> W",
 ]
 
 
@@ -335,7 +338,7 @@ def test_shared_heads_fail_t6(monkeypatch):
         get("T6").derive_general()
     )
     monkeypatch.undo()
-    monkeypatch.setattr(G, "HEAD_KERNEL", lambda hd: F.a_[0, F.m])
+    monkeypatch.setattr(G, "HEAD_KERNEL", lambda hd: F.A0_[0, 0, F.m])
     assert "general: heads' scores (kernels a_h) are distinct symbols (symbolic head index h)" in _failing(
         get("T6").derive_general()
     )
@@ -428,17 +431,20 @@ def test_t6_formula_at_fixed_sizes_is_the_fixed_route(ring):
     """The general Fourier identity at a fixed ring size, with ``zeta`` a primitive root of unity,
     holds exactly — the fixed-size route's statement, reduced modulo ``zeta^ring = 1``."""
     d, H = 2, 2
-    p = get("T6").conclusion("T6.fourier").params
-    f = F.fourier(p["hat_sign"], p["shift"])
+    f = get("T6").conclusion("T6.fourier").params["fourier"]
     av = [[sp.Symbol(f"a{h}_{m}") for m in range(ring)] for h in range(H)]
     Ts = [symbol_matrix(f"t{h}", d, d) for h in range(H)]
     v = [sp.Symbol(f"v_{r}") for r in range(d)]
-    vals = {"a": lambda h, m: av[h][m], "T": lambda h, r, s: Ts[h][r, s], "v": lambda r: v[r]}
+    vals = {
+        "A0": lambda h, u, w: av[h][(w - u) % ring],  # circulant heads (H3)
+        "T": lambda h, r, s: Ts[h][r, s],
+        "v": lambda r: v[r],
+    }
     sizes = {"n": ring, "d": d, "H": H}
     for u in range(ring):
         for r in range(d):
             at = {F.i: u, F.c: r}
-            res = _at((f.lhs - f.rhs).xreplace(at), sizes, vals)
+            res = _at(G.instantiate(f.lhs - f.rhs, f.where).xreplace(at), sizes, vals)
             assert dsp.reduce_root_of_unity(sp.Matrix([sp.expand(res)]), F.zeta, ring) == sp.zeros(1, 1)
 
 

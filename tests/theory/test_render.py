@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from theory import formulas as F
 from theory import render
 from theory.registry import CLAIMS, CONVENTIONS, THEOREMS, get
 
@@ -53,7 +54,8 @@ def test_numbers_in_statements_come_from_their_params():
     md = render.render_markdown([get("T3").with_conclusion(c.with_params(hi=1))], claims=[])
     assert "$[0, 1]$" in md and "$[0, 2]$" not in md.split("(`T3.spectrum`)")[1].split("\n")[0]
     f = get("T6").conclusion("T6.fourier")
-    assert "e^{+2\\pi i k m / n}" in f.text and "e^{-2\\pi i k m / n}" in f.with_params(hat_sign=-1).text
+    assert "\\zeta^{m} {a}_{h,m}" in f.text
+    assert "\\zeta^{- m} {a}_{h,m}" in f.with_params(fourier=f.params["fourier"].edited(rhs=F.fourier(-1).rhs)).text
     assert "0.662" in get("T2").conclusion("T2.counterexample").text
 
 
