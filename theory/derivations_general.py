@@ -259,6 +259,36 @@ def general_t6(theorem) -> Derivation:
     return D
 
 
+# ------------------------------------------------------------------------------------------------
+# T5 (the involution case: eigenvectors of I - A ⊗ T)
+# ------------------------------------------------------------------------------------------------
+def eigen_rules(ident: F.Identity) -> list[R.Rule]:
+    """Premises ``Σ_v M[u, v] y[v] = c · y[u]`` as reductions (a dropped premise: no rule)."""
+    out = []
+    for lhs, rhs in ident.premises:
+        if not isinstance(lhs, sp.Sum) or len(lhs.limits) != 1:
+            continue
+        body = lhs.function
+        mats = [x for x in body.args if isinstance(x, sp.Indexed) and len(x.indices) == 2]
+        vecs = [x for x in body.args if isinstance(x, sp.Indexed) and len(x.indices) == 1]
+        if len(mats) == 1 and len(vecs) == 1:
+            value = sp.cancel(rhs / vecs[0].base[mats[0].indices[0]])
+            out.append(R.eigen(mats[0].base, vecs[0].base, value))
+    return out
+
+
+def general_t5(theorem) -> Derivation:
+    D = Derivation("T5", _sizes("n", "d"))
+    c = theorem.conclusion("T5.spectrum")
+    for key, name in (
+        ("on_fix", "on Fix(T): Delta(u (x) f) = (1 - lambda) u (x) f"),
+        ("on_minus", "on the -1 space: Delta(u (x) f) = (1 + lambda) u (x) f"),
+    ):
+        ident = c.params[key]
+        D.add(f"general: {name}, all n, d", R.prove(ident.lhs, ident.rhs, eigen_rules(ident)))
+    return D
+
+
 GENERAL: dict[str, Callable[..., Derivation]] = {
     "L1": general_l1,
     "L3": general_l3,
@@ -266,5 +296,6 @@ GENERAL: dict[str, Callable[..., Derivation]] = {
     "T2": general_t2,
     "T3": general_t3,
     "T4": general_t4,
+    "T5": general_t5,
     "T6": general_t6,
 }

@@ -308,3 +308,23 @@ def fourier(hat_sign: int = 1, shift=1) -> Identity:
 
 #: T6's Fourier block-diagonalisation
 FOURIER = fourier()
+
+# T5: single head, Δ = I - A ⊗ T with T an involution: eigenvectors u ⊗ f
+u_, f_, A2_, T2_ = sp.IndexedBase("u"), sp.IndexedBase("f"), sp.IndexedBase("A"), sp.IndexedBase("T")
+lam = sp.Symbol("lambda")
+#: component ``(i, a)`` of ``(I - A ⊗ T)(u ⊗ f)``
+_KRON_UF = u_[i] * f_[a] - sp.Sum(A2_[i, j] * T2_[a, b] * u_[j] * f_[b], (j, 0, n - 1), (b, 0, d - 1))
+_EIGEN_A = (sp.Sum(A2_[i, j] * u_[j], (j, 0, n - 1)), lam * u_[i])
+
+
+def t5_eigen(sigma: int, coefficient) -> Identity:
+    """T5: ``(I - A ⊗ T)(u ⊗ f) = coefficient · (u ⊗ f)`` if ``A u = λ u`` and ``T f = sigma·f``."""
+    T_f = (sp.Sum(T2_[a, b] * f_[b], (b, 0, d - 1)), sigma * f_[a])
+    return Identity(
+        "on_fix" if sigma > 0 else "on_minus", _KRON_UF, coefficient * u_[i] * f_[a], (i, a), (_EIGEN_A, T_f)
+    )
+
+
+#: T5: on Fix(T) the eigenvalue is 1 - λ; on the -1 eigenspace 1 + λ
+T5_ON_FIX = t5_eigen(+1, 1 - lam)
+T5_ON_MINUS = t5_eigen(-1, 1 + lam)

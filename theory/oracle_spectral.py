@@ -41,15 +41,43 @@ def _eig_count(T: np.ndarray, value: float) -> int:
     )
 
 
+def _eigen_coefficient(ident):
+    """The eigenvalue a T5 formula states, as a function of λ: ``rhs / (u_i f_a)`` (SymPy), or
+    ``None`` when the formula's right side is not a multiple of ``u ⊗ f``."""
+    import sympy as sp
+
+    coef = sp.cancel(ident.rhs / (_F.u_[_F.i] * _F.f_[_F.a]))
+    if coef.has(sp.Indexed):
+        return None
+    return sp.lambdify([_F.lam], coef, modules=["numpy"])
+
+
 def t5_spectrum(inst, params) -> Verdict:
+    """T5's formulas (``params["on_fix"]``, ``["on_minus"]``: the registry's SymPy expressions)
+    evaluated on every eigenpair of ``A`` and eigenvector of ``T`` (their premises hold by
+    construction), and the eigenvalues they state compared with ``spec Δ`` as multisets."""
     A, T = np.asarray(inst["A"], float), np.asarray(inst["T"], float)
-    lam = np.linalg.eigvals(A)
+    n, d = A.shape[0], T.shape[0]
+    lam, U = np.linalg.eig(A)
     fix, minus = _eig_count(T, 1.0), _eig_count(T, -1.0)
-    want = np.array(
-        [1 + params["on_fix"] * la for la in lam] * fix + [1 + params["on_minus"] * la for la in lam] * minus
-    )
-    got = np.linalg.eigvals(np.eye(A.shape[0] * T.shape[0]) - np.kron(A, T))
-    return _v(_match(got, want), 1e-6, f"dim Fix T = {fix}, dim(−1) = {minus}; multiset distance")
+    parts, want = [], []
+    for key, default, sigma, mult in (("on_fix", _F.T5_ON_FIX, 1.0, fix), ("on_minus", _F.T5_ON_MINUS, -1.0, minus)):
+        ident = params.get(key, default)
+        coef = _eigen_coefficient(ident)
+        if coef is None:
+            return Verdict(False, math.inf, 1e-6, f"{key}: the formula's right side is not a multiple of u ⊗ f")
+        want += [complex(coef(la)) for la in lam] * mult
+        F_ = null_space(T - sigma * np.eye(d), scale=max(float(np.linalg.norm(T, 2)), 1.0))
+        worst = 0.0
+        for col in range(F_.shape[1]):
+            for q in range(n):
+                values = {"A": A, "T": T, "u": U[:, q], "f": F_[:, col], "lambda": lam[q], "n": n, "d": d}
+                lhs, rhs = _F.evaluate(ident, values)
+                worst = max(worst, float(np.abs(lhs - rhs).max()))
+        parts.append(_v(worst, 1e-6, f"{key}: Δ(u ⊗ f) = the formula's eigenvalue · (u ⊗ f)"))
+    got = np.linalg.eigvals(np.eye(n * d) - np.kron(A, T))
+    parts.append(_v(_match(got, np.array(want)), 1e-6, f"dim Fix T = {fix}, dim(−1) = {minus}; multiset distance"))
+    return _all(*parts)
 
 
 def t5_kernel(inst, params) -> Verdict:

@@ -273,7 +273,10 @@ SCOPES: dict[str, tuple[str, tuple[str, ...]]] = {
     "T4.query_bias": ("{sized}", ()),
     "T4.causal": ("{sized}", ()),
     "T5.laplacian": ("{sized}", ()),
-    "T5.spectrum": ("{sized}", ()),
+    "T5.spectrum": (
+        "the eigenvectors u ⊗ f and their eigenvalues: all n, d; completeness with multiplicities: {sized} (generic A)",
+        ("general: on Fix(T)", "general: on the -1 space"),
+    ),
     "T5.kernel": (
         "parallel sections lie in the kernel: sized (T3's derivation); equal dimensions: checked numerically only",
         (),

@@ -178,9 +178,9 @@ SPECTRAL_THEOREMS: list[Theorem] = [
             ),
             _c(
                 "T5.spectrum",
-                "$\\operatorname{spec}\\Delta = \\{1 «on_fix|+sign» \\lambda_i\\}$ on $\\operatorname{Fix}(T)$ $\\cup$ $\\{1 «on_minus|+sign» \\lambda_i\\}$ on the $-1$ eigenspace",
+                "$\\operatorname{spec}\\Delta$, $\\Delta = I - A \\otimes T$, with algebraic multiplicities: for every eigenpair $(\\lambda, u)$ of $A$, on $\\operatorname{Fix}(T)$ «on_fix» and on the $-1$ eigenspace «on_minus» (component $(i, a)$ of $\\Delta(u \\otimes f)$)",
                 predicate="t5_spectrum",
-                params={"on_fix": -1, "on_minus": 1},
+                params={"on_fix": _F.T5_ON_FIX, "on_minus": _F.T5_ON_MINUS},
                 tolerance="multisets matched by optimal assignment; distance ≤ 1e-6",
                 derivations=("T5::spec(I - kron(A,T))",),
                 tests=(_STMT,),

@@ -267,6 +267,32 @@ def cyclic_shift(base: sp.IndexedBase, zeta: sp.Symbol, size: sp.Symbol) -> Rule
     )
 
 
+def eigen(M: sp.IndexedBase, vec: sp.IndexedBase, value: sp.Expr) -> Rule:
+    """``Σ_v M[u, v] vec[v] = value · vec[u]`` (``vec`` an eigenvector of ``M``)."""
+
+    def apply(t: Term):
+        bound = set(t.bound)
+        fs = t.factors
+        for p, f in enumerate(fs):
+            if not (isinstance(f, sp.Indexed) and f.base == M):
+                continue
+            u, v = f.indices
+            for q, g in enumerate(fs):
+                if q == p or not (isinstance(g, sp.Indexed) and g.base == vec and g.indices == (v,)):
+                    continue
+                rest = [x for r, x in enumerate(fs) if r not in (p, q)]
+                if v in bound and v != u and not any(x.has(v) for x in rest):
+                    return Term(t.coeff * value, tuple(s for s in t.sums if s[0] != v), (*rest, vec[u]))
+        return None
+
+    return Rule(
+        f"eigen({M}, {vec})",
+        rf"\sum_v {sp.latex(M)}_{{u,v}} {sp.latex(vec)}_v = {sp.latex(value)}\, {sp.latex(vec)}_u",
+        "reduction",
+        apply,
+    )
+
+
 def cancel_quotient() -> Rule:
     """``(Σ_k f(k)) · (Σ_k f(k))^{-1} = 1``: a term whose factors, summed over one of its bound
     indices ``k'``, are exactly the sum inside one of its reciprocal factors."""

@@ -177,6 +177,10 @@ GENERAL_STEPS: dict[str, tuple[tuple[str, ...], ...]] = {
         (ZERO, "general: symmetric scores => detailed balance Z_i A_ij = Z_j A_ji, all n"),
         (ZERO, "general: symmetric scores => stationary sum_i Z_i A_ij = Z_j, all n"),
     ),
+    "T5": (
+        (ZERO, "general: on Fix(T): Delta(u (x) f) = (1 - lambda) u (x) f, all n, d"),
+        (ZERO, "general: on the -1 space: Delta(u (x) f) = (1 + lambda) u (x) f, all n, d"),
+    ),
     "T6": (
         (WITNESS, "general: heads' scores (kernels a_h) are distinct symbols (symbolic head index h)"),
         (WITNESS, "general: heads' transports are distinct symbols (T_h for a symbolic head index h)"),

@@ -72,7 +72,7 @@ MUTANTS = {
     "T6 Fourier sign reversed": lambda: _formula_mutant("T6", "T6.fourier", "fourier", rhs=F.fourier(-1).rhs),
     # further mutants of the numbers the statements carry
     "T3 lower bound 0 -> 0.5": lambda: _conclusion_mutant("T3", "T3.spectrum", lo=0.5),
-    "T5 spectral map swapped": lambda: _conclusion_mutant("T5", "T5.spectrum", on_fix=1, on_minus=-1),
+    "T5 spectral map swapped": lambda: _formula_mutant("T5", "T5.spectrum", "on_fix", rhs=F.T5_ON_MINUS.rhs),
     "T6 growth shift 1 -> 0": lambda: _conclusion_mutant("T6", "T6.selection", shift=0),
     "T4 triangle coefficient 2 -> 1": lambda: _conclusion_mutant("T4", "T4.triangle", coefficient=1),
     "T3 without (b) reversible": lambda: (get("T3"), get("T3").without("T3.b")),
@@ -121,6 +121,15 @@ MUTANTS = {
         "T6", "T6.fourier", "fourier", where=((F.a_[F.h, F.m], F.A0_[F.h, F.m, 0]),)
     ),
     "T6 Fourier J = W - I -> W": lambda: _formula_mutant("T6", "T6.fourier", "fourier", rhs=F.fourier(1, 0).rhs),
+    "T5 on Fix(T): 1 - lambda -> 1 - lambda^2": lambda: _formula_mutant(
+        "T5", "T5.spectrum", "on_fix", rhs=_x(F.T5_ON_FIX.rhs, F.lam, F.lam**2)
+    ),
+    "T5 on the -1 space: 1 + lambda -> 1 - lambda": lambda: _formula_mutant(
+        "T5", "T5.spectrum", "on_minus", rhs=F.T5_ON_FIX.rhs
+    ),
+    "T5 Delta = I - A (x) T -> I + A (x) T": lambda: _formula_mutant(
+        "T5", "T5.spectrum", "on_fix", lhs=2 * F.u_[F.i] * F.f_[F.a] - F.T5_ON_FIX.lhs
+    ),
     "T1 A (x) T -> T (x) A": lambda: _formula_mutant(
         "T1", "T1.walk", "stacked", rhs=sp.KroneckerProduct(F.T_m, F.A_m) * F.Vec(F.X_m.T)
     ),

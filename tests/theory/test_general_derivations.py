@@ -143,6 +143,12 @@ def test_rules_are_equalities_under_their_hypotheses():
     _check_rule(R.transpose_compatible(O), _S(pi[i] * O[i, j, a, b] * x[i, a] * y[j, b], i, j, a, b), env)
     _check_rule(R.symmetric(F.M_), _S(F.M_[a, b] * x[i, a] * y[i, b], i, a, b), env)
     _check_rule(R.constant_sum(), _S(x[0, 0], i), env)
+    Ms = env["M"]
+    lam_, U = np.linalg.eigh(Ms)  # a real symmetric d×d matrix: real eigenpairs
+    ev = {**env, "Ms": Ms, "u": U[:, 1], "lambda": lam_[1]}
+    _check_rule(
+        R.eigen(sp.IndexedBase("Ms"), F.u_, F.lam), _S(sp.IndexedBase("Ms")[a, b] * F.u_[b] * x[0, a], a, b), ev
+    )
     A, T = F.Ah_, F.Th_
     q = _S(A[F.l, 0, 1], F.l)
     _check_rule(R.cancel_quotient(), _S(A[F.h, 0, 1] * A[F.l, 0, 1] * T[F.h, 0, 1] / q, F.h, F.l), env)
@@ -284,6 +290,10 @@ FORMULA_MUTANTS = [
     "T2 gates 1/sum -> 1/H",
     "T2 P = mean -> sum",
     "T2 O_ij = H sum g T -> sum g T",
+    "T5 spectral map swapped",
+    "T5 on Fix(T): 1 - lambda -> 1 - lambda^2",
+    "T5 on the -1 space: 1 + lambda -> 1 - lambda",
+    "T5 Delta = I - A (x) T -> I + A (x) T",
     "T6 Fourier sign reversed",
     "T6 Fourier phi_k(j) = zeta^j -> zeta^-j",
     "T6 Fourier kernel row 0 -> column 0",
