@@ -7,9 +7,11 @@ data (:mod:`theory.statements`): every hypothesis and conclusion has an id, its 
 text, an executable predicate of :mod:`theory.oracles` with its params and tolerance rule, and
 links — conclusions name the derivation steps of :mod:`theory.derivations` that prove them and the
 property tests that exercise them, hypotheses name their necessity witnesses. Every number a
-statement carries (T3's interval, T2's Kronecker miss, T4's triangle coefficient, T5's spectra,
-T6's Fourier sign and growth formula, T1's stacking) is a param: THEOREMS.md and the property
-tests (``tests/numerics/test_statements.py``) read it from here. ``CLAIMS`` holds E1-E6 and LAP (statement,
+statement carries (T3's interval, T2's Kronecker miss, T4's triangle coefficient, T6's growth
+shift) is a param, and so is every formula (a SymPy expression of :mod:`theory.formulas`: T1's
+stacking, T2's walk, T3's forms, T4's balance, T5's spectral map, T6's Fourier symbol): THEOREMS.md,
+the property tests (``tests/numerics/test_statements.py``) and the derivations for symbolic sizes
+(:mod:`theory.derivations_general`) read it from here. ``CLAIMS`` holds E1-E6 and LAP (statement,
 statistic, null model, decision rule); adding a claim is adding one :class:`Claim` entry.
 
 One idea per file: :mod:`theory.theorem` (the :class:`Theorem` record), :mod:`theory.registry_common`
