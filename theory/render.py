@@ -33,8 +33,12 @@ text below, an executable predicate of `theory/oracles.py` (dense float64 / mpma
 fractions, independent of the code under test) with the numbers it carries, and links — the
 derivation steps of `theory/derivations.py` that prove it symbolically (SymPy, exact zero
 residuals), the property tests that exercise it, and (for hypotheses) the necessity witnesses that
-show it cannot be dropped. `pytest --theorem ID` runs every test tagged with that id and prints the
-theorem table (symbolic ✓/✗, property examples, worst residual, necessity counterexamples).
+show it cannot be dropped. Every formula is `sympy.latex` of a SymPy expression of `theory/formulas.py`
+(indices: $i, j, k, m$ tokens $0..n-1$, $a, b, c$ features $0..d-1$, $h, l$ heads $0..H-1$) that the
+oracles evaluate and the derivations prove; each conclusion states its proof scope (all sizes by the
+derivations for symbolic sizes of `theory/derivations_general.py`, sized exact checks, or numeric
+only). `pytest --theorem ID` runs every test tagged with or linked to that id and prints the theorem
+table (symbolic ✓/✗, property examples, worst residual, necessity counterexamples, proof scopes).
 """
 
 
