@@ -60,20 +60,27 @@ def test_theorem_option_deselects_other_tests():
 
     import tests.conftest as cf
 
-    def item(*ids):
+    def item(*ids, nodeid="tests/elsewhere/test_unlinked.py::test_x"):
         marks = [types.SimpleNamespace(args=(i,)) for i in ids]
         return types.SimpleNamespace(
-            iter_markers=lambda name, m=marks: iter(m if name == "theorem" else []), user_properties=[]
+            iter_markers=lambda name, m=marks: iter(m if name == "theorem" else []),
+            add_marker=lambda mark, m=marks: m.append(types.SimpleNamespace(args=mark.args)),
+            user_properties=[],
+            nodeid=nodeid,
         )
 
-    items = [item("T3"), item("T1"), item(), item("T1", "T3")]
+    # the last item carries no marker, but the registry links its file to T3 (and T4)
+    linked = item(nodeid="tests/numerics/test_markov_mutants.py::test_x[case]")
+    size_limit = item(nodeid="tests/numerics/test_laplacian_mutants.py::test_diagnose_size_limits_default_to_1024")
+    items = [item("T3"), item("T1"), item(), item("T1", "T3"), linked, size_limit]
     deselected = []
     cfg = _FakeConfig(**{"--theorem": ["T3"]})
     cfg.hook = types.SimpleNamespace(pytest_deselected=lambda items: deselected.extend(items))
     keep = list(items)
     cf.pytest_collection_modifyitems(cfg, keep)
-    assert keep == [items[0], items[3]] and deselected == [items[1], items[2]]
+    assert keep == [items[0], items[3], linked] and deselected == [items[1], items[2], size_limit]
     assert items[3].user_properties == [("theorem", "T1"), ("theorem", "T3")]
+    assert linked.user_properties == [("theorem", "T3"), ("theorem", "T4")]
 
 
 class _FakeConfig:
