@@ -122,28 +122,45 @@ def t3_rules(*, stochastic=True, balance=True, orthogonal=True, transpose=True) 
 def general_l3(theorem) -> Derivation:
     D = Derivation("L3", _sizes("n", "d"))
     ident = theorem.conclusion("L3.identity").params["identity"]
+    hyp = theorem.hypothesis_ids  # a dropped hypothesis is a missing rule
     D.add(
         "general: <x,(I-W)x>_pi = Dirichlet + correction (no row sums), all n, d",
-        R.prove(ident.lhs, ident.rhs, t3_rules(stochastic=False, transpose=False)),
+        R.prove(
+            ident.lhs,
+            ident.rhs,
+            t3_rules(stochastic=False, transpose=False, balance="L3.balance" in hyp, orthogonal="L3.metric" in hyp),
+        ),
     )
     return D
 
 
 def general_t3(theorem) -> Derivation:
     D = Derivation("T3", _sizes("n", "d"))
+    hyp = theorem.hypothesis_ids  # a dropped hypothesis is a missing rule
+    has = {
+        "stochastic": "T3.a" in hyp,
+        "balance": "T3.b" in hyp,
+        "orthogonal": "T3.c1" in hyp,
+        "transpose": "T3.c2" in hyp,
+    }
+
+    def rules(*names):
+        return t3_rules(**{k: has[k] and k in names for k in has})
+
     sa = theorem.conclusion("T3.self_adjoint").params["self_adjoint"]
     D.add(
         "general: <x, Delta y>_pi = <Delta x, y>_pi from (b), (c2), all n, d",
-        R.prove(sa.lhs, sa.rhs, t3_rules(stochastic=False, orthogonal=False)),
+        R.prove(sa.lhs, sa.rhs, rules("balance", "transpose")),
     )
     di = theorem.conclusion("T3.dirichlet").params["dirichlet"]
     D.add(
-        "general: Dirichlet identity from (a), (b), (c1), all n, d", R.prove(di.lhs, di.rhs, t3_rules(transpose=False))
+        "general: Dirichlet identity from (a), (b), (c1), all n, d",
+        R.prove(di.lhs, di.rhs, rules("stochastic", "balance", "orthogonal")),
     )
     up = theorem.conclusion("T3.spectrum").params["upper_form"]
     D.add(
         "general: <x,(2I-Delta)x>_pi = 1/2 sum pi_i P_ij |x_i + O_ij x_j|^2 from (a), (b), (c1), all n, d",
-        R.prove(up.lhs, up.rhs, t3_rules(transpose=False)),
+        R.prove(up.lhs, up.rhs, rules("stochastic", "balance", "orthogonal")),
     )
     return D
 
@@ -156,7 +173,9 @@ def general_t4(theorem) -> Derivation:
     c = theorem.conclusion("T4.criterion")
     bal, sta = c.params["balance"], c.params["stationary"]
     where = dict(bal.where)
-    S_def = where[F.S_[F.i, F.j]].xreplace({F.mu_[F.i, F.j]: 0})  # T4.softmax: no mask
+    S_def = where[F.S_[F.i, F.j]]
+    if "T4.softmax" in theorem.hypothesis_ids:  # full support: no mask
+        S_def = S_def.xreplace({F.mu_[F.i, F.j]: 0})
     step = D.add(
         "general: symmetric M => symmetric scores S_ij = S_ji (no mask), all n, d",
         R.prove(S_def, S_def.xreplace({F.i: F.j, F.j: F.i}), premise_rules(bal)),

@@ -467,3 +467,27 @@ def test_general_derivation_times(capsys):
         out[tid] = round(time.perf_counter() - t0, 3)
     with capsys.disabled():
         print("\ngeneral derivation times (s):", out)
+
+
+@pytest.mark.parametrize(
+    "tid,hid",
+    [
+        pytest.param(t, h, marks=pytest.mark.theorem(t), id=f"{t} without {h}")
+        for t, h in [
+            ("T3", "T3.a"),
+            ("T3", "T3.b"),
+            ("T3", "T3.c1"),
+            ("T3", "T3.c2"),
+            ("L3", "L3.balance"),
+            ("L3", "L3.metric"),
+            ("T4", "T4.softmax"),
+            ("T2", "T2.heads"),
+            ("T6", "T6.H3"),
+        ]
+    ],
+)
+def test_a_dropped_hypothesis_fails_the_derivation_for_symbolic_sizes(tid, hid):
+    """The registry's hypotheses are the derivation's rules: the statement without one (a statement
+    mutant, as in the gate) is not proved."""
+    D = get(tid).without(hid).derive_general()
+    assert not D.passed, (tid, hid)
