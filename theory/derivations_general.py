@@ -119,48 +119,69 @@ def t3_rules(*, stochastic=True, balance=True, orthogonal=True, transpose=True) 
     return out
 
 
+def hypothesis_rules(theorem, *ids: str) -> list[R.Rule]:
+    """The rewrite rules the registry's hypotheses ``ids`` state, compiled from their formulas
+    (``Σ_v X_uv = 1`` -> row sums; ``π_u X_uv = π_v X_vu`` -> detailed balance;
+    ``Σ_a O_uvab O_uvac = δ_bc`` -> orthogonality; ``O[perm] = O`` -> a symmetry). A hypothesis the
+    statement does not list, or a formula of another shape, gives no rule."""
+    out: list[R.Rule] = []
+    for hid in ids:
+        if hid not in theorem.hypothesis_ids:
+            continue
+        for ident in theorem.hypothesis(hid).params.values():
+            if not isinstance(ident, F.Identity):
+                continue
+            lhs, rhs = ident.lhs, ident.rhs
+            if isinstance(lhs, sp.Sum) and rhs == 1 and isinstance(lhs.function, sp.Indexed):
+                X = lhs.function
+                if len(lhs.limits) == 1 and X.indices[-1] == lhs.limits[0][0]:
+                    out.append(R.row_sum(X.base))
+            elif isinstance(lhs, sp.Sum) and isinstance(rhs, sp.KroneckerDelta) and isinstance(lhs.function, sp.Mul):
+                f, g = lhs.function.args
+                if (
+                    f.base == g.base
+                    and f.indices[:3] == g.indices[:3]
+                    and {f.indices[3], g.indices[3]} == set(rhs.args)
+                ):
+                    out.append(R.orthogonality(f.base))
+            elif isinstance(lhs, sp.Mul) and isinstance(rhs, sp.Mul):
+                (pu, Xuv), (pv, Xvu) = (sorted(e.args, key=lambda x: len(x.indices)) for e in (lhs, rhs))
+                u, v = Xuv.indices
+                if pu.indices == (u,) and pv.indices == (v,) and Xvu.indices == (v, u) and Xvu.base == Xuv.base:
+                    out.append(R.detailed_balance(pu.base, Xuv.base))
+            elif isinstance(lhs, sp.Indexed) and isinstance(rhs, sp.Indexed) and lhs.base == rhs.base:
+                perm = [rhs.indices.index(x) for x in lhs.indices]
+                out.append(R.swap_symmetry(lhs.base, perm, sp.latex(sp.Eq(lhs, rhs))))
+    return out
+
+
 def general_l3(theorem) -> Derivation:
     D = Derivation("L3", _sizes("n", "d"))
     ident = theorem.conclusion("L3.identity").params["identity"]
-    hyp = theorem.hypothesis_ids  # a dropped hypothesis is a missing rule
+    rules = [r for r in hypothesis_rules(theorem, "L3.balance", "L3.metric") if not r.name.startswith("swap")]
     D.add(
         "general: <x,(I-W)x>_pi = Dirichlet + correction (no row sums), all n, d",
-        R.prove(
-            ident.lhs,
-            ident.rhs,
-            t3_rules(stochastic=False, transpose=False, balance="L3.balance" in hyp, orthogonal="L3.metric" in hyp),
-        ),
+        R.prove(ident.lhs, ident.rhs, rules),
     )
     return D
 
 
 def general_t3(theorem) -> Derivation:
     D = Derivation("T3", _sizes("n", "d"))
-    hyp = theorem.hypothesis_ids  # a dropped hypothesis is a missing rule
-    has = {
-        "stochastic": "T3.a" in hyp,
-        "balance": "T3.b" in hyp,
-        "orthogonal": "T3.c1" in hyp,
-        "transpose": "T3.c2" in hyp,
-    }
-
-    def rules(*names):
-        return t3_rules(**{k: has[k] and k in names for k in has})
-
     sa = theorem.conclusion("T3.self_adjoint").params["self_adjoint"]
     D.add(
         "general: <x, Delta y>_pi = <Delta x, y>_pi from (b), (c2), all n, d",
-        R.prove(sa.lhs, sa.rhs, rules("balance", "transpose")),
+        R.prove(sa.lhs, sa.rhs, hypothesis_rules(theorem, "T3.b", "T3.c2")),
     )
     di = theorem.conclusion("T3.dirichlet").params["dirichlet"]
     D.add(
         "general: Dirichlet identity from (a), (b), (c1), all n, d",
-        R.prove(di.lhs, di.rhs, rules("stochastic", "balance", "orthogonal")),
+        R.prove(di.lhs, di.rhs, hypothesis_rules(theorem, "T3.a", "T3.b", "T3.c1")),
     )
     up = theorem.conclusion("T3.spectrum").params["upper_form"]
     D.add(
         "general: <x,(2I-Delta)x>_pi = 1/2 sum pi_i P_ij |x_i + O_ij x_j|^2 from (a), (b), (c1), all n, d",
-        R.prove(up.lhs, up.rhs, rules("stochastic", "balance", "orthogonal")),
+        R.prove(up.lhs, up.rhs, hypothesis_rules(theorem, "T3.a", "T3.b", "T3.c1")),
     )
     return D
 

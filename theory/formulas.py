@@ -207,6 +207,17 @@ PI_FORM = sp.Sum(
 #: ``sum_ij pi_i P_ij ||x_i - O_ij x_j||^2``
 DIRICHLET_SUM = sp.Sum(pi_[i] * P_[i, j] * sp.Sum(_transported(-1) ** 2, (a, 0, d - 1)), (i, 0, n - 1), (j, 0, n - 1))
 
+#: T3's hypotheses as equations (and the derivations' rewrite rules): (a) rows sum to 1
+STOCHASTIC = Identity("stochastic", sp.Sum(P_[i, j], (j, 0, n - 1)), sp.S.One, (i,))
+#: (b) detailed balance
+BALANCE = Identity("balance", pi_[i] * P_[i, j], pi_[j] * P_[j, i], (i, j))
+#: (c1) every O_ij (on the support) orthogonal
+ORTHOGONAL = Identity(
+    "orthogonal", sp.Sum(O_[i, j, a, b] * O_[i, j, a, c], (a, 0, d - 1)), sp.KroneckerDelta(b, c), (i, j, b, c)
+)
+#: (c2) O_ji = O_ij^T (on two-way edges)
+TRANSPOSE = Identity("transpose", O_[j, i, b, a], O_[i, j, a, b], (i, j, a, b))
+
 #: T3's Dirichlet identity
 DIRICHLET = Identity("dirichlet", PI_FORM, sp.Rational(1, 2) * DIRICHLET_SUM)
 

@@ -33,36 +33,50 @@ from .oracle_instances import (
 # ---------------------------------------------------------------------------------------------
 # hypotheses
 # ---------------------------------------------------------------------------------------------
+def _walk_values(P, O, pi=None) -> dict:
+    n, d = P.shape[0], O.shape[-1]
+    return {"P": P, "O": O, "pi": pi, "n": n, "d": d}
+
+
 def stochastic(inst, params) -> Verdict:
-    P, _ = walk_view(inst)
-    return _v(np.abs(P.sum(-1) - 1).max(), 64 * EPS * P.shape[0], "max |Σ_j P_ij − 1|")
+    """(a), the registry's formula ``params["stochastic"]`` evaluated on the instance."""
+    P, O = walk_view(inst)
+    lhs, rhs = _F.evaluate(params.get("stochastic", _F.STOCHASTIC), _walk_values(P, O))
+    return _v(np.abs(lhs - rhs).max(), 64 * EPS * P.shape[0], "max |Σ_j P_ij − 1| (the registry's formula)")
 
 
 def reversible(inst, params) -> Verdict:
-    P, _ = walk_view(inst)
+    """(b), the registry's formula ``params["balance"]`` evaluated with the instance's (or the
+    stationary) ``π``; no positive ``π`` or a one-way edge is a certain failure."""
+    P, O = walk_view(inst)
     pi = walk_pi(inst, P)
     n = P.shape[0]
     if pi.min() <= 1e-12 * max(pi.max(), 1e-300):
         return Verdict(False, math.inf, 0.0, f"no positive π (min π = {pi.min():.2e})")
     one_way = ((P > 0) & (P.T == 0)).any()
-    F = pi[:, None] * P
-    r = float(np.abs(F - F.T).max())
-    t = 1e3 * EPS * n * max(float(F.max()), 1e-300)
-    v = _v(r, t, "max |π_i P_ij − π_j P_ji|")
+    lhs, rhs = _F.evaluate(params.get("balance", _F.BALANCE), _walk_values(P, O, pi))
+    r = float(np.abs(lhs - rhs).max())
+    t = 1e3 * EPS * n * max(float((pi[:, None] * P).max()), 1e-300)
+    v = _v(r, t, "max |π_i P_ij − π_j P_ji| (the registry's formula)")
     return Verdict(False, math.inf, t, "one-way edge") if one_way else v
 
 
 def orthogonal(inst, params) -> Verdict:
+    """(c1), the registry's formula ``params["orthogonal"]`` evaluated on the support of ``P``."""
     P, O = walk_view(inst)
     d = O.shape[-1]
-    r = max((float(np.abs(O[i, j].T @ O[i, j] - np.eye(d)).max()) for i, j in zip(*np.nonzero(P))), default=0.0)
+    lhs, rhs = _F.evaluate(params.get("orthogonal", _F.ORTHOGONAL), _walk_values(P, O))
+    on = (P != 0)[:, :, None, None]
+    r = float(np.abs(np.where(on, lhs - rhs, 0.0)).max()) if lhs.size else 0.0
     return _v(r, 64 * EPS * d * max(1.0, float(np.abs(O).max()) ** 2), "max ‖O_ijᵀO_ij − I‖ on the support")
 
 
 def transpose_compatible(inst, params) -> Verdict:
+    """(c2), the registry's formula ``params["transpose"]`` evaluated on the two-way edges."""
     P, O = walk_view(inst)
-    two = (P > 0) & (P.T > 0)
-    r = max((float(np.abs(O[j, i] - O[i, j].T).max()) for i, j in zip(*np.nonzero(two))), default=0.0)
+    two = ((P > 0) & (P.T > 0))[:, :, None, None]
+    lhs, rhs = _F.evaluate(params.get("transpose", _F.TRANSPOSE), _walk_values(P, O))
+    r = float(np.abs(np.where(two, lhs - rhs, 0.0)).max()) if lhs.size else 0.0
     return _v(r, 64 * EPS * max(1.0, float(np.abs(O).max())), "max ‖O_ji − O_ijᵀ‖ on two-way edges")
 
 

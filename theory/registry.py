@@ -85,8 +85,9 @@ T3: Theorem = Theorem(
         Hypothesis(
             "T3.a",
             "(a) stochastic",
-            "$\\sum_j P_{ij} = 1$",
+            "«stochastic»",
             predicate="stochastic",
+            params={"stochastic": _F.STOCHASTIC},
             witnesses=(
                 Witness(
                     "T3.a.w1",
@@ -105,8 +106,9 @@ T3: Theorem = Theorem(
         Hypothesis(
             "T3.b",
             "(b) reversible",
-            "$\\pi_i P_{ij} = \\pi_j P_{ji}$ for some positive $\\pi$",
+            "«balance» for some positive $\\pi$",
             predicate="reversible",
+            params={"balance": _F.BALANCE},
             witnesses=(
                 Witness(
                     "T3.b.w1",
@@ -120,8 +122,9 @@ T3: Theorem = Theorem(
         Hypothesis(
             "T3.c1",
             "(c1) orthogonal",
-            "every $O_{ij}$ on the support is orthogonal",
+            "every $O_{ij}$ on the support ($P_{ij} \\ne 0$) is orthogonal: «orthogonal»",
             predicate="orthogonal",
+            params={"orthogonal": _F.ORTHOGONAL},
             witnesses=(
                 Witness(
                     "T3.c1.w1",
@@ -142,8 +145,9 @@ T3: Theorem = Theorem(
         Hypothesis(
             "T3.c2",
             "(c2) transpose-compatible",
-            "$O_{ji} = O_{ij}^\\top$ on every edge",
+            "transpose-compatible on every two-way edge: «transpose»",
             predicate="transpose_compatible",
+            params={"transpose": _F.TRANSPOSE},
             witnesses=(
                 Witness(
                     "T3.c2.w1",

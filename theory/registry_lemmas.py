@@ -90,7 +90,8 @@ LEMMAS: list[Theorem] = [
             Hypothesis(
                 "L3.balance",
                 "detailed balance",
-                "$\\pi_i P_{ij} = \\pi_j P_{ji}$ with $\\pi > 0$; row sums $r_i = \\sum_j P_{ij}$ arbitrary",
+                "«balance» with $\\pi > 0$; row sums arbitrary",
+                params={"balance": _F.BALANCE},
                 witnesses=(
                     Witness(
                         "L3.balance.w1",
@@ -102,7 +103,8 @@ LEMMAS: list[Theorem] = [
             Hypothesis(
                 "L3.metric",
                 "metric",
-                "$O_{ij}$ orthogonal and $O_{ji} = O_{ij}^\\top$",
+                "every $O_{ij}$ orthogonal, «orthogonal», and transpose-compatible, «transpose»",
+                params={"orthogonal": _F.ORTHOGONAL, "transpose": _F.TRANSPOSE},
                 witnesses=(
                     Witness(
                         "L3.metric.w1",

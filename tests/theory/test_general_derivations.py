@@ -491,3 +491,46 @@ def test_a_dropped_hypothesis_fails_the_derivation_for_symbolic_sizes(tid, hid):
     mutant, as in the gate) is not proved."""
     D = get(tid).without(hid).derive_general()
     assert not D.passed, (tid, hid)
+
+
+def _t3_instance():
+    K = np.array([[1.0, 2.0, 0.5], [2.0, 1.0, 1.5], [0.5, 1.5, 2.0]])
+    P = K / K.sum(1, keepdims=True)
+
+    def rot(t):
+        return np.array([[math.cos(t), -math.sin(t)], [math.sin(t), math.cos(t)]])
+
+    O = np.zeros((3, 3, 2, 2))
+    for u in range(3):
+        O[u, u] = np.diag([1.0, -1.0])
+        for v in range(u + 1, 3):
+            O[u, v], O[v, u] = rot(0.3 + u + 2 * v), rot(0.3 + u + 2 * v).T
+    return {"kind": "walk", "P": P, "O": O, "pi": K.sum(1) / K.sum()}
+
+
+@pytest.mark.theorem("T3")
+@pytest.mark.parametrize(
+    "hid,key,edit",
+    [
+        ("T3.a", "stochastic", lambda f: f.edited(rhs=sp.Integer(2))),
+        ("T3.b", "balance", lambda f: f.edited(rhs=F.pi_[F.j] * F.P_[F.i, F.j])),
+        ("T3.c1", "orthogonal", lambda f: f.edited(rhs=2 * f.rhs)),
+        ("T3.c2", "transpose", lambda f: f.edited(lhs=F.O_[F.j, F.i, F.a, F.b])),
+    ],
+    ids=["(a) rows sum to 2", "(b) pi_j P_ij", "(c1) 2 delta", "(c2) O_ji = O_ij"],
+)
+def test_hypothesis_formula_mutants_fail(hid, key, edit):
+    """A hypothesis is a formula too: its edit is rejected by its predicate on an instance of the
+    true hypothesis (so the property tests' sampler is caught) and the derivation for symbolic
+    sizes, which compiles its rules from these formulas, is no longer proved."""
+    from dataclasses import replace
+
+    from theory import oracles
+
+    t = get("T3")
+    h = t.hypothesis(hid)
+    bad = replace(h, params={**h.params, key: edit(h.params[key])})
+    mutant = replace(t, hypotheses=tuple(bad if x.id == hid else x for x in t.hypotheses))
+    assert t.derive_general().passed and not mutant.derive_general().passed
+    inst = _t3_instance()
+    assert oracles.judge(h, inst).holds and not oracles.judge(bad, inst).holds
