@@ -138,6 +138,36 @@ MUTANTS = {
 }
 
 
+#: the mutants above that edit a formula (a SymPy expression THEOREMS.md renders): at least three per
+#: theorem; each is also refuted by the derivation for symbolic sizes
+#: (tests/theory/test_general_derivations.py)
+FORMULA_MUTANTS = [
+    "T3 Dirichlet 1/2 -> 1",
+    "T3 Dirichlet x_i - O_ij x_j -> x_i + O_ij x_j",
+    "T3 Dirichlet pi_i -> pi_j",
+    "T3 Dirichlet pi_i P_ij -> pi_i P_ji",
+    "T4 symmetric scores dropped",
+    "T4 stationary without symmetric scores",
+    "T4 pi_i = Z_i -> pi_i = 1",
+    "T4 pi_i = Z_i -> Z_i^2",
+    "T1 A (x) T -> T (x) A",
+    "T1 token-major -> feature-major",
+    "T1 SHA = A X T^T -> A X T",
+    "T1 SHA = A X T^T -> A^T X T^T",
+    "T2 gates 1/sum -> 1/H",
+    "T2 P = mean -> sum",
+    "T2 O_ij = H sum g T -> sum g T",
+    "T5 spectral map swapped",
+    "T5 on Fix(T): 1 - lambda -> 1 - lambda^2",
+    "T5 on the -1 space: 1 + lambda -> 1 - lambda",
+    "T5 Delta = I - A (x) T -> I + A (x) T",
+    "T6 Fourier sign reversed",
+    "T6 Fourier phi_k(j) = zeta^j -> zeta^-j",
+    "T6 Fourier kernel row 0 -> column 0",
+    "T6 Fourier J = W - I -> W",
+]
+
+
 def _params(names):
     return [pytest.param(n, marks=pytest.mark.theorem(n.split()[0]), id=n) for n in names]
 
@@ -193,3 +223,18 @@ def test_property_test_reads_the_registry(monkeypatch, name):
 def test_every_theorem_has_at_least_one_mutant_here():
     ids = {n.split()[0] for n in MUTANTS}
     assert ids == {"T1", "T2", "T3", "T4", "T5", "T6"}
+
+
+def test_every_theorem_has_three_formula_mutants():
+    from collections import Counter
+
+    counts = Counter(n.split()[0] for n in FORMULA_MUTANTS)
+    assert all(counts[t] >= 3 for t in ("T1", "T2", "T3", "T4", "T5", "T6")), counts
+    for name in FORMULA_MUTANTS:
+        original, mutant = MUTANTS[name]()
+        edited = [
+            c.id
+            for c, m in zip(original.conclusions, mutant.conclusions, strict=True)
+            if any(m.params.get(k) != v for k, v in c.formulas.items())
+        ]
+        assert edited, f"{name}: no formula edited"

@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 import sympy as sp
 
+from tests.theory.test_gate import FORMULA_MUTANTS  # the gate's formula mutants
 from theory import derivations_general as G
 from theory import derivations_spectral as dsp
 from theory import derivations_walks as dw
@@ -272,33 +273,6 @@ def test_a_wrong_index_split_fails_the_stacking_lemma(monkeypatch):
         R, "split_index", lambda e, blocks: good(e, blocks).xreplace({F.a: F.b}) if e.has(F.a) else good(e, blocks)
     )
     assert _failing(get("L1").derive_general())
-
-
-FORMULA_MUTANTS = [
-    "T3 Dirichlet 1/2 -> 1",
-    "T3 Dirichlet x_i - O_ij x_j -> x_i + O_ij x_j",
-    "T3 Dirichlet pi_i -> pi_j",
-    "T3 Dirichlet pi_i P_ij -> pi_i P_ji",
-    "T4 symmetric scores dropped",
-    "T4 stationary without symmetric scores",
-    "T4 pi_i = Z_i -> pi_i = 1",
-    "T4 pi_i = Z_i -> Z_i^2",
-    "T1 A (x) T -> T (x) A",
-    "T1 token-major -> feature-major",
-    "T1 SHA = A X T^T -> A X T",
-    "T1 SHA = A X T^T -> A^T X T^T",
-    "T2 gates 1/sum -> 1/H",
-    "T2 P = mean -> sum",
-    "T2 O_ij = H sum g T -> sum g T",
-    "T5 spectral map swapped",
-    "T5 on Fix(T): 1 - lambda -> 1 - lambda^2",
-    "T5 on the -1 space: 1 + lambda -> 1 - lambda",
-    "T5 Delta = I - A (x) T -> I + A (x) T",
-    "T6 Fourier sign reversed",
-    "T6 Fourier phi_k(j) = zeta^j -> zeta^-j",
-    "T6 Fourier kernel row 0 -> column 0",
-    "T6 Fourier J = W - I -> W",
-]
 
 
 @pytest.mark.parametrize(
