@@ -244,7 +244,7 @@ def general_t2(theorem) -> Derivation:
     lhs = _heads(instantiate(rows.lhs, rows.where))
     D.add(
         "general: P = mean_h A^h is row-stochastic when every head is, all n, H",
-        R.prove(lhs, rows.rhs, [R.row_sum(F.Ah_)] if "T2.heads" in theorem.hypothesis_ids else []),
+        R.prove(lhs, rows.rhs, hypothesis_rules(theorem, "T2.heads")),
     )
     for key, name in (("gates", "gates sum to 1"), ("blocks", "P_ij O_ij = B_ij")):
         ident = c.params[key]

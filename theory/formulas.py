@@ -285,6 +285,8 @@ _T2_WHERE = (
     (O_[i, j, a, b], H * sp.Sum(g_[h, i, j] * Th_[h, a, b], (h, 0, H - 1))),
     (B_[i, j, a, b], sp.Sum(Ah_[h, i, j] * Th_[h, a, b], (h, 0, H - 1))),
 )
+#: T2's hypothesis (heads): every head row-stochastic
+HEADS_STOCHASTIC = Identity("heads", sp.Sum(Ah_[h, i, j], (j, 0, n - 1)), sp.S.One, (h, i))
 #: T2: ``P = mean_h A^h`` is row-stochastic (when every head is: hypothesis T2.heads)
 T2_ROWS = Identity(
     "rows",

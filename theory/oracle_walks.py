@@ -93,10 +93,14 @@ def full_support(inst, params) -> Verdict:
 
 
 def heads_stochastic(inst, params) -> Verdict:
+    """T2.heads: the registry's formula ``params["heads"]`` (rows of every head sum to 1) evaluated
+    on the instance, and no negative entry."""
     As = np.asarray(inst["As"] if "As" in inst else inst["A0"], float)
+    H, n, _ = As.shape
     neg = float(np.clip(-As, 0, None).max())
-    r = max(float(np.abs(As.sum(-1) - 1).max()), neg)
-    return _v(r, 64 * EPS * As.shape[-1], "max |Σ_j A^h_ij − 1|, negative entries")
+    lhs, rhs = _F.evaluate(params.get("heads", _F.HEADS_STOCHASTIC), {"A": As, "n": n, "H": H})
+    r = max(float(np.abs(lhs - rhs).max()), neg)
+    return _v(r, 64 * EPS * As.shape[-1], "max |Σ_j A^h_ij − 1| (the registry's formula), negative entries")
 
 
 def p_is_head_mean(inst, params) -> Verdict:

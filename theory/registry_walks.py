@@ -96,8 +96,9 @@ WALK_THEOREMS: list[Theorem] = [
             Hypothesis(
                 "T2.heads",
                 "heads",
-                "$B_{ij} = \\sum_h A^h_{ij} T_h$, every $A^h$ row-stochastic (softmax: strictly positive)",
+                "blocks $B_{ij} = \\sum_h A^h_{ij} T_h$ (as defined in the conclusion), every head row-stochastic (softmax: strictly positive): «heads»",
                 predicate="heads_stochastic",
+                params={"heads": _F.HEADS_STOCHASTIC},
                 witnesses=(
                     Witness(
                         "T2.heads.w1",

@@ -482,16 +482,30 @@ def _t3_instance():
     return {"kind": "walk", "P": P, "O": O, "pi": K.sum(1) / K.sum()}
 
 
-@pytest.mark.theorem("T3")
+def _t2_instance():
+    As = np.array([[[0.5, 0.5], [0.25, 0.75]], [[0.9, 0.1], [0.3, 0.7]]])
+    return {"kind": "mha", "As": As, "Ts": np.array([np.eye(2), [[0.0, -1.0], [1.0, 0.0]]])}
+
+
 @pytest.mark.parametrize(
     "hid,key,edit",
     [
-        ("T3.a", "stochastic", lambda f: f.edited(rhs=sp.Integer(2))),
-        ("T3.b", "balance", lambda f: f.edited(rhs=F.pi_[F.j] * F.P_[F.i, F.j])),
-        ("T3.c1", "orthogonal", lambda f: f.edited(rhs=2 * f.rhs)),
-        ("T3.c2", "transpose", lambda f: f.edited(lhs=F.O_[F.j, F.i, F.a, F.b])),
+        pytest.param("T3.a", "stochastic", lambda f: f.edited(rhs=sp.Integer(2)), marks=pytest.mark.theorem("T3")),
+        pytest.param(
+            "T3.b", "balance", lambda f: f.edited(rhs=F.pi_[F.j] * F.P_[F.i, F.j]), marks=pytest.mark.theorem("T3")
+        ),
+        pytest.param("T3.c1", "orthogonal", lambda f: f.edited(rhs=2 * f.rhs), marks=pytest.mark.theorem("T3")),
+        pytest.param(
+            "T3.c2", "transpose", lambda f: f.edited(lhs=F.O_[F.j, F.i, F.a, F.b]), marks=pytest.mark.theorem("T3")
+        ),
+        pytest.param(
+            "T2.heads",
+            "heads",
+            lambda f: f.edited(lhs=sp.Sum(F.Ah_[F.h, F.j, F.i], (F.j, 0, F.n - 1))),
+            marks=pytest.mark.theorem("T2"),
+        ),
     ],
-    ids=["(a) rows sum to 2", "(b) pi_j P_ij", "(c1) 2 delta", "(c2) O_ji = O_ij"],
+    ids=["(a) rows sum to 2", "(b) pi_j P_ij", "(c1) 2 delta", "(c2) O_ji = O_ij", "T2 heads: columns sum to 1"],
 )
 def test_hypothesis_formula_mutants_fail(hid, key, edit):
     """A hypothesis is a formula too: its edit is rejected by its predicate on an instance of the
@@ -501,10 +515,10 @@ def test_hypothesis_formula_mutants_fail(hid, key, edit):
 
     from theory import oracles
 
-    t = get("T3")
+    t = get(hid.split(".")[0])
     h = t.hypothesis(hid)
     bad = replace(h, params={**h.params, key: edit(h.params[key])})
     mutant = replace(t, hypotheses=tuple(bad if x.id == hid else x for x in t.hypotheses))
     assert t.derive_general().passed and not mutant.derive_general().passed
-    inst = _t3_instance()
+    inst = _t3_instance() if t.id == "T3" else _t2_instance()
     assert oracles.judge(h, inst).holds and not oracles.judge(bad, inst).holds
