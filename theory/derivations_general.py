@@ -201,6 +201,16 @@ def general_t4(theorem) -> Derivation:
         "general: symmetric M => symmetric scores S_ij = S_ji (no mask), all n, d",
         R.prove(S_def, S_def.xreplace({F.i: F.j, F.j: F.i}), premise_rules(bal)),
     )
+    tri = theorem.conclusion("T4.triangle").params["triangle"]
+    no_mask = {F.mu_: lambda u, v: 0} if "T4.softmax" in theorem.hypothesis_ids else {}
+    lhs = sp.expand_log(instantiate(tri.lhs, tri.where, only=[F.A_]), force=True)  # the Z_i cancel
+    lhs = instantiate(lhs, tri.where, only=[F.S_]).replace(
+        lambda e: isinstance(e, sp.Indexed) and e.base in no_mask, lambda e: no_mask[e.base](*e.indices)
+    )
+    D.add(
+        "general: Kolmogorov triangle log ratio = (2/sqrt d_k)(x_j-x_i)^T M_a (x_k-x_i), all n, d",
+        R.prove(lhs, instantiate(tri.rhs, tri.where, only=[F.Ma_])),
+    )
     # the scores' symmetry is used below only where the step above proved it
     s_rules = [R.symmetric(F.S_)] if step.passed else []
     for ident, name in ((bal, "detailed balance Z_i A_ij = Z_j A_ji"), (sta, "stationary sum_i Z_i A_ij = Z_j")):

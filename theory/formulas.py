@@ -265,7 +265,8 @@ L1_TOKEN_MAJOR = Identity("token_major", Vec((A_m * X_m * T_m.T).T), sp.Kronecke
 L1_FEATURE_MAJOR = Identity("feature_major", Vec(A_m * X_m * T_m.T), sp.KroneckerProduct(T_m, A_m) * Vec(X_m))
 
 # T4: softmax attention with symmetric scores
-X_, M_, S_, Z_, A_, mu_ = (sp.IndexedBase(s) for s in ("X", "M", "S", "Z", "A", "mu"))
+X_, M_, Z_, A_, mu_, Ma_ = (sp.IndexedBase(s) for s in ("X", "M", "Z", "A", "mu", "Ma"))
+S_ = sp.IndexedBase("S", real=True)  # real scores: log(e^S) = S
 _T4_WHERE = (
     (S_[i, j], sp.Sum(X_[i, a] * M_[a, b] * X_[j, b], (a, 0, d - 1), (b, 0, d - 1)) / sp.sqrt(dk) + mu_[i, j]),
     (Z_[i], sp.Sum(sp.exp(S_[i, k]), (k, 0, n - 1))),
@@ -274,6 +275,15 @@ _T4_WHERE = (
 _T4_SYMMETRIC = ((M_[a, b], M_[b, a]),)
 #: T4: symmetric scores give detailed balance with ``pi_i = Z_i`` (``mu``: the mask, 0 without one)
 T4_BALANCE = Identity("balance", Z_[i] * A_[i, j], Z_[j] * A_[j, i], (i, j), _T4_SYMMETRIC, _T4_WHERE)
+#: T4: the Kolmogorov triangle identity (every triple; ``Ma`` the antisymmetric part of ``M``)
+T4_TRIANGLE = Identity(
+    "triangle",
+    sp.log(A_[i, j]) + sp.log(A_[j, k]) + sp.log(A_[k, i]) - sp.log(A_[i, k]) - sp.log(A_[k, j]) - sp.log(A_[j, i]),
+    2 / sp.sqrt(dk) * sp.Sum((X_[j, a] - X_[i, a]) * Ma_[a, b] * (X_[k, b] - X_[i, b]), (a, 0, d - 1), (b, 0, d - 1)),
+    (i, j, k),
+    (),
+    (*_T4_WHERE, (Ma_[a, b], (M_[a, b] - M_[b, a]) / 2)),
+)
 #: T4: ... and ``pi_i = Z_i`` is stationary
 T4_STATIONARY = Identity("stationary", sp.Sum(Z_[i] * A_[i, j], (i, 0, n - 1)), Z_[j], (j,), _T4_SYMMETRIC, _T4_WHERE)
 

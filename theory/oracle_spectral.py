@@ -105,26 +105,17 @@ def _softmax_instance(inst, M: np.ndarray, *, causal: bool = False, beta=None):
 
 
 def t4_triangle(inst, params) -> Verdict:
-    M = np.asarray(inst["M"], float)
-    X, dk, S, A = _softmax_instance(inst, M)
-    n = X.shape[0]
-    Ma = (M - M.T) / 2
-    coef = params["sign"] * params["coefficient"] / math.sqrt(dk)
-    worst = 0.0
-    for i in range(n):
-        for j in range(i + 1, n):
-            for k in range(j + 1, n):
-                lhs = (
-                    math.log(A[i, j])
-                    + math.log(A[j, k])
-                    + math.log(A[k, i])
-                    - math.log(A[i, k])
-                    - math.log(A[k, j])
-                    - math.log(A[j, i])
-                )
-                rhs = coef * float((X[j] - X[i]) @ Ma @ (X[k] - X[i]))
-                worst = max(worst, abs(lhs - rhs) / (1 + float(np.abs(S).max())))
-    return _v(worst, 64 * EPS * n, "|log triangle ratio − stated form| / (1 + max|S|)")
+    """T4's triangle formula (``params["triangle"]``: the registry's SymPy expression, with its
+    definitions of ``S``, ``Z``, ``A``, ``Ma``) on every triple of the unmasked softmax attention."""
+    X, M = np.asarray(inst["X"], float), np.asarray(inst["M"], float)
+    n, d = X.shape
+    dk = float(inst["dk"]) if inst.get("dk") is not None else float(d)
+    values = {"X": X, "M": M, "mu": np.zeros((n, n)), "d_k": dk, "n": n, "d": d}
+    ident = params.get("triangle", _F.T4_TRIANGLE)
+    lhs, rhs = _F.evaluate(ident, values)
+    S = _F.environment(ident, values)["S"]
+    worst = float(np.abs(lhs - rhs).max()) / (1 + float(np.abs(S).max()))
+    return _v(worst, 64 * EPS * n, "|log triangle ratio − stated form| / (1 + max|S|) (the registry's formula)")
 
 
 def t4_symmetric_reversible(inst, params) -> Verdict:

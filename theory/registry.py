@@ -267,7 +267,7 @@ SCOPES: dict[str, tuple[str, tuple[str, ...]]] = {
     "T3.kernel": ("{sized}", ()),
     "T3.flat": ("{sized}", ()),
     "T3.scaled": ("{sized}", ()),
-    "T4.triangle": ("{sized}", ()),
+    "T4.triangle": ("all n, d", ("general: Kolmogorov triangle",)),
     "T4.criterion": (
         "'if' (symmetric scores): all n, d; 'only if' (Kolmogorov cycles, not in SymPy): n = 3 and checked numerically",
         (

@@ -55,9 +55,9 @@ SPECTRAL_THEOREMS: list[Theorem] = [
         conclusions=(
             _c(
                 "T4.triangle",
-                "Kolmogorov triangle identity: $\\log\\frac{A_{ij}A_{jk}A_{ki}}{A_{ik}A_{kj}A_{ji}} = «sign|sign»\\frac{«coefficient»}{\\sqrt{d_k}} (x_j - x_i)^\\top M_a (x_k - x_i)$, $M_a = \\frac{M - M^\\top}{2}$",
+                "Kolmogorov triangle identity for every triple $i, j, k$ (with $S$, $Z$, $A$ as below, no mask: $\\mu = 0$): «triangle»",
                 predicate="t4_triangle",
-                params={"coefficient": 2, "sign": 1},
+                params={"triangle": _F.T4_TRIANGLE},
                 tolerance=_REL,
                 derivations=("T4::Kolmogorov triangle (0,1,2)",),
                 tests=(_STMT,),

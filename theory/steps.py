@@ -174,6 +174,7 @@ GENERAL_STEPS: dict[str, tuple[tuple[str, ...], ...]] = {
     ),
     "T4": (
         (ZERO, "general: symmetric M => symmetric scores S_ij = S_ji (no mask), all n, d"),
+        (ZERO, "general: Kolmogorov triangle log ratio = (2/sqrt d_k)(x_j-x_i)^T M_a (x_k-x_i), all n, d"),
         (ZERO, "general: symmetric scores => detailed balance Z_i A_ij = Z_j A_ji, all n"),
         (ZERO, "general: symmetric scores => stationary sum_i Z_i A_ij = Z_j, all n"),
     ),

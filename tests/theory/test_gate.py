@@ -67,14 +67,22 @@ MUTANTS = {
         "T1", "T1.walk", "stacked", lhs=F.Vec(F.Y_m), rhs=sp.KroneckerProduct(F.A_m, F.T_m) * F.Vec(F.X_m)
     ),
     "T2 Kronecker miss 0.662 -> 0.5": lambda: _conclusion_mutant("T2", "T2.counterexample", miss=0.5),
-    "T4 triangle identity sign flipped": lambda: _conclusion_mutant("T4", "T4.triangle", sign=-1),
+    "T4 triangle identity sign flipped": lambda: _formula_mutant(
+        "T4", "T4.triangle", "triangle", rhs=-F.T4_TRIANGLE.rhs
+    ),
     "T5 without the involution hypothesis": lambda: (get("T5"), get("T5").without("T5.involution")),
     "T6 Fourier sign reversed": lambda: _formula_mutant("T6", "T6.fourier", "fourier", rhs=F.fourier(-1).rhs),
     # further mutants of the numbers the statements carry
     "T3 lower bound 0 -> 0.5": lambda: _conclusion_mutant("T3", "T3.spectrum", lo=0.5),
     "T5 spectral map swapped": lambda: _formula_mutant("T5", "T5.spectrum", "on_fix", rhs=F.T5_ON_MINUS.rhs),
     "T6 growth shift 1 -> 0": lambda: _conclusion_mutant("T6", "T6.selection", shift=0),
-    "T4 triangle coefficient 2 -> 1": lambda: _conclusion_mutant("T4", "T4.triangle", coefficient=1),
+    "T4 triangle coefficient 2 -> 1": lambda: _formula_mutant(
+        "T4", "T4.triangle", "triangle", rhs=F.T4_TRIANGLE.rhs / 2
+    ),
+    # (x_k - x_i -> x_k - x_j would be an equivalent mutant: v^T M_a v = 0 for antisymmetric M_a)
+    "T4 triangle x_j - x_i -> x_j + x_i": lambda: _formula_mutant(
+        "T4", "T4.triangle", "triangle", rhs=_x(F.T4_TRIANGLE.rhs, F.X_[F.i, F.a], -F.X_[F.i, F.a])
+    ),
     "T3 without (b) reversible": lambda: (get("T3"), get("T3").without("T3.b")),
     "T3 without (c1) orthogonal": lambda: (get("T3"), get("T3").without("T3.c1")),
     "T3 without (c2) transpose": lambda: (get("T3"), get("T3").without("T3.c2")),
@@ -150,6 +158,9 @@ FORMULA_MUTANTS = [
     "T4 stationary without symmetric scores",
     "T4 pi_i = Z_i -> pi_i = 1",
     "T4 pi_i = Z_i -> Z_i^2",
+    "T4 triangle identity sign flipped",
+    "T4 triangle coefficient 2 -> 1",
+    "T4 triangle x_j - x_i -> x_j + x_i",
     "T1 A (x) T -> T (x) A",
     "T1 token-major -> feature-major",
     "T1 SHA = A X T^T -> A X T",
