@@ -195,3 +195,22 @@ def test_report_tally_semantics(tmp_path):
     other = report.TheoremReport()
     other.merge(json.loads(js.read_text())["theorems"])  # a worker's "nan" string merges as NaN
     assert math.isnan(other.table_rows()[0]["worst_residual"])
+
+
+def test_theorem_option_collects_the_registry_linked_implementation_tests():
+    """`--theorem T3` collects the unmarked tests of T3's implementation test files (mutation-found
+    behaviour of the functions T3 names), leaving out the one size-limit test the registry unlinks."""
+    import os
+
+    files = ["tests/numerics/test_markov_mutants.py", "tests/numerics/test_laplacian_mutants.py"]
+    r = subprocess.run(
+        [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider", "--theorem", "T3", *files],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+    )
+    ids = [line for line in r.stdout.splitlines() if "::" in line]
+    assert any(i.startswith(files[0]) for i in ids) and any(i.startswith(files[1]) for i in ids), r.stdout[-2000:]
+    assert not any("test_diagnose_size_limits_default_to_1024" in i for i in ids)
