@@ -249,3 +249,22 @@ def test_every_theorem_has_three_formula_mutants():
             if any(m.params.get(k) != v for k, v in c.formulas.items())
         ]
         assert edited, f"{name}: no formula edited"
+
+
+def test_every_formula_a_predicate_evaluates_has_a_mutant_here():
+    """Each formula an oracle evaluates is edited by at least one formula mutant (so its evaluation
+    is shown to matter); the formulas no predicate evaluates are the registry's NOT_EVALUATED."""
+    edited = set()
+    for name in FORMULA_MUTANTS:
+        original, mutant = MUTANTS[name]()
+        for c, m in zip(original.conclusions, mutant.conclusions, strict=True):
+            edited |= {(c.id, k) for k, v in c.formulas.items() if m.params.get(k) != v}
+    evaluated = {
+        (c.id, k)
+        for t in registry.MAIN
+        for c in t.conclusions
+        if c.predicate
+        for k in c.formulas
+        if registry.NOT_EVALUATED.get(c.id, ("",))[0] != k
+    }
+    assert evaluated <= edited, sorted(evaluated - edited)
