@@ -7,7 +7,10 @@
   where a failing example only has to be found, never minimised).
   Chosen by ``--hypothesis-profile`` or env ``HYPOTHESIS_PROFILE``; default ``ci`` when ``CI`` is
   set, else ``dev``.
-* ``@pytest.mark.theorem("T3")`` tags a test; ``pytest --theorem T3`` runs only those; at the end
+* ``@pytest.mark.theorem("T3")`` tags a test, and so does the registry: every unmarked test in a
+  file (or every test) a registry entry links (``theory.registry.linked_tests``) is tagged with that
+  entry's id;
+  ``pytest --theorem T3`` runs only those; at the end
   a table per theorem is printed (symbolic ✓/✗, property examples, worst residual, necessity
   counterexamples); ``--theorem-json PATH`` writes it as JSON. Works with pytest-xdist.
 """
@@ -167,7 +170,24 @@ def _theorem_ids(item) -> list[str]:
     return [m.args[0] for m in item.iter_markers("theorem") if m.args]
 
 
+def _registry_links() -> tuple[dict[str, set[str]], frozenset[str]]:
+    try:
+        from theory.registry import UNLINKED, linked_tests
+
+        return linked_tests(), UNLINKED
+    except Exception:  # pragma: no cover - a broken registry fails its own tests
+        return {}, frozenset()
+
+
 def pytest_collection_modifyitems(config, items):
+    links, unlinked = _registry_links()
+    for item in items:
+        path = item.nodeid.split("::")[0]
+        func = item.nodeid.split("[")[0]
+        if func in unlinked or _theorem_ids(item):
+            continue  # a test marked for given theorems is about those (its own marks are precise)
+        for tid in sorted(links.get(path, set()) | links.get(func, set())):
+            item.add_marker(pytest.mark.theorem(tid))  # the registry links this unmarked test to tid
     for item in items:
         for tid in _theorem_ids(item):
             item.user_properties.append(("theorem", tid))

@@ -1,7 +1,10 @@
 """connwalk theory: SymPy statements and derivations of THEOREMS.md's theorems (no torch here).
 
 * :mod:`theory.registry` — ``THEOREMS`` (lemmas L1-L4, theorems T1-T6), ``CLAIMS`` (E1-E6), ``get(id)``.
-* :mod:`theory.derivations` — exact symbolic derivations (``derive_t1`` ... ``derive_t6``).
+* :mod:`theory.derivations` — exact symbolic derivations at fixed sizes (``derive_t1`` ... ``derive_t6``).
+* :mod:`theory.formulas` — one SymPy expression per identity (rendered, evaluated by the oracles, proved).
+* :mod:`theory.derivations_general` — the formulas proved for symbolic sizes, with the stated rules of
+  :mod:`theory.rewrite` (index swap, hypotheses as rewrite rules).
 * :mod:`theory.certificates` — exact rational certificates at realistic sizes (``Fraction``).
 * :mod:`theory.render` — ``python -m theory.render [--check]`` writes / guards ``THEOREMS.md``.
 * :mod:`theory.report` — the per-theorem tally behind pytest's end-of-run theorem table.

@@ -380,6 +380,10 @@ def derive_t6(n: int = 3, d: int = 2, heads: int = 2, ring: int = 5) -> Derivati
     Ms = [symbol_matrix(f"m{h}", d, d, real=True) for h in range(H)]
     bs = [symbol_matrix(f"b{h}", n, n, real=True) for h in range(H)]
     Ts = [symbol_matrix(f"t{h}", d, d, real=True) for h in range(H)]
+    if H >= 2:  # the derivation covers distinct heads: a shared score matrix, bias or transport fails here
+        D.add("heads are distinct: M_0 - M_1 != 0 (score matrices)", Ms[0] - Ms[1], expect_zero=False)
+        D.add("heads are distinct: b^0 - b^1 != 0 (positional biases)", bs[0] - bs[1], expect_zero=False)
+        D.add("heads are distinct: T_0 - T_1 != 0 (transports)", Ts[0] - Ts[1], expect_zero=False)
     # e^h_ij stands for exp(S^h_ij(X)) at the base state; the chain rule d e = e dS is applied by
     # hand so the exponentials stay algebraically independent (SymPy would merge exp products).
     es = [symbol_matrix(f"e{h}", n, n, positive=True) for h in range(H)]
@@ -436,6 +440,13 @@ def t6_fourier(ring: int, d: int, heads: int, *, sign: int = +1) -> Derivation:
     Ts = [symbol_matrix(f"t{h}", d, d, real=True) for h in range(H)]
     v = symbol_vector("v", d)
     A0 = [sp.Matrix(ring, ring, lambda i, j: a[h][(j - i) % ring]) for h in range(H)]
+    if H >= 2 and sign > 0:  # a shared score kernel or transport fails here
+        D.add(
+            "Fourier: heads are distinct: a_0 - a_1 != 0 (score kernels)",
+            sp.Matrix(a[0]) - sp.Matrix(a[1]),
+            expect_zero=False,
+        )
+        D.add("Fourier: heads are distinct: T_0 - T_1 != 0 (transports)", Ts[0] - Ts[1], expect_zero=False)
     J = block_matrix(
         [[sum((A0[h][i, j] * Ts[h] for h in range(H)), sp.zeros(d, d)) for j in range(ring)] for i in range(ring)]
     ) - sp.eye(ring * d)

@@ -225,6 +225,9 @@ def derive_t2(n: int = 2, d: int = 2, heads: int = 2) -> Derivation:
     D = Derivation("T2", {"n": n, "d": d, "heads": H})
     As = [_softmax_like(f"e{h}", n) for h in range(H)]
     Ts = [symbol_matrix(f"t{h}", d, d) for h in range(H)]
+    if H >= 2:  # the derivation covers distinct heads: a shared attention or transport fails here
+        D.add("heads are distinct: A^1 - A^2 != 0", As[0] - As[1], expect_zero=False)
+        D.add("heads are distinct: T_1 - T_2 != 0", Ts[0] - Ts[1], expect_zero=False)
     X = symbol_matrix("x", n, d)
     x = stack_token_major(X)
     B = _head_blocks(As, Ts)

@@ -242,24 +242,16 @@ def _pi_inner(x, y, pi, d):
     return float(sum(pi[i] * x[i * d : (i + 1) * d] @ y[i * d : (i + 1) * d] for i in range(len(pi))))
 
 
-def _dirichlet(P, O, pi, x, d):
+def _dirichlet_scale(P, O, pi, x, d) -> float:
+    """The size of the Dirichlet identity's terms, ``Σ_ij π_i |P_ij| (|x_i|² + |O_ij x_j|²)``: the
+    scale of its residual (the identity itself is the registry's formula, :mod:`theory.formulas`)."""
     n = P.shape[0]
-    tot, mag = 0.0, 0.0
+    mag = 0.0
     for i in range(n):
         for j in range(n):
-            if P[i, j] == 0:
-                continue
-            r = x[i * d : (i + 1) * d] - O[i, j] @ x[j * d : (j + 1) * d]
-            tot += pi[i] * P[i, j] * (r @ r)
-            mag += (
-                pi[i]
-                * P[i, j]
-                * (
-                    x[i * d : (i + 1) * d] @ x[i * d : (i + 1) * d]
-                    + (O[i, j] @ x[j * d : (j + 1) * d]) ** 2 @ np.ones(d)
-                )
-            )
-    return tot / 2, mag
+            xi, oxj = x[i * d : (i + 1) * d], O[i, j] @ x[j * d : (j + 1) * d]
+            mag += pi[i] * abs(P[i, j]) * (xi @ xi + oxj @ oxj)
+    return float(mag)
 
 
 def _spectrum_in(ev: np.ndarray, lo: float, hi: float, W: np.ndarray) -> Verdict:

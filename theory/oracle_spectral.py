@@ -10,6 +10,7 @@ import math
 
 import numpy as np
 
+from . import formulas as _F
 from .oracle_instances import (
     EPS,
     Verdict,
@@ -40,15 +41,43 @@ def _eig_count(T: np.ndarray, value: float) -> int:
     )
 
 
+def _eigen_coefficient(ident):
+    """The eigenvalue a T5 formula states, as a function of λ: ``rhs / (u_i f_a)`` (SymPy), or
+    ``None`` when the formula's right side is not a multiple of ``u ⊗ f``."""
+    import sympy as sp
+
+    coef = sp.cancel(ident.rhs / (_F.u_[_F.i] * _F.f_[_F.a]))
+    if coef.has(sp.Indexed):
+        return None
+    return sp.lambdify([_F.lam], coef, modules=["numpy"])
+
+
 def t5_spectrum(inst, params) -> Verdict:
+    """T5's formulas (``params["on_fix"]``, ``["on_minus"]``: the registry's SymPy expressions)
+    evaluated on every eigenpair of ``A`` and eigenvector of ``T`` (their premises hold by
+    construction), and the eigenvalues they state compared with ``spec Δ`` as multisets."""
     A, T = np.asarray(inst["A"], float), np.asarray(inst["T"], float)
-    lam = np.linalg.eigvals(A)
+    n, d = A.shape[0], T.shape[0]
+    lam, U = np.linalg.eig(A)
     fix, minus = _eig_count(T, 1.0), _eig_count(T, -1.0)
-    want = np.array(
-        [1 + params["on_fix"] * la for la in lam] * fix + [1 + params["on_minus"] * la for la in lam] * minus
-    )
-    got = np.linalg.eigvals(np.eye(A.shape[0] * T.shape[0]) - np.kron(A, T))
-    return _v(_match(got, want), 1e-6, f"dim Fix T = {fix}, dim(−1) = {minus}; multiset distance")
+    parts, want = [], []
+    for key, default, sigma, mult in (("on_fix", _F.T5_ON_FIX, 1.0, fix), ("on_minus", _F.T5_ON_MINUS, -1.0, minus)):
+        ident = params.get(key, default)
+        coef = _eigen_coefficient(ident)
+        if coef is None:
+            return Verdict(False, math.inf, 1e-6, f"{key}: the formula's right side is not a multiple of u ⊗ f")
+        want += [complex(coef(la)) for la in lam] * mult
+        F_ = null_space(T - sigma * np.eye(d), scale=max(float(np.linalg.norm(T, 2)), 1.0))
+        worst = 0.0
+        for col in range(F_.shape[1]):
+            for q in range(n):
+                values = {"A": A, "T": T, "u": U[:, q], "f": F_[:, col], "lambda": lam[q], "n": n, "d": d}
+                lhs, rhs = _F.evaluate(ident, values)
+                worst = max(worst, float(np.abs(lhs - rhs).max()))
+        parts.append(_v(worst, 1e-6, f"{key}: Δ(u ⊗ f) = the formula's eigenvalue · (u ⊗ f)"))
+    got = np.linalg.eigvals(np.eye(n * d) - np.kron(A, T))
+    parts.append(_v(_match(got, np.array(want)), 1e-6, f"dim Fix T = {fix}, dim(−1) = {minus}; multiset distance"))
+    return _all(*parts)
 
 
 def t5_kernel(inst, params) -> Verdict:
@@ -76,41 +105,49 @@ def _softmax_instance(inst, M: np.ndarray, *, causal: bool = False, beta=None):
 
 
 def t4_triangle(inst, params) -> Verdict:
-    M = np.asarray(inst["M"], float)
-    X, dk, S, A = _softmax_instance(inst, M)
-    n = X.shape[0]
-    Ma = (M - M.T) / 2
-    coef = params["sign"] * params["coefficient"] / math.sqrt(dk)
-    worst = 0.0
-    for i in range(n):
-        for j in range(i + 1, n):
-            for k in range(j + 1, n):
-                lhs = (
-                    math.log(A[i, j])
-                    + math.log(A[j, k])
-                    + math.log(A[k, i])
-                    - math.log(A[i, k])
-                    - math.log(A[k, j])
-                    - math.log(A[j, i])
-                )
-                rhs = coef * float((X[j] - X[i]) @ Ma @ (X[k] - X[i]))
-                worst = max(worst, abs(lhs - rhs) / (1 + float(np.abs(S).max())))
-    return _v(worst, 64 * EPS * n, "|log triangle ratio − stated form| / (1 + max|S|)")
+    """T4's triangle formula (``params["triangle"]``: the registry's SymPy expression, with its
+    definitions of ``S``, ``Z``, ``A``, ``Ma``) on every triple of the unmasked softmax attention."""
+    X, M = np.asarray(inst["X"], float), np.asarray(inst["M"], float)
+    n, d = X.shape
+    dk = float(inst["dk"]) if inst.get("dk") is not None else float(d)
+    values = {"X": X, "M": M, "mu": np.zeros((n, n)), "d_k": dk, "n": n, "d": d}
+    ident = params.get("triangle", _F.T4_TRIANGLE)
+    lhs, rhs = _F.evaluate(ident, values)
+    S = _F.environment(ident, values)["S"]
+    worst = float(np.abs(lhs - rhs).max()) / (1 + float(np.abs(S).max()))
+    return _v(worst, 64 * EPS * n, "|log triangle ratio − stated form| / (1 + max|S|) (the registry's formula)")
 
 
 def t4_symmetric_reversible(inst, params) -> Verdict:
-    M = np.asarray(inst["M"], float)
-    Ms = (M + M.T) / 2
-    causal = inst.get("mask") == "causal"
-    X, dk, S, A = _softmax_instance(inst, Ms, causal=causal)
-    Sm = S - np.max(S[np.isfinite(S)])
-    D = np.exp(Sm).sum(-1)  # D_ii up to one common factor
-    pi = D / D.sum()
-    F = pi[:, None] * A
-    db = float(np.abs(F - F.T).max()) / float(F.max())
-    stat = float(np.abs(pi @ A - pi).max()) / float(pi.max())
-    t = 64 * EPS * X.shape[0]
-    return _all(_v(db, t, "symmetric M: π_i A_ij = π_j A_ji with π ∝ D_ii"), _v(stat, t, "π stationary"))
+    """T4's formulas (``params["balance"]``, ``params["stationary"]``: SymPy expressions of the
+    registry, with their premise ``M_ab = M_ba`` and definitions ``S``, ``Z``, ``A``) evaluated on the
+    instance as drawn — ``M`` is not symmetrised here. A premise that the instance violates makes the
+    statement not applicable; a formula without the premise is checked on every instance."""
+    X, M = np.asarray(inst["X"], float), np.asarray(inst["M"], float)
+    n, d = X.shape
+    dk = float(inst["dk"]) if inst.get("dk") is not None else float(d)
+    mu = np.where(np.triu(np.ones((n, n), bool), 1), -np.inf, 0.0) if inst.get("mask") == "causal" else np.zeros((n, n))
+    values = {"X": X, "M": M, "mu": mu, "d_k": dk, "n": n, "d": d}
+    t = 64 * EPS * n
+    parts = []
+    for key, default in (("balance", _F.T4_BALANCE), ("stationary", _F.T4_STATIONARY)):
+        ident = params.get(key, default)
+        gaps = [
+            float(np.abs(pl - pr).max()) / max(float(np.abs(pl).max()), 1e-300)
+            for pl, pr in _F.premise_residuals(ident, values)
+        ]
+        if any(g > t for g in gaps):
+            parts.append(_na(f"premise of {key} violated by the instance (relative gap {max(gaps):.1e})"))
+            continue
+        lhs, rhs = _F.evaluate(ident, values)
+        parts.append(
+            _v(
+                float(np.abs(lhs - rhs).max()) / float(np.abs(lhs).max()),
+                t,
+                f"{key}: the registry's formula, π_i ∝ Z_i",
+            )
+        )
+    return _all(*parts)
 
 
 def t4_query_bias(inst, params) -> Verdict:
@@ -164,19 +201,20 @@ def ring_symbol(A0: np.ndarray, T: np.ndarray, k: int, sign: int) -> np.ndarray:
 
 
 def t6_fourier(inst, params) -> Verdict:
+    """T6's formula (``params["fourier"]``: the registry's SymPy expression) evaluated on the
+    instance for every ``k`` (``ζ = e^{2πik/n}``) and every unit vector ``v``."""
     A0, T = _ring(inst)
     H, n, _ = A0.shape
     d = T.shape[-1]
-    J = ring_jacobian(A0, T)
-    scale = max(1.0, float(np.linalg.norm(J, 2)))
+    ident = params.get("fourier", _F.FOURIER)
+    scale = max(1.0, float(np.linalg.norm(ring_jacobian(A0, T), 2)))
     worst = 0.0
     for k in range(n):
-        phi = np.exp(2j * np.pi * k * np.arange(n) / n)
-        Mk = ring_symbol(A0, T, k, params["hat_sign"]) - params["shift"] * np.eye(d)
-        for a in range(d):
-            v = np.eye(d)[a]
-            worst = max(worst, float(np.abs(J @ np.kron(phi, v) - np.kron(phi, Mk @ v)).max()) / scale)
-    return _v(worst, 64 * EPS * n * H * d, "max_k ‖J(φ_k⊗v) − φ_k⊗(M(k) − shift·I)v‖ / ‖J‖")
+        for col in range(d):
+            values = {"A0": A0, "T": T, "v": np.eye(d)[col], "zeta": np.exp(2j * np.pi * k / n), "n": n, "d": d, "H": H}
+            lhs, rhs = _F.evaluate(ident, values)
+            worst = max(worst, float(np.abs(lhs - rhs).max()) / scale)
+    return _v(worst, 64 * EPS * n * H * d, "max_k ‖J(φ_k⊗v) − φ_k⊗(M(k) − I)v‖ / ‖J‖ (the registry's formula)")
 
 
 def t6_selection(inst, params) -> Verdict:

@@ -11,11 +11,12 @@ import math
 
 import numpy as np
 
+from . import formulas as _F
 from .oracle_instances import (
     EPS,
     Verdict,
     _all,
-    _dirichlet,
+    _dirichlet_scale,
     _na,
     _pi_inner,
     _probes,
@@ -33,36 +34,50 @@ from .rounding import unresolved_by_square
 # ---------------------------------------------------------------------------------------------
 # hypotheses
 # ---------------------------------------------------------------------------------------------
+def _walk_values(P, O, pi=None) -> dict:
+    n, d = P.shape[0], O.shape[-1]
+    return {"P": P, "O": O, "pi": pi, "n": n, "d": d}
+
+
 def stochastic(inst, params) -> Verdict:
-    P, _ = walk_view(inst)
-    return _v(np.abs(P.sum(-1) - 1).max(), 64 * EPS * P.shape[0], "max |Σ_j P_ij − 1|")
+    """(a), the registry's formula ``params["stochastic"]`` evaluated on the instance."""
+    P, O = walk_view(inst)
+    lhs, rhs = _F.evaluate(params.get("stochastic", _F.STOCHASTIC), _walk_values(P, O))
+    return _v(np.abs(lhs - rhs).max(), 64 * EPS * P.shape[0], "max |Σ_j P_ij − 1| (the registry's formula)")
 
 
 def reversible(inst, params) -> Verdict:
-    P, _ = walk_view(inst)
+    """(b), the registry's formula ``params["balance"]`` evaluated with the instance's (or the
+    stationary) ``π``; no positive ``π`` or a one-way edge is a certain failure."""
+    P, O = walk_view(inst)
     pi = walk_pi(inst, P)
     n = P.shape[0]
     if pi.min() <= 1e-12 * max(pi.max(), 1e-300):
         return Verdict(False, math.inf, 0.0, f"no positive π (min π = {pi.min():.2e})")
     one_way = ((P > 0) & (P.T == 0)).any()
-    F = pi[:, None] * P
-    r = float(np.abs(F - F.T).max())
-    t = 1e3 * EPS * n * max(float(F.max()), 1e-300)
-    v = _v(r, t, "max |π_i P_ij − π_j P_ji|")
+    lhs, rhs = _F.evaluate(params.get("balance", _F.BALANCE), _walk_values(P, O, pi))
+    r = float(np.abs(lhs - rhs).max())
+    t = 1e3 * EPS * n * max(float((pi[:, None] * P).max()), 1e-300)
+    v = _v(r, t, "max |π_i P_ij − π_j P_ji| (the registry's formula)")
     return Verdict(False, math.inf, t, "one-way edge") if one_way else v
 
 
 def orthogonal(inst, params) -> Verdict:
+    """(c1), the registry's formula ``params["orthogonal"]`` evaluated on the support of ``P``."""
     P, O = walk_view(inst)
     d = O.shape[-1]
-    r = max((float(np.abs(O[i, j].T @ O[i, j] - np.eye(d)).max()) for i, j in zip(*np.nonzero(P))), default=0.0)
+    lhs, rhs = _F.evaluate(params.get("orthogonal", _F.ORTHOGONAL), _walk_values(P, O))
+    on = (P != 0)[:, :, None, None]
+    r = float(np.abs(np.where(on, lhs - rhs, 0.0)).max()) if lhs.size else 0.0
     return _v(r, 64 * EPS * d * max(1.0, float(np.abs(O).max()) ** 2), "max ‖O_ijᵀO_ij − I‖ on the support")
 
 
 def transpose_compatible(inst, params) -> Verdict:
+    """(c2), the registry's formula ``params["transpose"]`` evaluated on the two-way edges."""
     P, O = walk_view(inst)
-    two = (P > 0) & (P.T > 0)
-    r = max((float(np.abs(O[j, i] - O[i, j].T).max()) for i, j in zip(*np.nonzero(two))), default=0.0)
+    two = ((P > 0) & (P.T > 0))[:, :, None, None]
+    lhs, rhs = _F.evaluate(params.get("transpose", _F.TRANSPOSE), _walk_values(P, O))
+    r = float(np.abs(np.where(two, lhs - rhs, 0.0)).max()) if lhs.size else 0.0
     return _v(r, 64 * EPS * max(1.0, float(np.abs(O).max())), "max ‖O_ji − O_ijᵀ‖ on two-way edges")
 
 
@@ -79,10 +94,14 @@ def full_support(inst, params) -> Verdict:
 
 
 def heads_stochastic(inst, params) -> Verdict:
+    """T2.heads: the registry's formula ``params["heads"]`` (rows of every head sum to 1) evaluated
+    on the instance, and no negative entry."""
     As = np.asarray(inst["As"] if "As" in inst else inst["A0"], float)
+    H, n, _ = As.shape
     neg = float(np.clip(-As, 0, None).max())
-    r = max(float(np.abs(As.sum(-1) - 1).max()), neg)
-    return _v(r, 64 * EPS * As.shape[-1], "max |Σ_j A^h_ij − 1|, negative entries")
+    lhs, rhs = _F.evaluate(params.get("heads", _F.HEADS_STOCHASTIC), {"A": As, "n": n, "H": H})
+    r = max(float(np.abs(lhs - rhs).max()), neg)
+    return _v(r, 64 * EPS * As.shape[-1], "max |Σ_j A^h_ij − 1| (the registry's formula), negative entries")
 
 
 def p_is_head_mean(inst, params) -> Verdict:
@@ -129,13 +148,21 @@ def stack(X: np.ndarray, stacking: str) -> np.ndarray:
 
 
 def t1_walk(inst, params) -> Verdict:
+    """T1's formulas (``params["sha"]``, ``params["stacked"]``: SymPy expressions of the registry)
+    evaluated on the instance: ``Y`` is SHA's literal output."""
     A, T, X = (np.asarray(inst[k], float) for k in ("A", "T", "X"))
     Y = np.asarray(inst["Y"], float) if inst.get("Y") is not None else A @ X @ T.T
-    s = params["stacking"]
-    lhs = stack(Y, s)
-    rhs = np.kron(A, T) @ stack(X, s)
+    values = {"A": A, "T": T, "X": X, "Y": Y}
     scale = max(1.0, float(np.abs(A).sum(-1).max() * np.abs(T).sum(-1).max() * np.abs(X).max()))
-    return _v(np.abs(lhs - rhs).max() / scale, 64 * EPS * A.shape[0] * T.shape[0], f"‖stack(Y) − (A⊗T) stack(X)‖ ({s})")
+    tol = 64 * EPS * A.shape[0] * T.shape[0]
+    parts = []
+    for key in ("sha", "stacked"):
+        ident = params.get(key, getattr(_F, {"sha": "SHA", "stacked": "SHA_STACKED"}[key]))
+        lhs, rhs = _F.evaluate(ident, values)
+        if lhs.shape != rhs.shape:
+            return Verdict(False, math.inf, tol, f"{key}: shapes {lhs.shape} vs {rhs.shape}")
+        parts.append(_v(np.abs(lhs - rhs).max() / scale, tol, f"{key}: ‖lhs − rhs‖ / scale"))
+    return _all(*parts)
 
 
 def _match(got: np.ndarray, want: np.ndarray) -> float:
@@ -173,25 +200,33 @@ def heads_B(As: np.ndarray, Ts: np.ndarray) -> np.ndarray:
 
 
 def t2_gated_walk(inst, params) -> Verdict:
+    """T2's formulas (``params["rows"]``, ``["gates"]``, ``["blocks"]``: SymPy expressions of the
+    registry, with their definitions of ``P``, ``g``, ``O``, ``B``) evaluated on the instance; an
+    instance ``P`` (another gauge) replaces the definition ``P = mean_h A^h``. Off support (every
+    ``A^h_ij = 0``) the gates are ``0/0``: there ``P_ij = 0`` and the block must vanish."""
     As, Ts = np.asarray(inst["As"], float), np.asarray(inst["Ts"], float)
     H, n, _ = As.shape
-    P = np.asarray(inst["P"], float) if inst.get("P") is not None else As.mean(0)
-    B = heads_B(As, Ts)
+    values = {"A": As, "T": Ts, "P": inst.get("P"), "n": n, "d": Ts.shape[-1], "H": H}
     scale = max(1.0, float(np.abs(Ts).max()) * H)
-    rows = float(np.abs(P.sum(-1) - 1).max())
-    gate_res, blk = 0.0, 0.0
-    for i in range(n):
-        for j in range(n):
-            tot = As[:, i, j].sum()
-            if P[i, j] == 0 or tot == 0:
-                blk = max(blk, float(np.abs(B[i, j]).max()) / scale)  # no O_ij can produce B_ij ≠ 0
-                continue
-            g = As[:, i, j] / tot
-            gate_res = max(gate_res, abs(g.sum() - 1), float(np.clip(-g, 0, None).max()))
-            O = H * sum(g[h] * Ts[h] for h in range(H))
-            blk = max(blk, float(np.abs(P[i, j] * O - B[i, j]).max()) / scale)
     t = 64 * EPS * H * n
-    return _all(_v(rows, t, "P row sums"), _v(gate_res, t, "gates convex"), _v(blk, t, "P_ij O_ij = B_ij"))
+    off = As.sum(0) == 0
+    parts = []
+    rows = params.get("rows", _F.T2_ROWS)
+    lhs, rhs = _F.evaluate(rows, values)
+    parts.append(_v(float(np.abs(lhs - rhs).max()), t, "rows: P row sums (the registry's formula)"))
+    gates = params.get("gates", _F.T2_GATES)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        lhs, rhs = _F.evaluate(gates, values)
+        g = _F.environment(gates, values)["g"]
+    if (~off).any():
+        neg = float(np.clip(-g[:, ~off], 0, None).max())
+        parts.append(_v(max(float(np.abs(lhs - rhs)[~off].max()), neg), t, "gates convex (the registry's formula)"))
+    blocks = params.get("blocks", _F.T2_BLOCKS)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        lhs, rhs = _F.evaluate(blocks, values)
+    lhs = np.where(off[:, :, None, None], 0.0, lhs)  # off support P_ij = 0, O_ij arbitrary
+    parts.append(_v(float(np.abs(lhs - rhs).max()) / scale, t, "P_ij O_ij = B_ij (the registry's formula)"))
+    return _all(*parts)
 
 
 def _rearranged(B: np.ndarray) -> np.ndarray:
@@ -287,17 +322,20 @@ def walk_spectrum_interval(inst, params) -> Verdict:
 
 
 def walk_dirichlet(inst, params, *, correction: float = 0.0) -> Verdict:
+    """The Dirichlet identity of the registry (``params["dirichlet"]``, a SymPy expression) evaluated
+    on the instance at 3 probes ``x``; ``correction``: ``+ correction·‖x‖²_π`` on the right."""
     P, O = walk_view(inst)
     pi = walk_pi(inst, P)
-    d = O.shape[-1]
-    W = dense_walk(P, O)
+    n, d = P.shape[0], O.shape[-1]
+    ident = params.get("dirichlet", _F.DIRICHLET)
     worst = 0.0
-    for x in _probes(W.shape[0]):
-        lhs = _pi_inner(x, x - W @ x, pi, d)
-        E, mag = _dirichlet(P, O, pi, x, d)
+    for x in _probes(n * d):
+        lhs, rhs = _F.evaluate(ident, {"pi": pi, "P": P, "O": O, "x": x.reshape(n, d), "n": n, "d": d})
         nx = _pi_inner(x, x, pi, d)
-        worst = max(worst, abs(lhs - E - correction * nx) / max(mag + nx, 1e-300))
-    return _v(worst, 64 * EPS * W.shape[0] * P.shape[0], "|<x,Δx>_π − Dirichlet| / scale over 3 probes")
+        worst = max(
+            worst, abs(float(lhs) - float(rhs) - correction * nx) / max(_dirichlet_scale(P, O, pi, x, d) + nx, 1e-300)
+        )
+    return _v(worst, 64 * EPS * n * d * n, "|<x,Δx>_π − Dirichlet| / scale over 3 probes (the registry's formula)")
 
 
 def _constraints(P: np.ndarray, O: np.ndarray) -> np.ndarray:

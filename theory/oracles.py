@@ -31,7 +31,7 @@ from .oracle_instances import (  # noqa: F401
     EPS,
     Verdict,
     _all,
-    _dirichlet,
+    _dirichlet_scale,
     _na,
     _pi_inner,
     _probes,

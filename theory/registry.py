@@ -7,9 +7,11 @@ data (:mod:`theory.statements`): every hypothesis and conclusion has an id, its 
 text, an executable predicate of :mod:`theory.oracles` with its params and tolerance rule, and
 links — conclusions name the derivation steps of :mod:`theory.derivations` that prove them and the
 property tests that exercise them, hypotheses name their necessity witnesses. Every number a
-statement carries (T3's interval, T2's Kronecker miss, T4's triangle coefficient, T5's spectra,
-T6's Fourier sign and growth formula, T1's stacking) is a param: THEOREMS.md and the property
-tests (``tests/numerics/test_statements.py``) read it from here. ``CLAIMS`` holds E1-E6 and LAP (statement,
+statement carries (T3's interval, T2's Kronecker miss, T4's triangle coefficient, T6's growth
+shift) is a param, and so is every formula (a SymPy expression of :mod:`theory.formulas`: T1's
+stacking, T2's walk, T3's forms, T4's balance, T5's spectral map, T6's Fourier symbol): THEOREMS.md,
+the property tests (``tests/numerics/test_statements.py``) and the derivations for symbolic sizes
+(:mod:`theory.derivations_general`) read it from here. ``CLAIMS`` holds E1-E6 and LAP (statement,
 statistic, null model, decision rule); adding a claim is adding one :class:`Claim` entry.
 
 One idea per file: :mod:`theory.theorem` (the :class:`Theorem` record), :mod:`theory.registry_common`
@@ -26,8 +28,12 @@ One idea per file: :mod:`theory.theorem` (the :class:`Theorem` record), :mod:`th
 
 from __future__ import annotations
 
+from dataclasses import replace as _replace
+
 from . import cases as _cases
 from . import derivations as _dv
+from . import derivations_general as _gen
+from . import formulas as _F
 from .errors import UnknownTheoremError
 from .registry_claims import CLAIMS
 from .registry_common import _CERT, _CLAIM_LAP, _NEC, _REL, _ROT, _SPEC, _STMT, _SYM, _SYM_MUT, _T3_NUMERIC, SEED_A, _c
@@ -79,8 +85,9 @@ T3: Theorem = Theorem(
         Hypothesis(
             "T3.a",
             "(a) stochastic",
-            "$\\sum_j P_{ij} = 1$",
+            "«stochastic»",
             predicate="stochastic",
+            params={"stochastic": _F.STOCHASTIC},
             witnesses=(
                 Witness(
                     "T3.a.w1",
@@ -99,8 +106,9 @@ T3: Theorem = Theorem(
         Hypothesis(
             "T3.b",
             "(b) reversible",
-            "$\\pi_i P_{ij} = \\pi_j P_{ji}$ for some positive $\\pi$",
+            "«balance» for some positive $\\pi$",
             predicate="reversible",
+            params={"balance": _F.BALANCE},
             witnesses=(
                 Witness(
                     "T3.b.w1",
@@ -114,8 +122,9 @@ T3: Theorem = Theorem(
         Hypothesis(
             "T3.c1",
             "(c1) orthogonal",
-            "every $O_{ij}$ on the support is orthogonal",
+            "every $O_{ij}$ on the support ($P_{ij} \\ne 0$) is orthogonal: «orthogonal»",
             predicate="orthogonal",
+            params={"orthogonal": _F.ORTHOGONAL},
             witnesses=(
                 Witness(
                     "T3.c1.w1",
@@ -136,8 +145,9 @@ T3: Theorem = Theorem(
         Hypothesis(
             "T3.c2",
             "(c2) transpose-compatible",
-            "$O_{ji} = O_{ij}^\\top$ on every edge",
+            "transpose-compatible on every two-way edge: «transpose»",
             predicate="transpose_compatible",
+            params={"transpose": _F.TRANSPOSE},
             witnesses=(
                 Witness(
                     "T3.c2.w1",
@@ -156,25 +166,27 @@ T3: Theorem = Theorem(
     conclusions=(
         _c(
             "T3.self_adjoint",
-            "$\\Delta = I - W = I - (\\operatorname{diag}\\pi \\otimes I)^{-1} W_{\\mathrm{sym}}$ with $W_{\\mathrm{sym}} = \\operatorname{block}(\\pi_i P_{ij} O_{ij})$ symmetric; $\\Delta$ is self-adjoint in $\\langle x,y\\rangle_\\pi = \\sum_i \\pi_i x_i^\\top y_i$",
+            "$\\Delta = I - W = I - (\\operatorname{diag}\\pi \\otimes I)^{-1} W_{\\mathrm{sym}}$ with $W_{\\mathrm{sym}} = \\operatorname{block}(\\pi_i P_{ij} O_{ij})$ symmetric; $\\Delta$ is self-adjoint in $\\langle x,y\\rangle_\\pi = \\sum_i \\pi_i x_i^\\top y_i$, entrywise: «self_adjoint»",
             predicate="walk_self_adjoint",
+            params={"self_adjoint": _F.SELF_ADJOINT},
             tolerance=_REL,
             derivations=("T3::1. Delta is pi-self-adjoint",),
             tests=(_STMT,),
         ),
         _c(
             "T3.spectrum",
-            "spectrum real, in $[«lo», «hi»]$: $\\langle x,(2I-\\Delta)x\\rangle_\\pi = \\tfrac12\\sum_{ij}\\pi_i P_{ij}\\lVert x_i + O_{ij}x_j\\rVert^2$",
+            "spectrum real, in $[«lo», «hi»]$: with the Dirichlet form, $\\langle x,(2I-\\Delta)x\\rangle_\\pi$ is a sum of squares, entrywise: «upper_form»",
             predicate="walk_spectrum_interval",
-            params={"lo": 0, "hi": 2},
+            params={"lo": 0, "hi": 2, "upper_form": _F.UPPER_FORM},
             tolerance=_SPEC,
             derivations=("T3::2. <x,(2I-Delta)x>_pi",),
             tests=(_STMT,),
         ),
         _c(
             "T3.dirichlet",
-            "Dirichlet form $\\langle x,\\Delta x\\rangle_\\pi = \\tfrac12 \\sum_{ij} \\pi_i P_{ij} \\lVert x_i - O_{ij} x_j\\rVert^2$",
+            "Dirichlet form $\\langle x,\\Delta x\\rangle_\\pi$ entrywise ($x_{i,a}$: component $a$ of token $i$, $O_{i,j,a,b}$: entry $(a,b)$ of $O_{ij}$): «dirichlet»",
             predicate="walk_dirichlet",
+            params={"dirichlet": _F.DIRICHLET},
             tolerance=_REL,
             derivations=("T3::3. Dirichlet",),
             tests=(_STMT,),
@@ -223,12 +235,162 @@ T3: Theorem = Theorem(
     necessity_tests=(_NEC,),
 )
 
-MAIN: list[Theorem] = [*WALK_THEOREMS, T3, *SPECTRAL_THEOREMS]
+#: how far each conclusion's symbolic proof reaches, and the steps of the derivation for symbolic
+#: sizes (theory/derivations_general.py) that prove it. ``{sized}``: the exact SymPy derivation at
+#: the theorem's supported sizes (its ``SIZES``). Where SymPy does not reach, the scope says so.
+_GENERAL_T2 = (
+    "general: heads' attentions",
+    "general: heads' transports",
+    "general: P = mean_h",
+    "general: gates sum to 1",
+    "general: P_ij O_ij = B_ij",
+)
+SCOPES: dict[str, tuple[str, tuple[str, ...]]] = {
+    "L1.token_major": ("all n, d", ("general: token-major",)),
+    "L1.feature_major": ("all n, d", ("general: feature-major",)),
+    "L2.rows": ("{sized}", ()),
+    "L3.identity": ("all n, d", ("general: <x,(I-W)x>_pi",)),
+    "L4.resultant": ("{sized}", ()),
+    "T1.walk": ("all n, d", ("general: vec(SHA(X)^T)", "general: block (i, j)")),
+    "T1.spectrum": ("via L4: n = 1..3, d = 1..2 (sized); otherwise checked numerically only", ()),
+    "T2.walk": ("all n, d, H (heads distinct by construction)", _GENERAL_T2),
+    "T2.gauge": ("{sized}", ()),
+    "T2.constant": ("{sized}", ()),
+    "T2.special": ("{sized}", ()),
+    "T2.counterexample": ("exact, the stated instance (n = d = H = 2)", ()),
+    "T3.self_adjoint": ("all n, d", ("general: <x, Delta y>_pi",)),
+    "T3.spectrum": (
+        "the identity: all n, d; the interval itself (Rayleigh-quotient argument, not in SymPy): checked numerically only",
+        ("general: <x,(2I-Delta)x>_pi",),
+    ),
+    "T3.dirichlet": ("all n, d", ("general: Dirichlet identity",)),
+    "T3.kernel": ("{sized}", ()),
+    "T3.flat": ("{sized}", ()),
+    "T3.scaled": ("{sized}", ()),
+    "T4.triangle": ("all n, d", ("general: Kolmogorov triangle",)),
+    "T4.criterion": (
+        "'if' (symmetric scores): all n, d; 'only if' (Kolmogorov cycles, not in SymPy): n = 3 and checked numerically",
+        (
+            "general: symmetric M",
+            "general: symmetric scores => detailed balance",
+            "general: symmetric scores => stationary",
+        ),
+    ),
+    "T4.query_bias": ("{sized}", ()),
+    "T4.causal": ("{sized}", ()),
+    "T5.laplacian": ("{sized}", ()),
+    "T5.spectrum": (
+        "the eigenvectors u ⊗ f and their eigenvalues: all n, d; completeness with multiplicities: {sized} (generic A)",
+        ("general: on Fix(T)", "general: on the -1 space"),
+    ),
+    "T5.kernel": (
+        "parallel sections lie in the kernel: sized (T3's derivation); equal dimensions: checked numerically only",
+        (),
+    ),
+    "T5.non_orthogonal": ("{sized}", ()),
+    "T6.jacobian": ("{sized}", ()),
+    "T6.fourier": (
+        "every ring size n, all d, H (heads distinct by construction)",
+        ("general: heads' scores", "general: heads' transports", "general: J(phi_k (x) v)"),
+    ),
+    "T6.selection": (
+        "checked numerically only (the Fourier block-diagonalisation it rests on is T6.fourier's)",
+        (),
+    ),
+    "T6.rotating": ("exact (d = 2, every angle and radius)", ()),
+}
+
+
+#: formulas a conclusion renders and its derivation for symbolic sizes proves, but its predicate does
+#: not evaluate (the predicate checks the matrix / spectral form directly); THEOREMS.md says so
+NOT_EVALUATED: dict[str, tuple[str, str]] = {
+    "T3.self_adjoint": ("self_adjoint", "it checks that (diag π ⊗ I)Δ is symmetric"),
+    "T3.spectrum": ("upper_form", "it checks the eigenvalues of Δ"),
+}
+
+
+def _sized(t: Theorem) -> str:
+    sizes = ", ".join(f"{k} = {lo}" if lo == hi else f"{k} = {lo}..{hi}" for k, (lo, hi) in t.supported_sizes.items())
+    return f"sized: exact SymPy at {sizes}"
+
+
+#: tests of the statement itself, for every entry: the rendering (THEOREMS.md), the registry's links
+#: and, where the entry has one, the derivation for symbolic sizes
+_STATEMENT_TESTS = ("tests/theory/test_render.py", "tests/theory/test_registry_links.py")
+_GENERAL_TESTS = ("tests/theory/test_general_derivations.py",)
+#: the implementation's own tests (mutation-found behaviour, bad input) of the functions a theorem
+#: names: `pytest --theorem X` runs them too
+IMPLEMENTATION_TESTS: dict[str, tuple[str, ...]] = {
+    "T1": (
+        "tests/numerics/test_walk_mutants.py",
+        "tests/numerics/test_attention_mutants.py",
+        "tests/numerics/test_walk_errors.py",
+    ),
+    "T2": (
+        "tests/numerics/test_walk_mutants.py",
+        "tests/numerics/test_attention_mutants.py",
+        "tests/numerics/test_walk_errors.py",
+    ),
+    "T3": (
+        "tests/numerics/test_laplacian_mutants.py",
+        "tests/numerics/test_diagnose_checks.py",
+        "tests/numerics/test_markov.py",
+        "tests/numerics/test_markov_mutants.py",
+        "tests/numerics/test_graphs_mutants.py",
+    ),
+    "T4": (
+        "tests/numerics/test_graphs_mutants.py",
+        "tests/numerics/test_markov.py",
+        "tests/numerics/test_markov_mutants.py",
+    ),
+    "T5": ("tests/numerics/test_laplacian_mutants.py",),
+    "T6": ("tests/numerics/test_patterns_mutants.py", "tests/numerics/test_t6_emergence.py"),
+}
+
+
+#: tests inside a linked file that are about resources, not the statement (left out of `--theorem`)
+UNLINKED: frozenset[str] = frozenset(
+    {"tests/numerics/test_laplacian_mutants.py::test_diagnose_size_limits_default_to_1024"}
+)
+
+
+def _scoped(t: Theorem) -> Theorem:
+    cons = []
+    for c in t.conclusions:
+        scope, general = SCOPES[c.id]
+        cons.append(_replace(c, scope=scope.replace("{sized}", _sized(t)), general=general))
+    general_fn = _gen.GENERAL.get(t.id)
+    extra_sym = _STATEMENT_TESTS + (_GENERAL_TESTS if general_fn is not None else ())
+    return _replace(
+        t,
+        conclusions=tuple(cons),
+        general=general_fn,
+        symbolic_tests=t.symbolic_tests + tuple(p for p in extra_sym if p not in t.symbolic_tests),
+        numeric_tests=t.numeric_tests
+        + tuple(p for p in IMPLEMENTATION_TESTS.get(t.id, ()) if p not in t.numeric_tests),
+    )
+
+
+MAIN: list[Theorem] = [_scoped(t) for t in (*WALK_THEOREMS, T3, *SPECTRAL_THEOREMS)]
+LEMMAS = [_scoped(t) for t in LEMMAS]
 
 #: every registered statement, lemmas first (they are used by the theorems)
 THEOREMS: list[Theorem] = LEMMAS + MAIN
 _BY_ID = {t.id: t for t in THEOREMS}
 _CLAIMS_BY_ID = {c.id: c for c in CLAIMS}
+
+
+def linked_tests() -> dict[str, set[str]]:
+    """Test path (a file, or ``file::test``) -> the ids whose registry entry links it: every test
+    whose failure reveals a wrong statement or implementation of X (the pytest plugin tags them
+    with X, so ``pytest --theorem X`` runs them all; :data:`UNLINKED` tests are left out)."""
+    out: dict[str, set[str]] = {}
+    for t in THEOREMS:
+        paths = [*t.symbolic_tests, *t.certificate_tests, *t.numeric_tests, *t.necessity_tests]
+        paths += [p for c in t.conclusions for p in c.tests]
+        for p in paths:
+            out.setdefault(p, set()).add(t.id)
+    return out
 
 
 def ids() -> list[str]:

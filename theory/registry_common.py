@@ -38,7 +38,7 @@ _REL = "relative residual ≤ 64·ε·(size) (ε = float64 machine epsilon; size
 _SPEC = "eigenvalues of the dense float64 matrix: |Im| and the distance outside the interval ≤ 1e-9·nd·max(1, ‖W‖₂)"
 
 
-def _c(id, statement, *, derivations=(), tests=(), predicate=None, params=None, tolerance=""):
+def _c(id, statement, *, derivations=(), tests=(), predicate=None, params=None, tolerance="", scope=""):
     return Conclusion(
         id=id,
         statement=statement,
@@ -47,6 +47,7 @@ def _c(id, statement, *, derivations=(), tests=(), predicate=None, params=None, 
         tolerance=tolerance,
         derivations=tuple(derivations),
         tests=tuple(tests),
+        scope=scope,
     )
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from . import derivations as _dv
+from . import formulas as _F
 from .registry_common import _SYM, _c
 from .statements import Hypothesis, Witness
 from .theorem import Source, Theorem
@@ -34,13 +35,15 @@ LEMMAS: list[Theorem] = [
         conclusions=(
             _c(
                 "L1.token_major",
-                "$\\operatorname{vec}((A X T^\\top)^\\top) = (A \\otimes T)\\, \\operatorname{vec}(X^\\top)$ (token-major stacking, block $(i,j)$ of $A\\otimes T$ is $A_{ij} T$)",
+                "«token_major» (token-major stacking, block $(i,j)$ of $A\\otimes T$ is $A_{ij} T$)",
+                params={"token_major": _F.L1_TOKEN_MAJOR},
                 derivations=("L1::token-major",),
                 tests=("tests/theory/test_derivations.py::test_stacking_lemma_other_sizes",),
             ),
             _c(
                 "L1.feature_major",
-                "$\\operatorname{vec}(A X T^\\top) = (T \\otimes A)\\, \\operatorname{vec}(X)$ (feature-major stacking)",
+                "«feature_major» (feature-major stacking)",
+                params={"feature_major": _F.L1_FEATURE_MAJOR},
                 derivations=("L1::feature-major",),
                 tests=("tests/theory/test_derivations.py::test_stacking_lemma_other_sizes",),
             ),
@@ -87,7 +90,8 @@ LEMMAS: list[Theorem] = [
             Hypothesis(
                 "L3.balance",
                 "detailed balance",
-                "$\\pi_i P_{ij} = \\pi_j P_{ji}$ with $\\pi > 0$; row sums $r_i = \\sum_j P_{ij}$ arbitrary",
+                "«balance» with $\\pi > 0$; row sums arbitrary",
+                params={"balance": _F.BALANCE},
                 witnesses=(
                     Witness(
                         "L3.balance.w1",
@@ -99,7 +103,8 @@ LEMMAS: list[Theorem] = [
             Hypothesis(
                 "L3.metric",
                 "metric",
-                "$O_{ij}$ orthogonal and $O_{ji} = O_{ij}^\\top$",
+                "every $O_{ij}$ orthogonal, «orthogonal», and transpose-compatible, «transpose»",
+                params={"orthogonal": _F.ORTHOGONAL, "transpose": _F.TRANSPOSE},
                 witnesses=(
                     Witness(
                         "L3.metric.w1",
@@ -112,7 +117,8 @@ LEMMAS: list[Theorem] = [
         conclusions=(
             _c(
                 "L3.identity",
-                "$\\langle x, (I-W)x\\rangle_\\pi = \\tfrac12 \\sum_{ij} \\pi_i P_{ij} \\lVert x_i - O_{ij} x_j\\rVert^2 + \\sum_i \\pi_i (1 - r_i) \\lVert x_i \\rVert^2$",
+                "$\\langle x, (I-W)x\\rangle_\\pi$ = Dirichlet form + a stochasticity correction (rows need not sum to 1), entrywise: «identity»",
+                params={"identity": _F.DIRICHLET_CORRECTED},
                 derivations=("L3::<x,(I-W)x>_pi = Dirichlet + sum_i pi_i (1-r_i)|x_i|^2",),
                 tests=("tests/theory/test_derivations.py::test_derivation_reaches_exact_zero",),
             ),

@@ -4,6 +4,7 @@ and pattern formation."""
 from __future__ import annotations
 
 from . import derivations as _dv
+from . import formulas as _F
 from .registry_common import (
     _CERT,
     _CLAIM_LAP,
@@ -54,16 +55,17 @@ SPECTRAL_THEOREMS: list[Theorem] = [
         conclusions=(
             _c(
                 "T4.triangle",
-                "Kolmogorov triangle identity: $\\log\\frac{A_{ij}A_{jk}A_{ki}}{A_{ik}A_{kj}A_{ji}} = «sign|sign»\\frac{«coefficient»}{\\sqrt{d_k}} (x_j - x_i)^\\top M_a (x_k - x_i)$, $M_a = \\frac{M - M^\\top}{2}$",
+                "Kolmogorov triangle identity for every triple $i, j, k$ (with $S$, $Z$, $A$ as below, no mask: $\\mu = 0$): «triangle»",
                 predicate="t4_triangle",
-                params={"coefficient": 2, "sign": 1},
+                params={"triangle": _F.T4_TRIANGLE},
                 tolerance=_REL,
                 derivations=("T4::Kolmogorov triangle (0,1,2)",),
                 tests=(_STMT,),
             ),
             _c(
                 "T4.criterion",
-                "$A$ is reversible iff $M_a$ vanishes on $\\operatorname{span}\\{x_j - x_1\\}$; symmetric $M$ suffices ($\\pi_i \\propto D_{ii}$, stationary), is not necessary (affinely collinear tokens; $n = 2$)",
+                "$A$ is reversible iff $M_a$ vanishes on $\\operatorname{span}\\{x_j - x_1\\}$; symmetric scores suffice — detailed balance with $\\pi_i \\propto Z_i$: «balance» ($\\mu$: the mask, $0$ without one), and $\\pi$ is stationary: «stationary»; symmetric scores are not necessary (affinely collinear tokens; $n = 2$)",
+                params={"balance": _F.T4_BALANCE, "stationary": _F.T4_STATIONARY},
                 predicate="t4_symmetric_reversible",
                 tolerance=_REL,
                 derivations=(
@@ -176,9 +178,9 @@ SPECTRAL_THEOREMS: list[Theorem] = [
             ),
             _c(
                 "T5.spectrum",
-                "$\\operatorname{spec}\\Delta = \\{1 «on_fix|+sign» \\lambda_i\\}$ on $\\operatorname{Fix}(T)$ $\\cup$ $\\{1 «on_minus|+sign» \\lambda_i\\}$ on the $-1$ eigenspace",
+                "$\\operatorname{spec}\\Delta$, $\\Delta = I - A \\otimes T$, with algebraic multiplicities: for every eigenpair $(\\lambda, u)$ of $A$, on $\\operatorname{Fix}(T)$ «on_fix» and on the $-1$ eigenspace «on_minus» (component $(i, a)$ of $\\Delta(u \\otimes f)$)",
                 predicate="t5_spectrum",
-                params={"on_fix": -1, "on_minus": 1},
+                params={"on_fix": _F.T5_ON_FIX, "on_minus": _F.T5_ON_MINUS},
                 tolerance="multisets matched by optimal assignment; distance ≤ 1e-6",
                 derivations=("T5::spec(I - kron(A,T))",),
                 tests=(_STMT,),
@@ -266,9 +268,9 @@ SPECTRAL_THEOREMS: list[Theorem] = [
             ),
             _c(
                 "T6.fourier",
-                "(H3): eigenpairs $\\varphi_k \\otimes v$, $\\varphi_k(j) = e^{2\\pi i k j / n}$, eigenvalues $\\operatorname{eig} M(k) - «shift»$, $M(k) = \\sum_h \\hat a_h(k) T_h$, $\\hat a(k) = \\sum_m a(m) e^{«hat_sign|+sign»2\\pi i k m / n}$",
+                "(H3): eigenpairs $\\varphi_k \\otimes v$, $\\varphi_k(j) = \\zeta^j$, $\\zeta = e^{2\\pi i k / n}$, with the symbol $M(k) = \\sum_h \\hat a_h(k) T_h$ of the kernels $a_h(m) = A0^h_{0m}$; component $c$ of token $i$, $J = \\operatorname{block}(\\sum_h A0^h_{ij} T_h) - I$: «fourier»",
                 predicate="t6_fourier",
-                params={"hat_sign": 1, "shift": 1},
+                params={"fourier": _F.FOURIER},
                 tolerance=_REL,
                 derivations=("T6::Fourier (ring=", "T6::Fourier with the reversed sign"),
                 tests=(_STMT,),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from . import derivations as _dv
+from . import formulas as _F
 from .registry_common import _CERT, _CLAIM_MHA, _CLAIM_SHA, _NEC, _REL, _STMT, _SYM, _SYM_MUT, _T2_CE, SEED_A, _c
 from .statements import Hypothesis, Witness
 from .theorem import Source, Theorem
@@ -58,9 +59,9 @@ WALK_THEOREMS: list[Theorem] = [
         conclusions=(
             _c(
                 "T1.walk",
-                "$\\mathrm{SHA}(X) = A X T^\\top$, i.e. $y = (A \\otimes T) x$ (**«stacking»** stacking): the connection walk with $P = A$ and $O_{ij} \\equiv T$",
+                "«sha», i.e. «stacked» (**token-major** stacking, $\\operatorname{vec}(X^\\top)$ = `X.reshape(-1)`): the connection walk with $P = A$ and $O_{ij} \\equiv T$",
                 predicate="t1_walk",
-                params={"stacking": "token-major"},
+                params={"sha": _F.SHA, "stacked": _F.SHA_STACKED},
                 tolerance=_REL,
                 derivations=("T1::SHA(X) = kron(A,T) x (token-major)", "T1::kron(A,T) = walk with P = A, O_ij = T"),
                 tests=(_STMT,),
@@ -95,8 +96,9 @@ WALK_THEOREMS: list[Theorem] = [
             Hypothesis(
                 "T2.heads",
                 "heads",
-                "$B_{ij} = \\sum_h A^h_{ij} T_h$, every $A^h$ row-stochastic (softmax: strictly positive)",
+                "blocks $B_{ij} = \\sum_h A^h_{ij} T_h$ (as defined in the conclusion), every head row-stochastic (softmax: strictly positive): «heads»",
                 predicate="heads_stochastic",
+                params={"heads": _F.HEADS_STOCHASTIC},
                 witnesses=(
                     Witness(
                         "T2.heads.w1",
@@ -133,8 +135,9 @@ WALK_THEOREMS: list[Theorem] = [
         conclusions=(
             _c(
                 "T2.walk",
-                "$P$ is row-stochastic, gates $g^h_{ij} = A^h_{ij} / \\sum_k A^k_{ij}$ are convex and $O_{ij} = H \\sum_h g^h_{ij} T_h$ gives $P_{ij} O_{ij} = B_{ij}$ exactly",
+                "$P$ is row-stochastic: «rows»; the gates are convex: «gates»; and $P_{ij} O_{ij} = B_{ij}$ exactly: «blocks» (head $h$: $A^h = A_{h,\\cdot,\\cdot}$, $T_h = T_{h,\\cdot,\\cdot}$)",
                 predicate="t2_gated_walk",
+                params={"rows": _F.T2_ROWS, "gates": _F.T2_GATES, "blocks": _F.T2_BLOCKS},
                 tolerance=_REL,
                 derivations=(
                     "T2::P = mean_h A^h is row-stochastic",

@@ -17,7 +17,7 @@ import re
 import sys
 from pathlib import Path
 
-from .registry import CLAIMS, CONVENTIONS, THEOREMS
+from .registry import CLAIMS, CONVENTIONS, NOT_EVALUATED, THEOREMS
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_OUTPUT = REPO_ROOT / "THEOREMS.md"
@@ -33,8 +33,12 @@ text below, an executable predicate of `theory/oracles.py` (dense float64 / mpma
 fractions, independent of the code under test) with the numbers it carries, and links — the
 derivation steps of `theory/derivations.py` that prove it symbolically (SymPy, exact zero
 residuals), the property tests that exercise it, and (for hypotheses) the necessity witnesses that
-show it cannot be dropped. `pytest --theorem ID` runs every test tagged with that id and prints the
-theorem table (symbolic ✓/✗, property examples, worst residual, necessity counterexamples).
+show it cannot be dropped. Every formula is `sympy.latex` of a SymPy expression of `theory/formulas.py`
+(indices: $i, j, k, m$ tokens $0..n-1$, $a, b, c$ features $0..d-1$, $h, l$ heads $0..H-1$) that the
+oracles evaluate and the derivations prove; each conclusion states its proof scope (all sizes by the
+derivations for symbolic sizes of `theory/derivations_general.py`, sized exact checks, or numeric
+only). `pytest --theorem ID` runs every test tagged with or linked to that id and prints the theorem
+table (symbolic ✓/✗, property examples, worst residual, necessity counterexamples, proof scopes).
 """
 
 
@@ -83,11 +87,35 @@ def theorem_markdown(t) -> str:
     lines.append("")
     for k, c in enumerate(t.conclusions, 1):
         lines.append(f"{k}. (`{c.id}`) {c.text}")
+        plain = {k: v for k, v in c.params.items() if k not in c.formulas}
         if c.predicate:
             lines.append(
                 f"   - predicate `{c.predicate}`"
-                + (f" with {_params(c.params)}" if c.params else "")
+                + (f" with {_params(plain)}" if plain else "")
                 + (f"; tolerance: {c.tolerance}" if c.tolerance else "")
+            )
+        if c.formulas:
+            skip = NOT_EVALUATED.get(c.id)
+            if not c.predicate:
+                how = " (no predicate: proved by the derivations)"
+            elif skip:
+                how = f"; `{skip[0]}` is proved for symbolic sizes but not evaluated by `{c.predicate}` ({skip[1]})"
+            else:
+                how = f", evaluated by `{c.predicate}`"
+            lines.append(
+                "   - formulas "
+                + ", ".join(f"`{k}`" for k in c.formulas)
+                + ": SymPy expressions (`theory/formulas.py`) rendered above by `sympy.latex`"
+                + how
+            )
+        if c.scope:
+            lines.append(
+                f"   - proof scope: **{c.scope}**"
+                + (
+                    f" — steps {_links(t.id + '::' + g for g in c.general)} of the derivation for symbolic sizes"
+                    if c.general
+                    else ""
+                )
             )
         lines.append(f"   - derivation steps: {_links(c.derivations)}")
         lines.append(f"   - tests: {_links(c.tests)}")
@@ -113,6 +141,16 @@ def theorem_markdown(t) -> str:
             "numeric": "rounded value, numeric",
         }
         for k, (kind, name, *detail) in enumerate(t.steps, 1):
+            lines.append(f"{k}. `{name}` ({kinds[kind]}" + "".join(f"; {x}" for x in detail) + ")")
+        lines.append("")
+    if t.general is not None:
+        lines.append(
+            f"**Derivation for symbolic sizes** (`theory.derivations_general.{t.general.__name__}`; rules of "
+            "`theory/rewrite.py`): the registry's formulas above, rewritten to an exact zero for symbolic sizes:"
+        )
+        lines.append("")
+        kinds = {"zero": "exact zero", "witness": "exact nonzero: distinct heads by construction"}
+        for k, (kind, name, *detail) in enumerate(t.general_steps, 1):
             lines.append(f"{k}. `{name}` ({kinds[kind]}" + "".join(f"; {x}" for x in detail) + ")")
         lines.append("")
     if t.lemmas:

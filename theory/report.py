@@ -115,6 +115,7 @@ class TheoremReport:
 
     def render_table(self, only: list[str] | None = None) -> str:
         rows = self.table_rows(only)
+        scopes = _scopes()
         lines = [
             f"{'theorem':<8} {'symbolic':<9} {'tests':>11} {'examples':>9} {'worst residual':>15}  counterexamples",
         ]
@@ -125,11 +126,14 @@ class TheoremReport:
             lines.append(
                 f"{r['theorem']:<8} {sym:<9} {tests:>11} {r['examples']:>9} {r['worst_residual']:>15.3e}  {ce}"
             )
+            for cid, scope in scopes.get(r["theorem"], []):
+                lines.append(f"{'':<8}   scope {cid}: {scope}")
             for c in r["counterexamples"]:
                 lines.append(f"{'':<8}   - {c}")
         lines.append(
             "symbolic: ✓ every derivation reached exact zero, ✗ one failed, - none ran; "
-            "tests: passed/run; examples: property examples recorded"
+            "tests: passed/run; examples: property examples recorded; scope: how far each conclusion's "
+            "symbolic proof reaches (the registry's statement)"
         )
         return "\n".join(lines)
 
@@ -140,7 +144,7 @@ class TheoremReport:
         titles = _titles()
         rows = []
         for r in self.table_rows(only):
-            r = dict(r, title=titles.get(r["theorem"]))
+            r = dict(r, title=titles.get(r["theorem"]), scopes=dict(_scopes().get(r["theorem"], [])))
             if isinstance(r["worst_residual"], float) and math.isnan(r["worst_residual"]):
                 r["worst_residual"] = "nan"
             rows.append(r)
@@ -186,5 +190,15 @@ def _titles() -> dict[str, str]:
         titles = {t.id: t.title for t in THEOREMS}
         titles.update({c.id: c.title for c in CLAIMS})
         return titles
+    except Exception:  # pragma: no cover - the table must print even if the registry is broken
+        return {}
+
+
+def _scopes() -> dict[str, list[tuple[str, str]]]:
+    """Theorem id -> ``[(conclusion id, proof scope), ...]`` from the registry."""
+    try:
+        from .registry import THEOREMS
+
+        return {t.id: [(c.id, c.scope) for c in t.conclusions if c.scope] for t in THEOREMS}
     except Exception:  # pragma: no cover - the table must print even if the registry is broken
         return {}

@@ -14,7 +14,9 @@ A theorem's hypotheses and conclusions are objects, not free text:
   ``instance`` (judged by the oracles in ``tests/numerics/test_necessity.py``) or a
   ``derivation`` necessity check (``expect_zero=False``) that must stay nonzero.
 
-Every number a statement carries lives in ``params``; the statement text refers to it with
+Every number a statement carries lives in ``params``, and so does every formula it states (a
+:class:`theory.formulas.Identity`: one SymPy expression, rendered with ``sympy.latex``, evaluated by
+the oracles, proved by the derivations); the statement text refers to it with
 ``«name»`` (or ``«name|sign»``: ``-`` for -1, empty for +1; ``«name|+sign»``: ``+``/``-``), so
 THEOREMS.md and the property tests read the same value and editing it changes what is tested.
 This module imports only the standard library.
@@ -31,6 +33,8 @@ _PLACEHOLDER = re.compile(r"«([A-Za-z_][A-Za-z0-9_]*)(?:\|([+a-z]+))?»")
 
 
 def _fmt(value: Any, flt: str | None) -> str:
+    if flt is None and callable(getattr(value, "markdown", None)):
+        return value.markdown()  # a formula (theory.formulas.Identity): rendered from its SymPy expression
     if flt == "sign":
         return "-" if value < 0 else ""
     if flt == "+sign":
@@ -97,10 +101,20 @@ class Conclusion:
     tolerance: str = ""
     derivations: tuple[str, ...] = ()
     tests: tuple[str, ...] = ()
+    #: how far the symbolic proof reaches: "all n, d", "all n, d, H", "n = 3", "checked numerically only", ...
+    scope: str = ""
+    #: the steps of the theorem's derivation for symbolic sizes (:mod:`theory.derivations_general`)
+    #: that prove it, by name prefix
+    general: tuple[str, ...] = ()
 
     @property
     def text(self) -> str:
         return fill(self.statement, self.params)
+
+    @property
+    def formulas(self) -> dict[str, Any]:
+        """The formula params (objects with a ``markdown`` method), by name."""
+        return {k: v for k, v in self.params.items() if callable(getattr(v, "markdown", None))}
 
     def with_params(self, **changes: Any) -> Conclusion:
         """A copy with some params replaced (statement mutants are built this way)."""

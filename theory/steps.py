@@ -35,6 +35,8 @@ STEPS: dict[str, tuple[tuple[str, ...], ...]] = {
         (WITNESS, "feature-major kron(T,A) applied to the token-major x is NOT SHA"),
     ),
     "T2": (
+        (WITNESS, "heads are distinct: A^1 - A^2 != 0"),
+        (WITNESS, "heads are distinct: T_1 - T_2 != 0"),
         (ZERO, "MHA(X) = block(B) x, B_ij = sum_h A^h_ij T_h"),
         (ZERO, "P = mean_h A^h is row-stochastic"),
         (ZERO, "gates are convex: sum_h g^h_ij = 1"),
@@ -127,6 +129,9 @@ STEPS: dict[str, tuple[tuple[str, ...], ...]] = {
         (ZERO, "spec(I - kron(A,T)) = {1-lambda_i} on Fix T and {1+lambda_i} on the -1 space"),
     ),
     "T6": (
+        (WITNESS, "heads are distinct: M_0 - M_1 != 0 (score matrices)"),
+        (WITNESS, "heads are distinct: b^0 - b^1 != 0 (positional biases)"),
+        (WITNESS, "heads are distinct: T_0 - T_1 != 0 (transports)"),
         (ZERO, "Jacobian at 1(x)x* = block(sum_h A0^h_ij T_h) - I (softmax, H1+H2)"),
         (
             WITNESS,
@@ -136,8 +141,50 @@ STEPS: dict[str, tuple[tuple[str, ...], ...]] = {
             WITNESS,
             "drop H2 (inhomogeneous base state x_0 = x* + 1): extra terms remain (exact value at a rational point)",
         ),
+        (WITNESS, "Fourier: heads are distinct: a_0 - a_1 != 0 (score kernels)"),
+        (WITNESS, "Fourier: heads are distinct: T_0 - T_1 != 0 (transports)"),
         (ZERO, "Fourier (ring=5): J(phi_k (x) v) = phi_k (x) (M(k)-I) v, a^(k) = sum_m a(m) e^(+2 pi i k m/n)"),
         (WITNESS, "Fourier with the reversed sign e^(-2 pi i k m/n) is wrong"),
         (ZERO, "rotating wave: rho R(theta)(1,-i)^T = rho e^{i theta}(1,-i)^T"),
+    ),
+}
+
+#: theorem id -> the steps of its derivation for symbolic sizes (``theory.derivations_general``), in order
+GENERAL_STEPS: dict[str, tuple[tuple[str, ...], ...]] = {
+    "L1": (
+        (ZERO, "general: token-major, entry i*d + a, all n, d"),
+        (ZERO, "general: feature-major, entry a*n + i, all n, d"),
+    ),
+    "L3": ((ZERO, "general: <x,(I-W)x>_pi = Dirichlet + correction (no row sums), all n, d"),),
+    "T1": (
+        (ZERO, "general: vec(SHA(X)^T) = (A (x) T) vec(X^T), entry i*d + a, all n, d"),
+        (ZERO, "general: block (i, j) of the operator is P_ij O_ij with P = A, O_ij = T, all n, d"),
+    ),
+    "T2": (
+        (WITNESS, "general: heads' attentions are distinct symbols (A^h for a symbolic head index h)"),
+        (WITNESS, "general: heads' transports are distinct symbols (T_h for a symbolic head index h)"),
+        (ZERO, "general: P = mean_h A^h is row-stochastic when every head is, all n, H"),
+        (ZERO, "general: gates sum to 1, all n, d, H"),
+        (ZERO, "general: P_ij O_ij = B_ij, all n, d, H"),
+    ),
+    "T3": (
+        (ZERO, "general: <x, Delta y>_pi = <Delta x, y>_pi from (b), (c2), all n, d"),
+        (ZERO, "general: Dirichlet identity from (a), (b), (c1), all n, d"),
+        (ZERO, "general: <x,(2I-Delta)x>_pi = 1/2 sum pi_i P_ij |x_i + O_ij x_j|^2 from (a), (b), (c1), all n, d"),
+    ),
+    "T4": (
+        (ZERO, "general: symmetric M => symmetric scores S_ij = S_ji (no mask), all n, d"),
+        (ZERO, "general: Kolmogorov triangle log ratio = (2/sqrt d_k)(x_j-x_i)^T M_a (x_k-x_i), all n, d"),
+        (ZERO, "general: symmetric scores => detailed balance Z_i A_ij = Z_j A_ji, all n"),
+        (ZERO, "general: symmetric scores => stationary sum_i Z_i A_ij = Z_j, all n"),
+    ),
+    "T5": (
+        (ZERO, "general: on Fix(T): Delta(u (x) f) = (1 - lambda) u (x) f, all n, d"),
+        (ZERO, "general: on the -1 space: Delta(u (x) f) = (1 + lambda) u (x) f, all n, d"),
+    ),
+    "T6": (
+        (WITNESS, "general: heads' scores (kernels a_h) are distinct symbols (symbolic head index h)"),
+        (WITNESS, "general: heads' transports are distinct symbols (T_h for a symbolic head index h)"),
+        (ZERO, "general: J(phi_k (x) v) = phi_k (x) (M(k) - I) v for every ring size n (zeta^n = 1)"),
     ),
 }

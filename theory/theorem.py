@@ -36,6 +36,22 @@ class Theorem:
     numeric_tests: tuple[str, ...] = ()
     necessity_tests: tuple[str, ...] = ()
     extra: dict = field(default_factory=dict, compare=False)
+    #: the derivation for symbolic sizes (``theory.derivations_general.general_<id>``), if any
+    general: Callable[..., Derivation] | None = field(default=None, compare=False)
+
+    def derive_general(self) -> Derivation:
+        """Run the derivation for symbolic sizes on this entry's own formulas (an edited formula is
+        what gets proved); :class:`ValueError` when the theorem has none."""
+        if self.general is None:
+            raise ValueError(f"{self.id}: no derivation for symbolic sizes (see its conclusions' scope)")
+        return self.general(self)
+
+    @property
+    def general_steps(self) -> tuple[tuple[str, ...], ...]:
+        """The outline of :meth:`derive_general` (:data:`theory.steps.GENERAL_STEPS`)."""
+        from .steps import GENERAL_STEPS
+
+        return GENERAL_STEPS.get(self.id, ())
 
     @property
     def supported_sizes(self) -> dict[str, tuple[int, int]]:

@@ -146,10 +146,13 @@ def _t3(draw, hyp):
 def _t4(draw, hyp):
     full = "T4.softmax" in hyp
     n, d = draw(st.integers(3, 5) if full else st.integers(2, 4)), draw(st.integers(1, 3))
+    M = draw(_arr((d, d), -1.5, 1.5))
+    if draw(st.booleans()):  # symmetric scores: the premise of T4.criterion's formulas holds
+        M = (M + M.T) / 2
     return {
         "kind": "softmax",
         "X": draw(_arr((n, d))),
-        "M": draw(_arr((d, d), -1.5, 1.5)),
+        "M": M,
         "mask": None if full else "causal",
         "beta": draw(_arr((n,), -1.0, 1.0)),
     }

@@ -3,8 +3,9 @@ numbers the registry carries — and the numerics code agrees with the oracles o
 
 ``test_conclusions_hold_on_drawn_instances[Tk]`` reads theorem Tk from the registry at run time
 (``theory.registry.get``): every predicated conclusion is evaluated with its registered params
-(T3's interval, T1's stacking, T2's Kronecker miss, T4's triangle coefficient and sign, T5's
-spectral map, T6's Fourier sign and growth shift). Editing a statement in the registry (``theory/registry*.py``)
+(T3's interval, T2's Kronecker miss, T4's triangle coefficient and sign, T6's growth shift) and
+formulas (SymPy expressions: T1's stacking, T2's walk, T3's Dirichlet form, T4's balance, T5's
+spectral map, T6's Fourier symbol). Editing a statement in the registry (``theory/registry*.py``)
 changes what this test checks (``tests/theory/test_gate.py`` proves it with mutants).
 """
 

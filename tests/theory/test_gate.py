@@ -14,11 +14,13 @@ with the registry patched, proving the edit of ``theory/registry.py`` is what ge
 from __future__ import annotations
 
 import pytest
+import sympy as sp
 from hypothesis import HealthCheck, Phase, find, given, settings
 from hypothesis import strategies as st
 
 from tests.numerics import statement_cases as cases
 from tests.numerics import test_statements
+from theory import formulas as F
 from theory import oracles, registry
 from theory.registry import get
 from theory.report import record
@@ -38,18 +40,49 @@ def _conclusion_mutant(tid, cid, **params):
     return t, t.with_conclusion(t.conclusion(cid).with_params(**params))
 
 
+def _formula_mutant(tid, cid, key, **changes):
+    """The statement with the formula ``key`` of conclusion ``cid`` edited (a SymPy expression of
+    :mod:`theory.formulas`: what THEOREMS.md renders and the oracles evaluate)."""
+    t = get(tid)
+    c = t.conclusion(cid)
+    return t, t.with_conclusion(c.with_params(**{key: c.params[key].edited(**changes)}))
+
+
+_DIR = F.DIRICHLET
+_Oij = F.O_[F.i, F.j, F.a, F.b]
+
+
+def _x(expr, old, new):
+    """``expr`` with ``old`` replaced structurally (bound summation indices included)."""
+    out = expr.xreplace({old: new})
+    assert out != expr, f"the edit {old} -> {new} changed nothing"
+    return out
+
+
+_T4B, _T4S = F.T4_BALANCE, F.T4_STATIONARY
+
 MUTANTS = {
     "T3 upper bound 2 -> 1": lambda: _conclusion_mutant("T3", "T3.spectrum", hi=1),
-    "T1 token-major -> feature-major": lambda: _conclusion_mutant("T1", "T1.walk", stacking="feature-major"),
+    "T1 token-major -> feature-major": lambda: _formula_mutant(
+        "T1", "T1.walk", "stacked", lhs=F.Vec(F.Y_m), rhs=sp.KroneckerProduct(F.A_m, F.T_m) * F.Vec(F.X_m)
+    ),
     "T2 Kronecker miss 0.662 -> 0.5": lambda: _conclusion_mutant("T2", "T2.counterexample", miss=0.5),
-    "T4 triangle identity sign flipped": lambda: _conclusion_mutant("T4", "T4.triangle", sign=-1),
+    "T4 triangle identity sign flipped": lambda: _formula_mutant(
+        "T4", "T4.triangle", "triangle", rhs=-F.T4_TRIANGLE.rhs
+    ),
     "T5 without the involution hypothesis": lambda: (get("T5"), get("T5").without("T5.involution")),
-    "T6 Fourier sign reversed": lambda: _conclusion_mutant("T6", "T6.fourier", hat_sign=-1),
+    "T6 Fourier sign reversed": lambda: _formula_mutant("T6", "T6.fourier", "fourier", rhs=F.fourier(-1).rhs),
     # further mutants of the numbers the statements carry
     "T3 lower bound 0 -> 0.5": lambda: _conclusion_mutant("T3", "T3.spectrum", lo=0.5),
-    "T5 spectral map swapped": lambda: _conclusion_mutant("T5", "T5.spectrum", on_fix=1, on_minus=-1),
+    "T5 spectral map swapped": lambda: _formula_mutant("T5", "T5.spectrum", "on_fix", rhs=F.T5_ON_MINUS.rhs),
     "T6 growth shift 1 -> 0": lambda: _conclusion_mutant("T6", "T6.selection", shift=0),
-    "T4 triangle coefficient 2 -> 1": lambda: _conclusion_mutant("T4", "T4.triangle", coefficient=1),
+    "T4 triangle coefficient 2 -> 1": lambda: _formula_mutant(
+        "T4", "T4.triangle", "triangle", rhs=F.T4_TRIANGLE.rhs / 2
+    ),
+    # (x_k - x_i -> x_k - x_j would be an equivalent mutant: v^T M_a v = 0 for antisymmetric M_a)
+    "T4 triangle x_j - x_i -> x_j + x_i": lambda: _formula_mutant(
+        "T4", "T4.triangle", "triangle", rhs=_x(F.T4_TRIANGLE.rhs, F.X_[F.i, F.a], -F.X_[F.i, F.a])
+    ),
     "T3 without (b) reversible": lambda: (get("T3"), get("T3").without("T3.b")),
     "T3 without (c1) orthogonal": lambda: (get("T3"), get("T3").without("T3.c1")),
     "T3 without (c2) transpose": lambda: (get("T3"), get("T3").without("T3.c2")),
@@ -58,7 +91,92 @@ MUTANTS = {
     "T6 without (H3) circulant": lambda: (get("T6"), get("T6").without("T6.H3")),
     "T2 without the P convention": lambda: (get("T2"), get("T2").without("T2.convention")),
     "T1 without the transport layout": lambda: (get("T1"), get("T1").without("T1.transport")),
+    # edits of the formulas themselves (the SymPy expressions THEOREMS.md renders)
+    "T3 Dirichlet 1/2 -> 1": lambda: _formula_mutant("T3", "T3.dirichlet", "dirichlet", rhs=_x(_DIR.rhs, sp.S.Half, 1)),
+    "T3 Dirichlet x_i - O_ij x_j -> x_i + O_ij x_j": lambda: _formula_mutant(
+        "T3", "T3.dirichlet", "dirichlet", rhs=_x(_DIR.rhs, _Oij, -_Oij)
+    ),
+    "T3 Dirichlet pi_i -> pi_j": lambda: _formula_mutant(
+        "T3", "T3.dirichlet", "dirichlet", rhs=_x(_DIR.rhs, F.pi_[F.i], F.pi_[F.j])
+    ),
+    "T3 Dirichlet pi_i P_ij -> pi_i P_ji": lambda: _formula_mutant(
+        "T3", "T3.dirichlet", "dirichlet", rhs=_x(_DIR.rhs, F.P_[F.i, F.j], F.P_[F.j, F.i])
+    ),
+    "T4 symmetric scores dropped": lambda: _formula_mutant("T4", "T4.criterion", "balance", premises=()),
+    "T4 stationary without symmetric scores": lambda: _formula_mutant("T4", "T4.criterion", "stationary", premises=()),
+    "T4 pi_i = Z_i -> pi_i = 1": lambda: _formula_mutant(
+        "T4", "T4.criterion", "balance", lhs=_x(_T4B.lhs, F.Z_[F.i], 1), rhs=_x(_T4B.rhs, F.Z_[F.j], 1)
+    ),
+    "T4 pi_i = Z_i -> Z_i^2": lambda: _formula_mutant(
+        "T4", "T4.criterion", "stationary", lhs=_x(_T4S.lhs, F.Z_[F.i], F.Z_[F.i] ** 2), rhs=F.Z_[F.j] ** 2
+    ),
+    "T2 gates 1/sum -> 1/H": lambda: _formula_mutant(
+        "T2", "T2.walk", "gates", where=((F.g_[F.h, F.i, F.j], F.Ah_[F.h, F.i, F.j] / F.H),)
+    ),
+    "T2 P = mean -> sum": lambda: _formula_mutant(
+        "T2", "T2.walk", "rows", where=((F.P_[F.i, F.j], sp.Sum(F.Ah_[F.h, F.i, F.j], (F.h, 0, F.H - 1))),)
+    ),
+    "T2 O_ij = H sum g T -> sum g T": lambda: _formula_mutant(
+        "T2",
+        "T2.walk",
+        "blocks",
+        where=tuple((hd, body / F.H if hd.base == F.O_ else body) for hd, body in F.T2_BLOCKS.where),
+    ),
+    "T6 Fourier phi_k(j) = zeta^j -> zeta^-j": lambda: _formula_mutant(
+        "T6", "T6.fourier", "fourier", lhs=_x(F.FOURIER.lhs, F.zeta**F.j, F.zeta ** (-F.j))
+    ),
+    "T6 Fourier kernel row 0 -> column 0": lambda: _formula_mutant(
+        "T6", "T6.fourier", "fourier", where=((F.a_[F.h, F.m], F.A0_[F.h, F.m, 0]),)
+    ),
+    "T6 Fourier J = W - I -> W": lambda: _formula_mutant("T6", "T6.fourier", "fourier", rhs=F.fourier(1, 0).rhs),
+    "T5 on Fix(T): 1 - lambda -> 1 - lambda^2": lambda: _formula_mutant(
+        "T5", "T5.spectrum", "on_fix", rhs=_x(F.T5_ON_FIX.rhs, F.lam, F.lam**2)
+    ),
+    "T5 on the -1 space: 1 + lambda -> 1 - lambda": lambda: _formula_mutant(
+        "T5", "T5.spectrum", "on_minus", rhs=F.T5_ON_FIX.rhs
+    ),
+    "T5 Delta = I - A (x) T -> I + A (x) T": lambda: _formula_mutant(
+        "T5", "T5.spectrum", "on_fix", lhs=2 * F.u_[F.i] * F.f_[F.a] - F.T5_ON_FIX.lhs
+    ),
+    "T1 A (x) T -> T (x) A": lambda: _formula_mutant(
+        "T1", "T1.walk", "stacked", rhs=sp.KroneckerProduct(F.T_m, F.A_m) * F.Vec(F.X_m.T)
+    ),
+    "T1 SHA = A X T^T -> A X T": lambda: _formula_mutant("T1", "T1.walk", "sha", rhs=F.A_m * F.X_m * F.T_m),
+    "T1 SHA = A X T^T -> A^T X T^T": lambda: _formula_mutant("T1", "T1.walk", "sha", rhs=F.A_m.T * F.X_m * F.T_m.T),
 }
+
+
+#: the mutants above that edit a formula (a SymPy expression THEOREMS.md renders): at least three per
+#: theorem; each is also refuted by the derivation for symbolic sizes
+#: (tests/theory/test_general_derivations.py)
+FORMULA_MUTANTS = [
+    "T3 Dirichlet 1/2 -> 1",
+    "T3 Dirichlet x_i - O_ij x_j -> x_i + O_ij x_j",
+    "T3 Dirichlet pi_i -> pi_j",
+    "T3 Dirichlet pi_i P_ij -> pi_i P_ji",
+    "T4 symmetric scores dropped",
+    "T4 stationary without symmetric scores",
+    "T4 pi_i = Z_i -> pi_i = 1",
+    "T4 pi_i = Z_i -> Z_i^2",
+    "T4 triangle identity sign flipped",
+    "T4 triangle coefficient 2 -> 1",
+    "T4 triangle x_j - x_i -> x_j + x_i",
+    "T1 A (x) T -> T (x) A",
+    "T1 token-major -> feature-major",
+    "T1 SHA = A X T^T -> A X T",
+    "T1 SHA = A X T^T -> A^T X T^T",
+    "T2 gates 1/sum -> 1/H",
+    "T2 P = mean -> sum",
+    "T2 O_ij = H sum g T -> sum g T",
+    "T5 spectral map swapped",
+    "T5 on Fix(T): 1 - lambda -> 1 - lambda^2",
+    "T5 on the -1 space: 1 + lambda -> 1 - lambda",
+    "T5 Delta = I - A (x) T -> I + A (x) T",
+    "T6 Fourier sign reversed",
+    "T6 Fourier phi_k(j) = zeta^j -> zeta^-j",
+    "T6 Fourier kernel row 0 -> column 0",
+    "T6 Fourier J = W - I -> W",
+]
 
 
 def _params(names):
@@ -116,3 +234,37 @@ def test_property_test_reads_the_registry(monkeypatch, name):
 def test_every_theorem_has_at_least_one_mutant_here():
     ids = {n.split()[0] for n in MUTANTS}
     assert ids == {"T1", "T2", "T3", "T4", "T5", "T6"}
+
+
+def test_every_theorem_has_three_formula_mutants():
+    from collections import Counter
+
+    counts = Counter(n.split()[0] for n in FORMULA_MUTANTS)
+    assert all(counts[t] >= 3 for t in ("T1", "T2", "T3", "T4", "T5", "T6")), counts
+    for name in FORMULA_MUTANTS:
+        original, mutant = MUTANTS[name]()
+        edited = [
+            c.id
+            for c, m in zip(original.conclusions, mutant.conclusions, strict=True)
+            if any(m.params.get(k) != v for k, v in c.formulas.items())
+        ]
+        assert edited, f"{name}: no formula edited"
+
+
+def test_every_formula_a_predicate_evaluates_has_a_mutant_here():
+    """Each formula an oracle evaluates is edited by at least one formula mutant (so its evaluation
+    is shown to matter); the formulas no predicate evaluates are the registry's NOT_EVALUATED."""
+    edited = set()
+    for name in FORMULA_MUTANTS:
+        original, mutant = MUTANTS[name]()
+        for c, m in zip(original.conclusions, mutant.conclusions, strict=True):
+            edited |= {(c.id, k) for k, v in c.formulas.items() if m.params.get(k) != v}
+    evaluated = {
+        (c.id, k)
+        for t in registry.MAIN
+        for c in t.conclusions
+        if c.predicate
+        for k in c.formulas
+        if registry.NOT_EVALUATED.get(c.id, ("",))[0] != k
+    }
+    assert evaluated <= edited, sorted(evaluated - edited)

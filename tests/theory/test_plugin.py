@@ -60,20 +60,27 @@ def test_theorem_option_deselects_other_tests():
 
     import tests.conftest as cf
 
-    def item(*ids):
+    def item(*ids, nodeid="tests/elsewhere/test_unlinked.py::test_x"):
         marks = [types.SimpleNamespace(args=(i,)) for i in ids]
         return types.SimpleNamespace(
-            iter_markers=lambda name, m=marks: iter(m if name == "theorem" else []), user_properties=[]
+            iter_markers=lambda name, m=marks: iter(m if name == "theorem" else []),
+            add_marker=lambda mark, m=marks: m.append(types.SimpleNamespace(args=mark.args)),
+            user_properties=[],
+            nodeid=nodeid,
         )
 
-    items = [item("T3"), item("T1"), item(), item("T1", "T3")]
+    # the last item carries no marker, but the registry links its file to T3 (and T4)
+    linked = item(nodeid="tests/numerics/test_markov_mutants.py::test_x[case]")
+    size_limit = item(nodeid="tests/numerics/test_laplacian_mutants.py::test_diagnose_size_limits_default_to_1024")
+    items = [item("T3"), item("T1"), item(), item("T1", "T3"), linked, size_limit]
     deselected = []
     cfg = _FakeConfig(**{"--theorem": ["T3"]})
     cfg.hook = types.SimpleNamespace(pytest_deselected=lambda items: deselected.extend(items))
     keep = list(items)
     cf.pytest_collection_modifyitems(cfg, keep)
-    assert keep == [items[0], items[3]] and deselected == [items[1], items[2]]
+    assert keep == [items[0], items[3], linked] and deselected == [items[1], items[2], size_limit]
     assert items[3].user_properties == [("theorem", "T1"), ("theorem", "T3")]
+    assert linked.user_properties == [("theorem", "T3"), ("theorem", "T4")]
 
 
 class _FakeConfig:
@@ -137,7 +144,9 @@ def test_xdist_worker_tallies_are_merged(tmp_path):
         data["exitstatus"] == 0
         and data["theorems"][0]["title"] == "When the generator is a random-walk connection Laplacian"
     )
-    assert [{k: v for k, v in r.items() if k != "title"} for r in data["theorems"]] == ctl.report.table_rows()
+    assert [
+        {k: v for k, v in r.items() if k not in ("title", "scopes")} for r in data["theorems"]
+    ] == ctl.report.table_rows()
 
 
 def test_record_goes_to_the_active_report_only():
@@ -177,9 +186,31 @@ def test_report_tally_semantics(tmp_path):
     assert math.isnan(rep.table_rows()[0]["worst_residual"])
     table = rep.render_table()
     assert "T2" in table and "✗" in table and "nan" in table
+    # each conclusion's proof scope, from the registry
+    assert "scope T2.walk: all n, d, H" in table and "scope T2.counterexample: exact" in table
     js = tmp_path / "t.json"
     rep.dump_json(str(js))
     assert json.loads(js.read_text())["theorems"][0]["worst_residual"] == "nan"  # strict JSON
+    assert json.loads(js.read_text())["theorems"][0]["scopes"]["T2.walk"].startswith("all n, d, H")
     other = report.TheoremReport()
     other.merge(json.loads(js.read_text())["theorems"])  # a worker's "nan" string merges as NaN
     assert math.isnan(other.table_rows()[0]["worst_residual"])
+
+
+def test_theorem_option_collects_the_registry_linked_implementation_tests():
+    """`--theorem T3` collects the unmarked tests of T3's implementation test files (mutation-found
+    behaviour of the functions T3 names), leaving out the one size-limit test the registry unlinks."""
+    import os
+
+    files = ["tests/numerics/test_markov_mutants.py", "tests/numerics/test_laplacian_mutants.py"]
+    r = subprocess.run(
+        [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider", "--theorem", "T3", *files],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+    )
+    ids = [line for line in r.stdout.splitlines() if "::" in line]
+    assert any(i.startswith(files[0]) for i in ids) and any(i.startswith(files[1]) for i in ids), r.stdout[-2000:]
+    assert not any("test_diagnose_size_limits_default_to_1024" in i for i in ids)

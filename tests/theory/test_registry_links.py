@@ -149,9 +149,13 @@ def test_predicates_and_params_resolve():
             if s.predicate is not None:
                 assert s.predicate in oracles.PREDICATES, (s.id, s.predicate)
             assert placeholders(s.statement) <= set(s.params), (s.id, placeholders(s.statement), sorted(s.params))
+        for c in t.conclusions:  # every formula a conclusion holds is rendered in its statement
+            assert set(c.formulas) <= placeholders(c.statement), (c.id, sorted(c.formulas))
         if t.kind == "theorem":  # every theorem has at least one executable conclusion
             assert any(c.predicate for c in t.conclusions), t.id
-    assert get("T3").conclusion("T3.spectrum").params == {"lo": 0, "hi": 2}
+    spectrum = get("T3").conclusion("T3.spectrum")
+    assert {k: v for k, v in spectrum.params.items() if k not in spectrum.formulas} == {"lo": 0, "hi": 2}
+    assert set(spectrum.formulas) == {"upper_form"}
 
 
 def test_a_dangling_link_is_detected(monkeypatch):

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from theory import formulas as F
 from theory import render
 from theory.registry import CLAIMS, CONVENTIONS, THEOREMS, get
 
@@ -53,7 +54,8 @@ def test_numbers_in_statements_come_from_their_params():
     md = render.render_markdown([get("T3").with_conclusion(c.with_params(hi=1))], claims=[])
     assert "$[0, 1]$" in md and "$[0, 2]$" not in md.split("(`T3.spectrum`)")[1].split("\n")[0]
     f = get("T6").conclusion("T6.fourier")
-    assert "e^{+2\\pi i k m / n}" in f.text and "e^{-2\\pi i k m / n}" in f.with_params(hat_sign=-1).text
+    assert "\\zeta^{m} {a}_{h,m}" in f.text
+    assert "\\zeta^{- m} {a}_{h,m}" in f.with_params(fourier=f.params["fourier"].edited(rhs=F.fourier(-1).rhs)).text
     assert "0.662" in get("T2").conclusion("T2.counterexample").text
 
 
@@ -100,3 +102,35 @@ def test_latex_text_escaping():
     assert render.latex_text("a_b $x_i$ **b** `c_d` 50%") == r"a\_b $x_i$ \textbf{b} \texttt{c\_d} 50\%"
     with pytest.raises(ValueError, match="unbalanced"):
         render.latex_text("cost $x")
+
+
+def test_formulas_are_rendered_from_the_expressions_the_oracles_evaluate():
+    """A formula in THEOREMS.md is ``sympy.latex`` of the registry's expression: editing the
+    expression (here T3's ½, T1's operand order, T4's premise) changes the rendered statement."""
+    import sympy as sp
+
+    from theory import formulas as F
+
+    def line(theorem, cid):
+        md = render.render_markdown([theorem], claims=[])
+        return md.split(f"(`{cid}`)")[1].split("\n")[0]
+
+    t3 = get("T3")
+    c = t3.conclusion("T3.dirichlet")
+    f = c.params["dirichlet"]
+    assert f is F.DIRICHLET and sp.latex(f.rhs, long_frac_ratio=0) in line(t3, c.id)
+    assert "\\frac{1}{2}" in line(t3, c.id)
+    edited = f.edited(rhs=f.rhs.xreplace({sp.S.Half: sp.S.One}))
+    assert "\\frac{1}{2}" not in line(t3.with_conclusion(c.with_params(dirichlet=edited)), c.id)
+    t1 = get("T1")
+    w = t1.conclusion("T1.walk")
+    assert "\\left(A \\otimes T\\right)" in line(t1, w.id)
+    swapped = w.params["stacked"].edited(rhs=sp.KroneckerProduct(F.T_m, F.A_m) * F.Vec(F.X_m.T))
+    assert "\\left(T \\otimes A\\right)" in line(t1.with_conclusion(w.with_params(stacked=swapped)), w.id)
+    t4 = get("T4")
+    b = t4.conclusion("T4.criterion")
+    assert " if ${M}_{a,b} = {M}_{b,a}$" in line(t4, b.id)
+    dropped = b.with_params(
+        balance=b.params["balance"].edited(premises=()), stationary=b.params["stationary"].edited(premises=())
+    )
+    assert "{M}_{b,a}" not in line(t4.with_conclusion(dropped), b.id)
