@@ -32,11 +32,15 @@ largest ``|z − 1|``); those are Ritz values without a rigorous bound and the r
 Kernel (:mod:`numerics.laplacian_kernel`). The parallel sections are fixed by their values at one
 token per closed class (a BFS tree of the support), so ``dim ker C ≤ d·(closed classes)`` and
 ``ker C`` lies in the ``d·(closed classes)``-dimensional span of the root-fixed sections: a
-Rayleigh–Ritz of ``C`` there (SVD of the row-chunked triangular factor of ``CQ``, accurate to
-``eps·‖C‖``) gives certified upper bounds of its smallest singular values and, through the tree
-rows, certified lower bounds; ``ker Δ`` starts from those sections and deflated Lanczos finds any
-further null directions (up to ``k_max``). No fixed eigenpair count caps the dimensions; a check is
-undefined only where a bound straddles its threshold, with the interval in the reason.
+Rayleigh–Ritz of ``C`` there (a Gram of ``CᵀC`` on the sections, with the eps·‖C‖-accurate
+row-chunked factor for the directions the Gram cannot resolve) gives certified upper bounds of its
+smallest singular values and, through the tree rows, certified lower bounds; ``ker Δ`` starts from
+those sections and is decided by the Dirichlet certificate (no search) when the walk is nearly
+stochastic, stationary and orthogonal, else by a deflated Lanczos search (up to ``k_max``
+directions). Every product counts against ``max_matvecs``: past it the checks are *undecided*
+with the reason; a walk that already fails a T3 hypothesis gives the search at most what the other
+checks spent. Otherwise a check is undefined only where a bound straddles its threshold, with the
+interval in the reason.
 
 Walks with ``n·d ≤ assemble_max`` (default 32) are too small for ARPACK (``k < n·d − 1``): there
 ``Δ`` and ``C`` are assembled from the same matrix-free operators applied to unit vectors
