@@ -65,9 +65,13 @@ residual whose verdict was already certified. Now:
   **undecided**: residual NaN, ``holds`` False, the reason starting "undecided:" and naming the cap,
   ``extra['kernel_facts'][b]['decided']`` False and the dimensions −1 where they were not counted.
 
-Measured (one thread, shared 2-core machine, same run; figures in the closing note): random softmax
-``n = 64, d = 64, H = 4``: kernel part 0.3–0.6 s vs 1.0–1.4 s; reversible, ``dim ker = 32``:
-certificate, no search; ``n = 512``: no ``n²d × m`` QR at all. Rejected: the eps-accurate factor on
+Measured (``bench_diagnose_kernel.py --large --minilm``, one thread, a loaded shared 2-core machine,
+both routes in the same run), kernel part new vs previous: random softmax ``n = 64, d = 64, H = 4``
+1.0 s / 509 products vs 6.9 s / 1637; reversible (``dim ker = 32``, decided by the certificate)
+2.1 s / 348 vs 3.8 s / 789; ``n = 512`` 17.8 s / 493 vs 88.9 s / 1637; MiniLM-sized random
+(float64) 26 s / 1871 vs 155 s / 3880; same verdicts and dimensions everywhere. The searches run
+on :func:`_ritz_extreme`, not ARPACK: at ``n = 512`` ARPACK's own per-step work (``dsaupd``) took
+15 s of the kernel part's 25 s, more than its products. Rejected: the eps-accurate factor on
 every section (the QR dominates and resolves nothing the Gram does not at ``λ ≥ 100δ``), an
 unshifted Lanczos for σ_min of a walk whose T3 hypotheses hold (the certificate needs none),
 LOBPCG without a preconditioner (none is at hand) for the search: on the random walk above the
