@@ -710,9 +710,6 @@ def _kernel_element_lanczos(
         lamC, VC, _ = _sym_extreme(CtC, N, n, d, "SA", cnt, seed, k=k)
         dn = max(float(_sym_extreme(DtD, N, n, d, "LA", cnt, seed, tol=1e-8)[0][0].clamp(min=0).sqrt()), 1.0)
         cn = max(float(_sym_extreme(CtC, N, n, d, "LA", cnt, seed, tol=1e-8)[0][0].clamp(min=0).sqrt()), 1.0)
-        meter.soft(search)
-        # Δ's smallest pairs: only told from the threshold (relative 1e-4), within the search's cap
-        lamD, VD, _ = _sym_extreme(DtD, N, n, d, "SA", cnt, seed, k=k, tol=1e-4)
     except ArpackNoConvergence as exc:  # a cluster of small singular values
         msg = f"undefined: Lanczos for the {k} smallest singular values did not converge ({exc})"
         return math.nan, 0.0, msg, math.nan, msg, 0, 0, fact
@@ -720,6 +717,17 @@ def _kernel_element_lanczos(
         return _undecided(
             f"undecided: the bounded Lanczos route stopped at its cap of {meter.cap} products ({exc})", fact, meter
         )
+    over: str | None = None
+    meter.soft(search)
+    try:  # Δ's smallest pairs: only told from the threshold (relative 1e-4), within the search's cap
+        lamD, VD, _ = _sym_extreme(DtD, N, n, d, "SA", cnt, seed, k=k, tol=1e-4)
+    except ArpackNoConvergence as exc:
+        msg = f"undefined: Lanczos for the {k} smallest singular values did not converge ({exc})"
+        return math.nan, 0.0, msg, math.nan, msg, 0, 0, fact
+    except OverBudget as exc:  # the parallel sections and flatness stay decided; ker Δ is not
+        over = f"undecided: Δ's eigenpairs stopped at their cap of {meter.cap} products ({exc})"
+        lamD, VD = torch.zeros(0, dtype=F64), torch.zeros(N, 0, dtype=F64)
+    CtC = e.constraints_gram_fast  # past the searches: the remaining products are not capped
     sD, sC = lamD.clamp(min=0).sqrt(), lamC.clamp(min=0).sqrt()
     thr = max(tol(tdt, N), math.sqrt(tol(F64, N)))
     kD, kC = int((sD <= thr * dn).sum()), int((sC <= thr * cn).sum())
@@ -756,6 +764,9 @@ def _kernel_element_lanczos(
         if fl <= thr:
             fl = math.nan
     fact.update(norm_Delta=dn, norm_C=cn, matvecs=meter.used)
+    if over:
+        fact["decided"] = False
+        return math.nan, bnd, over, fl, fwhy, -1, kC, fact
     return r, bnd, why, fl, fwhy, kD, kC, fact
 
 

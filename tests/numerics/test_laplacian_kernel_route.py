@@ -206,3 +206,20 @@ def test_max_matvecs_is_validated():
         assert e.value.argument == "max_matvecs"
     with pytest.raises(ParameterError):
         diagnose(w, method="dense", max_matvecs=10)
+
+
+def test_the_bounded_fallback_keeps_the_sections_when_the_search_is_capped(monkeypatch):
+    """Over the memory rule (forced) the Lanczos fallback runs; with Δ's eigenpairs capped by the
+    early exit (T3 fails, floor lowered) kernel_parallel is undecided while the parallel-section count
+    and flatness are still decided and agree with the literal SVD of C."""
+    w = random_heads(6, 5, 2, 1)
+    kD, kC, _, sC = literal_dims(w)
+    monkeypatch.setattr(lk, "SECTIONS_MAX_CHUNKS", 0)
+    monkeypatch.setattr(lk, "SEARCH_FLOOR", 1)
+    D = factored(w, spectrum=False)
+    facts = D.extra["kernel_facts"][0]
+    assert facts["method"].startswith("lanczos") and facts["decided"] is False
+    kp = D.kernel_parallel
+    assert bool(torch.isnan(kp.residual)) and kp.reason.startswith("undecided") and int(D.kernel_dim) == -1
+    assert int(D.parallel_dim) == kC == 0
+    assert not bool(D.flat.holds) and not bool(torch.isnan(D.flat.residual))
