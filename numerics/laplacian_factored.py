@@ -409,8 +409,10 @@ def diagnose_factored(
     (use :func:`numerics.laplacian.diagnose` with ``method="factored"``). ``spectrum`` / ``kernel``
     False skip those checks (reported undefined with the reason); ``k_max``: most null directions of
     ``Δ`` searched for outside the parallel sections; ``max_matvecs``: cap on the kernel route's
-    products with ``W``/``Wᵀ`` per walk (default :data:`numerics.laplacian_kernel.MAX_MATVECS`;
-    past it the kernel / flat checks are *undecided* with the reason; ``kernel_route="arpack"``: the
+    products with ``W``/``Wᵀ`` per walk (past it the kernel / flat checks are *undecided* with the
+    reason). Default None: :data:`numerics.laplacian_kernel.MAX_MATVECS`, and a walk that fails a T3
+    hypothesis gives the search for further null directions of ``Δ`` at most what the other checks
+    spent (the early exit); an explicit value is the only cap, early exit included; ``kernel_route="arpack"``: the
     previous unbounded route, kept as the benchmark's baseline); ``assemble_max``: largest ``n·d`` assembled densely; ``chunk_elems``: the
     largest temporary (numbers); ``memory_budget``: bytes for :func:`factored_blocks` (default: the
     budget of :func:`numerics.validate.check_memory`)."""
@@ -419,6 +421,7 @@ def diagnose_factored(
     from numerics.laplacian_kernel import MAX_MATVECS
     from numerics.markov import weak_components
 
+    early_exit = max_matvecs is None  # an explicit cap replaces the early exit's smaller one
     max_matvecs = MAX_MATVECS if max_matvecs is None else max_matvecs
     for name, val, lo in (
         ("assemble_max", assemble_max, 0),
@@ -463,7 +466,7 @@ def diagnose_factored(
             k_max=k_max,
             seed=seed,
             max_matvecs=max_matvecs,
-            t3=t3,
+            t3=t3 if early_exit else None,
             dirichlet=dirichlet_terms(fb, hyp),
             rest_matvecs=fb.counter[0],
             route=kernel_route,

@@ -179,7 +179,7 @@ def test_the_search_of_a_walk_failing_t3_is_capped_by_the_other_checks(monkeypat
     """ker Δ outside the parallel sections (a token that keeps its value and is read by no one; O not
     orthogonal, so no certificate): the search finds it with the default budget; with the spectrum
     skipped (the other checks spend 3 products) and the floor lowered to 5 it stops, undecided,
-    naming the failed T3 hypothesis as the reason for the cap."""
+    naming the failed T3 hypothesis as the reason for the cap; an explicit max_matvecs lifts it."""
     g = torch.Generator().manual_seed(10)
     n, d = 3, 2
     P = torch.softmax(torch.randn(n, n, generator=g, dtype=F), -1)
@@ -195,7 +195,11 @@ def test_the_search_of_a_walk_failing_t3_is_capped_by_the_other_checks(monkeypat
     D = factored(w, spectrum=False)
     kp = D.kernel_parallel
     assert bool(torch.isnan(kp.residual)) and "undecided" in kp.reason and "T3 hypothesis fails" in kp.reason
+    assert int(D.kernel_dim) == -1 and 0 <= D.extra["kernel_facts"][0]["kernel_dim_at_least"] <= 2
     assert int(D.parallel_dim) == 0 and not bool(D.flat.holds) and not bool(torch.isnan(D.flat.residual))
+    # an explicit max_matvecs is the only cap: the early exit is lifted and the search decides
+    D = factored(w, spectrum=False, max_matvecs=10_000)
+    assert (int(D.kernel_dim), int(D.parallel_dim)) == (2, 0) and not bool(torch.isnan(D.kernel_parallel.residual))
 
 
 def test_max_matvecs_is_validated():
