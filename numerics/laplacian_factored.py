@@ -57,6 +57,7 @@ The spectrum computations live in :mod:`numerics.laplacian_spectral`, the kernel
 from __future__ import annotations
 
 import math
+import time
 
 import torch
 
@@ -96,12 +97,10 @@ class FactoredBlocks:
         exact: bool = False,
         counter: list | None = None,
     ):
-        self.exact = exact
+        self.exact = exact  # coefficients are the blocks' entries (edges form): no head sums to round
         #: single-vector products with ``W``, ``Wᵀ`` or a coefficient operator so far (shared by the
         #: batch elements of :func:`numerics.laplacian_spectral._element`): the unit of ``max_matvecs``
-        self.counter = (
-            [0] if counter is None else counter
-        )  # coefficients are the blocks' entries (edges form): no head sums to round
+        self.counter = [0] if counter is None else counter
         self.P, self.a, self.T = P, a, T
         self.W_O, self.W_V = W_O, W_V  # optional low-rank factors T_h = W_O[h] @ W_V[h] (cheaper products)
         self.sup = P > 0
@@ -412,10 +411,12 @@ def diagnose_factored(
     products with ``W``/``Wᵀ`` per walk (past it the kernel / flat checks are *undecided* with the
     reason). Default None: :data:`numerics.laplacian_kernel.MAX_MATVECS`, and a walk that fails a T3
     hypothesis gives the search for further null directions of ``Δ`` at most what the other checks
-    spent (the early exit); an explicit value is the only cap, early exit included; ``kernel_route="arpack"``: the
-    previous unbounded route, kept as the benchmark's baseline); ``assemble_max``: largest ``n·d`` assembled densely; ``chunk_elems``: the
-    largest temporary (numbers); ``memory_budget``: bytes for :func:`factored_blocks` (default: the
-    budget of :func:`numerics.validate.check_memory`)."""
+    spent (the early exit); an explicit value is the only cap, early exit included.
+    ``kernel_route="arpack"``: the previous unbounded route, kept as the benchmark's baseline;
+    ``assemble_max``: largest ``n·d`` assembled densely; ``chunk_elems``: the largest temporary
+    (numbers); ``memory_budget``: bytes for :func:`factored_blocks` (default: the budget of
+    :func:`numerics.validate.check_memory`). ``extra['seconds']`` / ``extra['matvecs']``: time and
+    products per part (algebraic, spectrum, kernel)."""
     from numerics.errors import ParameterError
     from numerics.laplacian import _algebraic_checks, _skipped, assemble
     from numerics.laplacian_kernel import MAX_MATVECS
@@ -431,8 +432,6 @@ def diagnose_factored(
     ):
         if not isinstance(val, int) or isinstance(val, bool) or val < lo:
             raise ParameterError(f"must be an int >= {lo}, got {val!r}", argument=name)
-    import time
-
     t0 = time.perf_counter()
     w = w.to(dtype=F64)
     fb = factored_blocks(w, chunk_elems=chunk_elems, memory_budget=memory_budget)
