@@ -65,11 +65,11 @@ residual whose verdict was already certified. Now:
   **undecided**: residual NaN, ``holds`` False, the reason starting "undecided:" and naming the cap,
   ``extra['kernel_facts'][b]['decided']`` False and the dimensions −1 where they were not counted.
 
-Measured (``bench_diagnose_kernel.py --large --minilm``, one thread, a loaded shared 2-core machine,
-both routes in the same run), kernel part new vs previous: random softmax ``n = 64, d = 64, H = 4``
-1.0 s / 509 products vs 6.9 s / 1637; reversible (``dim ker = 32``, decided by the certificate)
-2.1 s / 348 vs 3.8 s / 789; ``n = 512`` 17.8 s / 493 vs 88.9 s / 1637; MiniLM-sized random
-(float64) 26 s / 1871 vs 155 s / 3880; same verdicts and dimensions everywhere. The searches run
+Measured (``bench_diagnose_kernel.py --large --minilm``, one thread, a shared 2-core machine, both
+routes in the same run), kernel part new vs previous: random softmax ``n = 64, d = 64, H = 4``
+0.34 s / 495 products vs 1.79 s / 1637; reversible (``dim ker = 32``, decided by the certificate)
+0.47 s / 346 vs 0.87 s / 789; ``n = 512`` 7.4 s / 475 vs 110 s / 1637; MiniLM-sized random
+(float64) 28 s / 1735 vs 95 s / 3880; same verdicts and dimensions everywhere. The searches run
 on :func:`_ritz_extreme`, not ARPACK: at ``n = 512`` ARPACK's own per-step work (``dsaupd``) took
 15 s of the kernel part's 25 s, more than its products. Rejected: the eps-accurate factor on
 every section (the QR dominates and resolves nothing the Gram does not at ``λ ≥ 100δ``), an
