@@ -132,6 +132,7 @@ FACTORED_OPTIONS = {
     "chunk_elems": Int(lo=1),
     "spectrum": Flag(),
     "kernel": Flag(),
+    "max_matvecs": Int(lo=1),
 }
 
 

@@ -32,11 +32,15 @@ largest ``|z − 1|``); those are Ritz values without a rigorous bound and the r
 Kernel (:mod:`numerics.laplacian_kernel`). The parallel sections are fixed by their values at one
 token per closed class (a BFS tree of the support), so ``dim ker C ≤ d·(closed classes)`` and
 ``ker C`` lies in the ``d·(closed classes)``-dimensional span of the root-fixed sections: a
-Rayleigh–Ritz of ``C`` there (SVD of the row-chunked triangular factor of ``CQ``, accurate to
-``eps·‖C‖``) gives certified upper bounds of its smallest singular values and, through the tree
-rows, certified lower bounds; ``ker Δ`` starts from those sections and deflated Lanczos finds any
-further null directions (up to ``k_max``). No fixed eigenpair count caps the dimensions; a check is
-undefined only where a bound straddles its threshold, with the interval in the reason.
+Rayleigh–Ritz of ``C`` there (a Gram of ``CᵀC`` on the sections, with the eps·‖C‖-accurate
+row-chunked factor for the directions the Gram cannot resolve) gives certified upper bounds of its
+smallest singular values and, through the tree rows, certified lower bounds; ``ker Δ`` starts from
+those sections and is decided by the Dirichlet certificate (no search) when the walk is nearly
+stochastic, stationary and orthogonal, else by a deflated Lanczos search (up to ``k_max``
+directions). Every product counts against ``max_matvecs``: past it the checks are *undecided*
+with the reason; a walk that already fails a T3 hypothesis gives the search at most what the other
+checks spent. Otherwise a check is undefined only where a bound straddles its threshold, with the
+interval in the reason.
 
 Walks with ``n·d ≤ assemble_max`` (default 32) are too small for ARPACK (``k < n·d − 1``): there
 ``Δ`` and ``C`` are assembled from the same matrix-free operators applied to unit vectors
@@ -51,6 +55,9 @@ The spectrum computations live in :mod:`numerics.laplacian_spectral`, the kernel
 """
 
 from __future__ import annotations
+
+import math
+import time
 
 import torch
 
@@ -88,8 +95,12 @@ class FactoredBlocks:
         W_V: torch.Tensor | None = None,
         w: torch.Tensor | None = None,
         exact: bool = False,
+        counter: list | None = None,
     ):
         self.exact = exact  # coefficients are the blocks' entries (edges form): no head sums to round
+        #: single-vector products with ``W``, ``Wᵀ`` or a coefficient operator so far (shared by the
+        #: batch elements of :func:`numerics.laplacian_spectral._element`): the unit of ``max_matvecs``
+        self.counter = [0] if counter is None else counter
         self.P, self.a, self.T = P, a, T
         self.W_O, self.W_V = W_O, W_V  # optional low-rank factors T_h = W_O[h] @ W_V[h] (cheaper products)
         self.sup = P > 0
@@ -220,6 +231,7 @@ class FactoredBlocks:
     def apply(self, x: torch.Tensor) -> torch.Tensor:
         """``W x`` for ``x`` ``(..., p, n, d)``: ``Σ_h a^h x T_hᵀ`` (with factors
         ``Σ_h (a^h x W_V[h]ᵀ) W_O[h]ᵀ``, the attention layer's own cost)."""
+        self.counter[0] += x[..., 0, 0].numel()
         a = self.a.unsqueeze(-4)
         if self.W_O is not None:
             return ((a @ (x.unsqueeze(-3) @ self.W_V.transpose(-1, -2))) @ self.W_O.transpose(-1, -2)).sum(-3)  # type: ignore[union-attr]
@@ -227,6 +239,7 @@ class FactoredBlocks:
 
     def apply_t(self, y: torch.Tensor) -> torch.Tensor:
         """``Wᵀ y``: ``(Wᵀy)_j = Σ_i B_ijᵀ y_i = Σ_h (a^hᵀ y T_h)_j``."""
+        self.counter[0] += y[..., 0, 0].numel()
         at = self.a.transpose(-1, -2).unsqueeze(-4)
         if self.W_O is not None:
             return ((at @ (y.unsqueeze(-3) @ self.W_O)) @ self.W_V).sum(-3)  # type: ignore[operator]
@@ -261,6 +274,7 @@ class FactoredBlocks:
     def _coef_apply(self, c: torch.Tensor, x: torch.Tensor, transpose: bool = False) -> torch.Tensor:
         """``Σ_h c^h x T_hᵀ`` (``transpose``: ``Σ_h c^hᵀ x T_h``) for one walk, ``c`` ``(H, n, n)``,
         ``x`` ``(p, n, d)`` (with factors through ``W_V``, ``W_O``)."""
+        self.counter[0] += x[..., 0, 0].numel()
         cc = (c.transpose(-1, -2) if transpose else c).unsqueeze(-4)
         if self.W_O is not None:
             if transpose:
@@ -280,11 +294,14 @@ class FactoredBlocks:
             O = self.w.reshape(d, d, n, n).permute(2, 3, 0, 1)
             G = torch.einsum("ikab,ikac->kbc", O, O)
         else:
-            g = torch.einsum("hik,gik->hgk", self.w, self.w)
-            G = torch.zeros(n, d, d, dtype=F64, device=self.P.device)
-            for h in range(H):
-                for k in range(H):
-                    G += g[h, k][:, None, None] * self._pair_products(torch.tensor([h]), torch.tensor([k]))[0]
+            g = torch.einsum("hik,gik->hgk", self.w, self.w).reshape(H * H, n)
+            G = torch.zeros(n, d * d, dtype=F64, device=self.P.device)
+            hh, kk = (t.reshape(-1) for t in torch.meshgrid(torch.arange(H), torch.arange(H), indexing="ij"))
+            step = max(1, min(H * H, self.chunk_elems // max(d * d, 1)))
+            for p0 in range(0, H * H, step):  # one (n × pairs)·(pairs × d²) product per block of head pairs
+                pp = self._pair_products(hh[p0 : p0 + step], kk[p0 : p0 + step]).reshape(-1, d * d)
+                G += g[p0 : p0 + step].T @ pp
+            G = G.reshape(n, d, d)
         self._R["edge_gram"] = G
         return G
 
@@ -342,6 +359,45 @@ def factored_blocks(w, *, chunk_elems: int = 1 << 22, memory_budget: int | None 
 
 
 # ------------------------------------------------------------------------------------ assembly
+def dirichlet_terms(fb: FactoredBlocks, hyp: dict) -> list:
+    r"""Per flat batch index ``(w_min, π_max, ε_q)`` of the Dirichlet certificate
+    (:mod:`numerics.laplacian_kernel`), or None where π is not positive: ``w_min = min π_i P_ij``
+    over the support and ``ε_q`` bounds ``|<x, Δx>_π − ½ Σ π_i P_ij ‖x_i − O_ij x_j‖²|`` for a unit
+    ``x`` from the algebraic checks' residuals — ``½(max_i π_i |1 − r_i| + ‖πP − ρπ‖_∞ + |1 − ρ| π_max
+    + max_j (πP)_j · max_ij ‖O_ijᵀO_ij − I‖_F)`` (rows ``r_i = Σ_j P_ij``), plus ``tol(float64, n·d)·π_max``
+    for their rounding. No reversibility is needed."""
+    from numerics.tolerance import tol as _tol
+
+    st = hyp["_st"]
+    n = fb.n
+    P = fb.P.reshape(-1, n, n)
+    pis, pos = st.safe.reshape(-1, n), st.positive.reshape(-1)
+    rho = st.info.rho.reshape(-1)
+    res_pi = st.check.residual.reshape(-1)
+    res_o = hyp["orthogonal"].residual.reshape(-1)
+    out: list = []
+    for b in range(P.shape[0]):
+        pi = pis[b]
+        if not bool(pos[b]) or not bool((pi > 0).all()) or not math.isfinite(float(res_o[b]) + float(res_pi[b])):
+            out.append(None)
+            continue
+        F = pi[:, None] * P[b]
+        w_min = float(F[P[b] > 0].min())
+        pi_max = float(pi.max())
+        eps_q = (
+            0.5
+            * (
+                float((pi * (1 - P[b].sum(-1)).abs()).max())
+                + float(res_pi[b])
+                + abs(1 - float(rho[b])) * pi_max
+                + float(F.sum(0).max()) * float(res_o[b])
+            )
+            + _tol(F64, n * fb.d) * pi_max
+        )
+        out.append((w_min, pi_max, eps_q))
+    return out
+
+
 def diagnose_factored(
     w,
     *,
@@ -356,28 +412,48 @@ def diagnose_factored(
     kernel: bool = True,
     tdt_p=None,
     memory_budget: int | None = None,
+    max_matvecs: int | None = None,
+    kernel_route: str = "sections",
 ):
     """The factored :class:`numerics.laplacian.LaplacianDiagnostics` of a :class:`ConnectionWalk`
     (use :func:`numerics.laplacian.diagnose` with ``method="factored"``). ``spectrum`` / ``kernel``
     False skip those checks (reported undefined with the reason); ``k_max``: most null directions of
-    ``Δ`` searched for outside the parallel sections; ``assemble_max``: largest ``n·d`` assembled densely; ``chunk_elems``: the
-    largest temporary (numbers); ``memory_budget``: bytes for :func:`factored_blocks` (default: the
-    budget of :func:`numerics.validate.check_memory`)."""
+    ``Δ`` searched for outside the parallel sections; ``max_matvecs``: cap on the kernel route's
+    products with ``W``/``Wᵀ`` per walk (past it the kernel / flat checks are *undecided* with the
+    reason). Default None: :data:`numerics.laplacian_kernel.MAX_MATVECS`, and a walk that fails a T3
+    hypothesis gives the search for further null directions of ``Δ`` at most what the other checks
+    spent (the early exit); an explicit value is the only cap, early exit included.
+    ``kernel_route="arpack"``: the previous unbounded route, kept as the benchmark's baseline;
+    ``assemble_max``: largest ``n·d`` assembled densely; ``chunk_elems``: the largest temporary
+    (numbers); ``memory_budget``: bytes for :func:`factored_blocks` (default: the budget of
+    :func:`numerics.validate.check_memory`). ``extra['seconds']`` / ``extra['matvecs']``: time and
+    products per part (algebraic, spectrum, kernel)."""
     from numerics.errors import ParameterError
     from numerics.laplacian import _algebraic_checks, _skipped, assemble
+    from numerics.laplacian_kernel import MAX_MATVECS
     from numerics.markov import weak_components
 
-    for name, val, lo in (("assemble_max", assemble_max, 0), ("k_max", k_max, 1), ("chunk_elems", chunk_elems, 1)):
+    early_exit = max_matvecs is None  # an explicit cap replaces the early exit's smaller one
+    max_matvecs = MAX_MATVECS if max_matvecs is None else max_matvecs
+    for name, val, lo in (
+        ("assemble_max", assemble_max, 0),
+        ("k_max", k_max, 1),
+        ("chunk_elems", chunk_elems, 1),
+        ("max_matvecs", max_matvecs, 1),
+    ):
         if not isinstance(val, int) or isinstance(val, bool) or val < lo:
             raise ParameterError(f"must be an int >= {lo}, got {val!r}", argument=name)
+    t0 = time.perf_counter()
     w = w.to(dtype=F64)
     fb = factored_blocks(w, chunk_elems=chunk_elems, memory_budget=memory_budget)
     P = fb.P
     hyp = _algebraic_checks(fb, P, tdt, pi, probes, seed, tdt_p)
+    seconds, matvecs = {"algebraic": time.perf_counter() - t0}, {"algebraic": fb.counter[0]}
     st, si, scale = hyp["_st"], hyp["scaled_isometry"], hyp["_scale"]
     sup = fb.sup
     n_comp = weak_components(sup | sup.transpose(-1, -2))
     extra = {"method": "factored", "tolerance_dtype": str(tdt_p or tdt), "H": fb.H}
+    t0, c0 = time.perf_counter(), fb.counter[0]
     if spectrum:
         (s_int, s_disk, s_sc), facts = spectrum_factored(
             fb, st.safe, st.positive, scale, si, tdt, assemble_max=assemble_max, seed=seed
@@ -388,11 +464,28 @@ def diagnose_factored(
             _skipped(k, fb.batch, P.device, "skipped: spectrum=False")
             for k in ("spectrum_interval", "spectrum_disk", "spectrum_scaled")
         )
+    seconds["spectrum"], matvecs["spectrum"] = time.perf_counter() - t0, fb.counter[0] - c0
+    t0, c0 = time.perf_counter(), fb.counter[0]
     if kernel:
-        kp, flat, kD, kC, kfacts = kernel_factored(fb, n_comp, tdt, assemble_max=assemble_max, k_max=k_max, seed=seed)
+        t3 = hyp["stochastic"].holds & st.check.holds & hyp["detailed_balance"].holds & hyp["metric_compatible"].holds
+        kp, flat, kD, kC, kfacts = kernel_factored(
+            fb,
+            n_comp,
+            tdt,
+            assemble_max=assemble_max,
+            k_max=k_max,
+            seed=seed,
+            max_matvecs=max_matvecs,
+            t3=t3 if early_exit else None,
+            dirichlet=dirichlet_terms(fb, hyp),
+            rest_matvecs=fb.counter[0],
+            route=kernel_route,
+        )
         if kfacts:
             extra["kernel_facts"] = kfacts
     else:
         kp, flat = (_skipped(k, fb.batch, P.device, "skipped: kernel=False") for k in ("kernel_parallel", "flat"))
         kD = kC = None
+    seconds["kernel"], matvecs["kernel"] = time.perf_counter() - t0, fb.counter[0] - c0
+    extra["seconds"], extra["matvecs"] = seconds, matvecs  # per part; matvecs: products with W, Wᵀ or coefficients
     return assemble(hyp, s_int, s_disk, s_sc, kp, flat, None, kD, kC, n_comp, fb.n, fb.d, extra)

@@ -7,8 +7,8 @@ communicating class of the support graph, so a BFS tree towards one root per clo
 the roots: ``x_i = M_i v_{r(i)}`` with ``M_i = O_{i p(i)} M_{p(i)}``, ``M_root = I``. So
 ``dim ker C ≤ m = d · (number of closed classes)`` and ``ker C ⊆ E = range[M_i]`` — the kernel of
 the tree rows ``C_T`` of ``C``. With ``Q`` an orthonormal basis of ``E`` and ``σ'_1 ≤ … ≤ σ'_m``
-the singular values of ``C Q`` (an ``n²d × m`` matrix, reduced row chunk by row chunk to its
-triangular factor: accurate to ``eps·‖C‖``, never the ``√eps`` of a Gram route):
+the singular values of ``C Q`` (an ``n²d × m`` matrix; how they are computed, and to what accuracy,
+is the route below):
 
 * *upper bounds* ``σ_k(C) ≤ σ'_k`` (Courant–Fischer: a ``k``-dimensional subspace), so every
   ``σ'_k ≤ thr·‖C‖`` certifies a parallel direction;
@@ -26,14 +26,64 @@ check is undefined, with the reason), and ``flat`` (``σ_{n_comp·d}(C) ≤ thr�
 ``σ'_{need}/‖C‖`` and ``extra['kernel_facts']`` carries the interval ``[f, σ']/‖C‖`` that contains
 the dense ``σ_need/‖C‖``.
 
-``ker Δ``. Candidates are the parallel sections ``Z``: the singular values of ``Δ Z`` (``N × k``,
-SVD) are upper bounds of the smallest ones of ``Δ`` and certify ``dim ker Δ ≥ k_0``. Further null
-directions are searched orthogonally to those found, by Lanczos on ``ΔᵀΔ`` restricted to their
-complement (ARPACK ``eigsh``, smallest eigenvalue, seeded start): a Ritz pair ``(θ, ρ)`` gives
-``σ_{k+1}(Δ) ≥ √(θ − ρ)`` (assuming, as every Krylov method must, that the smallest eigenvalue is
-the one Lanczos converged to); a new direction with ``√(θ + ρ) ≤ thr·‖Δ‖`` is added, up to
-``k_max`` of them; between the two the check is undefined. ``‖Δ‖`` and ``‖C‖`` are Lanczos
-largest singular values.
+The route (default; chosen by measurement, ``benchmarks/bench_diagnose_kernel.py``). The previous
+route spent its time in three places, none of which decides anything the structure does not
+already decide: the eps-accurate factor of ``C Q`` on every section (a QR of an ``n²d × m`` matrix:
+39 s of 69 s at ``n = 512, d = 64, H = 4``), ARPACK to machine precision for the smallest
+eigenpairs of ``ΔᵀΔ`` / ``CᵀC`` (the bounded fallback: 290 s of 321 s on a MiniLM-sized layer,
+mostly ARPACK's own restarts on ``n·d = 49152``) and a block-Krylov sharpening of a flatness
+residual whose verdict was already certified. Now:
+
+* ``‖Δ‖``, ``‖C‖``: Lanczos to relative 1e-8 (they only scale thresholds);
+* *sections, Gram first*: ``G = Qᵀ(CᵀC Q)`` by the edge-Gram expansion (two ``W``-like products
+  per section, blocked; error ``δ = tol(float64, n·d)·‖C‖²``), eigenpairs ``(λ_k, u_k)``; then
+  ``σ'_k ∈ [√(λ_k − 2δ), √(λ_k + δ)]``. Only the directions with ``λ_k`` below
+  ``min((4·thr·‖C‖(‖C‖ + s_T)/s_T)², 100δ) + 2δ`` — those the Gram cannot tell from the threshold —
+  get the eps·‖C‖-accurate row-chunked factor (``k_S`` columns instead of ``m``; none on a
+  generic walk, the ``dim ker`` ones on a T3 walk). The bounds above keep their form with these
+  intervals (Courant–Fischer on ``span[Q u_S, …]``; the cross terms of the two blocks are ≤ δ);
+* *ker Δ without a search when T3 (a)+(c) nearly hold* — the **Dirichlet certificate**: for any
+  ``π > 0`` and unit ``x``, ``<x, Δx>_π = ½ Σ π_i P_ij ‖x_i − O_ij x_j‖² + e(x)`` with
+  ``|e(x)| ≤ ε_q`` (:func:`numerics.laplacian_factored.dirichlet_terms`: the row-sum, stationarity
+  and orthogonality residuals; no reversibility), so for ``x`` orthogonal to the ``k`` parallel
+  sections found, ``π_max ‖Δx‖ ≥ <x, Δx>_π ≥ ½ w_min f(σ'_{k+1})² − ε_q`` (``w_min = min π_i P_ij``
+  on the support, ``f`` the lower bound above). When that exceeds ``thr·‖Δ‖`` and every section is
+  in ``ker Δ`` (``‖Δ Z‖`` below the threshold), ``dim ker Δ = dim parallel`` is decided with no
+  Lanczos at all; a capped Ritz estimate (at most ``SEARCH_FLOOR`` products) may only sharpen the
+  gap used in the error bound (``max`` of the two);
+* otherwise a deflated Lanczos search on ``ΔᵀΔ`` (ARPACK, relative 1e-4: the value only has to be
+  told from a threshold many orders below; ``σ_{k+1}(Δ) ≥ √(θ − ρ)`` assuming, as every Krylov
+  method must, that the smallest eigenvalue is the one Lanczos converged to); new null directions
+  are certified with ``Δ`` itself, up to ``k_max``;
+* *early exit* (unless ``max_matvecs`` is given explicitly): when a T3 hypothesis already fails,
+  the search above gets at most ``max(products of the other checks, SEARCH_FLOOR)`` products, and a failing flatness residual is not sharpened by
+  block Krylov (its dense algebra cost more than the rest of ``diagnose``): it is the sections'
+  Ritz upper bound, with the certified interval in the reason and ``flat_interval``; otherwise the
+  sharpening stops at the cap with the Ritz bound reached;
+* *cap*: every product with ``W``, ``Wᵀ`` or a coefficient operator counts
+  (``FactoredBlocks.counter``); past ``max_matvecs`` (default :data:`MAX_MATVECS`) the checks are
+  **undecided**: residual NaN, ``holds`` False, the reason starting "undecided:" and naming the cap,
+  ``extra['kernel_facts'][b]['decided']`` False and the dimensions −1 where they were not counted.
+
+Measured (``bench_diagnose_kernel.py --large --minilm``, one thread, a shared 2-core machine, both
+routes in the same run), kernel part new vs previous: random softmax ``n = 64, d = 64, H = 4``
+0.34 s / 495 products vs 1.79 s / 1637; reversible (``dim ker = 32``, decided by the certificate)
+0.47 s / 346 vs 0.87 s / 789; ``n = 512`` 7.4 s / 475 vs 110 s / 1637; MiniLM-sized random
+(float64) 28 s / 1735 vs 95 s / 3880; same verdicts and dimensions everywhere. The searches run
+on :func:`_ritz_extreme`, not ARPACK: at ``n = 512`` ARPACK's own per-step work (``dsaupd``) took
+15 s of the kernel part's 25 s, more than its products. Rejected: the eps-accurate factor on
+every section (the QR dominates and resolves nothing the Gram does not at ``λ ≥ 100δ``), an
+unshifted Lanczos for σ_min of a walk whose T3 hypotheses hold (the certificate needs none),
+LOBPCG without a preconditioner (none is at hand) for the search: on the random walk above the
+smallest eigenvalue of ``ΔᵀΔ`` to 1e-4 took 260 products at block size 1 (ARPACK: 282), 670 / 1136
+at block sizes 4 / 8, and more time than ARPACK in each case.
+
+The previous route stays as ``route="arpack"`` (:func:`_kernel_element_arpack`, the benchmark's
+baseline): parallel sections from the factor of ``C Q`` on every section; ``ker Δ`` from those plus
+Lanczos on ``ΔᵀΔ`` restricted to their complement (ARPACK ``eigsh``, smallest eigenvalue, seeded
+start, relative 1e-6), a new direction with ``√(θ + ρ) ≤ thr·‖Δ‖`` added, up to ``k_max`` of
+them; between the two the check is undefined. ``‖Δ‖`` and ``‖C‖`` are Lanczos largest singular
+values.
 
 Thresholds: ``thr = tol(dtype, n·d)`` for both operators (every singular value above comes from
 an SVD of an explicit product, accurate to ``eps·‖·‖``). The dense path uses the same threshold
@@ -100,29 +150,35 @@ def _edge_transports(e: FactoredBlocks, i: torch.Tensor, j: torch.Tensor) -> tor
 
 def _sections_basis(e: FactoredBlocks, sup: np.ndarray):
     """Orthonormal basis ``Q`` ``(N, m)`` of the sections fixed by their root values, the tree's
-    ``s_T`` lower bound and the tree facts."""
+    ``s_T`` lower bound and the tree facts (about ``2·m·N + 2·n·d²`` numbers at the peak)."""
     n, d = e.n, e.d
     roots, parent, root_of, depth = section_tree(sup)
     order = np.argsort(depth, kind="stable")
     kids = np.nonzero(parent >= 0)[0]
-    Otree = torch.zeros(n, d, d, dtype=F64)
-    if len(kids):
-        Otree[kids] = _edge_transports(e, torch.as_tensor(kids), torch.as_tensor(parent[kids]))
     M = torch.zeros(n, d, d, dtype=F64)
-    for i in order:
-        M[i] = torch.eye(d, dtype=F64) if parent[i] < 0 else Otree[i] @ M[parent[i]]
-    m = d * len(roots)
-    E = torch.zeros(n, d, m, dtype=F64)
-    for i in range(n):
-        c = int(root_of[i])
-        E[i, :, c * d : (c + 1) * d] = M[i]
-    Q = torch.linalg.qr(E.reshape(n * d, m))[0]
+    if len(kids):
+        M[kids] = _edge_transports(e, torch.as_tensor(kids), torch.as_tensor(parent[kids]))
     D = int(depth.max()) if n else 0
-    if D <= 1:
-        s_T = 1.0
+    nu = 0.0
+    if D > 1:
+        nu = math.sqrt(int(np.bincount(parent[kids]).max())) * float(torch.linalg.matrix_norm(M[kids], ord=2).max())
+    for i in order:  # M_i = O_{i p(i)} M_{p(i)}, in place (parents first)
+        if parent[i] < 0:
+            M[i] = torch.eye(d, dtype=F64)
+        elif depth[i] > 1:
+            M[i] = M[i] @ M[parent[i]]
+    m = d * len(roots)
+    if len(roots) == 1:
+        E = M.reshape(n * d, d)
     else:
-        nu = math.sqrt(int(np.bincount(parent[kids]).max())) * float(torch.linalg.matrix_norm(Otree[kids], ord=2).max())
-        s_T = 1.0 / sum(nu**k for k in range(D))
+        E = torch.zeros(n, d, m, dtype=F64)
+        for i in range(n):
+            c = int(root_of[i])
+            E[i, :, c * d : (c + 1) * d] = M[i]
+        E = E.reshape(n * d, m)
+    del M
+    Q = torch.linalg.qr(E)[0]
+    s_T = 1.0 if D <= 1 else 1.0 / sum(nu**k for k in range(D))
     return Q, s_T, {"closed_classes": len(roots), "tree_depth": D, "s_T": s_T}
 
 
@@ -151,15 +207,16 @@ def lower_bound(sigma: float, s_T: float, c: float) -> float:
     return s_T * sigma / math.sqrt((s_T + c) ** 2 + sigma**2)
 
 
-def _krylov_ritz(e: FactoredBlocks, Q: torch.Tensor, k: int, max_cols: int, rel: float):
+def _krylov_ritz(e: FactoredBlocks, Q: torch.Tensor, k: int, max_cols: int, rel: float, AQ=None, meter=None):
     """The ``k``-th smallest Ritz value ``θ`` and its residual ``ρ`` of ``CᵀC`` on the block Krylov
     space ``span[Q, CᵀC Q, (CᵀC)² Q, …]`` (``≤ max_cols`` columns, at most ``8 d``; stops early once
     ``√θ − √(θ − ρ) ≤ rel·√θ`` or the space is invariant). ``θ ≥ λ_k(CᵀC)`` (Courant–Fischer) and
-    an eigenvalue lies within ``ρ`` of ``θ``."""
+    an eigenvalue lies within ``ρ`` of ``θ``. ``AQ``: ``CᵀC Q`` when already at hand; ``meter``: a
+    :class:`_Meter` whose cap ends the search early (with the Ritz pair reached so far)."""
     n, d = e.n, e.d
     N = Q.shape[0]
     G_apply = lambda X: e.constraints_gram_fast(X.T.reshape(-1, n, d)).reshape(-1, N).T
-    V, AV = Q, G_apply(Q)
+    V, AV = Q, (G_apply(Q) if AQ is None else AQ)
     G = V.T @ AV
     last = Q.shape[1]
     while True:
@@ -169,13 +226,14 @@ def _krylov_ritz(e: FactoredBlocks, Q: torch.Tensor, k: int, max_cols: int, rel:
         r = float(torch.linalg.vector_norm(AV @ y - th[k - 1] * (V @ y)))
         if math.sqrt(t) - math.sqrt(max(t - r, 0.0)) <= rel * math.sqrt(t) or V.shape[1] >= min(N, max_cols):
             return t, r
+
         W = AV[:, -last:]
         for _ in range(2):  # block Gram–Schmidt, twice
             W = W - V @ (V.T @ W)
         U, sv, _ = torch.linalg.svd(W, full_matrices=False)
         keep = sv > 1e-10 * float(sv.max()) if sv.numel() and float(sv.max()) > 0 else sv > 0
         U = U[:, keep][:, : min(N, max_cols) - V.shape[1]]
-        if not U.shape[1]:
+        if not U.shape[1] or (meter is not None and meter.used + 2 * U.shape[1] > meter.cap):
             return t, r
         AU = G_apply(U)
         VAU = V.T @ AU
@@ -183,8 +241,309 @@ def _krylov_ritz(e: FactoredBlocks, Q: torch.Tensor, k: int, max_cols: int, rel:
         V, AV, last = torch.cat([V, U], 1), torch.cat([AV, AU], 1), U.shape[1]
 
 
-def _kernel_element(e: FactoredBlocks, n_comp: int, tdt, k_max: int, seed: int, max_cols: int):
-    """``(kp_res, kp_bnd, kp_why, flat_res, flat_why, kD, kC, facts)`` of one walk."""
+class OverBudget(Exception):
+    """The kernel route reached its cap on matrix–vector products (``max_matvecs``)."""
+
+
+class _Meter:
+    """Products of one walk's operators (``e.counter``) since creation, against a cap: ``check()``
+    raises :class:`OverBudget` once more than ``limit`` were made (``soft`` lowers the cap for the
+    optional searches of a walk that already fails a T3 hypothesis)."""
+
+    def __init__(self, e: FactoredBlocks, limit: int):
+        self.e, self.start, self.limit, self.cap = e, e.counter[0], int(limit), int(limit)
+
+    @property
+    def used(self) -> int:
+        return self.e.counter[0] - self.start
+
+    def soft(self, extra: int | None) -> None:
+        self.cap = self.limit if extra is None else min(self.limit, self.used + int(extra))
+
+    def check(self) -> None:
+        if self.used > self.cap:
+            raise OverBudget(self.used)
+
+
+def _ritz_extreme(op, N: int, v0: torch.Tensor, smallest: bool, rtol: float, max_dim: int = 40, keep: int = 8):
+    """``(θ, y, ρ)``: the smallest (``smallest``) or largest eigenvalue ``θ`` of a symmetric
+    matrix-free ``op`` (``(N, p) → (N, p)``), its unit Ritz vector and residual norm
+    ``‖op(y) − θ y‖``, by thick-restart Lanczos: Rayleigh–Ritz on ``span[V]`` with ``op(V)`` kept,
+    expanded by the current residual (twice orthogonalised: the Krylov space in exact arithmetic),
+    restarted from the ``keep`` best Ritz vectors at ``max_dim``. Stops when
+    ``ρ ≤ rtol·max(|θ|, eps^{2/3}·‖op‖_est)`` (ARPACK's rule) or the space is invariant; the cap on
+    products is the caller's (its ``op`` raises :class:`OverBudget`). No ARPACK: its own work per
+    step (restarts over ``ncv`` vectors of length ``N``) cost more than the products at ``n·d ≥ 3e4``."""
+    max_dim = min(max_dim, N)
+    V, AV = torch.empty(N, max_dim, dtype=F64), torch.empty(N, max_dim, dtype=F64)
+    V[:, 0] = v0.to(F64) / torch.linalg.vector_norm(v0.to(F64))
+    AV[:, :1] = op(V[:, :1])
+    Hm = torch.zeros(max_dim, max_dim, dtype=F64)
+    Hm[0, 0] = V[:, 0] @ AV[:, 0]
+    j = 1
+    floor = float(torch.finfo(F64).eps) ** (2 / 3)
+    while True:
+        th, S = torch.linalg.eigh(Hm[:j, :j])
+        i = 0 if smallest else -1
+        y, Ay, t = V[:, :j] @ S[:, i], AV[:, :j] @ S[:, i], float(th[i])
+        r = Ay - t * y
+        rho = float(torch.linalg.vector_norm(r))
+        anorm = float(th.abs().max())
+        if rho <= rtol * max(abs(t), floor * anorm) or j >= N:
+            return t, y, rho
+        if j >= max_dim:  # thick restart: the `keep` Ritz vectors nearest the wanted end
+            sel = S[:, :keep] if smallest else S[:, -keep:]
+            V[:, :keep], AV[:, :keep] = V @ sel, AV @ sel
+            Hm.zero_()
+            Hm[:keep, :keep] = torch.diag(th[:keep] if smallest else th[-keep:])
+            j = keep
+        for _ in range(2):
+            r = r - V[:, :j] @ (V[:, :j].T @ r)
+        nr = float(torch.linalg.vector_norm(r))
+        if nr <= 1e-10 * rho:  # invariant subspace: the Ritz pair is exact up to rounding
+            return t, y, rho
+        V[:, j] = r / nr
+        AV[:, j : j + 1] = op(V[:, j : j + 1])
+        h = V[:, : j + 1].T @ AV[:, j]  # the new row / column of VᵀAV (symmetrised)
+        h[:j] = 0.5 * (h[:j] + AV[:, :j].T @ V[:, j])
+        Hm[j, : j + 1], Hm[: j + 1, j] = h, h
+        j += 1
+
+
+def _norm(op, N: int, n: int, d: int, seed: int, meter: _Meter) -> float:
+    """``max(√λ_max(op), 1)`` of a symmetric PSD matrix-free ``op`` (``(p, n, d) → (p, n, d)``) by
+    :func:`_ritz_extreme` (relative residual 1e-8: the norm only scales thresholds)."""
+    v0 = torch.from_numpy(np.random.default_rng(seed).standard_normal(N))
+
+    def opm(X):
+        meter.check()
+        return op(X.T.reshape(-1, n, d)).reshape(-1, N).T
+
+    lam = _ritz_extreme(opm, N, v0, False, 1e-8)[0]
+    return max(math.sqrt(max(lam, 0.0)), 1.0)
+
+
+def _gram_columns(e: FactoredBlocks, Q: torch.Tensor, meter: _Meter, block: int) -> torch.Tensor:
+    """``CᵀC Q`` ``(N, m)`` by the edge-Gram expansion, ``block`` columns at a time."""
+    n, d = e.n, e.d
+    N, m = Q.shape
+    out = torch.empty_like(Q)
+    for c0 in range(0, m, block):
+        meter.check()
+        X = Q[:, c0 : c0 + block]
+        out[:, c0 : c0 + block] = e.constraints_gram_fast(X.T.reshape(-1, n, d)).reshape(-1, N).T
+    return out
+
+
+def _deflated_smallest(DtD, K: torch.Tensor, dn: float, N: int, n: int, d: int, meter: _Meter, v0):
+    """``(θ, v, ρ)``: the smallest Ritz pair of ``ΔᵀΔ`` on the complement of ``K`` (``K``'s
+    directions shifted to ``‖Δ‖²``) by :func:`_ritz_extreme` (relative 1e-4: the value only has to
+    be told from a threshold many orders below) and its residual norm; capped by ``meter``."""
+
+    def op(X):
+        meter.check()
+        if K.shape[1]:
+            c = K.T @ X
+            out = DtD((X - K @ c).T.reshape(-1, n, d)).reshape(-1, N).T
+            return out - K @ (K.T @ out) + dn**2 * (K @ c)
+        return DtD(X.T.reshape(-1, n, d)).reshape(-1, N).T
+
+    t, y, rho = _ritz_extreme(op, N, torch.as_tensor(v0), True, 1e-4, *SEARCH_BASIS)
+    return t, y, rho
+
+
+def _undecided(why: str, facts: dict, meter: _Meter):
+    facts["decided"], facts["matvecs"] = False, meter.used
+    return math.nan, math.nan, why, math.nan, why, -1, -1, facts
+
+
+def _kernel_element(
+    e: FactoredBlocks,
+    n_comp: int,
+    tdt,
+    k_max: int,
+    seed: int,
+    max_cols: int,
+    limit: int,
+    search_limit: int | None = None,
+    dirichlet: tuple[float, float, float] | None = None,
+):
+    """``(kp_res, kp_bnd, kp_why, flat_res, flat_why, kD, kC, facts)`` of one walk (module
+    docstring, "The route"). ``limit``: most products with ``W``/``Wᵀ``/coefficient operators
+    (``max_matvecs``); ``search_limit``: most of them for the optional searches (further null
+    directions of ``Δ``, the sharpened flatness residual) — given when a T3 hypothesis already
+    fails; ``dirichlet``: ``(w_min, π_max, ε_q)`` of the Dirichlet certificate, or None."""
+    n, d = e.n, e.d
+    N = n * d
+    thr = tol(tdt, N)
+    meter = _Meter(e, limit)
+    facts: dict = {"method": "sections (Gram + refined factor) + Dirichlet certificate / capped Lanczos"}
+    Dfn = lambda x: x - e.apply(x)
+    DtD = lambda x: (lambda y: y - e.apply_t(y))(x - e.apply(x))
+    CtC = e.constraints_gram_fast
+    block = max(1, min(d, e.chunk_elems // max((e.H + 3) * N, 1)))
+    try:
+        dn = _norm(DtD, N, n, d, seed, meter)
+        cn = _norm(CtC, N, n, d, seed, meter)
+        # parallel sections: Rayleigh–Ritz of CᵀC on the root-fixed sections (Gram, error δ)
+        Q, s_T, tf = _sections_basis(e, e.sup.numpy())
+        facts.update(tf)
+        AQ = _gram_columns(e, Q, meter, block)
+    except OverBudget as exc:
+        return _undecided(
+            f"undecided: max_matvecs = {limit} reached ({exc} products) before the parallel sections were counted",
+            facts,
+            meter,
+        )
+    m = Q.shape[1]
+    G = Q.T @ AQ
+    lam, U = torch.linalg.eigh(0.5 * (G + G.T))
+    delta = tol(F64, N) * cn**2  # rounding of the expansion CᵀC x (eps·‖C‖²·‖x‖, with room)
+    # refine what the Gram cannot resolve near the thresholds (below 100δ), never more
+    cut = min((4 * thr * cn * (cn + s_T) / s_T) ** 2, 100 * delta) + 2 * delta
+    kS = int((lam <= cut).sum())
+    s_up = (lam + delta).clamp(min=0).sqrt()  # σ_k(C) ≤ s_up[k] (Courant–Fischer, Gram error δ)
+    s_lo = (lam - 2 * delta).clamp(min=0).sqrt()  # input of f for the (k+1)-th lower bound
+    V, RC = U, torch.zeros(0, 0, dtype=F64)
+    if kS:  # directions the Gram cannot resolve: the eps·‖C‖-accurate factor of C Q U_S
+        RC = constraints_factor(e, Q @ U[:, :kS])
+        RC = torch.cat([RC, torch.zeros(kS - RC.shape[0], kS, dtype=F64)]) if RC.shape[0] < kS else RC
+        _, sS, VhS = torch.linalg.svd(RC)
+        sS, WS = sS.flip(0), VhS.flip(0).T
+        V = torch.cat([U[:, :kS] @ WS, U[:, kS:]], 1)
+        gapN = float(lam[kS]) - delta if kS < m else math.inf
+        s_up = torch.cat([sS, s_up[kS:]])
+        s_lo = torch.cat([(torch.minimum(sS**2, torch.tensor(gapN, dtype=F64)) - delta).clamp(min=0).sqrt(), s_lo[kS:]])
+    facts["refined_directions"] = kS
+    kC = int((s_up <= thr * cn).sum())
+    whys: list[str] = []
+    low_next = lower_bound(float(s_lo[kC]) if kC < m else math.inf, s_T, cn)
+    undefined = low_next <= thr * cn
+    if undefined:
+        whys.append(
+            f"undefined: dim parallel ≥ {kC}, and σ_{kC + 1}(C) ∈ [{low_next:.1e}, {float(s_up[kC]):.1e}] "
+            f"straddles the threshold {thr * cn:.1e}"
+        )
+    Z = Q @ V[:, :kC]
+    if kC:
+        DZ = Dfn(Z.T.reshape(kC, n, d)).reshape(kC, N).T
+        _, sZ, VhZ = torch.linalg.svd(DZ, full_matrices=False)
+        r1 = float(sZ[0]) / dn
+        K = Z @ VhZ.T.flip(1)[:, : int((sZ <= thr * dn).sum())]
+    else:
+        r1, K = 0.0, torch.zeros(N, 0, dtype=F64)
+    s_next, extra_found, capped_search = math.nan, 0, False
+    meter.soft(search_limit)
+    if dirichlet is not None and K.shape[1] == kC:
+        # unit x ⊥ Z: ‖Cx‖ ≥ low_next, so π_max‖Δx‖ ≥ <x, Δx>_π ≥ ½ w_min low_next² − ε_q
+        w_min, pi_max, eps_q = dirichlet
+        cert = (0.5 * w_min * low_next**2 - eps_q) / pi_max if pi_max > 0 else -math.inf
+        facts["dirichlet_lower_bound"] = cert
+        if cert > thr * dn:
+            s_next = cert
+    v0 = np.random.default_rng(seed).standard_normal(N)
+    if s_next == s_next and kC:  # decided; a short Ritz estimate may sharpen the gap of the bound
+        cap = meter.cap
+        meter.soft(min(SEARCH_FLOOR, max(meter.cap - meter.used, 0)))
+        try:
+            lam1, _, rho = _deflated_smallest(DtD, K, dn, N, n, d, meter, v0)
+            if rho < lam1:
+                facts["sigma_next_Delta_ritz"] = math.sqrt(lam1 - rho)
+                s_next = max(s_next, math.sqrt(lam1 - rho))
+        except OverBudget:
+            pass
+        meter.cap = cap
+    while s_next != s_next and not undefined:  # no certificate: deflated Lanczos, capped
+        try:
+            # a fresh start per direction: a single-vector Krylov space from the previous start holds
+            # only that start's component in a multiple null space, i.e. the direction already found
+            v0 = np.random.default_rng([seed, K.shape[1]]).standard_normal(N)
+            lam1, vec, rho = _deflated_smallest(DtD, K, dn, N, n, d, meter, v0)
+        except OverBudget as exc:
+            undefined = True
+            facts["kernel_dim_at_least"] = K.shape[1]
+            capped_search = True
+            whys.append(
+                f"undecided: the search for σ_{K.shape[1] + 1}(Δ) stopped at its cap ({exc} products; "
+                + (
+                    "a T3 hypothesis fails, so at most the products of the other checks"
+                    if search_limit is not None
+                    else f"max_matvecs = {limit}"
+                )
+                + ")"
+            )
+            break
+        v = vec
+        lo, hi = math.sqrt(max(lam1 - rho, 0.0)), math.sqrt(max(lam1 + rho, 0.0))
+        v = v - K @ (K.T @ v)
+        Kc = torch.cat([K, (v / torch.linalg.vector_norm(v))[:, None]], 1)
+        sv = torch.linalg.svdvals(Dfn(Kc.T.reshape(-1, n, d)).reshape(Kc.shape[1], N).T)
+        if float(sv[0]) <= thr * dn and extra_found < k_max:
+            K, extra_found = Kc, extra_found + 1
+            continue
+        if lo > thr * dn:
+            s_next = lo
+            break
+        undefined = True
+        whys.append(
+            f"undefined: σ_{K.shape[1] + 1}(Δ) ∈ [{lo:.1e}, {hi:.1e}] straddles the threshold {thr * dn:.1e}"
+            if float(sv[0]) > thr * dn
+            else f"undefined: more than k_max = {k_max} null directions of Δ outside the parallel sections"
+        )
+    kD = -1 if capped_search else K.shape[1]
+    if kD <= 0:
+        r2 = 0.0
+    elif not extra_found and not kS:  # K inside the sections, resolved by the Gram: ‖CK‖² ≤ λ_max(cᵀGc) + δ
+        c = Q.T @ K
+        r2 = math.sqrt(max(float(torch.linalg.eigvalsh(c.T @ (0.5 * (G + G.T)) @ c).max()), 0.0) + delta) / cn
+    elif extra_found:
+        r2 = float(torch.linalg.matrix_norm(constraints_factor(e, K), ord=2)) / cn
+    else:  # K = Q U_S c inside the refined directions: ‖CK‖ = ‖R c‖ with their factor already at hand
+        r2 = float(torch.linalg.matrix_norm(RC @ (U[:, :kS].T @ (Q.T @ K)), ord=2)) / cn
+    bnd = thr
+    if kD > 0 and s_next == s_next:
+        bnd = max(bnd, thr * dn / s_next)
+    if kC:
+        bnd = max(bnd, thr * cn / low_next)
+    need = n_comp * d
+    flat_why = None
+    if need == 0:
+        fl = 0.0
+    else:
+        up = float(s_up[need - 1])
+        lo_f = lower_bound(float(s_lo[need - 1]), s_T, cn)
+        fl = up / cn
+        facts["flat_interval"] = (lo_f / cn, fl)
+        if up > thr * cn >= lo_f:
+            fl = math.nan
+            flat_why = f"flat: σ_{need}(C)/‖C‖ ∈ [{lo_f / cn:.1e}, {up / cn:.1e}] straddles the threshold {thr:.1e}"
+        elif up > thr * cn and search_limit is not None:  # fails (certified by f); T3 fails: not sharpened
+            facts["flat_certified_lower"] = lo_f / cn
+            flat_why = (
+                f"flat: residual is the Ritz upper bound of σ_{need}(C)/‖C‖ on the root-fixed sections, "
+                f"∈ [{lo_f / cn:.3e}, {fl:.3e}] (certified; not sharpened: a T3 hypothesis fails)"
+            )
+        elif up > thr * cn:  # fails (certified by f); sharpen the residual by block Krylov, within the cap
+            t, r = _krylov_ritz(e, Q, need, max_cols, math.sqrt(thr), AQ=AQ, meter=meter)
+            t = max(t - delta, 0.0)
+            fl = min(fl, math.sqrt(t + 2 * delta) / cn)
+            lo_r = max(math.sqrt(max(t - r, 0.0)) / cn, lo_f / cn)
+            facts["flat_interval"] = (lo_r, fl)
+            facts["flat_certified_lower"] = lo_f / cn
+            flat_why = (
+                f"flat: residual is the Ritz upper bound of σ_{need}(C)/‖C‖ ∈ [{lo_r:.3e}, {fl:.3e}] "
+                f"(lower end: Ritz residual; certified ≥ {lo_f / cn:.2e} from the root-fixed sections)"
+            )
+    facts.update(norm_Delta=dn, norm_C=cn, sigma_next_Delta=s_next, matvecs=meter.used, s_T=s_T)
+    facts["decided"] = not undefined and fl == fl
+    kp_res = math.nan if undefined else max(r1, r2)
+    return kp_res, bnd, (whys[0] if whys else None), fl, flat_why, kD, kC, facts
+
+
+def _kernel_element_arpack(e: FactoredBlocks, n_comp: int, tdt, k_max: int, seed: int, max_cols: int):
+    """The previous route (``route="arpack"``, the baseline of ``benchmarks/bench_diagnose.py``):
+    ``(kp_res, kp_bnd, kp_why, flat_res, flat_why, kD, kC, facts)`` of one walk, with an
+    unbounded ARPACK search (``tol=1e-6``) and the row-chunked factor of ``C Q`` on all sections."""
     from scipy.sparse.linalg import ArpackNoConvergence, LinearOperator, eigsh
 
     from numerics.laplacian_spectral import _sym_extreme
@@ -275,7 +634,7 @@ def _kernel_element(e: FactoredBlocks, n_comp: int, tdt, k_max: int, seed: int, 
     else:  # K = Q c inside the root-fixed sections: ‖CK‖ = ‖R c‖ with the factor of CQ already at hand
         r2 = float(torch.linalg.matrix_norm(RC @ (Q.T @ K), ord=2)) / cn
     bnd = thr
-    if kD and s_next == s_next:
+    if kD > 0 and s_next == s_next:
         bnd = max(bnd, thr * dn / s_next)
     if kC:
         bnd = max(bnd, thr * cn / low_next)
@@ -306,24 +665,32 @@ def _kernel_element(e: FactoredBlocks, n_comp: int, tdt, k_max: int, seed: int, 
     return kp_res, bnd, (whys[0] if whys else None), fl, flat_why, kD, kC, facts
 
 
-#: the sections path holds about ``(H + 4)·m·n·d`` float64 entries (``m = d·classes`` basis columns,
-#: their head transports and one row chunk); above this many times ``chunk_elems`` it is not used
-SECTIONS_MAX_CHUNKS = 16
+#: the sections path's float64 entries (:func:`sections_fit`, ``m = d·classes`` basis columns);
+#: above this many times ``chunk_elems`` it is not used
+SECTIONS_MAX_CHUNKS = 24
+_ARPACK_MAX_CHUNKS = 16  # the previous route's rule (route="arpack")
 
 
-def sections_fit(e: FactoredBlocks, n_comp: int) -> bool:
-    """Whether the root-fixed sections basis of one walk fits the memory rule above."""
+def sections_fit(e: FactoredBlocks, n_comp: int, route: str = "sections") -> bool:
+    """Whether the root-fixed sections basis of one walk fits the memory rule above (the route of
+    :func:`_kernel_element` holds ``Q``, ``CᵀC Q``, the frames ``E`` and two ``n·d²`` arrays: about
+    ``4·m·n·d + 2·n·d²``; the previous route ``(H + 4)·m·n·d``)."""
     m = e.d * max(int(n_comp), 1)
-    return (e.H + 4) * m * e.n * e.d <= SECTIONS_MAX_CHUNKS * e.chunk_elems
+    if route == "arpack":
+        return (e.H + 4) * m * e.n * e.d <= _ARPACK_MAX_CHUNKS * e.chunk_elems
+    return 3 * m * e.n * e.d + 2 * e.n * e.d * e.d <= SECTIONS_MAX_CHUNKS * e.chunk_elems
 
 
-def _kernel_element_lanczos(e: FactoredBlocks, n_comp: int, tdt, k_max: int, seed: int):
+def _kernel_element_lanczos(
+    e: FactoredBlocks, n_comp: int, tdt, k_max: int, seed: int, limit: int | None = None, search: int | None = None
+):
     """The bounded-memory fallback (a full layer: ``d·classes`` sections do not fit): the ``k_max``
     smallest eigenpairs of ``ΔᵀΔ`` and ``CᵀC`` by Lanczos, ``O(k_max·n·d)`` memory. Null spaces are
     counted with the threshold ``max(tol, √tol(float64))`` (squared singular values); a null space that
     reaches ``k_max`` is undefined, and a failing flatness residual beyond ``σ_{k_max}`` is the lower
     bound ``σ_{k_max}/‖C‖`` (undefined when that bound is under the threshold). Same tuple as
-    :func:`_kernel_element`."""
+    :func:`_kernel_element`. ``limit``: cap on the products (past it: undecided); ``search``: the
+    smaller cap of ``Δ``'s eigenpairs for a walk that fails a T3 hypothesis."""
     from scipy.sparse.linalg import ArpackNoConvergence
 
     from numerics.laplacian_spectral import _sym_extreme
@@ -331,20 +698,39 @@ def _kernel_element_lanczos(e: FactoredBlocks, n_comp: int, tdt, k_max: int, see
     n, d = e.n, e.d
     N = n * d
     fact = {"method": "lanczos (sections basis over the memory rule)", "k_max": k_max}
-    DtD = lambda x: (lambda y: y - e.apply_t(y))(x - e.apply(x))
+    meter = _Meter(e, 1 << 62 if limit is None else limit)
+
+    def capped(fn):
+        return lambda x: (meter.check(), fn(x))[1]
+
+    DtD = capped(lambda x: (lambda y: y - e.apply_t(y))(x - e.apply(x)))
     Dfn = lambda x: x - e.apply(x)
-    CtC = e.constraints_gram_fast
+    CtC = capped(e.constraints_gram_fast)
     k = min(k_max, N - 1)
     cnt = [0]
-    try:
-        lamD, VD, _ = _sym_extreme(DtD, N, n, d, "SA", cnt, seed, k=k)
+    try:  # the parallel sections (C's smallest pairs to machine precision: the flat residual) and the norms
         lamC, VC, _ = _sym_extreme(CtC, N, n, d, "SA", cnt, seed, k=k)
+        dn = max(float(_sym_extreme(DtD, N, n, d, "LA", cnt, seed, tol=1e-8)[0][0].clamp(min=0).sqrt()), 1.0)
+        cn = max(float(_sym_extreme(CtC, N, n, d, "LA", cnt, seed, tol=1e-8)[0][0].clamp(min=0).sqrt()), 1.0)
     except ArpackNoConvergence as exc:  # a cluster of small singular values
         msg = f"undefined: Lanczos for the {k} smallest singular values did not converge ({exc})"
         return math.nan, 0.0, msg, math.nan, msg, 0, 0, fact
+    except OverBudget as exc:
+        return _undecided(
+            f"undecided: the bounded Lanczos route stopped at its cap of {meter.cap} products ({exc})", fact, meter
+        )
+    over: str | None = None
+    meter.soft(search)
+    try:  # Δ's smallest pairs: only told from the threshold (relative 1e-4), within the search's cap
+        lamD, VD, _ = _sym_extreme(DtD, N, n, d, "SA", cnt, seed, k=k, tol=1e-4)
+    except ArpackNoConvergence as exc:
+        msg = f"undefined: Lanczos for the {k} smallest singular values did not converge ({exc})"
+        return math.nan, 0.0, msg, math.nan, msg, 0, 0, fact
+    except OverBudget as exc:  # the parallel sections and flatness stay decided; ker Δ is not
+        over = f"undecided: Δ's eigenpairs stopped at their cap of {meter.cap} products ({exc})"
+        lamD, VD = torch.zeros(0, dtype=F64), torch.zeros(N, 0, dtype=F64)
+    CtC = e.constraints_gram_fast  # past the searches: the remaining products are not capped
     sD, sC = lamD.clamp(min=0).sqrt(), lamC.clamp(min=0).sqrt()
-    dn = max(float(_sym_extreme(DtD, N, n, d, "LA", cnt, seed)[0][0].clamp(min=0).sqrt()), 1.0)
-    cn = max(float(_sym_extreme(CtC, N, n, d, "LA", cnt, seed)[0][0].clamp(min=0).sqrt()), 1.0)
     thr = max(tol(tdt, N), math.sqrt(tol(F64, N)))
     kD, kC = int((sD <= thr * dn).sum()), int((sC <= thr * cn).sum())
     why: str | None = None
@@ -379,16 +765,45 @@ def _kernel_element_lanczos(e: FactoredBlocks, n_comp: int, tdt, k_max: int, see
         )
         if fl <= thr:
             fl = math.nan
-    fact.update(norm_Delta=dn, norm_C=cn, matvecs=cnt[0])
+    fact.update(norm_Delta=dn, norm_C=cn, matvecs=meter.used)
+    if over:
+        fact["decided"] = False
+        return math.nan, bnd, over, fl, fwhy, -1, kC, fact
     return r, bnd, why, fl, fwhy, kD, kC, fact
 
 
+#: default cap on the kernel route's products with ``W``/``Wᵀ``/coefficient operators per walk
+MAX_MATVECS = 10_000
+#: ``(max_dim, keep)`` of the thick-restart Lanczos of the ker Δ search (:func:`_ritz_extreme`); on
+#: MiniLM layer 1 at 9 tokens (σ_1(Δ) ≈ 9.5e-4) it took 31,643 products with (40, 8), 13,421 with
+#: (60, 20) and 11,913 with (80, 40)
+SEARCH_BASIS = (60, 20)
+#: least budget of the optional searches of a walk that fails a T3 hypothesis (module docstring)
+SEARCH_FLOOR = 200
+
+
 def kernel_factored(
-    fb: FactoredBlocks, n_comp: torch.Tensor, tdt, *, assemble_max: int = 32, k_max: int = 8, seed: int = 0
+    fb: FactoredBlocks,
+    n_comp: torch.Tensor,
+    tdt,
+    *,
+    assemble_max: int = 32,
+    k_max: int = 8,
+    seed: int = 0,
+    max_matvecs: int = MAX_MATVECS,
+    t3=None,
+    dirichlet=None,
+    rest_matvecs: int = 0,
+    route: str = "sections",
 ):
     """``(kernel_parallel, flat, kernel_dim, parallel_dim, facts)`` per batch element (module
     docstring); walks with ``n·d ≤ assemble_max`` are assembled and decomposed by SVD with the
-    dense path's thresholds."""
+    dense path's thresholds. ``max_matvecs``: cap per walk (past it the checks are *undecided*,
+    with the reason, and the dimensions −1 where not counted); ``t3``: ``(...)`` bool, the T3
+    hypotheses hold (where False the optional searches get at most ``max(rest_matvecs,
+    SEARCH_FLOOR)`` products: ``rest_matvecs`` is what the other checks spent); ``dirichlet``: per
+    flat batch index ``(w_min, π_max, ε_q)`` or None (the certificate of the module docstring);
+    ``route="arpack"``: the previous unbounded route (the benchmark's baseline)."""
     from numerics.laplacian_spectral import _assemble, _element
 
     n, d = fb.n, fb.d
@@ -400,16 +815,35 @@ def kernel_factored(
     flat_whys: list[str] = []
     facts: list[dict] = []
     thr = tol(tdt, N)
+    t3_flat = None if t3 is None else torch.as_tensor(t3).reshape(-1)
     for b in range(nb):
         e = _element(fb, b)
         if assemble_max < N and N >= 4:  # ARPACK needs a few dimensions
             nc = int(n_comp.reshape(-1)[b])
-            if sections_fit(e, nc):
-                r, bnd, why, fl, fwhy, kD, kC, fact = _kernel_element(
-                    e, nc, tdt, k_max, seed, min(8 * e.d, max(1, 4 * e.chunk_elems // N))
-                )
-            else:
+            max_cols = min(8 * e.d, max(1, 4 * e.chunk_elems // N))
+            if route == "arpack" and sections_fit(e, nc, route):
+                r, bnd, why, fl, fwhy, kD, kC, fact = _kernel_element_arpack(e, nc, tdt, k_max, seed, max_cols)
+            elif route == "arpack":
                 r, bnd, why, fl, fwhy, kD, kC, fact = _kernel_element_lanczos(e, nc, tdt, k_max, seed)
+            else:
+                early = t3_flat is not None and not bool(t3_flat[b])
+                search = max(int(rest_matvecs), SEARCH_FLOOR) if early else None
+                if sections_fit(e, nc):
+                    r, bnd, why, fl, fwhy, kD, kC, fact = _kernel_element(
+                        e,
+                        nc,
+                        tdt,
+                        k_max,
+                        seed,
+                        max_cols,
+                        max_matvecs,
+                        search,
+                        None if dirichlet is None else dirichlet[b],
+                    )
+                else:
+                    r, bnd, why, fl, fwhy, kD, kC, fact = _kernel_element_lanczos(
+                        e, nc, tdt, k_max, seed, max_matvecs, search
+                    )
             kp_res[b], kp_bnd[b], fl_res[b], kD_all[b], kC_all[b] = r, bnd, fl, kD, kC
             whys += [why] if why else []
             flat_whys += [fwhy] if fwhy else []

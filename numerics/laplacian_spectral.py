@@ -43,6 +43,7 @@ def _element(fb: FactoredBlocks, b: int) -> FactoredBlocks:
         W_V=fb.W_V,
         w=fb.w.reshape(-1, H, n, n)[b],
         exact=fb.exact,
+        counter=fb.counter,
     )
 
 
@@ -65,15 +66,16 @@ def _assemble(fn, N: int, n: int, d: int) -> torch.Tensor:
     return fn(E).reshape(N, N).T.contiguous()
 
 
-def _sym_extreme(fn, N, n, d, which: str, counter, seed: int, k: int = 1, max_restarts: int = 300):
-    """Extreme eigenvalues of a symmetric matrix-free map by Lanczos, with Ritz residual norms."""
+def _sym_extreme(fn, N, n, d, which: str, counter, seed: int, k: int = 1, max_restarts: int = 300, tol: float = 0.0):
+    """Extreme eigenvalues of a symmetric matrix-free map by Lanczos (ARPACK relative ``tol``, 0:
+    machine precision), with Ritz residual norms."""
     from scipy.sparse.linalg import ArpackNoConvergence, eigsh
 
     v0 = np.random.default_rng(seed).standard_normal(N)
     op = _op(fn, N, n, d, counter)
     ncv = min(N, max(2 * k + 1, 40))
     try:
-        vals, vecs = eigsh(op, k=k, which=which, v0=v0, tol=0.0, ncv=ncv, maxiter=max_restarts)
+        vals, vecs = eigsh(op, k=k, which=which, v0=v0, tol=tol, ncv=ncv, maxiter=max_restarts)
     except ArpackNoConvergence:
         # clustered extremes (e.g. a transport's ±1 eigenvalues repeat every eigenvalue of P) can
         # stall the machine-precision stopping rule; 1e-12 relative is far inside every tolerance,

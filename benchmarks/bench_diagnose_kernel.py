@@ -1,0 +1,138 @@
+#!/usr/bin/env python
+r"""Benchmark (issue 22): ``diagnose(method="factored")`` with the capped kernel route vs the previous
+unbounded one, in the same run.
+
+For each walk: the time of one factored ``apply`` (one vector; median of 21), then
+``diagnose_factored`` with ``kernel_route="arpack"`` (the previous route: unbounded ARPACK searches
+to relative 1e-6 and machine precision, the row-chunked factor of ``C Q`` on every section) and with
+the default route (Gram of the sections, refined factor on the unresolved directions only, the
+Dirichlet certificate, capped searches). Prints per route: total seconds, total ÷ one apply,
+products with ``W``/``Wᵀ``/coefficients per part, the share of each part (algebraic / spectrum /
+kernel) in the time, the kernel verdicts and dimensions; then the old ÷ new time ratio and whether
+every verdict and dimension agrees.
+
+Walks: a random softmax walk (``n = 64, d = 64, H = 4``, low-rank transports, every T3 hypothesis
+fails), a reversible metric-compatible one of the same size (T3 holds, ``dim ker = 32``), and with
+``--large``: ``n = 512, d = 64, H = 4`` random; with ``--minilm`` / ``--minilm32``: a MiniLM-sized
+random layer (``n = 128, d = 384, H = 12``, head dim 32; factors in float64 / float32 — float32
+factors set float32 tolerances, about 0.4·‖Δ‖ at this size, where every kernel count straddles its
+threshold on either route). ``--threads`` (default 1).
+
+Usage: ``python benchmarks/bench_diagnose_kernel.py [--large] [--minilm] [--minilm32] [--only-new]
+[--threads 1]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+import torch
+
+from benchmarks.bench_diagnose import random_walk, reversible_walk
+from numerics.laplacian import diagnose
+from numerics.laplacian_factored import diagnose_factored, factored_blocks
+
+F = torch.float64
+
+
+def apply_seconds(w) -> float:
+    fb = factored_blocks(w.to(dtype=F))
+    x = torch.randn(1, fb.n, fb.d, dtype=F)
+    fb.apply(x)
+    ts = []
+    for _ in range(21):
+        t0 = time.perf_counter()
+        fb.apply(x)
+        ts.append(time.perf_counter() - t0)
+    return statistics.median(ts)
+
+
+def run(w, route: str, attention_dtype=None):
+    from numerics.laplacian import _tolerance_dtype, as_walk
+
+    w = as_walk(w)
+    t0 = time.perf_counter()
+    D = diagnose_factored(
+        w,
+        tdt=_tolerance_dtype(w, None),
+        tdt_p=_tolerance_dtype(w, attention_dtype),
+        kernel_route=route,
+    )
+    return D, time.perf_counter() - t0
+
+
+def row(label: str, D, t: float, t_apply: float) -> None:
+    sec, mv = D.extra["seconds"], D.extra["matvecs"]
+    share = " ".join(f"{k[:4]} {100 * v / t:4.1f}%" for k, v in sec.items())
+    kp, fl = D.kernel_parallel, D.flat
+    verdict = (
+        f"kernel_parallel {bool(kp.holds)} ({'decided' if bool(kp.defined) else 'undecided'}), "
+        f"flat {bool(fl.holds)} ({'decided' if bool(fl.defined) else 'undecided'}), "
+        f"dims {int(D.kernel_dim)}/{int(D.parallel_dim)}"
+    )
+    print(
+        f"   {label:8s} {t:9.2f} s  {t / t_apply:10.0f} applies   matvecs alg {mv['algebraic']:5d} "
+        f"spec {mv['spectrum']:6d} kern {mv['kernel']:6d}   {share}   {verdict}"
+    )
+
+
+def same(Do, Dn) -> bool:
+    ok = int(Do.kernel_dim) == int(Dn.kernel_dim) and int(Do.parallel_dim) == int(Dn.parallel_dim)
+    for name in ("kernel_parallel", "flat"):
+        co, cn = getattr(Do, name), getattr(Dn, name)
+        ok &= bool(co.holds) == bool(cn.holds) and bool(co.defined) == bool(cn.defined)
+    return ok
+
+
+def case(label: str, w, only_new: bool, attention_dtype=None) -> None:
+    t_apply = apply_seconds(w)
+    print(f"== {label}: one apply {1e3 * t_apply:.3f} ms")
+    Dn, tn = run(w, "sections", attention_dtype)
+    row("new", Dn, tn, t_apply)
+    if only_new:
+        for c in (Dn.kernel_parallel, Dn.flat):
+            if c.reason:
+                print(f"   new {c.name}: {c.reason}")
+        return
+    Do, to = run(w, "arpack", attention_dtype)
+    row("old", Do, to, t_apply)
+    print(f"   old / new time: {to / tn:.1f}x; same kernel verdicts and dimensions: {same(Do, Dn)}")
+    for D, name in ((Do, "old"), (Dn, "new")):
+        for c in (D.kernel_parallel, D.flat):
+            if c.reason:
+                print(f"   {name} {c.name}: {c.reason}")
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[1])
+    ap.add_argument("--large", action="store_true", help="also n=512, d=64, H=4")
+    ap.add_argument("--minilm", action="store_true", help="also a MiniLM-sized random layer (float64)")
+    ap.add_argument("--minilm32", action="store_true", help="also a MiniLM-sized random layer (float32 factors)")
+    ap.add_argument("--only-new", action="store_true", help="skip the old route")
+    ap.add_argument("--threads", type=int, default=1)
+    args = ap.parse_args(argv)
+    torch.set_num_threads(args.threads)
+    print(f"threads={torch.get_num_threads()}")
+    diagnose(random_walk(16, 8, 2), method="factored", assemble_max=0)  # warm-up (first-call costs)
+    case("random softmax n=64 d=64 H=4", random_walk(64, 64, 4), args.only_new)
+    case("reversible n=64 d=64 H=4", reversible_walk(64, 64, 4), args.only_new)
+    if args.large:
+        case("random softmax n=512 d=64 H=4", random_walk(512, 64, 4), args.only_new)
+    if args.minilm:
+        case("MiniLM-sized random n=128 d=384 H=12 float64", random_walk(128, 384, 12), args.only_new)
+    if args.minilm32:
+        w = random_walk(128, 384, 12).to(dtype=torch.float32)
+        case("MiniLM-sized random n=128 d=384 H=12 float32", w, args.only_new)
+    # the public entry point still works with the cap stated
+    diagnose(random_walk(16, 8, 2), method="factored", max_matvecs=50)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

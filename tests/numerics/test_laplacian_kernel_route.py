@@ -1,0 +1,229 @@
+"""The capped kernel route of ``diagnose(method="factored")`` (numerics.laplacian_kernel): its
+dimensions and verdicts against the literal float64 definition (dense ``Δ = I − W`` and the dense
+parallel-section constraints ``C``, decomposed by SVD), the Dirichlet certificate against the dense
+smallest singular value, the early exit of a walk that fails a T3 hypothesis and the
+``max_matvecs`` cap ('undecided' with its reason)."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+import numerics.laplacian_kernel as lk
+from numerics.errors import ParameterError
+from numerics.laplacian import diagnose
+from numerics.tolerance import tol
+from numerics.walk import ConnectionWalk
+
+F = torch.float64
+
+
+def literal(w: ConnectionWalk):
+    """``(σ(Δ) ascending, σ(C) ascending)`` from the definitions: ``Δ = I − W`` with block
+    ``(i, j)`` of ``W`` equal to ``B_ij``; block row ``(i, j)`` of ``C`` (every edge ``P_ij > 0``)
+    equal to ``e_iᵀ ⊗ I − e_jᵀ ⊗ O_ij``; both assembled entry by entry."""
+    n, d = w.n, w.d
+    B = w.blocks().to(F)
+    P = w.walk_matrix.to(F)
+    O, _ = w.edge_transports()
+    O = O.to(F)
+    W = torch.zeros(n * d, n * d, dtype=F)
+    rows = []
+    for i in range(n):
+        for j in range(n):
+            W[i * d : (i + 1) * d, j * d : (j + 1) * d] = B[i, j]
+            if P[i, j] > 0:
+                r = torch.zeros(d, n * d, dtype=F)
+                r[:, i * d : (i + 1) * d] += torch.eye(d, dtype=F)
+                r[:, j * d : (j + 1) * d] -= O[i, j]
+                rows.append(r)
+    sD = torch.linalg.svdvals(torch.eye(n * d, dtype=F) - W).flip(0)
+    sC = torch.linalg.svdvals(torch.cat(rows)).flip(0)
+    return sD, sC
+
+
+def literal_dims(w: ConnectionWalk):
+    sD, sC = literal(w)
+    thr = tol(F, w.n * w.d)
+    return int((sD <= thr * sD[-1].clamp(min=1)).sum()), int((sC <= thr * sC[-1].clamp(min=1)).sum()), sD, sC
+
+
+def random_heads(n, d, H, seed, scale=1.0):
+    g = torch.Generator().manual_seed(seed)
+    A = torch.softmax(torch.randn(H, n, n, generator=g, dtype=F), -1)
+    return ConnectionWalk.from_mha(A, scale * torch.randn(H, d, d, generator=g, dtype=F) / math.sqrt(d))
+
+
+def sym_stochastic(n, seed):
+    g = torch.Generator().manual_seed(seed)
+    X = torch.randn(n, n, generator=g, dtype=F)
+    K = torch.exp(X + X.T)
+    return K / K.sum(-1, keepdim=True)
+
+
+def flat_on(P, d, seed):
+    """``O_ij = R_i R_jᵀ`` with random orthogonal ``R_i``: flat, ``dim ker Δ = d·components``."""
+    g = torch.Generator().manual_seed(seed)
+    R = torch.linalg.qr(torch.randn(P.shape[0], d, d, generator=g, dtype=F))[0]
+    return ConnectionWalk.from_edges(P, R[:, None] @ R[None, :].transpose(-1, -2))
+
+
+def holonomy_on(P, d, seed):
+    """Random orthogonal ``O_ij`` with ``O_ji = O_ijᵀ`` (metric-compatible, not flat: no section)."""
+    g = torch.Generator().manual_seed(seed)
+    n = P.shape[0]
+    Q = torch.linalg.qr(torch.randn(n, n, d, d, generator=g, dtype=F))[0]
+    O = Q.clone()
+    for i in range(n):
+        O[i, i] = torch.eye(d, dtype=F)
+        for j in range(i + 1, n):
+            O[j, i] = Q[i, j].T
+    return ConnectionWalk.from_edges(P, O)
+
+
+def factored(w, **kw):
+    return diagnose(w, method="factored", assemble_max=0, **kw)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_random_walks_agree_with_the_literal_definition(seed):
+    """Random softmax heads with random transports: dim ker Δ = dim parallel = 0 as the dense SVDs
+    say; kernel_parallel holds (0 = 0), flat fails with a residual interval holding the dense one."""
+    w = random_heads(6, 5, 2, seed, scale=1.0 + seed)
+    kD, kC, _, sC = literal_dims(w)
+    D = factored(w)
+    assert (int(D.kernel_dim), int(D.parallel_dim)) == (kD, kC) == (0, 0)
+    assert bool(D.kernel_parallel.holds) and not bool(D.flat.holds)
+    facts = D.extra["kernel_facts"][0]
+    assert facts["decided"]
+    lo, hi = facts["flat_interval"]
+    exact = float(sC[w.d - 1] / sC[-1])
+    assert lo - D.flat.tol <= exact <= hi + D.flat.tol, (lo, exact, hi)
+
+
+@pytest.mark.parametrize(
+    "P, d, comps",
+    [
+        (sym_stochastic(5, 0), 6, 1),
+        (torch.block_diag(sym_stochastic(3, 1), sym_stochastic(4, 2)), 5, 2),
+        (torch.block_diag(sym_stochastic(2, 3), sym_stochastic(2, 4), sym_stochastic(3, 5)), 4, 3),
+    ],
+    ids=["one-component", "two-components", "three-components"],
+)
+def test_flat_connections_have_kernel_d_per_component(P, d, comps):
+    """Flat connections: the literal SVDs give dim ker Δ = dim parallel = d·components, and so does
+    the factored route, decided by the Dirichlet certificate (no Lanczos search for Δ), flat holds."""
+    w = flat_on(P, d, 7)
+    kD, kC, sD, _ = literal_dims(w)
+    assert kD == kC == d * comps
+    D = factored(w)
+    assert int(D.kernel_dim) == int(D.parallel_dim) == d * comps
+    assert bool(D.kernel_parallel.holds) and bool(D.flat.holds)
+    facts = D.extra["kernel_facts"][0]
+    cert = facts["dirichlet_lower_bound"]
+    assert tol(F, w.n * w.d) * facts["norm_Delta"] < cert <= float(sD[kD]) * (1 + 1e-12)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_non_flat_metric_compatible_walks_have_kernel_zero(seed):
+    """Metric-compatible transports with holonomy on a reversible walk: no parallel section, the
+    literal dim ker Δ is 0, the certificate decides it and is below the dense σ_1(Δ)."""
+    w = holonomy_on(sym_stochastic(5, 10 + seed), 4, seed)
+    kD, kC, sD, _ = literal_dims(w)
+    assert kD == kC == 0
+    D = factored(w)
+    assert int(D.kernel_dim) == int(D.parallel_dim) == 0
+    assert bool(D.kernel_parallel.holds) and not bool(D.flat.holds)
+    cert = D.extra["kernel_facts"][0]["dirichlet_lower_bound"]
+    assert 0 < cert <= float(sD[0]) * (1 + 1e-12)
+
+
+def test_dirichlet_certificate_is_a_lower_bound_on_reversible_heads():
+    """Reversible heads with a symmetric orthogonal transport split over the heads (half the
+    directions parallel): the certificate bounds the literal σ_{k+1}(Δ) from below."""
+    g = torch.Generator().manual_seed(3)
+    n, d, H = 5, 6, 2
+    X = torch.randn(n, n, generator=g, dtype=F)
+    K = torch.exp(X + X.T)
+    A = K / K.sum(-1, keepdim=True)
+    Q = torch.linalg.qr(torch.randn(d, d, generator=g, dtype=F))[0]
+    S = Q @ torch.diag(torch.tensor([1.0, -1.0] * (d // 2), dtype=F)) @ Q.T
+    w = ConnectionWalk.from_mha(torch.stack([A] * H), torch.stack([S / H] * H))
+    kD, kC, sD, _ = literal_dims(w)
+    assert kD == kC == d // 2
+    D = factored(w)
+    assert int(D.kernel_dim) == int(D.parallel_dim) == kD
+    cert = D.extra["kernel_facts"][0]["dirichlet_lower_bound"]
+    assert 0 < cert <= float(sD[kD]) * (1 + 1e-12)
+
+
+def test_the_cap_gives_undecided_with_its_reason():
+    """``max_matvecs`` below what the route needs: both checks are undecided (NaN residual, holds
+    False, the reason names the cap), the dimensions are −1 and the work stayed within the cap
+    (plus one block of at most d products)."""
+    w = random_heads(6, 5, 2, 0)
+    D = factored(w, max_matvecs=5)
+    for c in (D.kernel_parallel, D.flat):
+        assert not bool(c.holds) and bool(torch.isnan(c.residual))
+        assert c.reason.startswith("undecided") and "max_matvecs = 5" in c.reason
+    assert int(D.kernel_dim) == int(D.parallel_dim) == -1
+    facts = D.extra["kernel_facts"][0]
+    assert facts["decided"] is False and facts["matvecs"] <= 5 + w.d
+    # with room, the same walk is decided
+    assert factored(w).extra["kernel_facts"][0]["decided"]
+
+
+def test_the_search_of_a_walk_failing_t3_is_capped_by_the_other_checks(monkeypatch):
+    """ker Δ outside the parallel sections (a token that keeps its value and is read by no one; O not
+    orthogonal, so no certificate): the search finds it with the default budget; with the spectrum
+    skipped (the other checks spend 3 products) and the floor lowered to 5 it stops, undecided,
+    naming the failed T3 hypothesis as the reason for the cap; an explicit max_matvecs lifts it."""
+    g = torch.Generator().manual_seed(10)
+    n, d = 3, 2
+    P = torch.softmax(torch.randn(n, n, generator=g, dtype=F), -1)
+    O = torch.randn(n, n, d, d, generator=g, dtype=F)
+    O[0, 0] = torch.eye(d, dtype=F) / P[0, 0]
+    O[1:, 0] = 0.0
+    w = ConnectionWalk.from_edges(P, O)
+    kD, kC, _, _ = literal_dims(w)
+    assert (kD, kC) == (2, 0)
+    D = factored(w, spectrum=False)
+    assert (int(D.kernel_dim), int(D.parallel_dim)) == (2, 0) and not bool(D.kernel_parallel.holds)
+    monkeypatch.setattr(lk, "SEARCH_FLOOR", 5)
+    D = factored(w, spectrum=False)
+    kp = D.kernel_parallel
+    assert bool(torch.isnan(kp.residual)) and "undecided" in kp.reason and "T3 hypothesis fails" in kp.reason
+    assert int(D.kernel_dim) == -1 and 0 <= D.extra["kernel_facts"][0]["kernel_dim_at_least"] <= 2
+    assert int(D.parallel_dim) == 0 and not bool(D.flat.holds) and not bool(torch.isnan(D.flat.residual))
+    # an explicit max_matvecs is the only cap: the early exit is lifted and the search decides
+    D = factored(w, spectrum=False, max_matvecs=10_000)
+    assert (int(D.kernel_dim), int(D.parallel_dim)) == (2, 0) and not bool(torch.isnan(D.kernel_parallel.residual))
+
+
+def test_max_matvecs_is_validated():
+    w = random_heads(4, 3, 2, 0)
+    for bad in (0, -3, 2.5, True):
+        with pytest.raises(ParameterError) as e:
+            diagnose(w, method="factored", max_matvecs=bad)
+        assert e.value.argument == "max_matvecs"
+    with pytest.raises(ParameterError):
+        diagnose(w, method="dense", max_matvecs=10)
+
+
+def test_the_bounded_fallback_keeps_the_sections_when_the_search_is_capped(monkeypatch):
+    """Over the memory rule (forced) the Lanczos fallback runs; with Δ's eigenpairs capped by the
+    early exit (T3 fails, floor lowered) kernel_parallel is undecided while the parallel-section count
+    and flatness are still decided and agree with the literal SVD of C."""
+    w = random_heads(6, 5, 2, 1)
+    kD, kC, _, sC = literal_dims(w)
+    monkeypatch.setattr(lk, "SECTIONS_MAX_CHUNKS", 0)
+    monkeypatch.setattr(lk, "SEARCH_FLOOR", 1)
+    D = factored(w, spectrum=False)
+    facts = D.extra["kernel_facts"][0]
+    assert facts["method"].startswith("lanczos") and facts["decided"] is False
+    kp = D.kernel_parallel
+    assert bool(torch.isnan(kp.residual)) and kp.reason.startswith("undecided") and int(D.kernel_dim) == -1
+    assert int(D.parallel_dim) == kC == 0
+    assert not bool(D.flat.holds) and not bool(torch.isnan(D.flat.residual))
