@@ -92,8 +92,20 @@ class Check:
     def __post_init__(self) -> None:
         if self.fails is None:
             self.fails = ~self.holds & ~torch.isnan(self.residual)
-        if bool((self.holds & self.fails).any()):
+        if self.holds.device.type != "meta" and bool((self.holds & self.fails).any()):
             raise ValueError(f"{self.name}: a decision cannot both hold and fail")
+
+    def to(self, device) -> Check:
+        """The same check with its tensors on ``device``."""
+        return Check(
+            self.name,
+            self.holds.to(device),
+            self.residual.to(device),
+            self.tol,
+            self.reason,
+            fails=self.fails.to(device),
+            error=self.error,
+        )
 
     def __bool__(self) -> bool:
         return bool(self.holds.all())

@@ -443,6 +443,13 @@ def diagnose_factored(
     ):
         if not isinstance(val, int) or isinstance(val, bool) or val < lo:
             raise ParameterError(f"must be an int >= {lo}, got {val!r}", argument=name)
+    if w.device.type != "cpu":
+        # the spectral and kernel routes drive ARPACK / host Lanczos with host vectors: the whole
+        # factored diagnosis runs on a host copy and its result goes back to the walk's device
+        kw = dict(probes=probes, seed=seed, pi=None if pi is None else torch.as_tensor(pi).cpu(), tdt=tdt)
+        kw.update(assemble_max=assemble_max, k_max=k_max, chunk_elems=chunk_elems, spectrum=spectrum, kernel=kernel)
+        kw.update(tdt_p=tdt_p, memory_budget=memory_budget, max_matvecs=None if early_exit else max_matvecs)
+        return diagnose_factored(w.to(device="cpu"), kernel_route=kernel_route, **kw).to(w.device)
     t0 = time.perf_counter()
     w = w.to(dtype=F64)
     fb = factored_blocks(w, chunk_elems=chunk_elems, memory_budget=memory_budget)

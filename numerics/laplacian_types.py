@@ -76,6 +76,17 @@ class LaplacianDiagnostics:
     d: int
     extra: dict = field(default_factory=dict)
 
+    def to(self, device) -> LaplacianDiagnostics:
+        """The same diagnostics with every tensor (checks included) on ``device``."""
+        from dataclasses import fields, replace
+
+        moved: dict = {}
+        for f in fields(self):
+            v = getattr(self, f.name)
+            if isinstance(v, (Check, torch.Tensor)):
+                moved[f.name] = v.to(device)
+        return replace(self, **moved)
+
     def checks(self) -> dict[str, Check]:
         return {name: getattr(self, name) for name in CHECK_NAMES}
 

@@ -1306,3 +1306,34 @@ def test_given_pi_shape_dtype_and_the_no_positive_pi_reasons():
     assert len(reasons) == 2 and reasons[0].startswith("several stationary distributions (2 closed classes)")
     assert reasons[1].startswith("transient states")
     assert D.self_adjoint.reason == "no positive π: " + "; ".join(reasons)
+
+
+def test_diagnostics_move_to_another_device_whole():
+    """``LaplacianDiagnostics.to`` moves every tensor and every check's tensors (the factored path
+    diagnoses a walk on an accelerator on a host copy and returns the result on the walk's device);
+    the meta device stands in for an accelerator on a CPU-only machine."""
+    from numerics.laplacian import diagnose
+
+    P = torch.full((3, 3), 1 / 3, dtype=F)
+    D = diagnose(ConnectionWalk.from_edges(P, torch.eye(2, dtype=F)), method="factored")
+    M = D.to("meta")
+    for name, c in M.checks().items():
+        assert c.holds.device.type == c.fails.device.type == c.residual.device.type == "meta", name
+        assert (
+            c.tol == getattr(D, name).tol and c.error == getattr(D, name).error and c.reason == getattr(D, name).reason
+        )
+    for k in (
+        "pi",
+        "pi_unique",
+        "block_pi",
+        "rho",
+        "scale",
+        "transport_scale",
+        "kernel_dim",
+        "parallel_dim",
+        "n_components",
+    ):
+        assert getattr(M, k).device.type == "meta", k
+    assert M.n == D.n and M.d == D.d and M.extra == D.extra
+    back = D.to("cpu")
+    assert back.summary() == D.summary()
