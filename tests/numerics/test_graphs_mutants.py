@@ -1111,8 +1111,8 @@ def test_triangle_identity_error_bound_is_its_stated_formula():
 
 
 def test_kolmogorov_reports_the_bound_of_its_worst_cycle():
-    """Two triangles sharing node 0: one with tiny weights (large |log P|, large tolerance), one with
-    weights near 1 and a Kolmogorov defect. The reported tol / error are those of the cycle with the
+    """Two triangles sharing node 0: one with tiny weights (large |log P|, large tolerance) and a small
+    Kolmogorov defect, one with weights near 1 and a larger one. The reported tol / error are those of the cycle with the
     largest residual/tolerance ratio, each cycle decided against its own bound."""
     P = np.array(
         [
@@ -1123,7 +1123,10 @@ def test_kolmogorov_reports_the_bound_of_its_worst_cycle():
             [0.5, 0.0, 0.0, 0.5, 0.0],
         ]
     )
-    P[3, 4] *= math.exp(1e-9)  # a defect on the near-1 triangle only: fails there
+    # defects: about a tenth of its tolerance on the tiny-weight triangle (holds), about twice its
+    # tolerance on the near-1 triangle (fails); their residual·tol products order the other way round
+    P[1, 2] *= math.exp(5e-12)
+    P[3, 4] *= math.exp(9e-13)
     r = is_reversible(t(P))
     G = to_networkx(t(P))
     per = []
@@ -1133,6 +1136,10 @@ def test_kolmogorov_reports_the_bound_of_its_worst_cycle():
             (abs(lr) / tol64(2 * len(c), scale=S / 2), tol64(2 * len(c), scale=S / 2), rounding_error(2 * len(c), S))
         )
     assert len(per) == 2 and per[0][1] != per[1][1]
+    ratios = sorted(p[0] for p in per)
+    assert 0.05 < ratios[0] < 0.5 and 1.5 < ratios[1] < 5  # one cycle holds, one fails
+    prods = {p[0]: p[0] * p[1] ** 2 for p in per}  # residual · tol, ordered against the ratios
+    assert prods[ratios[0]] > prods[ratios[1]]
     worst = max(per)
     assert math.isclose(r.tol, worst[1], rel_tol=1e-12) and math.isclose(r.error, worst[2], rel_tol=1e-12)
     assert r.fails and not r.holds
