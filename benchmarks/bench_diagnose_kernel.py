@@ -36,7 +36,8 @@ import torch
 
 from benchmarks.bench_diagnose import random_walk, reversible_walk
 from numerics.laplacian import diagnose
-from numerics.laplacian_factored import diagnose_factored, factored_blocks
+from numerics.laplacian.blocks import factored_blocks
+from numerics.laplacian.factored import diagnose_factored
 
 F = torch.float64
 
@@ -54,14 +55,14 @@ def apply_seconds(w) -> float:
 
 
 def run(w, route: str, attention_dtype=None):
-    from numerics.laplacian import _tolerance_dtype, as_walk
+    from numerics.laplacian import as_walk, tolerance_dtype
 
     w = as_walk(w)
     t0 = time.perf_counter()
     D = diagnose_factored(
         w,
-        tdt=_tolerance_dtype(w, None),
-        tdt_p=_tolerance_dtype(w, attention_dtype),
+        tdt=tolerance_dtype(w, None),
+        tdt_p=tolerance_dtype(w, attention_dtype),
         kernel_route=route,
     )
     return D, time.perf_counter() - t0

@@ -4,7 +4,8 @@
                            [--mutants NAME ...] [--survivors]
 
 MODULE is a table name of mutation/targets.toml (walk, attention, graphs, patterns, laplacian,
-laplacian_checks, laplacian_dense, markov, derivations, derivations_walks, derivations_spectral);
+laplacian_forms, laplacian_result, derivations, laplacian_blocks, laplacian_checks, laplacian_dense,
+markov, derivations_walks, derivations_spectral);
 none = all, in the order the file lists them. Each module runs in its own work copy
 mutation/work/<module>/ (git-ignored; mutmut keeps its results there, so a second run only tests
 what is new: ``--fresh`` starts over). After each run the score is printed and the surviving

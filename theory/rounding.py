@@ -102,7 +102,7 @@ def unresolved_by_square(energy: float, weight_max: float, threshold: float) -> 
     ``‖Δx‖ ≤ threshold`` has ``E(x) ≤ π_max·threshold``. A direction whose energy is at most twice
     that (the factor 2 for the identity's own rounding) is invisible to ``Δ`` however clearly the
     constraints resolve its defect ``‖Cx‖ ≈ √(2E)``: "``dim ker Δ`` vs parallel sections" is then
-    undecided, not failed. Used by the oracles and by :mod:`numerics.laplacian_dense` alike."""
+    undecided, not failed. Used by the oracles and by :mod:`numerics.laplacian.dense` alike."""
     return energy <= 2.0 * weight_max * threshold
 
 

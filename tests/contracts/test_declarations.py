@@ -20,10 +20,6 @@ MODULE_EXEMPT = {
     "numerics.strategies": "Hypothesis strategies for tests (they take draw functions, not user data)",
     "numerics.models": "model loading: names and files are validated by numerics.models.registry and, for the "
     "CLI, by paper_checks.main_job.check_model_name",
-    "numerics.laplacian_checks": "the per-check building blocks that numerics.laplacian.diagnose assembles (named "
-    "in the map as where each check lives); they take diagnose's internal objects "
-    "(DenseBlocks, Stationary, a tolerance dtype) built from arguments diagnose has "
-    "already validated",
 }
 
 #: public names that are results, constants or type definitions, not entry points

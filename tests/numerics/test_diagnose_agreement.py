@@ -453,7 +453,7 @@ def test_null_directions_of_delta_outside_the_parallel_sections():
 def test_section_tree_and_lower_bound():
     """The BFS forest reaches every token from one root per closed class; the lower bound
     ``f(σ') = s σ'/√((s + c)² + σ'²)`` is the minimax of its two estimates (brute force)."""
-    from numerics.laplacian_kernel import lower_bound, section_tree
+    from numerics.laplacian.kernel import lower_bound, section_tree
 
     roots, parent, root_of, depth = section_tree((_ring(6) > 0).numpy())
     assert roots == [0] and parent[0] == -1 and sorted(depth.tolist()) == [0, 1, 1, 2, 2, 3]
@@ -473,7 +473,7 @@ def test_kernel_checks_over_the_memory_rule_fall_back_to_bounded_lanczos(monkeyp
     entries): the kernel/flat checks then run the O(k_max·n·d) Lanczos route. Forced here on a walk
     small enough for dense, which is the oracle: same verdicts, the same parallel-section count, and
     the flat residual within the dense bound."""
-    import numerics.laplacian_kernel as lk
+    import numerics.laplacian.kernel as lk
 
     g = torch.Generator().manual_seed(0)
     A = torch.softmax(torch.randn(2, 10, 10, generator=g, dtype=F), -1)

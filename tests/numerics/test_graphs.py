@@ -23,7 +23,8 @@ from numerics.graphs import (
     stationary_distribution,
     to_networkx,
 )
-from numerics.laplacian import _classes, communicating_classes, diagnose, reachability, stationary_info
+from numerics.laplacian import communicating_classes, diagnose, reachability, stationary_info
+from numerics.markov import classes_from_reachability
 from numerics.tolerance import assert_close, tol
 from numerics.walk import ConnectionWalk
 from theory.report import record
@@ -62,7 +63,7 @@ def test_irreducibility_and_closed_classes_agree(P):
     assert len(closed_classes(P)) == int(info.n_closed)
     # Tarjan (scipy) vs transitive closure by boolean matrix squaring
     same, closed, nc = communicating_classes(P > 0)
-    same_r, closed_r, nc_r = _classes(reachability(P > 0))
+    same_r, closed_r, nc_r = classes_from_reachability(reachability(P > 0))
     assert bool((same == same_r).all()) and bool((closed == closed_r).all()) and int(nc) == int(nc_r)
 
 

@@ -1,4 +1,4 @@
-"""The capped kernel route of ``diagnose(method="factored")`` (numerics.laplacian_kernel): its
+"""The capped kernel route of ``diagnose(method="factored")`` (numerics.laplacian.kernel): its
 dimensions and verdicts against the literal float64 definition (dense ``Δ = I − W`` and the dense
 parallel-section constraints ``C``, decomposed by SVD), the Dirichlet certificate against the dense
 smallest singular value, the early exit of a walk that fails a T3 hypothesis and the
@@ -11,7 +11,7 @@ import math
 import pytest
 import torch
 
-import numerics.laplacian_kernel as lk
+import numerics.laplacian.kernel as lk
 from numerics.errors import ParameterError
 from numerics.laplacian import diagnose
 from numerics.tolerance import tol

@@ -1,5 +1,5 @@
 r"""The kernel / parallel-section / flatness checks of the factored T3 diagnostics
-(:mod:`numerics.laplacian_factored`), matrix-free, with stated bounds.
+(:mod:`numerics.laplacian.factored`), matrix-free, with stated bounds.
 
 Parallel sections (``x_i = O_ij x_j`` on every edge, i.e. ``Cx = 0``). Every token reaches a closed
 communicating class of the support graph, so a BFS tree towards one root per closed class (a parent
@@ -44,7 +44,7 @@ residual whose verdict was already certified. Now:
   intervals (Courant–Fischer on ``span[Q u_S, …]``; the cross terms of the two blocks are ≤ δ);
 * *ker Δ without a search when T3 (a)+(c) nearly hold* — the **Dirichlet certificate**: for any
   ``π > 0`` and unit ``x``, ``<x, Δx>_π = ½ Σ π_i P_ij ‖x_i − O_ij x_j‖² + e(x)`` with
-  ``|e(x)| ≤ ε_q`` (:func:`numerics.laplacian_factored.dirichlet_terms`: the row-sum, stationarity
+  ``|e(x)| ≤ ε_q`` (:func:`numerics.laplacian.factored.dirichlet_terms`: the row-sum, stationarity
   and orthogonality residuals; no reversibility), so for ``x`` orthogonal to the ``k`` parallel
   sections found, ``π_max ‖Δx‖ ≥ <x, Δx>_π ≥ ½ w_min f(σ'_{k+1})² − ε_q`` (``w_min = min π_i P_ij``
   on the support, ``f`` the lower bound above). When that exceeds ``thr·‖Δ‖`` and every section is
@@ -98,16 +98,14 @@ Davis–Kahan with the lower bounds above as gaps), holds when it is within the 
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
 
-from numerics.laplacian_checks import make_check
+from numerics.laplacian.blocks import FactoredBlocks, element
+from numerics.laplacian.result import make_check
+from numerics.laplacian.spectral import dense_operator, sym_extreme
 from numerics.tolerance import tol
-
-if TYPE_CHECKING:
-    from numerics.laplacian_factored import FactoredBlocks
 
 F64 = torch.float64
 
@@ -546,16 +544,14 @@ def _kernel_element_arpack(e: FactoredBlocks, n_comp: int, tdt, k_max: int, seed
     unbounded ARPACK search (``tol=1e-6``) and the row-chunked factor of ``C Q`` on all sections."""
     from scipy.sparse.linalg import ArpackNoConvergence, LinearOperator, eigsh
 
-    from numerics.laplacian_spectral import _sym_extreme
-
     n, d = e.n, e.d
     N = n * d
     thr = tol(tdt, N)
     Dfn = lambda x: x - e.apply(x)
     DtD = lambda x: (lambda y: y - e.apply_t(y))(x - e.apply(x))
     cnt = [0]
-    dn = max(float(_sym_extreme(DtD, N, n, d, "LA", cnt, seed)[0][0].clamp(min=0).sqrt()), 1.0)
-    cn = max(float(_sym_extreme(e.constraints_gram_fast, N, n, d, "LA", cnt, seed)[0][0].clamp(min=0).sqrt()), 1.0)
+    dn = max(float(sym_extreme(DtD, N, n, d, "LA", cnt, seed)[0][0].clamp(min=0).sqrt()), 1.0)
+    cn = max(float(sym_extreme(e.constraints_gram_fast, N, n, d, "LA", cnt, seed)[0][0].clamp(min=0).sqrt()), 1.0)
     # parallel sections: Rayleigh–Ritz of C on the sections fixed by their root values
     Q, s_T, facts = _sections_basis(e, e.sup.numpy())
     m = Q.shape[1]
@@ -693,8 +689,6 @@ def _kernel_element_lanczos(
     smaller cap of ``Δ``'s eigenpairs for a walk that fails a T3 hypothesis."""
     from scipy.sparse.linalg import ArpackNoConvergence
 
-    from numerics.laplacian_spectral import _sym_extreme
-
     n, d = e.n, e.d
     N = n * d
     fact = {"method": "lanczos (sections basis over the memory rule)", "k_max": k_max}
@@ -709,9 +703,9 @@ def _kernel_element_lanczos(
     k = min(k_max, N - 1)
     cnt = [0]
     try:  # the parallel sections (C's smallest pairs to machine precision: the flat residual) and the norms
-        lamC, VC, _ = _sym_extreme(CtC, N, n, d, "SA", cnt, seed, k=k)
-        dn = max(float(_sym_extreme(DtD, N, n, d, "LA", cnt, seed, tol=1e-8)[0][0].clamp(min=0).sqrt()), 1.0)
-        cn = max(float(_sym_extreme(CtC, N, n, d, "LA", cnt, seed, tol=1e-8)[0][0].clamp(min=0).sqrt()), 1.0)
+        lamC, VC, _ = sym_extreme(CtC, N, n, d, "SA", cnt, seed, k=k)
+        dn = max(float(sym_extreme(DtD, N, n, d, "LA", cnt, seed, tol=1e-8)[0][0].clamp(min=0).sqrt()), 1.0)
+        cn = max(float(sym_extreme(CtC, N, n, d, "LA", cnt, seed, tol=1e-8)[0][0].clamp(min=0).sqrt()), 1.0)
     except ArpackNoConvergence as exc:  # a cluster of small singular values
         msg = f"undefined: Lanczos for the {k} smallest singular values did not converge ({exc})"
         return math.nan, 0.0, msg, math.nan, msg, 0, 0, fact
@@ -722,7 +716,7 @@ def _kernel_element_lanczos(
     over: str | None = None
     meter.soft(search)
     try:  # Δ's smallest pairs: only told from the threshold (relative 1e-4), within the search's cap
-        lamD, VD, _ = _sym_extreme(DtD, N, n, d, "SA", cnt, seed, k=k, tol=1e-4)
+        lamD, VD, _ = sym_extreme(DtD, N, n, d, "SA", cnt, seed, k=k, tol=1e-4)
     except ArpackNoConvergence as exc:
         msg = f"undefined: Lanczos for the {k} smallest singular values did not converge ({exc})"
         return math.nan, 0.0, msg, math.nan, msg, 0, 0, fact
@@ -804,8 +798,6 @@ def kernel_factored(
     SEARCH_FLOOR)`` products: ``rest_matvecs`` is what the other checks spent); ``dirichlet``: per
     flat batch index ``(w_min, π_max, ε_q)`` or None (the certificate of the module docstring);
     ``route="arpack"``: the previous unbounded route (the benchmark's baseline)."""
-    from numerics.laplacian_spectral import _assemble, _element
-
     n, d = fb.n, fb.d
     N = n * d
     nb = max(1, math.prod(fb.batch))
@@ -817,7 +809,7 @@ def kernel_factored(
     thr = tol(tdt, N)
     t3_flat = None if t3 is None else torch.as_tensor(t3).reshape(-1)
     for b in range(nb):
-        e = _element(fb, b)
+        e = element(fb, b)
         if assemble_max < N and N >= 4:  # ARPACK needs a few dimensions
             nc = int(n_comp.reshape(-1)[b])
             max_cols = min(8 * e.d, max(1, 4 * e.chunk_elems // N))
@@ -850,7 +842,7 @@ def kernel_factored(
             facts.append(fact)
             continue
         Dfn = lambda x, e=e: x - e.apply(x)
-        Dm = _assemble(Dfn, N, n, d)
+        Dm = dense_operator(Dfn, N, n, d)
         _, sD, VhD = torch.linalg.svd(Dm)
         sD, VD = sD.flip(0), VhD.flip(0).T  # ascending
         Cm = e.constraints_apply(torch.eye(N, dtype=F64).reshape(N, n, d)).reshape(N, -1).T

@@ -1,75 +1,149 @@
-r"""Factored T3 diagnostics: every check of :func:`numerics.laplacian.diagnose` without the
-``n²d²`` blocks.
+r"""The block-access protocol of :mod:`numerics.laplacian` and its two implementations.
 
-A walk is held as ``B_ij = Σ_h a^h_ij T_h`` with coefficients ``a`` ``(..., H, n, n)`` and
-transports ``T`` ``(H, d, d)``: for a heads-form walk ``a = A`` (the attention of each head) and
-``T_h`` (``W_O^h W_V^h`` when stored as factors); an edges-form walk is written in the basis of the
-``d²`` unit matrices (``H = d²``, exact). Then, with
-``w^h_ij = a^h_ij / P_ij`` (so ``O_ij = Σ_h w^h_ij T_h``):
+Every check of :mod:`numerics.laplacian.checks` reads the walk through a small *block algebra*: an object with the per-edge quantities
+the checks need, so that the same tolerance rule and the same verdict logic serve both paths.
 
-* every per-edge Frobenius norm the checks need is ``‖Σ_m c_m(i, j) X_m‖_F`` for a short list of
-  fixed matrices ``X_m`` — ``{T_h}`` (block norms), ``{T_h, T_hᵀ}`` (``π_i B_ij − π_j B_jiᵀ``,
-  ``O_ji − O_ijᵀ``), ``{T_hᵀT_k + T_kᵀT_h, I}`` (``c² O_ijᵀO_ij − I``). With ``R`` the triangular
-  factor of the ``d² × m`` matrix ``[vec X_m]`` (Householder QR, accumulated over row chunks so
-  that only ``H² · chunk · d`` numbers exist at once), ``‖Σ c_m X_m‖_F = ‖R c‖₂`` *exactly*: no
-  ``n²d²`` object and, unlike the expansion ``cᵀ(XᵀX)c``, no cancellation (the error is
-  ``O(eps)·Σ|c_m|‖X_m‖``, as for the dense sum, not ``O(√eps)``);
-* ``W``, ``Wᵀ``, ``Δ``, the π-symmetrised ``S = D^{½} Δ D^{-½}`` and the parallel-section
-  constraints ``C`` (``(Cx)_ij = x_i − O_ij x_j``) are applied matrix-free (``Σ_h a^h X T_hᵀ``);
-* the Dirichlet identity uses the same seeded probes as the dense path, its energy summed over
-  row chunks.
+* :class:`DenseBlocks` holds ``B`` ``(..., n, n, d, d)`` and ``O`` and computes every quantity from
+  the blocks (``n²d²`` memory: the reference).
+* :class:`FactoredBlocks` holds ``B_ij = Σ_h a^h_ij T_h`` as the
+  coefficients ``a`` ``(..., H, n, n)`` and ``T`` ``(H, d, d)`` and gets the same quantities from
+  small triangular factors of the ``T``'s (``O(H n² + H² d²)`` memory, never ``n²d²``).
 
-Spectrum (stated bounds). Bendixson's theorem: every eigenvalue ``z`` of ``Δ`` (= of ``S``) has
-``λ_min(H_S) ≤ Re z ≤ λ_max(H_S)`` and ``|Im z| ≤ ‖K_S‖₂`` (``H_S``, ``K_S`` the symmetric and
-skew parts of ``S``), and ``|z − 1| ≤ ‖W‖_π``. Those extremes of symmetric operators come from
-Lanczos (ARPACK ``eigsh``, tolerance = machine precision; the Ritz residuals are reported in
-``extra``). When the enclosure already satisfies a spectral check it *certifies* it (the reported
-residual is an upper bound of the dense one); for a π-self-adjoint walk ``K_S = 0`` and the
-enclosure is the exact spectral interval. Otherwise the extreme eigenvalues of the non-normal
-``Δ`` are estimated by Arnoldi (``eigs``: smallest / largest real part, largest imaginary part,
-largest ``|z − 1|``); those are Ritz values without a rigorous bound and the reason says so.
+The interface (each returns ``(..., n, n)`` unless said):
 
-Kernel (:mod:`numerics.laplacian_kernel`). The parallel sections are fixed by their values at one
-token per closed class (a BFS tree of the support), so ``dim ker C ≤ d·(closed classes)`` and
-``ker C`` lies in the ``d·(closed classes)``-dimensional span of the root-fixed sections: a
-Rayleigh–Ritz of ``C`` there (a Gram of ``CᵀC`` on the sections, with the eps·‖C‖-accurate
-row-chunked factor for the directions the Gram cannot resolve) gives certified upper bounds of its
-smallest singular values and, through the tree rows, certified lower bounds; ``ker Δ`` starts from
-those sections and is decided by the Dirichlet certificate (no search) when the walk is nearly
-stochastic, stationary and orthogonal, else by a deflated Lanczos search (up to ``k_max``
-directions). Every product counts against ``max_matvecs``: past it the checks are *undecided*
-with the reason; a walk that already fails a T3 hypothesis gives the search at most what the other
-checks spent. Otherwise a check is undefined only where a bound straddles its threshold, with the
-interval in the reason.
+* ``block_scale()`` ``Σ_h |a^h_ij| ‖T_h‖_F`` (heads) or ``‖B_ij‖_F`` (explicit blocks) and ``terms``
+  (``H`` or 1): the magnitude and count of the summands of a block, from which both paths take the
+  same rounding-error bound of every per-edge residual (:func:`edge_error`): the verdicts of the
+  two paths are then decided with the same error band, so that heads that cancel (a block much
+  smaller than its terms) make both paths *undecided* rather than one of them wrong;
 
-Walks with ``n·d ≤ assemble_max`` (default 32) are too small for ARPACK (``k < n·d − 1``): there
-``Δ`` and ``C`` are assembled from the same matrix-free operators applied to unit vectors
-(``n·(nd)² ≤ 32768`` numbers) and decomposed by SVD, with the dense path's thresholds.
+* ``norms()`` ``‖B_ij‖_F``; ``transport_norms()`` ``‖O_ij‖_F`` (0 off the support);
+* ``norm_floor()`` the rounding level of ``‖B_ij‖_F`` when ``B_ij`` is a sum of head terms,
+  ``tol(float64, H)·Σ_h |a^h_ij| ‖T_h‖_F`` (0 for explicit blocks): a block below it is a sum
+  that cancelled and counts as absent in the gauge-free checks (both paths use the same rule);
+* ``balance_defect(π)`` ``‖π_i B_ij − π_j B_jiᵀ‖_F``;
+* ``transpose_defect()`` ``‖O_ji − O_ijᵀ‖_F``;
+* ``gram_defect(c)`` ``‖c_ij² O_ijᵀ O_ij − I‖_F`` for a scaling ``c`` ``(..., n, n)``;
+* ``apply(x)`` ``(Wx)`` for ``x`` ``(..., p, n, d)``; ``edge_energy(π, x)``
+  ``½ Σ_ij π_i P_ij ‖x_i − O_ij x_j‖²`` ``(..., p)``.
 
-Memory: ``a`` and ``w`` (``2H n²``), ``T`` (``H d²``), the triangular factors (``(H²/2)²``), the
-root-fixed sections and the edge Gram of the kernel checks (``n d × d·(closed classes)``, ``n d²``),
-probes and Lanczos vectors (``O(n d)`` each) and chunks bounded by ``chunk_elems``.
+Tolerances all come from :func:`numerics.tolerance.tol` with ``tdt`` the precision the walk was
+given in (see :func:`numerics.laplacian.diagnose` for ``attention_dtype``).
 
-The spectrum computations live in :mod:`numerics.laplacian_spectral`, the kernel ones in
-:mod:`numerics.laplacian_kernel` (both re-exported here).
+The factored form, its bounds and its memory are described in :mod:`numerics.laplacian.factored`.
+Imports :mod:`numerics.laplacian.forms` only (from the package).
 """
 
 from __future__ import annotations
 
-import math
-import time
+from typing import Protocol
 
 import torch
 
-from numerics.laplacian_spectral import kernel_factored, spectrum_factored
+from numerics.laplacian.forms import dirichlet_energy
 from numerics.tolerance import tol
 
 F64 = torch.float64
 
-__all__ = ["FactoredBlocks", "factored_blocks", "diagnose_factored", "spectrum_factored", "kernel_factored"]
+__all__ = ["Blocks", "DenseBlocks", "FactoredBlocks", "factored_blocks", "element", "tsqr"]
 
 
-def _tsqr(chunks, m: int, dtype, device, batch=()) -> torch.Tensor:
+class Blocks(Protocol):
+    """What every check needs of a walk (module docstring): :class:`DenseBlocks` and
+    :class:`FactoredBlocks` implement it."""
+
+    @property
+    def P(self) -> torch.Tensor: ...  # the walk matrix (..., n, n)
+
+    @property
+    def sup(self) -> torch.Tensor: ...  # its support, P > 0
+
+    @property
+    def n(self) -> int: ...
+
+    @property
+    def d(self) -> int: ...
+
+    @property
+    def terms(self) -> int: ...  # summands of each block (H heads, 1 for explicit blocks)
+
+    def block_scale(self) -> torch.Tensor: ...
+
+    def norms(self) -> torch.Tensor: ...
+
+    def norm_floor(self) -> torch.Tensor: ...
+
+    def transport_norms(self) -> torch.Tensor: ...
+
+    def balance_defect(self, pi: torch.Tensor) -> torch.Tensor: ...
+
+    def transpose_defect(self) -> torch.Tensor: ...
+
+    def gram_defect(self, c: torch.Tensor) -> torch.Tensor: ...
+
+    def apply(self, x: torch.Tensor) -> torch.Tensor: ...
+
+    def edge_energy(self, pi: torch.Tensor, x: torch.Tensor) -> torch.Tensor: ...
+
+
+class DenseBlocks:
+    """The block algebra on explicit blocks: ``P`` ``(..., n, n)``, ``B`` and ``O``
+    ``(..., n, n, d, d)`` (float64, ``O`` zero off the support)."""
+
+    def __init__(
+        self,
+        P: torch.Tensor,
+        B: torch.Tensor,
+        O: torch.Tensor,
+        floor: torch.Tensor | None = None,
+        block_scale: torch.Tensor | None = None,
+        terms: int = 1,
+    ):
+        self.P, self.B, self.O = P, B, O
+        self.floor = torch.zeros_like(P) if floor is None else floor
+        self.sup = P > 0
+        self.n, self.d = P.shape[-1], B.shape[-1]
+        self._OtO: torch.Tensor | None = None
+        self._block_scale = block_scale
+        self.terms = int(terms)  # summands of each block (H for a heads-form walk, 1 for explicit blocks)
+
+    def block_scale(self) -> torch.Tensor:
+        """``Σ_h |a^h_ij| ‖T_h‖_F`` for a heads-form walk (given), else ``‖B_ij‖_F``: the magnitude of
+        the terms that make up ``B_ij``, which sets the rounding error of anything computed from it."""
+        return self.norms() if self._block_scale is None else self._block_scale
+
+    def norms(self) -> torch.Tensor:
+        return torch.linalg.matrix_norm(self.B)
+
+    def norm_floor(self) -> torch.Tensor:
+        return self.floor
+
+    def transport_norms(self) -> torch.Tensor:
+        return torch.linalg.matrix_norm(self.O)
+
+    def balance_defect(self, pi: torch.Tensor) -> torch.Tensor:
+        G = pi[..., :, None, None, None] * self.B
+        return torch.linalg.matrix_norm(G - G.transpose(-4, -3).transpose(-1, -2))
+
+    def transpose_defect(self) -> torch.Tensor:
+        return torch.linalg.matrix_norm(self.O.transpose(-4, -3) - self.O.transpose(-1, -2))
+
+    def gram_defect(self, c: torch.Tensor) -> torch.Tensor:
+        OtO = self._OtO
+        if OtO is None:
+            OtO = self._OtO = self.O.transpose(-1, -2) @ self.O
+        eye = torch.eye(self.d, dtype=F64, device=self.P.device)
+        return torch.linalg.matrix_norm((c**2)[..., None, None] * OtO - eye)
+
+    def apply(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.einsum("...ijab,...pjb->...pia", self.B, x)
+
+    def edge_energy(self, pi: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+        return dirichlet_energy(self.P[..., None, :, :], self.O[..., None, :, :, :, :], pi[..., None, :], x)
+
+
+# ------------------------------------------------------------------------------------ factored algebra
+def tsqr(chunks, m: int, dtype, device, batch=()) -> torch.Tensor:
     """Triangular ``R`` (``..., ≤m, m``) with ``RᵀR = XᵀX`` for ``X`` given as row chunks
     ``(..., rows, m)`` (QR of ``[R_prev; chunk]`` one chunk at a time)."""
     R = torch.zeros(*batch, 0, m, dtype=dtype, device=device)
@@ -80,7 +154,7 @@ def _tsqr(chunks, m: int, dtype, device, batch=()) -> torch.Tensor:
 
 
 class FactoredBlocks:
-    """The block algebra of :mod:`numerics.laplacian_checks` for ``B_ij = Σ_h a^h_ij T_h``:
+    """The block algebra (:class:`Blocks`) for ``B_ij = Σ_h a^h_ij T_h``:
     ``P`` ``(..., n, n)``, ``a`` ``(..., H, n, n)``, ``T`` ``(H, d, d)`` or ``(..., H, d, d)``
     (all float64). ``chunk_elems`` bounds the size of every temporary."""
 
@@ -99,7 +173,7 @@ class FactoredBlocks:
     ):
         self.exact = exact  # coefficients are the blocks' entries (edges form): no head sums to round
         #: single-vector products with ``W``, ``Wᵀ`` or a coefficient operator so far (shared by the
-        #: batch elements of :func:`numerics.laplacian_spectral._element`): the unit of ``max_matvecs``
+        #: batch elements of :func:`element`): the unit of ``max_matvecs``
         self.counter = [0] if counter is None else counter
         self.P, self.a, self.T = P, a, T
         self.W_O, self.W_V = W_O, W_V  # optional low-rank factors T_h = W_O[h] @ W_V[h] (cheaper products)
@@ -151,7 +225,7 @@ class FactoredBlocks:
 
             chunks = gen()
             m = H * (H + 1) // 2 + 1
-        R = _tsqr(chunks, m, T.dtype, T.device, tb)
+        R = tsqr(chunks, m, T.dtype, T.device, tb)
         self._R[key] = R
         return R
 
@@ -358,141 +432,20 @@ def factored_blocks(w, *, chunk_elems: int = 1 << 22, memory_budget: int | None 
     return FactoredBlocks(P, coef(P[..., None, None] * O), E, chunk_elems=chunk_elems, w=coef(O), exact=True)
 
 
-# ------------------------------------------------------------------------------------ assembly
-def dirichlet_terms(fb: FactoredBlocks, hyp: dict) -> list:
-    r"""Per flat batch index ``(w_min, π_max, ε_q)`` of the Dirichlet certificate
-    (:mod:`numerics.laplacian_kernel`), or None where π is not positive: ``w_min = min π_i P_ij``
-    over the support and ``ε_q`` bounds ``|<x, Δx>_π − ½ Σ π_i P_ij ‖x_i − O_ij x_j‖²|`` for a unit
-    ``x`` from the algebraic checks' residuals — ``½(max_i π_i |1 − r_i| + ‖πP − ρπ‖_∞ + |1 − ρ| π_max
-    + max_j (πP)_j · max_ij ‖O_ijᵀO_ij − I‖_F)`` (rows ``r_i = Σ_j P_ij``), plus ``tol(float64, n·d)·π_max``
-    for their rounding. No reversibility is needed."""
-    from numerics.tolerance import tol as _tol
-
-    st = hyp["_st"]
-    n = fb.n
-    P = fb.P.reshape(-1, n, n)
-    pis, pos = st.safe.reshape(-1, n), st.positive.reshape(-1)
-    rho = st.info.rho.reshape(-1)
-    res_pi = st.check.residual.reshape(-1)
-    res_o = hyp["orthogonal"].residual.reshape(-1)
-    out: list = []
-    for b in range(P.shape[0]):
-        pi = pis[b]
-        if not bool(pos[b]) or not bool((pi > 0).all()) or not math.isfinite(float(res_o[b]) + float(res_pi[b])):
-            out.append(None)
-            continue
-        F = pi[:, None] * P[b]
-        w_min = float(F[P[b] > 0].min())
-        pi_max = float(pi.max())
-        eps_q = (
-            0.5
-            * (
-                float((pi * (1 - P[b].sum(-1)).abs()).max())
-                + float(res_pi[b])
-                + abs(1 - float(rho[b])) * pi_max
-                + float(F.sum(0).max()) * float(res_o[b])
-            )
-            + _tol(F64, n * fb.d) * pi_max
-        )
-        out.append((w_min, pi_max, eps_q))
-    return out
-
-
-def diagnose_factored(
-    w,
-    *,
-    probes: int = 3,
-    seed: int = 0,
-    pi=None,
-    tdt=F64,
-    assemble_max: int = 32,
-    k_max: int = 8,
-    chunk_elems: int = 1 << 22,
-    spectrum: bool = True,
-    kernel: bool = True,
-    tdt_p=None,
-    memory_budget: int | None = None,
-    max_matvecs: int | None = None,
-    kernel_route: str = "sections",
-):
-    """The factored :class:`numerics.laplacian.LaplacianDiagnostics` of a :class:`ConnectionWalk`
-    (use :func:`numerics.laplacian.diagnose` with ``method="factored"``). ``spectrum`` / ``kernel``
-    False skip those checks (reported undefined with the reason); ``k_max``: most null directions of
-    ``Δ`` searched for outside the parallel sections; ``max_matvecs``: cap on the kernel route's
-    products with ``W``/``Wᵀ`` per walk (past it the kernel / flat checks are *undecided* with the
-    reason). Default None: :data:`numerics.laplacian_kernel.MAX_MATVECS`, and a walk that fails a T3
-    hypothesis gives the search for further null directions of ``Δ`` at most what the other checks
-    spent (the early exit); an explicit value is the only cap, early exit included.
-    ``kernel_route="arpack"``: the previous unbounded route, kept as the benchmark's baseline;
-    ``assemble_max``: largest ``n·d`` assembled densely; ``chunk_elems``: the largest temporary
-    (numbers); ``memory_budget``: bytes for :func:`factored_blocks` (default: the budget of
-    :func:`numerics.validate.check_memory`). ``extra['seconds']`` / ``extra['matvecs']``: time and
-    products per part (algebraic, spectrum, kernel)."""
-    from numerics.errors import ParameterError
-    from numerics.laplacian import _algebraic_checks, _skipped, assemble
-    from numerics.laplacian_kernel import MAX_MATVECS
-    from numerics.markov import weak_components
-
-    early_exit = max_matvecs is None  # an explicit cap replaces the early exit's smaller one
-    max_matvecs = MAX_MATVECS if max_matvecs is None else max_matvecs
-    for name, val, lo in (
-        ("assemble_max", assemble_max, 0),
-        ("k_max", k_max, 1),
-        ("chunk_elems", chunk_elems, 1),
-        ("max_matvecs", max_matvecs, 1),
-    ):
-        if not isinstance(val, int) or isinstance(val, bool) or val < lo:
-            raise ParameterError(f"must be an int >= {lo}, got {val!r}", argument=name)
-    if w.device.type != "cpu":
-        # the spectral and kernel routes drive ARPACK / host Lanczos with host vectors: the whole
-        # factored diagnosis runs on a host copy and its result goes back to the walk's device
-        kw = dict(probes=probes, seed=seed, pi=None if pi is None else torch.as_tensor(pi).cpu(), tdt=tdt)
-        kw.update(assemble_max=assemble_max, k_max=k_max, chunk_elems=chunk_elems, spectrum=spectrum, kernel=kernel)
-        kw.update(tdt_p=tdt_p, memory_budget=memory_budget, max_matvecs=None if early_exit else max_matvecs)
-        return diagnose_factored(w.to(device="cpu"), kernel_route=kernel_route, **kw).to(w.device)
-    t0 = time.perf_counter()
-    w = w.to(dtype=F64)
-    fb = factored_blocks(w, chunk_elems=chunk_elems, memory_budget=memory_budget)
-    P = fb.P
-    hyp = _algebraic_checks(fb, P, tdt, pi, probes, seed, tdt_p)
-    seconds, matvecs = {"algebraic": time.perf_counter() - t0}, {"algebraic": fb.counter[0]}
-    st, si, scale = hyp["_st"], hyp["scaled_isometry"], hyp["_scale"]
-    sup = fb.sup
-    n_comp = weak_components(sup | sup.transpose(-1, -2))
-    extra = {"method": "factored", "tolerance_dtype": str(tdt_p or tdt), "H": fb.H}
-    t0, c0 = time.perf_counter(), fb.counter[0]
-    if spectrum:
-        (s_int, s_disk, s_sc), facts = spectrum_factored(
-            fb, st.safe, st.positive, scale, si, tdt, assemble_max=assemble_max, seed=seed
-        )
-        extra.update(facts)
-    else:
-        s_int, s_disk, s_sc = (
-            _skipped(k, fb.batch, P.device, "skipped: spectrum=False")
-            for k in ("spectrum_interval", "spectrum_disk", "spectrum_scaled")
-        )
-    seconds["spectrum"], matvecs["spectrum"] = time.perf_counter() - t0, fb.counter[0] - c0
-    t0, c0 = time.perf_counter(), fb.counter[0]
-    if kernel:
-        t3 = hyp["stochastic"].holds & st.check.holds & hyp["detailed_balance"].holds & hyp["metric_compatible"].holds
-        kp, flat, kD, kC, kfacts = kernel_factored(
-            fb,
-            n_comp,
-            tdt,
-            assemble_max=assemble_max,
-            k_max=k_max,
-            seed=seed,
-            max_matvecs=max_matvecs,
-            t3=t3 if early_exit else None,
-            dirichlet=dirichlet_terms(fb, hyp),
-            rest_matvecs=fb.counter[0],
-            route=kernel_route,
-        )
-        if kfacts:
-            extra["kernel_facts"] = kfacts
-    else:
-        kp, flat = (_skipped(k, fb.batch, P.device, "skipped: kernel=False") for k in ("kernel_parallel", "flat"))
-        kD = kC = None
-    seconds["kernel"], matvecs["kernel"] = time.perf_counter() - t0, fb.counter[0] - c0
-    extra["seconds"], extra["matvecs"] = seconds, matvecs  # per part; matvecs: products with W, Wᵀ or coefficients
-    return assemble(hyp, s_int, s_disk, s_sc, kp, flat, None, kD, kC, n_comp, fb.n, fb.d, extra)
+def element(fb: FactoredBlocks, b: int) -> FactoredBlocks:
+    """Batch element ``b`` (flat index) as an unbatched :class:`FactoredBlocks`."""
+    if not len(fb.batch):
+        return fb
+    n, H, d = fb.n, fb.H, fb.d
+    T = fb.T if fb.T.ndim == 3 else fb.T.reshape(-1, H, d, d)[b]
+    return FactoredBlocks(
+        fb.P.reshape(-1, n, n)[b],
+        fb.a.reshape(-1, H, n, n)[b],
+        T,
+        chunk_elems=fb.chunk_elems,
+        W_O=fb.W_O,
+        W_V=fb.W_V,
+        w=fb.w.reshape(-1, H, n, n)[b],
+        exact=fb.exact,
+        counter=fb.counter,
+    )

@@ -1,10 +1,13 @@
 r"""Dense pieces of the T3 diagnostics: the full spectrum of ``Δ`` and ``ker Δ`` vs the parallel
-sections, from the ``nd × nd`` matrix (the reference for :mod:`numerics.laplacian_factored`).
+sections, from the ``nd × nd`` matrix (the reference for :mod:`numerics.laplacian.factored`), and
+:func:`diagnose_dense`, the dense assembly of every check on :class:`~numerics.laplacian.blocks.DenseBlocks`.
 
 :func:`dense_spectrum` — ``eigvals`` of ``Δ = I − W`` (LAPACK through numpy when torch's geev
 fails to converge) and the three spectral checks. :func:`dense_kernel` — SVD of ``Δ`` and of the
 parallel-section constraints ``C`` (or an eigendecomposition of ``CᵀC`` for large walks), with the
-null-space error bounds and the ambiguity rule explained inline.
+null-space error bounds and the ambiguity rule explained inline. Imports
+:mod:`~numerics.laplacian.result`, :mod:`~numerics.laplacian.forms`, :mod:`~numerics.laplacian.blocks`
+and :mod:`~numerics.laplacian.checks` from the package.
 """
 
 from __future__ import annotations
@@ -14,13 +17,18 @@ import math
 import numpy as np
 import torch
 
-from numerics.laplacian_checks import Check, make_check, spectrum_checks, spectrum_error
+from numerics.laplacian.blocks import DenseBlocks
+from numerics.laplacian.checks import algebraic_checks, spectrum_checks, spectrum_error
+from numerics.laplacian.forms import apply_constraints, parallel_svd
+from numerics.laplacian.result import Check, LaplacianDiagnostics, assemble, make_check, skipped
+from numerics.markov import weak_components
 from numerics.tolerance import tol
+from numerics.walk import ConnectionWalk
 from theory.rounding import unresolved_by_square
 
 F64 = torch.float64
 
-__all__ = ["dense_spectrum", "dense_kernel"]
+__all__ = ["dense_spectrum", "dense_kernel", "diagnose_dense"]
 
 
 def dense_spectrum(D: torch.Tensor, Wd: torch.Tensor, scale, si: Check, tdt, nd: int):
@@ -46,15 +54,13 @@ def dense_spectrum(D: torch.Tensor, Wd: torch.Tensor, scale, si: Check, tdt, nd:
 
 def dense_kernel(D, O, sup, P, pi_safe, pi_def, n_comp, tdt, svd_max_entries: int):
     """``(kernel_parallel, flat, kernel_dim, parallel_dim)`` from SVDs of ``Δ`` and ``C``."""
-    from numerics.laplacian import _apply_constraints, _parallel_svd
-
     n, d = O.shape[-3], O.shape[-1]
     nd = n * d
     dev = D.device
     batch = P.shape[:-2]
     nan_b = torch.full(batch, float("nan"), dtype=F64, device=dev)
     _, sD, VhD = torch.linalg.svd(D)
-    sC, VhC, gram_path = _parallel_svd(O, sup, max_entries=svd_max_entries)
+    sC, VhC, gram_path = parallel_svd(O, sup, max_entries=svd_max_entries)
     dn = sD[..., :1].clamp(min=1.0)
     cn = sC.amax(-1, keepdim=True).clamp(min=1.0)
     # relative rank thresholds: singular values from an SVD are accurate to eps·‖·‖; those
@@ -84,7 +90,7 @@ def dense_kernel(D, O, sup, P, pi_safe, pi_def, n_comp, tdt, svd_max_entries: in
         r1 = torch.linalg.matrix_norm(fD[b] @ Z, ord=2).item() / fdn[b].item() if Z.shape[1] else 0.0
         # C K edge by edge: (K_i − O_ij K_j) on the support, never forming C
         r2 = (
-            torch.linalg.matrix_norm(_apply_constraints(fO[b], fS[b], K), ord=2).item() / fcn[b].item()
+            torch.linalg.matrix_norm(apply_constraints(fO[b], fS[b], K), ord=2).item() / fcn[b].item()
             if K.shape[1]
             else 0.0
         )
@@ -111,7 +117,7 @@ def dense_kernel(D, O, sup, P, pi_safe, pi_def, n_comp, tdt, svd_max_entries: in
         if kDb != kCb and bool(fpidef[b]):
             if kDb > kCb:
                 wts = (fpi[b][:, None] * fP[b]).clamp(min=0).sqrt()
-                WCK = _apply_constraints(fO[b], fS[b], K).reshape(n, n, d, -1) * wts[:, :, None, None]
+                WCK = apply_constraints(fO[b], fS[b], K).reshape(n, n, d, -1) * wts[:, :, None, None]
                 e_max = 0.5 * torch.linalg.matrix_norm(WCK.reshape(n * n * d, -1), ord=2).item() ** 2
                 lim = 2 * fpi[b].max().item() * thr_D * fdn[b].item()
                 # the bound needs π > 0: E(x) gives no weight to the edges out of a state with
@@ -155,3 +161,56 @@ def dense_kernel(D, O, sup, P, pi_safe, pi_def, n_comp, tdt, svd_max_entries: in
     )
     flat = make_check("flat", flat_res, thr_C)
     return kp, flat, kD, kC
+
+
+def diagnose_dense(
+    w: ConnectionWalk, tdt, probes, seed, max_dense, pi, svd_max_entries, tdt_p=None
+) -> LaplacianDiagnostics:
+    """Dense assembly of the checks of :mod:`numerics.laplacian.checks` (``w`` in float64)."""
+    n, d = w.n, w.d
+    P = w.walk_matrix.to(F64)
+    batch = P.shape[:-2]
+    sup = P > 0
+    O, _ = w.edge_transports()
+    O = torch.where(sup[..., None, None], O.to(F64), torch.zeros_like(O, dtype=F64))
+    floor = bscale = None
+    terms = 1
+    if w.kind == "heads":  # rounding level of the head sums (blocks.DenseBlocks)
+        tn = torch.linalg.matrix_norm(w.head_transports.to(F64))
+        bscale = torch.einsum("...hij,...h->...ij", w.attention.to(F64).abs(), tn)
+        floor = tol(F64, w.n_heads) * bscale
+        terms = w.n_heads
+    blocks = DenseBlocks(P, w.blocks().to(F64), O, floor, bscale, terms)
+    hyp = algebraic_checks(blocks, P, tdt, pi, probes, seed, tdt_p)
+    st, si, scale = hyp["_st"], hyp["scaled_isometry"], hyp["_scale"]
+    n_comp = weak_components(sup | sup.transpose(-1, -2))
+    nd = n * d
+    spectrum = kernel_dim = parallel_dim = None
+    if nd <= max_dense:
+        Wd = w.to_dense().to(F64)
+        D = torch.eye(nd, dtype=F64, device=P.device) - Wd
+        spectrum, (s_int, s_disk, s_sc) = dense_spectrum(D, Wd, scale, si, tdt, nd)
+        kp, flat, kernel_dim, parallel_dim = dense_kernel(
+            D, O, sup, P, st.safe, st.defined, n_comp, tdt, svd_max_entries
+        )
+    else:
+        why = f"skipped: n·d = {nd} > max_dense = {max_dense} (use method='factored' or numerics.spectra)"
+        s_int, s_disk, s_sc, kp, flat = (
+            skipped(k, batch, P.device, why)
+            for k in ("spectrum_interval", "spectrum_disk", "spectrum_scaled", "kernel_parallel", "flat")
+        )
+    return assemble(
+        hyp,
+        s_int,
+        s_disk,
+        s_sc,
+        kp,
+        flat,
+        spectrum,
+        kernel_dim,
+        parallel_dim,
+        n_comp,
+        n,
+        d,
+        {"method": "dense", "tolerance_dtype": str(tdt_p or tdt)},
+    )

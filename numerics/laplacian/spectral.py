@@ -1,53 +1,31 @@
-r"""The matrix-free spectral part of the factored T3 diagnostics (:mod:`numerics.laplacian_factored`):
-the spectrum checks (Bendixson enclosure from Lanczos extremes of the π-symmetrised operator,
-Arnoldi Ritz values where the enclosure does not decide) and the kernel / parallel-section checks
-(:mod:`numerics.laplacian_kernel`), each per batch element of a
-:class:`~numerics.laplacian_factored.FactoredBlocks`, with the small-walk route that assembles the
-operators densely. The bounds are stated in :mod:`numerics.laplacian_factored`'s docstring, which
-re-exports :func:`spectrum_factored` and :func:`kernel_factored`."""
+r"""The matrix-free spectrum checks of the factored T3 diagnostics (:mod:`numerics.laplacian.factored`):
+the Bendixson enclosure from Lanczos extremes of the π-symmetrised operator, Arnoldi Ritz values
+where the enclosure does not decide, per batch element of a
+:class:`~numerics.laplacian.blocks.FactoredBlocks`, with the small-walk route that assembles the
+operator densely; and the Lanczos / operator helpers the kernel checks
+(:mod:`numerics.laplacian.kernel`) share: :func:`linear_operator`, :func:`dense_operator`,
+:func:`sym_extreme`. The bounds are stated in :mod:`numerics.laplacian.factored`'s docstring.
+Imports :mod:`~numerics.laplacian.result`, :mod:`~numerics.laplacian.blocks` and
+:mod:`~numerics.laplacian.checks` from the package."""
 
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
 
-from numerics.laplacian_checks import Check, make_check, spectrum_error
+from numerics.laplacian.blocks import FactoredBlocks, element
+from numerics.laplacian.checks import spectrum_error
+from numerics.laplacian.result import Check, make_check
 from numerics.tolerance import tol
-
-if TYPE_CHECKING:
-    from numerics.laplacian_factored import FactoredBlocks
 
 F64 = torch.float64
 
-__all__ = ["spectrum_factored", "kernel_factored"]
+__all__ = ["spectrum_factored", "linear_operator", "dense_operator", "sym_extreme"]
 
 
-# ------------------------------------------------------------------------------------ spectrum
-def _element(fb: FactoredBlocks, b: int) -> FactoredBlocks:
-    """Batch element ``b`` (flat index) as an unbatched :class:`FactoredBlocks`."""
-    from numerics.laplacian_factored import FactoredBlocks  # lazily: that module re-exports this one
-
-    if not len(fb.batch):
-        return fb
-    n, H, d = fb.n, fb.H, fb.d
-    T = fb.T if fb.T.ndim == 3 else fb.T.reshape(-1, H, d, d)[b]
-    return FactoredBlocks(
-        fb.P.reshape(-1, n, n)[b],
-        fb.a.reshape(-1, H, n, n)[b],
-        T,
-        chunk_elems=fb.chunk_elems,
-        W_O=fb.W_O,
-        W_V=fb.W_V,
-        w=fb.w.reshape(-1, H, n, n)[b],
-        exact=fb.exact,
-        counter=fb.counter,
-    )
-
-
-def _op(fn, N: int, n: int, d: int, counter: list, device=None):
+def linear_operator(fn, N: int, n: int, d: int, counter: list, device=None):
     """A scipy ``LinearOperator`` of ``fn`` (a torch map on ``(1, n, d)`` fields on ``device``):
     ARPACK's host vectors go to the walk's device and back."""
     from scipy.sparse.linalg import LinearOperator
@@ -60,19 +38,19 @@ def _op(fn, N: int, n: int, d: int, counter: list, device=None):
     return LinearOperator((N, N), matvec=mv, dtype=np.float64)
 
 
-def _assemble(fn, N: int, n: int, d: int) -> torch.Tensor:
+def dense_operator(fn, N: int, n: int, d: int) -> torch.Tensor:
     """The ``N × N`` matrix of a matrix-free map (its columns are the images of unit vectors)."""
     E = torch.eye(N, dtype=F64).reshape(N, n, d)
     return fn(E).reshape(N, N).T.contiguous()
 
 
-def _sym_extreme(fn, N, n, d, which: str, counter, seed: int, k: int = 1, max_restarts: int = 300, tol: float = 0.0):
+def sym_extreme(fn, N, n, d, which: str, counter, seed: int, k: int = 1, max_restarts: int = 300, tol: float = 0.0):
     """Extreme eigenvalues of a symmetric matrix-free map by Lanczos (ARPACK relative ``tol``, 0:
     machine precision), with Ritz residual norms."""
     from scipy.sparse.linalg import ArpackNoConvergence, eigsh
 
     v0 = np.random.default_rng(seed).standard_normal(N)
-    op = _op(fn, N, n, d, counter)
+    op = linear_operator(fn, N, n, d, counter)
     ncv = min(N, max(2 * k + 1, 40))
     try:
         vals, vecs = eigsh(op, k=k, which=which, v0=v0, tol=tol, ncv=ncv, maxiter=max_restarts)
@@ -108,10 +86,10 @@ def spectrum_factored(
     wn = torch.zeros(nb, dtype=F64)
     how, facts, certified = [], [], dict.fromkeys(res, True)
     for b in range(nb):
-        e = _element(fb, b)
+        e = element(fb, b)
         s_b = float(flat_scale[b])
         if assemble_max >= N:
-            Wd = _assemble(lambda x, e=e: e.apply(x), N, n, d)
+            Wd = dense_operator(lambda x, e=e: e.apply(x), N, n, d)
             try:
                 ev = torch.linalg.eigvals(torch.eye(N, dtype=F64, device=Wd.device) - Wd)
             except torch.linalg.LinAlgError:  # as on the dense path: LAPACK through numpy (balancing)
@@ -133,10 +111,10 @@ def spectrum_factored(
         KtK = lambda x: 0.25 * (St(S(x) - St(x)) - S(S(x) - St(x)))
         MtM = lambda x: (lambda y: y - St(y))(x - S(x))
         WtW = lambda x, e=e: e.apply_t(e.apply(x))
-        lohi, _, r_h = _sym_extreme(Hs, N, n, d, "BE", cnt, seed, k=2)
-        kk, _, r_k = _sym_extreme(KtK, N, n, d, "LA", cnt, seed)
-        mm, _, r_m = _sym_extreme(MtM, N, n, d, "LA", cnt, seed)
-        wn[b] = float(_sym_extreme(WtW, N, n, d, "LA", cnt, seed)[0][0].clamp(min=0).sqrt())
+        lohi, _, r_h = sym_extreme(Hs, N, n, d, "BE", cnt, seed, k=2)
+        kk, _, r_k = sym_extreme(KtK, N, n, d, "LA", cnt, seed)
+        mm, _, r_m = sym_extreme(MtM, N, n, d, "LA", cnt, seed)
+        wn[b] = float(sym_extreme(WtW, N, n, d, "LA", cnt, seed)[0][0].clamp(min=0).sqrt())
         lo, hi = float(lohi[0]), float(lohi[-1])
         im_b, mod_b = float(kk[0].clamp(min=0).sqrt()), float(mm[0].clamp(min=0).sqrt())
         bounds = {
@@ -210,13 +188,10 @@ def _arnoldi_extreme(e: FactoredBlocks, comp: str, seed: int, cnt: list) -> comp
     N = n * d
     v0 = np.random.default_rng(seed).standard_normal(N)
     if comp == "mod":
-        z = eigs(_op(e.apply, N, n, d, cnt), k=1, which="LM", v0=v0, tol=0.0, return_eigenvectors=False)
+        z = eigs(linear_operator(e.apply, N, n, d, cnt), k=1, which="LM", v0=v0, tol=0.0, return_eigenvectors=False)
         return complex(z[np.argmax(np.abs(z))])
-    op = _op(lambda x: x - e.apply(x), N, n, d, cnt)
+    op = linear_operator(lambda x: x - e.apply(x), N, n, d, cnt)
     which = {"im": "LI", "low": "SR", "high": "LR"}[comp]
     z = eigs(op, k=2 if comp == "im" else 1, which=which, v0=v0, tol=0.0, return_eigenvectors=False)
     pick = {"im": np.argmax(np.abs(z.imag)), "low": np.argmin(z.real), "high": np.argmax(z.real)}[comp]
     return complex(z[pick])
-
-
-from numerics.laplacian_kernel import kernel_factored  # noqa: E402  (re-exported)

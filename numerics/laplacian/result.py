@@ -1,7 +1,10 @@
-"""The result type of :func:`numerics.laplacian.diagnose`: :class:`LaplacianDiagnostics` (every T3
-check of one walk batch, with its summary table / dict forms), the check names ``CHECK_NAMES`` and
-:func:`format_spectrum` (the compact eigenvalue listing it prints). Re-exported by
-:mod:`numerics.laplacian`, under whose names they are documented and registered."""
+"""Bottom of :mod:`numerics.laplacian`: what a diagnosis returns.
+
+:class:`Check` (one condition decided three ways: holds / fails / undecided, by the rounding rules
+of :mod:`theory.rounding`) and :func:`make_check`; :class:`LaplacianDiagnostics` (every T3 check of
+one walk batch, with its summary table / dict forms), the check names ``CHECK_NAMES`` and
+:func:`format_spectrum`; :func:`skipped` (a check not computed) and :func:`assemble` (the result from
+the algebraic checks and the spectral / kernel ones). Imports nothing from the package."""
 
 from __future__ import annotations
 
@@ -10,7 +13,95 @@ from dataclasses import dataclass, field
 import torch
 
 from numerics.contracts import Int, Tensor, contract
-from numerics.laplacian_checks import Check
+from theory.rounding import decide
+from theory.rounding import status as decision_status
+
+F64 = torch.float64
+
+__all__ = ["Check", "make_check", "CHECK_NAMES", "LaplacianDiagnostics", "format_spectrum", "skipped", "assemble"]
+
+
+@dataclass
+class Check:
+    """One condition, decided in three ways (:mod:`theory.rounding`): ``holds`` (bool, batch shape:
+    certainly within tolerance), ``fails`` (bool: certainly not), and *undecided* where neither is
+    true — the residual lies within its own rounding ``error`` of the tolerance, or it could not be
+    computed (skipped, ambiguous rank: NaN residual, with the ``reason``). ``residual`` (float64,
+    batch shape; NaN where undefined), ``tol`` the threshold, ``error`` the error bound of the
+    residual's own computation. ``tol`` is reported as one number (the largest where a check has
+    a bound per batch element). ``holds`` is False where undecided: read ``fails`` (or
+    :meth:`status`) to tell "false" from "not decided"."""
+
+    name: str
+    holds: torch.Tensor
+    residual: torch.Tensor
+    tol: float
+    reason: str | None = None
+    fails: torch.Tensor = None  # type: ignore[assignment]  # default: ~holds where the residual is defined
+    error: float = 0.0
+
+    def __post_init__(self) -> None:
+        if self.fails is None:
+            self.fails = ~self.holds & ~torch.isnan(self.residual)
+        if self.holds.device.type != "meta" and bool((self.holds & self.fails).any()):
+            raise ValueError(f"{self.name}: a decision cannot both hold and fail")
+
+    def to(self, device) -> Check:
+        """The same check with its tensors on ``device``."""
+        return Check(
+            self.name,
+            self.holds.to(device),
+            self.residual.to(device),
+            self.tol,
+            self.reason,
+            fails=self.fails.to(device),
+            error=self.error,
+        )
+
+    def __bool__(self) -> bool:
+        return bool(self.holds.all())
+
+    @property
+    def defined(self) -> torch.Tensor:
+        return ~torch.isnan(self.residual)
+
+    @property
+    def undecided(self) -> torch.Tensor:
+        """Where the check is neither certainly true nor certainly false."""
+        return ~self.holds & ~self.fails
+
+    def status(self, index: tuple = ()) -> str:
+        """``"holds"``, ``"fails"`` or ``"undecided"`` for batch element ``index``."""
+        return decision_status(bool(self.holds[index]), bool(self.fails[index]))
+
+    def __repr__(self) -> str:
+        r = self.residual.detach().cpu()
+        h = self.holds.detach().cpu()
+        if r.ndim == 0:
+            body = f"{self.status()}, residual={r.item():.3e}"
+        else:
+            u = int(self.undecided.sum())
+            body = f"holds={int(h.sum())}/{h.numel()}" + (f" ({u} undecided)" if u else "")
+            body += f", max residual={torch.nan_to_num(r, nan=-1).max().item():.3e}"
+        why = f", reason={self.reason!r}" if self.reason else ""
+        return f"Check({self.name}: {body}, tol={self.tol:.1e}, error={self.error:.1e}{why})"
+
+
+def make_check(name: str, residual: torch.Tensor, bound, reason=None, *, error: float = 0.0, require=None) -> Check:
+    """Decide "``residual ≤ bound``" with the residual known to ``± error`` (:func:`theory.rounding.decide`).
+
+    ``require`` (bool, batch shape): a structural condition decided exactly (a one-way edge, no
+    positive π, unequal ranks): where it is False the check fails whatever the residual. Where the
+    residual is NaN and ``require`` holds, the check is undecided (it could not be computed)."""
+    residual = residual.to(F64)
+    thr = bound.to(F64) if isinstance(bound, torch.Tensor) else float(bound)  # a tensor: per element
+    h, f = decide(residual, thr, float(error))
+    if require is not None:
+        h = h & require
+        f = f | ~require
+    shown = float(bound.max()) if isinstance(bound, torch.Tensor) and bound.numel() else float(bound)
+    return Check(name, h, residual, shown, reason or None, fails=f, error=float(error))
+
 
 CHECK_NAMES = (
     "stochastic",
@@ -182,3 +273,38 @@ def format_spectrum(ev: torch.Tensor, digits: int = 4, max_items: int = 12) -> s
     if len(out) > max_items:
         out = out[:max_items] + ["…"]
     return "{" + ", ".join(out) + "}"
+
+
+def skipped(name: str, batch, device, why: str) -> Check:
+    """A check that was not computed: undecided (neither holds nor fails), with the reason."""
+    no = torch.zeros(batch, dtype=torch.bool, device=device)
+    return Check(name, no, torch.full(batch, float("nan"), dtype=F64, device=device), float("nan"), why, fails=no)
+
+
+def assemble(
+    hyp: dict, s_int, s_disk, s_sc, kp, flat, spectrum, kernel_dim, parallel_dim, n_comp, n, d, extra: dict
+) -> LaplacianDiagnostics:
+    """The :class:`LaplacianDiagnostics` from the algebraic checks and the spectral / kernel ones."""
+    st = hyp["_st"]
+    checks = {k: v for k, v in hyp.items() if not k.startswith("_")}
+    return LaplacianDiagnostics(
+        **checks,
+        spectrum_interval=s_int,
+        spectrum_disk=s_disk,
+        spectrum_scaled=s_sc,
+        kernel_parallel=kp,
+        flat=flat,
+        pi=st.pi,
+        pi_unique=st.info.unique,
+        block_pi=hyp["_bpi"],
+        rho=st.info.rho,
+        scale=hyp["_scale"],
+        transport_scale=hyp["_transport_scale"],
+        spectrum=spectrum,
+        kernel_dim=kernel_dim,
+        parallel_dim=parallel_dim,
+        n_components=n_comp,
+        n=n,
+        d=d,
+        extra=extra,
+    )

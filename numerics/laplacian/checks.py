@@ -1,34 +1,11 @@
-r"""One function per T3 hypothesis and conclusion, shared by the dense and the factored diagnostics.
-
-Every check reads the walk through a small *block algebra*: an object with the per-edge quantities
-the checks need, so that the same tolerance rule and the same verdict logic serve both paths.
-
-* :class:`DenseBlocks` holds ``B`` ``(..., n, n, d, d)`` and ``O`` and computes every quantity from
-  the blocks (``n²d²`` memory: the reference).
-* :class:`numerics.laplacian_factored.FactoredBlocks` holds ``B_ij = Σ_h a^h_ij T_h`` as the
-  coefficients ``a`` ``(..., H, n, n)`` and ``T`` ``(H, d, d)`` and gets the same quantities from
-  small triangular factors of the ``T``'s (``O(H n² + H² d²)`` memory, never ``n²d²``).
-
-The interface (each returns ``(..., n, n)`` unless said):
-
-* ``block_scale()`` ``Σ_h |a^h_ij| ‖T_h‖_F`` (heads) or ``‖B_ij‖_F`` (explicit blocks) and ``terms``
-  (``H`` or 1): the magnitude and count of the summands of a block, from which both paths take the
-  same rounding-error bound of every per-edge residual (:func:`edge_error`): the verdicts of the
-  two paths are then decided with the same error band, so that heads that cancel (a block much
-  smaller than its terms) make both paths *undecided* rather than one of them wrong;
-
-* ``norms()`` ``‖B_ij‖_F``; ``transport_norms()`` ``‖O_ij‖_F`` (0 off the support);
-* ``norm_floor()`` the rounding level of ``‖B_ij‖_F`` when ``B_ij`` is a sum of head terms,
-  ``tol(float64, H)·Σ_h |a^h_ij| ‖T_h‖_F`` (0 for explicit blocks): a block below it is a sum
-  that cancelled and counts as absent in the gauge-free checks (both paths use the same rule);
-* ``balance_defect(π)`` ``‖π_i B_ij − π_j B_jiᵀ‖_F``;
-* ``transpose_defect()`` ``‖O_ji − O_ijᵀ‖_F``;
-* ``gram_defect(c)`` ``‖c_ij² O_ijᵀ O_ij − I‖_F`` for a scaling ``c`` ``(..., n, n)``;
-* ``apply(x)`` ``(Wx)`` for ``x`` ``(..., p, n, d)``; ``edge_energy(π, x)``
-  ``½ Σ_ij π_i P_ij ‖x_i − O_ij x_j‖²`` ``(..., p)``.
+r"""One function per T3 hypothesis and conclusion, written once against the block-access protocol
+(:class:`numerics.laplacian.blocks.Blocks`) and shared by the dense and the factored diagnostics,
+and :func:`algebraic_checks`, every check that needs no spectrum.
 
 Tolerances all come from :func:`numerics.tolerance.tol` with ``tdt`` the precision the walk was
-given in (see :func:`numerics.laplacian.diagnose` for ``attention_dtype``).
+given in (see :func:`numerics.laplacian.diagnose` for ``attention_dtype``). Imports
+:mod:`~numerics.laplacian.result`, :mod:`~numerics.laplacian.forms` and
+:mod:`~numerics.laplacian.blocks` (for the type) from the package.
 """
 
 from __future__ import annotations
@@ -39,19 +16,18 @@ from dataclasses import dataclass
 import torch
 
 from numerics.errors import ShapeError
+from numerics.laplacian.blocks import Blocks
+from numerics.laplacian.forms import pi_inner
+from numerics.laplacian.result import Check, make_check
 from numerics.markov import StationaryInfo, stationary_info
 from numerics.tolerance import tol
 from numerics.validate import as_tensor, check_finite
-from theory.rounding import decide, rounding_error
-from theory.rounding import status as decision_status
+from theory.rounding import rounding_error
 
 F64 = torch.float64
 
 __all__ = [
-    "Check",
-    "DenseBlocks",
     "Stationary",
-    "make_check",
     "edge_error",
     "check_stochastic",
     "stationary",
@@ -67,92 +43,12 @@ __all__ = [
     "spectrum_checks",
     "spectrum_error",
     "block_pi",
+    "probe_fields",
+    "algebraic_checks",
 ]
 
 
-@dataclass
-class Check:
-    """One condition, decided in three ways (:mod:`theory.rounding`): ``holds`` (bool, batch shape:
-    certainly within tolerance), ``fails`` (bool: certainly not), and *undecided* where neither is
-    true — the residual lies within its own rounding ``error`` of the tolerance, or it could not be
-    computed (skipped, ambiguous rank: NaN residual, with the ``reason``). ``residual`` (float64,
-    batch shape; NaN where undefined), ``tol`` the threshold, ``error`` the error bound of the
-    residual's own computation. ``tol`` is reported as one number (the largest where a check has
-    a bound per batch element). ``holds`` is False where undecided: read ``fails`` (or
-    :meth:`status`) to tell "false" from "not decided"."""
-
-    name: str
-    holds: torch.Tensor
-    residual: torch.Tensor
-    tol: float
-    reason: str | None = None
-    fails: torch.Tensor = None  # type: ignore[assignment]  # default: ~holds where the residual is defined
-    error: float = 0.0
-
-    def __post_init__(self) -> None:
-        if self.fails is None:
-            self.fails = ~self.holds & ~torch.isnan(self.residual)
-        if self.holds.device.type != "meta" and bool((self.holds & self.fails).any()):
-            raise ValueError(f"{self.name}: a decision cannot both hold and fail")
-
-    def to(self, device) -> Check:
-        """The same check with its tensors on ``device``."""
-        return Check(
-            self.name,
-            self.holds.to(device),
-            self.residual.to(device),
-            self.tol,
-            self.reason,
-            fails=self.fails.to(device),
-            error=self.error,
-        )
-
-    def __bool__(self) -> bool:
-        return bool(self.holds.all())
-
-    @property
-    def defined(self) -> torch.Tensor:
-        return ~torch.isnan(self.residual)
-
-    @property
-    def undecided(self) -> torch.Tensor:
-        """Where the check is neither certainly true nor certainly false."""
-        return ~self.holds & ~self.fails
-
-    def status(self, index: tuple = ()) -> str:
-        """``"holds"``, ``"fails"`` or ``"undecided"`` for batch element ``index``."""
-        return decision_status(bool(self.holds[index]), bool(self.fails[index]))
-
-    def __repr__(self) -> str:
-        r = self.residual.detach().cpu()
-        h = self.holds.detach().cpu()
-        if r.ndim == 0:
-            body = f"{self.status()}, residual={r.item():.3e}"
-        else:
-            u = int(self.undecided.sum())
-            body = f"holds={int(h.sum())}/{h.numel()}" + (f" ({u} undecided)" if u else "")
-            body += f", max residual={torch.nan_to_num(r, nan=-1).max().item():.3e}"
-        why = f", reason={self.reason!r}" if self.reason else ""
-        return f"Check({self.name}: {body}, tol={self.tol:.1e}, error={self.error:.1e}{why})"
-
-
-def make_check(name: str, residual: torch.Tensor, bound, reason=None, *, error: float = 0.0, require=None) -> Check:
-    """Decide "``residual ≤ bound``" with the residual known to ``± error`` (:func:`theory.rounding.decide`).
-
-    ``require`` (bool, batch shape): a structural condition decided exactly (a one-way edge, no
-    positive π, unequal ranks): where it is False the check fails whatever the residual. Where the
-    residual is NaN and ``require`` holds, the check is undecided (it could not be computed)."""
-    residual = residual.to(F64)
-    thr = bound.to(F64) if isinstance(bound, torch.Tensor) else float(bound)  # a tensor: per element
-    h, f = decide(residual, thr, float(error))
-    if require is not None:
-        h = h & require
-        f = f | ~require
-    shown = float(bound.max()) if isinstance(bound, torch.Tensor) and bound.numel() else float(bound)
-    return Check(name, h, residual, shown, reason or None, fails=f, error=float(error))
-
-
-def edge_error(blocks, scale: torch.Tensor, extra: int = 0) -> float:
+def edge_error(blocks: Blocks, scale: torch.Tensor, extra: int = 0) -> float:
     """Error bound of a per-edge Frobenius residual ``‖Σ_m X_m‖_F`` whose terms have Frobenius
     norms summing to ``scale`` ``(..., n, n)`` (maximum over the support): every entry is a sum of
     ``terms`` (the heads, ``blocks.terms``) ``+ extra`` accumulations, each off by at most
@@ -171,65 +67,6 @@ def _masked_max(x: torch.Tensor, mask: torch.Tensor, dims) -> torch.Tensor:
 
 def _fmax(x: torch.Tensor, default: float = 1.0) -> float:
     return float(x.max()) if x.numel() else default
-
-
-# ------------------------------------------------------------------------------------ dense algebra
-class DenseBlocks:
-    """The block algebra on explicit blocks: ``P`` ``(..., n, n)``, ``B`` and ``O``
-    ``(..., n, n, d, d)`` (float64, ``O`` zero off the support)."""
-
-    def __init__(
-        self,
-        P: torch.Tensor,
-        B: torch.Tensor,
-        O: torch.Tensor,
-        floor: torch.Tensor | None = None,
-        block_scale: torch.Tensor | None = None,
-        terms: int = 1,
-    ):
-        self.P, self.B, self.O = P, B, O
-        self.floor = torch.zeros_like(P) if floor is None else floor
-        self.sup = P > 0
-        self.n, self.d = P.shape[-1], B.shape[-1]
-        self._OtO: torch.Tensor | None = None
-        self._block_scale = block_scale
-        self.terms = int(terms)  # summands of each block (H for a heads-form walk, 1 for explicit blocks)
-
-    def block_scale(self) -> torch.Tensor:
-        """``Σ_h |a^h_ij| ‖T_h‖_F`` for a heads-form walk (given), else ``‖B_ij‖_F``: the magnitude of
-        the terms that make up ``B_ij``, which sets the rounding error of anything computed from it."""
-        return self.norms() if self._block_scale is None else self._block_scale
-
-    def norms(self) -> torch.Tensor:
-        return torch.linalg.matrix_norm(self.B)
-
-    def norm_floor(self) -> torch.Tensor:
-        return self.floor
-
-    def transport_norms(self) -> torch.Tensor:
-        return torch.linalg.matrix_norm(self.O)
-
-    def balance_defect(self, pi: torch.Tensor) -> torch.Tensor:
-        G = pi[..., :, None, None, None] * self.B
-        return torch.linalg.matrix_norm(G - G.transpose(-4, -3).transpose(-1, -2))
-
-    def transpose_defect(self) -> torch.Tensor:
-        return torch.linalg.matrix_norm(self.O.transpose(-4, -3) - self.O.transpose(-1, -2))
-
-    def gram_defect(self, c: torch.Tensor) -> torch.Tensor:
-        OtO = self._OtO
-        if OtO is None:
-            OtO = self._OtO = self.O.transpose(-1, -2) @ self.O
-        eye = torch.eye(self.d, dtype=F64, device=self.P.device)
-        return torch.linalg.matrix_norm((c**2)[..., None, None] * OtO - eye)
-
-    def apply(self, x: torch.Tensor) -> torch.Tensor:
-        return torch.einsum("...ijab,...pjb->...pia", self.B, x)
-
-    def edge_energy(self, pi: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
-        from numerics.laplacian import dirichlet_energy
-
-        return dirichlet_energy(self.P[..., None, :, :], self.O[..., None, :, :, :, :], pi[..., None, :], x)
 
 
 # ------------------------------------------------------------------------------------ (a) stochastic
@@ -370,7 +207,7 @@ def block_pi(Bn: torch.Tensor) -> tuple[torch.Tensor, str]:
     return pi, reason
 
 
-def check_block_detailed_balance(blocks, tdt: torch.dtype) -> tuple[Check, torch.Tensor]:
+def check_block_detailed_balance(blocks: Blocks, tdt: torch.dtype) -> tuple[Check, torch.Tensor]:
     """Gauge-free ``max_ij ‖π_i B_ij − π_j B_jiᵀ‖_F`` with π from the block norms; returns the
     check and that π."""
     n, d = blocks.n, blocks.d
@@ -394,7 +231,7 @@ def check_block_detailed_balance(blocks, tdt: torch.dtype) -> tuple[Check, torch
 
 
 # ------------------------------------------------------------------------------------ (c) metric compatibility
-def check_orthogonal(blocks, tdt: torch.dtype) -> tuple[Check, float]:
+def check_orthogonal(blocks: Blocks, tdt: torch.dtype) -> tuple[Check, float]:
     """``max ‖O_ijᵀ O_ij − I‖_F`` on the support; returns the check and ``max ‖O_ij‖_F²``."""
     d, sup = blocks.d, blocks.sup
     one = torch.ones_like(blocks.P)
@@ -403,7 +240,7 @@ def check_orthogonal(blocks, tdt: torch.dtype) -> tuple[Check, float]:
     return make_check("orthogonal", res, tol(tdt, d, scale=max(onorm, float(d))), error=_gram_error(blocks, one)), onorm
 
 
-def check_transpose_symmetric(blocks, tdt: torch.dtype, onorm: float) -> Check:
+def check_transpose_symmetric(blocks: Blocks, tdt: torch.dtype, onorm: float) -> Check:
     """``max ‖O_ji − O_ijᵀ‖_F`` over two-way edges (a one-way edge is reported in the reason)."""
     d, sup = blocks.d, blocks.sup
     two_way = sup & sup.transpose(-1, -2)
@@ -440,7 +277,7 @@ def transport_scales(blocks) -> torch.Tensor:
     return torch.where(sup, blocks.block_scale() / safe, torch.zeros_like(blocks.P))
 
 
-def _gram_error(blocks, c: torch.Tensor, rel_c: torch.Tensor | None = None) -> float:
+def _gram_error(blocks: Blocks, c: torch.Tensor, rel_c: torch.Tensor | None = None) -> float:
     """Error bound of ``‖c² O_ijᵀO_ij − I‖_F``: the products of the head terms of ``O_ij``
     (``c²·(Σ_h |w^h| ‖T_h‖)²``, which is what the factored path's Gram expansion sums and what the
     dense path's ``O_ij`` carries as rounding), plus ``‖I‖_F = √d``; ``rel_c`` adds the relative
@@ -452,7 +289,7 @@ def _gram_error(blocks, c: torch.Tensor, rel_c: torch.Tensor | None = None) -> f
     return edge_error(blocks, mag, blocks.d)
 
 
-def transport_scale(blocks, tdt: torch.dtype) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+def transport_scale(blocks: Blocks, tdt: torch.dtype) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Walk-gauge common scale ``s`` with ``O_ij = s Q_ij``, ``Q_ij`` orthogonal: returns
     ``(transport_scale (NaN if not common), common (bool), s_max)``."""
     d, sup = blocks.d, blocks.sup
@@ -467,7 +304,7 @@ def transport_scale(blocks, tdt: torch.dtype) -> tuple[torch.Tensor, torch.Tenso
     return torch.where(common, s_max, torch.full_like(s_max, float("nan"))), common, s_max
 
 
-def check_scaled_isometry(blocks, tdt: torch.dtype) -> tuple[Check, torch.Tensor]:
+def check_scaled_isometry(blocks: Blocks, tdt: torch.dtype) -> tuple[Check, torch.Tensor]:
     """Gauge-free ``B_ij = β_ij Q_ij`` (``β_ij = ‖B_ij‖_F/√d``, ``Q_ij`` orthogonal) with equal
     row sums ``s`` of ``β``; residual ``max(max ‖Q_ijᵀQ_ij − I‖_F, spread of the row sums / s)``.
     Returns the check and ``s`` (mean row sum)."""
@@ -501,7 +338,7 @@ def check_scaled_isometry(blocks, tdt: torch.dtype) -> tuple[Check, torch.Tensor
 
 
 # ------------------------------------------------------------------------------------ conclusions
-def check_self_adjoint(blocks, st: Stationary, tdt: torch.dtype) -> Check:
+def check_self_adjoint(blocks: Blocks, st: Stationary, tdt: torch.dtype) -> Check:
     """T3.1: ``max ‖π_i B_ij − π_j B_jiᵀ‖_F`` with the walk's π (``(DW)ᵀ = DW`` blockwise)."""
     n, d = blocks.n, blocks.d
     res = blocks.balance_defect(st.safe).amax((-1, -2))
@@ -521,7 +358,7 @@ def probe_fields(batch, n: int, d: int, probes: int, seed: int, device) -> torch
 
 
 def check_dirichlet(
-    blocks, st: Stationary, common: torch.Tensor, s_max: torch.Tensor, tdt: torch.dtype, probes: int, seed: int
+    blocks: Blocks, st: Stationary, common: torch.Tensor, s_max: torch.Tensor, tdt: torch.dtype, probes: int, seed: int
 ) -> Check:
     """T3.3 on seeded probes: ``|<x, Δx>_π − E(x) − ½(1 − s²)‖x‖²_π|`` relative to the magnitudes of
     every summed term (``s`` the common walk-gauge transport scale, 1 if none)."""
@@ -530,8 +367,6 @@ def check_dirichlet(
     x = probe_fields(batch, n, d, probes, seed, blocks.P.device)
     pi = st.safe[..., None, :]
     Bx = blocks.apply(x)
-    from numerics.laplacian import pi_inner
-
     lhs = pi_inner(x, x - Bx, pi)
     E = blocks.edge_energy(st.safe, x)
     s_w = torch.where(common, s_max, torch.ones_like(s_max))
@@ -575,3 +410,32 @@ def spectrum_checks(
         "spectrum_scaled", res_s, t_sp, "; ".join(r for r in (why, extra) if r) or None, error=error, require=~si.fails
     )
     return s_int, s_disk, s_sc
+
+
+def algebraic_checks(blocks: Blocks, P: torch.Tensor, tdt, pi, probes: int, seed: int, tdt_p=None) -> dict:
+    """Every check that needs no spectrum: one call per hypothesis / conclusion, any block algebra.
+    ``tdt_p``: the precision of the walk matrix's entries (``attention_dtype``) for the checks on
+    ``P`` alone (stochastic, π, detailed balance); default ``tdt``."""
+    tdt_p = tdt if tdt_p is None else tdt_p
+    st = stationary(P, tdt_p, pi)
+    bdb, bpi = check_block_detailed_balance(blocks, tdt)
+    orth, onorm = check_orthogonal(blocks, tdt)
+    ts = check_transpose_symmetric(blocks, tdt, onorm)
+    t_scale, common, s_max = transport_scale(blocks, tdt)
+    si, scale = check_scaled_isometry(blocks, tdt)
+    return {
+        "stochastic": check_stochastic(P, tdt_p),
+        "positive_stationary": st.check,
+        "detailed_balance": check_detailed_balance(P, st, tdt_p),
+        "block_detailed_balance": bdb,
+        "orthogonal": orth,
+        "transpose_symmetric": ts,
+        "metric_compatible": check_metric_compatible(orth, ts),
+        "scaled_isometry": si,
+        "self_adjoint": check_self_adjoint(blocks, st, tdt),
+        "dirichlet": check_dirichlet(blocks, st, common, s_max, tdt, probes, seed),
+        "_st": st,
+        "_bpi": bpi,
+        "_scale": scale,
+        "_transport_scale": t_scale,
+    }

@@ -1,0 +1,153 @@
+"""Top of :mod:`numerics.laplacian`: :func:`diagnose` (input handling, the choice of the dense or
+the factored route, the tolerance precision) and the walk-level operators :func:`as_walk` and
+:func:`generator_dense`. Imports :mod:`~numerics.laplacian.result`, :mod:`~numerics.laplacian.dense`
+and :mod:`~numerics.laplacian.factored` from the package; the definitions are in the package's
+docstring. Registered under ``numerics.laplacian.<name>``, where the package re-exports them."""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+from numerics.contracts import (
+    Choice,
+    Flag,
+    Int,
+    Options,
+    PrecisionDType,
+    Walk,
+    contract,
+    positive_mass,
+)
+from numerics.contracts import Tensor as TensorSpec
+from numerics.errors import ParameterError
+from numerics.laplacian.dense import diagnose_dense
+from numerics.laplacian.factored import diagnose_factored
+from numerics.laplacian.result import LaplacianDiagnostics
+from numerics.validate import check_memory
+from numerics.walk import ConnectionWalk
+
+__all__ = ["METHODS", "FACTORED_OPTIONS", "as_walk", "generator_dense", "tolerance_dtype", "dense_bytes", "diagnose"]
+
+F64 = torch.float64
+METHODS = ("auto", "dense", "factored")
+#: keyword options of diagnose(method="factored") (numerics.laplacian.factored.diagnose_factored)
+FACTORED_OPTIONS = {
+    "assemble_max": Int(lo=0),
+    "k_max": Int(lo=1),
+    "chunk_elems": Int(lo=1),
+    "spectrum": Flag(),
+    "kernel": Flag(),
+    "max_matvecs": Int(lo=1),
+}
+
+
+# ---------------------------------------------------------------------------------------------
+# input handling
+@contract(walk=Walk(), name="numerics.laplacian.as_walk")
+def as_walk(walk) -> ConnectionWalk:
+    """A :class:`ConnectionWalk`, or blocks ``B`` ``(..., n, n, d, d)`` wrapped with the default
+    gauge of :meth:`ConnectionWalk.from_blocks`. Complex / NaN / non-square input raises."""
+    if isinstance(walk, ConnectionWalk):
+        return walk
+    # the contract (Walk()) has checked and converted the blocks: a real, finite (..., n, n, d, d)
+    # tensor with square d×d blocks, errors naming ``walk``
+    return ConnectionWalk.from_blocks(walk)
+
+
+# ---------------------------------------------------------------------------------------------
+# operators and forms
+@contract(walk=Walk(), name="numerics.laplacian.generator_dense")
+def generator_dense(walk) -> torch.Tensor:
+    """Dense token-major ``Δ = I − W`` ``(..., nd, nd)`` in float64 (materialises ``(nd)²``)."""
+    w = as_walk(walk)
+    W = w.to_dense().to(F64)
+    eye = torch.eye(W.shape[-1], dtype=F64, device=W.device)
+    return eye - W
+
+
+def tolerance_dtype(w: ConnectionWalk, attention_dtype) -> torch.dtype:
+    """The precision whose eps sets every tolerance: ``attention_dtype`` when given (the precision
+    the attention entries were computed in, e.g. float32 softmax inside a float64 model), else the
+    walk's dtype when it is below float64, else float64."""
+    if attention_dtype is not None:  # a floating torch.dtype: diagnose's contract (PrecisionDType) checked it
+        return attention_dtype
+    return w.dtype if w.dtype in (torch.float16, torch.bfloat16, torch.float32) else F64
+
+
+def dense_bytes(n: int, d: int, batch: int = 1) -> int:
+    """Bytes the dense path holds at once: about six float64 ``n²d²`` arrays (``B``, ``O``,
+    ``OᵀO``, the π-weighted blocks and their transpose, one difference) per batch element."""
+    return 6 * 8 * batch * (n * d) ** 2
+
+
+@contract(
+    walk=Walk(),
+    method=Choice(METHODS),
+    probes=Int(lo=1),
+    seed=Int(lo=0),
+    max_dense=Int(lo=0),
+    pi=TensorSpec("... n", nonneg=True, optional=True),
+    svd_max_entries=Int(lo=0),
+    auto_max_nd=Int(lo=0),
+    attention_dtype=PrecisionDType(optional=True),
+    memory_budget=Int(lo=0, optional=True),
+    factored_options=Options(FACTORED_OPTIONS),
+    after=positive_mass("pi"),
+    name="numerics.laplacian.diagnose",
+)
+def diagnose(
+    walk,
+    *,
+    method: str = "auto",
+    probes: int = 3,
+    seed: int = 0,
+    max_dense: int = 1024,
+    pi=None,
+    svd_max_entries: int = 1 << 22,
+    auto_max_nd: int = 1024,
+    attention_dtype=None,
+    memory_budget: int | None = None,
+    **factored_options,
+) -> LaplacianDiagnostics:
+    r"""Measure every T3 condition of ``walk`` (a :class:`ConnectionWalk` of any kind, batched, or
+    blocks ``B`` ``(..., n, n, d, d)``). See the module docstring for definitions and gauges.
+
+    ``method``: ``"dense"`` (form the blocks; refused with :class:`MemoryBudgetError` naming
+    ``walk`` when they exceed the memory budget of :func:`numerics.validate.check_memory`),
+    ``"factored"`` (:func:`numerics.laplacian.factored.diagnose_factored`; ``factored_options``
+    go there; an edges-form walk needs ``d⁴ + 3·n²d²`` numbers there, refused like the dense path
+    over the budget) or ``"auto"`` (dense when ``n·d ≤ auto_max_nd``, default 1024, else factored).
+    ``probes``: number of seeded random test fields for the Dirichlet identity. ``max_dense``
+    (dense path, default 1024): largest ``n·d`` for which the dense spectrum / kernel / parallel-section /
+    flatness checks run (else they are reported undefined with the reason). ``pi``: optional
+    ``(..., n)`` positive weights to use instead of the computed Perron vector (e.g. one chosen
+    stationary distribution of a disconnected walk). ``svd_max_entries``: above this many entries
+    of the parallel-section constraint matrix ``C`` (``n³d²``) its null space comes from ``CᵀC``
+    (``(nd)²`` memory, rank threshold ``√eps``) instead of an SVD of ``C``. ``attention_dtype``:
+    the precision the attention entries were computed in (module docstring).
+    """
+    # method / probes / max_dense / auto_max_nd are validated by the contract above
+    w = as_walk(walk)
+    tdt_p = tolerance_dtype(w, attention_dtype)
+    tdt = tolerance_dtype(w, None)
+    n, d = w.n, w.d
+    if method == "auto":
+        method = "dense" if n * d <= auto_max_nd else "factored"
+    if method == "factored":
+        return diagnose_factored(
+            w, probes=probes, seed=seed, pi=pi, tdt=tdt, tdt_p=tdt_p, memory_budget=memory_budget, **factored_options
+        )
+    if factored_options:
+        raise ParameterError(
+            f"options {sorted(factored_options)} apply to method='factored' only", argument=sorted(factored_options)[0]
+        )
+    check_memory(
+        "walk",
+        dense_bytes(n, d, math.prod(w.batch_shape)),
+        f"the dense diagnostics' n²d² blocks (n={n}, d={d})",
+        'diagnose(walk, method="factored")',
+        budget=memory_budget,
+    )
+    return diagnose_dense(w.to(dtype=F64), tdt, probes, seed, max_dense, pi, svd_max_entries, tdt_p)
