@@ -1,5 +1,5 @@
 """The argument kinds of :mod:`numerics.contracts` (``Spec`` and its subclasses), the shared
-conversion :func:`to_tensor` and the per-call binding environment ``_Env`` (symbol sizes, dtype /
+conversion :func:`to_tensor` and the per-call binding environment ``Env`` (symbol sizes, dtype /
 device groups). Each kind's ``check`` converts one argument or raises a typed
 :class:`~numerics.errors.ConnwalkError`; the decorator, ``Contract`` and ``REGISTRY`` stay in
 :mod:`numerics.contracts`, which re-exports everything here."""
@@ -26,7 +26,7 @@ from numerics.errors import (
 
 _REAL = (torch.float32, torch.float64)
 _COMPLEX = (torch.complex64, torch.complex128)
-_RANK = {
+RANK = {
     torch.float16: 0,
     torch.bfloat16: 0,
     torch.float32: 1,
@@ -61,7 +61,7 @@ def to_tensor(name: str, x) -> torch.Tensor:
 
 
 # ------------------------------------------------------------------------------------- specs
-class _Env:
+class Env:
     """Sizes bound so far (symbol -> (size, argument that bound it)) and the dtype/device groups."""
 
     def __init__(self, mins: dict[str, int]):
@@ -122,7 +122,7 @@ class Spec:
 
     optional = False
 
-    def check(self, name: str, value, env: _Env):  # pragma: no cover - abstract
+    def check(self, name: str, value, env: Env):  # pragma: no cover - abstract
         raise NotImplementedError
 
     def describe(self) -> str:
@@ -256,7 +256,7 @@ class Int(Spec):
         return v
 
 
-def _bound(b, env: _Env):
+def _bound(b, env: Env):
     if b is None or isinstance(b, (int, float)):
         return b
     if callable(b):
@@ -429,6 +429,18 @@ class Instance(Spec):
         return value
 
 
+#: the classes a :class:`Walk` spec takes as a walk: :mod:`numerics.walk` registers ``ConnectionWalk``
+#: (:func:`register_walk_type`) where it defines it, so that this module, below the walk, never imports it
+WALK_TYPES: list[type] = []
+
+
+def register_walk_type(cls: type) -> type:
+    """Class decorator: instances of ``cls`` pass a :class:`Walk` spec as walks (they must have ``n``,
+    ``d``, ``n_heads`` and ``attention``)."""
+    WALK_TYPES.append(cls)
+    return cls
+
+
 @dataclass
 class Walk(Spec):
     """A :class:`ConnectionWalk` or blocks ``(..., n, n, d, d)``; binds ``n`` and ``d``. ``matrix=True``
@@ -439,9 +451,7 @@ class Walk(Spec):
     blame: bool = True
 
     def check(self, name, value, env):
-        from numerics.walk import ConnectionWalk
-
-        if isinstance(value, ConnectionWalk):
+        if isinstance(value, tuple(WALK_TYPES)):
             env.bind("n", value.n, name, "of the walk", ref=True)
             env.bind("d", value.d, name, "of the walk", ref=True)
             env.bind("H", value.n_heads, name, "of the walk", ref=True)

@@ -51,9 +51,10 @@ from typing import Any
 import torch
 
 from numerics.contract_specs import (
-    _RANK,
+    RANK,
     Choice,
     Complex,
+    Env,
     Flag,
     Float,
     FloatDType,
@@ -66,7 +67,6 @@ from numerics.contract_specs import (
     Spec,
     Tensor,
     Walk,
-    _Env,
     to_tensor,
 )
 from numerics.errors import (
@@ -113,7 +113,7 @@ class Contract:
 
     def validate(self, arguments: dict) -> dict:
         """Check ``arguments`` (name -> value) in declaration order; returns them converted."""
-        env = _Env(self.mins)
+        env = Env(self.mins)
         out = dict(arguments)
         for nm, spec in self.specs.items():
             if nm not in out:
@@ -129,7 +129,7 @@ class Contract:
         return out
 
 
-def _check_groups(env: _Env) -> None:
+def _check_groups(env: Env) -> None:
     for members in env.groups.values():
         if len(members) < 2:
             continue
@@ -146,9 +146,9 @@ def _check_groups(env: _Env) -> None:
                 good = refs[0][1].dtype
             else:
                 best = max(count.values())
-                good = max((dt for dt, c in count.items() if c == best), key=lambda dt: _RANK.get(dt, 0))
+                good = max((dt for dt, c in count.items() if c == best), key=lambda dt: RANK.get(dt, 0))
             cand = [m for m in members if m[2] and m[1].dtype != good] or [m for m in members if m[1].dtype != good]
-            low = min(cand, key=lambda m: (_RANK.get(m[1].dtype, 0), members.index(m)))
+            low = min(cand, key=lambda m: (RANK.get(m[1].dtype, 0), members.index(m)))
             other = next(m for m in members if m[1].dtype == good)
             raise DTypeError(
                 f"dtype {low[1].dtype} differs from {other[0]}'s {other[1].dtype}; cast explicitly", argument=low[0]

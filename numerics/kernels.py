@@ -127,11 +127,14 @@ def validate_transports(transports, H: int | None = None) -> torch.Tensor:
     return T
 
 
-_KT = dict(kernels=Tensor("H n", nonneg=True), transports=Tensor("H d d"), normalize=Flag())
-_TIE = Float(lo=0.0, closed=True, optional=True)
+#: contract specs of the (kernels, transports, normalize) arguments shared by patterns and stacks
+KT_SPECS = dict(kernels=Tensor("H n", nonneg=True), transports=Tensor("H d d"), normalize=Flag())
+#: contract spec of a tie tolerance
+TIE_SPEC = Float(lo=0.0, closed=True, optional=True)
 
 
-def _validate(kernels, transports, normalize: bool):
+def validate_pair(kernels, transports, normalize: bool):
+    """Validated ``(a, T)``: kernels ``(H, n)`` (normalised when asked) and transports ``(H, d, d)`` on one device / dtype."""
     a = validate_kernels(kernels, normalize=normalize)
     T = validate_transports(transports, a.shape[0])
     check_same(["kernels", "transports"], [a, T])
@@ -156,9 +159,9 @@ def kernel_hat(kernels) -> torch.Tensor:
     return torch.fft.ifft(a, dim=-1) * n
 
 
-@contract(**_KT, mins={"n": 2}, name="numerics.patterns.symbol")
+@contract(**KT_SPECS, mins={"n": 2}, name="numerics.patterns.symbol")
 def symbol(kernels, transports, *, normalize: bool = False) -> torch.Tensor:
     """``M(k) = Σ_h â_h(k) T_h``: kernels ``(H, n)``, transports ``(H, d, d)`` → complex ``(n, d, d)``."""
-    a, T = _validate(kernels, transports, normalize)
+    a, T = validate_pair(kernels, transports, normalize)
     ah = kernel_hat(a)  # (H, n)
     return torch.einsum("hk,hab->kab", ah, T.to(ah.dtype))

@@ -54,9 +54,8 @@ from numerics.errors import (
     UndefinedError,
 )
 from numerics.kernels import (
-    _KT,
-    _TIE,
-    _validate,
+    KT_SPECS,
+    TIE_SPEC,
     circulant,
     gaussian_kernel,
     kernel_from_bias,
@@ -64,6 +63,7 @@ from numerics.kernels import (
     signed_wavenumbers,
     symbol,
     validate_kernels,
+    validate_pair,
     validate_transports,
 )
 from numerics.stacks import (
@@ -149,7 +149,7 @@ PATTERN_CLASSES = (
 POLARISATION_TOL = 1e-6
 
 
-@contract(**_KT, mins={"n": 2})
+@contract(**KT_SPECS, mins={"n": 2})
 def dispersion(kernels, transports, *, normalize: bool = False) -> torch.Tensor:
     """All branches ``σ_b(k) = eig_b M(k) − 1``: complex ``(n, d)``, row ``k`` = FFT index ``k``
     (signed value ``signed_wavenumbers(n)[k]``), branches sorted by decreasing real part.
@@ -173,13 +173,13 @@ def polarisation(v: torch.Tensor) -> float:
     return num / den
 
 
-@contract(**_KT, mins={"n": 2})
+@contract(**KT_SPECS, mins={"n": 2})
 def naive_per_head_growth(kernels, transports, *, normalize: bool = False) -> torch.Tensor:
     r"""The *per-head guess* ``g_naive(k) = Σ_h max_b Re eig(â_h(k) T_h) − 1`` (real ``(n,)``).
 
     Exact only when the heads commute and share the dominant eigenvector; for non-commuting heads
     it is a wrong prediction (THEOREMS.md T6 Ex3), kept to demonstrate that."""
-    a, T = _validate(kernels, transports, normalize)
+    a, T = validate_pair(kernels, transports, normalize)
     ah = kernel_hat(a)
     per = torch.linalg.eigvals(ah[:, :, None, None] * T[:, None].to(ah.dtype))  # (H, n, d)
     return per.real.max(-1).values.sum(0) - 1
@@ -295,7 +295,7 @@ def distinct_patterns(ks: list[int], sig: list[complex], n: int, tie_tol: float)
     return reps
 
 
-@contract(**_KT, tie_tol=_TIE, mins={"n": 2})
+@contract(**KT_SPECS, tie_tol=TIE_SPEC, mins={"n": 2})
 def predict_pattern(kernels, transports, *, normalize: bool = False, tie_tol: float | None = None) -> PatternPrediction:
     r"""Linear prediction for ring dynamics with relative kernels (THEOREMS.md T6), by FFT.
 
@@ -305,7 +305,7 @@ def predict_pattern(kernels, transports, *, normalize: bool = False, tie_tol: fl
 
     ``tie_tol`` (default ``tol(dtype, n·d, scale=max(1, max|σ|))``): growth rates closer than this
     are ties. See :class:`PatternPrediction` for the fields and conventions."""
-    a, T = _validate(kernels, transports, normalize)
+    a, T = validate_pair(kernels, transports, normalize)
     H, n = a.shape
     d = T.shape[-1]
     M = torch.einsum(
@@ -454,7 +454,7 @@ def linear_operator(attention, transports) -> torch.Tensor:
     return B - torch.eye(n * d, dtype=B.dtype, device=B.device)
 
 
-@contract(J=Tensor("N N"), n=Int(lo=2), d=Int(lo=1), tie_tol=_TIE)
+@contract(J=Tensor("N N"), n=Int(lo=2), d=Int(lo=1), tie_tol=TIE_SPEC)
 def predict_from_operator(J, n: int, d: int, *, tie_tol: float | None = None) -> PatternPrediction:
     """Dense prediction from any token-major ``(n·d, n·d)`` linearisation ``J`` (non-circulant cases).
 

@@ -3,38 +3,19 @@ r"""RK4 step check: refuse a step ``dt`` that RK4 cannot integrate for the linea
 :func:`rk4_amplification` is RK4's stability function ``R(z)``; :func:`check_rk4_step` compares it
 with ``e^z`` on the spectrum of the linearisation of an :class:`~numerics.simulate.MHADynamics` at a
 state (FFT dispersion for content-free rings, else the dense autograd Jacobian, else a Lipschitz
-bound) and raises :class:`~numerics.errors.UnstableStepError`. Also holds the argument specs
-``_DYN`` / ``_X`` shared with :mod:`numerics.simulate`.
+bound) and raises :class:`~numerics.errors.UnstableStepError`. The argument specs ``DYNAMICS`` /
+``STATE`` come from :mod:`numerics.dynamics`, below this module and :mod:`numerics.simulate`.
 
 Every public name is re-exported by :mod:`numerics.simulate` (its import path and contract name).
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import torch
 
-from numerics.contracts import Flag, Float, Instance, Int, Tensor, contract
+from numerics.contracts import Flag, Float, Int, Tensor, contract
+from numerics.dynamics import DYNAMICS, STATE, MHADynamics
 from numerics.errors import UnstableStepError
-
-if TYPE_CHECKING:
-    from numerics.simulate import MHADynamics
-
-
-def _dynamics_class():
-    from numerics.simulate import MHADynamics  # lazy: numerics.simulate imports this module
-
-    return MHADynamics
-
-
-_DYN = Instance(
-    _dynamics_class,
-    "an MHADynamics",
-    bind=lambda dyn: {"d": dyn.d} | ({"n": dyn.n} if dyn.n is not None else {}),
-    tensor=lambda dyn: dyn.T,
-)
-_X = Tensor("... n d")
 
 
 @contract(z=Tensor("...", dtype="complex"), name="numerics.simulate.rk4_amplification")
@@ -66,8 +47,8 @@ def _linear_spectrum(dyn: MHADynamics, X0: torch.Tensor, sphere: bool, max_dense
 
 
 @contract(
-    dyn=_DYN,
-    X0=_X,
+    dyn=DYNAMICS,
+    X0=STATE,
     dt=Float(lo=0.0),
     sphere=Flag(),
     max_dense=Int(lo=0),

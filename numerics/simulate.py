@@ -33,8 +33,9 @@ Integrators (all batched over leading dims, any device, dtype of ``X0``):
 * :class:`BatchedDynamics` + :func:`simulate_cells` — many ring-kernel cells of one ``(n, d)`` in one
   batch (parameter sweeps); checked against the two integrators above.
 
-The RK4 step check lives in :mod:`numerics.rk4_check` and the batched fast path in
-:mod:`numerics.simulate_batched`; both are re-exported here under their old names.
+The dynamics object :class:`MHADynamics` lives in :mod:`numerics.dynamics`, the RK4 step check in
+:mod:`numerics.rk4_check` and the batched fast path in :mod:`numerics.simulate_batched` (all three below
+this module, none importing it); they are re-exported here under their documented names.
 
 Two traps are *reported*, not hidden (``Trajectory.selection`` / ``Trajectory.warnings`` and a
 :class:`SelectionWarning`): a post-norm stack selects with ``|1 + h(μ − 1)|``, ``h = η/(1+η)``, which
@@ -57,17 +58,16 @@ import torch
 
 from numerics._threads import small_problem_threads
 from numerics.contracts import Choice, Flag, Float, FloatDType, Int, Passthrough, Tensor, contract
+from numerics.dynamics import DYNAMICS, STATE, MHADynamics
 from numerics.errors import (
-    DTypeError,
-    NonFiniteError,
     ParameterError,
     ShapeError,
     SimulationDivergedError,
 )
-from numerics.patterns import StackSelection, discrete_selection, effective_time, validate_kernels, validate_transports
-from numerics.rk4_check import _DYN, _X, check_rk4_step, rk4_amplification
+from numerics.patterns import StackSelection, discrete_selection, effective_time
+from numerics.rk4_check import check_rk4_step, rk4_amplification
 from numerics.simulate_batched import BatchedDynamics, simulate_cells
-from numerics.validate import as_tensor, check_finite, check_memory, check_ndim, check_same
+from numerics.validate import check_finite, check_memory
 
 __all__ = [
     "MHADynamics",
@@ -90,255 +90,6 @@ class SelectionWarning(UserWarning):
     """A discrete stack's selection differs from the flow's, or freezes before it finishes."""
 
 
-_content_spec = Tensor("H k d")
-
-
-def _content_env():
-    from numerics.contracts import _Env
-
-    return _Env({})
-
-
-def _check_scores_memory(name: str, H: int, n: int, like: torch.Tensor) -> None:
-    from numerics.validate import check_memory
-
-    check_memory(
-        name,
-        4 * H * n * n * like.element_size(),
-        f"the (H, n, n) attention scores (H={H}, n={n})",
-        "a smaller ring (numerics.patterns.predict_pattern needs only the (H, n) kernels)",
-    )
-
-
-class MHADynamics:
-    """Token dynamics ``f(X) = Σ_h A^h(X) X T_hᵀ − X`` (see the module docstring for the scores).
-
-    Parameters: ``transports`` ``(H, d, d)``; at most one of ``kernels`` ``(H, n)`` (relative ring
-    kernels, rows summing to 1) / ``pos_bias`` ``(H, n, n)``; ``content`` = ``(W_Q, W_K)`` each
-    ``(H, d_k, d)`` or ``None``; ``beta`` content scale; ``abs_pe`` ``(n, d)``; ``rope`` ``None`` or a
-    base (e.g. ``10000.0``); ``causal``; ``normalization`` ``"softmax"``/``"sigmoid"``."""
-
-    @contract(
-        transports=Tensor("H d d"),
-        kernels=Tensor("H n", nonneg=True, optional=True),
-        pos_bias=Tensor("H n n", neg_inf=True, optional=True),
-        content=Passthrough(),
-        beta=Float(),
-        abs_pe=Tensor("n d", optional=True),
-        rope=Float(lo=0.0, optional=True),
-        causal=Flag(),
-        normalization=Choice(("softmax", "sigmoid")),
-        mins={"n": 2},
-    )
-    def __init__(
-        self,
-        transports,
-        *,
-        kernels=None,
-        pos_bias=None,
-        content=None,
-        beta: float = 1.0,
-        abs_pe=None,
-        rope: float | None = None,
-        causal: bool = False,
-        normalization: str = "softmax",
-    ):
-        T = validate_transports(transports)
-        self.T = T
-        H, d = T.shape[0], T.shape[-1]
-        if kernels is not None and pos_bias is not None:
-            raise ShapeError("give kernels or pos_bias, not both", argument="pos_bias")
-        self.kernels = None
-        self.bias = None
-        if pos_bias is not None:
-            _check_scores_memory("pos_bias", H, pos_bias.shape[-1], pos_bias)
-        if kernels is not None:
-            a = validate_kernels(kernels)
-            if a.shape[0] != H:
-                raise ShapeError(f"expected {H} kernels (one per head), got {a.shape[0]}", argument="kernels")
-            check_same(["transports", "kernels"], [T, a])
-            self.kernels = a
-            n = a.shape[1]
-            _check_scores_memory("kernels", H, n, a)
-            idx = (torch.arange(n, device=a.device)[None, :] - torch.arange(n, device=a.device)[:, None]) % n
-            self.bias = torch.log(a)[:, idx]  # (H, n, n); zeros -> -inf (masked offsets)
-        elif pos_bias is not None:
-            b = as_tensor("pos_bias", pos_bias)
-            check_ndim("pos_bias", b, 3, "(H, n, n)", max_ndim=3)
-            if b.shape[0] != H or b.shape[1] != b.shape[2]:
-                raise ShapeError(f"expected ({H}, n, n), got {tuple(b.shape)}", argument="pos_bias")
-            if bool(torch.isnan(b).any()) or bool((b == float("inf")).any()):
-                raise NonFiniteError("must not contain NaN or +inf", argument="pos_bias")
-            if not causal and not bool(torch.isfinite(b).any(-1).all()):
-                raise ParameterError("a row is −inf at every key: its softmax is undefined (0/0)", argument="pos_bias")
-            check_same(["transports", "pos_bias"], [T, b])
-            self.bias = b
-        self.Wq = self.Wk = None
-        if content is not None:
-            if not isinstance(content, (tuple, list)) or len(content) != 2:
-                raise ShapeError(f"expected a pair (W_Q, W_K), got {type(content).__name__}", argument="content")
-            Wq, Wk = (_content_spec.check("content", c, _content_env()) for c in content)
-            for nm, W in (("W_Q", Wq), ("W_K", Wk)):
-                if W.shape[0] != H or W.shape[2] != d:
-                    raise ShapeError(f"{nm} expected ({H}, d_k, {d}), got {tuple(W.shape)}", argument="content")
-            if Wq.shape != Wk.shape:
-                raise ShapeError(f"W_Q {tuple(Wq.shape)} and W_K {tuple(Wk.shape)} differ", argument="content")
-            check_same(["transports", "content"], [T, Wq])
-            check_same(["transports", "content"], [T, Wk])
-            self.Wq, self.Wk = Wq, Wk
-        if not math.isfinite(beta):
-            raise ShapeError(f"beta must be finite, got {beta}", argument="beta")
-        self.beta = float(beta)
-        self.abs_pe = None
-        if abs_pe is not None:
-            p = as_tensor("abs_pe", abs_pe)
-            check_ndim("abs_pe", p, 2, "(n, d)", max_ndim=2)
-            check_finite("abs_pe", p)
-            if p.shape[1] != d:
-                raise ShapeError(f"expected (n, {d}), got {tuple(p.shape)}", argument="abs_pe")
-            check_same(["transports", "abs_pe"], [T, p])
-            self.abs_pe = p
-        if rope is not None:
-            if self.Wq is None:
-                raise ShapeError("RoPE rotates queries/keys: it needs content=(W_Q, W_K)", argument="rope")
-            if self.Wq.shape[1] % 2:
-                raise ShapeError(f"RoPE needs an even d_k, got {self.Wq.shape[1]}", argument="rope")
-            if not (rope > 0 and math.isfinite(rope)):
-                raise ShapeError(f"RoPE base must be positive, got {rope}", argument="rope")
-        self.rope = rope
-        self.causal = bool(causal)
-        if normalization not in ("softmax", "sigmoid"):
-            raise ShapeError(
-                f"normalization must be 'softmax' or 'sigmoid', got {normalization!r}", argument="normalization"
-            )
-        self.normalization = normalization
-        self.H, self.d = H, d
-        self._A_const: torch.Tensor | None = None
-        self.n = None if self.bias is None else self.bias.shape[-1]
-        if self.abs_pe is not None:
-            if self.n is not None and self.abs_pe.shape[0] != self.n:
-                raise ShapeError(f"{self.abs_pe.shape[0]} positions but n={self.n}", argument="abs_pe")
-            self.n = self.abs_pe.shape[0]
-
-    # -------------------------------------------------------------- pieces
-    @property
-    def content_free(self) -> bool:
-        """``M_h = 0``: attention does not depend on ``X`` (the flow is linear)."""
-        return self.Wq is None
-
-    def _check_X(self, X, name: str = "X") -> torch.Tensor:
-        X = as_tensor(name, X)
-        check_ndim(name, X, 2, "(..., n, d)")
-        if X.shape[-1] != self.d or (self.n is not None and X.shape[-2] != self.n):
-            raise ShapeError(f"expected (..., {self.n or 'n'}, {self.d}), got {tuple(X.shape)}", argument=name)
-        if X.dtype != self.T.dtype:
-            raise DTypeError(
-                f"dtype {X.dtype} differs from the dynamics' {self.T.dtype}; cast explicitly", argument=name
-            )
-        check_same(["transports", name], [self.T, X])
-        return X
-
-    @contract(self=_DYN, X=_X)
-    def scores(self, X) -> torch.Tensor:
-        """Attention scores ``S`` ``(..., H, n, n)`` (before softmax / sigmoid; masked = −inf)."""
-        n = X.shape[-2]
-        S = torch.zeros(*X.shape[:-2], self.H, n, n, dtype=X.dtype, device=X.device)
-        if self.bias is not None:
-            S = S + self.bias
-        if self.Wq is not None:
-            Z = X if self.abs_pe is None else X + self.abs_pe
-            q = torch.einsum("hkd,...nd->...hnk", self.Wq, Z)
-            k = torch.einsum("hkd,...nd->...hnk", self.Wk, Z)
-            dk = q.shape[-1]
-            if self.rope is not None:
-                q, k = _rope(q, self.rope), _rope(k, self.rope)
-            S = S + self.beta / math.sqrt(dk) * (q @ k.transpose(-1, -2))
-        if self.causal:
-            m = torch.ones(n, n, dtype=torch.bool, device=X.device).triu(1)
-            S = S.masked_fill(m, float("-inf"))
-        return S
-
-    @contract(self=_DYN, X=_X)
-    def attention(self, X) -> torch.Tensor:
-        """``A^h(X)`` ``(..., H, n, n)``: softmax (row-stochastic) or sigmoid (unnormalised) of the scores."""
-        X = self._check_X(X)
-        if self.content_free and self.bias is not None:
-            # constant attention: computed once (it does not depend on X)
-            if self._A_const is None or self._A_const.dtype != X.dtype:
-                S = self._scores(X[(0,) * (X.ndim - 2)])
-                self._A_const = torch.softmax(S, -1) if self.normalization == "softmax" else torch.sigmoid(S)
-            return self._A_const
-        S = self._scores(X)
-        if self.normalization == "softmax":
-            return torch.softmax(S, dim=-1)
-        return torch.sigmoid(S)
-
-    @contract(self=_DYN, X=_X)
-    def mha(self, X) -> torch.Tensor:
-        """``MHA(X)_i = Σ_h Σ_j A^h_ij T_h x_j`` ``(..., n, d)``."""
-        A = self._attention(X)
-        AX = torch.matmul(A, X.unsqueeze(-3))  # (..., H, n, d)
-        return torch.matmul(AX, self.T.transpose(-1, -2)).sum(-3)
-
-    @contract(self=_DYN, X=_X)
-    def velocity(self, X) -> torch.Tensor:
-        """``f(X) = MHA(X) − X``."""
-        return self._mha(X) - X
-
-    __call__ = velocity
-
-    @contract(self=_DYN, X=_X)
-    def sphere_velocity(self, X) -> torch.Tensor:
-        """Tangent field ``P^⊥_{x_i} MHA(X)_i = m_i − (x_iᵀ m_i / ‖x_i‖²) x_i`` (the −x_i term drops out)."""
-        m = self._mha(X)
-        return m - (m * X).sum(-1, keepdim=True) / (X * X).sum(-1, keepdim=True) * X
-
-    # unchecked forms for the library's own loops (states it built and already checked)
-    _scores = scores.__wrapped__
-    _attention = attention.__wrapped__
-    _mha = mha.__wrapped__
-    _velocity = velocity.__wrapped__
-    _sphere_velocity = sphere_velocity.__wrapped__
-
-    @contract(self=_DYN, X=Tensor("n d"), sphere=Flag())
-    def jacobian(self, X, *, sphere: bool = False) -> torch.Tensor:
-        """Token-major Jacobian ``∂f(x)_{(i,a)} / ∂x_{(j,b)}`` ``(n·d, n·d)`` at one state ``X`` ``(n, d)``,
-        by autograd on the actual (softmax / sigmoid) dynamics — the T6 reference."""
-        X = self._check_X(X)
-        check_ndim("X", X, 2, "(n, d)", max_ndim=2)
-        n, d = X.shape
-        from numerics.validate import check_memory
-
-        check_memory(
-            "X",
-            4 * (n * d) ** 2 * X.element_size() * max(self.H, 1),
-            f"the dense (nd)×(nd) autograd Jacobian (n={n}, d={d})",
-            "numerics.patterns.predict_pattern (FFT) or a smaller n",
-        )
-        fn = self._sphere_velocity if sphere else self._velocity
-        with small_problem_threads(X):
-            Jt = torch.autograd.functional.jacobian(
-                lambda v: fn(v.reshape(n, d)).reshape(-1), X.reshape(-1), vectorize=True
-            )
-        return Jt
-
-    @contract(self=_DYN, x_star=Tensor("d"))
-    def base_attention(self, x_star) -> torch.Tensor:
-        """``A0^h`` ``(H, n, n)`` at the homogeneous state ``1 ⊗ x*`` (needs ``n`` from kernels/bias/PE)."""
-        if self.n is None:
-            raise ShapeError("n is unknown (no kernels, pos_bias or abs_pe)", argument="x_star")
-        x = as_tensor("x_star", x_star)
-        if x.dtype != self.T.dtype:
-            raise DTypeError(
-                f"dtype {x.dtype} differs from the dynamics' {self.T.dtype}; cast explicitly", argument="x_star"
-            )
-        return self._attention(x.reshape(1, -1).expand(self.n, self.d).contiguous())
-
-    def lipschitz_bound(self) -> float:
-        """``1 + Σ_h ‖T_h‖₂``: bounds ‖J‖ for attention that does not depend on ``X`` (row-stochastic)."""
-        return 1.0 + torch.linalg.matrix_norm(self.T, ord=2).sum().item()
-
-
 @contract(n=Int(lo=1), d=Int(lo=1), base=Float(lo=0.0), dtype=FloatDType(), device=Passthrough())
 def sinusoidal_pe(n: int, d: int, *, base: float = 10000.0, dtype=torch.float64, device=None) -> torch.Tensor:
     """Absolute sinusoidal encoding ``(n, d)``: ``p_{i,2f} = sin(i ω_f)``, ``p_{i,2f+1} = cos(i ω_f)``,
@@ -353,18 +104,6 @@ def sinusoidal_pe(n: int, d: int, *, base: float = 10000.0, dtype=torch.float64,
     ang = torch.arange(n, dtype=dtype, device=device)[:, None] * w[None, :]
     pe = torch.stack([torch.sin(ang), torch.cos(ang)], -1).reshape(n, -1)
     return pe[:, :d].contiguous()
-
-
-def _rope(q: torch.Tensor, base: float) -> torch.Tensor:
-    """Rotate consecutive pairs ``(2f, 2f+1)`` of ``q`` ``(..., n, d_k)`` by ``i·base^{−2f/d_k}``."""
-    n, dk = q.shape[-2], q.shape[-1]
-    f = torch.arange(dk // 2, dtype=q.dtype, device=q.device)
-    theta = base ** (-2 * f / dk)
-    ang = torch.arange(n, dtype=q.dtype, device=q.device)[:, None] * theta[None, :]  # (n, dk/2)
-    c, s = torch.cos(ang), torch.sin(ang)
-    q1, q2 = q[..., 0::2], q[..., 1::2]
-    out = torch.stack([c * q1 - s * q2, s * q1 + c * q2], dim=-1)
-    return out.reshape(q.shape)
 
 
 # ------------------------------------------------------------------ trajectories
@@ -465,8 +204,8 @@ def _guard(X: torch.Tensor, max_norm: float, where: str) -> None:
 
 
 @contract(
-    dyn=_DYN,
-    X0=_X,
+    dyn=DYNAMICS,
+    X0=STATE,
     t_final=Float(lo=0.0),
     dt=Float(lo=0.0),
     sphere=Flag(),
@@ -528,8 +267,8 @@ def _rk4_loop(fn, X, dt, steps, sphere, save_every, max_norm):
 
 
 @contract(
-    dyn=_DYN,
-    X0=_X,
+    dyn=DYNAMICS,
+    X0=STATE,
     layers=Int(lo=1),
     eta=Float(lo=0.0),
     scheme=Choice(("postnorm", "prenorm")),

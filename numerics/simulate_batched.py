@@ -12,16 +12,13 @@ Every public name is re-exported by :mod:`numerics.simulate` (its import path an
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
 
 from numerics.contracts import Choice, Float, Instance, Int, Passthrough, Tensor, contract
+from numerics.dynamics import MHADynamics
 from numerics.errors import DTypeError, ParameterError, ShapeError, SimulationDivergedError
-
-if TYPE_CHECKING:
-    from numerics.simulate import MHADynamics
 
 
 # ----------------------------------------------------------------------------- batched fast path
@@ -48,8 +45,6 @@ class BatchedDynamics:
         name="numerics.simulate.BatchedDynamics.__init__",
     )
     def __init__(self, dyns: list[MHADynamics]):
-        from numerics.simulate import MHADynamics  # lazy: numerics.simulate re-exports this module
-
         for p, dy in enumerate(dyns):
             if not isinstance(dy, MHADynamics):
                 raise DTypeError(f"cell {p}: expected an MHADynamics, got {type(dy).__name__}", argument="dyns")

@@ -17,7 +17,7 @@ import torch
 
 from numerics.contracts import Choice, Float, Int, contract
 from numerics.errors import ParameterError
-from numerics.kernels import _KT, _validate, kernel_hat, signed_wavenumbers
+from numerics.kernels import KT_SPECS, kernel_hat, signed_wavenumbers, validate_pair
 
 # ----------------------------------------------------------------------------- discrete stacks
 _SCHEME = Choice(("postnorm", "prenorm", "euler"))
@@ -115,7 +115,7 @@ class StackSelection:
 
 
 @contract(
-    **_KT,
+    **KT_SPECS,
     eta=Float(lo=0.0),
     layers=Int(lo=1),
     scheme=_SCHEME,
@@ -146,7 +146,7 @@ def discrete_selection(
     _check_eta(eta)
     if int(layers) < 1:
         raise ParameterError(f"layers must be >= 1, got {layers}", argument="layers")
-    a, T = _validate(kernels, transports, normalize)
+    a, T = validate_pair(kernels, transports, normalize)
     n = a.shape[1]
     mu = torch.linalg.eigvals(torch.einsum("hk,hab->kab", kernel_hat(a), T.to(torch.complex128)))
     if scheme == "postnorm":

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 
 import torch
 
+from numerics.contract_specs import register_walk_type
 from numerics.contracts import Flag, Float, FloatDType, Index, Passthrough, Tensor, Walk, batch_agree, contract
 from numerics.errors import OffSupportError, ShapeError, UndefinedError
 from numerics.tolerance import tol
@@ -80,6 +81,7 @@ class ConstantTransport:
     min_coefficient: torch.Tensor
 
 
+@register_walk_type
 class ConnectionWalk:
     """A connection walk; see the module docstring for the maths and storage forms.
 

@@ -13,7 +13,7 @@ import warnings
 import matplotlib.pyplot as plt
 import numpy as np
 
-from paper_checks.inference import _boot_colmeans
+from paper_checks.inference import boot_colmeans
 from paper_checks.measure import E1_STATS, VARIANTS
 
 PNG_META = {"Software": None}
@@ -42,7 +42,7 @@ def layer_band(
         sidx = rng.integers(0, S, size=(n_boot, S))
         cm = np.stack(
             [
-                np.stack([_boot_colmeans(v, rng.integers(0, v.shape[0], size=(n_boot, v.shape[0]))) for v in Vs])
+                np.stack([boot_colmeans(v, rng.integers(0, v.shape[0], size=(n_boot, v.shape[0]))) for v in Vs])
                 for _ in range(S)
             ]
         )

@@ -104,7 +104,7 @@ def boot_draws(V: np.ndarray, f: Callable, n_boot: int, rng: np.random.Generator
     V = np.asarray(V, dtype=float)
     U = V.shape[0]
     idx = rng.integers(0, U, size=(n_boot, U))
-    return _apply(f, _boot_colmeans(V, idx))
+    return _apply(f, boot_colmeans(V, idx))
 
 
 def _apply(f: Callable, cms: np.ndarray) -> np.ndarray:
@@ -115,7 +115,7 @@ def _apply(f: Callable, cms: np.ndarray) -> np.ndarray:
         return np.array([f(cm) for cm in cms])
 
 
-def _boot_colmeans(V: np.ndarray, idx: np.ndarray) -> np.ndarray:
+def boot_colmeans(V: np.ndarray, idx: np.ndarray) -> np.ndarray:
     """Column means of ``V[idx[b]]`` for every draw ``b``: ``(n_boot, K)`` (NaN-aware)."""
     W = V[idx]  # (n_boot, U, K)
     with np.errstate(invalid="ignore"), warnings.catch_warnings():
@@ -131,7 +131,7 @@ def boot_draws_nested(Vs: Sequence[np.ndarray], f: Callable, n_boot: int, rng: n
     # an independent unit resample for every (slot, seed) pair, so repeated seeds stay independent
     cm = np.stack(
         [
-            np.stack([_boot_colmeans(v, rng.integers(0, v.shape[0], size=(n_boot, v.shape[0]))) for v in Vs])
+            np.stack([boot_colmeans(v, rng.integers(0, v.shape[0], size=(n_boot, v.shape[0]))) for v in Vs])
             for _ in range(S)
         ]
     )  # (slot, seed, n_boot, K)

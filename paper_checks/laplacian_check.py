@@ -42,6 +42,7 @@ import torch
 from numerics.tolerance import tol
 from paper_checks import inference as I
 from paper_checks import laplacian_stats as LS
+from paper_checks.formatting import fmt, fmt_ci, fmt_sig
 from paper_checks.measure import spread_layers
 from paper_checks.verdict import NOT_REPRODUCED, StatResult
 
@@ -431,8 +432,6 @@ def rows(runs, claims, *, n_boot: int, seed: int) -> list[StatResult]:
 
 # ------------------------------------------------------------------------------------ report
 def _fmt(x, digits=3):
-    from paper_checks.report import fmt
-
     return fmt(x, digits)
 
 
@@ -445,8 +444,6 @@ TABLE_HEADER = (
 
 def report_section(rows_: list[StatResult]) -> list[str]:
     """Markdown lines of the ``LAP`` section (per model: defects trained vs null, statuses, per layer)."""
-    from paper_checks.report import fmt_ci, fmt_sig
-
     lap = [r for r in rows_ if r.claim == CLAIM]
     if not lap:
         return []

@@ -19,6 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from numerics.errors import ConnwalkError
+from paper_checks.formatting import fmt, fmt_ci, fmt_sig
 from paper_checks.verdict import VERDICTS, StatResult
 
 
@@ -189,29 +190,6 @@ def _json_safe(x):
     if isinstance(x, (list, tuple)):
         return [_json_safe(v) for v in x]
     return x
-
-
-def fmt(x, digits: int = 3) -> str:
-    if x is None:
-        return "—"
-    if isinstance(x, float) and not math.isfinite(x):
-        return "—"
-    ax = abs(x)
-    if ax != 0 and (ax < 1e-3 or ax >= 1e4):
-        return f"{x:.{digits - 1}e}"
-    return f"{x:.{digits}f}"
-
-
-def fmt_sig(x, sig: int | None = None) -> str:
-    """``x`` to ``sig`` significant digits (the accuracy of the solver that computed it); plain
-    :func:`fmt` when ``sig`` is None."""
-    if sig is None or x is None or (isinstance(x, float) and not math.isfinite(x)):
-        return fmt(x)
-    return f"{x:.{sig}g}"
-
-
-def fmt_ci(ci, sig: int | None = None) -> str:
-    return "—" if ci is None else f"[{fmt_sig(ci[0], sig)}, {fmt_sig(ci[1], sig)}]"
 
 
 def verdict_table(rows: list[StatResult]) -> str:

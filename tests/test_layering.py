@@ -3,7 +3,10 @@
 * ``theory`` imports neither torch nor ``numerics`` nor ``paper_checks`` (not even inside a function):
   statements, oracles and derivations stay independent of the code they judge.
 * ``numerics`` never imports ``paper_checks`` (the toolkit does not depend on the paper checks).
-* The module-level import graph of the three packages has no cycle.
+* The import graph of the three packages has no cycle, counting the imports inside functions (a
+  deferred import only hides a cycle from the interpreter, not from the reader).
+* No module imports another module's private name (``from x import _name``): what two modules share
+  is public in the lower one.
 """
 
 from __future__ import annotations
@@ -26,6 +29,17 @@ def _module_name(path: Path) -> str:
 MODULES = {_module_name(p): p for pkg in PACKAGES for p in sorted((ROOT / pkg).rglob("*.py"))}
 
 
+def _from_base(module: str, node: ast.ImportFrom) -> str:
+    """The module a ``from ... import`` statement of ``module`` reads (relative imports resolved)."""
+    base = node.module or ""
+    if node.level:
+        pkg = module if MODULES[module].name == "__init__.py" else module.rpartition(".")[0]
+        for _ in range(node.level - 1):
+            pkg = pkg.rpartition(".")[0]
+        base = f"{pkg}.{base}" if base else pkg
+    return base
+
+
 def imports(module: str) -> list[tuple[str, bool]]:
     """``(imported name, at module level)`` for every import statement of ``module`` (relative imports
     resolved; ``from a import b`` yields both ``a`` and ``a.b``)."""
@@ -37,13 +51,24 @@ def imports(module: str) -> list[tuple[str, bool]]:
         if isinstance(node, ast.Import):
             out += [(a.name, id(node) in top) for a in node.names]
         elif isinstance(node, ast.ImportFrom):
-            base = node.module or ""
-            if node.level:
-                pkg = module if path.name == "__init__.py" else module.rpartition(".")[0]
-                for _ in range(node.level - 1):
-                    pkg = pkg.rpartition(".")[0]
-                base = f"{pkg}.{base}" if base else pkg
+            base = _from_base(module, node)
             out += [(base, id(node) in top)] + [(f"{base}.{a.name}", id(node) in top) for a in node.names]
+    return out
+
+
+def private_imports(module: str) -> list[tuple[str, str]]:
+    """``(source module, name)`` for every ``from source import _name`` of ``module`` whose source is
+    another module of the three packages (dunder names and submodules are not private names)."""
+    tree = ast.parse(MODULES[module].read_text(), filename=str(MODULES[module]))
+    out = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            base = _from_base(module, node)
+            src = _project_module(base)
+            for a in node.names:
+                private = a.name.startswith("_") and not a.name.startswith("__")
+                if src and src != module and private and f"{base}.{a.name}" not in MODULES:
+                    out.append((src, a.name))
     return out
 
 
@@ -71,13 +96,81 @@ def test_numerics_never_imports_paper_checks(module):
     assert not bad, f"{module} imports {bad}"
 
 
-def test_no_module_level_import_cycle():
+def import_graph(*, function_level: bool) -> nx.DiGraph:
+    """Module → imported project module, for module-level imports, or for all imports when
+    ``function_level``."""
     g = nx.DiGraph()
     g.add_nodes_from(MODULES)
     for m in MODULES:
         for name, top in imports(m):
             target = _project_module(name)
-            if top and target and target != m:
+            if (top or function_level) and target and target != m:
                 g.add_edge(m, target)
-    cycles = list(nx.simple_cycles(g))
-    assert not cycles, f"import cycles: {cycles[:5]}"
+    return g
+
+
+#: import cycles known and not yet untied (each a sorted list of the modules of one strongly connected
+#: component): the list may only shrink. Empty since issue 21 untied the Laplacian package,
+#: contracts ↔ contract_specs ↔ walk, simulate ↔ rk4_check ↔ simulate_batched and
+#: paper_checks.report ↔ laplacian_check.
+KNOWN_CYCLES: list[list[str]] = []
+
+#: importers allowed to take private names from other modules, with the reason; the exemption must
+#: still be needed (the test below fails when it is not, so that it is removed)
+PRIVATE_IMPORT_EXEMPT = {
+    "theory": "theory/'s flat prefixed files (registry_*, oracle_*, derivations_*) share private helpers; "
+    "they are being regrouped into packages (issue 21, theory part), which settles their names",
+}
+
+
+def _exempt(module: str) -> bool:
+    return any(module == p or module.startswith(p + ".") for p in PRIVATE_IMPORT_EXEMPT)
+
+
+def test_the_scan_sees_function_level_imports():
+    # paper_checks.report renders the LAP section through an import inside render_markdown
+    assert ("paper_checks.laplacian_check.report_section", False) in imports("paper_checks.report")
+    g = import_graph(function_level=True)
+    assert g.has_edge("paper_checks.report", "paper_checks.laplacian_check")
+    assert not import_graph(function_level=False).has_edge("paper_checks.report", "paper_checks.laplacian_check")
+
+
+def test_the_cycle_check_finds_a_cycle_made_only_of_a_deferred_import():
+    # the graph the test below reads, plus one deferred import back up the Laplacian chain
+    g = import_graph(function_level=True)
+    assert not g.has_edge("numerics.laplacian.result", "numerics.laplacian.diagnosis")
+    g.add_edge("numerics.laplacian.result", "numerics.laplacian.diagnosis")
+    sccs = [sorted(c) for c in nx.strongly_connected_components(g) if len(c) > 1]
+    assert any({"numerics.laplacian.result", "numerics.laplacian.diagnosis"} <= set(c) for c in sccs)
+
+
+def test_no_import_cycle_counting_function_level_imports():
+    g = import_graph(function_level=True)
+    sccs = sorted(sorted(c) for c in nx.strongly_connected_components(g) if len(c) > 1)
+    new = [c for c in sccs if c not in KNOWN_CYCLES]
+    assert not new, f"import cycles (function-level imports counted): {new}"
+    gone = [c for c in KNOWN_CYCLES if c not in sccs]
+    assert not gone, f"untied cycles still listed in KNOWN_CYCLES (remove them): {gone}"
+
+
+def test_the_laplacian_package_is_a_one_way_chain():
+    chain = ["result", "forms", "blocks", "checks", "spectral", "kernel", "dense", "factored", "diagnosis"]
+    rank = {f"numerics.laplacian.{f}": i for i, f in enumerate(chain)}
+    assert set(rank) == {m for m in MODULES if m.startswith("numerics.laplacian.")}
+    for m, i in rank.items():
+        for name, _ in imports(m):
+            target = _project_module(name)
+            if target and target.startswith("numerics.laplacian"):
+                assert target in rank and rank[target] < i, f"{m} imports {name} (not below it in the chain)"
+
+
+def test_the_private_import_scan_sees_a_private_import():
+    # theory's private helpers are exempt below, but the scan reads them (a broken scan would pass vacuously)
+    found = [p for m in MODULES if _exempt(m) for p in private_imports(m)]
+    assert found, "no private import left in the exempt packages: remove their PRIVATE_IMPORT_EXEMPT entry"
+
+
+@pytest.mark.parametrize("module", sorted(m for m in MODULES if not _exempt(m)))
+def test_no_private_name_imported_across_modules(module):
+    bad = private_imports(module)
+    assert not bad, f"{module} imports private names of other modules: {bad}"

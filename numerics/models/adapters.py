@@ -53,7 +53,14 @@ from numerics.errors import (
     UnsupportedArchitectureError,
 )
 from numerics.models.base import LayerCapture
-from numerics.models.families import FAMILIES, SUPPORTED_MODEL_TYPES, FamilySpec, _normalised, _param, family_of
+from numerics.models.families import (
+    FAMILIES,
+    SUPPORTED_MODEL_TYPES,
+    FamilySpec,
+    family_of,
+    module_param,
+    normalised_parts,
+)
 
 __all__ = [
     "FamilySpec",
@@ -333,14 +340,14 @@ class HFModelHandle:
             )
             x = st["x"]
             norm_mod, nkind = spec.norm(self._base, layers, l)
-            g_eff = _param(norm_mod, "weight").detach()
+            g_eff = module_param(norm_mod, "weight").detach()
             if nkind == "rmsnorm1p":
                 g_eff = (1.0 + g_eff.float()).to(x.dtype)
             if fold_gain:
                 xin = st.get("norm_in")
                 if xin is None:
                     raise ModelError(f"layer {l}: the norm feeding attention did not run", argument="fold_gain")
-                xh, g, beta = _normalised(xin, norm_mod, nkind)
+                xh, g, beta = normalised_parts(xin, norm_mod, nkind)
                 g = g.detach().to(device=w.W_V.device, dtype=w.W_V.dtype)
                 bv = w.b_V if w.b_V is not None else torch.zeros(w.W_V.shape[0], dtype=w.W_V.dtype, device=w.W_V.device)
                 if beta is not None:

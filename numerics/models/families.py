@@ -38,7 +38,7 @@ class FamilySpec:
     force_output_attentions: bool = False
 
 
-def _param(module, name: str):
+def module_param(module, name: str):
     """``module.<name>`` as a real tensor, also when ``accelerate`` offloaded it (then the parameter
     is on the ``meta`` device outside the module's own forward, and the values live in the
     hook's ``weights_map`` on CPU or disk)."""
@@ -59,7 +59,7 @@ def _param(module, name: str):
 
 
 def _lin(m):
-    return _param(m, "weight"), _param(m, "bias")
+    return module_param(m, "weight"), module_param(m, "bias")
 
 
 def _bert_weights(layer, cfg):
@@ -217,20 +217,20 @@ def family_of(config) -> str:
     return SUPPORTED_MODEL_TYPES[mt]
 
 
-def _normalised(
+def normalised_parts(
     x: torch.Tensor, norm: torch.nn.Module, kind: str
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
     """``(x̂, g, β)`` with ``norm(x) = g ⊙ x̂ + β`` (computed in the norm's own arithmetic)."""
     if kind == "layernorm":
         xh = torch.nn.functional.layer_norm(x, norm.normalized_shape, None, None, norm.eps)  # type: ignore[arg-type]
-        return xh, _param(norm, "weight"), _param(norm, "bias")
+        return xh, module_param(norm, "weight"), module_param(norm, "bias")
     eps = getattr(norm, "variance_epsilon", getattr(norm, "eps", None))
     if kind == "rmsnorm":  # Llama: x̂ = (x_f32 * rsqrt(mean x² + eps)).to(dtype); out = w * x̂
         xf = x.to(torch.float32)
         xh = (xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + eps)).to(x.dtype)  # type: ignore[operator]
-        return xh, _param(norm, "weight"), None
+        return xh, module_param(norm, "weight"), None
     if kind == "rmsnorm1p":  # Gemma: x̂ = x_f32 * rsqrt(mean x² + eps); out = x̂ * (1 + w)
         xf = x.float()
         xh = xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + eps)  # type: ignore[operator]
-        return xh.to(x.dtype), 1.0 + _param(norm, "weight").float(), None
+        return xh.to(x.dtype), 1.0 + module_param(norm, "weight").float(), None
     raise ModelError(f"unknown norm kind {kind!r}", argument="kind")  # pragma: no cover

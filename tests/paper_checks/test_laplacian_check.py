@@ -344,7 +344,7 @@ def test_comparison_words_on_either_side_of_each_boundary():
 
 def test_spectral_radius_digits_follow_the_arpack_tolerance():
     from paper_checks import laplacian_check as L
-    from paper_checks.report import fmt_ci, fmt_sig
+    from paper_checks.formatting import fmt_ci, fmt_sig
 
     assert [L.significant_digits(t) for t in (1e-3, 1e-6, 5e-4, 0.1)] == [3, 6, 3, 1]
     assert fmt_sig(76.41392, 3) == "76.4" and fmt_sig(1.2449, 3) == "1.24" and fmt_sig(None, 3) == "—"
