@@ -8,6 +8,9 @@ Outcomes: ``typed`` (ConnwalkError whose message starts with "<arg>:"), ``typed-
 ``generic`` (any other exception), ``silent-nan`` (returned NaN/inf where the valid call did not),
 ``coerced`` (a list input gave a float32/int result), ``accepted`` (returned; fine for classes that
 are documented acceptances: numpy, list, non-contiguous, and often negative values).
+
+Its output before the argument contracts existed (issue 11) is kept for comparison in
+``tests/contracts/hostile_harness_outcomes_before_contracts.txt``.
 """
 
 from __future__ import annotations

@@ -10,7 +10,8 @@ import signal
 import pytest
 import torch
 
-from paper_checks import cli, main_job, patterns_cli
+from paper_checks import cli, main_job
+from paper_checks.cli import patterns as patterns_cli
 
 SMALL = ["--prompts", "4", "--length", "12", "--null-seeds", "2", "--n-boot", "40", "--no-progress"]
 
