@@ -1128,7 +1128,7 @@ def test_kolmogorov_reports_the_bound_of_its_worst_cycle():
     """Two triangles sharing node 0: one with tiny weights (large |log P|, large tolerance) and a small
     Kolmogorov defect, one with weights near 1 and a larger one. The reported tol / error are those of the cycle with the
     largest residual/tolerance ratio, each cycle decided against its own bound."""
-    P = two_triangles()
+    P = tiny_and_unit_triangles()
     # defects: about a tenth of its tolerance on the tiny-weight triangle (holds), about twice its
     # tolerance on the near-1 triangle (fails); their residual·tol products order the other way round
     P[1, 2] *= math.exp(5e-12)
