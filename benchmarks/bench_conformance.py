@@ -20,9 +20,9 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-import torch  # noqa: E402
+import torch
 
-from numerics.conformance import adapter_for, check_attention  # noqa: E402
+from numerics.conformance import adapter_for, check_attention
 
 
 def minilm():
@@ -54,9 +54,11 @@ def main(argv=None) -> int:
         ad.extract(r.draw)  # the module's own forward passes on the same draws
     base = time.perf_counter() - t0
     print(rep.table())
-    print(f"{what}: layer-0 BertAttention, {a.examples} draws: check {rep.seconds:.2f} s, forward passes "
-          f"{base:.3f} s, ratio {rep.seconds / max(base, 1e-9):.0f}x; target < 30 s: "
-          f"{'met' if rep.seconds < 30 else 'NOT met'}")
+    print(
+        f"{what}: layer-0 BertAttention, {a.examples} draws: check {rep.seconds:.2f} s, forward passes "
+        f"{base:.3f} s, ratio {rep.seconds / max(base, 1e-9):.0f}x; target < 30 s: "
+        f"{'met' if rep.seconds < 30 else 'NOT met'}"
+    )
     if a.whole_model:
         for hyp in (False, True):
             r2 = check_attention(model, examples=a.examples, max_length=a.max_length, hypotheses=hyp)

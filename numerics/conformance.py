@@ -336,7 +336,9 @@ class HFModelAdapter(Adapter):
         h = self.handle
         self.name = f"{type(h.model).__name__} ({h.family}, {h.n_layers} layers)"
         self.d_model, self.dtype, self.max_length = h.d_model, h.dtype, h.max_length
-        self.keep = None if layers is None else set(layers)
+        self.keep = None if layers is None else {int(k) for k in layers}
+        if self.keep is not None and (not self.keep or not all(0 <= k < h.n_layers for k in self.keep)):
+            raise ShapeError(f"layer indices must lie in [0, {h.n_layers}), got {sorted(self.keep)}", argument="layers")
         # padding is drawn for encoders only: a causal model's real tokens never see right padding,
         # and with a sliding window the padded queries of a decoder may have no key left at all
         self.takes_mask = h.kind == "encoder"

@@ -20,7 +20,7 @@ from numerics.conformance import (
     assert_conforms,
     check_attention,
 )
-from numerics.errors import ParameterError, UnsupportedArchitectureError
+from numerics.errors import ConnwalkError, ParameterError, UnsupportedArchitectureError
 
 
 # --------------------------------------------------------------------------- user modules
@@ -341,3 +341,11 @@ def test_report_table_and_dict():
     assert set(data["draws"][0]) == {"draw", "input", "layer", "T2", "T3", "T5"}
     again = check_attention(MeanAttention(), examples=3, seed=5)
     assert [r.draw for r in again.results] == [r.draw for r in rep.results]  # seeded
+
+
+def test_layers_out_of_range_are_named():
+    from numerics.models.tiny import tiny_model
+
+    with pytest.raises(ConnwalkError) as ei:
+        check_attention(tiny_model("bert"), layers=[7])
+    assert ei.value.argument == "layers"
