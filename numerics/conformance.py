@@ -733,7 +733,9 @@ def check_attention(
             small = next(r.draw for r in results if r.t2.status == FAILS)
         bad = next(item for item in run(small) if item[1].status == FAILS)
         cx = Counterexample(small, bad[0].layer, T2_STATEMENT, bad[1])
-    name = type(module).__name__ if not isinstance(module, Adapter) else module.name
+    name = module.name if isinstance(module, Adapter) else type(module).__name__
+    if isinstance(ad, HFModelAdapter) and ad.handle is module:  # a loaded handle: its model name
+        name = str(ad.handle.name)
     return ConformanceReport(
         name, ad.name, str(ad.dtype).replace("torch.", ""), results, cx, time.perf_counter() - t0, seed
     )
