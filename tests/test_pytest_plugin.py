@@ -14,6 +14,9 @@ import pytest
 
 REPO = Path(__file__).resolve().parent.parent
 
+# the throwaway project's tests (single-quoted marks: they are not this repository's theorem tests, which
+# tests/theory/test_registry_links.py matches by their double-quoted marks)
+
 PROJECT = """
 import pytest
 from hypothesis import given, settings, strategies as st
@@ -21,20 +24,20 @@ from hypothesis import given, settings, strategies as st
 from theory.report import record
 
 
-@pytest.mark.theorem("T2")
+@pytest.mark.theorem('T2')
 def test_identity_residual():
     record("T2", residual=2.5e-16)
     record("T2", residual=1.25e-15)
 
 
-@pytest.mark.theorem("T2")
+@pytest.mark.theorem('T2')
 @given(st.integers(0, 10**9))
 def test_profile_in_force(k):
     assert settings().max_examples == 30 and settings().derandomize  # the plugin's "ci" profile
     record("T2", examples=1)
 
 
-@pytest.mark.theorem("T3")
+@pytest.mark.theorem('T3')
 def test_other_theorem():
     record("T3", residual=1.0)
 
