@@ -36,24 +36,21 @@ run() {  # run ENV... -- pytest args
   fi
 }
 
-# OpenBLAS kernels this CPU can run (numpy/scipy's OpenBLAS): Prescott (SSE3) and Sandybridge (AVX)
-# everywhere on x86-64, Haswell with AVX2, SkylakeX with AVX-512.
-coretypes() {
-  local flags
+# What this CPU can run: OpenBLAS kernels (numpy/scipy) — Prescott (SSE3) and Sandybridge (AVX)
+# everywhere on x86-64, Haswell with AVX2, SkylakeX with AVX-512 — and torch's MKL instruction sets
+# (MKL_ENABLE_INSTRUCTIONS caps them). Each list: "always" entries, then "flag:value" pairs.
+supported() {
+  local flags item
   flags=$(grep -m1 '^flags' /proc/cpuinfo 2>/dev/null || true)
-  echo Prescott
-  [[ $flags == *" avx "* ]] && echo Sandybridge
-  [[ $flags == *" avx2 "* ]] && echo Haswell
-  [[ $flags == *" avx512f "* ]] && echo SkylakeX
+  for item in "$@"; do
+    case "$item" in
+      *:*) [[ $flags == *" ${item%%:*} "* ]] && echo "${item#*:}" ;;
+      *) echo "$item" ;;
+    esac
+  done
 }
-# torch's MKL instruction sets this CPU can run (MKL_ENABLE_INSTRUCTIONS caps them).
-mkl_sets() {
-  local flags
-  flags=$(grep -m1 '^flags' /proc/cpuinfo 2>/dev/null || true)
-  echo SSE4_2
-  [[ $flags == *" avx2 "* ]] && echo AVX2
-  [[ $flags == *" avx512f "* ]] && echo AVX512
-}
+coretypes() { supported Prescott avx:Sandybridge avx2:Haswell avx512f:SkylakeX; }
+mkl_sets() { supported SSE4_2 avx2:AVX2 avx512f:AVX512; }
 
 seeds() {
   local list=("$@")

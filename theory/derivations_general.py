@@ -236,20 +236,19 @@ def _heads(expr) -> sp.Expr:
     )
 
 
+def _distinct_heads(D: Derivation, *kinds) -> None:
+    """One step per ``(what, symbol, head function)``: two symbolic head indices give different
+    symbols (a derivation that identical heads could satisfy must not pass as one for all heads)."""
+    h1, h2 = sp.Symbol("h_1", integer=True, nonnegative=True), sp.Symbol("h_2", integer=True, nonnegative=True)
+    for what, sym, fn in kinds:
+        which = f"{sym} for a symbolic head index h" if sym else "symbolic head index h"
+        D.add(f"general: heads' {what} are distinct symbols ({which})", fn(h1) - fn(h2), expect_zero=False)
+
+
 def general_t2(theorem) -> Derivation:
     D = Derivation("T2", _sizes("n", "d", "H"))
     c = theorem.conclusion("T2.walk")
-    h1, h2 = sp.Symbol("h_1", integer=True, nonnegative=True), sp.Symbol("h_2", integer=True, nonnegative=True)
-    D.add(
-        "general: heads' attentions are distinct symbols (A^h for a symbolic head index h)",
-        HEAD_ATTENTION(h1) - HEAD_ATTENTION(h2),
-        expect_zero=False,
-    )
-    D.add(
-        "general: heads' transports are distinct symbols (T_h for a symbolic head index h)",
-        HEAD_TRANSPORT(h1) - HEAD_TRANSPORT(h2),
-        expect_zero=False,
-    )
+    _distinct_heads(D, ("attentions", "A^h", HEAD_ATTENTION), ("transports", "T_h", HEAD_TRANSPORT))
     rows = c.params["rows"]
     lhs = _heads(instantiate(rows.lhs, rows.where))
     D.add(
@@ -269,17 +268,7 @@ def general_t2(theorem) -> Derivation:
 def general_t6(theorem) -> Derivation:
     D = Derivation("T6", _sizes("n", "d", "H"))
     ident = theorem.conclusion("T6.fourier").params["fourier"]
-    h1, h2 = sp.Symbol("h_1", integer=True, nonnegative=True), sp.Symbol("h_2", integer=True, nonnegative=True)
-    D.add(
-        "general: heads' scores (kernels a_h) are distinct symbols (symbolic head index h)",
-        HEAD_KERNEL(h1) - HEAD_KERNEL(h2),
-        expect_zero=False,
-    )
-    D.add(
-        "general: heads' transports are distinct symbols (T_h for a symbolic head index h)",
-        HEAD_TRANSPORT(h1) - HEAD_TRANSPORT(h2),
-        expect_zero=False,
-    )
+    _distinct_heads(D, ("scores (kernels a_h)", None, HEAD_KERNEL), ("transports", "T_h", HEAD_TRANSPORT))
 
     def heads(e):
         return e.replace(

@@ -6,7 +6,7 @@ Torch-free. Tests (and helpers they call) record:
     record("T3", symbolic=True)                  # the symbolic derivation reached exact zero
 
 The bookkeeping lives in a :class:`TheoremReport` object owned by the pytest session: the
-theorem-checker plugin (``tests/conftest.py``) creates one per session, stores it on the pytest
+theorem-checker plugin (``numerics.pytest_plugin``) creates one per session, stores it on the pytest
 config and makes it the *active* report for the session's duration (:func:`activate`);
 :func:`record` writes to the active report (outside a session, to a detached one that nothing
 reads). The plugin prints the table, dumps it as JSON and merges the reports of pytest-xdist

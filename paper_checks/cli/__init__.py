@@ -5,6 +5,8 @@ r"""``connwalk`` command line.
 * ``connwalk analyze MODEL [--out DIR] [--claims E1 E2 | laplacian ...]``: checks on one model (default
   E1/E2; ``--claims laplacian`` runs the LAP check); prints the verdict table.
 * ``connwalk patterns ...``: the toolkit's pattern-prediction command, :mod:`paper_checks.cli.patterns`.
+* ``connwalk conform MODULE_OR_MODEL``: the attention conformance kit, :mod:`paper_checks.cli.conform`
+  (exit 1 when the module is not the walk it claims).
 
 The command-line front ends live together in this package: this module (the ``connwalk`` dispatcher,
 ``paper-checks`` and ``analyze``; the job itself is :mod:`paper_checks.main_job`) and
@@ -26,6 +28,7 @@ import time
 
 from numerics.contracts import Int, declare
 from numerics.errors import ConnwalkError
+from paper_checks.cli import conform as conform_cli
 from paper_checks.cli import patterns as patterns_cli
 from paper_checks.cli.parser import Parser
 from paper_checks.main_job import CLAIMS, JobConfig, check_claims, check_model_name, default_models, run_job
@@ -118,6 +121,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _common(an)
     patterns_cli.add_parser(sub)
+    conform_cli.add_parser(sub)
     return parser
 
 

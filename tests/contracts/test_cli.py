@@ -374,7 +374,7 @@ def test_option_tables_declare_every_numeric_option():
 
 
 def test_device_cuda_without_cuda_is_one_usage_error():
-    from tests.conftest import check_device_option
+    from numerics.pytest_plugin import check_device_option
 
     check_device_option("cpu")
     check_device_option("auto")

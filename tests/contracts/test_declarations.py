@@ -20,6 +20,13 @@ MODULE_EXEMPT = {
     "numerics.strategies": "Hypothesis strategies for tests (they take draw functions, not user data)",
     "numerics.models": "model loading: names and files are validated by numerics.models.registry and, for the "
     "CLI, by paper_checks.main_job.check_model_name",
+    "numerics.pytest_plugin": "pytest hooks, a fixture and profile registration, called by pytest itself; a bad "
+    "--device / --theorem is a pytest.UsageError (tests/test_pytest_plugin.py)",
+    "numerics.conformance": "takes any user nn.Module (an unknown one is NotAttentionError naming `module`, a "
+    "malformed extraction a ShapeError naming the field) and checks its integer options itself (ParameterError "
+    "naming them); the bad-input cases are tests/numerics/test_conformance.py",
+    "numerics.conformance_hf": "the adapters numerics.conformance picks for stand-alone Hugging Face attention "
+    "modules (an unsupported class is UnsupportedArchitectureError naming `module`)",
 }
 
 #: public names that are results, constants or type definitions, not entry points

@@ -300,7 +300,7 @@ def triangle(theta: float, lazy: float = 1 / 3):
     return P, O
 
 
-# ------------------------------------------------------------------------------ laplacian_checks: Check, make_check
+# ------------------------------------------------------------------------------ numerics.laplacian.checks: Check, make_check
 def test_check_repr_bool_and_defined():
     c = Check("x", torch.tensor(True), host(0.5), 1e-3)
     assert repr(c) == "Check(x: holds, residual=5.000e-01, tol=1.0e-03, error=0.0e+00)"
@@ -352,7 +352,7 @@ def test_make_check_is_undecided_within_its_error_of_the_bound():
     assert per.holds.tolist() == [True, False] and per.fails.tolist() == [False, True] and per.tol == 1.0
 
 
-# ------------------------------------------------------------------------------ laplacian_checks: (a), π, (b)
+# ------------------------------------------------------------------------------ numerics.laplacian.checks: (a), π, (b)
 def test_check_stochastic_residual_tolerance_and_reason():
     from numerics.laplacian.checks import check_stochastic
 
@@ -437,7 +437,7 @@ def test_one_way_edge_reason_names_the_first_positive_batch_element():
     assert db.holds.tolist() == [False, False, False]
 
 
-# ------------------------------------------------------------------------------ laplacian_checks: gauge-free π
+# ------------------------------------------------------------------------------ numerics.laplacian.checks: gauge-free π
 def test_block_pi_values_and_reasons():
     from numerics.laplacian.checks import block_pi
 
@@ -508,7 +508,7 @@ def test_block_detailed_balance_tolerance_scale_from_tiny_pi():
     assert c.tol == pytest.approx(tol(F, 2, scale=N.max() / 2), rel=1e-12, abs=0)
 
 
-# ------------------------------------------------------------------------------ laplacian_checks: (c)
+# ------------------------------------------------------------------------------ numerics.laplacian.checks: (c)
 def test_orthogonal_transpose_symmetric_metric_compatible_tolerances():
     from numerics.laplacian.checks import (
         check_metric_compatible,
@@ -610,7 +610,7 @@ def test_scaled_isometry_spread_zero_rows_and_floor():
     assert bool(si3.holds) and float(s3) == pytest.approx(1.0, rel=1e-14, abs=0)
 
 
-# ------------------------------------------------------------------------------ laplacian_checks: conclusions
+# ------------------------------------------------------------------------------ numerics.laplacian.checks: conclusions
 def test_self_adjoint_tolerance_and_reason():
     from numerics.laplacian.checks import check_self_adjoint, stationary
 

@@ -1110,11 +1110,10 @@ def test_triangle_identity_error_bound_is_its_stated_formula():
     assert ti.holds and not ti.undecided and not ti.fails
 
 
-def test_kolmogorov_reports_the_bound_of_its_worst_cycle():
-    """Two triangles sharing node 0: one with tiny weights (large |log P|, large tolerance) and a small
-    Kolmogorov defect, one with weights near 1 and a larger one. The reported tol / error are those of the cycle with the
-    largest residual/tolerance ratio, each cycle decided against its own bound."""
-    P = np.array(
+def tiny_and_unit_triangles():
+    """Two triangles sharing node 0, symmetric weights: one through tiny weights 1e-120 (|log P| ≈ 276,
+    a large Kolmogorov tolerance), one through weights ½ and 1."""
+    return np.array(
         [
             [0.0, 1e-120, 1e-120, 0.5, 0.5],
             [1e-120, 0.0, 1.0, 0.0, 0.0],
@@ -1123,6 +1122,13 @@ def test_kolmogorov_reports_the_bound_of_its_worst_cycle():
             [0.5, 0.0, 0.0, 0.5, 0.0],
         ]
     )
+
+
+def test_kolmogorov_reports_the_bound_of_its_worst_cycle():
+    """Two triangles sharing node 0: one with tiny weights (large |log P|, large tolerance) and a small
+    Kolmogorov defect, one with weights near 1 and a larger one. The reported tol / error are those of the cycle with the
+    largest residual/tolerance ratio, each cycle decided against its own bound."""
+    P = tiny_and_unit_triangles()
     # defects: about a tenth of its tolerance on the tiny-weight triangle (holds), about twice its
     # tolerance on the near-1 triangle (fails); their residual·tol products order the other way round
     P[1, 2] *= math.exp(5e-12)
@@ -1148,15 +1154,7 @@ def test_kolmogorov_reports_the_bound_of_its_worst_cycle():
 def test_kolmogorov_ties_keep_the_first_cycle():
     """Symmetric weights: every log-ratio is exactly 0, every ratio ties at 0; the reported bound is
     the first basis cycle's (a strict comparison), whose log scale differs from the second's."""
-    P = np.array(
-        [
-            [0.0, 1e-120, 1e-120, 0.5, 0.5],
-            [1e-120, 0.0, 1.0, 0.0, 0.0],
-            [1e-120, 1.0, 0.0, 0.0, 0.0],
-            [0.5, 0.0, 0.0, 0.0, 0.5],
-            [0.5, 0.0, 0.0, 0.5, 0.0],
-        ]
-    )
+    P = tiny_and_unit_triangles()
     r = is_reversible(t(P))
     cycles = kolmogorov_cycles(to_networkx(t(P)))
     assert [lr for _, lr in cycles] == [0.0, 0.0]

@@ -704,7 +704,7 @@ def literal_constraints(P: np.ndarray, O: np.ndarray) -> np.ndarray:
     return C
 
 
-# ------------------------------------------------------------------------------ laplacian_dense.dense_spectrum
+# ------------------------------------------------------------------------------ numerics.laplacian.dense.dense_spectrum
 def _schur(blocks) -> np.ndarray:
     """Real block-diagonal matrix with eigenvalues a ± ib for each (a, b) (b = 0: one real a)."""
     parts = [np.array([[a, -b], [b, a]]) if b else np.array([[a]]) for a, b in blocks]
@@ -783,7 +783,7 @@ def test_dense_spectrum_falls_back_to_numpy_with_a_complex_result(monkeypatch):
     assert bool(s_int.holds) and float(s_int.residual) == 0.0
 
 
-# ------------------------------------------------------------------------------ laplacian_dense.dense_kernel
+# ------------------------------------------------------------------------------ numerics.laplacian.dense.dense_kernel
 def kernel_inputs(P: np.ndarray, O: np.ndarray):
     """Arguments of dense_kernel for one walk (O zeroed off the support), batch shape ()."""
     from numerics.markov import weak_components
@@ -876,7 +876,7 @@ def test_dense_kernel_batch_equals_elements_and_takes_the_largest_bound():
     assert [bool(h) for h in flat.holds] == [True, False, False]
 
 
-# ------------------------------------------------------------------------------ laplacian: operators and forms
+# ------------------------------------------------------------------------------ numerics.laplacian: operators and forms
 def _rand(shape, seed):
     return torch.randn(*shape, generator=torch.Generator().manual_seed(seed), dtype=F)
 
@@ -976,7 +976,7 @@ def test_tolerance_dtype_rules_and_errors():
     raises_named(ParameterError, "attention_dtype", lambda: diagnose(w64, attention_dtype="float32"))
 
 
-# ------------------------------------------------------------------------------ laplacian: diagnose
+# ------------------------------------------------------------------------------ numerics.laplacian: diagnose
 def test_dense_memory_budget_boundary_and_bytes():
     from numerics.errors import MemoryBudgetError
     from numerics.laplacian import dense_bytes, diagnose
@@ -1096,7 +1096,7 @@ def test_cancelled_head_sum_counts_as_an_absent_block():
     assert not bool(D.block_detailed_balance.holds)
 
 
-# ------------------------------------------------------------------------------ laplacian_dense: ambiguity reasons
+# ------------------------------------------------------------------------------ numerics.laplacian.dense: ambiguity reasons
 def _null_basis(M: np.ndarray, k: int) -> np.ndarray:
     return np.linalg.svd(M)[2][-k:].T if k else np.zeros((M.shape[1], 0))
 

@@ -1,5 +1,5 @@
 """Not collected by default (name does not match test_*.py): run explicitly by test_plugin.py in a
-subprocess to exercise the theorem-checker plugin of tests/conftest.py end to end."""
+subprocess to exercise the theorem-checker plugin (numerics.pytest_plugin) end to end."""
 
 import pytest
 

@@ -26,7 +26,7 @@ def test_each_claim_names_its_measuring_module_and_renders():
 
 
 def test_known_theorem_ids_include_the_claims():
-    import tests.conftest as cf
+    import numerics.pytest_plugin as cf
 
     known = cf.known_theorem_ids()
     assert set(claim_ids()) <= set(known) and "T3" in known and "L1" in known

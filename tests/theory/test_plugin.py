@@ -1,4 +1,4 @@
-"""The theorem-checker plugin (tests/conftest.py) and theory.report, end to end."""
+"""The theorem-checker plugin (numerics.pytest_plugin) and theory.report, end to end."""
 
 from __future__ import annotations
 
@@ -58,7 +58,7 @@ def test_end_to_end_under_xdist(tmp_path):
 def test_theorem_option_deselects_other_tests():
     import types
 
-    import tests.conftest as cf
+    import numerics.pytest_plugin as cf
 
     def item(*ids, nodeid="tests/elsewhere/test_unlinked.py::test_x"):
         marks = [types.SimpleNamespace(args=(i,)) for i in ids]
@@ -92,7 +92,7 @@ class _FakeConfig:
 
 
 def test_unknown_theorem_id_is_a_usage_error():
-    import tests.conftest as cf
+    import numerics.pytest_plugin as cf
 
     with pytest.raises(pytest.UsageError) as ei:
         cf.pytest_configure(_FakeConfig(**{"--device": None, "--theorem": ["T3", "T9"]}))
@@ -102,7 +102,7 @@ def test_unknown_theorem_id_is_a_usage_error():
 
 
 def _checker(worker: bool, **opts):
-    import tests.conftest as cf
+    import numerics.pytest_plugin as cf
 
     cfg = _FakeConfig(**{"--theorem-json": None, "--theorem": [], **opts})
     if worker:

@@ -1,0 +1,150 @@
+"""The adapter protocol of :mod:`numerics.conformance`: a drawn input (:class:`Draw`), what one run of
+a module yields (:class:`Extraction`), the :class:`Adapter` base, and two helpers every adapter uses
+(:class:`EvalMode`, :func:`dtype_of`). Below both :mod:`numerics.conformance` and
+:mod:`numerics.conformance_hf` (the Hugging Face adapters), so that neither imports the other for them;
+documented as ``numerics.conformance.Draw`` / ``Extraction`` / ``Adapter``, where they are re-exported."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from numerics.errors import ShapeError
+
+__all__ = ["Draw", "Extraction", "Adapter", "EvalMode", "dtype_of"]
+
+F64 = torch.float64
+
+
+# --------------------------------------------------------------------------- draws and extraction
+@dataclass(frozen=True)
+class Draw:
+    """One drawn input configuration. ``pad[b]``: number of right-padded keys of batch row ``b``;
+    ``m``: key/value length (``= n`` for self-attention); ``seed``: the generator of the tokens."""
+
+    batch: int
+    n: int
+    m: int
+    pad: tuple[int, ...]
+    causal: bool
+    seed: int
+    scale: float
+
+    def generator(self) -> torch.Generator:
+        return torch.Generator().manual_seed(self.seed)
+
+    def randn(self, *shape: int, dtype: torch.dtype = F64, gen: torch.Generator | None = None) -> torch.Tensor:
+        g = gen or self.generator()
+        return (self.scale * torch.randn(*shape, generator=g, dtype=F64)).to(dtype)
+
+    def key_padding_mask(self) -> torch.Tensor | None:
+        """``(B, m)`` bool, True = padded key; None when nothing is padded."""
+        if not any(self.pad):
+            return None
+        kpm = torch.zeros(self.batch, self.m, dtype=torch.bool)
+        for b, p in enumerate(self.pad):
+            if p:
+                kpm[b, self.m - p :] = True
+        return kpm
+
+    def describe(self) -> str:
+        s = f"B={self.batch} n={self.n}"
+        if self.m != self.n:
+            s += f" m={self.m}"
+        if any(self.pad):
+            s += f" pad={list(self.pad)}"
+        if self.causal:
+            s += " causal"
+        return s + f" seed={self.seed} scale={self.scale:g}"
+
+
+@dataclass
+class Extraction:
+    """What an adapter extracts from one run of the module (shapes with ``B`` batch, ``H`` heads).
+
+    ``output`` ``(B, n, d_out)``: the module's own output; ``A`` ``(B, H, n, m)``: the attention it
+    used; ``W_O`` ``(H, d_out, d_h)``, ``W_V`` ``(H, d_h, d_v)``: the transport factors it claims
+    (``T_h = W_O[h] W_V[h]``; GQA mapped to query heads); ``values`` ``(B, m, d_v)``: the inputs
+    the values are made of; ``b_V`` ``(H, d_h)`` / ``b_O`` ``(d_out,)`` optional biases;
+    ``key_mask`` ``(B, m)`` bool, True = real key (None: all real); ``attention_dtype``: the
+    precision ``A`` was computed in (default: ``output``'s dtype); ``layer``: a label."""
+
+    output: torch.Tensor
+    A: torch.Tensor
+    W_O: torch.Tensor
+    W_V: torch.Tensor
+    values: torch.Tensor
+    b_V: torch.Tensor | None = None
+    b_O: torch.Tensor | None = None
+    key_mask: torch.Tensor | None = None
+    attention_dtype: torch.dtype | None = None
+    layer: str = ""
+
+    @property
+    def self_attention(self) -> bool:
+        return self.A.shape[-1] == self.A.shape[-2] and self.W_O.shape[1] == self.W_V.shape[2]
+
+    def validate(self) -> Extraction:
+        for nm in ("output", "A", "W_O", "W_V", "values"):
+            v = getattr(self, nm)
+            if not isinstance(v, torch.Tensor):
+                raise ShapeError(f"expected a tensor, got {type(v).__name__}", argument=nm)
+        B, H, n, m = self.A.shape if self.A.ndim == 4 else (None,) * 4
+        if B is None:
+            raise ShapeError(f"expected (B, H, n, m), got {tuple(self.A.shape)}", argument="A")
+        if self.W_O.ndim != 3 or self.W_V.ndim != 3 or self.W_O.shape[0] != H or self.W_V.shape[0] != H:
+            raise ShapeError(
+                f"expected W_O (H={H}, d_out, d_h) and W_V (H, d_h, d_v), got {tuple(self.W_O.shape)} and "
+                f"{tuple(self.W_V.shape)}",
+                argument="W_O",
+            )
+        if self.W_O.shape[2] != self.W_V.shape[1]:
+            raise ShapeError("W_O's and W_V's head dims differ", argument="W_V")
+        if tuple(self.values.shape) != (B, m, self.W_V.shape[2]):
+            raise ShapeError(
+                f"expected ({B}, {m}, {self.W_V.shape[2]}), got {tuple(self.values.shape)}", argument="values"
+            )
+        if tuple(self.output.shape) != (B, n, self.W_O.shape[1]):
+            raise ShapeError(
+                f"expected ({B}, {n}, {self.W_O.shape[1]}), got {tuple(self.output.shape)}", argument="output"
+            )
+        return self
+
+
+class Adapter:
+    """Extraction for one kind of module: ``d_model`` (input width), ``takes_mask`` (a key padding
+    mask), ``takes_causal`` (a causal flag), ``cross`` (keys/values from a second input of length
+    ``m``), ``max_length``, ``dtype``; :meth:`extract` runs the module on a :class:`Draw`."""
+
+    name = "adapter"
+    d_model: int = 0
+    takes_mask = False
+    takes_causal = False
+    cross = False
+    max_length: int | None = None
+    dtype: torch.dtype = torch.float32
+
+    def extract(self, draw: Draw) -> list[Extraction]:  # pragma: no cover - interface
+        raise NotImplementedError
+
+
+class EvalMode:
+    """Run a module in eval mode (dropout off) and restore its training flag."""
+
+    def __init__(self, module: torch.nn.Module) -> None:
+        self.module, self.was = module, module.training
+
+    def __enter__(self):
+        self.module.eval()
+
+    def __exit__(self, *exc):
+        self.module.train(self.was)
+
+
+def dtype_of(module: torch.nn.Module) -> torch.dtype:
+    """The dtype of the module's first floating parameter (float32 when it has none)."""
+    for p in module.parameters():
+        if p.is_floating_point():
+            return p.dtype
+    return torch.float32
