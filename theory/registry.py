@@ -332,7 +332,7 @@ IMPLEMENTATION_TESTS: dict[str, tuple[str, ...]] = {
         "tests/numerics/test_walk_errors.py",
     ),
     "T3": (
-        "tests/numerics/test_laplacian_mutants.py",
+        "tests/numerics/test_diagnose_dense.py",
         "tests/numerics/test_diagnose_checks.py",
         "tests/numerics/test_markov.py",
         "tests/numerics/test_markov_mutants.py",
@@ -343,14 +343,14 @@ IMPLEMENTATION_TESTS: dict[str, tuple[str, ...]] = {
         "tests/numerics/test_markov.py",
         "tests/numerics/test_markov_mutants.py",
     ),
-    "T5": ("tests/numerics/test_laplacian_mutants.py",),
+    "T5": ("tests/numerics/test_diagnose_dense.py",),
     "T6": ("tests/numerics/test_patterns_mutants.py", "tests/numerics/test_t6_emergence.py"),
 }
 
 
 #: tests inside a linked file that are about resources, not the statement (left out of `--theorem`)
 UNLINKED: frozenset[str] = frozenset(
-    {"tests/numerics/test_laplacian_mutants.py::test_diagnose_size_limits_default_to_1024"}
+    {"tests/numerics/test_diagnose_dense.py::test_diagnose_size_limits_default_to_1024"}
 )
 
 

@@ -276,7 +276,7 @@ def test_spectrum_checks_from_extremes():
 # ==================================================================================================
 # Small deterministic cases of each check function (exact residuals, the tolerances they are compared
 # with, reasons, batched inputs), judged by closed forms and numpy loops; ``host`` builds a float64
-# CPU tensor. (Formerly test_laplacian_mutants.py: written where mutation testing found them unchecked.)
+# CPU tensor. (Formerly in test_laplacian_mutants.py, with the dense ones now in test_diagnose_dense.py.)
 
 
 def host(x) -> torch.Tensor:
