@@ -3,8 +3,9 @@
 # runs, and prints every setting so that any failure is reproducible.
 #
 #   bash scripts/robustness.sh                 # all passes below
-#   bash scripts/robustness.sh seeds [S...]    # property tests (tests/numerics, tests/theory) under the
-#                                              # `dev` profile with fresh Hypothesis seeds (default 1..10)
+#   bash scripts/robustness.sh seeds [S...]    # the Hypothesis property tests of tests/numerics and
+#                                              # tests/theory (--property-only) under the `dev` profile
+#                                              # with fresh Hypothesis seeds (default 1..10)
 #   bash scripts/robustness.sh blas            # the whole suite (CI profile) under each OpenBLAS kernel
 #                                              # the CPU supports, and torch's MKL code paths
 #   bash scripts/robustness.sh threads         # the whole suite with 1 and 2 BLAS / OpenMP threads
@@ -56,7 +57,7 @@ seeds() {
   local list=("$@")
   [ ${#list[@]} -eq 0 ] && list=(1 2 3 4 5 6 7 8 9 10)
   for s in "${list[@]}"; do
-    run HYPOTHESIS_PROFILE=dev CI= -- "${PROPERTY_DIRS[@]}" -x --hypothesis-seed="$s"
+    run HYPOTHESIS_PROFILE=dev CI= -- "${PROPERTY_DIRS[@]}" --property-only -x --hypothesis-seed="$s"
   done
 }
 blas() {

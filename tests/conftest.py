@@ -9,6 +9,8 @@ Local policy:
 
 * the default Hypothesis profile is env ``HYPOTHESIS_PROFILE``, else ``ci`` when ``CI`` is set, else
   ``dev`` (``--hypothesis-profile`` overrides it);
+* ``--property-only`` (used by ``scripts/robustness.sh seeds``) keeps only the Hypothesis property
+  tests: the seed-independent ones (derivations, fixed cases) decide the same under every seed;
 * the registry tags this repository's tests too: every unmarked test in a file (or every test) that a
   registry entry links (``theory.registry.linked_tests``) gets that entry's ``theorem`` marker before
   the plugin reads the markers, so ``pytest --theorem T3`` runs everything the registry links to T3.
@@ -27,6 +29,21 @@ pytest_plugins = ["numerics.pytest_plugin", "pytester"]  # pytester: tests of th
 @pytest.hookimpl(tryfirst=True)  # before Hypothesis' own hook, which applies --hypothesis-profile
 def pytest_configure(config):
     settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE") or ("ci" if os.environ.get("CI") else "dev"))
+
+
+def pytest_addoption(parser):
+    parser.addoption(
+        "--property-only", action="store_true", help="run only Hypothesis property tests (the seed-dependent ones)"
+    )
+
+
+# tests that search with hypothesis.find (necessity witnesses, statement mutants): seed-dependent too
+FIND_SEARCHES = ("tests/numerics/test_necessity.py", "tests/theory/test_gate.py")
+
+
+def _seed_dependent(item) -> bool:
+    obj = getattr(item, "obj", None)
+    return bool(getattr(obj, "is_hypothesis_test", False)) or item.nodeid.startswith(FIND_SEARCHES)
 
 
 def _registry_links() -> tuple[dict[str, set[str]], frozenset[str]]:
@@ -48,3 +65,9 @@ def pytest_collection_modifyitems(config, items):
             continue  # a test marked for given theorems is about those (its own marks are precise)
         for tid in sorted(links.get(path, set()) | links.get(func, set())):
             item.add_marker(pytest.mark.theorem(tid))  # the registry links this unmarked test to tid
+    if config.getoption("--property-only", False):
+        keep = [it for it in items if _seed_dependent(it)]
+        drop = [it for it in items if it not in keep]
+        if drop:
+            config.hook.pytest_deselected(items=drop)
+        items[:] = keep

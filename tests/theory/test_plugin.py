@@ -59,6 +59,7 @@ def test_theorem_option_deselects_other_tests():
     import types
 
     import numerics.pytest_plugin as cf
+    import tests.conftest as local
 
     def item(*ids, nodeid="tests/elsewhere/test_unlinked.py::test_x"):
         marks = [types.SimpleNamespace(args=(i,)) for i in ids]
@@ -77,7 +78,8 @@ def test_theorem_option_deselects_other_tests():
     cfg = _FakeConfig(**{"--theorem": ["T3"]})
     cfg.hook = types.SimpleNamespace(pytest_deselected=lambda items: deselected.extend(items))
     keep = list(items)
-    cf.pytest_collection_modifyitems(cfg, keep)
+    local.pytest_collection_modifyitems(cfg, keep)  # this repository's registry links (tryfirst)
+    cf.pytest_collection_modifyitems(cfg, keep)  # the plugin: user properties, --theorem selection
     assert keep == [items[0], items[3], linked] and deselected == [items[1], items[2], size_limit]
     assert items[3].user_properties == [("theorem", "T1"), ("theorem", "T3")]
     assert linked.user_properties == [("theorem", "T3"), ("theorem", "T4")]
