@@ -88,7 +88,7 @@ CLAIMS: list[Claim] = [
             "components: 'reproduced' if the interval lies above 0.1, 'not reproduced' if below; "
             "otherwise 'inconclusive'"
         ),
-        module="paper_checks.e5_phase",
+        module="paper_checks.e5",
         source=SEED_B,
         tests=("tests/paper_checks/test_e5_phase.py",),
     ),
@@ -108,7 +108,7 @@ CLAIMS: list[Claim] = [
             "per baseline: 'reproduced' if the 95% paired t-interval of the effect lies above 0, "
             "'not reproduced' if its upper end is ≤ 0, 'inconclusive' otherwise"
         ),
-        module="paper_checks.e6_prior",
+        module="paper_checks.e6",
         source=SEED_B,
         tests=("tests/paper_checks/test_e6_prior.py",),
     ),

@@ -199,10 +199,3 @@ def test_prenorm_resampling_is_linear_interpolation_between_layers():
     spline = make_interp_spline(tau[6:21], states[6:21].numpy(), k=1, axis=0)(grid)
     scale = np.abs(spline).max()
     assert np.abs(res.numpy() - spline).max() <= 8 * np.finfo(np.float64).eps * scale
-
-
-def test_shim_module_keeps_the_old_import_path():
-    from paper_checks import e5_phase
-
-    for name in e5.__all__:
-        assert getattr(e5_phase, name) is getattr(e5, name)

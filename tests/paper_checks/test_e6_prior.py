@@ -247,10 +247,3 @@ def test_stratified_test_mask_matches_sklearn_class_counts():
         ours, theirs = np.bincount(y[mask], minlength=10), np.bincount(y[ref], minlength=10)
         assert np.abs(ours - theirs).max() <= 1 and abs(int(ours.sum()) - int(theirs.sum())) <= 5
         assert not np.array_equal(mask, stratified_test_mask(y, frac, seed + 1))
-
-
-def test_shim_module_keeps_the_old_import_path():
-    from paper_checks import e6_prior
-
-    for name in e6.__all__:
-        assert getattr(e6_prior, name) is getattr(e6, name)
