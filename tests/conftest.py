@@ -65,7 +65,7 @@ def pytest_collection_modifyitems(config, items):
             continue  # a test marked for given theorems is about those (its own marks are precise)
         for tid in sorted(links.get(path, set()) | links.get(func, set())):
             item.add_marker(pytest.mark.theorem(tid))  # the registry links this unmarked test to tid
-    if config.getoption("--property-only", False):
+    if config.getoption("--property-only"):
         keep = [it for it in items if _seed_dependent(it)]
         drop = [it for it in items if it not in keep]
         if drop:
