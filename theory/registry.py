@@ -330,6 +330,7 @@ IMPLEMENTATION_TESTS: dict[str, tuple[str, ...]] = {
         "tests/numerics/test_walk_mutants.py",
         "tests/numerics/test_attention_mutants.py",
         "tests/numerics/test_walk_errors.py",
+        "tests/numerics/test_conformance.py",  # the conformance kit: module(X) = W(X)·X + c on any module
     ),
     "T3": (
         "tests/numerics/test_diagnose_dense.py",
@@ -343,7 +344,7 @@ IMPLEMENTATION_TESTS: dict[str, tuple[str, ...]] = {
         "tests/numerics/test_markov.py",
         "tests/numerics/test_markov_mutants.py",
     ),
-    "T5": ("tests/numerics/test_diagnose_dense.py",),
+    "T5": ("tests/numerics/test_diagnose_dense.py", "tests/numerics/test_diagnose_checks.py"),
     "T6": ("tests/numerics/test_patterns_mutants.py", "tests/numerics/test_t6_emergence.py"),
 }
 
