@@ -1,5 +1,5 @@
 #!/usr/bin/env python
-r"""Benchmark (issue 23): time of the conformance kit (``numerics.conformance.check_attention``) on a
+r"""Benchmark: time of the conformance kit (``numerics.conformance.check_attention``) on a
 MiniLM-size Hugging Face attention module — the first ``BertAttention`` of ``minilm`` (d = 384,
 12 heads, float32; random weights of that configuration when the checkpoint is not installed) —
 and on the whole 6-layer model. Target: < 30 s for the module (default 10 draws, n ≤ 8, B ≤ 2).

@@ -1,5 +1,5 @@
 #!/usr/bin/env python
-r"""Benchmark (issue 22): ``diagnose(method="factored")`` with the capped kernel route vs the previous
+r"""Benchmark: ``diagnose(method="factored")`` with the capped kernel route vs the previous
 unbounded one, in the same run.
 
 For each walk: the time of one factored ``apply`` (one vector; median of 21), then

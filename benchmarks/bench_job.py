@@ -1,5 +1,5 @@
 #!/usr/bin/env python
-r"""Benchmark (issue 20): the cost of the main job and of its LAP check, and its determinism.
+r"""Benchmark: the cost of the main job and of its LAP check, and its determinism.
 
 Runs ``connwalk paper-checks`` in fresh subprocesses (``python -m paper_checks.cli``, this checkout):
 

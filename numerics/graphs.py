@@ -206,18 +206,29 @@ class Reversibility:
 def kolmogorov_cycles(G: nx.DiGraph) -> list[tuple[list[int], float]]:
     """``(cycle, log_ratio)`` for each cycle of ``nx.cycle_basis`` of the undirected support, with
     ``log_ratio = Σ_k log P(c_k, c_{k+1}) − log P(c_{k+1}, c_k)`` (needs a symmetric support)."""
+    return [(c, lr) for c, lr, _ in _kolmogorov_terms(G)]
+
+
+def _kolmogorov_terms(G: nx.DiGraph) -> list[tuple[list[int], float, float]]:
+    """``(cycle, log-ratio, operand scale)`` for each cycle of the cycle basis of the undirected
+    support of ``G`` (:func:`_cycle_logs`)."""
     U = nx.Graph()
     U.add_nodes_from(G.nodes)
     U.add_edges_from((u, v) for u, v in G.edges if u != v)
-    out = []
-    for cyc in nx.cycle_basis(U):
-        s = 0.0
-        L = len(cyc)
-        for k in range(L):
-            a, b = cyc[k], cyc[(k + 1) % L]
-            s += math.log(G[a][b]["weight"]) - math.log(G[b][a]["weight"])
-        out.append((list(cyc), s))
-    return out
+    return [(list(cyc), *_cycle_logs(G, cyc)) for cyc in nx.cycle_basis(U)]
+
+
+def _cycle_logs(G: nx.DiGraph, cyc) -> tuple[float, float]:
+    """``(Σ_k log P(c_k, c_{k+1}) − log P(c_{k+1}, c_k), Σ_k (|log P(c_k, c_{k+1})| + |log P(c_{k+1}, c_k)| + 2))``:
+    the Kolmogorov log-ratio of a cycle and the operand scale of its ``2L`` logarithms (each off by
+    ``ε·(|log P| + 1)``: the weight's own rounding and the log's)."""
+    s, S = 0.0, 0.0
+    L = len(cyc)
+    for k in range(L):
+        fwd, bwd = math.log(G[cyc[k]][cyc[(k + 1) % L]]["weight"]), math.log(G[cyc[(k + 1) % L]][cyc[k]]["weight"])
+        s += fwd - bwd
+        S += abs(fwd) + abs(bwd) + 2.0
+    return s, S
 
 
 def _tree_pi(G: nx.DiGraph) -> tuple[np.ndarray, int]:
@@ -268,18 +279,15 @@ def is_reversible(walk, *, index=None) -> Reversibility:
         reason_zero = f"node {i} has no outgoing edge (zero row)"
     else:
         reason_zero = ""
-    cycles = kolmogorov_cycles(G)
+    terms = _kolmogorov_terms(G)
+    cycles = [(c, lr) for c, lr, _ in terms]
     # per cycle of length L: 2L logarithms, each off by ε·(|log P| + 1) (the weight's own rounding
     # and the log's), summed: the operand scale S = Σ (|log P| + 1) sets both the tolerance
-    # tol(float64, 2L, scale=S) and the rounding bound of the residual (theory.rounding), so a
+    # tol(float64, 2L, scale=S/2) and the rounding bound of the residual (theory.rounding), so a
     # softmax walk with tiny weights (|log P| in the hundreds) is judged at its own precision
     res, bound, err, decided_ok, decided_bad, worst_ratio = 0.0, _tol(2), 0.0, True, False, -1.0
-    for c, lr in cycles:
+    for c, lr, S in terms:
         L = len(c)
-        S = sum(
-            abs(math.log(G[c[j]][c[(j + 1) % L]]["weight"])) + abs(math.log(G[c[(j + 1) % L]][c[j]]["weight"])) + 2.0
-            for j in range(L)
-        )
         t_c, e_c = _tol(2 * L, scale=S / 2), rounding_error(2 * L, S)
         ok_c, bad_c = decide(abs(lr), t_c, e_c)
         decided_ok, decided_bad = decided_ok and ok_c, decided_bad or bad_c
@@ -507,27 +515,20 @@ def softmax_triangle_identity(A, X, M, *, scale: float) -> TriangleIdentity:
     count = 0
     mag = 0.0
     err = 0.0
+    form = abs(scale) * float(np.abs(Xn).max()) ** 2 * float(np.abs(Mn).sum()) if Xn.size else 0.0  # |s|·max|X|²·Σ|M|
     for clique in nx.enumerate_all_cliques(U):
         if len(clique) < 3:
             continue
         if len(clique) > 3:
             break
         i, j, k = sorted(clique)
-        lr = (
-            math.log(An[i, j])
-            + math.log(An[j, k])
-            + math.log(An[k, i])
-            - math.log(An[i, k])
-            - math.log(An[k, j])
-            - math.log(An[j, i])
-        )
+        lg = [math.log(An[a, b]) for a, b in ((i, j), (j, k), (k, i), (i, k), (k, j), (j, i))]
+        lr = lg[0] + lg[1] + lg[2] - lg[3] - lg[4] - lg[5]
         rhs = 2 * scale * float((Xn[j] - Xn[i]) @ Ma @ (Xn[k] - Xn[i]))
         res = max(res, abs(lr - rhs))
         maxlr = max(maxlr, abs(lr))
-        logs = sum(abs(math.log(An[a, b])) for a, b in ((i, j), (j, k), (k, i), (i, k), (k, j), (j, i)))
-        rhs_mag = 8 * abs(scale) * float(np.abs(Xn).max()) ** 2 * float(np.abs(Mn).sum())
-        err = max(err, rounding_error(6 + 2 * Xn.shape[1] ** 2, logs + rhs_mag + 6.0))
-        mag = max(mag, abs(scale) * float(np.abs(Xn).max()) ** 2 * float(np.abs(Mn).sum()) + 1.0)
+        err = max(err, rounding_error(6 + 2 * Xn.shape[1] ** 2, sum(abs(v) for v in lg) + 8 * form + 6.0))
+        mag = form + 1.0
         count += 1
     bound = _tol(6 * max(Xn.shape[1], 1) ** 2, scale=max(mag, 1.0))
     ok, bad = decide(res, bound, err)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import torch
 
@@ -65,3 +67,25 @@ def raises_named(err, arg, call) -> str:
     assert isinstance(exc.value, ConnwalkError)
     assert str(exc.value).startswith(f"{arg}: "), str(exc.value)
     return str(exc.value)
+
+
+def host(x) -> torch.Tensor:
+    """A float64 CPU tensor of ``x``."""
+    return torch.as_tensor(np.asarray(x, dtype=np.float64))
+
+
+def rot(theta: float) -> np.ndarray:
+    c, s = math.cos(theta), math.sin(theta)
+    return np.array([[c, -s], [s, c]])
+
+
+def triangle(theta: float, lazy: float = 1 / 3):
+    """n = 3, P_ii = lazy, P_ij = (1 − lazy)/2, O_ij = R(θ) (i < j), R(θ)ᵀ (i > j), I on the
+    diagonal: metric-compatible, holonomy R(θ) around the triangle (no parallel section unless θ = 0)."""
+    P = np.full((3, 3), (1 - lazy) / 2)
+    np.fill_diagonal(P, lazy)
+    O = np.empty((3, 3, 2, 2))
+    for i in range(3):
+        for j in range(3):
+            O[i, j] = np.eye(2) if i == j else (rot(theta) if i < j else rot(theta).T)
+    return P, O

@@ -30,12 +30,10 @@ torch: it is the statement's semantics, not an implementation).
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 __all__ = [
     "EPS64",
-    "EPS32",
     "HOLDS",
     "FAILS",
     "UNDECIDED",
@@ -49,7 +47,6 @@ __all__ = [
 ]
 
 EPS64 = 2.0**-52
-EPS32 = 2.0**-23
 HOLDS, FAILS, UNDECIDED = "holds", "fails", "undecided"
 #: Slack on the first-order bound ``k·ε·S`` (second-order terms, the norms of the final reduction).
 ROUNDING_SAFETY = 2.0
@@ -114,8 +111,3 @@ def combine(statuses) -> str:
     if UNDECIDED in seen:
         return UNDECIDED
     return HOLDS
-
-
-def ulps(x: float) -> float:
-    """One unit in the last place of ``x`` (``math.ulp``), for tests that bound a difference by it."""
-    return math.ulp(abs(float(x)))

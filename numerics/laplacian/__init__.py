@@ -59,6 +59,10 @@ The package is a one-way chain; each file imports only the ones above it:
 * ``checks``: one function per T3 hypothesis and conclusion, written once against ``Blocks``, and
   ``algebraic_checks``;
 * ``spectral``: the matrix-free spectrum checks and the Lanczos / operator helpers;
+* ``sections``: the parallel sections of a factored walk (section tree, root-fixed basis, factor of
+  ``C Q``, the count with its straddle rule), shared by both kernel routes;
+* ``lanczos``: the product meter and the budgeted thick-restart Lanczos of the kernel route;
+* ``kernel_arpack``: the previous unbounded kernel route, the benchmark's baseline;
 * ``kernel``: the matrix-free kernel / parallel-section / flatness checks;
 * ``dense``: the dense spectrum and kernel checks and ``diagnose_dense``;
 * ``factored``: ``diagnose_factored``;

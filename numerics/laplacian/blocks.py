@@ -110,7 +110,9 @@ class DenseBlocks:
     def block_scale(self) -> torch.Tensor:
         """``Σ_h |a^h_ij| ‖T_h‖_F`` for a heads-form walk (given), else ``‖B_ij‖_F``: the magnitude of
         the terms that make up ``B_ij``, which sets the rounding error of anything computed from it."""
-        return self.norms() if self._block_scale is None else self._block_scale
+        if self._block_scale is None:
+            self._block_scale = self.norms()  # every per-edge error bound reads it: computed once
+        return self._block_scale
 
     def norms(self) -> torch.Tensor:
         return torch.linalg.matrix_norm(self.B)
@@ -257,18 +259,20 @@ class FactoredBlocks:
 
     def block_scale(self) -> torch.Tensor:
         """``Σ_h |a^h_ij| ‖T_h‖_F`` (edges form: ``‖B_ij‖_F``, its coefficients are the entries)."""
-        if self.exact:
-            return self.norms()
-        tn = torch.linalg.matrix_norm(self.T)
-        return torch.einsum("...hij,...h->...ij", self.a.abs(), tn)
+        if "block_scale" not in self._R:  # every per-edge error bound reads it: computed once
+            if self.exact:
+                self._R["block_scale"] = self.norms()
+            else:
+                tn = torch.linalg.matrix_norm(self.T)
+                self._R["block_scale"] = torch.einsum("...hij,...h->...ij", self.a.abs(), tn)
+        return self._R["block_scale"]
 
     def norm_floor(self) -> torch.Tensor:
         """Rounding level of ``‖Σ_h a^h_ij T_h‖_F``: ``tol(float64, H)·Σ_h |a^h_ij| ‖T_h‖_F``; 0 for
         an edges-form walk (its unit-matrix coefficients are the entries themselves: no sum)."""
         if self.exact:
             return torch.zeros_like(self.P)
-        tn = torch.linalg.matrix_norm(self.T)
-        return tol(F64, self.H) * torch.einsum("...hij,...h->...ij", self.a.abs(), tn)
+        return tol(F64, self.H) * self.block_scale()
 
     def transport_norms(self) -> torch.Tensor:
         return self._norms(self._factor("T"), lambda i0, i1: self.w[..., i0:i1, :])

@@ -70,7 +70,7 @@ routes in the same run), kernel part new vs previous: random softmax ``n = 64, d
 0.34 s / 495 products vs 1.79 s / 1637; reversible (``dim ker = 32``, decided by the certificate)
 0.47 s / 346 vs 0.87 s / 789; ``n = 512`` 7.4 s / 475 vs 110 s / 1637; MiniLM-sized random
 (float64) 28 s / 1735 vs 95 s / 3880; same verdicts and dimensions everywhere. The searches run
-on :func:`_ritz_extreme`, not ARPACK: at ``n = 512`` ARPACK's own per-step work (``dsaupd``) took
+on :func:`ritz_extreme`, not ARPACK: at ``n = 512`` ARPACK's own per-step work (``dsaupd``) took
 15 s of the kernel part's 25 s, more than its products. Rejected: the eps-accurate factor on
 every section (the QR dominates and resolves nothing the Gram does not at ``λ ≥ 100δ``), an
 unshifted Lanczos for σ_min of a walk whose T3 hypotheses hold (the certificate needs none),
@@ -78,7 +78,7 @@ LOBPCG without a preconditioner (none is at hand) for the search: on the random 
 smallest eigenvalue of ``ΔᵀΔ`` to 1e-4 took 260 products at block size 1 (ARPACK: 282), 670 / 1136
 at block sizes 4 / 8, and more time than ARPACK in each case.
 
-The previous route stays as ``route="arpack"`` (:func:`_kernel_element_arpack`, the benchmark's
+The previous route stays as ``route="arpack"`` (:func:`kernel_element_arpack`, the benchmark's
 baseline): parallel sections from the factor of ``C Q`` on every section; ``ker Δ`` from those plus
 Lanczos on ``ΔᵀΔ`` restricted to their complement (ARPACK ``eigsh``, smallest eigenvalue, seeded
 start, relative 1e-6), a new direction with ``√(θ + ρ) ≤ thr·‖Δ‖`` added, up to ``k_max`` of
@@ -103,7 +103,18 @@ import numpy as np
 import torch
 
 from numerics.laplacian.blocks import FactoredBlocks, element
+from numerics.laplacian.kernel_arpack import ARPACK_MAX_CHUNKS, kernel_element_arpack
+from numerics.laplacian.lanczos import Meter, OverBudget, deflated_smallest, operator_norm
 from numerics.laplacian.result import make_check
+from numerics.laplacian.sections import (
+    constraints_factor,
+    krylov_ritz,
+    lower_bound,
+    parallel_count,
+    section_tree,
+    sections_basis,
+    sections_in_kernel,
+)
 from numerics.laplacian.spectral import dense_operator, sym_extreme
 from numerics.tolerance import tol
 
@@ -112,216 +123,7 @@ F64 = torch.float64
 __all__ = ["kernel_factored", "section_tree", "constraints_factor", "lower_bound"]
 
 
-def section_tree(sup: np.ndarray):
-    """``(roots, parent, root_of, depth)`` of a BFS forest of a boolean adjacency ``sup``
-    ``(n, n)`` towards one root per closed class (``parent[i] = j`` with ``sup[i, j]``; ``-1`` at
-    the roots; ``root_of[i]`` the index of ``i``'s root in ``roots``)."""
-    from scipy.sparse.csgraph import connected_components
-
-    n = sup.shape[0]
-    k, lab = connected_components(sup, directed=True, connection="strong")
-    ii, jj = np.nonzero(sup)
-    closed = np.ones(k, dtype=bool)
-    closed[lab[ii[lab[ii] != lab[jj]]]] = False
-    roots = [int(np.nonzero(lab == c)[0][0]) for c in range(k) if closed[c]]
-    parent = np.full(n, -1, dtype=np.int64)
-    root_of = np.full(n, -1, dtype=np.int64)
-    depth = np.zeros(n, dtype=np.int64)
-    queue = list(roots)
-    for r_idx, r in enumerate(roots):
-        root_of[r] = r_idx
-    head = 0
-    while head < len(queue):
-        u = queue[head]
-        head += 1
-        for i in map(int, np.nonzero(sup[:, u])[0]):
-            if root_of[i] < 0:
-                parent[i], root_of[i], depth[i] = u, root_of[u], depth[u] + 1
-                queue.append(i)
-    return roots, parent, root_of, depth
-
-
-def _edge_transports(e: FactoredBlocks, i: torch.Tensor, j: torch.Tensor) -> torch.Tensor:
-    """``O_ij = Σ_h w^h_ij T_h`` ``(len(i), d, d)`` for the listed edges."""
-    return torch.einsum("he,had->ead", e.w[:, i, j], e.T)
-
-
-def _sections_basis(e: FactoredBlocks, sup: np.ndarray):
-    """Orthonormal basis ``Q`` ``(N, m)`` of the sections fixed by their root values, the tree's
-    ``s_T`` lower bound and the tree facts (about ``2·m·N + 2·n·d²`` numbers at the peak)."""
-    n, d = e.n, e.d
-    roots, parent, root_of, depth = section_tree(sup)
-    order = np.argsort(depth, kind="stable")
-    kids = np.nonzero(parent >= 0)[0]
-    M = torch.zeros(n, d, d, dtype=F64)
-    if len(kids):
-        M[kids] = _edge_transports(e, torch.as_tensor(kids), torch.as_tensor(parent[kids]))
-    D = int(depth.max()) if n else 0
-    nu = 0.0
-    if D > 1:
-        nu = math.sqrt(int(np.bincount(parent[kids]).max())) * float(torch.linalg.matrix_norm(M[kids], ord=2).max())
-    for i in order:  # M_i = O_{i p(i)} M_{p(i)}, in place (parents first)
-        if parent[i] < 0:
-            M[i] = torch.eye(d, dtype=F64)
-        elif depth[i] > 1:
-            M[i] = M[i] @ M[parent[i]]
-    m = d * len(roots)
-    if len(roots) == 1:
-        E = M.reshape(n * d, d)
-    else:
-        E = torch.zeros(n, d, m, dtype=F64)
-        for i in range(n):
-            c = int(root_of[i])
-            E[i, :, c * d : (c + 1) * d] = M[i]
-        E = E.reshape(n * d, m)
-    del M
-    Q = torch.linalg.qr(E)[0]
-    s_T = 1.0 if D <= 1 else 1.0 / sum(nu**k for k in range(D))
-    return Q, s_T, {"closed_classes": len(roots), "tree_depth": D, "s_T": s_T}
-
-
-def constraints_factor(e: FactoredBlocks, X: torch.Tensor) -> torch.Tensor:
-    """Triangular factor ``R`` ``(≤k, k)`` of ``C X`` (``X`` ``(N, k)``): ``RᵀR = (CX)ᵀ(CX)``,
-    accumulated over row chunks of ``C X`` (``(CX)_ij = X_i − O_ij X_j`` on the support)."""
-    n, d = e.n, e.d
-    k = X.shape[1]
-    x = X.T.reshape(k, n, d)
-    Y = e._tx(x)
-    s = e.sup.to(F64)
-    R = torch.zeros(0, k, dtype=F64)
-    step = e._row_chunk(k * n * d * 2)
-    for i0 in range(0, n, step):
-        i1 = min(i0 + step, n)
-        y = (x[:, i0:i1, None, :] - e._transported(Y, i0, i1)) * s[None, i0:i1, :, None]
-        rows = y.permute(1, 2, 3, 0).reshape(-1, k)
-        R = torch.linalg.qr(torch.cat([R, rows]), mode="r")[1]
-    return R
-
-
-def lower_bound(sigma: float, s_T: float, c: float) -> float:
-    """``min_{t∈[0,1]} max(s_T t, σ'√(1 − t²) − c t)`` (module docstring); ``s_T`` for ``σ' = ∞``."""
-    if math.isinf(sigma):
-        return s_T
-    return s_T * sigma / math.sqrt((s_T + c) ** 2 + sigma**2)
-
-
-def _krylov_ritz(e: FactoredBlocks, Q: torch.Tensor, k: int, max_cols: int, rel: float, AQ=None, meter=None):
-    """The ``k``-th smallest Ritz value ``θ`` and its residual ``ρ`` of ``CᵀC`` on the block Krylov
-    space ``span[Q, CᵀC Q, (CᵀC)² Q, …]`` (``≤ max_cols`` columns, at most ``8 d``; stops early once
-    ``√θ − √(θ − ρ) ≤ rel·√θ`` or the space is invariant). ``θ ≥ λ_k(CᵀC)`` (Courant–Fischer) and
-    an eigenvalue lies within ``ρ`` of ``θ``. ``AQ``: ``CᵀC Q`` when already at hand; ``meter``: a
-    :class:`_Meter` whose cap ends the search early (with the Ritz pair reached so far)."""
-    n, d = e.n, e.d
-    N = Q.shape[0]
-    G_apply = lambda X: e.constraints_gram_fast(X.T.reshape(-1, n, d)).reshape(-1, N).T
-    V, AV = Q, (G_apply(Q) if AQ is None else AQ)
-    G = V.T @ AV
-    last = Q.shape[1]
-    while True:
-        th, Y = torch.linalg.eigh(0.5 * (G + G.T))
-        y = Y[:, k - 1]
-        t = float(th[k - 1].clamp(min=0))
-        r = float(torch.linalg.vector_norm(AV @ y - th[k - 1] * (V @ y)))
-        if math.sqrt(t) - math.sqrt(max(t - r, 0.0)) <= rel * math.sqrt(t) or V.shape[1] >= min(N, max_cols):
-            return t, r
-
-        W = AV[:, -last:]
-        for _ in range(2):  # block Gram–Schmidt, twice
-            W = W - V @ (V.T @ W)
-        U, sv, _ = torch.linalg.svd(W, full_matrices=False)
-        keep = sv > 1e-10 * float(sv.max()) if sv.numel() and float(sv.max()) > 0 else sv > 0
-        U = U[:, keep][:, : min(N, max_cols) - V.shape[1]]
-        if not U.shape[1] or (meter is not None and meter.used + 2 * U.shape[1] > meter.cap):
-            return t, r
-        AU = G_apply(U)
-        VAU = V.T @ AU
-        G = torch.cat([torch.cat([G, VAU], 1), torch.cat([VAU.T, U.T @ AU], 1)], 0)
-        V, AV, last = torch.cat([V, U], 1), torch.cat([AV, AU], 1), U.shape[1]
-
-
-class OverBudget(Exception):
-    """The kernel route reached its cap on matrix–vector products (``max_matvecs``)."""
-
-
-class _Meter:
-    """Products of one walk's operators (``e.counter``) since creation, against a cap: ``check()``
-    raises :class:`OverBudget` once more than ``limit`` were made (``soft`` lowers the cap for the
-    optional searches of a walk that already fails a T3 hypothesis)."""
-
-    def __init__(self, e: FactoredBlocks, limit: int):
-        self.e, self.start, self.limit, self.cap = e, e.counter[0], int(limit), int(limit)
-
-    @property
-    def used(self) -> int:
-        return self.e.counter[0] - self.start
-
-    def soft(self, extra: int | None) -> None:
-        self.cap = self.limit if extra is None else min(self.limit, self.used + int(extra))
-
-    def check(self) -> None:
-        if self.used > self.cap:
-            raise OverBudget(self.used)
-
-
-def _ritz_extreme(op, N: int, v0: torch.Tensor, smallest: bool, rtol: float, max_dim: int = 40, keep: int = 8):
-    """``(θ, y, ρ)``: the smallest (``smallest``) or largest eigenvalue ``θ`` of a symmetric
-    matrix-free ``op`` (``(N, p) → (N, p)``), its unit Ritz vector and residual norm
-    ``‖op(y) − θ y‖``, by thick-restart Lanczos: Rayleigh–Ritz on ``span[V]`` with ``op(V)`` kept,
-    expanded by the current residual (twice orthogonalised: the Krylov space in exact arithmetic),
-    restarted from the ``keep`` best Ritz vectors at ``max_dim``. Stops when
-    ``ρ ≤ rtol·max(|θ|, eps^{2/3}·‖op‖_est)`` (ARPACK's rule) or the space is invariant; the cap on
-    products is the caller's (its ``op`` raises :class:`OverBudget`). No ARPACK: its own work per
-    step (restarts over ``ncv`` vectors of length ``N``) cost more than the products at ``n·d ≥ 3e4``."""
-    max_dim = min(max_dim, N)
-    V, AV = torch.empty(N, max_dim, dtype=F64), torch.empty(N, max_dim, dtype=F64)
-    V[:, 0] = v0.to(F64) / torch.linalg.vector_norm(v0.to(F64))
-    AV[:, :1] = op(V[:, :1])
-    Hm = torch.zeros(max_dim, max_dim, dtype=F64)
-    Hm[0, 0] = V[:, 0] @ AV[:, 0]
-    j = 1
-    floor = float(torch.finfo(F64).eps) ** (2 / 3)
-    while True:
-        th, S = torch.linalg.eigh(Hm[:j, :j])
-        i = 0 if smallest else -1
-        y, Ay, t = V[:, :j] @ S[:, i], AV[:, :j] @ S[:, i], float(th[i])
-        r = Ay - t * y
-        rho = float(torch.linalg.vector_norm(r))
-        anorm = float(th.abs().max())
-        if rho <= rtol * max(abs(t), floor * anorm) or j >= N:
-            return t, y, rho
-        if j >= max_dim:  # thick restart: the `keep` Ritz vectors nearest the wanted end
-            sel = S[:, :keep] if smallest else S[:, -keep:]
-            V[:, :keep], AV[:, :keep] = V @ sel, AV @ sel
-            Hm.zero_()
-            Hm[:keep, :keep] = torch.diag(th[:keep] if smallest else th[-keep:])
-            j = keep
-        for _ in range(2):
-            r = r - V[:, :j] @ (V[:, :j].T @ r)
-        nr = float(torch.linalg.vector_norm(r))
-        if nr <= 1e-10 * rho:  # invariant subspace: the Ritz pair is exact up to rounding
-            return t, y, rho
-        V[:, j] = r / nr
-        AV[:, j : j + 1] = op(V[:, j : j + 1])
-        h = V[:, : j + 1].T @ AV[:, j]  # the new row / column of VᵀAV (symmetrised)
-        h[:j] = 0.5 * (h[:j] + AV[:, :j].T @ V[:, j])
-        Hm[j, : j + 1], Hm[: j + 1, j] = h, h
-        j += 1
-
-
-def _norm(op, N: int, n: int, d: int, seed: int, meter: _Meter) -> float:
-    """``max(√λ_max(op), 1)`` of a symmetric PSD matrix-free ``op`` (``(p, n, d) → (p, n, d)``) by
-    :func:`_ritz_extreme` (relative residual 1e-8: the norm only scales thresholds)."""
-    v0 = torch.from_numpy(np.random.default_rng(seed).standard_normal(N))
-
-    def opm(X):
-        meter.check()
-        return op(X.T.reshape(-1, n, d)).reshape(-1, N).T
-
-    lam = _ritz_extreme(opm, N, v0, False, 1e-8)[0]
-    return max(math.sqrt(max(lam, 0.0)), 1.0)
-
-
-def _gram_columns(e: FactoredBlocks, Q: torch.Tensor, meter: _Meter, block: int) -> torch.Tensor:
+def _gram_columns(e: FactoredBlocks, Q: torch.Tensor, meter: Meter, block: int) -> torch.Tensor:
     """``CᵀC Q`` ``(N, m)`` by the edge-Gram expansion, ``block`` columns at a time."""
     n, d = e.n, e.d
     N, m = Q.shape
@@ -333,24 +135,7 @@ def _gram_columns(e: FactoredBlocks, Q: torch.Tensor, meter: _Meter, block: int)
     return out
 
 
-def _deflated_smallest(DtD, K: torch.Tensor, dn: float, N: int, n: int, d: int, meter: _Meter, v0):
-    """``(θ, v, ρ)``: the smallest Ritz pair of ``ΔᵀΔ`` on the complement of ``K`` (``K``'s
-    directions shifted to ``‖Δ‖²``) by :func:`_ritz_extreme` (relative 1e-4: the value only has to
-    be told from a threshold many orders below) and its residual norm; capped by ``meter``."""
-
-    def op(X):
-        meter.check()
-        if K.shape[1]:
-            c = K.T @ X
-            out = DtD((X - K @ c).T.reshape(-1, n, d)).reshape(-1, N).T
-            return out - K @ (K.T @ out) + dn**2 * (K @ c)
-        return DtD(X.T.reshape(-1, n, d)).reshape(-1, N).T
-
-    t, y, rho = _ritz_extreme(op, N, torch.as_tensor(v0), True, 1e-4, *SEARCH_BASIS)
-    return t, y, rho
-
-
-def _undecided(why: str, facts: dict, meter: _Meter):
+def _undecided(why: str, facts: dict, meter: Meter):
     facts["decided"], facts["matvecs"] = False, meter.used
     return math.nan, math.nan, why, math.nan, why, -1, -1, facts
 
@@ -374,17 +159,17 @@ def _kernel_element(
     n, d = e.n, e.d
     N = n * d
     thr = tol(tdt, N)
-    meter = _Meter(e, limit)
+    meter = Meter(e, limit)
     facts: dict = {"method": "sections (Gram + refined factor) + Dirichlet certificate / capped Lanczos"}
     Dfn = lambda x: x - e.apply(x)
     DtD = lambda x: (lambda y: y - e.apply_t(y))(x - e.apply(x))
     CtC = e.constraints_gram_fast
     block = max(1, min(d, e.chunk_elems // max((e.H + 3) * N, 1)))
     try:
-        dn = _norm(DtD, N, n, d, seed, meter)
-        cn = _norm(CtC, N, n, d, seed, meter)
+        dn = operator_norm(DtD, N, n, d, seed, meter)
+        cn = operator_norm(CtC, N, n, d, seed, meter)
         # parallel sections: Rayleigh–Ritz of CᵀC on the root-fixed sections (Gram, error δ)
-        Q, s_T, tf = _sections_basis(e, e.sup.numpy())
+        Q, s_T, tf = sections_basis(e, e.sup.numpy())
         facts.update(tf)
         AQ = _gram_columns(e, Q, meter, block)
     except OverBudget as exc:
@@ -413,23 +198,10 @@ def _kernel_element(
         s_up = torch.cat([sS, s_up[kS:]])
         s_lo = torch.cat([(torch.minimum(sS**2, torch.tensor(gapN, dtype=F64)) - delta).clamp(min=0).sqrt(), s_lo[kS:]])
     facts["refined_directions"] = kS
-    kC = int((s_up <= thr * cn).sum())
-    whys: list[str] = []
-    low_next = lower_bound(float(s_lo[kC]) if kC < m else math.inf, s_T, cn)
-    undefined = low_next <= thr * cn
-    if undefined:
-        whys.append(
-            f"undefined: dim parallel ≥ {kC}, and σ_{kC + 1}(C) ∈ [{low_next:.1e}, {float(s_up[kC]):.1e}] "
-            f"straddles the threshold {thr * cn:.1e}"
-        )
+    kC, low_next, whys = parallel_count(s_up, s_lo, thr * cn, s_T, cn)
+    undefined = bool(whys)
     Z = Q @ V[:, :kC]
-    if kC:
-        DZ = Dfn(Z.T.reshape(kC, n, d)).reshape(kC, N).T
-        _, sZ, VhZ = torch.linalg.svd(DZ, full_matrices=False)
-        r1 = float(sZ[0]) / dn
-        K = Z @ VhZ.T.flip(1)[:, : int((sZ <= thr * dn).sum())]
-    else:
-        r1, K = 0.0, torch.zeros(N, 0, dtype=F64)
+    r1, K = sections_in_kernel(Dfn, Z, n, d, thr, dn)
     s_next, extra_found, capped_search = math.nan, 0, False
     meter.soft(search_limit)
     if dirichlet is not None and K.shape[1] == kC:
@@ -444,7 +216,7 @@ def _kernel_element(
         cap = meter.cap
         meter.soft(min(SEARCH_FLOOR, max(meter.cap - meter.used, 0)))
         try:
-            lam1, _, rho = _deflated_smallest(DtD, K, dn, N, n, d, meter, v0)
+            lam1, _, rho = deflated_smallest(DtD, K, dn, N, n, d, meter, v0)
             if rho < lam1:
                 facts["sigma_next_Delta_ritz"] = math.sqrt(lam1 - rho)
                 s_next = max(s_next, math.sqrt(lam1 - rho))
@@ -456,7 +228,7 @@ def _kernel_element(
             # a fresh start per direction: a single-vector Krylov space from the previous start holds
             # only that start's component in a multiple null space, i.e. the direction already found
             v0 = np.random.default_rng([seed, K.shape[1]]).standard_normal(N)
-            lam1, vec, rho = _deflated_smallest(DtD, K, dn, N, n, d, meter, v0)
+            lam1, vec, rho = deflated_smallest(DtD, K, dn, N, n, d, meter, v0)
         except OverBudget as exc:
             undefined = True
             facts["kernel_dim_at_least"] = K.shape[1]
@@ -522,7 +294,7 @@ def _kernel_element(
                 f"∈ [{lo_f / cn:.3e}, {fl:.3e}] (certified; not sharpened: a T3 hypothesis fails)"
             )
         elif up > thr * cn:  # fails (certified by f); sharpen the residual by block Krylov, within the cap
-            t, r = _krylov_ritz(e, Q, need, max_cols, math.sqrt(thr), AQ=AQ, meter=meter)
+            t, r = krylov_ritz(e, Q, need, max_cols, math.sqrt(thr), AQ=AQ, meter=meter)
             t = max(t - delta, 0.0)
             fl = min(fl, math.sqrt(t + 2 * delta) / cn)
             lo_r = max(math.sqrt(max(t - r, 0.0)) / cn, lo_f / cn)
@@ -538,133 +310,7 @@ def _kernel_element(
     return kp_res, bnd, (whys[0] if whys else None), fl, flat_why, kD, kC, facts
 
 
-def _kernel_element_arpack(e: FactoredBlocks, n_comp: int, tdt, k_max: int, seed: int, max_cols: int):
-    """The previous route (``route="arpack"``, the baseline of ``benchmarks/bench_diagnose.py``):
-    ``(kp_res, kp_bnd, kp_why, flat_res, flat_why, kD, kC, facts)`` of one walk, with an
-    unbounded ARPACK search (``tol=1e-6``) and the row-chunked factor of ``C Q`` on all sections."""
-    from scipy.sparse.linalg import ArpackNoConvergence, LinearOperator, eigsh
-
-    n, d = e.n, e.d
-    N = n * d
-    thr = tol(tdt, N)
-    Dfn = lambda x: x - e.apply(x)
-    DtD = lambda x: (lambda y: y - e.apply_t(y))(x - e.apply(x))
-    cnt = [0]
-    dn = max(float(sym_extreme(DtD, N, n, d, "LA", cnt, seed)[0][0].clamp(min=0).sqrt()), 1.0)
-    cn = max(float(sym_extreme(e.constraints_gram_fast, N, n, d, "LA", cnt, seed)[0][0].clamp(min=0).sqrt()), 1.0)
-    # parallel sections: Rayleigh–Ritz of C on the sections fixed by their root values
-    Q, s_T, facts = _sections_basis(e, e.sup.numpy())
-    m = Q.shape[1]
-    RC = constraints_factor(e, Q)
-    RC = torch.cat([RC, torch.zeros(m - RC.shape[0], m, dtype=F64)]) if RC.shape[0] < m else RC
-    _, sC, VhC = torch.linalg.svd(RC)
-    sC, UC = sC.flip(0), VhC.flip(0).T  # ascending
-    kC = int((sC <= thr * cn).sum())
-    whys = []
-    low_next = lower_bound(float(sC[kC]) if kC < m else math.inf, s_T, cn)
-    undefined = low_next <= thr * cn
-    if undefined:
-        whys.append(
-            f"undefined: dim parallel ≥ {kC}, and σ_{kC + 1}(C) ∈ [{low_next:.1e}, {float(sC[kC]):.1e}] "
-            f"straddles the threshold {thr * cn:.1e}"
-        )
-    Z = Q @ UC[:, :kC]
-    # ker Δ: the parallel sections first, then Lanczos on the complement of what was found
-    if kC:
-        DZ = Dfn(Z.T.reshape(kC, n, d)).reshape(kC, N).T
-        _, sZ, VhZ = torch.linalg.svd(DZ, full_matrices=False)
-        r1 = float(sZ[0]) / dn
-        K = Z @ VhZ.T.flip(1)[:, : int((sZ <= thr * dn).sum())]
-    else:
-        r1, K = 0.0, torch.zeros(N, 0, dtype=F64)
-    s_next, extra_found = math.nan, 0
-    v0 = np.random.default_rng(seed).standard_normal(N)
-    while True:
-        Kt = K
-
-        def mv(v, Kt=Kt):
-            cnt[0] += 1
-            x = torch.from_numpy(np.ascontiguousarray(np.asarray(v).reshape(N), dtype=np.float64))
-            if Kt.shape[1]:
-                c = Kt.T @ x
-                y = x - Kt @ c
-                out = DtD(y.reshape(1, n, d)).reshape(N)
-                out = out - Kt @ (Kt.T @ out) + dn**2 * (Kt @ c)
-            else:
-                out = DtD(x.reshape(1, n, d)).reshape(N)
-            return out.numpy()
-
-        op = LinearOperator((N, N), matvec=mv, dtype=np.float64)
-        try:
-            lam, vec = eigsh(op, k=1, which="SA", v0=v0, tol=1e-6, ncv=min(N, 40), maxiter=3000)
-        except ArpackNoConvergence as exc:
-            undefined = True
-            whys.append(f"undefined: Lanczos for σ_{K.shape[1] + 1}(Δ) did not converge ({exc})")
-            break
-        v = torch.from_numpy(vec[:, 0])
-        rho = float(torch.linalg.vector_norm(torch.from_numpy(mv(vec[:, 0])) - float(lam[0]) * v))
-        lo, hi = math.sqrt(max(float(lam[0]) - rho, 0.0)), math.sqrt(max(float(lam[0]) + rho, 0.0))
-        v = v - K @ (K.T @ v)
-        Kc = torch.cat([K, (v / torch.linalg.vector_norm(v))[:, None]], 1)
-        # certify with Δ itself (accurate to eps‖Δ‖), not the Gram residual (eps‖Δ‖²)
-        sv = torch.linalg.svdvals(Dfn(Kc.T.reshape(-1, n, d)).reshape(Kc.shape[1], N).T)
-        if float(sv[0]) <= thr * dn and extra_found < k_max:
-            K = Kc
-            extra_found += 1
-            continue
-        if lo > thr * dn:
-            s_next = lo
-            break
-        undefined = True
-        whys.append(
-            f"undefined: σ_{K.shape[1] + 1}(Δ) ∈ [{lo:.1e}, {hi:.1e}] straddles the threshold {thr * dn:.1e}"
-            if float(sv[0]) > thr * dn
-            else f"undefined: more than k_max = {k_max} null directions of Δ outside the parallel sections"
-        )
-        break
-    kD = K.shape[1]
-    if not kD:
-        r2 = 0.0
-    elif extra_found:
-        r2 = float(torch.linalg.matrix_norm(constraints_factor(e, K), ord=2)) / cn
-    else:  # K = Q c inside the root-fixed sections: ‖CK‖ = ‖R c‖ with the factor of CQ already at hand
-        r2 = float(torch.linalg.matrix_norm(RC @ (Q.T @ K), ord=2)) / cn
-    bnd = thr
-    if kD > 0 and s_next == s_next:
-        bnd = max(bnd, thr * dn / s_next)
-    if kC:
-        bnd = max(bnd, thr * cn / low_next)
-    need = n_comp * d
-    flat_why = None
-    if need == 0:
-        fl = 0.0
-    else:
-        up = float(sC[need - 1])
-        lo_f = lower_bound(up, s_T, cn)
-        fl = up / cn
-        facts["flat_interval"] = (lo_f / cn, fl)
-        if up > thr * cn >= lo_f:
-            fl = math.nan
-            flat_why = f"flat: σ_{need}(C)/‖C‖ ∈ [{lo_f / cn:.1e}, {up / cn:.1e}] straddles the threshold {thr:.1e}"
-        elif up > thr * cn:  # fails (certified by f); sharpen the residual by block Krylov Rayleigh–Ritz
-            t, r = _krylov_ritz(e, Q, need, max_cols, math.sqrt(thr))
-            fl = min(fl, math.sqrt(t) / cn)
-            lo_r = max(math.sqrt(max(t - r, 0.0)) / cn, lo_f / cn)
-            facts["flat_interval"] = (lo_r, fl)
-            facts["flat_certified_lower"] = lo_f / cn
-            flat_why = (
-                f"flat: residual is the Ritz upper bound of σ_{need}(C)/‖C‖ ∈ [{lo_r:.3e}, {fl:.3e}] "
-                f"(lower end: Ritz residual; certified ≥ {lo_f / cn:.2e} from the root-fixed sections)"
-            )
-    facts.update({"norm_Delta": dn, "norm_C": cn, "sigma_next_Delta": s_next, "matvecs": cnt[0], "s_T": s_T})
-    kp_res = math.nan if undefined else max(r1, r2)
-    return kp_res, bnd, (whys[0] if whys else None), fl, flat_why, kD, kC, facts
-
-
-#: the sections path's float64 entries (:func:`sections_fit`, ``m = d·classes`` basis columns);
-#: above this many times ``chunk_elems`` it is not used
 SECTIONS_MAX_CHUNKS = 24
-_ARPACK_MAX_CHUNKS = 16  # the previous route's rule (route="arpack")
 
 
 def sections_fit(e: FactoredBlocks, n_comp: int, route: str = "sections") -> bool:
@@ -673,7 +319,7 @@ def sections_fit(e: FactoredBlocks, n_comp: int, route: str = "sections") -> boo
     ``4·m·n·d + 2·n·d²``; the previous route ``(H + 4)·m·n·d``)."""
     m = e.d * max(int(n_comp), 1)
     if route == "arpack":
-        return (e.H + 4) * m * e.n * e.d <= _ARPACK_MAX_CHUNKS * e.chunk_elems
+        return (e.H + 4) * m * e.n * e.d <= ARPACK_MAX_CHUNKS * e.chunk_elems
     return 3 * m * e.n * e.d + 2 * e.n * e.d * e.d <= SECTIONS_MAX_CHUNKS * e.chunk_elems
 
 
@@ -692,7 +338,7 @@ def _kernel_element_lanczos(
     n, d = e.n, e.d
     N = n * d
     fact = {"method": "lanczos (sections basis over the memory rule)", "k_max": k_max}
-    meter = _Meter(e, 1 << 62 if limit is None else limit)
+    meter = Meter(e, 1 << 62 if limit is None else limit)
 
     def capped(fn):
         return lambda x: (meter.check(), fn(x))[1]
@@ -768,10 +414,6 @@ def _kernel_element_lanczos(
 
 #: default cap on the kernel route's products with ``W``/``Wᵀ``/coefficient operators per walk
 MAX_MATVECS = 10_000
-#: ``(max_dim, keep)`` of the thick-restart Lanczos of the ker Δ search (:func:`_ritz_extreme`); on
-#: MiniLM layer 1 at 9 tokens (σ_1(Δ) ≈ 9.5e-4) it took 31,643 products with (40, 8), 13,421 with
-#: (60, 20) and 11,913 with (80, 40)
-SEARCH_BASIS = (60, 20)
 #: least budget of the optional searches of a walk that fails a T3 hypothesis (module docstring)
 SEARCH_FLOOR = 200
 
@@ -814,7 +456,7 @@ def kernel_factored(
             nc = int(n_comp.reshape(-1)[b])
             max_cols = min(8 * e.d, max(1, 4 * e.chunk_elems // N))
             if route == "arpack" and sections_fit(e, nc, route):
-                r, bnd, why, fl, fwhy, kD, kC, fact = _kernel_element_arpack(e, nc, tdt, k_max, seed, max_cols)
+                r, bnd, why, fl, fwhy, kD, kC, fact = kernel_element_arpack(e, nc, tdt, k_max, seed, max_cols)
             elif route == "arpack":
                 r, bnd, why, fl, fwhy, kD, kC, fact = _kernel_element_lanczos(e, nc, tdt, k_max, seed)
             else:

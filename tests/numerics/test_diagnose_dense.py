@@ -25,29 +25,9 @@ from numerics.laplacian.dense import dense_kernel, dense_spectrum
 from numerics.laplacian.result import Check, make_check
 from numerics.tolerance import tol
 from numerics.walk import ConnectionWalk
+from tests.helpers import host, rot, triangle
 
 F = torch.float64
-
-
-def host(x) -> torch.Tensor:
-    return torch.as_tensor(np.asarray(x, dtype=np.float64))
-
-
-def rot(theta: float) -> np.ndarray:
-    c, s = math.cos(theta), math.sin(theta)
-    return np.array([[c, -s], [s, c]])
-
-
-def triangle(theta: float, lazy: float = 1 / 3):
-    """n = 3, P_ii = lazy, P_ij = (1 − lazy)/2, O_ij = R(θ) (i < j), R(θ)ᵀ (i > j), I on the
-    diagonal: metric-compatible, holonomy R(θ) around the triangle (no parallel section unless θ = 0)."""
-    P = np.full((3, 3), (1 - lazy) / 2)
-    np.fill_diagonal(P, lazy)
-    O = np.empty((3, 3, 2, 2))
-    for i in range(3):
-        for j in range(3):
-            O[i, j] = np.eye(2) if i == j else (rot(theta) if i < j else rot(theta).T)
-    return P, O
 
 
 def literal_delta(P: np.ndarray, O: np.ndarray) -> np.ndarray:

@@ -558,7 +558,7 @@ def test_constant_transport_rtol_is_the_relative_residual_bound():
 
 def test_zero_walk_has_zero_relative_residual():
     """All-zero blocks on a walk with edges: the constant transport T = 0 with the walk's own P (no NaN,
-    not an arbitrary T); without any edge (issue 20: was 'holds' with an arbitrary transport): refused."""
+    not an arbitrary T); without any edge (once reported 'holds' with an arbitrary transport): refused."""
     from numerics.errors import UndefinedError
 
     P = torch.full((2, 2), 0.5, dtype=f64)
@@ -835,7 +835,7 @@ BAD_INPUT = [
         "DTypeError",
         "P: dtype torch.float32 differs from B's torch.float64; cast explicitly",
     ),
-    # the gauge of from_blocks is row-stochastic by definition (issue 20: 2·P was accepted)
+    # the gauge of from_blocks is row-stochastic by definition (2·P was once accepted)
     (
         lambda: ConnectionWalk.from_blocks(torch.ones(2, 2, 1, 1, dtype=f64), P=A22 * 2),
         "NotStochasticError",

@@ -1,5 +1,5 @@
-"""The degenerate and generic-exception inputs of issue 20 (each was accepted with a wrong or
-meaningless answer, or died with a builtin exception): typed errors naming the argument, and the
+"""Degenerate inputs and inputs that used to die with a builtin exception (each was accepted with a
+wrong or meaningless answer, or raised a generic error): typed errors naming the argument, and the
 valid float32 input that was refused, accepted."""
 
 from __future__ import annotations

@@ -1,0 +1,204 @@
+r"""The adapters of the conformance kit (:mod:`numerics.conformance`): how a module's per-head attention
+and transports are read. :class:`MHAAdapter` (``torch.nn.MultiheadAttention``), :class:`ProtocolAdapter`
+(a user's module with ``connwalk_attention``), :class:`HFModelAdapter` (a Hugging Face model of a supported
+family), the stand-alone Hugging Face attention classes (:mod:`numerics.conformance_hf`), and
+:func:`adapter_for`, which picks one. Re-exported by :mod:`numerics.conformance`."""
+
+from __future__ import annotations
+
+import inspect
+from typing import Any
+
+import torch
+
+from numerics.conformance_protocol import Adapter, Draw, EvalMode, Extraction, dtype_of
+from numerics.errors import ParameterError, ShapeError, UnsupportedArchitectureError
+
+
+class NotAttentionError(UnsupportedArchitectureError):
+    """The object given is not an attention module any adapter knows (and has no
+    ``connwalk_attention`` method)."""
+
+
+class MHAAdapter(Adapter):
+    """``torch.nn.MultiheadAttention``: packed ``in_proj`` or separate ``q/k/v_proj_weight``
+    (``kdim``/``vdim``: cross-attention inputs of width ``kdim``, ``vdim``), biases optional,
+    ``batch_first`` either way; key padding and causal masks. ``add_bias_kv`` / ``add_zero_attn``
+    append a key that is no token, so they are refused."""
+
+    name = "torch.nn.MultiheadAttention"
+    takes_mask = True
+
+    def __init__(self, mha: torch.nn.MultiheadAttention) -> None:
+        if mha.bias_k is not None or mha.add_zero_attn:
+            raise UnsupportedArchitectureError(
+                "add_bias_kv / add_zero_attn add a key that is not a token; the walk is over tokens", argument="module"
+            )
+        self.mha = mha
+        self.d_model = mha.embed_dim
+        self.cross = not mha._qkv_same_embed_dim
+        self.takes_causal = not self.cross
+        self.dtype = dtype_of(mha)
+
+    def _weights(self):
+        m, d, H = self.mha, self.mha.embed_dim, self.mha.num_heads
+        if m._qkv_same_embed_dim:
+            Wv = m.in_proj_weight[2 * d :]
+        else:
+            Wv = m.v_proj_weight
+        bv = None if m.in_proj_bias is None else m.in_proj_bias[2 * d :]
+        dh = d // H
+        W_V = Wv.detach().reshape(H, dh, -1)
+        W_O = m.out_proj.weight.detach().reshape(d, H, dh).permute(1, 0, 2)
+        b_V = None if bv is None else bv.detach().reshape(H, dh)
+        b_O = None if m.out_proj.bias is None else m.out_proj.bias.detach()
+        return W_O, W_V, b_V, b_O
+
+    def extract(self, draw: Draw) -> list[Extraction]:
+        m, dt = self.mha, self.dtype
+        g = draw.generator()
+        X = draw.randn(draw.batch, draw.n, self.d_model, dtype=dt, gen=g)
+        if self.cross:
+            K = draw.randn(draw.batch, draw.m, m.kdim, dtype=dt, gen=g)
+            V = draw.randn(draw.batch, draw.m, m.vdim, dtype=dt, gen=g)
+        else:
+            K = V = X
+        kpm = draw.key_padding_mask()
+        am = None
+        if draw.causal:
+            am = torch.ones(draw.n, draw.m, dtype=torch.bool).triu(1)
+        args = (X, K, V) if m.batch_first else (X.transpose(0, 1), K.transpose(0, 1), V.transpose(0, 1))
+        with EvalMode(m), torch.no_grad():
+            out, A = m(*args, key_padding_mask=kpm, attn_mask=am, need_weights=True, average_attn_weights=False)
+        if not m.batch_first:
+            out = out.transpose(0, 1)
+        W_O, W_V, b_V, b_O = self._weights()
+        return [Extraction(out, A, W_O, W_V, V, b_V, b_O, None if kpm is None else ~kpm)]
+
+
+class ProtocolAdapter(Adapter):
+    """A user's module with ``connwalk_attention(X, key_padding_mask=None)`` (module docstring)."""
+
+    def __init__(self, module: Any) -> None:
+        self.module = module
+        self.name = type(module).__name__ + " (connwalk_attention)"
+        d = getattr(module, "embed_dim", None) or getattr(module, "d_model", None)
+        if not isinstance(d, int) or d < 1:
+            raise NotAttentionError(
+                f"{type(module).__name__} has connwalk_attention but no integer embed_dim / d_model", argument="module"
+            )
+        self.d_model = d
+        self.takes_mask = "key_padding_mask" in inspect.signature(module.connwalk_attention).parameters
+        self.dtype = dtype_of(module)
+
+    def extract(self, draw: Draw) -> list[Extraction]:
+        X = draw.randn(draw.batch, draw.n, self.d_model, dtype=self.dtype)
+        kpm = draw.key_padding_mask()
+        kw = {"key_padding_mask": kpm} if self.takes_mask else {}
+        with EvalMode(self.module), torch.no_grad():
+            got = self.module.connwalk_attention(X, **kw)
+        if isinstance(got, dict):
+            got = Extraction(**got)
+        if not isinstance(got, Extraction):
+            raise ParameterError(
+                f"connwalk_attention returned {type(got).__name__}; expected an Extraction or a dict of its fields",
+                argument="module",
+            )
+        if got.key_mask is None and kpm is not None:
+            got.key_mask = ~kpm
+        return [got]
+
+
+class HFModelAdapter(Adapter):
+    """A Hugging Face model of a supported family: every attention layer (or ``layers``), captured
+    by :class:`numerics.models.adapters.HFModelHandle` on token ids drawn from the seed (right
+    padding through ``attention_mask``)."""
+
+    takes_mask = True
+
+    def __init__(self, model, layers=None) -> None:
+        from numerics.models.adapters import HFModelHandle
+
+        self.handle = model if isinstance(model, HFModelHandle) else HFModelHandle(model)
+        h = self.handle
+        self.name = f"{type(h.model).__name__} ({h.family}, {h.n_layers} layers)"
+        self.d_model, self.dtype, self.max_length = h.d_model, h.dtype, h.max_length
+        self.keep = None if layers is None else {int(k) for k in layers}
+        if self.keep is not None and (not self.keep or not all(0 <= k < h.n_layers for k in self.keep)):
+            raise ShapeError(f"layer indices must lie in [0, {h.n_layers}), got {sorted(self.keep)}", argument="layers")
+        # padding is drawn for encoders only: a causal model's real tokens never see right padding,
+        # and with a sliding window the padded queries of a decoder may have no key left at all
+        self.takes_mask = h.kind == "encoder"
+        # Llama / Gemma 3 eager softmax runs in float32 whatever the model's dtype
+        self.attention_dtype = torch.float32 if h.family in ("llama", "gemma3") else None
+
+    def extract(self, draw: Draw) -> list[Extraction]:
+        h = self.handle
+        ids = torch.randint(0, h.vocab_size, (draw.batch, draw.n), generator=draw.generator())
+        kpm = draw.key_padding_mask()
+        am = None if kpm is None else (~kpm).to(torch.long)
+        out = []
+        for cap in h.layers(ids, am, keep=self.keep):
+            w = cap.extra["weights"]
+            bv = None
+            if w.b_V is not None:
+                from numerics.attention import kv_head_map
+
+                kv = torch.tensor(kv_head_map(w.n_heads, w.n_kv_heads))
+                bv = w.b_V.reshape(-1, w.d_head)[kv]
+            assert cap.attn_output is not None  # layers(..., with_output=True)
+            out.append(
+                Extraction(
+                    cap.attn_output,
+                    cap.A,
+                    cap.W_O,
+                    cap.W_V,
+                    cap.attn_input,
+                    bv,
+                    w.b_O,
+                    None if kpm is None else ~kpm,
+                    self.attention_dtype,
+                    layer=str(cap.layer),
+                )
+            )
+        return out
+
+
+def adapter_for(module, *, layers=None) -> Adapter:
+    """The adapter of ``module``: an :class:`Adapter` itself; ``torch.nn.MultiheadAttention``; a
+    module with ``connwalk_attention``; a Hugging Face model (or ``HFModelHandle``) of a supported
+    family; a stand-alone Hugging Face attention module of those families. Anything else raises
+    :class:`NotAttentionError` naming ``module``."""
+    if isinstance(module, Adapter):
+        return module
+    if isinstance(module, torch.nn.MultiheadAttention):
+        return MHAAdapter(module)
+    if callable(getattr(module, "connwalk_attention", None)):
+        return ProtocolAdapter(module)
+    from numerics.models.adapters import HFModelHandle
+
+    if isinstance(module, HFModelHandle) or (
+        isinstance(module, torch.nn.Module)
+        and hasattr(getattr(module, "config", None), "model_type")
+        and hasattr(module, "base_model")
+        and not is_hf_attention(module)
+    ):
+        return HFModelAdapter(module, layers)
+    if isinstance(module, torch.nn.Module) and is_hf_attention(module):
+        from numerics.conformance_hf import hf_attention_adapter
+
+        return hf_attention_adapter(module)
+    raise NotAttentionError(
+        f"{type(module).__name__} is not an attention module connwalk knows: expected torch.nn.MultiheadAttention, "
+        "a Hugging Face model or attention module of a supported family (bert, mpnet, gpt2, llama, gemma3), or a "
+        "module with a connwalk_attention(X, key_padding_mask=None) method (numerics.conformance)",
+        argument="module",
+    )
+
+
+def is_hf_attention(module) -> bool:
+    try:
+        from numerics.conformance_hf import HF_ATTENTION_CLASSES
+    except ImportError:  # pragma: no cover
+        return False
+    return type(module).__name__ in HF_ATTENTION_CLASSES

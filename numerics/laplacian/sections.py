@@ -1,0 +1,183 @@
+r"""The parallel sections of a factored walk and the pieces both kernel routes share
+(:mod:`numerics.laplacian.kernel` and its baseline :mod:`numerics.laplacian.kernel_arpack`): the BFS
+section tree of the support, the root-fixed sections basis (a section is fixed by its value at one
+token per closed class), the row-chunked factor of ``C Q``, the lower bound of ``σ(C)`` through the
+tree rows, the Krylov Ritz refinement, the count of parallel sections with its straddle rule and the
+sections that lie in ``ker Δ``."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import torch
+
+from numerics.laplacian.blocks import FactoredBlocks
+
+F64 = torch.float64
+
+__all__ = [
+    "section_tree",
+    "edge_transports",
+    "sections_basis",
+    "constraints_factor",
+    "lower_bound",
+    "krylov_ritz",
+    "parallel_count",
+    "sections_in_kernel",
+]
+
+
+def section_tree(sup: np.ndarray):
+    """``(roots, parent, root_of, depth)`` of a BFS forest of a boolean adjacency ``sup``
+    ``(n, n)`` towards one root per closed class (``parent[i] = j`` with ``sup[i, j]``; ``-1`` at
+    the roots; ``root_of[i]`` the index of ``i``'s root in ``roots``)."""
+    from scipy.sparse.csgraph import connected_components
+
+    n = sup.shape[0]
+    k, lab = connected_components(sup, directed=True, connection="strong")
+    ii, jj = np.nonzero(sup)
+    closed = np.ones(k, dtype=bool)
+    closed[lab[ii[lab[ii] != lab[jj]]]] = False
+    roots = [int(np.nonzero(lab == c)[0][0]) for c in range(k) if closed[c]]
+    parent = np.full(n, -1, dtype=np.int64)
+    root_of = np.full(n, -1, dtype=np.int64)
+    depth = np.zeros(n, dtype=np.int64)
+    queue = list(roots)
+    for r_idx, r in enumerate(roots):
+        root_of[r] = r_idx
+    head = 0
+    while head < len(queue):
+        u = queue[head]
+        head += 1
+        for i in map(int, np.nonzero(sup[:, u])[0]):
+            if root_of[i] < 0:
+                parent[i], root_of[i], depth[i] = u, root_of[u], depth[u] + 1
+                queue.append(i)
+    return roots, parent, root_of, depth
+
+
+def edge_transports(e: FactoredBlocks, i: torch.Tensor, j: torch.Tensor) -> torch.Tensor:
+    """``O_ij = Σ_h w^h_ij T_h`` ``(len(i), d, d)`` for the listed edges."""
+    return torch.einsum("he,had->ead", e.w[:, i, j], e.T)
+
+
+def sections_basis(e: FactoredBlocks, sup: np.ndarray):
+    """Orthonormal basis ``Q`` ``(N, m)`` of the sections fixed by their root values, the tree's
+    ``s_T`` lower bound and the tree facts (about ``2·m·N + 2·n·d²`` numbers at the peak)."""
+    n, d = e.n, e.d
+    roots, parent, root_of, depth = section_tree(sup)
+    order = np.argsort(depth, kind="stable")
+    kids = np.nonzero(parent >= 0)[0]
+    M = torch.zeros(n, d, d, dtype=F64)
+    if len(kids):
+        M[kids] = edge_transports(e, torch.as_tensor(kids), torch.as_tensor(parent[kids]))
+    D = int(depth.max()) if n else 0
+    nu = 0.0
+    if D > 1:
+        nu = math.sqrt(int(np.bincount(parent[kids]).max())) * float(torch.linalg.matrix_norm(M[kids], ord=2).max())
+    for i in order:  # M_i = O_{i p(i)} M_{p(i)}, in place (parents first)
+        if parent[i] < 0:
+            M[i] = torch.eye(d, dtype=F64)
+        elif depth[i] > 1:
+            M[i] = M[i] @ M[parent[i]]
+    m = d * len(roots)
+    if len(roots) == 1:
+        E = M.reshape(n * d, d)
+    else:
+        E = torch.zeros(n, d, m, dtype=F64)
+        for i in range(n):
+            c = int(root_of[i])
+            E[i, :, c * d : (c + 1) * d] = M[i]
+        E = E.reshape(n * d, m)
+    del M
+    Q = torch.linalg.qr(E)[0]
+    s_T = 1.0 if D <= 1 else 1.0 / sum(nu**k for k in range(D))
+    return Q, s_T, {"closed_classes": len(roots), "tree_depth": D, "s_T": s_T}
+
+
+def constraints_factor(e: FactoredBlocks, X: torch.Tensor) -> torch.Tensor:
+    """Triangular factor ``R`` ``(≤k, k)`` of ``C X`` (``X`` ``(N, k)``): ``RᵀR = (CX)ᵀ(CX)``,
+    accumulated over row chunks of ``C X`` (``(CX)_ij = X_i − O_ij X_j`` on the support)."""
+    n, d = e.n, e.d
+    k = X.shape[1]
+    x = X.T.reshape(k, n, d)
+    Y = e._tx(x)
+    s = e.sup.to(F64)
+    R = torch.zeros(0, k, dtype=F64)
+    step = e._row_chunk(k * n * d * 2)
+    for i0 in range(0, n, step):
+        i1 = min(i0 + step, n)
+        y = (x[:, i0:i1, None, :] - e._transported(Y, i0, i1)) * s[None, i0:i1, :, None]
+        rows = y.permute(1, 2, 3, 0).reshape(-1, k)
+        R = torch.linalg.qr(torch.cat([R, rows]), mode="r")[1]
+    return R
+
+
+def lower_bound(sigma: float, s_T: float, c: float) -> float:
+    """``min_{t∈[0,1]} max(s_T t, σ'√(1 − t²) − c t)`` (module docstring); ``s_T`` for ``σ' = ∞``."""
+    if math.isinf(sigma):
+        return s_T
+    return s_T * sigma / math.sqrt((s_T + c) ** 2 + sigma**2)
+
+
+def krylov_ritz(e: FactoredBlocks, Q: torch.Tensor, k: int, max_cols: int, rel: float, AQ=None, meter=None):
+    """The ``k``-th smallest Ritz value ``θ`` and its residual ``ρ`` of ``CᵀC`` on the block Krylov
+    space ``span[Q, CᵀC Q, (CᵀC)² Q, …]`` (``≤ max_cols`` columns, at most ``8 d``; stops early once
+    ``√θ − √(θ − ρ) ≤ rel·√θ`` or the space is invariant). ``θ ≥ λ_k(CᵀC)`` (Courant–Fischer) and
+    an eigenvalue lies within ``ρ`` of ``θ``. ``AQ``: ``CᵀC Q`` when already at hand; ``meter``: a
+    :class:`numerics.laplacian.lanczos.Meter` whose cap ends the search early (with the Ritz pair reached so far)."""
+    n, d = e.n, e.d
+    N = Q.shape[0]
+    G_apply = lambda X: e.constraints_gram_fast(X.T.reshape(-1, n, d)).reshape(-1, N).T
+    V, AV = Q, (G_apply(Q) if AQ is None else AQ)
+    G = V.T @ AV
+    last = Q.shape[1]
+    while True:
+        th, Y = torch.linalg.eigh(0.5 * (G + G.T))
+        y = Y[:, k - 1]
+        t = float(th[k - 1].clamp(min=0))
+        r = float(torch.linalg.vector_norm(AV @ y - th[k - 1] * (V @ y)))
+        if math.sqrt(t) - math.sqrt(max(t - r, 0.0)) <= rel * math.sqrt(t) or V.shape[1] >= min(N, max_cols):
+            return t, r
+
+        W = AV[:, -last:]
+        for _ in range(2):  # block Gram–Schmidt, twice
+            W = W - V @ (V.T @ W)
+        U, sv, _ = torch.linalg.svd(W, full_matrices=False)
+        keep = sv > 1e-10 * float(sv.max()) if sv.numel() and float(sv.max()) > 0 else sv > 0
+        U = U[:, keep][:, : min(N, max_cols) - V.shape[1]]
+        if not U.shape[1] or (meter is not None and meter.used + 2 * U.shape[1] > meter.cap):
+            return t, r
+        AU = G_apply(U)
+        VAU = V.T @ AU
+        G = torch.cat([torch.cat([G, VAU], 1), torch.cat([VAU.T, U.T @ AU], 1)], 0)
+        V, AV, last = torch.cat([V, U], 1), torch.cat([AV, AU], 1), U.shape[1]
+
+
+def parallel_count(s_up: torch.Tensor, s_lo: torch.Tensor, thr_c: float, s_T: float, c: float):
+    """``(kC, low_next, whys)``: the parallel sections counted by the upper bounds ``s_up`` of
+    ``σ(C)`` (ascending) at threshold ``thr_c`` (``thr·‖C‖``), the certified lower bound of the next
+    singular value through the tree rows from its lower estimate in ``s_lo``, and the reason when that
+    bound straddles the threshold (the count is then undefined)."""
+    m = s_up.numel()
+    kC = int((s_up <= thr_c).sum())
+    low_next = lower_bound(float(s_lo[kC]) if kC < m else math.inf, s_T, c)
+    whys: list[str] = []
+    if low_next <= thr_c:
+        whys.append(
+            f"undefined: dim parallel ≥ {kC}, and σ_{kC + 1}(C) ∈ [{low_next:.1e}, {float(s_up[kC]):.1e}] "
+            f"straddles the threshold {thr_c:.1e}"
+        )
+    return kC, low_next, whys
+
+
+def sections_in_kernel(Dfn, Z: torch.Tensor, n: int, d: int, thr_d: float, dn: float):
+    """``(r1, K)``: ``‖ΔZ‖/‖Δ‖`` over the parallel sections ``Z`` ``(N, kC)`` and the basis ``K`` of the
+    part of ``span Z`` that ``Δ`` maps below ``thr_d·‖Δ‖`` (where the search for ``ker Δ`` starts)."""
+    N, kC = Z.shape
+    if not kC:
+        return 0.0, torch.zeros(N, 0, dtype=F64)
+    DZ = Dfn(Z.T.reshape(kC, n, d)).reshape(kC, N).T
+    _, sZ, VhZ = torch.linalg.svd(DZ, full_matrices=False)
+    return float(sZ[0]) / dn, Z @ VhZ.T.flip(1)[:, : int((sZ <= thr_d * dn).sum())]
