@@ -108,12 +108,14 @@ from numerics.laplacian.lanczos import Meter, OverBudget, deflated_smallest, ope
 from numerics.laplacian.result import make_check
 from numerics.laplacian.sections import (
     constraints_factor,
+    flat_interval,
     krylov_ritz,
     lower_bound,
     parallel_count,
     section_tree,
     sections_basis,
     sections_in_kernel,
+    subspace_bound,
 )
 from numerics.laplacian.spectral import dense_operator, sym_extreme
 from numerics.tolerance import tol
@@ -270,30 +272,23 @@ def _kernel_element(
         r2 = float(torch.linalg.matrix_norm(constraints_factor(e, K), ord=2)) / cn
     else:  # K = Q U_S c inside the refined directions: ‖CK‖ = ‖R c‖ with their factor already at hand
         r2 = float(torch.linalg.matrix_norm(RC @ (U[:, :kS].T @ (Q.T @ K)), ord=2)) / cn
-    bnd = thr
-    if kD > 0 and s_next == s_next:
-        bnd = max(bnd, thr * dn / s_next)
-    if kC:
-        bnd = max(bnd, thr * cn / low_next)
+    bnd = subspace_bound(thr, dn, cn, kD, s_next, kC, low_next)
     need = n_comp * d
     flat_why = None
     if need == 0:
         fl = 0.0
     else:
         up = float(s_up[need - 1])
-        lo_f = lower_bound(float(s_lo[need - 1]), s_T, cn)
-        fl = up / cn
-        facts["flat_interval"] = (lo_f / cn, fl)
-        if up > thr * cn >= lo_f:
-            fl = math.nan
-            flat_why = f"flat: σ_{need}(C)/‖C‖ ∈ [{lo_f / cn:.1e}, {up / cn:.1e}] straddles the threshold {thr:.1e}"
-        elif up > thr * cn and search_limit is not None:  # fails (certified by f); T3 fails: not sharpened
+        fl, lo_f, flat_why = flat_interval(up, float(s_lo[need - 1]), need, s_T, cn, thr, facts)
+        if (
+            flat_why is None and up > thr * cn and search_limit is not None
+        ):  # fails (certified by f); T3 fails: not sharpened
             facts["flat_certified_lower"] = lo_f / cn
             flat_why = (
                 f"flat: residual is the Ritz upper bound of σ_{need}(C)/‖C‖ on the root-fixed sections, "
                 f"∈ [{lo_f / cn:.3e}, {fl:.3e}] (certified; not sharpened: a T3 hypothesis fails)"
             )
-        elif up > thr * cn:  # fails (certified by f); sharpen the residual by block Krylov, within the cap
+        elif flat_why is None and up > thr * cn:  # fails (certified by f); sharpen by block Krylov, within the cap
             t, r = krylov_ritz(e, Q, need, max_cols, math.sqrt(thr), AQ=AQ, meter=meter)
             t = max(t - delta, 0.0)
             fl = min(fl, math.sqrt(t + 2 * delta) / cn)

@@ -12,11 +12,12 @@ import torch
 from numerics.laplacian.blocks import FactoredBlocks
 from numerics.laplacian.sections import (
     constraints_factor,
+    flat_interval,
     krylov_ritz,
-    lower_bound,
     parallel_count,
     sections_basis,
     sections_in_kernel,
+    subspace_bound,
 )
 from numerics.laplacian.spectral import sym_extreme
 from numerics.tolerance import tol
@@ -106,24 +107,17 @@ def kernel_element_arpack(e: FactoredBlocks, n_comp: int, tdt, k_max: int, seed:
         r2 = float(torch.linalg.matrix_norm(constraints_factor(e, K), ord=2)) / cn
     else:  # K = Q c inside the root-fixed sections: ‖CK‖ = ‖R c‖ with the factor of CQ already at hand
         r2 = float(torch.linalg.matrix_norm(RC @ (Q.T @ K), ord=2)) / cn
-    bnd = thr
-    if kD > 0 and s_next == s_next:
-        bnd = max(bnd, thr * dn / s_next)
-    if kC:
-        bnd = max(bnd, thr * cn / low_next)
+    bnd = subspace_bound(thr, dn, cn, kD, s_next, kC, low_next)
     need = n_comp * d
     flat_why = None
     if need == 0:
         fl = 0.0
     else:
         up = float(sC[need - 1])
-        lo_f = lower_bound(up, s_T, cn)
-        fl = up / cn
-        facts["flat_interval"] = (lo_f / cn, fl)
-        if up > thr * cn >= lo_f:
-            fl = math.nan
-            flat_why = f"flat: σ_{need}(C)/‖C‖ ∈ [{lo_f / cn:.1e}, {up / cn:.1e}] straddles the threshold {thr:.1e}"
-        elif up > thr * cn:  # fails (certified by f); sharpen the residual by block Krylov Rayleigh–Ritz
+        fl, lo_f, flat_why = flat_interval(up, up, need, s_T, cn, thr, facts)
+        if (
+            flat_why is None and up > thr * cn
+        ):  # fails (certified by f); sharpen the residual by block Krylov Rayleigh–Ritz
             t, r = krylov_ritz(e, Q, need, max_cols, math.sqrt(thr))
             fl = min(fl, math.sqrt(t) / cn)
             lo_r = max(math.sqrt(max(t - r, 0.0)) / cn, lo_f / cn)

@@ -25,6 +25,8 @@ __all__ = [
     "krylov_ritz",
     "parallel_count",
     "sections_in_kernel",
+    "subspace_bound",
+    "flat_interval",
 ]
 
 
@@ -181,3 +183,32 @@ def sections_in_kernel(Dfn, Z: torch.Tensor, n: int, d: int, thr_d: float, dn: f
     DZ = Dfn(Z.T.reshape(kC, n, d)).reshape(kC, N).T
     _, sZ, VhZ = torch.linalg.svd(DZ, full_matrices=False)
     return float(sZ[0]) / dn, Z @ VhZ.T.flip(1)[:, : int((sZ <= thr_d * dn).sum())]
+
+
+def subspace_bound(thr: float, dn: float, cn: float, kD: int, s_next: float, kC: int, low_next: float) -> float:
+    """The bound of the kernel residual ``max(‖ΔZ‖/‖Δ‖, ‖CK‖/‖C‖)``: a computed null basis is off the
+    exact one by ``sin θ ≤ thr·‖·‖ / gap`` (Wedin / Davis–Kahan), the gap being the next singular value
+    of ``Δ`` (``s_next``, NaN when not searched) and the certified lower bound ``low_next`` of ``C``'s."""
+    bnd = thr
+    if kD > 0 and s_next == s_next:
+        bnd = max(bnd, thr * dn / s_next)
+    if kC:
+        bnd = max(bnd, thr * cn / low_next)
+    return bnd
+
+
+def flat_interval(up: float, lo_est: float, need: int, s_T: float, cn: float, thr: float, facts: dict):
+    """``(fl, lo_f, why)``: flatness residual ``σ_need(C)/‖C‖`` from its upper bound ``up``, the
+    certified lower bound ``lo_f`` through the tree rows from the estimate ``lo_est`` (both recorded in
+    ``facts['flat_interval']``), and ``fl = NaN`` with the reason when that interval straddles the
+    threshold."""
+    lo_f = lower_bound(lo_est, s_T, cn)
+    fl = up / cn
+    facts["flat_interval"] = (lo_f / cn, fl)
+    if up > thr * cn >= lo_f:
+        return (
+            math.nan,
+            lo_f,
+            f"flat: σ_{need}(C)/‖C‖ ∈ [{lo_f / cn:.1e}, {up / cn:.1e}] straddles the threshold {thr:.1e}",
+        )
+    return fl, lo_f, None
