@@ -100,7 +100,11 @@ class DenseBlocks:
         terms: int = 1,
     ):
         self.P, self.B, self.O = P, B, O
-        self.floor = torch.zeros_like(P) if floor is None else floor
+        # a sum of head terms rounds at tol(float64, H)·Σ_h |a^h_ij| ‖T_h‖_F (as FactoredBlocks.norm_floor);
+        # explicit blocks have no sum to round
+        if floor is None:
+            floor = torch.zeros_like(P) if block_scale is None else tol(F64, terms) * block_scale
+        self.floor = floor
         self.sup = P > 0
         self.n, self.d = P.shape[-1], B.shape[-1]
         self._OtO: torch.Tensor | None = None

@@ -173,14 +173,13 @@ def diagnose_dense(
     sup = P > 0
     O, _ = w.edge_transports()
     O = torch.where(sup[..., None, None], O.to(F64), torch.zeros_like(O, dtype=F64))
-    floor = bscale = None
+    bscale = None
     terms = 1
-    if w.kind == "heads":  # rounding level of the head sums (blocks.DenseBlocks)
+    if w.kind == "heads":  # the magnitude of the head sums: their rounding level (blocks.DenseBlocks)
         tn = torch.linalg.matrix_norm(w.head_transports.to(F64))
         bscale = torch.einsum("...hij,...h->...ij", w.attention.to(F64).abs(), tn)
-        floor = tol(F64, w.n_heads) * bscale
         terms = w.n_heads
-    blocks = DenseBlocks(P, w.blocks().to(F64), O, floor, bscale, terms)
+    blocks = DenseBlocks(P, w.blocks().to(F64), O, block_scale=bscale, terms=terms)
     hyp = algebraic_checks(blocks, P, tdt, pi, probes, seed, tdt_p)
     st, si, scale = hyp["_st"], hyp["scaled_isometry"], hyp["_scale"]
     n_comp = weak_components(sup | sup.transpose(-1, -2))
