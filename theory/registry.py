@@ -314,9 +314,13 @@ def _sized(t: Theorem) -> str:
     return f"sized: exact SymPy at {sizes}"
 
 
-#: tests of the statement itself, for every entry: the rendering (THEOREMS.md), the registry's links
+#: tests of the statement itself, for every entry: the rendering (THEOREMS.md), the registry's links, the witnesses' data
 #: and, where the entry has one, the derivation for symbolic sizes
-_STATEMENT_TESTS = ("tests/theory/test_render.py", "tests/theory/test_registry_links.py")
+_STATEMENT_TESTS = (
+    "tests/theory/test_render.py",
+    "tests/theory/test_registry_links.py",
+    "tests/theory/test_witnesses.py",
+)
 _GENERAL_TESTS = ("tests/theory/test_general_derivations.py",)
 #: the implementation's own tests (mutation-found behaviour, bad input) of the functions a theorem
 #: names: `pytest --theorem X` runs them too

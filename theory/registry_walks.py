@@ -22,7 +22,7 @@ WALK_THEOREMS: list[Theorem] = [
                 witnesses=(
                     Witness(
                         "T1.factorisation.w1",
-                        "softmax attention frozen at $X_0$ applied to $X_1$: $\\mathrm{SHA}(X_1) \\ne (A(X_0)\\otimes T) x_1$",
+                        "softmax attention frozen at $X_0 = «X0»$ applied to $X_1 = «X1»$ (scores $M = «M»$, $T = «T»$): $\\mathrm{SHA}(X_1) \\ne (A(X_0)\\otimes T) x_1$",
                         fails=("T1.walk",),
                         instance={
                             "kind": "sha_reuse",
@@ -42,7 +42,7 @@ WALK_THEOREMS: list[Theorem] = [
                 witnesses=(
                     Witness(
                         "T1.transport.w1",
-                        "row-vector layout $T = (W_O W_V)^\\top$ used with `nn.Linear` weights",
+                        "row-vector layout $T = (W_O W_V)^\\top$ used with `nn.Linear` weights $W_V = «W_V»$, $W_O = «W_O»$ ($A = «A»$, $X = «X»$)",
                         fails=("T1.walk",),
                         instance={
                             "kind": "sha_layers",
@@ -102,7 +102,7 @@ WALK_THEOREMS: list[Theorem] = [
                 witnesses=(
                     Witness(
                         "T2.heads.w1",
-                        "a head with rows summing to 2: $P = \\frac1H\\sum_h A^h$ is not a walk matrix",
+                        "a head with rows summing to 2, $A^1 = «As[0]»$ ($A^2 = «As[1]»$, $T_1 = «Ts[0]»$, $T_2 = «Ts[1]»$): $P = \\frac1H\\sum_h A^h$ is not a walk matrix",
                         fails=("T2.walk",),
                         instance={
                             "kind": "mha",
@@ -120,7 +120,7 @@ WALK_THEOREMS: list[Theorem] = [
                 witnesses=(
                     Witness(
                         "T2.convention.w1",
-                        "$P = A^1$ with $A^1_{12} = 0 < A^2_{12}$: $B_{12} \\ne 0 = P_{12}$, no $O_{12}$ exists",
+                        "$P = A^1 = «P»$ with $A^1_{12} = «As[0][0][1]» < A^2_{12} = «As[1][0][1]»$ ($T_1 = «Ts[0]»$, $T_2 = «Ts[1]»$): $B_{12} \\ne 0 = P_{12}$, no $O_{12}$ exists",
                         fails=("T2.walk",),
                         instance={
                             "kind": "mha",
