@@ -259,7 +259,43 @@ def general_t2(theorem) -> Derivation:
         ident = c.params[key]
         lhs, rhs = (_heads(instantiate(e, ident.where)) for e in (ident.lhs, ident.rhs))
         D.add(f"general: {name}, all n, d, H", R.prove(lhs, rhs, [R.cancel_quotient()]))
+    if "T2.gauge" in {x.id for x in theorem.conclusions}:
+        gauge = theorem.conclusion("T2.gauge").params["gauge"]
+        lhs, rhs = (_heads(instantiate(e, gauge.where)) for e in (gauge.lhs, gauge.rhs))
+        D.add("general: gauge P'_ij O'_ij = B_ij, all n, d, H", R.prove(lhs, rhs, [R.cancel_quotient()]))
+    if "T2.special" in {x.id for x in theorem.conclusions}:
+        special = theorem.conclusion("T2.special")
+        for key, name in (
+            ("shared_A", "shared attention: O_ij = T_Sigma, all n, d, H"),
+            ("shared_T", "shared transport: O_ij = H T_1, all n, d, H"),
+            ("cancelling", "cancelling heads: B = 0, all n, d (H = 2)"),
+        ):
+            ident = special.params[key]
+            lhs, rhs = (impose(instantiate(e, ident.where), ident.premises) for e in (ident.lhs, ident.rhs))
+            D.add(f"general: {name}", R.prove(lhs, rhs, [R.cancel_quotient()]))
     return D
+
+
+def impose(expr, premises) -> sp.Expr:
+    """``expr`` under the premises of a special case: a size ``N = value`` substituted (finite sums
+    then written out), a head ``X[h, ...] = X[0, ...]`` (every head) or ``X[1, ...] = ±X[0, ...]``
+    (that head) replacing the heads' symbols. A premise of another shape, or a dropped one, imposes
+    nothing (the proof then fails)."""
+    for lhs, rhs in premises:
+        if isinstance(lhs, sp.Symbol):
+            expr = expr.xreplace({lhs: rhs}).doit()
+    for lhs, rhs in premises:
+        if not (isinstance(lhs, sp.Indexed) and rhs.has(lhs.base)):
+            continue
+        every, rest = lhs.indices[0], lhs.indices[1:]
+
+        def sub(e, every=every, rest=rest, rhs=rhs):
+            if isinstance(every, sp.Symbol) or e.indices[0] == every:
+                return rhs.xreplace(dict(zip(rest, e.indices[1:], strict=True)))
+            return e
+
+        expr = expr.replace(lambda e, base=lhs.base: isinstance(e, sp.Indexed) and e.base == base, sub).doit()
+    return expr
 
 
 # ------------------------------------------------------------------------------------------------

@@ -195,7 +195,7 @@ def render_markdown(theorems=None, claims=None) -> str:
     parts = [_HEADER]
     parts.append("## Conventions")
     parts.append("")
-    parts.extend(f"- {c}" for c in CONVENTIONS)
+    parts.extend(f"- {c.text}" for c in CONVENTIONS)
     parts.append("")
     parts.append("| id | kind | title | hypotheses |")
     parts.append("|---|---|---|---|")

@@ -20,7 +20,8 @@ A theorem's hypotheses and conclusions are objects, not free text:
 Every number a statement carries lives in ``params``, and so does every formula it states (a
 :class:`theory.formulas.Identity`: one SymPy expression, rendered with ``sympy.latex``, evaluated by
 the oracles, proved by the derivations); the statement text refers to it with
-``«name»`` (or ``«name|sign»``: ``-`` for -1, empty for +1; ``«name|+sign»``: ``+``/``-``), so
+``«name»`` (or ``«name|sign»``: ``-`` for -1, empty for +1; ``«name|+sign»``: ``+``/``-``;
+``«name|tex»``: ``sympy.latex`` of exact data or of a SymPy expression string), so
 THEOREMS.md and the property tests read the same value and editing it changes what is tested.
 This module imports only the standard library (and SymPy, lazily, where a witness's data is
 rendered).
@@ -36,6 +37,16 @@ from typing import Any
 _PLACEHOLDER = re.compile(r"«([A-Za-z_][A-Za-z0-9_]*)(?:\|([+a-z]+))?»")
 
 
+def latex_value(value: Any) -> str:
+    """``«name|tex»``: exact data as :func:`latex_data`; a string that is not a rational number
+    (``"sqrt(2)*sqrt(5 - sqrt(17))/2"``) as ``sympy.latex`` of its SymPy expression."""
+    if isinstance(value, str) and not re.fullmatch(r"-?\d+(/\d+)?", value.strip()):
+        import sympy as sp
+
+        return sp.latex(sp.sympify(value))
+    return latex_data(value)
+
+
 def _fmt(value: Any, flt: str | None) -> str:
     if flt is None and callable(getattr(value, "markdown", None)):
         return value.markdown()  # a formula (theory.formulas.Identity): rendered from its SymPy expression
@@ -43,6 +54,8 @@ def _fmt(value: Any, flt: str | None) -> str:
         return "-" if value < 0 else ""
     if flt == "+sign":
         return "-" if value < 0 else "+"
+    if flt == "tex":
+        return latex_value(value)
     if flt is not None:
         raise ValueError(f"unknown placeholder filter {flt!r}")
     if isinstance(value, float) and value.is_integer():
@@ -210,6 +223,28 @@ class Conclusion:
     def with_params(self, **changes: Any) -> Conclusion:
         """A copy with some params replaced (statement mutants are built this way)."""
         return replace(self, params={**self.params, **changes})
+
+
+@dataclass(frozen=True)
+class Convention:
+    """A convention every statement uses (THEOREMS.md's first section): its text cites formulas as
+    ``«name»`` (``params``: SymPy expressions of :mod:`theory.formulas_walks` / :mod:`theory.formulas`),
+    and ``evaluated_by`` names the oracle that evaluates those very expressions (empty: none does,
+    ``unevaluated`` says why)."""
+
+    statement: str
+    params: Mapping[str, Any] = field(default_factory=dict)
+    evaluated_by: tuple[str, ...] = ()
+    unevaluated: str = ""
+
+    @property
+    def text(self) -> str:
+        out = fill(self.statement, self.params)
+        if self.evaluated_by:
+            out += " (evaluated by " + ", ".join(f"`{p}`" for p in self.evaluated_by) + ")"
+        elif self.unevaluated:
+            out += f" (not evaluated by an oracle: {self.unevaluated})"
+        return out
 
 
 @dataclass(frozen=True)

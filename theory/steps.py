@@ -166,6 +166,10 @@ GENERAL_STEPS: dict[str, tuple[tuple[str, ...], ...]] = {
         (ZERO, "general: P = mean_h A^h is row-stochastic when every head is, all n, H"),
         (ZERO, "general: gates sum to 1, all n, d, H"),
         (ZERO, "general: P_ij O_ij = B_ij, all n, d, H"),
+        (ZERO, "general: gauge P'_ij O'_ij = B_ij, all n, d, H"),
+        (ZERO, "general: shared attention: O_ij = T_Sigma, all n, d, H"),
+        (ZERO, "general: shared transport: O_ij = H T_1, all n, d, H"),
+        (ZERO, "general: cancelling heads: B = 0, all n, d (H = 2)"),
     ),
     "T3": (
         (ZERO, "general: <x, Delta y>_pi = <Delta x, y>_pi from (b), (c2), all n, d"),

@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 from tests.numerics import statement_cases as cases
 from tests.numerics import test_statements
 from theory import formulas as F
+from theory import formulas_walks as FW
 from theory import oracles, registry
 from theory.registry import get
 from theory.report import record
@@ -143,6 +144,45 @@ MUTANTS = {
     ),
     "T1 SHA = A X T^T -> A X T": lambda: _formula_mutant("T1", "T1.walk", "sha", rhs=F.A_m * F.X_m * F.T_m),
     "T1 SHA = A X T^T -> A^T X T^T": lambda: _formula_mutant("T1", "T1.walk", "sha", rhs=F.A_m.T * F.X_m * F.T_m.T),
+    "T2 gauge O' = B / P' -> B P'": lambda: _formula_mutant(
+        "T2",
+        "T2.gauge",
+        "gauge",
+        where=(FW._B_DEF, (FW.U[F.i, F.j, F.a, F.b], F.B_[F.i, F.j, F.a, F.b] * FW.Q[F.i, F.j])),
+    ),
+    "T2 gauge O'_ij = B_ij / P'_ji": lambda: _formula_mutant(
+        "T2",
+        "T2.gauge",
+        "gauge",
+        where=(FW._B_DEF, (FW.U[F.i, F.j, F.a, F.b], F.B_[F.i, F.j, F.a, F.b] / FW.Q[F.j, F.i])),
+    ),
+    "T2 constant T_Sigma = sum_h T_h -> T_1": lambda: _formula_mutant(
+        "T2",
+        "T2.constant",
+        "constant",
+        where=tuple((hd, F.Th_[0, F.a, F.b] if hd.base == FW.TS else e) for hd, e in FW.CONSTANT.where),
+    ),
+    "T2 constant c_ij >= 0 -> c_ij <= 0": lambda: _formula_mutant(
+        "T2", "T2.constant", "nonneg", rel=sp.LessThan(FW.cc[F.i, F.j], 0)
+    ),
+    "T2 constant equal heads A^h = A^1 -> (A^1)^T": lambda: _formula_mutant(
+        "T2", "T2.constant", "equal_heads", rhs=F.Ah_[0, F.j, F.i]
+    ),
+    "T2 shared attention O = T_Sigma -> T_1": lambda: _formula_mutant(
+        "T2", "T2.special", "shared_A", rhs=F.Th_[0, F.a, F.b]
+    ),
+    "T2 shared transport O = H T_1 -> T_1": lambda: _formula_mutant(
+        "T2", "T2.special", "shared_T", rhs=F.Th_[0, F.a, F.b]
+    ),
+    "T2 cancelling heads without T_2 = -T_1": lambda: _formula_mutant(
+        "T2", "T2.special", "cancelling", premises=FW.CANCELLING.premises[:2]
+    ),
+    "T2 gauge support P' > 0 -> P' >= 0": lambda: _formula_mutant(
+        "T2", "T2.gauge", "support", rel=sp.GreaterThan(FW.Q[F.i, F.j], 0)
+    ),
+    "T2 counterexample A^1_11 9/10 -> 8/10": lambda: _conclusion_mutant(
+        "T2", "T2.counterexample", A1=[["8/10", "1/10"], ["2/10", "8/10"]]
+    ),
 }
 
 
@@ -168,6 +208,11 @@ FORMULA_MUTANTS = [
     "T2 gates 1/sum -> 1/H",
     "T2 P = mean -> sum",
     "T2 O_ij = H sum g T -> sum g T",
+    "T2 gauge O' = B / P' -> B P'",
+    "T2 gauge O'_ij = B_ij / P'_ji",
+    "T2 shared attention O = T_Sigma -> T_1",
+    "T2 shared transport O = H T_1 -> T_1",
+    "T2 cancelling heads without T_2 = -T_1",
     "T5 spectral map swapped",
     "T5 on Fix(T): 1 - lambda -> 1 - lambda^2",
     "T5 on the -1 space: 1 + lambda -> 1 - lambda",
@@ -176,6 +221,89 @@ FORMULA_MUTANTS = [
     "T6 Fourier phi_k(j) = zeta^j -> zeta^-j",
     "T6 Fourier kernel row 0 -> column 0",
     "T6 Fourier J = W - I -> W",
+]
+
+
+#: edits of hypothesis formulas an oracle evaluates: the hypothesis' predicate accepts an instance of
+#: the true hypothesis and rejects it under the edit (so the property tests' sampler, which asserts
+#: the hypotheses it enforces, is caught too)
+_T2_HEADS = [[[0.5, 0.5], [0.25, 0.75]], [[0.9, 0.1], [0.3, 0.7]]]
+
+
+def _softmax_instance():
+    import numpy as np
+
+    X, M = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 2.0]]), np.array([[1.0, 2.0], [0.0, 1.0]])
+    S = X @ M @ X.T / np.sqrt(2.0)
+    A = np.exp(S) / np.exp(S).sum(-1, keepdims=True)  # literal float64 definition, independent of the formula
+    return {"A": A.tolist(), "X": X.tolist(), "M": M.tolist()}
+
+
+_T1_SOFTMAX = _softmax_instance()
+HYPOTHESIS_MUTANTS = {
+    "T1 layout T = W_O W_V -> (W_O W_V)^T": (
+        "T1.transport",
+        "layout",
+        lambda f: f.edited(rhs=(FW.W_O * FW.W_V).T),
+        {"T": [[1.0, 2.0], [3.0, 7.0]], "W_O": [[1.0, 0.0], [3.0, 1.0]], "W_V": [[1.0, 2.0], [0.0, 1.0]]},
+    ),
+    "T1 layout T = W_O W_V -> W_V W_O": (
+        "T1.transport",
+        "layout",
+        lambda f: f.edited(rhs=FW.W_V * FW.W_O),
+        {"T": [[1.0, 2.0], [3.0, 7.0]], "W_O": [[1.0, 0.0], [3.0, 1.0]], "W_V": [[1.0, 2.0], [0.0, 1.0]]},
+    ),
+    "T1 softmax scores X M X^T -> X M^T X^T": (
+        "T1.factorisation",
+        "softmax",
+        lambda f: f.edited(
+            where=((f.where[0][0], f.where[0][1].xreplace({F.M_[F.a, F.b]: F.M_[F.b, F.a]})), *f.where[1:])
+        ),
+        _T1_SOFTMAX,
+    ),
+    "T1 softmax without 1/sqrt(d_k)": (
+        "T1.factorisation",
+        "softmax",
+        lambda f: f.edited(where=((f.where[0][0], f.where[0][1].xreplace({F.dk: 1})), *f.where[1:])),
+        _T1_SOFTMAX,
+    ),
+    "T2 convention P = mean -> sum": (
+        "T2.convention",
+        "convention",
+        lambda f: f.edited(rhs=f.rhs * F.H),
+        {"As": _T2_HEADS, "Ts": [[[1.0]], [[2.0]]], "P": [[0.7, 0.3], [0.275, 0.725]]},
+    ),
+    "T2 convention P = mean -> head 1": (
+        "T2.convention",
+        "convention",
+        lambda f: f.edited(rhs=F.Ah_[0, F.i, F.j]),
+        {"As": _T2_HEADS, "Ts": [[[1.0]], [[2.0]]], "P": [[0.7, 0.3], [0.275, 0.725]]},
+    ),
+}
+
+
+@pytest.mark.parametrize(
+    "name", [pytest.param(n, marks=pytest.mark.theorem(n.split()[0]), id=n) for n in HYPOTHESIS_MUTANTS]
+)
+def test_hypothesis_formula_mutant_is_rejected(name):
+    import numpy as np
+
+    hid, key, edit, data = HYPOTHESIS_MUTANTS[name]
+    h = get(hid.split(".")[0]).hypothesis(hid)
+    bad = h.__class__(**{**h.__dict__, "params": {**h.params, key: edit(h.params[key])}})
+    inst = {k: np.asarray(v, float) for k, v in data.items()}
+    assert oracles.judge(h, inst).holds, name
+    assert oracles.judge(bad, inst).fails, name
+    record(hid.split(".")[0], counterexample=f"hypothesis formula mutant rejected: {name}")
+
+
+#: formula edits of conclusions whose proof scope is sized or numeric (no derivation for symbolic
+#: sizes to refute them): rejected on drawn instances only
+ORACLE_FORMULA_MUTANTS = [
+    "T2 gauge support P' > 0 -> P' >= 0",
+    "T2 constant T_Sigma = sum_h T_h -> T_1",
+    "T2 constant c_ij >= 0 -> c_ij <= 0",
+    "T2 constant equal heads A^h = A^1 -> (A^1)^T",
 ]
 
 
@@ -255,7 +383,7 @@ def test_every_formula_a_predicate_evaluates_has_a_mutant_here():
     """Each formula an oracle evaluates is edited by at least one formula mutant (so its evaluation
     is shown to matter); the formulas no predicate evaluates are the registry's NOT_EVALUATED."""
     edited = set()
-    for name in FORMULA_MUTANTS:
+    for name in FORMULA_MUTANTS + ORACLE_FORMULA_MUTANTS:
         original, mutant = MUTANTS[name]()
         for c, m in zip(original.conclusions, mutant.conclusions, strict=True):
             edited |= {(c.id, k) for k, v in c.formulas.items() if m.params.get(k) != v}
