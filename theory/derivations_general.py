@@ -84,6 +84,32 @@ def general_l1(theorem) -> Derivation:
     return D
 
 
+def general_l2(theorem) -> Derivation:
+    """L2 for every row length ``n`` and any differentiable scores: the hypothesis' softmax is the
+    definition of ``A`` (without the hypothesis ``A`` stays a free symbol and nothing is proved);
+    the quotient rule's ``Z^{-2}`` term cancels against the other by :func:`theory.rewrite.cancel_quotient`."""
+    D = Derivation("L2", _sizes("n"))
+    where = []
+    if "L2.softmax" in theorem.hypothesis_ids:
+        sm = theorem.hypothesis("L2.softmax").params["softmax"]
+        where = [(sm.lhs, sm.rhs)]
+    c = theorem.conclusion("L2.rows")
+    for key, name in (("rows", "rows sum to 1"), ("derivative", "the derivative of a row sums to 0")):
+        ident = c.params[key]
+        lhs = instantiate(ident.lhs, where).doit()
+        D.add(f"general: {name}, all n, any differentiable scores", R.prove(lhs, ident.rhs, [R.cancel_quotient()]))
+    deriv = c.params["derivative"]
+    for w in theorem.hypothesis("L2.softmax").witnesses if "L2.softmax" in theorem.hypothesis_ids else ():
+        for sig in w.params.values():  # the witness' unnormalised attention keeps the derivative terms
+            lhs = instantiate(deriv.lhs, [(sig.lhs, sig.rhs)]).doit()
+            D.add(
+                "general: witness: unnormalised attention, the derivative of a row is not 0",
+                R.prove(lhs, deriv.rhs, [R.cancel_quotient()]),
+                expect_zero=False,
+            )
+    return D
+
+
 def general_t1(theorem) -> Derivation:
     D = Derivation("T1", _sizes("n", "d"))
     c = theorem.conclusion("T1.walk")
@@ -366,6 +392,7 @@ def general_t5(theorem) -> Derivation:
 
 GENERAL: dict[str, Callable[..., Derivation]] = {
     "L1": general_l1,
+    "L2": general_l2,
     "L3": general_l3,
     "T1": general_t1,
     "T2": general_t2,

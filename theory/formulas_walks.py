@@ -186,12 +186,12 @@ STACK_ENTRY = Identity("entry", x_vec[i * d + a, 0], F.X_m[i, a], (i, a))
 class Shape:
     """``M ∈ R^{rows × cols}``, rendered from the matrix symbol's own shape."""
 
-    def __init__(self, name: str, sym: sp.MatrixSymbol):
-        self.name, self.sym = name, sym
+    def __init__(self, name: str, sym: sp.MatrixSymbol, field: str = "R"):
+        self.name, self.sym, self.field = name, sym, field
 
     def markdown(self) -> str:
         r, q = self.sym.shape
-        return f"${F._tex(self.sym)} \\in \\mathbb{{R}}^{{{F._tex(r)} \\times {F._tex(q)}}}$"
+        return f"${F._tex(self.sym)} \\in \\mathbb{{{self.field}}}^{{{F._tex(r)} \\times {F._tex(q)}}}$"
 
     def __str__(self) -> str:
         return f"formula {self.name}"
@@ -209,3 +209,53 @@ FOURIER_MODE = Identity("mode", phi[kk, j], sp.exp(2 * sp.pi * sp.I * kk * j / n
 
 #: the single-head attention of T4 / T6 (softmax of the scores), as its definition in T4's formulas
 SOFTMAX = Identity("softmax", F.A_[i, j], F._T4_WHERE[2][1], (i, j), (), F._T4_WHERE[:2])
+
+# ------------------------------------------------------------------------------------------------
+# L1: shapes and the mixed convention; L2: softmax rows; L4: the Kronecker spectrum
+# ------------------------------------------------------------------------------------------------
+SHAPE_A, SHAPE_T = Shape("A", F.A_m), Shape("T", F.T_m)
+#: L4: any complex square matrices
+SHAPE_AC, SHAPE_TC = Shape("A", F.A_m, "C"), Shape("T", F.T_m, "C")
+#: L1's witness: the feature-major operator applied to the token-major stacking (false in general)
+MIXED = Identity("mixed", F.Vec((F.A_m * F.X_m * F.T_m.T).T), sp.KroneckerProduct(F.T_m, F.A_m) * F.Vec(F.X_m.T))
+
+xs = sp.Symbol("x")  # one coordinate x_{m,c} of the input
+Sf = sp.Function("S")  # differentiable scores S_ij(X)
+#: L2's hypothesis: softmax rows of differentiable scores
+L2_SOFTMAX = Identity(
+    "softmax", F.A2_[i, j], sp.exp(Sf(i, j, xs)) / sp.Sum(sp.exp(Sf(i, F.k, xs)), (F.k, 0, n - 1)), (i, j)
+)
+#: L2's witness: unnormalised (sigmoid) attention
+L2_SIGMOID = Identity("sigmoid", F.A2_[i, j], sp.exp(Sf(i, j, xs)) / (1 + sp.exp(Sf(i, j, xs))), (i, j))
+#: L2: rows sum to 1 ...
+L2_ROWS = Identity("rows", sp.Sum(F.A2_[i, j], (j, 0, n - 1)), sp.S.One, (i,))
+#: ... and the derivative of every row sums to 0
+L2_DERIVATIVE = Identity("derivative", sp.Sum(sp.Derivative(F.A2_[i, j], xs), (j, 0, n - 1)), sp.S.Zero, (i,))
+
+zs, mus = sp.Symbol("z"), sp.Symbol("mu")
+lam_A, mu_T = sp.IndexedBase("lambda"), sp.IndexedBase("mu")
+p_A, p_T = sp.Function("p_A"), sp.Function("p_T")
+
+
+class Res(sp.Function):
+    """``Res_μ(f, g) = lc(f)^{deg g} Π_{f(r)=0} g(r)``: the resultant in ``μ`` (rendered; :meth:`doit`
+    computes it for polynomials as the Sylvester determinant)."""
+
+    nargs = 2
+
+    def _latex(self, printer):
+        f, g = (printer._print(x) for x in self.args)
+        return r"\operatorname{Res}_{\mu}\left(" + f + ", " + g + r"\right)"
+
+    def doit(self, **hints):
+        from .symbolic import sylvester_resultant  # the fixed-size derivation's resultant
+
+        f, g = (x.doit(**hints) for x in self.args)
+        return sylvester_resultant(sp.expand(f), sp.expand(g), mus)
+
+
+_CHARPOLY_KRON = sp.Determinant(zs * sp.Identity(n * d) - sp.KroneckerProduct(F.A_m, F.T_m))
+#: L4: the characteristic polynomial of ``A ⊗ T`` as a resultant of those of ``A``, ``T`` ...
+L4_RESULTANT = Identity("resultant", _CHARPOLY_KRON, Res(p_T(mus), mus**n * p_A(zs / mus)))
+#: ... and as the product over the eigenvalue pairs (``λ_i`` of ``A``, ``μ_a`` of ``T``, with multiplicity)
+L4_PRODUCT = Identity("product", _CHARPOLY_KRON, sp.Product(zs - lam_A[i] * mu_T[a], (i, 0, n - 1), (a, 0, d - 1)))

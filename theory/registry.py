@@ -236,7 +236,7 @@ _GENERAL_T2 = (
 SCOPES: dict[str, tuple[str, tuple[str, ...]]] = {
     "L1.token_major": ("all n, d", ("general: token-major",)),
     "L1.feature_major": ("all n, d", ("general: feature-major",)),
-    "L2.rows": ("{sized}", ()),
+    "L2.rows": ("all n, any differentiable scores", ("general: rows sum to 1", "general: the derivative of a row")),
     "L3.identity": ("all n, d", ("general: <x,(I-W)x>_pi",)),
     "L4.resultant": ("{sized}", ()),
     "T1.walk": ("all n, d", ("general: vec(SHA(X)^T)", "general: block (i, j)")),

@@ -151,7 +151,8 @@ def theorem_markdown(t) -> str:
         lines.append("")
         kinds = {"zero": "exact zero", "witness": "exact nonzero: distinct heads by construction"}
         for k, (kind, name, *detail) in enumerate(t.general_steps, 1):
-            lines.append(f"{k}. `{name}` ({kinds[kind]}" + "".join(f"; {x}" for x in detail) + ")")
+            what = "exact nonzero: necessity witness" if kind == "witness" and "witness" in name else kinds[kind]
+            lines.append(f"{k}. `{name}` ({what}" + "".join(f"; {x}" for x in detail) + ")")
         lines.append("")
     if t.lemmas:
         lines.append(f"- uses lemmas: {', '.join(t.lemmas)}")

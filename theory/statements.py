@@ -116,12 +116,15 @@ def latex_data(value: Any) -> str:
     return ", ".join(latex_data(x) for x in value)
 
 
-def fill_data(template: str, instance: Mapping[str, Any] | None) -> str:
+def fill_data(template: str, instance: Mapping[str, Any] | None, formulas: Mapping[str, Any] | None = None) -> str:
     """``template`` with every ``«key»`` / ``«key[p][q]»`` replaced by :func:`latex_data` of that
-    part of ``instance`` (write it inside ``$...$``); a key the instance lacks raises ``KeyError``."""
+    part of ``instance`` (write it inside ``$...$``), and every ``«name»`` of ``formulas`` by the
+    formula's rendering; a key neither holds raises ``KeyError``."""
 
     def sub(m: re.Match) -> str:
         key, path = m.group(1), m.group(2)
+        if formulas and key in formulas and not path:
+            return _fmt(formulas[key], None)
         if instance is None or key not in instance:
             raise KeyError(f"witness text cites «{key}» but its instance has {sorted(instance or {})}")
         value = instance[key]
@@ -164,18 +167,22 @@ class Witness:
     fail on it. ``instance``: exact data (ints / ``"p/q"`` strings / nested lists) with a ``kind``
     key naming the oracle instance builder; ``derivation``: ``"T6::drop H1"`` (a necessity check
     of the theorem's symbolic derivation). ``statement``: the text, its data parts written as
-    placeholders ``«key»`` / ``«key[p][q]»`` filled from ``instance`` (:attr:`text`)."""
+    placeholders ``«key»`` / ``«key[p][q]»`` filled from ``instance`` (:attr:`text`), its formulas
+    as ``«name»`` of ``params``."""
 
     id: str
     statement: str
     fails: tuple[str, ...] = ()
     instance: Mapping[str, Any] | None = None
     derivation: str | None = None
+    #: formulas the text cites (``«name»``), e.g. the identity a derivation witness refutes
+    params: Mapping[str, Any] = field(default_factory=dict)
 
     @property
     def text(self) -> str:
-        """The statement with its data placeholders filled from the instance (``sympy.latex``)."""
-        return fill_data(self.statement, self.instance)
+        """The statement with its data placeholders filled from the instance (``sympy.latex``) and
+        its formulas rendered from their expressions."""
+        return fill_data(self.statement, self.instance, self.params)
 
     def with_data(self, **changes: Any) -> Witness:
         """A copy with some instance data replaced (the rendered text follows)."""

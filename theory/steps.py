@@ -151,6 +151,11 @@ STEPS: dict[str, tuple[tuple[str, ...], ...]] = {
 
 #: theorem id -> the steps of its derivation for symbolic sizes (``theory.derivations_general``), in order
 GENERAL_STEPS: dict[str, tuple[tuple[str, ...], ...]] = {
+    "L2": (
+        (ZERO, "general: rows sum to 1, all n, any differentiable scores"),
+        (ZERO, "general: the derivative of a row sums to 0, all n, any differentiable scores"),
+        (WITNESS, "general: witness: unnormalised attention, the derivative of a row is not 0"),
+    ),
     "L1": (
         (ZERO, "general: token-major, entry i*d + a, all n, d"),
         (ZERO, "general: feature-major, entry a*n + i, all n, d"),
