@@ -120,10 +120,9 @@ def general_t1(theorem) -> Derivation:
     D.add("general: vec(SHA(X)^T) = (A (x) T) vec(X^T), entry i*d + a, all n, d", R.prove(lhs, rhs))
     K = stacked.rhs.args[0] if isinstance(stacked.rhs, sp.MatMul) else stacked.rhs
     blk = R.split_index(K[F.i * F.d + F.a, F.j * F.d + F.b], [F.d, F.n])
-    D.add(
-        "general: block (i, j) of the operator is P_ij O_ij with P = A, O_ij = T, all n, d",
-        R.prove(blk, F.A_m[F.i, F.j] * F.T_m[F.a, F.b]),
-    )
+    block = c.params.get("block")  # the registry's walk blocks: P_ij O_ij with P = A, O_ij = T
+    want = instantiate(block.rhs, block.where) if block is not None else F.A_m[F.i, F.j] * F.T_m[F.a, F.b]
+    D.add("general: block (i, j) of the operator is P_ij O_ij with P = A, O_ij = T, all n, d", R.prove(blk, want))
     return D
 
 

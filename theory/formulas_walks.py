@@ -82,6 +82,20 @@ W_O, W_V = sp.MatrixSymbol("W_O", d, d_h), sp.MatrixSymbol("W_V", d_h, d)
 #: T1.transport: with ``nn.Linear`` weights (out × in) the transport is ``T = W_O W_V``
 LAYOUT = Identity("layout", F.T_m, W_O * W_V)
 
+Kb = shown_base("K", r"\left(A \otimes T\right)")
+#: T1: entry ``(i d + a, j d + b)`` of ``A ⊗ T`` is that of the walk with ``P = A``, ``O_ij = T``
+T1_BLOCK = Identity(
+    "block",
+    Kb[i * d + a, j * d + b],
+    F.P_[i, j] * F.O_[i, j, a, b],
+    (i, j, a, b),
+    (),
+    ((F.P_[i, j], F.A_m[i, j]), (F.O_[i, j, a, b], F.T_m[a, b])),
+)
+nu_, lam_A, mu_T = sp.IndexedBase("nu"), sp.IndexedBase("lambda"), sp.IndexedBase("mu")
+#: T1 / L4: the eigenvalues ``ν`` of ``A ⊗ T`` (with algebraic multiplicity, suitably ordered)
+KRON_EIGENVALUES = Identity("spectrum", nu_[i * d + a], lam_A[i] * mu_T[a], (i, a))
+
 # ------------------------------------------------------------------------------------------------
 # T2: the convention, the gauge, constant transport, special cases
 # ------------------------------------------------------------------------------------------------
@@ -233,7 +247,6 @@ L2_ROWS = Identity("rows", sp.Sum(F.A2_[i, j], (j, 0, n - 1)), sp.S.One, (i,))
 L2_DERIVATIVE = Identity("derivative", sp.Sum(sp.Derivative(F.A2_[i, j], xs), (j, 0, n - 1)), sp.S.Zero, (i,))
 
 zs, mus = sp.Symbol("z"), sp.Symbol("mu")
-lam_A, mu_T = sp.IndexedBase("lambda"), sp.IndexedBase("mu")
 p_A, p_T = sp.Function("p_A"), sp.Function("p_T")
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import sympy as sp
 
 from . import formulas as _F
 from . import formulas_walks as _FW
@@ -191,6 +192,14 @@ def t1_walk(inst, params) -> Verdict:
         if lhs.shape != rhs.shape:
             return Verdict(False, math.inf, tol, f"{key}: shapes {lhs.shape} vs {rhs.shape}")
         parts.append(_v(np.abs(lhs - rhs).max() / scale, tol, f"{key}: ‖lhs − rhs‖ / scale"))
+    block = params.get("block")
+    if block is not None:  # the blocks of the operator the stacked formula states: the walk P = A, O_ij = T
+        stacked = params.get("stacked", _F.SHA_STACKED)
+        op = stacked.rhs.args[0] if isinstance(stacked.rhs, sp.MatMul) else stacked.rhs
+        K = np.asarray(_F.tabulate(op, (), values), float)
+        n, d = A.shape[0], T.shape[0]
+        lhs, rhs = _F.evaluate(block, {**values, "K": K, "n": n, "d": d})
+        parts.append(_v(np.abs(lhs - rhs).max() / scale, tol, "block (i, j) = P_ij O_ij with P = A, O_ij = T"))
     return _all(*parts)
 
 
@@ -209,9 +218,13 @@ def _match(got: np.ndarray, want: np.ndarray) -> float:
 
 
 def kron_spectrum(inst, params) -> Verdict:
+    """The eigenvalues of ``A ⊗ T`` against the registry's formula ``params["spectrum"]`` (``λ_i μ_a``
+    tabulated over the eigenvalues of ``A``, ``T``), as multisets."""
     A, T = np.asarray(inst["A"], float), np.asarray(inst["T"], float)
     got = np.linalg.eigvals(np.kron(A, T))
-    want = np.array([la * mu for la in np.linalg.eigvals(A) for mu in np.linalg.eigvals(T)])
+    values = {"lambda": np.linalg.eigvals(A), "mu": np.linalg.eigvals(T), "n": A.shape[0], "d": T.shape[0]}
+    spectrum = params.get("spectrum", _FW.KRON_EIGENVALUES)
+    want = np.asarray(_F.tabulate(spectrum.rhs, spectrum.free, values), complex).reshape(-1)
     scale = max(1.0, float(np.linalg.norm(A, 2) * np.linalg.norm(T, 2)))
     return _v(_match(got, want) / scale, 1e-6, "multiset distance spec(A⊗T) vs {λ_i μ_k}")
 

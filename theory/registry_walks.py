@@ -63,17 +63,18 @@ WALK_THEOREMS: list[Theorem] = [
         conclusions=(
             _c(
                 "T1.walk",
-                "«sha», i.e. «stacked» (**token-major** stacking, $\\operatorname{vec}(X^\\top)$ = `X.reshape(-1)`): the connection walk with $P = A$ and $O_{ij} \\equiv T$",
+                "«sha», i.e. «stacked» (**token-major** stacking, `X.reshape(-1)`): the connection walk whose blocks are «block»",
                 predicate="t1_walk",
-                params={"sha": _F.SHA, "stacked": _F.SHA_STACKED},
+                params={"sha": _F.SHA, "stacked": _F.SHA_STACKED, "block": _FW.T1_BLOCK},
                 tolerance=_REL,
                 derivations=("T1::SHA(X) = kron(A,T) x (token-major)", "T1::kron(A,T) = walk with P = A, O_ij = T"),
                 tests=(_STMT,),
             ),
             _c(
                 "T1.spectrum",
-                "$\\operatorname{spec}(A\\otimes T) = \\{\\lambda_i(A) \\mu_k(T)\\}$ with algebraic multiplicities (any square $A$, $T$)",
+                "the eigenvalues $\\nu$ of $A\\otimes T$, with algebraic multiplicities and suitably ordered, are «spectrum» ($\\lambda_i$, $\\mu_a$: those of $A$, $T$; any square $A$, $T$)",
                 predicate="kron_spectrum",
+                params={"spectrum": _FW.KRON_EIGENVALUES},
                 tolerance="multisets matched by optimal assignment; distance ≤ 1e-6·max(1, ‖A‖‖T‖) (eigenvalues of non-normal matrices are only √ε-accurate)",
                 derivations=("L4::charpoly(kron(A,T))",),
                 tests=(_STMT,),

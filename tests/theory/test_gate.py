@@ -144,6 +144,15 @@ MUTANTS = {
     ),
     "T1 SHA = A X T^T -> A X T": lambda: _formula_mutant("T1", "T1.walk", "sha", rhs=F.A_m * F.X_m * F.T_m),
     "T1 SHA = A X T^T -> A^T X T^T": lambda: _formula_mutant("T1", "T1.walk", "sha", rhs=F.A_m.T * F.X_m * F.T_m.T),
+    "T1 block O_ij = T -> T^T": lambda: _formula_mutant(
+        "T1", "T1.walk", "block", where=(FW.T1_BLOCK.where[0], (F.O_[F.i, F.j, F.a, F.b], F.T_m[F.b, F.a]))
+    ),
+    "T1 block P = A -> A^T": lambda: _formula_mutant(
+        "T1", "T1.walk", "block", where=((F.P_[F.i, F.j], F.A_m[F.j, F.i]), FW.T1_BLOCK.where[1])
+    ),
+    "T1 spectrum lambda_i mu_a -> lambda_i + mu_a": lambda: _formula_mutant(
+        "T1", "T1.spectrum", "spectrum", rhs=FW.lam_A[F.i] + FW.mu_T[F.a]
+    ),
     "T2 gauge O' = B / P' -> B P'": lambda: _formula_mutant(
         "T2",
         "T2.gauge",
@@ -205,6 +214,8 @@ FORMULA_MUTANTS = [
     "T1 token-major -> feature-major",
     "T1 SHA = A X T^T -> A X T",
     "T1 SHA = A X T^T -> A^T X T^T",
+    "T1 block O_ij = T -> T^T",
+    "T1 block P = A -> A^T",
     "T2 gates 1/sum -> 1/H",
     "T2 P = mean -> sum",
     "T2 O_ij = H sum g T -> sum g T",
@@ -300,6 +311,7 @@ def test_hypothesis_formula_mutant_is_rejected(name):
 #: formula edits of conclusions whose proof scope is sized or numeric (no derivation for symbolic
 #: sizes to refute them): rejected on drawn instances only
 ORACLE_FORMULA_MUTANTS = [
+    "T1 spectrum lambda_i mu_a -> lambda_i + mu_a",
     "T2 gauge support P' > 0 -> P' >= 0",
     "T2 constant T_Sigma = sum_h T_h -> T_1",
     "T2 constant c_ij >= 0 -> c_ij <= 0",
