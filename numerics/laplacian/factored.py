@@ -130,6 +130,7 @@ def diagnose_factored(
     memory_budget: int | None = None,
     max_matvecs: int | None = None,
     kernel_route: str = "sections",
+    spectrum_route: str = "krylov",
 ):
     """The factored :class:`numerics.laplacian.LaplacianDiagnostics` of a :class:`ConnectionWalk`
     (use :func:`numerics.laplacian.diagnose` with ``method="factored"``). ``spectrum`` / ``kernel``
@@ -139,7 +140,8 @@ def diagnose_factored(
     reason). Default None: :data:`numerics.laplacian.kernel.MAX_MATVECS`, and a walk that fails a T3
     hypothesis gives the search for further null directions of ``Δ`` at most what the other checks
     spent (the early exit); an explicit value is the only cap, early exit included.
-    ``kernel_route="arpack"``: the previous unbounded route, kept as the benchmark's baseline;
+    ``kernel_route="arpack"`` / ``spectrum_route="arpack"``: the previous unbounded routes, kept as
+    the benchmark's baseline;
     ``assemble_max``: largest ``n·d`` assembled densely; ``chunk_elems``: the largest temporary
     (numbers); ``memory_budget``: bytes for :func:`factored_blocks` (default: the budget of
     :func:`numerics.validate.check_memory`). ``extra['seconds']`` / ``extra['matvecs']``: time and
@@ -160,7 +162,8 @@ def diagnose_factored(
         kw = dict(probes=probes, seed=seed, pi=None if pi is None else torch.as_tensor(pi).cpu(), tdt=tdt)
         kw.update(assemble_max=assemble_max, k_max=k_max, chunk_elems=chunk_elems, spectrum=spectrum, kernel=kernel)
         kw.update(tdt_p=tdt_p, memory_budget=memory_budget, max_matvecs=None if early_exit else max_matvecs)
-        return diagnose_factored(w.to(device="cpu"), kernel_route=kernel_route, **kw).to(w.device)
+        kw.update(kernel_route=kernel_route, spectrum_route=spectrum_route)
+        return diagnose_factored(w.to(device="cpu"), **kw).to(w.device)
     t0 = time.perf_counter()
     w = w.to(dtype=F64)
     fb = factored_blocks(w, chunk_elems=chunk_elems, memory_budget=memory_budget)
@@ -174,7 +177,7 @@ def diagnose_factored(
     t0, c0 = time.perf_counter(), fb.counter[0]
     if spectrum:
         (s_int, s_disk, s_sc), facts = spectrum_factored(
-            fb, st.safe, st.positive, scale, si, tdt, assemble_max=assemble_max, seed=seed
+            fb, st.safe, st.positive, scale, si, tdt, assemble_max=assemble_max, seed=seed, route=spectrum_route
         )
         extra.update(facts)
     else:

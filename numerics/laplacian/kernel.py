@@ -104,6 +104,7 @@ import torch
 
 from numerics.laplacian.blocks import FactoredBlocks, element
 from numerics.laplacian.kernel_arpack import ARPACK_MAX_CHUNKS, kernel_element_arpack
+from numerics.laplacian.krylov import lanczos_ends
 from numerics.laplacian.lanczos import Meter, OverBudget, deflated_smallest, operator_norm
 from numerics.laplacian.result import make_check
 from numerics.laplacian.sections import (
@@ -121,6 +122,7 @@ from numerics.laplacian.spectral import dense_operator, sym_extreme
 from numerics.tolerance import tol
 
 F64 = torch.float64
+EPS23 = float(torch.finfo(F64).eps) ** (2 / 3)
 
 __all__ = ["kernel_factored", "section_tree", "constraints_factor", "lower_bound"]
 
@@ -357,10 +359,18 @@ def _kernel_element_lanczos(
     over: str | None = None
     meter.soft(search)
     try:  # Δ's smallest pairs: only told from the threshold (relative 1e-4), within the search's cap
-        lamD, VD, _ = sym_extreme(DtD, N, n, d, "SA", cnt, seed, k=k, tol=1e-4)
-    except ArpackNoConvergence as exc:
-        msg = f"undefined: Lanczos for the {k} smallest singular values did not converge ({exc})"
-        return math.nan, 0.0, msg, math.nan, msg, 0, 0, fact
+        # thick-restart Lanczos with ARPACK's relative rule (ρ ≤ 1e-4·max(|θ|, eps^{2/3}·‖ΔᵀΔ‖)):
+        # ARPACK's own restarts spent several times the products on the same rule
+        pairs = lanczos_ends(
+            lambda X: DtD(X.T.reshape(-1, n, d)).reshape(-1, N).T,
+            N,
+            torch.from_numpy(np.random.default_rng(seed).standard_normal(N)),
+            ("min",),
+            lambda _e, t, rho, an: rho <= 1e-4 * max(abs(t), EPS23 * an),
+            k=k,
+        )[0]["min"]
+        lamD = torch.tensor([t for t, _, _ in pairs], dtype=F64)
+        VD = torch.stack([y for _, y, _ in pairs], 1)
     except OverBudget as exc:  # the parallel sections and flatness stay decided; ker Δ is not
         over = f"undecided: Δ's eigenpairs stopped at their cap of {meter.cap} products ({exc})"
         lamD, VD = torch.zeros(0, dtype=F64), torch.zeros(N, 0, dtype=F64)
