@@ -49,15 +49,17 @@ residual whose verdict was already certified. Now:
   sections found, ``π_max ‖Δx‖ ≥ <x, Δx>_π ≥ ½ w_min f(σ'_{k+1})² − ε_q`` (``w_min = min π_i P_ij``
   on the support, ``f`` the lower bound above). When that exceeds ``thr·‖Δ‖`` and every section is
   in ``ker Δ`` (``‖Δ Z‖`` below the threshold), ``dim ker Δ = dim parallel`` is decided with no
-  Lanczos at all; a capped Ritz estimate (at most ``SEARCH_FLOOR`` products) may only sharpen the
+  Lanczos at all; a capped Ritz estimate (at most ``SHARPEN_PRODUCTS`` products) may only sharpen the
   gap used in the error bound (``max`` of the two);
-* otherwise a deflated Lanczos search on ``ΔᵀΔ`` (ARPACK, relative 1e-4: the value only has to be
+* otherwise a deflated Lanczos search on ``ΔᵀΔ`` (:func:`ritz_extreme`, relative 1e-4: the value only has to be
   told from a threshold many orders below; ``σ_{k+1}(Δ) ≥ √(θ − ρ)`` assuming, as every Krylov
   method must, that the smallest eigenvalue is the one Lanczos converged to); new null directions
   are certified with ``Δ`` itself, up to ``k_max``;
 * *early exit* (unless ``max_matvecs`` is given explicitly): when a T3 hypothesis already fails,
-  the search above gets at most ``max(products of the other checks, SEARCH_FLOOR)`` products, and a failing flatness residual is not sharpened by
-  block Krylov (its dense algebra cost more than the rest of ``diagnose``): it is the sections'
+  the search above gets at most ``max(products of the other checks, SEARCH_FLOOR)`` products (the
+  floor: the spectrum checks spend a few hundred products since their Krylov solves stop at the
+  checks' rounding error, fewer than one search of a MiniLM-sized layer), and a failing flatness
+  residual is not sharpened by block Krylov (its dense algebra cost more than the rest of ``diagnose``): it is the sections'
   Ritz upper bound, with the certified interval in the reason and ``flat_interval``; otherwise the
   sharpening stops at the cap with the Ritz bound reached;
 * *cap*: every product with ``W``, ``Wᵀ`` or a coefficient operator counts
@@ -218,7 +220,7 @@ def _kernel_element(
     v0 = np.random.default_rng(seed).standard_normal(N)
     if s_next == s_next and kC:  # decided; a short Ritz estimate may sharpen the gap of the bound
         cap = meter.cap
-        meter.soft(min(SEARCH_FLOOR, max(meter.cap - meter.used, 0)))
+        meter.soft(min(SHARPEN_PRODUCTS, max(meter.cap - meter.used, 0)))
         try:
             lam1, _, rho = deflated_smallest(DtD, K, dn, N, n, d, meter, v0)
             if rho < lam1:
@@ -419,8 +421,12 @@ def _kernel_element_lanczos(
 
 #: default cap on the kernel route's products with ``W``/``Wᵀ``/coefficient operators per walk
 MAX_MATVECS = 10_000
-#: least budget of the optional searches of a walk that fails a T3 hypothesis (module docstring)
-SEARCH_FLOOR = 200
+#: least budget of the optional searches of a walk that fails a T3 hypothesis (module docstring):
+#: the search for σ_1(Δ) of a random MiniLM-sized layer (n = 128, d = 384, H = 12) takes about 800
+#: products, more than the spectrum and algebraic checks now count (about 750)
+SEARCH_FLOOR = 1000
+#: cap of the Ritz estimate that only sharpens a gap the Dirichlet certificate already decided
+SHARPEN_PRODUCTS = 200
 
 
 def kernel_factored(
