@@ -19,7 +19,8 @@ per connected component.
 assembles them. ``method="dense"`` forms the ``n²d²`` blocks (the reference);
 ``method="factored"`` (:mod:`numerics.laplacian.factored`) gets every check from the heads'
 coefficients and small Gram factors of the transports plus matrix-free operators, in
-``O(H n² + n d + H² d²)`` memory; ``method="auto"`` picks dense for ``n·d ≤ auto_max_nd``.
+``O(H n² + n d + H² d²)`` memory; ``method="auto"`` picks the faster of the two paths that
+computes every check (:func:`~numerics.laplacian.diagnosis.auto_method`).
 Conventions:
 
 * *Walk gauge.* ``stochastic``, ``orthogonal``, ``transpose_symmetric``, ``detailed_balance`` and
