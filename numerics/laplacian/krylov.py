@@ -199,8 +199,8 @@ def _ritz_residuals(V: torch.Tensor, AV: torch.Tensor, th: np.ndarray, S: np.nda
     c = len(th)
     X = torch.from_numpy(np.ascontiguousarray(np.concatenate([S.real, S.imag], axis=1))).to(V.device)
     VX, AX = V @ X, AV @ X
-    tr = torch.from_numpy(np.ascontiguousarray(th.real)).to(V.device)
-    ti = torch.from_numpy(np.ascontiguousarray(th.imag)).to(V.device)
+    tr = torch.tensor(th.real, dtype=F64, device=V.device)
+    ti = torch.tensor(th.imag, dtype=F64, device=V.device)
     re = AX[:, :c] - VX[:, :c] * tr + VX[:, c:] * ti
     im = AX[:, c:] - VX[:, c:] * tr - VX[:, :c] * ti
     return torch.sqrt(torch.linalg.vector_norm(re, dim=0) ** 2 + torch.linalg.vector_norm(im, dim=0) ** 2).tolist()
