@@ -59,16 +59,18 @@ The package is a one-way chain; each file imports only the ones above it:
   ``FactoredBlocks`` (``factored_blocks``, ``element``);
 * ``checks``: one function per T3 hypothesis and conclusion, written once against ``Blocks``, and
   ``algebraic_checks``;
-* ``spectral``: the matrix-free spectrum checks and the Lanczos / operator helpers;
+* ``krylov``: thick-restart Lanczos and restarted Arnoldi with the caller's stopping rule (no
+  ARPACK);
+* ``spectral``: the matrix-free spectrum checks and the operator helpers;
 * ``sections``: the parallel sections of a factored walk (section tree, root-fixed basis, factor of
   ``C Q``, the count with its straddle rule), shared by both kernel routes;
-* ``lanczos``: the product meter and the budgeted thick-restart Lanczos of the kernel route;
+* ``lanczos``: the product meter and the budgeted Lanczos searches of the kernel route;
 * ``kernel_arpack``: the previous unbounded kernel route, the benchmark's baseline;
 * ``kernel``: the matrix-free kernel / parallel-section / flatness checks;
 * ``dense``: the dense spectrum and kernel checks and ``diagnose_dense``;
 * ``factored``: ``diagnose_factored``;
-* ``diagnosis``: :func:`diagnose` (``method="auto" | "dense" | "factored"``), ``as_walk``,
-  ``generator_dense``.
+* ``diagnosis``: :func:`diagnose` (``method="auto" | "dense" | "factored"``), ``auto_method``,
+  ``as_walk``, ``generator_dense``.
 """
 
 from numerics.laplacian.diagnosis import FACTORED_OPTIONS as FACTORED_OPTIONS

@@ -1,12 +1,13 @@
 r"""The matrix-free spectrum checks of the factored T3 diagnostics (:mod:`numerics.laplacian.factored`):
 the Bendixson enclosure from Lanczos extremes of the π-symmetrised operator, Arnoldi Ritz values
-where the enclosure does not decide, per batch element of a
+where the enclosure does not decide (:mod:`numerics.laplacian.krylov`, stopped at the checks'
+rounding error; ARPACK at machine precision as ``route="arpack"``), per batch element of a
 :class:`~numerics.laplacian.blocks.FactoredBlocks`, with the small-walk route that assembles the
 operator densely; and the Lanczos / operator helpers the kernel checks
 (:mod:`numerics.laplacian.kernel`) share: :func:`linear_operator`, :func:`dense_operator`,
 :func:`sym_extreme`. The bounds are stated in :mod:`numerics.laplacian.factored`'s docstring.
-Imports :mod:`~numerics.laplacian.result`, :mod:`~numerics.laplacian.blocks` and
-:mod:`~numerics.laplacian.checks` from the package."""
+Imports :mod:`~numerics.laplacian.result`, :mod:`~numerics.laplacian.blocks`,
+:mod:`~numerics.laplacian.checks` and :mod:`~numerics.laplacian.krylov` from the package."""
 
 from __future__ import annotations
 
