@@ -2,7 +2,7 @@
 r"""Benchmark: ``diagnose(method="factored")`` with the current spectrum and kernel routes vs the
 previous ones, in the same run.
 
-For each walk: the time of one factored ``apply`` (one vector; median of 21), then
+For each walk: the time of one factored ``apply`` (one vector; mean over a loop of ≥ 0.5 s), then
 ``diagnose_factored`` with ``kernel_route="arpack", spectrum_route="arpack"`` ("old": unbounded
 ARPACK searches to relative 1e-6 and machine precision, the row-chunked factor of ``C Q`` on every
 section; the spectrum's Lanczos extremes and one Arnoldi run per component by ARPACK at machine
@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import statistics
 import sys
 import time
 
@@ -49,15 +48,17 @@ F = torch.float64
 
 
 def apply_seconds(w) -> float:
+    """Mean time of one apply over a loop of at least half a second (on a shared machine a long
+    loop sees the same share of the cores as the diagnose runs it is compared with; a median of
+    short runs does not)."""
     fb = factored_blocks(w.to(dtype=F))
     x = torch.randn(1, fb.n, fb.d, dtype=F)
     fb.apply(x)
-    ts = []
-    for _ in range(21):
-        t0 = time.perf_counter()
+    count, t0 = 0, time.perf_counter()
+    while count < 21 or time.perf_counter() - t0 < 0.5:
         fb.apply(x)
-        ts.append(time.perf_counter() - t0)
-    return statistics.median(ts)
+        count += 1
+    return (time.perf_counter() - t0) / count
 
 
 def run(w, route: str, attention_dtype=None):

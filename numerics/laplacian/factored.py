@@ -145,7 +145,7 @@ def diagnose_factored(
     products with ``W``/``Wᵀ`` per walk (past it the kernel / flat checks are *undecided* with the
     reason). Default None: :data:`numerics.laplacian.kernel.MAX_MATVECS`, and a walk that fails a T3
     hypothesis gives the search for further null directions of ``Δ`` at most what the other checks
-    spent (the early exit); an explicit value is the only cap, early exit included.
+    spent, and at least :data:`numerics.laplacian.kernel.SEARCH_FLOOR` (the early exit); an explicit value is the only cap, early exit included.
     ``kernel_route="arpack"`` / ``spectrum_route="arpack"``: the previous unbounded routes, kept as
     the benchmark's baseline;
     ``assemble_max``: largest ``n·d`` assembled densely; ``chunk_elems``: the largest temporary
