@@ -115,7 +115,10 @@ def spectrum_factored(
             continue
         cnt = [0]
         p = pi_safe.reshape(-1, n)[b] if bool(pi_ok.reshape(-1)[b]) else torch.full((n,), 1.0 / n, dtype=F64)
-        ext = (_extremes_krylov if route == "krylov" else _extremes_arpack)(e, p, seed, cnt)
+        if route == "krylov":
+            ext = _extremes_krylov(e, p, seed, cnt, tdt, s_b if bool(si_h[b]) else None)
+        else:
+            ext = _extremes_arpack(e, p, seed, cnt)
         lo, hi, im_b, mod_b, wn[b], r_max = ext
         bounds = {
             "spectrum_interval": {"im": im_b, "low": -lo, "high": hi - 2},
@@ -137,20 +140,24 @@ def spectrum_factored(
             return ritz[comp]
 
         for name in active:
+            comps = bounds[name]
+            if route == "krylov":  # every component above t_b has its Ritz value (one Arnoldi run)
+                above = [c for c, bnd in comps.items() if bnd > t_b]
+                known = max(comps.values())  # all within t_b: certified by the enclosure
+                if above:
+                    certified[name] = False
+                    known = max(_component(name, c, arnoldi(c), s_b) for c in above)
+                    if known <= t_b:
+                        known = max([known] + [bnd for c, bnd in comps.items() if c not in above])
+                res[name][b] = max(known, 0.0)
+                continue
             known = 0.0
-            for comp, bnd in sorted(bounds[name].items(), key=lambda kv: -kv[1]):
+            for comp, bnd in sorted(comps.items(), key=lambda kv: -kv[1]):
                 if bnd <= max(known, t_b):
                     known = max(known, bnd) if known <= t_b else known
                     continue
                 certified[name] = False
-                z = arnoldi(comp)
-                val = {
-                    "im": abs(z.imag),
-                    "low": -z.real if name == "spectrum_interval" else (1 - s_b) - z.real,
-                    "high": z.real - 2 if name == "spectrum_interval" else z.real - (1 + s_b),
-                    "mod": abs(z) - 1,
-                }[comp]
-                known = max(known, val)
+                known = max(known, _component(name, comp, arnoldi(comp), s_b))
             res[name][b] = max(known, 0.0)
         fact["arnoldi"] = {k: (v.real, v.imag) for k, v in ritz.items()}
         fact["matvecs"] = cnt[0]
@@ -179,6 +186,18 @@ def spectrum_factored(
     if facts:
         extra["spectrum_facts"] = facts  # type: ignore[assignment]
     return tuple(out), extra
+
+
+def _component(name: str, comp: str, z: complex, s_b: float) -> float:
+    """The residual component ``comp`` of check ``name`` at a Ritz value ``z`` (of ``Δ``; of ``W``
+    for ``mod``)."""
+    if comp == "im":
+        return abs(z.imag)
+    if comp == "mod":
+        return abs(z) - 1
+    if comp == "low":
+        return -z.real if name == "spectrum_interval" else (1 - s_b) - z.real
+    return z.real - 2 if name == "spectrum_interval" else z.real - (1 + s_b)
 
 
 def _pi_operators(e: FactoredBlocks, p: torch.Tensor):
@@ -213,14 +232,18 @@ def _extremes_arpack(e: FactoredBlocks, p: torch.Tensor, seed: int, cnt: list):
 KRYLOV_CAP = 3000
 
 
-def _extremes_krylov(e: FactoredBlocks, p: torch.Tensor, seed: int, cnt: list):
+def _extremes_krylov(e: FactoredBlocks, p: torch.Tensor, seed: int, cnt: list, tdt, s_b: float | None):
     """As :func:`_extremes_arpack`, each quantity to the accuracy its decision can use: ``‖W‖``
     first, to within the spectrum checks' rounding error at that norm
-    (:func:`~numerics.laplacian.checks.spectrum_error`); then the Bendixson extremes and norms to
-    within that error ``err`` (Ritz residual ``ρ ≤ err`` for an eigenvalue, ``√(θ+ρ) − √θ ≤ err``
-    for a norm): each then differs from the exact one by less than the error the check already
-    allows for. One Lanczos run gives both ends of ``H_S``. A solve that does not converge within
-    :data:`KRYLOV_CAP` products falls back to ARPACK."""
+    (:func:`~numerics.laplacian.checks.spectrum_error`: it sets the tolerance ``t_b``); then each
+    Bendixson extreme until either it is within that error ``err`` (Ritz residual ``ρ ≤ err`` for an
+    eigenvalue, ``√(θ+ρ) − √θ ≤ err`` for a norm: it then differs from the exact one by less than
+    the error the check already allows for) or every residual component it bounds is certainly
+    above ``t_b`` (Ritz values lie inside the spectrum: ``λ_min ≤ θ_min``, ``θ_max ≤ λ_max``), when
+    only the Arnoldi values of those components enter the residual and the extreme is reported as
+    the Ritz value reached. ``s_b``: the common scale of a scaled isometry (the ``spectrum_scaled``
+    components), None when that check is not computed. One Lanczos run gives both ends of ``H_S``.
+    A solve that does not converge within :data:`KRYLOV_CAP` products falls back to ARPACK."""
     n, d = e.n, e.d
     N = n * d
     Hs, KtK, MtM, WtW = _pi_operators(e, p)
@@ -243,12 +266,18 @@ def _extremes_krylov(e: FactoredBlocks, p: torch.Tensor, seed: int, cnt: list):
 
     w = solve(WtW, ("max",), norm_done(lambda t: spectrum_error(N, math.sqrt(t))))["max"]
     wn = math.sqrt(max(w[0], 0.0))
-    err = spectrum_error(N, wn)
-    h = solve(Hs, ("min", "max"), lambda _k, _t, rho, _an: rho <= err)
-    k = solve(KtK, ("max",), norm_done(lambda _t: err))["max"]
-    m = solve(MtM, ("max",), norm_done(lambda _t: err))["max"]
-    r_max = max(h["min"][2], h["max"][2], k[2], m[2])
+    err, t_b = spectrum_error(N, wn), tol(tdt, N, scale=max(wn, 1.0))
+    # where each extreme enters: low = off − λ_min, high = λ_max − off (interval; scaled when computed)
+    off = {"min": [0.0] + ([1 - s_b] if s_b is not None else []), "max": [2.0] + ([1 + s_b] if s_b is not None else [])}
+    above = {
+        "min": lambda t: all(o - t > t_b for o in off["min"]),
+        "max": lambda t: all(t - o > t_b for o in off["max"]),
+    }
+    h = solve(Hs, ("min", "max"), lambda end, t, rho, _an: rho <= err or above[end](t))
     sq = lambda t: math.sqrt(max(t, 0.0))
+    k = solve(KtK, ("max",), lambda *a: norm_done(lambda _t: err)(*a) or sq(a[1]) > t_b)["max"]
+    m = solve(MtM, ("max",), lambda *a: norm_done(lambda _t: err)(*a) or sq(a[1]) - 1 > t_b)["max"]
+    r_max = max(h["min"][2], h["max"][2], k[2], m[2])
     return h["min"][0], h["max"][0], sq(k[0]), sq(m[0]), wn, r_max
 
 
