@@ -33,7 +33,7 @@ within that rounding error (an exact eigenvalue of ``W + E``, ``‖E‖ ≤`` th
 for the dense solver); they have no rigorous forward bound and the reason says so. The previous
 solvers (ARPACK at machine precision, one Arnoldi run per component) stay as
 ``spectrum_route="arpack"``, the benchmark's baseline: on a random softmax walk ``n = 64, d = 64,
-H = 4`` the spectrum took 924 products there and 359 here, on a MiniLM-sized one 1979 and 748.
+H = 4`` the spectrum took 924 products there and 135 here, on a MiniLM-sized one 1979 and 328.
 
 Kernel (:mod:`numerics.laplacian.kernel`). The parallel sections are fixed by their values at one
 token per closed class (a BFS tree of the support), so ``dim ker C ≤ d·(closed classes)`` and

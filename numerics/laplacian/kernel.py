@@ -423,7 +423,7 @@ def _kernel_element_lanczos(
 MAX_MATVECS = 10_000
 #: least budget of the optional searches of a walk that fails a T3 hypothesis (module docstring):
 #: the search for σ_1(Δ) of a random MiniLM-sized layer (n = 128, d = 384, H = 12) takes about 800
-#: products, more than the spectrum and algebraic checks now count (about 750)
+#: products, more than the spectrum and algebraic checks now count (about 330)
 SEARCH_FLOOR = 1000
 #: cap of the Ritz estimate that only sharpens a gap the Dirichlet certificate already decided
 SHARPEN_PRODUCTS = 200

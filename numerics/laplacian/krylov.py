@@ -27,10 +27,16 @@ __all__ = ["lanczos_ends", "ritz_extreme", "arnoldi_ends"]
 
 
 def _orth_step(V: torch.Tensor, j: int, r: torch.Tensor) -> tuple[torch.Tensor, float]:
-    """``r`` orthogonalised twice against ``V[:, :j]`` and its norm."""
-    for _ in range(2):
+    """``r`` orthogonalised against ``V[:, :j]`` (classical Gram–Schmidt, repeated when the first pass
+    removed more than ``1 − 1/√2`` of its norm: the Daniel–Gragg–Kaufman–Stewart criterion) and its
+    norm."""
+    n0 = float(torch.linalg.vector_norm(r))
+    r = r - V[:, :j] @ (V[:, :j].T @ r)
+    nr = float(torch.linalg.vector_norm(r))
+    if nr < 0.7071 * n0:
         r = r - V[:, :j] @ (V[:, :j].T @ r)
-    return r, float(torch.linalg.vector_norm(r))
+        nr = float(torch.linalg.vector_norm(r))
+    return r, nr
 
 
 def lanczos_ends(
