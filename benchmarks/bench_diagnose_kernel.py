@@ -1,12 +1,15 @@
 #!/usr/bin/env python
-r"""Benchmark: ``diagnose(method="factored")`` with the capped kernel route vs the previous
-unbounded one, in the same run.
+r"""Benchmark: ``diagnose(method="factored")`` with the current spectrum and kernel routes vs the
+previous ones, in the same run.
 
-For each walk: the time of one factored ``apply`` (one vector; median of 21), then
-``diagnose_factored`` with ``kernel_route="arpack"`` (the previous route: unbounded ARPACK searches
-to relative 1e-6 and machine precision, the row-chunked factor of ``C Q`` on every section) and with
-the default route (Gram of the sections, refined factor on the unresolved directions only, the
-Dirichlet certificate, capped searches). Prints per route: total seconds, total ÷ one apply,
+For each walk: the time of one factored ``apply`` (one vector; mean over a loop of ≥ 0.5 s), then
+``diagnose_factored`` with ``kernel_route="arpack", spectrum_route="arpack"`` ("old": unbounded
+ARPACK searches to relative 1e-6 and machine precision, the row-chunked factor of ``C Q`` on every
+section; the spectrum's Lanczos extremes and one Arnoldi run per component by ARPACK at machine
+precision) and with the default routes ("new": Gram of the sections, refined factor on the
+unresolved directions only, the Dirichlet certificate, capped searches; the spectrum's Krylov
+solves stopped at the checks' rounding error, one Arnoldi run for every component). Prints per
+route: total seconds, total ÷ one apply,
 products with ``W``/``Wᵀ``/coefficients per part, the share of each part (algebraic / spectrum /
 kernel) in the time, the kernel verdicts and dimensions; then the old ÷ new time ratio and whether
 every verdict and dimension agrees.
@@ -18,15 +21,17 @@ random layer (``n = 128, d = 384, H = 12``, head dim 32; factors in float64 / fl
 factors set float32 tolerances, about 0.4·‖Δ‖ at this size, where every kernel count straddles its
 threshold on either route). ``--threads`` (default 1).
 
-Usage: ``python benchmarks/bench_diagnose_kernel.py [--large] [--minilm] [--minilm32] [--only-new]
-[--threads 1]``.
+``--three``: the issue's three sizes in one run (``n = 64``, MiniLM-sized, ``n = 512``; the same
+as ``--large --minilm``).
+
+Usage: ``python benchmarks/bench_diagnose_kernel.py [--three] [--large] [--minilm] [--minilm32]
+[--only-new] [--threads 1]``.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
-import statistics
 import sys
 import time
 
@@ -43,15 +48,17 @@ F = torch.float64
 
 
 def apply_seconds(w) -> float:
+    """Mean time of one apply over a loop of at least half a second (on a shared machine a long
+    loop sees the same share of the cores as the diagnose runs it is compared with; a median of
+    short runs does not)."""
     fb = factored_blocks(w.to(dtype=F))
     x = torch.randn(1, fb.n, fb.d, dtype=F)
     fb.apply(x)
-    ts = []
-    for _ in range(21):
-        t0 = time.perf_counter()
+    count, t0 = 0, time.perf_counter()
+    while count < 21 or time.perf_counter() - t0 < 0.5:
         fb.apply(x)
-        ts.append(time.perf_counter() - t0)
-    return statistics.median(ts)
+        count += 1
+    return (time.perf_counter() - t0) / count
 
 
 def run(w, route: str, attention_dtype=None):
@@ -63,7 +70,8 @@ def run(w, route: str, attention_dtype=None):
         w,
         tdt=tolerance_dtype(w, None),
         tdt_p=tolerance_dtype(w, attention_dtype),
-        kernel_route=route,
+        kernel_route="arpack" if route == "old" else "sections",
+        spectrum_route="arpack" if route == "old" else "krylov",
     )
     return D, time.perf_counter() - t0
 
@@ -85,7 +93,7 @@ def row(label: str, D, t: float, t_apply: float) -> None:
 
 def same(Do, Dn) -> bool:
     ok = int(Do.kernel_dim) == int(Dn.kernel_dim) and int(Do.parallel_dim) == int(Dn.parallel_dim)
-    for name in ("kernel_parallel", "flat"):
+    for name in Do.checks():
         co, cn = getattr(Do, name), getattr(Dn, name)
         ok &= bool(co.holds) == bool(cn.holds) and bool(co.defined) == bool(cn.defined)
     return ok
@@ -94,16 +102,16 @@ def same(Do, Dn) -> bool:
 def case(label: str, w, only_new: bool, attention_dtype=None) -> None:
     t_apply = apply_seconds(w)
     print(f"== {label}: one apply {1e3 * t_apply:.3f} ms")
-    Dn, tn = run(w, "sections", attention_dtype)
+    Dn, tn = run(w, "new", attention_dtype)
     row("new", Dn, tn, t_apply)
     if only_new:
         for c in (Dn.kernel_parallel, Dn.flat):
             if c.reason:
                 print(f"   new {c.name}: {c.reason}")
         return
-    Do, to = run(w, "arpack", attention_dtype)
+    Do, to = run(w, "old", attention_dtype)
     row("old", Do, to, t_apply)
-    print(f"   old / new time: {to / tn:.1f}x; same kernel verdicts and dimensions: {same(Do, Dn)}")
+    print(f"   old / new time: {to / tn:.1f}x; same verdicts (every check) and dimensions: {same(Do, Dn)}")
     for D, name in ((Do, "old"), (Dn, "new")):
         for c in (D.kernel_parallel, D.flat):
             if c.reason:
@@ -112,21 +120,24 @@ def case(label: str, w, only_new: bool, attention_dtype=None) -> None:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[1])
+    ap.add_argument("--three", action="store_true", help="n=64, MiniLM-sized and n=512 (--large --minilm)")
     ap.add_argument("--large", action="store_true", help="also n=512, d=64, H=4")
     ap.add_argument("--minilm", action="store_true", help="also a MiniLM-sized random layer (float64)")
     ap.add_argument("--minilm32", action="store_true", help="also a MiniLM-sized random layer (float32 factors)")
     ap.add_argument("--only-new", action="store_true", help="skip the old route")
     ap.add_argument("--threads", type=int, default=1)
     args = ap.parse_args(argv)
+    args.large |= args.three
+    args.minilm |= args.three
     torch.set_num_threads(args.threads)
     print(f"threads={torch.get_num_threads()}")
     diagnose(random_walk(16, 8, 2), method="factored", assemble_max=0)  # warm-up (first-call costs)
     case("random softmax n=64 d=64 H=4", random_walk(64, 64, 4), args.only_new)
     case("reversible n=64 d=64 H=4", reversible_walk(64, 64, 4), args.only_new)
-    if args.large:
-        case("random softmax n=512 d=64 H=4", random_walk(512, 64, 4), args.only_new)
     if args.minilm:
         case("MiniLM-sized random n=128 d=384 H=12 float64", random_walk(128, 384, 12), args.only_new)
+    if args.large:
+        case("random softmax n=512 d=64 H=4", random_walk(512, 64, 4), args.only_new)
     if args.minilm32:
         w = random_walk(128, 384, 12).to(dtype=torch.float32)
         case("MiniLM-sized random n=128 d=384 H=12 float32", w, args.only_new)

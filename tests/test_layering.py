@@ -159,6 +159,7 @@ def test_the_laplacian_package_is_a_one_way_chain():
         "forms",
         "blocks",
         "checks",
+        "krylov",
         "spectral",
         "sections",
         "lanczos",

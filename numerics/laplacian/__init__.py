@@ -19,7 +19,8 @@ per connected component.
 assembles them. ``method="dense"`` forms the ``n²d²`` blocks (the reference);
 ``method="factored"`` (:mod:`numerics.laplacian.factored`) gets every check from the heads'
 coefficients and small Gram factors of the transports plus matrix-free operators, in
-``O(H n² + n d + H² d²)`` memory; ``method="auto"`` picks dense for ``n·d ≤ auto_max_nd``.
+``O(H n² + n d + H² d²)`` memory; ``method="auto"`` picks the faster of the two paths that
+computes every check (:func:`~numerics.laplacian.diagnosis.auto_method`).
 Conventions:
 
 * *Walk gauge.* ``stochastic``, ``orthogonal``, ``transpose_symmetric``, ``detailed_balance`` and
@@ -58,16 +59,18 @@ The package is a one-way chain; each file imports only the ones above it:
   ``FactoredBlocks`` (``factored_blocks``, ``element``);
 * ``checks``: one function per T3 hypothesis and conclusion, written once against ``Blocks``, and
   ``algebraic_checks``;
-* ``spectral``: the matrix-free spectrum checks and the Lanczos / operator helpers;
+* ``krylov``: thick-restart Lanczos and restarted Arnoldi with the caller's stopping rule (no
+  ARPACK);
+* ``spectral``: the matrix-free spectrum checks and the operator helpers;
 * ``sections``: the parallel sections of a factored walk (section tree, root-fixed basis, factor of
   ``C Q``, the count with its straddle rule), shared by both kernel routes;
-* ``lanczos``: the product meter and the budgeted thick-restart Lanczos of the kernel route;
+* ``lanczos``: the product meter and the budgeted Lanczos searches of the kernel route;
 * ``kernel_arpack``: the previous unbounded kernel route, the benchmark's baseline;
 * ``kernel``: the matrix-free kernel / parallel-section / flatness checks;
 * ``dense``: the dense spectrum and kernel checks and ``diagnose_dense``;
 * ``factored``: ``diagnose_factored``;
-* ``diagnosis``: :func:`diagnose` (``method="auto" | "dense" | "factored"``), ``as_walk``,
-  ``generator_dense``.
+* ``diagnosis``: :func:`diagnose` (``method="auto" | "dense" | "factored"``), ``auto_method``,
+  ``as_walk``, ``generator_dense``.
 """
 
 from numerics.laplacian.diagnosis import FACTORED_OPTIONS as FACTORED_OPTIONS

@@ -49,15 +49,17 @@ residual whose verdict was already certified. Now:
   sections found, ``π_max ‖Δx‖ ≥ <x, Δx>_π ≥ ½ w_min f(σ'_{k+1})² − ε_q`` (``w_min = min π_i P_ij``
   on the support, ``f`` the lower bound above). When that exceeds ``thr·‖Δ‖`` and every section is
   in ``ker Δ`` (``‖Δ Z‖`` below the threshold), ``dim ker Δ = dim parallel`` is decided with no
-  Lanczos at all; a capped Ritz estimate (at most ``SEARCH_FLOOR`` products) may only sharpen the
+  Lanczos at all; a capped Ritz estimate (at most ``SHARPEN_PRODUCTS`` products) may only sharpen the
   gap used in the error bound (``max`` of the two);
-* otherwise a deflated Lanczos search on ``ΔᵀΔ`` (ARPACK, relative 1e-4: the value only has to be
+* otherwise a deflated Lanczos search on ``ΔᵀΔ`` (:func:`ritz_extreme`, relative 1e-4: the value only has to be
   told from a threshold many orders below; ``σ_{k+1}(Δ) ≥ √(θ − ρ)`` assuming, as every Krylov
   method must, that the smallest eigenvalue is the one Lanczos converged to); new null directions
   are certified with ``Δ`` itself, up to ``k_max``;
 * *early exit* (unless ``max_matvecs`` is given explicitly): when a T3 hypothesis already fails,
-  the search above gets at most ``max(products of the other checks, SEARCH_FLOOR)`` products, and a failing flatness residual is not sharpened by
-  block Krylov (its dense algebra cost more than the rest of ``diagnose``): it is the sections'
+  the search above gets at most ``max(products of the other checks, SEARCH_FLOOR)`` products (the
+  floor: the spectrum checks spend a few hundred products since their Krylov solves stop at the
+  checks' rounding error, fewer than one search of a MiniLM-sized layer), and a failing flatness
+  residual is not sharpened by block Krylov (its dense algebra cost more than the rest of ``diagnose``): it is the sections'
   Ritz upper bound, with the certified interval in the reason and ``flat_interval``; otherwise the
   sharpening stops at the cap with the Ritz bound reached;
 * *cap*: every product with ``W``, ``Wᵀ`` or a coefficient operator counts
@@ -104,6 +106,7 @@ import torch
 
 from numerics.laplacian.blocks import FactoredBlocks, element
 from numerics.laplacian.kernel_arpack import ARPACK_MAX_CHUNKS, kernel_element_arpack
+from numerics.laplacian.krylov import lanczos_ends
 from numerics.laplacian.lanczos import Meter, OverBudget, deflated_smallest, operator_norm
 from numerics.laplacian.result import make_check
 from numerics.laplacian.sections import (
@@ -121,6 +124,7 @@ from numerics.laplacian.spectral import dense_operator, sym_extreme
 from numerics.tolerance import tol
 
 F64 = torch.float64
+EPS23 = float(torch.finfo(F64).eps) ** (2 / 3)
 
 __all__ = ["kernel_factored", "section_tree", "constraints_factor", "lower_bound"]
 
@@ -216,7 +220,7 @@ def _kernel_element(
     v0 = np.random.default_rng(seed).standard_normal(N)
     if s_next == s_next and kC:  # decided; a short Ritz estimate may sharpen the gap of the bound
         cap = meter.cap
-        meter.soft(min(SEARCH_FLOOR, max(meter.cap - meter.used, 0)))
+        meter.soft(min(SHARPEN_PRODUCTS, max(meter.cap - meter.used, 0)))
         try:
             lam1, _, rho = deflated_smallest(DtD, K, dn, N, n, d, meter, v0)
             if rho < lam1:
@@ -357,10 +361,18 @@ def _kernel_element_lanczos(
     over: str | None = None
     meter.soft(search)
     try:  # Δ's smallest pairs: only told from the threshold (relative 1e-4), within the search's cap
-        lamD, VD, _ = sym_extreme(DtD, N, n, d, "SA", cnt, seed, k=k, tol=1e-4)
-    except ArpackNoConvergence as exc:
-        msg = f"undefined: Lanczos for the {k} smallest singular values did not converge ({exc})"
-        return math.nan, 0.0, msg, math.nan, msg, 0, 0, fact
+        # thick-restart Lanczos with ARPACK's relative rule (ρ ≤ 1e-4·max(|θ|, eps^{2/3}·‖ΔᵀΔ‖)):
+        # ARPACK's own restarts spent several times the products on the same rule
+        pairs = lanczos_ends(
+            lambda X: DtD(X.T.reshape(-1, n, d)).reshape(-1, N).T,
+            N,
+            torch.from_numpy(np.random.default_rng(seed).standard_normal(N)),
+            ("min",),
+            lambda _e, t, rho, an: rho <= 1e-4 * max(abs(t), EPS23 * an),
+            k=k,
+        )[0]["min"]
+        lamD = torch.tensor([t for t, _, _ in pairs], dtype=F64)
+        VD = torch.stack([y for _, y, _ in pairs], 1)
     except OverBudget as exc:  # the parallel sections and flatness stay decided; ker Δ is not
         over = f"undecided: Δ's eigenpairs stopped at their cap of {meter.cap} products ({exc})"
         lamD, VD = torch.zeros(0, dtype=F64), torch.zeros(N, 0, dtype=F64)
@@ -409,8 +421,12 @@ def _kernel_element_lanczos(
 
 #: default cap on the kernel route's products with ``W``/``Wᵀ``/coefficient operators per walk
 MAX_MATVECS = 10_000
-#: least budget of the optional searches of a walk that fails a T3 hypothesis (module docstring)
-SEARCH_FLOOR = 200
+#: least budget of the optional searches of a walk that fails a T3 hypothesis (module docstring):
+#: the search for σ_1(Δ) of a random MiniLM-sized layer (n = 128, d = 384, H = 12) takes about 800
+#: products, more than the spectrum and algebraic checks now count (about 330)
+SEARCH_FLOOR = 1000
+#: cap of the Ritz estimate that only sharpens a gap the Dirichlet certificate already decided
+SHARPEN_PRODUCTS = 200
 
 
 def kernel_factored(

@@ -1,6 +1,6 @@
 r"""Budgeted Lanczos for the kernel route of the factored diagnostics: the product meter
-(:class:`Meter`, which raises :class:`OverBudget` at its cap), a thick-restart Lanczos for one extreme
-eigenpair of a symmetric matrix-free map (:func:`ritz_extreme`), the operator norm it gives
+(:class:`Meter`, which raises :class:`OverBudget` at its cap), the operator norm that the thick-restart
+Lanczos of :mod:`numerics.laplacian.krylov` (:func:`ritz_extreme`) gives
 (:func:`operator_norm`) and the deflated search for the smallest eigenpair of ``ΔᵀΔ`` outside a known
 basis (:func:`deflated_smallest`)."""
 
@@ -12,6 +12,7 @@ import numpy as np
 import torch
 
 from numerics.laplacian.blocks import FactoredBlocks
+from numerics.laplacian.krylov import ritz_extreme
 
 F64 = torch.float64
 #: ``(max_dim, keep)`` of the thick-restart Lanczos of the ker Δ search (:func:`ritz_extreme`); on
@@ -19,7 +20,7 @@ F64 = torch.float64
 #: (60, 20) and 11,913 with (80, 40)
 SEARCH_BASIS = (60, 20)
 
-__all__ = ["SEARCH_BASIS", "OverBudget", "Meter", "ritz_extreme", "operator_norm", "deflated_smallest"]
+__all__ = ["SEARCH_BASIS", "OverBudget", "Meter", "operator_norm", "deflated_smallest"]
 
 
 class OverBudget(Exception):
@@ -44,51 +45,6 @@ class Meter:
     def check(self) -> None:
         if self.used > self.cap:
             raise OverBudget(self.used)
-
-
-def ritz_extreme(op, N: int, v0: torch.Tensor, smallest: bool, rtol: float, max_dim: int = 40, keep: int = 8):
-    """``(θ, y, ρ)``: the smallest (``smallest``) or largest eigenvalue ``θ`` of a symmetric
-    matrix-free ``op`` (``(N, p) → (N, p)``), its unit Ritz vector and residual norm
-    ``‖op(y) − θ y‖``, by thick-restart Lanczos: Rayleigh–Ritz on ``span[V]`` with ``op(V)`` kept,
-    expanded by the current residual (twice orthogonalised: the Krylov space in exact arithmetic),
-    restarted from the ``keep`` best Ritz vectors at ``max_dim``. Stops when
-    ``ρ ≤ rtol·max(|θ|, eps^{2/3}·‖op‖_est)`` (ARPACK's rule) or the space is invariant; the cap on
-    products is the caller's (its ``op`` raises :class:`OverBudget`). No ARPACK: its own work per
-    step (restarts over ``ncv`` vectors of length ``N``) cost more than the products at ``n·d ≥ 3e4``."""
-    max_dim = min(max_dim, N)
-    V, AV = torch.empty(N, max_dim, dtype=F64), torch.empty(N, max_dim, dtype=F64)
-    V[:, 0] = v0.to(F64) / torch.linalg.vector_norm(v0.to(F64))
-    AV[:, :1] = op(V[:, :1])
-    Hm = torch.zeros(max_dim, max_dim, dtype=F64)
-    Hm[0, 0] = V[:, 0] @ AV[:, 0]
-    j = 1
-    floor = float(torch.finfo(F64).eps) ** (2 / 3)
-    while True:
-        th, S = torch.linalg.eigh(Hm[:j, :j])
-        i = 0 if smallest else -1
-        y, Ay, t = V[:, :j] @ S[:, i], AV[:, :j] @ S[:, i], float(th[i])
-        r = Ay - t * y
-        rho = float(torch.linalg.vector_norm(r))
-        anorm = float(th.abs().max())
-        if rho <= rtol * max(abs(t), floor * anorm) or j >= N:
-            return t, y, rho
-        if j >= max_dim:  # thick restart: the `keep` Ritz vectors nearest the wanted end
-            sel = S[:, :keep] if smallest else S[:, -keep:]
-            V[:, :keep], AV[:, :keep] = V @ sel, AV @ sel
-            Hm.zero_()
-            Hm[:keep, :keep] = torch.diag(th[:keep] if smallest else th[-keep:])
-            j = keep
-        for _ in range(2):
-            r = r - V[:, :j] @ (V[:, :j].T @ r)
-        nr = float(torch.linalg.vector_norm(r))
-        if nr <= 1e-10 * rho:  # invariant subspace: the Ritz pair is exact up to rounding
-            return t, y, rho
-        V[:, j] = r / nr
-        AV[:, j : j + 1] = op(V[:, j : j + 1])
-        h = V[:, : j + 1].T @ AV[:, j]  # the new row / column of VᵀAV (symmetrised)
-        h[:j] = 0.5 * (h[:j] + AV[:, :j].T @ V[:, j])
-        Hm[j, : j + 1], Hm[: j + 1, j] = h, h
-        j += 1
 
 
 def operator_norm(op, N: int, n: int, d: int, seed: int, meter: Meter) -> float:

@@ -323,6 +323,41 @@ def test_auto_method_memory_guard_and_parameters():
     assert e.value.argument == "attention_dtype"
 
 
+@pytest.mark.parametrize(
+    "n, d, H, max_dense, auto_max_nd, expected",
+    [
+        (16, 8, 4, 1024, None, "dense"),  # n·d = 128 ≤ 192
+        (16, 16, 4, 1024, None, "factored"),  # 256 > 192: few heads, the factored path is faster
+        (16, 16, 32, 1024, None, "dense"),  # H/d = 2: dense up to 384
+        (32, 16, 256, 1024, None, "dense"),  # edges form (H = d²): dense up to max_dense
+        (64, 32, 1024, 4096, None, "dense"),
+        (64, 32, 1024, 1024, None, "factored"),  # above max_dense only the factored path is complete
+        (8, 8, 4, 32, None, "factored"),  # max_dense lowered below n·d
+        (8, 8, 4, 1024, 64, "dense"),  # an explicit auto_max_nd is the switch
+        (8, 8, 4, 1024, 63, "factored"),
+        (8, 8, 4, 32, 1000, "dense"),
+    ],
+)
+def test_auto_picks_the_path_of_the_stated_rule(n, d, H, max_dense, auto_max_nd, expected):
+    from numerics.laplacian.diagnosis import auto_method
+
+    assert auto_method(n, d, H, max_dense, auto_max_nd) == expected
+
+
+def test_auto_computes_every_check_when_max_dense_is_below_the_walk():
+    """max_dense below n·d: the dense path would skip the spectrum and kernel checks, so auto takes
+    the factored path and every check is computed (none skipped)."""
+    w = _random_factors(6, 4, 2, 2, 3)
+    assert diagnose(w).extra["method"] == "dense"
+    D = diagnose(w, max_dense=16)
+    assert D.extra["method"] == "factored"
+    for name, c in D.checks().items():
+        assert not (c.reason or "").startswith("skipped") and "max_dense" not in (c.reason or ""), name
+        assert not bool(torch.isnan(c.residual).any()) or name == "spectrum_scaled", (name, c)
+    Dd = diagnose(w, method="dense", max_dense=16)
+    assert "max_dense" in (Dd.flat.reason or "")
+
+
 def test_attention_dtype_sets_the_tolerance_of_float32_softmax_rows():
     """A float64 walk whose rows came from a float32 softmax (rows off 1 by ~1e-7): with the
     default the rows are not stochastic; with attention_dtype=float32 the checks on P use float32's

@@ -358,9 +358,9 @@ def test_diagnose_max_dense_boundary_and_skipped_checks():
 
     P = torch.full((2, 3, 3), 1 / 3, dtype=F)
     w = ConnectionWalk.from_edges(P, torch.eye(2, dtype=F))
-    D = diagnose(w, max_dense=6)
+    D = diagnose(w, method="dense", max_dense=6)
     assert D.spectrum is not None and D.spectrum.shape == (2, 6) and int(D.kernel_dim[0]) == 2
-    S = diagnose(w, max_dense=5)
+    S = diagnose(w, method="dense", max_dense=5)  # auto would take the factored path (every check)
     why = "skipped: n·d = 6 > max_dense = 5 (use method='factored' or numerics.spectra)"
     assert S.spectrum is None and S.kernel_dim is None and S.parallel_dim is None
     for k in ("spectrum_interval", "spectrum_disk", "spectrum_scaled", "kernel_parallel", "flat"):
@@ -600,7 +600,7 @@ def test_diagnose_defaults_and_smallest_allowed_options():
     assert base == r(probes=3, seed=0)
     for other in (r(probes=4, seed=0), r(probes=3, seed=1), r(probes=1, seed=0)):
         assert abs(other - base) > 1e-3 * base
-    D = diagnose(w, probes=1, max_dense=0)
+    D = diagnose(w, method="dense", probes=1, max_dense=0)
     assert D.spectrum is None and "max_dense = 0" in D.flat.reason and not bool(D.dirichlet.holds)
     assert diagnose(w, auto_max_nd=0).extra["method"] == "factored"
     assert diagnose(w, method="dense", auto_max_nd=0).extra["method"] == "dense"

@@ -403,7 +403,7 @@ def test_bad_input_raises_typed_errors():
 def test_large_walk_skips_dense_checks_with_reason():
     n, d = 3, 2
     P = t(np.full((n, n), 1 / n))
-    D = diagnose(ConnectionWalk.from_edges(P, torch.eye(d, dtype=F, device=DEV)), max_dense=4)
+    D = diagnose(ConnectionWalk.from_edges(P, torch.eye(d, dtype=F, device=DEV)), method="dense", max_dense=4)
     assert D.spectrum is None and "max_dense" in D.spectrum_interval.reason
     assert not bool(D.spectrum_interval.holds) and bool(torch.isnan(D.spectrum_interval.residual))
     assert bool(D.self_adjoint.holds)

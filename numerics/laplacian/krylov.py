@@ -1,0 +1,212 @@
+r"""Krylov eigen-solvers of the factored diagnostics, with the stopping rule given by the caller:
+thick-restart Lanczos for extreme eigenvalues of a symmetric matrix-free map
+(:func:`lanczos_ends`, :func:`ritz_extreme`) and restarted Arnoldi for several extreme eigenvalues
+of a non-symmetric one from one Krylov space (:func:`arnoldi_ends`).
+
+Both keep ``op(V)`` beside the orthonormal basis ``V`` and report each Ritz pair's residual
+``ρ = ‖op(y) − θ y‖`` computed from them (``y`` unit): ``θ`` is then an exact eigenvalue of ``op + E``
+with ``‖E‖ ≤ ρ`` (a backward error, as for a backward-stable dense solver), and for a symmetric
+``op`` an eigenvalue lies within ``ρ`` of ``θ``. The caller's ``done(key, θ, ρ, ‖G‖)`` says when a
+pair is accurate enough for its decision (the spectrum checks: within the check's rounding error,
+:mod:`numerics.laplacian.spectral`), so no product is spent past what the verdict can use. No ARPACK:
+its fixed machine-precision rule spent 2–3× the products on the spectrum checks, and its own work
+per step cost more than the products at ``n·d ≥ 3e4``. Vectors stay on ``v0``'s device.
+Imports nothing from the package."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import torch
+
+F64 = torch.float64
+EPS = float(torch.finfo(F64).eps)
+
+__all__ = ["lanczos_ends", "ritz_extreme", "arnoldi_ends"]
+
+
+def _orth_step(V: torch.Tensor, j: int, r: torch.Tensor) -> tuple[torch.Tensor, float]:
+    """``r`` orthogonalised against ``V[:, :j]`` (classical Gram–Schmidt, repeated when the first pass
+    removed more than ``1 − 1/√2`` of its norm: the Daniel–Gragg–Kaufman–Stewart criterion) and its
+    norm."""
+    n0 = float(torch.linalg.vector_norm(r))
+    r = r - V[:, :j] @ (V[:, :j].T @ r)
+    nr = float(torch.linalg.vector_norm(r))
+    if nr < 0.7071 * n0:
+        r = r - V[:, :j] @ (V[:, :j].T @ r)
+        nr = float(torch.linalg.vector_norm(r))
+    return r, nr
+
+
+def lanczos_ends(
+    op, N: int, v0: torch.Tensor, ends, done, max_dim: int = 40, keep: int = 8, max_products=None, k: int = 1
+):
+    """``({end: [(θ, y, ρ), …]}, converged)``: the ``k`` Ritz pairs nearest each end in ``ends`` ⊆
+    ``("min", "max")`` (nearest first) of a symmetric matrix-free ``op`` (``(N, p) → (N, p)``) by
+    thick-restart Lanczos: Rayleigh–Ritz on ``span[V]`` with ``op(V)`` kept, expanded by the current
+    residual (twice orthogonalised: the Krylov space in exact arithmetic), restarted from the
+    ``max(keep, 2k)`` Ritz vectors nearest each wanted end at ``max_dim``. Stops when
+    ``done(end, θ, ρ, anorm)`` for every pair (``anorm``: largest ``|θ|``), when the space is
+    invariant, or (``converged`` False) after ``max_products`` products."""
+    max_dim = min(max(max_dim, 3 * k), N)
+    keep = max(keep, 2 * k)
+    dev = v0.device
+    V, AV = torch.empty(N, max_dim, dtype=F64, device=dev), torch.empty(N, max_dim, dtype=F64, device=dev)
+    V[:, 0] = v0.to(F64) / torch.linalg.vector_norm(v0.to(F64))
+    AV[:, :1] = op(V[:, :1])
+    Hm = torch.zeros(max_dim, max_dim, dtype=F64, device=dev)
+    Hm[0, 0] = V[:, 0] @ AV[:, 0]
+    j, products = 1, 1
+    cap = float("inf") if max_products is None else max_products
+    while True:
+        th, S = torch.linalg.eigh(Hm[:j, :j])
+        anorm = float(th.abs().max())
+        out: dict = {}
+        pending = [] if j >= k else [(math.inf, None)]
+        for end in ends:
+            out[end] = []
+            for i in range(min(k, j)) if end == "min" else range(j - 1, max(j - 1 - k, -1), -1):
+                y, Ay, t = V[:, :j] @ S[:, i], AV[:, :j] @ S[:, i], float(th[i])
+                r = Ay - t * y
+                rho = float(torch.linalg.vector_norm(r))
+                out[end].append((t, y, rho))
+                if not done(end, t, rho, anorm):
+                    pending.append((rho, r))
+        if not pending or j >= N:
+            return out, True
+        if products >= cap:
+            return out, False
+        if j >= max_dim:  # thick restart: the `keep` Ritz vectors nearest each wanted end
+            kk = min(keep, j)
+            idx = sorted(set(range(kk) if "min" in ends else ()) | set(range(j - kk, j) if "max" in ends else ()))
+            sel = S[:, idx]
+            j = len(idx)
+            V[:, :j], AV[:, :j] = V @ sel, AV @ sel
+            Hm.zero_()
+            Hm[:j, :j] = torch.diag(th[idx])
+        rho, r = max((p for p in pending if p[1] is not None), key=lambda p: p[0], default=(math.inf, None))
+        if r is None:  # fewer than k pairs yet: the last Krylov vector continues the sequence
+            r = AV[:, j - 1]
+            rho = float(torch.linalg.vector_norm(r))
+        r, nr = _orth_step(V, j, r)
+        if nr <= 1e-10 * rho:  # invariant subspace: the Ritz pairs are exact up to rounding
+            return out, True
+        V[:, j] = r / nr
+        AV[:, j : j + 1] = op(V[:, j : j + 1])
+        products += 1
+        h = V[:, : j + 1].T @ AV[:, j]  # the new row / column of VᵀAV (symmetrised)
+        h[:j] = 0.5 * (h[:j] + AV[:, :j].T @ V[:, j])
+        Hm[j, : j + 1], Hm[: j + 1, j] = h, h
+        j += 1
+
+
+def ritz_extreme(op, N: int, v0: torch.Tensor, smallest: bool, rtol: float, max_dim: int = 40, keep: int = 8):
+    """``(θ, y, ρ)``: the smallest (``smallest``) or largest eigenvalue of a symmetric matrix-free
+    ``op`` by :func:`lanczos_ends`, stopped at ``ρ ≤ rtol·max(|θ|, eps^{2/3}·‖op‖_est)`` (ARPACK's
+    relative rule); the cap on products is the caller's (its ``op`` raises)."""
+    floor = EPS ** (2 / 3)
+    end = "min" if smallest else "max"
+    res, _ = lanczos_ends(
+        op, N, v0, (end,), lambda _e, t, rho, an: rho <= rtol * max(abs(t), floor * an), max_dim, keep
+    )
+    return res[end][0]
+
+
+def arnoldi_ends(
+    op, N: int, v0: torch.Tensor, keys: dict, done, max_dim: int = 60, keep: int = 24, max_products=None, tie=0.0
+):
+    """``({name: (θ, ρ)}, converged)``: for each ``keys[name]`` (a score of complex eigenvalues,
+    numpy-vectorised) the Ritz value of a non-symmetric matrix-free ``op`` with the largest score
+    and its residual norm, from one Krylov space: Arnoldi with ``op(V)`` kept, restarted at
+    ``max_dim`` from the real invariant span of the ``keep // len(keys)`` best Ritz vectors of each
+    key (explicit Krylov–Schur). Among Ritz values whose scores tie (within ``tie``, e.g. the real
+    eigenvalues of a ``max |Im|`` key) the one with the smallest residual is taken. Stops when
+    ``done(name, θ, ρ, ‖G‖)`` for every key, when the space is invariant, or (``converged`` False)
+    after ``max_products`` products."""
+    max_dim = min(max_dim, N)
+    dev = v0.device
+    V, AV = torch.empty(N, max_dim, dtype=F64, device=dev), torch.empty(N, max_dim, dtype=F64, device=dev)
+    G = np.zeros((max_dim, max_dim))
+    V[:, 0] = v0.to(F64) / torch.linalg.vector_norm(v0.to(F64))
+    AV[:, :1] = op(V[:, :1])
+    G[0, 0] = float(V[:, 0] @ AV[:, 0])
+    j, products, invariant = 1, 1, False
+    cap = float("inf") if max_products is None else max_products
+    per = max(keep // max(len(keys), 1), 2)
+    out: dict = {}
+    while True:
+        check = invariant or j >= max_dim or j >= N or j % 4 == 0 or products >= cap
+        if check:
+            th, S = np.linalg.eig(G[:j, :j])
+            S = S / np.linalg.norm(S, axis=0)
+            gnorm = float(np.abs(th).max())
+            pending, best_sets, picks = False, [], {}
+            for name, score in keys.items():
+                sc = score(th)
+                order = np.argsort(-sc)
+                best_sets.append(order[:per])
+                # ties (within ``tie``, e.g. the real eigenvalues of a max |Im| key): the smallest residual
+                picks[name] = [int(i) for i in order[:8] if sc[i] >= sc[order[0]] - tie]
+            cols = sorted({i for c in picks.values() for i in c})
+            rho_of = dict(zip(cols, _ritz_residuals(V[:, :j], AV[:, :j], th[cols], S[:, cols])))
+            for name in keys:
+                rho, i = min((rho_of[i], i) for i in picks[name])
+                out[name] = (complex(th[i]), rho)
+                pending |= not done(name, complex(th[i]), rho, gnorm)
+            if not pending or j >= N or invariant:
+                return out, True
+            if products >= cap:
+                return out, False
+            if j >= max_dim:  # restart on the real span of the wanted Ritz vectors
+                idx = sorted(set(np.concatenate(best_sets).tolist()))
+                idx = sorted(set(idx) | {int(np.argmin(np.abs(th - np.conj(th[i])))) for i in idx})
+                B = np.concatenate([S[:, idx].real, S[:, idx].imag], axis=1)
+                U, sv, _ = np.linalg.svd(B, full_matrices=False)
+                Y = U[:, sv > 1e-8 * sv[0]]
+                k = Y.shape[1]
+                Yt = torch.from_numpy(np.ascontiguousarray(Y)).to(device=dev)
+                V[:, :k], AV[:, :k] = V @ Yt, AV @ Yt
+                G[:k, :k] = Y.T @ G[:j, :j] @ Y
+                G[k:, :] = 0.0
+                G[:, k:] = 0.0
+                Rk = AV[:, :k] - V[:, :k] @ torch.from_numpy(np.ascontiguousarray(G[:k, :k])).to(device=dev)
+                r = Rk[:, int(torch.linalg.vector_norm(Rk, dim=0).argmax())]
+                j = k
+                r, nr = _orth_step(V, j, r)
+                if nr <= 1e-12 * max(gnorm, 1e-300):
+                    return out, True
+                V[:, j] = r / nr
+                AV[:, j : j + 1] = op(V[:, j : j + 1])
+                products += 1
+                _extend(G, V, AV, j)
+                j += 1
+                continue
+        r, nr = _orth_step(V, j, AV[:, j - 1])
+        if nr <= 1e-12 * max(float(np.abs(G[:j, :j]).max()), 1e-300):
+            invariant = True  # the Ritz pairs are exact up to rounding: one last check
+            continue
+        V[:, j] = r / nr
+        AV[:, j : j + 1] = op(V[:, j : j + 1])
+        products += 1
+        _extend(G, V, AV, j)
+        j += 1
+
+
+def _extend(G: np.ndarray, V: torch.Tensor, AV: torch.Tensor, j: int) -> None:
+    """The new row and column ``j`` of ``G = VᵀAV``."""
+    G[: j + 1, j] = (V[:, : j + 1].T @ AV[:, j]).cpu().numpy()
+    G[j, :j] = (V[:, j] @ AV[:, :j]).cpu().numpy()
+
+
+def _ritz_residuals(V: torch.Tensor, AV: torch.Tensor, th: np.ndarray, S: np.ndarray) -> list:
+    """``‖AV s − θ V s‖`` for each unit complex column ``s`` of ``S`` with its Ritz value ``θ``, in
+    real arithmetic."""
+    c = len(th)
+    X = torch.from_numpy(np.ascontiguousarray(np.concatenate([S.real, S.imag], axis=1))).to(V.device)
+    VX, AX = V @ X, AV @ X
+    tr = torch.tensor(th.real, dtype=F64, device=V.device)
+    ti = torch.tensor(th.imag, dtype=F64, device=V.device)
+    re = AX[:, :c] - VX[:, :c] * tr + VX[:, c:] * ti
+    im = AX[:, c:] - VX[:, c:] * tr - VX[:, :c] * ti
+    return torch.sqrt(torch.linalg.vector_norm(re, dim=0) ** 2 + torch.linalg.vector_norm(im, dim=0) ** 2).tolist()
