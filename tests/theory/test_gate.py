@@ -8,7 +8,7 @@ oracles, using the mutant's params. Hypothesis ``find`` must produce an instance
 on; for a changed conclusion the original statement must hold on that same instance (so the
 rejection is due to the mutation); for a removed hypothesis the instance must violate it (so the
 hypothesis was needed). ``test_property_test_reads_the_registry`` runs the property test itself
-with the registry patched, proving the edit of ``theory/registry.py`` is what gets tested.
+with the registry patched, proving the edit of the registry entry is what gets tested.
 """
 
 from __future__ import annotations
