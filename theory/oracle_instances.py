@@ -238,6 +238,16 @@ def _probes(nd: int, k: int = 3, seed: int = 0) -> np.ndarray:
     return np.random.default_rng(seed).standard_normal((k, nd))
 
 
+def polarization_probes(n: int, d: int) -> np.ndarray:
+    """The vectors ``e_p + e_q`` (``p ≤ q``) of ``R^{nd}`` as the columns of an ``(n, d, K)`` array: a
+    quadratic form is determined by its values on them (polarization), so an identity of quadratic
+    forms evaluated on them at once is checked for every ``x``."""
+    nd = n * d
+    p, q = np.triu_indices(nd)
+    E = np.eye(nd)
+    return (E[:, p] + E[:, q]).reshape(n, d, -1)
+
+
 def _pi_inner(x, y, pi, d):
     return float(sum(pi[i] * x[i * d : (i + 1) * d] @ y[i * d : (i + 1) * d] for i in range(len(pi))))
 

@@ -20,7 +20,10 @@ from .oracle_instances import (
     causal_scores,
     dense_walk,
     null_space,
+    polarization_probes,
     softmax_rows,
+    walk_pi,
+    walk_view,
 )
 from .oracle_walks import (
     _match,
@@ -32,6 +35,27 @@ from .oracle_walks import (
 
 def sha_laplacian(inst, params) -> Verdict:
     return _all(walk_self_adjoint(inst, params), walk_spectrum_interval(inst, params), walk_dirichlet(inst, params))
+
+
+def walk_spectrum(inst, params) -> Verdict:
+    """T3.spectrum: the eigenvalues of ``Δ`` in ``[lo, hi]`` (:func:`walk_spectrum_interval`), and
+    the registry's formula ``params["upper_form"]`` (``<x,(2I-Δ)x>_π`` as a sum of squares) evaluated
+    at every polarization probe ``x`` at once (:func:`theory.oracle_instances.polarization_probes`),
+    relative to the size of its terms ``Σ_i π_i|x_i|² + Σ_ij π_i|P_ij|(|x_i|² + |O_ij x_j|²)``."""
+    P, O = walk_view(inst)
+    pi = walk_pi(inst, P)
+    n, d = P.shape[0], O.shape[-1]
+    X = polarization_probes(n, d)
+    lhs, rhs = _F.evaluate(params["upper_form"], {"pi": pi, "P": P, "O": O, "x": X, "n": n, "d": d})
+    nx = (X**2).sum(1)
+    nox = (np.einsum("ijab,jbk->ijak", O, X) ** 2).sum(2)
+    scale = (pi[:, None] * nx).sum(0) + (pi[:, None, None] * np.abs(P)[:, :, None] * (nx[:, None, :] + nox)).sum((0, 1))
+    form = _v(
+        float((np.abs(lhs - rhs) / np.maximum(scale, 1e-300)).max()),
+        64 * EPS * n * d * n,
+        "|<x,(2I−Δ)x>_π − sum of squares| / scale on the polarization probes (the registry's formula)",
+    )
+    return _all(walk_spectrum_interval(inst, params), form)
 
 
 def _eig_count(T: np.ndarray, value: float) -> int:

@@ -66,6 +66,7 @@ from .oracle_spectral import (  # noqa: F401
     t6_fourier,
     t6_rotating,
     t6_selection,
+    walk_spectrum,
 )
 from .oracle_walks import (  # noqa: F401
     _constraints,
@@ -120,6 +121,7 @@ PREDICATES: dict[str, Callable[[Mapping, Mapping], Verdict]] = {
         t2_counterexample,
         walk_self_adjoint,
         walk_spectrum_interval,
+        walk_spectrum,
         walk_dirichlet,
         block_detailed_balance,
         walk_kernel_parallel,

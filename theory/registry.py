@@ -136,14 +136,6 @@ SCOPES: dict[str, tuple[str, tuple[str, ...]]] = {
 }
 
 
-#: formulas a conclusion renders and its derivation for symbolic sizes proves, but its predicate does
-#: not evaluate (the predicate checks the matrix / spectral form directly); THEOREMS.md says so
-NOT_EVALUATED: dict[str, tuple[str, str]] = {
-    "T3.self_adjoint": ("self_adjoint", "it checks that (diag π ⊗ I)Δ is symmetric"),
-    "T3.spectrum": ("upper_form", "it checks the eigenvalues of Δ"),
-}
-
-
 def _sized(t: Theorem) -> str:
     sizes = ", ".join(f"{k} = {lo}" if lo == hi else f"{k} = {lo}..{hi}" for k, (lo, hi) in t.supported_sizes.items())
     return f"sized: exact SymPy at {sizes}"

@@ -126,7 +126,7 @@ T3: Theorem = Theorem(
         _c(
             "T3.spectrum",
             "spectrum real, in $[«lo», «hi»]$: with the Dirichlet form, $\\langle x,(2I-\\Delta)x\\rangle_\\pi$ is a sum of squares, entrywise: «upper_form»",
-            predicate="walk_spectrum_interval",
+            predicate="walk_spectrum",
             params={"lo": 0, "hi": 2, "upper_form": _F.UPPER_FORM},
             tolerance=_SPEC,
             derivations=("T3::2. <x,(2I-Delta)x>_pi",),

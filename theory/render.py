@@ -17,7 +17,7 @@ import re
 import sys
 from pathlib import Path
 
-from .registry import CLAIMS, CONVENTIONS, NOT_EVALUATED, THEOREMS
+from .registry import CLAIMS, CONVENTIONS, THEOREMS
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_OUTPUT = REPO_ROOT / "THEOREMS.md"
@@ -95,11 +95,8 @@ def theorem_markdown(t) -> str:
                 + (f"; tolerance: {c.tolerance}" if c.tolerance else "")
             )
         if c.formulas:
-            skip = NOT_EVALUATED.get(c.id)
             if not c.predicate:
                 how = " (no predicate: proved by the derivations)"
-            elif skip:
-                how = f"; `{skip[0]}` is proved for symbolic sizes but not evaluated by `{c.predicate}` ({skip[1]})"
             else:
                 how = f", evaluated by `{c.predicate}`"
             lines.append(
