@@ -220,7 +220,23 @@ def general_t4(theorem) -> Derivation:
             instantiate(e, ident.where, only=[F.Z_]) if not e.has(F.A_) and e.has(F.Z_) else e for e in (lhs, rhs)
         )
         D.add(f"general: symmetric scores => {name}, all n", R.prove(lhs, rhs, s_rules if ident.premises else []))
+    _query_bias(D, theorem)
     return D
+
+
+def _query_bias(D: Derivation, theorem) -> None:
+    """T4.query_bias: its own premise makes the (unmasked) scores symmetric, and then the logs of
+    ``π_i A_ij`` and ``π_j A_ji`` (``π``, ``A`` instantiated; the ``Z_i`` cancel) are equal."""
+    qb = theorem.conclusion("T4.query_bias").params["query_bias"]
+    S_def = dict(qb.where)[F.S_[F.i, F.j]].xreplace({F.mu_[F.i, F.j]: 0})
+    sym = R.prove(S_def, S_def.xreplace({F.i: F.j, F.j: F.i}), premise_rules(qb)) == 0
+    lhs, rhs = (
+        sp.expand_log(sp.log(instantiate(e, qb.where, only=[F.pi_, F.A_])), force=True) for e in (qb.lhs, qb.rhs)
+    )
+    D.add(
+        "general: symmetric scores + query bias => detailed balance with pi_i = e^beta_i Z_i, all n, d",
+        R.prove(lhs, rhs, [R.symmetric(F.S_)] if sym else []),
+    )
 
 
 # ------------------------------------------------------------------------------------------------

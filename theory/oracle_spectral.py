@@ -117,24 +117,27 @@ def t5_kernel(inst, params) -> Verdict:
     )
 
 
-def _softmax_instance(inst, M: np.ndarray, *, causal: bool = False, beta=None):
+def _softmax_instance(inst, M: np.ndarray, *, causal: bool = False):
     X = np.asarray(inst["X"], float)
     dk = float(inst["dk"]) if inst.get("dk") is not None else float(X.shape[1])
     S = X @ M @ X.T / math.sqrt(dk)
-    if beta is not None:
-        S = S + beta[None, :]
     if causal:
         S = causal_scores(S)
     return X, dk, S, softmax_rows(S)
 
 
-def t4_triangle(inst, params) -> Verdict:
-    """T4's triangle formula (``params["triangle"]``: the registry's SymPy expression, with its
-    definitions of ``S``, ``Z``, ``A``, ``Ma``) on every triple of the unmasked softmax attention."""
+def _t4_values(inst, mu=None) -> dict:
     X, M = np.asarray(inst["X"], float), np.asarray(inst["M"], float)
     n, d = X.shape
     dk = float(inst["dk"]) if inst.get("dk") is not None else float(d)
-    values = {"X": X, "M": M, "mu": np.zeros((n, n)), "d_k": dk, "n": n, "d": d}
+    return {"X": X, "M": M, "mu": np.zeros((n, n)) if mu is None else mu, "d_k": dk, "n": n, "d": d}
+
+
+def t4_triangle(inst, params) -> Verdict:
+    """T4's triangle formula (``params["triangle"]``: the registry's SymPy expression, with its
+    definitions of ``S``, ``Z``, ``A``, ``Ma``) on every triple of the unmasked softmax attention."""
+    values = _t4_values(inst)
+    n = values["n"]
     ident = params.get("triangle", _F.T4_TRIANGLE)
     lhs, rhs = _F.evaluate(ident, values)
     S = _F.environment(ident, values)["S"]
@@ -142,52 +145,44 @@ def t4_triangle(inst, params) -> Verdict:
     return _v(worst, 64 * EPS * n, "|log triangle ratio − stated form| / (1 + max|S|) (the registry's formula)")
 
 
+def _premised(ident, values, key: str, t: float, what: str) -> Verdict:
+    """``ident`` (a registry formula with premises) on the instance ``values`` as drawn: a premise
+    the instance violates makes it not applicable; a formula without the premise is checked on every
+    instance. Relative residual of its two sides, tolerance ``t``."""
+    gaps = [
+        float(np.abs(pl - pr).max()) / max(float(np.abs(pl).max()), 1e-300)
+        for pl, pr in _F.premise_residuals(ident, values)
+    ]
+    if any(g > t for g in gaps):
+        return _na(f"premise of {key} violated by the instance (relative gap {max(gaps):.1e})")
+    lhs, rhs = _F.evaluate(ident, values)
+    return _v(float(np.abs(lhs - rhs).max()) / float(np.abs(lhs).max()), t, f"{key}: the registry's formula, {what}")
+
+
 def t4_symmetric_reversible(inst, params) -> Verdict:
     """T4's formulas (``params["balance"]``, ``params["stationary"]``: SymPy expressions of the
     registry, with their premise ``M_ab = M_ba`` and definitions ``S``, ``Z``, ``A``) evaluated on the
-    instance as drawn — ``M`` is not symmetrised here. A premise that the instance violates makes the
-    statement not applicable; a formula without the premise is checked on every instance."""
-    X, M = np.asarray(inst["X"], float), np.asarray(inst["M"], float)
-    n, d = X.shape
-    dk = float(inst["dk"]) if inst.get("dk") is not None else float(d)
-    mu = np.where(np.triu(np.ones((n, n), bool), 1), -np.inf, 0.0) if inst.get("mask") == "causal" else np.zeros((n, n))
-    values = {"X": X, "M": M, "mu": mu, "d_k": dk, "n": n, "d": d}
+    instance as drawn — ``M`` is not symmetrised here (:func:`_premised`)."""
+    n = np.asarray(inst["X"]).shape[0]
+    mu = np.where(np.triu(np.ones((n, n), bool), 1), -np.inf, 0.0) if inst.get("mask") == "causal" else None
+    values = _t4_values(inst, mu)
     t = 64 * EPS * n
-    parts = []
-    for key, default in (("balance", _F.T4_BALANCE), ("stationary", _F.T4_STATIONARY)):
-        ident = params.get(key, default)
-        gaps = [
-            float(np.abs(pl - pr).max()) / max(float(np.abs(pl).max()), 1e-300)
-            for pl, pr in _F.premise_residuals(ident, values)
-        ]
-        if any(g > t for g in gaps):
-            parts.append(_na(f"premise of {key} violated by the instance (relative gap {max(gaps):.1e})"))
-            continue
-        lhs, rhs = _F.evaluate(ident, values)
-        parts.append(
-            _v(
-                float(np.abs(lhs - rhs).max()) / float(np.abs(lhs).max()),
-                t,
-                f"{key}: the registry's formula, π_i ∝ Z_i",
-            )
+    return _all(
+        *(
+            _premised(params.get(key, default), values, key, t, "π_i ∝ Z_i")
+            for key, default in (("balance", _F.T4_BALANCE), ("stationary", _F.T4_STATIONARY))
         )
-    return _all(*parts)
+    )
 
 
 def t4_query_bias(inst, params) -> Verdict:
-    M = np.asarray(inst["M"], float)
+    """T4's query-bias formula (``params["query_bias"]``: the registry's SymPy expression, with its
+    premise ``M_ab = M_ba`` and definitions ``S``, ``Z``, ``A``, ``π``) on the unmasked instance as
+    drawn (:func:`_premised`); ``β``: the instance's, else ``linspace(-1, 1, n)``."""
     n = np.asarray(inst["X"]).shape[0]
     beta = np.asarray(inst["beta"], float) if inst.get("beta") is not None else np.linspace(-1, 1, n)
-    X, dk, S, A = _softmax_instance(inst, (M + M.T) / 2, beta=beta)
-    c = float(S.max())
-    pi = np.exp(beta - beta.max()) * np.exp(S - c).sum(-1)
-    pi = pi / pi.sum()
-    F = pi[:, None] * A
-    return _v(
-        float(np.abs(F - F.T).max()) / float(F.max()),
-        64 * EPS * n,
-        "query bias: π_i ∝ e^{β_i} Σ_j e^{S_ij+β_j} balances A",
-    )
+    values = {**_t4_values(inst), "beta": beta}
+    return _premised(params["query_bias"], values, "query_bias", 64 * EPS * n, "π_i ∝ e^{β_i} Σ_j e^{S_ij+β_j}")
 
 
 def t4_causal(inst, params) -> Verdict:

@@ -111,7 +111,7 @@ SCOPES: dict[str, tuple[str, tuple[str, ...]]] = {
             "general: symmetric scores => stationary",
         ),
     ),
-    "T4.query_bias": ("{sized}", ()),
+    "T4.query_bias": ("all n, d", ("general: symmetric scores + query bias",)),
     "T4.causal": ("{sized}", ()),
     "T5.laplacian": ("{sized}", ()),
     "T5.spectrum": (

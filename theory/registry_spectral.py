@@ -6,6 +6,7 @@ from __future__ import annotations
 from . import cases as _cases
 from . import derivations as _dv
 from . import formulas as _F
+from . import formulas_spectral as _FS
 from .registry_common import (
     _CERT,
     _CLAIM_LAP,
@@ -239,8 +240,9 @@ SPECTRAL_THEOREMS: list[Theorem] = [
             ),
             _c(
                 "T4.query_bias",
-                "a key bias cancels; a query bias keeps reversibility with $\\pi_i \\propto e^{\\beta_i}\\sum_j e^{S_{ij}+\\beta_j}$",
+                "a key bias (a score term $\\beta_i$) cancels; a query bias (a score term $\\beta_j$) keeps reversibility with symmetric scores: «query_bias»",
                 predicate="t4_query_bias",
+                params={"query_bias": _FS.QUERY_BIAS},
                 tolerance=_REL,
                 derivations=("T4::key bias", "T4::query bias beta_j: reversible"),
                 tests=(_STMT,),

@@ -102,7 +102,7 @@ def theorem_markdown(t) -> str:
             lines.append(
                 "   - formulas "
                 + ", ".join(f"`{k}`" for k in c.formulas)
-                + ": SymPy expressions (`theory/formulas.py`) rendered above by `sympy.latex`"
+                + ": SymPy expressions (`theory/formulas*.py`) rendered above by `sympy.latex`"
                 + how
             )
         if c.scope:

@@ -177,6 +177,7 @@ GENERAL_STEPS: dict[str, tuple[tuple[str, ...], ...]] = {
         (ZERO, "general: Kolmogorov triangle log ratio = (2/sqrt d_k)(x_j-x_i)^T M_a (x_k-x_i), all n, d"),
         (ZERO, "general: symmetric scores => detailed balance Z_i A_ij = Z_j A_ji, all n"),
         (ZERO, "general: symmetric scores => stationary sum_i Z_i A_ij = Z_j, all n"),
+        (ZERO, "general: symmetric scores + query bias => detailed balance with pi_i = e^beta_i Z_i, all n, d"),
     ),
     "T5": (
         (ZERO, "general: on Fix(T): Delta(u (x) f) = (1 - lambda) u (x) f, all n, d"),

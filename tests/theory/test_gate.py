@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 from tests.numerics import statement_cases as cases
 from tests.numerics import test_statements
 from theory import formulas as F
+from theory import formulas_spectral as FS
 from theory import oracles, registry
 from theory.registry import get
 from theory.report import record
@@ -60,6 +61,13 @@ def _x(expr, old, new):
 
 
 _T4B, _T4S = F.T4_BALANCE, F.T4_STATIONARY
+
+
+def _where(ident, head, body):
+    """``ident.where`` with the definition of ``head`` replaced by ``body``."""
+    assert head in dict(ident.where), head
+    return tuple((hd, body if hd == head else b) for hd, b in ident.where)
+
 
 MUTANTS = {
     "T3 upper bound 2 -> 1": lambda: _conclusion_mutant("T3", "T3.spectrum", hi=1),
@@ -119,6 +127,18 @@ MUTANTS = {
     "T4 pi_i = Z_i -> Z_i^2": lambda: _formula_mutant(
         "T4", "T4.criterion", "stationary", lhs=_x(_T4S.lhs, F.Z_[F.i], F.Z_[F.i] ** 2), rhs=F.Z_[F.j] ** 2
     ),
+    "T4 query bias: symmetric scores dropped": lambda: _formula_mutant(
+        "T4", "T4.query_bias", "query_bias", premises=()
+    ),
+    "T4 query bias pi_i = e^beta_i Z_i -> Z_i": lambda: _formula_mutant(
+        "T4", "T4.query_bias", "query_bias", where=_where(FS.QUERY_BIAS, F.pi_[F.i], F.Z_[F.i])
+    ),
+    "T4 query bias pi_i = e^beta_i Z_i -> e^-beta_i Z_i": lambda: _formula_mutant(
+        "T4",
+        "T4.query_bias",
+        "query_bias",
+        where=_where(FS.QUERY_BIAS, F.pi_[F.i], sp.exp(-FS.beta_[F.i]) * F.Z_[F.i]),
+    ),
     "T2 gates 1/sum -> 1/H": lambda: _formula_mutant(
         "T2", "T2.walk", "gates", where=((F.g_[F.h, F.i, F.j], F.Ah_[F.h, F.i, F.j] / F.H),)
     ),
@@ -173,6 +193,9 @@ FORMULA_MUTANTS = [
     "T4 triangle identity sign flipped",
     "T4 triangle coefficient 2 -> 1",
     "T4 triangle x_j - x_i -> x_j + x_i",
+    "T4 query bias: symmetric scores dropped",
+    "T4 query bias pi_i = e^beta_i Z_i -> Z_i",
+    "T4 query bias pi_i = e^beta_i Z_i -> e^-beta_i Z_i",
     "T1 A (x) T -> T (x) A",
     "T1 token-major -> feature-major",
     "T1 SHA = A X T^T -> A X T",
