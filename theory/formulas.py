@@ -150,10 +150,13 @@ def tabulate(expr, indices, env: Mapping[str, Any]) -> np.ndarray:
     shape = tuple(_size(x, env) for x in indices)
     pos = {x.name: p for p, x in enumerate(indices)}
     vals = [
-        f(*(combo[pos[nm]] if nm in pos else env[nm] for nm in names))
+        np.asarray(f(*(combo[pos[nm]] if nm in pos else env[nm] for nm in names)))
         for combo in itertools.product(*(range(s) for s in shape))
     ]
-    return np.asarray(vals).reshape(shape)  # float, or complex where the values are (roots of unity)
+    # float, or complex where the values are (roots of unity); a batch of probes (an instance value
+    # with trailing axes, e.g. every unit vector x at once) adds its axes after the indices'
+    out = np.stack(np.broadcast_arrays(*vals))
+    return out.reshape(shape + out.shape[1:])
 
 
 def environment(ident: Identity, values: Mapping[str, Any]) -> dict[str, Any]:

@@ -8,7 +8,29 @@ from __future__ import annotations
 
 import sympy as sp
 
-from .formulas import _T4_SYMMETRIC, _T4_WHERE, A_, S_, Z_, Identity, i, j, k, n, pi_
+from .formulas import (
+    _T4_SYMMETRIC,
+    _T4_WHERE,
+    A_,
+    DIRICHLET_SUM,
+    O_,
+    P_,
+    PI_FORM,
+    S_,
+    Z_,
+    Identity,
+    _walk,
+    a,
+    b,
+    c,
+    d,
+    i,
+    j,
+    k,
+    n,
+    pi_,
+    x_,
+)
 
 beta_ = sp.IndexedBase("beta", real=True)
 
@@ -27,3 +49,39 @@ QUERY_BIAS = Identity(
         (pi_[i], sp.exp(beta_[i]) * Z_[i]),
     ),
 )
+
+# T3: kernel, flat and scaled connections
+R_, Q_ = sp.IndexedBase("R"), sp.IndexedBase("Q")
+s_ = sp.Symbol("s", positive=True)
+
+#: T3.kernel: a parallel section, ``x_i = O_ij x_j`` (component ``a``; on every edge ``P_ij ≠ 0``)
+PARALLEL = Identity("parallel", x_[i, a], sp.Sum(O_[i, j, a, b] * x_[j, b], (b, 0, d - 1)), (i, j, a))
+
+
+def _R_T(v, t):
+    """Component ``c`` of ``R_t^T v_t``."""
+    return sp.Sum(R_[t, b, c] * v[t, b], (b, 0, d - 1))
+
+
+#: T3.flat: for ``O_ij = R_i R_j^T`` (``R_i`` orthogonal), component ``(i, a)`` of ``Δx`` equals that of
+#: ``R((I - P) ⊗ I_d)R^T x`` (``R = diag(R_i)``)
+FLAT = Identity(
+    "flat",
+    _walk(x_),
+    sp.Sum(R_[i, a, c] * (_R_T(x_, i) - sp.Sum(P_[i, j] * _R_T(x_, j), (j, 0, n - 1))), (c, 0, d - 1)),
+    (i, a),
+    (
+        (O_[i, j, a, b], sp.Sum(R_[i, a, c] * R_[j, b, c], (c, 0, d - 1))),
+        (sp.Sum(R_[i, a, c] * R_[i, b, c], (c, 0, d - 1)), sp.KroneckerDelta(a, b)),
+    ),
+)
+
+#: T3.scaled: with scaled isometries ``O_ij = s Q_ij`` the Dirichlet form gains ``(1 - s²)/2 ‖x‖²_π``
+SCALED = Identity(
+    "scaled",
+    PI_FORM.xreplace({O_[i, j, a, b]: s_ * Q_[i, j, a, b]}),
+    sp.Rational(1, 2) * DIRICHLET_SUM.xreplace({O_[i, j, a, b]: s_ * Q_[i, j, a, b]})
+    + (1 - s_**2) / 2 * sp.Sum(pi_[i] * sp.Sum(x_[i, a] ** 2, (a, 0, d - 1)), (i, 0, n - 1)),
+)
+#: T3.scaled: the interval ``spec Δ ⊂ [1 - s, 1 + s]`` (its ends as expressions of ``s``)
+SCALED_LO, SCALED_HI = 1 - s_, 1 + s_

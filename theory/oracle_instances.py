@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from .formulas import evaluate, premise_residuals
 from .rounding import HOLDS, ROUNDING_SAFETY, UNDECIDED, combine, decide, rank_interval, rounding_error
 from .rounding import status as decision_status
 
@@ -262,6 +263,30 @@ def _dirichlet_scale(P, O, pi, x, d) -> float:
             xi, oxj = x[i * d : (i + 1) * d], O[i, j] @ x[j * d : (j + 1) * d]
             mag += pi[i] * abs(P[i, j]) * (xi @ xi + oxj @ oxj)
     return float(mag)
+
+
+def _premised(ident, values, key: str, t: float, what: str) -> Verdict:
+    """``ident`` (a registry formula with premises) on the instance ``values`` as drawn: a premise
+    the instance violates makes it not applicable; a formula without the premise is checked on every
+    instance. Relative residual of its two sides, tolerance ``t``."""
+    gaps = [
+        float(np.abs(pl - pr).max()) / max(float(np.abs(pl).max()), 1e-300)
+        for pl, pr in premise_residuals(ident, values)
+    ]
+    if any(g > t for g in gaps):
+        return _na(f"premise of {key} violated by the instance (relative gap {max(gaps):.1e})")
+    lhs, rhs = evaluate(ident, values)
+    return _v(float(np.abs(lhs - rhs).max()) / float(np.abs(lhs).max()), t, f"{key}: the registry's formula, {what}")
+
+
+def _form_scale(P, O, pi, X) -> np.ndarray:
+    """The size of the terms of a quadratic-form identity of the walk (T3's forms) at each probe
+    ``X[..., k]`` (``X``: ``(n, d, K)``): ``Σ_i π_i|x_i|² + Σ_ij π_i|P_ij|(|x_i|² + |O_ij x_j|²)``, the
+    scale of its residual (never below 1e-300)."""
+    nx = (X**2).sum(1)
+    nox = (np.einsum("ijab,jbk->ijak", O, X) ** 2).sum(2)
+    scale = (pi[:, None] * nx).sum(0) + (pi[:, None, None] * np.abs(P)[:, :, None] * (nx[:, None, :] + nox)).sum((0, 1))
+    return np.maximum(scale, 1e-300)
 
 
 def _spectrum_in(ev: np.ndarray, lo: float, hi: float, W: np.ndarray) -> Verdict:

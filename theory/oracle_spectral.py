@@ -15,7 +15,9 @@ from .oracle_instances import (
     EPS,
     Verdict,
     _all,
+    _form_scale,
     _na,
+    _premised,
     _v,
     causal_scores,
     dense_walk,
@@ -41,17 +43,14 @@ def walk_spectrum(inst, params) -> Verdict:
     """T3.spectrum: the eigenvalues of ``Δ`` in ``[lo, hi]`` (:func:`walk_spectrum_interval`), and
     the registry's formula ``params["upper_form"]`` (``<x,(2I-Δ)x>_π`` as a sum of squares) evaluated
     at every polarization probe ``x`` at once (:func:`theory.oracle_instances.polarization_probes`),
-    relative to the size of its terms ``Σ_i π_i|x_i|² + Σ_ij π_i|P_ij|(|x_i|² + |O_ij x_j|²)``."""
+    relative to the size of its terms (:func:`theory.oracle_instances._form_scale`)."""
     P, O = walk_view(inst)
     pi = walk_pi(inst, P)
     n, d = P.shape[0], O.shape[-1]
     X = polarization_probes(n, d)
     lhs, rhs = _F.evaluate(params["upper_form"], {"pi": pi, "P": P, "O": O, "x": X, "n": n, "d": d})
-    nx = (X**2).sum(1)
-    nox = (np.einsum("ijab,jbk->ijak", O, X) ** 2).sum(2)
-    scale = (pi[:, None] * nx).sum(0) + (pi[:, None, None] * np.abs(P)[:, :, None] * (nx[:, None, :] + nox)).sum((0, 1))
     form = _v(
-        float((np.abs(lhs - rhs) / np.maximum(scale, 1e-300)).max()),
+        float((np.abs(lhs - rhs) / _form_scale(P, O, pi, X)).max()),
         64 * EPS * n * d * n,
         "|<x,(2I−Δ)x>_π − sum of squares| / scale on the polarization probes (the registry's formula)",
     )
@@ -143,20 +142,6 @@ def t4_triangle(inst, params) -> Verdict:
     S = _F.environment(ident, values)["S"]
     worst = float(np.abs(lhs - rhs).max()) / (1 + float(np.abs(S).max()))
     return _v(worst, 64 * EPS * n, "|log triangle ratio − stated form| / (1 + max|S|) (the registry's formula)")
-
-
-def _premised(ident, values, key: str, t: float, what: str) -> Verdict:
-    """``ident`` (a registry formula with premises) on the instance ``values`` as drawn: a premise
-    the instance violates makes it not applicable; a formula without the premise is checked on every
-    instance. Relative residual of its two sides, tolerance ``t``."""
-    gaps = [
-        float(np.abs(pl - pr).max()) / max(float(np.abs(pl).max()), 1e-300)
-        for pl, pr in _F.premise_residuals(ident, values)
-    ]
-    if any(g > t for g in gaps):
-        return _na(f"premise of {key} violated by the instance (relative gap {max(gaps):.1e})")
-    lhs, rhs = _F.evaluate(ident, values)
-    return _v(float(np.abs(lhs - rhs).max()) / float(np.abs(lhs).max()), t, f"{key}: the registry's formula, {what}")
 
 
 def t4_symmetric_reversible(inst, params) -> Verdict:

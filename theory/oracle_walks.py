@@ -10,21 +10,26 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import sympy as sp
 
 from . import formulas as _F
+from . import formulas_spectral as _FS
 from .oracle_instances import (
     EPS,
     Verdict,
     _all,
     _dirichlet_scale,
+    _form_scale,
     _na,
     _pi_inner,
+    _premised,
     _probes,
     _spectrum_in,
     _v,
     dense_walk,
     exact,
     null_space_interval,
+    polarization_probes,
     walk_pi,
     walk_view,
 )
@@ -326,9 +331,9 @@ def walk_spectrum_interval(inst, params) -> Verdict:
     return _spectrum_in(np.linalg.eigvals(np.eye(W.shape[0]) - W), float(params["lo"]), float(params["hi"]), W)
 
 
-def walk_dirichlet(inst, params, *, correction: float = 0.0) -> Verdict:
+def walk_dirichlet(inst, params) -> Verdict:
     """The Dirichlet identity of the registry (``params["dirichlet"]``, a SymPy expression) evaluated
-    on the instance at 3 probes ``x``; ``correction``: ``+ correction·‖x‖²_π`` on the right."""
+    on the instance at 3 probes ``x``."""
     P, O = walk_view(inst)
     pi = walk_pi(inst, P)
     n, d = P.shape[0], O.shape[-1]
@@ -337,21 +342,18 @@ def walk_dirichlet(inst, params, *, correction: float = 0.0) -> Verdict:
     for x in _probes(n * d):
         lhs, rhs = _F.evaluate(ident, {"pi": pi, "P": P, "O": O, "x": x.reshape(n, d), "n": n, "d": d})
         nx = _pi_inner(x, x, pi, d)
-        worst = max(
-            worst, abs(float(lhs) - float(rhs) - correction * nx) / max(_dirichlet_scale(P, O, pi, x, d) + nx, 1e-300)
-        )
+        worst = max(worst, abs(float(lhs) - float(rhs)) / max(_dirichlet_scale(P, O, pi, x, d) + nx, 1e-300))
     return _v(worst, 64 * EPS * n * d * n, "|<x,Δx>_π − Dirichlet| / scale over 3 probes (the registry's formula)")
 
 
-def _constraints(P: np.ndarray, O: np.ndarray) -> np.ndarray:
+def _constraints(P: np.ndarray, O: np.ndarray, parallel=None) -> np.ndarray:
+    """The matrix ``C`` of the parallel-section condition (the registry's formula ``parallel``,
+    ``x_i = O_ij x_j``) on every edge ``P_ij ≠ 0``: its two sides evaluated at every unit vector
+    ``x = e_p`` at once, ``d`` rows ``lhs - rhs`` per edge (edges in row-major order)."""
     n, d = P.shape[0], O.shape[-1]
-    rows = []
-    for i, j in zip(*np.nonzero(P)):
-        C = np.zeros((d, n * d))
-        C[:, i * d : (i + 1) * d] += np.eye(d)
-        C[:, j * d : (j + 1) * d] -= O[i, j]
-        rows.append(C)
-    return np.vstack(rows) if rows else np.zeros((0, n * d))
+    E = np.eye(n * d).reshape(n, d, n * d)
+    lhs, rhs = _F.evaluate(parallel or _FS.PARALLEL, {"O": O, "x": E, "n": n, "d": d})
+    return (lhs - rhs)[P != 0].reshape(-1, n * d)
 
 
 def walk_kernel_parallel(inst, params) -> Verdict:
@@ -363,7 +365,7 @@ def walk_kernel_parallel(inst, params) -> Verdict:
     P, O = walk_view(inst)
     n, d = P.shape[0], O.shape[-1]
     Dl = np.eye(n * d) - dense_walk(P, O)
-    C = _constraints(P, O)
+    C = _constraints(P, O, params.get("parallel"))
     rel = 64 * EPS * n * d  # the rounding level of an n·d-dimensional operator, as for every tolerance
     dn = max(float(np.linalg.norm(Dl, 2)), 1.0)
     cn = max(float(np.linalg.norm(C, 2)), 1.0) if C.size else 1.0
@@ -395,16 +397,18 @@ def walk_kernel_parallel(inst, params) -> Verdict:
 
 
 def walk_flat(inst, params) -> Verdict:
+    """T3.flat: the registry's formula ``params["flat"]`` (``Δ = R((I-P)⊗I)R^T`` entrywise, premises
+    ``O_ij = R_i R_j^T``, ``R_i`` orthogonal: :func:`theory.oracle_instances._premised`) at every unit
+    vector ``x = e_p`` at once, and ``dim ker Δ = kernel_dim_per_d · d``."""
     if inst.get("R") is None:
         return _na("no flat connection in this instance")
     P, O = walk_view(inst)
     R = np.asarray(inst["R"], float)
     n, d = R.shape[0], R.shape[-1]
+    E = np.eye(n * d).reshape(n, d, n * d)
+    values = {"P": P, "O": O, "R": R, "x": E, "n": n, "d": d}
+    form = _premised(params["flat"], values, "flat", 64 * EPS * n * d, "Δ = R((I−P)⊗I)Rᵀ at every unit vector")
     Dl = np.eye(n * d) - dense_walk(P, O)
-    Rb = np.zeros((n * d, n * d))
-    for i in range(n):
-        Rb[i * d : (i + 1) * d, i * d : (i + 1) * d] = R[i]
-    form = float(np.abs(Dl - Rb @ np.kron(np.eye(n) - P, np.eye(d)) @ Rb.T).max())
     _, k_lo, k_hi, _ = null_space_interval(Dl)
     want = int(params["kernel_dim_per_d"]) * d
     dim = (
@@ -414,21 +418,29 @@ def walk_flat(inst, params) -> Verdict:
         if k_lo <= want <= k_hi
         else Verdict(False, float(min(abs(k_lo - want), abs(k_hi - want))), 0.0, f"dim ker Δ = {k_hi}, stated {want}")
     )
-    return _all(_v(form, 64 * EPS * n * d, "‖Δ − R((I−P)⊗I)Rᵀ‖"), dim)
+    return _all(form, dim)
 
 
 def walk_scaled(inst, params) -> Verdict:
+    """T3.scaled: ``spec Δ`` in ``[lo_s, hi_s]`` (the registry's expressions of ``s``) for ``O = s·Q``
+    (``Q``: the instance's transports), and the registry's formula ``params["scaled"]`` on the
+    polarization probes (every ``x``: :func:`theory.oracle_instances.polarization_probes`)."""
     if inst.get("s") is None:
         return _na("no scale in this instance")
-    P, O = walk_view(inst)
+    P, Q = walk_view(inst)
     s = float(inst["s"])
-    sc = dict(inst, O=s * O)
-    sc.pop("A", None)
-    W = dense_walk(P, s * O)
-    return _all(
-        _spectrum_in(np.linalg.eigvals(np.eye(W.shape[0]) - W), 1 - s, 1 + s, W),
-        walk_dirichlet(dict(sc, P=P), {}, correction=(1 - s * s) / 2),
+    pi = walk_pi(inst, P)
+    n, d = P.shape[0], Q.shape[-1]
+    lo, hi = (float(sp.sympify(params[k]).subs(_FS.s_, s)) for k in ("lo_s", "hi_s"))
+    W = dense_walk(P, s * Q)
+    X = polarization_probes(n, d)
+    lhs, rhs = _F.evaluate(params["scaled"], {"pi": pi, "P": P, "Q": Q, "s": s, "x": X, "n": n, "d": d})
+    form = _v(
+        float((np.abs(lhs - rhs) / _form_scale(P, s * Q, pi, X)).max()),
+        64 * EPS * n * d * n,
+        "|<x,Δx>_π − scaled Dirichlet form| / scale on the polarization probes (the registry's formula)",
     )
+    return _all(_spectrum_in(np.linalg.eigvals(np.eye(W.shape[0]) - W), lo, hi, W), form)
 
 
 def block_detailed_balance(inst, params) -> Verdict:

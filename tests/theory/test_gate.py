@@ -119,6 +119,24 @@ MUTANTS = {
     "T3 upper form x_i + O_ij x_j -> x_i - O_ij x_j": lambda: _formula_mutant(
         "T3", "T3.spectrum", "upper_form", rhs=_x(F.UPPER_FORM.rhs, _Oij, -_Oij)
     ),
+    "T3 parallel x_i = O_ij x_j -> x_i = -O_ij x_j": lambda: _formula_mutant(
+        "T3", "T3.kernel", "parallel", rhs=-FS.PARALLEL.rhs
+    ),
+    "T3 parallel O_ij -> O_ij^T": lambda: _formula_mutant(
+        "T3", "T3.kernel", "parallel", rhs=_x(FS.PARALLEL.rhs, _Oij, F.O_[F.i, F.j, F.b, F.a])
+    ),
+    "T3 flat R_j^T -> R_j": lambda: _formula_mutant(
+        "T3", "T3.flat", "flat", rhs=_x(FS.FLAT.rhs, FS.R_[F.j, F.b, F.c], FS.R_[F.j, F.c, F.b])
+    ),
+    "T3 flat I - P -> I + P": lambda: _formula_mutant(
+        "T3", "T3.flat", "flat", rhs=_x(FS.FLAT.rhs, F.P_[F.i, F.j], -F.P_[F.i, F.j])
+    ),
+    "T3 scaled (1 - s^2)/2 -> (1 - s)/2": lambda: _formula_mutant(
+        "T3", "T3.scaled", "scaled", rhs=_x(FS.SCALED.rhs, FS.s_**2, FS.s_)
+    ),
+    "T3 scaled x_i - s Q_ij x_j -> x_i - Q_ij x_j": lambda: _formula_mutant(
+        "T3", "T3.scaled", "scaled", rhs=_x(FS.SCALED.rhs, FS.Q_[F.i, F.j, F.a, F.b], FS.Q_[F.i, F.j, F.a, F.b] / FS.s_)
+    ),
     "T4 symmetric scores dropped": lambda: _formula_mutant("T4", "T4.criterion", "balance", premises=()),
     "T4 stationary without symmetric scores": lambda: _formula_mutant("T4", "T4.criterion", "stationary", premises=()),
     "T4 pi_i = Z_i -> pi_i = 1": lambda: _formula_mutant(
@@ -176,7 +194,8 @@ MUTANTS = {
 
 
 #: the mutants above that edit a formula (a SymPy expression THEOREMS.md renders): at least three per
-#: theorem; each is also refuted by the derivation for symbolic sizes
+#: theorem; those of a formula whose proof scope is general (the conclusion names steps of the
+#: derivation for symbolic sizes) are also refuted by that derivation
 #: (tests/theory/test_general_derivations.py)
 FORMULA_MUTANTS = [
     "T3 Dirichlet 1/2 -> 1",
@@ -186,6 +205,12 @@ FORMULA_MUTANTS = [
     "T3 self-adjoint <Dx,y>_pi -> <Dx,y> (pi dropped)",
     "T3 upper form 1/2 -> 1",
     "T3 upper form x_i + O_ij x_j -> x_i - O_ij x_j",
+    "T3 parallel x_i = O_ij x_j -> x_i = -O_ij x_j",
+    "T3 parallel O_ij -> O_ij^T",
+    "T3 flat R_j^T -> R_j",
+    "T3 flat I - P -> I + P",
+    "T3 scaled (1 - s^2)/2 -> (1 - s)/2",
+    "T3 scaled x_i - s Q_ij x_j -> x_i - Q_ij x_j",
     "T4 symmetric scores dropped",
     "T4 stationary without symmetric scores",
     "T4 pi_i = Z_i -> pi_i = 1",
