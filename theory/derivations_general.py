@@ -341,7 +341,24 @@ def general_t5(theorem) -> Derivation:
     ):
         ident = c.params[key]
         D.add(f"general: {name}, all n, d", R.prove(ident.lhs, ident.rhs, eigen_rules(ident)))
+    kernel = theorem.conclusion("T5.kernel").params["kernel"]
+    rows = [R.row_sum(lhs.function.base) for lhs, rhs in kernel.premises if _is_row_sum(lhs, rhs)]
+    D.add(
+        "general: Delta(1 (x) f) = 0 for f in Fix(T) when the rows of A sum to 1, all n, d",
+        R.prove(kernel.lhs, kernel.rhs, eigen_rules(kernel) + rows),
+    )
     return D
+
+
+def _is_row_sum(lhs, rhs) -> bool:
+    """``Σ_v X[u, v] = 1`` (a row-sum premise)."""
+    return (
+        rhs == 1
+        and isinstance(lhs, sp.Sum)
+        and isinstance(lhs.function, sp.Indexed)
+        and len(lhs.limits) == 1
+        and lhs.function.indices[-1] == lhs.limits[0][0]
+    )
 
 
 GENERAL: dict[str, Callable[..., Derivation]] = {

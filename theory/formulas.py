@@ -174,7 +174,11 @@ def evaluate(ident: Identity, values: Mapping[str, Any]) -> tuple[np.ndarray, np
     """``(lhs, rhs)`` of ``ident`` on the instance ``values`` (name -> array; sizes ``n``, ``d``,
     ``H`` as ints), tabulated over its free indices."""
     env = environment(ident, values)
-    return tabulate(ident.lhs, ident.free, env), tabulate(ident.rhs, ident.free, env)
+    lhs, rhs = tabulate(ident.lhs, ident.free, env), tabulate(ident.rhs, ident.free, env)
+    # a side free of the probes (e.g. ``0``) gets the probe axes of the other as length-1 axes
+    lhs = lhs.reshape(lhs.shape + (1,) * (rhs.ndim - lhs.ndim))
+    rhs = rhs.reshape(rhs.shape + (1,) * (lhs.ndim - rhs.ndim))
+    return lhs, rhs
 
 
 def premise_residuals(ident: Identity, values: Mapping[str, Any]) -> list[tuple[np.ndarray, np.ndarray]]:

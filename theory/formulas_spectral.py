@@ -11,12 +11,14 @@ import sympy as sp
 from .formulas import (
     _T4_SYMMETRIC,
     _T4_WHERE,
+    A2_,
     A_,
     DIRICHLET_SUM,
     O_,
     P_,
     PI_FORM,
     S_,
+    T2_,
     Z_,
     Identity,
     _walk,
@@ -24,6 +26,7 @@ from .formulas import (
     b,
     c,
     d,
+    f_,
     i,
     j,
     k,
@@ -85,3 +88,17 @@ SCALED = Identity(
 )
 #: T3.scaled: the interval ``spec Δ ⊂ [1 - s, 1 + s]`` (its ends as expressions of ``s``)
 SCALED_LO, SCALED_HI = 1 - s_, 1 + s_
+
+# T5: single head, Δ = I - A ⊗ T
+#: T5.involution: ``T`` orthogonal (``T^T T = I``) and symmetric (``T = T^T``)
+T_ORTHOGONAL = Identity("orthogonal", sp.Sum(T2_[a, b] * T2_[a, c], (a, 0, d - 1)), sp.KroneckerDelta(b, c), (b, c))
+T_SYMMETRIC = Identity("symmetric", T2_[a, b], T2_[b, a], (a, b))
+#: T5.kernel: component ``(i, a)`` of ``Δ(1 ⊗ f)`` vanishes for ``f`` in the eigenspace of ``T`` its
+#: premise names (``Fix T``) when the rows of ``A`` sum to 1
+T5_KERNEL = Identity(
+    "kernel",
+    f_[a] - sp.Sum(A2_[i, j] * T2_[a, b] * f_[b], (j, 0, n - 1), (b, 0, d - 1)),
+    sp.S.Zero,
+    (i, a),
+    ((sp.Sum(A2_[i, j], (j, 0, n - 1)), sp.S.One), (sp.Sum(T2_[a, b] * f_[b], (b, 0, d - 1)), f_[a])),
+)

@@ -104,16 +104,30 @@ def t5_spectrum(inst, params) -> Verdict:
 
 
 def t5_kernel(inst, params) -> Verdict:
+    """T5.kernel: the registry's formula ``params["kernel"]`` (``Δ(1 ⊗ f) = 0``) evaluated at once on
+    a basis ``f`` of the eigenspace of ``T`` its premise names (``T f = σ f``, ``σ`` read from the
+    formula), and ``dim ker Δ`` (SVD) equal to that eigenspace's dimension: then ``ker Δ = 1 ⊗`` it."""
+    import sympy as sp
+
     A, T = np.asarray(inst["A"], float), np.asarray(inst["T"], float)
     n, d = A.shape[0], T.shape[0]
+    ident = params["kernel"]
+    sigmas = [sp.cancel(r / _F.f_[_F.a]) for l_, r in ident.premises if l_.has(_F.f_)]
+    if len(sigmas) != 1 or sigmas[0].has(sp.Indexed):
+        return Verdict(False, math.inf, 0.0, "kernel: the formula names no eigenspace T f = σ f")
+    sigma = float(sigmas[0])
+    F_ = null_space(T - sigma * np.eye(d), scale=max(float(np.linalg.norm(T, 2)), 1.0))
     K = null_space(np.eye(n * d) - np.kron(A, T))
-    F = null_space(T - np.eye(d), scale=max(float(np.linalg.norm(T, 2)), 1.0))
-    S = np.kron(np.ones((n, 1)), F) if F.size else np.zeros((n * d, 0))
-    joint = np.linalg.matrix_rank(np.hstack([K, S]), tol=1e-7) if (K.size or S.size) else 0
-    ok = K.shape[1] == S.shape[1] == joint
-    return Verdict(
-        ok, 0.0 if ok else 1.0, 0.0, f"dim ker Δ = {K.shape[1]}, dim 1⊗Fix T = {S.shape[1]}, joint rank {joint}"
+    worst = 0.0
+    if F_.shape[1]:
+        lhs, rhs = _F.evaluate(ident, {"A": A, "T": T, "f": F_, "n": n, "d": d})
+        worst = float(np.abs(lhs - rhs).max()) / max(1.0, float(np.abs(A).sum(-1).max() * np.abs(T).sum(-1).max()))
+    contained = _v(worst, 64 * EPS * n * d, f"Δ(1 ⊗ f) = 0 on the {sigma:g}-eigenspace of T (the registry's formula)")
+    same = K.shape[1] == F_.shape[1]
+    dims = Verdict(
+        same, 0.0 if same else 1.0, 0.0, f"dim ker Δ = {K.shape[1]}, dim 1 ⊗ ({sigma:g}-eigenspace) = {F_.shape[1]}"
     )
+    return _all(contained, dims)
 
 
 def _softmax_instance(inst, M: np.ndarray, *, causal: bool = False):

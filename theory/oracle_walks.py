@@ -87,10 +87,15 @@ def transpose_compatible(inst, params) -> Verdict:
 
 
 def orthogonal_involution(inst, params) -> Verdict:
+    """T5.involution: the registry's formulas ``params["orthogonal"]`` (``TᵀT = I``) and
+    ``params["symmetric"]`` (``T = Tᵀ``) evaluated on the instance's ``T``."""
     T = np.asarray(inst["T"], float)
     d = T.shape[0]
-    r = max(float(np.abs(T.T @ T - np.eye(d)).max()), float(np.abs(T - T.T).max()))
-    return _v(r, 64 * EPS * d * max(1.0, float(np.abs(T).max()) ** 2), "‖TᵀT − I‖, ‖T − Tᵀ‖")
+    r = 0.0
+    for key, default in (("orthogonal", _FS.T_ORTHOGONAL), ("symmetric", _FS.T_SYMMETRIC)):
+        lhs, rhs = _F.evaluate(params.get(key, default), {"T": T, "d": d})
+        r = max(r, float(np.abs(lhs - rhs).max()))
+    return _v(r, 64 * EPS * d * max(1.0, float(np.abs(T).max()) ** 2), "‖TᵀT − I‖, ‖T − Tᵀ‖ (the registry's formulas)")
 
 
 def full_support(inst, params) -> Verdict:

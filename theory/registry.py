@@ -119,8 +119,8 @@ SCOPES: dict[str, tuple[str, tuple[str, ...]]] = {
         ("general: on Fix(T)", "general: on the -1 space"),
     ),
     "T5.kernel": (
-        "parallel sections lie in the kernel: sized (T3's derivation); equal dimensions: checked numerically only",
-        (),
+        "1 ⊗ Fix(T) lies in the kernel: all n, d; equal dimensions (irreducible A): checked numerically only",
+        ("general: Delta(1 (x) f) = 0",),
     ),
     "T5.non_orthogonal": ("{sized}", ()),
     "T6.jacobian": ("{sized}", ()),

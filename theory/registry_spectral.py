@@ -292,8 +292,9 @@ SPECTRAL_THEOREMS: list[Theorem] = [
             Hypothesis(
                 "T5.reversible",
                 "reversible",
-                "$A$ reversible",
+                "the walk $P = A$ is reversible: «balance» for some positive $\\pi$",
                 predicate="reversible",
+                params={"balance": _F.BALANCE},
                 witnesses=(
                     Witness(
                         "T5.reversible.w1",
@@ -310,8 +311,9 @@ SPECTRAL_THEOREMS: list[Theorem] = [
             Hypothesis(
                 "T5.involution",
                 "involution",
-                "$T$ orthogonal and $T = T^\\top$, i.e. $T = I - 2\\Pi_U$",
+                "$T$ orthogonal, «orthogonal», and symmetric, «symmetric»: an orthogonal involution (a reflection across $\\operatorname{Fix}(T)$)",
                 predicate="orthogonal_involution",
+                params={"orthogonal": _FS.T_ORTHOGONAL, "symmetric": _FS.T_SYMMETRIC},
                 witnesses=(
                     Witness(
                         "T5.involution.w1",
@@ -332,9 +334,9 @@ SPECTRAL_THEOREMS: list[Theorem] = [
         conclusions=(
             _c(
                 "T5.laplacian",
-                "$I - A\\otimes T$ is a connection Laplacian ($\\pi$-self-adjoint, real spectrum in $[«lo», «hi»]$, Dirichlet form) iff $A$ reversible and $T$ an orthogonal involution (up to a global gauge: $T^2 = I$)",
+                "$\\Delta = I - A\\otimes T$ (the walk $P = A$, $O_{ij} = T$) is a connection Laplacian — $\\pi$-self-adjoint, «self_adjoint», real spectrum in $[«lo», «hi»]$, the Dirichlet form «dirichlet» — iff $A$ is reversible and $T$ an orthogonal involution (up to a global gauge)",
                 predicate="sha_laplacian",
-                params={"lo": 0, "hi": 2},
+                params={"lo": 0, "hi": 2, "self_adjoint": _F.SELF_ADJOINT, "dirichlet": _F.DIRICHLET},
                 tolerance=_REL + "; " + _SPEC,
                 derivations=(
                     "T5::reversible A, T = I - 2 Pi_U: Delta pi-self-adjoint",
@@ -353,15 +355,17 @@ SPECTRAL_THEOREMS: list[Theorem] = [
             ),
             _c(
                 "T5.kernel",
-                "$\\ker\\Delta = \\mathbf 1 \\otimes \\operatorname{Fix}(T)$ for irreducible $A$",
+                "$\\ker\\Delta = \\mathbf 1 \\otimes \\operatorname{Fix}(T)$ for irreducible $A$: every $\\mathbf 1 \\otimes f$, $f \\in \\operatorname{Fix}(T)$, is in the kernel (component $(i, a)$ of $\\Delta(\\mathbf 1 \\otimes f)$): «kernel», and the dimensions are equal",
                 predicate="t5_kernel",
+                params={"kernel": _FS.T5_KERNEL},
                 tolerance="null space by SVD at threshold 1e-9; equal dimension and containment",
                 derivations=("T3::4. parallel section",),
                 tests=(_STMT,),
             ),
             _c(
                 "T5.non_orthogonal",
-                "a non-orthogonal involution has real spectrum in $[0,2]$ but fails $\\pi$-self-adjointness and the Dirichlet form",
+                "a non-orthogonal involution has real spectrum in $[«lo», «hi»]$ but fails $\\pi$-self-adjointness and the Dirichlet form (T5.laplacian's formulas)",
+                params={"lo": 0, "hi": 2},
                 derivations=("T5::non-orthogonal involution",),
                 tests=("tests/numerics/test_necessity.py::test_t5_non_orthogonal_involution_explicit",),
             ),

@@ -182,6 +182,7 @@ GENERAL_STEPS: dict[str, tuple[tuple[str, ...], ...]] = {
     "T5": (
         (ZERO, "general: on Fix(T): Delta(u (x) f) = (1 - lambda) u (x) f, all n, d"),
         (ZERO, "general: on the -1 space: Delta(u (x) f) = (1 + lambda) u (x) f, all n, d"),
+        (ZERO, "general: Delta(1 (x) f) = 0 for f in Fix(T) when the rows of A sum to 1, all n, d"),
     ),
     "T6": (
         (WITNESS, "general: heads' scores (kernels a_h) are distinct symbols (symbolic head index h)"),

@@ -185,6 +185,21 @@ MUTANTS = {
     "T5 Delta = I - A (x) T -> I + A (x) T": lambda: _formula_mutant(
         "T5", "T5.spectrum", "on_fix", lhs=2 * F.u_[F.i] * F.f_[F.a] - F.T5_ON_FIX.lhs
     ),
+    "T5 kernel: Fix(T) -> the -1 eigenspace": lambda: _formula_mutant(
+        "T5",
+        "T5.kernel",
+        "kernel",
+        premises=(FS.T5_KERNEL.premises[0], (FS.T5_KERNEL.premises[1][0], -F.f_[F.a])),
+    ),
+    "T5 kernel: I - A (x) T -> I + A (x) T": lambda: _formula_mutant(
+        "T5", "T5.kernel", "kernel", lhs=2 * F.f_[F.a] - FS.T5_KERNEL.lhs
+    ),
+    "T5 laplacian: Dirichlet 1/2 -> 1": lambda: _formula_mutant(
+        "T5", "T5.laplacian", "dirichlet", rhs=_x(_DIR.rhs, sp.S.Half, 1)
+    ),
+    "T5 laplacian: self-adjoint <Dx,y>_pi -> <Dx,y>": lambda: _formula_mutant(
+        "T5", "T5.laplacian", "self_adjoint", rhs=_x(F.SELF_ADJOINT.rhs, F.pi_[F.i], 1)
+    ),
     "T1 A (x) T -> T (x) A": lambda: _formula_mutant(
         "T1", "T1.walk", "stacked", rhs=sp.KroneckerProduct(F.T_m, F.A_m) * F.Vec(F.X_m.T)
     ),
@@ -232,6 +247,10 @@ FORMULA_MUTANTS = [
     "T5 on Fix(T): 1 - lambda -> 1 - lambda^2",
     "T5 on the -1 space: 1 + lambda -> 1 - lambda",
     "T5 Delta = I - A (x) T -> I + A (x) T",
+    "T5 kernel: Fix(T) -> the -1 eigenspace",
+    "T5 kernel: I - A (x) T -> I + A (x) T",
+    "T5 laplacian: Dirichlet 1/2 -> 1",
+    "T5 laplacian: self-adjoint <Dx,y>_pi -> <Dx,y>",
     "T6 Fourier sign reversed",
     "T6 Fourier phi_k(j) = zeta^j -> zeta^-j",
     "T6 Fourier kernel row 0 -> column 0",
