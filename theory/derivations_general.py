@@ -298,11 +298,14 @@ def general_t6(theorem) -> Derivation:
 
     # (H3) as a rewrite rule: every row of A0^h is a shift of row 0, A0^h_ij = A0^h_{0,(j - i) mod n}
     def h3(e):
+        """(H3), the registry's formula ``A0^h_ij = rhs(h, i, j)``, as a rewrite of every ``A0`` entry
+        off row 0 (a statement without (H3): no rewrite)."""
         if "T6.H3" not in theorem.hypothesis_ids:
             return e
+        circ = theorem.hypothesis("T6.H3").params["circulant"]
         return e.replace(
             lambda x: isinstance(x, sp.Indexed) and x.base == F.A0_ and x.indices[1] != 0,
-            lambda x: F.A0_[x.indices[0], 0, sp.Mod(x.indices[2] - x.indices[1], F.n)],
+            lambda x: circ.rhs.xreplace(dict(zip(circ.lhs.indices, x.indices, strict=True))),
         )
 
     lhs = heads(h3(ident.lhs))

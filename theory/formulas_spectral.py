@@ -11,6 +11,7 @@ import sympy as sp
 from .formulas import (
     _T4_SYMMETRIC,
     _T4_WHERE,
+    A0_,
     A2_,
     A_,
     DIRICHLET_SUM,
@@ -20,19 +21,25 @@ from .formulas import (
     S_,
     T2_,
     Z_,
+    H,
     Identity,
+    Th_,
     _walk,
     a,
+    a_,
     b,
     c,
     d,
     f_,
+    h,
     i,
     j,
     k,
+    m,
     n,
     pi_,
     x_,
+    zeta,
 )
 
 beta_ = sp.IndexedBase("beta", real=True)
@@ -101,4 +108,53 @@ T5_KERNEL = Identity(
     sp.S.Zero,
     (i, a),
     ((sp.Sum(A2_[i, j], (j, 0, n - 1)), sp.S.One), (sp.Sum(T2_[a, b] * f_[b], (b, 0, d - 1)), f_[a])),
+)
+
+# T6: ring of n tokens, heads A0^h at the homogeneous state (theory.formulas.fourier's symbols)
+J_, Mk_, z_ = sp.IndexedBase("J"), sp.IndexedBase("M"), sp.IndexedBase("z")
+rho, theta = sp.Symbol("rho", positive=True), sp.Symbol("theta", real=True)
+_KERNEL = (a_[h, m], A0_[h, 0, m])
+
+#: T6.H3: every head circulant, ``A0^h_ij = a_h((j - i) mod n)`` with ``a_h(m) = A0^h_{0m}``
+CIRCULANT = Identity("circulant", A0_[h, i, j], A0_[h, 0, sp.Mod(j - i, n)], (h, i, j))
+#: T6.jacobian: ``J = block(Σ_h A0^h_ij T_h) - I``, entry ``((i, c), (j, b))`` (token-major)
+JACOBIAN = Identity(
+    "jacobian",
+    J_[i, c, j, b],
+    sp.Sum(A0_[h, i, j] * Th_[h, c, b], (h, 0, H - 1)) - sp.KroneckerDelta(i, j) * sp.KroneckerDelta(c, b),
+    (i, c, j, b),
+)
+#: T6.selection: the symbol ``M(k) = Σ_h â_h(k) T_h``, ``â_h(k) = Σ_m a_h(m) ζ^m``, ``ζ = e^{2πik/n}``
+SYMBOL = Identity(
+    "symbol",
+    Mk_[c, b],
+    sp.Sum(sp.Sum(a_[h, m] * zeta**m, (m, 0, n - 1)) * Th_[h, c, b], (h, 0, H - 1)),
+    (c, b),
+    (),
+    (_KERNEL,),
+)
+#: T6.selection: the phase velocity of the selected mode ``(k*, σ)``
+class _KStar(sp.Symbol):
+    """The selected wavenumber ``k_star``, displayed ``k^*``."""
+
+    def _latex(self, printer):
+        return "k^{*}"
+
+
+k_star, sigma_ = _KStar("k_star", positive=True), sp.Symbol("sigma")
+VELOCITY = Identity("velocity", sp.Symbol("c"), -n * sp.im(sigma_) / (2 * sp.pi * k_star))
+#: T6.rotating: for one head ``T = ρ R(θ)``, ``z = (1, -i)`` is an eigenvector of ``M(k) - I`` with the
+#: eigenvalue ``σ_z(k) = ρ e^{iθ} â(k) - 1`` (component ``c``)
+ROTATING = Identity(
+    "rotating",
+    sp.Sum(Mk_[c, b] * z_[b], (b, 0, d - 1)) - z_[c],
+    (rho * sp.exp(sp.I * theta) * sp.Sum(a_[0, m] * zeta**m, (m, 0, n - 1)) - 1) * z_[c],
+    (c,),
+    (
+        (Th_[0, 0, 0], rho * sp.cos(theta)),
+        (Th_[0, 0, 1], -rho * sp.sin(theta)),
+        (Th_[0, 1, 0], rho * sp.sin(theta)),
+        (Th_[0, 1, 1], rho * sp.cos(theta)),
+    ),
+    (_KERNEL, (Mk_[c, b], SYMBOL.rhs), (z_[c], (-sp.I) ** c)),
 )

@@ -11,6 +11,7 @@ import math
 import numpy as np
 
 from . import formulas as _F
+from . import formulas_spectral as _FS
 from .oracle_instances import (
     EPS,
     Verdict,
@@ -20,7 +21,6 @@ from .oracle_instances import (
     _premised,
     _v,
     causal_scores,
-    dense_walk,
     null_space,
     polarization_probes,
     softmax_rows,
@@ -198,14 +198,20 @@ def _ring(inst) -> tuple[np.ndarray, np.ndarray]:
     return A0, T
 
 
-def ring_jacobian(A0: np.ndarray, T: np.ndarray) -> np.ndarray:
-    """``J = block(Σ_h A0^h_ij T_h) − I`` by block loops."""
+def _ring_values(A0: np.ndarray, T: np.ndarray, k: int | None = None) -> dict:
     H, n, _ = A0.shape
-    d = T.shape[-1]
-    W = np.zeros((n * d, n * d))
-    for h in range(H):
-        W += dense_walk(A0[h], np.broadcast_to(T[h], (n, n, d, d)))
-    return W - np.eye(n * d)
+    out = {"A0": A0, "T": T, "n": n, "d": T.shape[-1], "H": H}
+    if k is not None:
+        out["zeta"] = np.exp(2j * np.pi * k / n)
+    return out
+
+
+def ring_jacobian(A0: np.ndarray, T: np.ndarray, jacobian=None) -> np.ndarray:
+    """``J``: the registry's formula ``jacobian`` (default :data:`theory.formulas_spectral.JACOBIAN`,
+    ``J = block(Σ_h A0^h_ij T_h) − I``) tabulated over its entries ``((i, c), (j, b))``."""
+    ident = jacobian or _FS.JACOBIAN
+    n, d = A0.shape[-1], T.shape[-1]
+    return np.real(_F.tabulate(ident.rhs, ident.free, _ring_values(A0, T))).reshape(n * d, n * d)
 
 
 def kernel_hat(a: np.ndarray, k: int, sign: int) -> complex:
@@ -214,8 +220,12 @@ def kernel_hat(a: np.ndarray, k: int, sign: int) -> complex:
     return complex(sum(a[m] * np.exp(sign * 2j * np.pi * k * m / n) for m in range(n)))
 
 
-def ring_symbol(A0: np.ndarray, T: np.ndarray, k: int, sign: int) -> np.ndarray:
-    return sum(kernel_hat(A0[h, 0], k, sign) * T[h] for h in range(A0.shape[0]))
+def ring_symbol(A0: np.ndarray, T: np.ndarray, k: int, symbol=None) -> np.ndarray:
+    """``M(k)``: the registry's formula ``symbol`` (default :data:`theory.formulas_spectral.SYMBOL`,
+    ``M(k) = Σ_h â_h(k) T_h``) tabulated at ``ζ = e^{2πik/n}``."""
+    ident = symbol or _FS.SYMBOL
+    env = _F.environment(ident, _ring_values(A0, T, k))
+    return _F.tabulate(ident.rhs, ident.free, env).astype(complex)
 
 
 def t6_fourier(inst, params) -> Verdict:
@@ -236,26 +246,33 @@ def t6_fourier(inst, params) -> Verdict:
 
 
 def t6_selection(inst, params) -> Verdict:
+    """T6.selection: the best growth rate over every ``k`` of the registry's symbol ``params["symbol"]``
+    less ``shift`` is the largest real part of ``spec J`` (``J``: T6.jacobian's formula)."""
     A0, T = _ring(inst)
     n = A0.shape[-1]
-    sig = (
-        max(float(np.linalg.eigvals(ring_symbol(A0, T, k, params["hat_sign"])).real.max()) for k in range(n))
-        - params["shift"]
-    )
+    sym = params["symbol"]
+    sig = max(float(np.linalg.eigvals(ring_symbol(A0, T, k, sym)).real.max()) for k in range(n)) - params["shift"]
     dense = float(np.linalg.eigvals(ring_jacobian(A0, T)).real.max())
     return _v(abs(sig - dense) / max(1.0, abs(dense)), 1e-8, f"Re σ(k*) = {sig:.6g} vs max Re eig J = {dense:.6g}")
 
 
 def t6_rotating(inst, params) -> Verdict:
+    """T6.rotating: the registry's formula ``params["rotating"]`` (``(M(k) − I) z = σ_z(k) z``,
+    ``z = (1, −i)``, premise ``T = ρR(θ)``) evaluated for every ``k``."""
     if inst.get("rho") is None:
         return _na("no rotating-wave transport in this instance")
     A0, T = _ring(inst)
     rho, th = float(inst["rho"]), float(inst["theta"])
     n = A0.shape[-1]
-    v = np.array([1.0, -1j])
+    ident = params["rotating"]
+    base = {**_ring_values(A0, T, 0), "rho": rho, "theta": th}
+    gap = max((float(np.abs(pl - pr).max()) for pl, pr in _F.premise_residuals(ident, base)), default=0.0)
+    if gap > 64 * EPS * max(1.0, rho):
+        return _na(f"premise of rotating (T = ρR(θ)) violated by the instance (gap {gap:.1e})")
     worst = 0.0
     for k in range(n):
-        M = ring_symbol(A0, T, k, params["hat_sign"])
-        sz = rho * np.exp(1j * th) * kernel_hat(A0[0, 0], k, params["hat_sign"])
-        worst = max(worst, float(np.abs((M - params["shift"] * np.eye(2)) @ v - (sz - params["shift"]) * v).max()))
-    return _v(worst / max(1.0, rho), 64 * EPS * n, "‖(M(k) − shift)(1, −i) − σ_z(k)(1, −i)‖")
+        lhs, rhs = _F.evaluate(ident, {**base, "zeta": np.exp(2j * np.pi * k / n)})
+        worst = max(worst, float(np.abs(lhs - rhs).max()))
+    return _v(
+        worst / max(1.0, rho), 64 * EPS * n, "max_k ‖(M(k) − I)z − σ_z(k)z‖, z = (1, −i) (the registry's formula)"
+    )

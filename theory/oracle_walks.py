@@ -128,11 +128,12 @@ def softmax_full_support(inst, params) -> Verdict:
 
 
 def circulant(inst, params) -> Verdict:
+    """T6.H3: the registry's formula ``params["circulant"]`` (``A0^h_ij = a_h((j − i) mod n)``)
+    evaluated on the instance (exactly: both sides are entries of ``A0``)."""
     A0 = np.asarray(inst["A0"], float)
-    n = A0.shape[-1]
-    idx = (np.arange(n)[None, :] - np.arange(n)[:, None]) % n
-    r = float(np.abs(A0 - A0[:, 0, :][:, idx]).max())
-    return _v(r, 0.0, "max |A0_ij − a((j−i) mod n)|")
+    H, n, _ = A0.shape
+    lhs, rhs = _F.evaluate(params.get("circulant", _FS.CIRCULANT), {"A0": A0, "n": n, "H": H})
+    return _v(float(np.abs(lhs - rhs).max()), 0.0, "max |A0_ij − a((j−i) mod n)| (the registry's formula)")
 
 
 def t1_transport_layout(inst, params) -> Verdict:

@@ -136,6 +136,16 @@ SCOPES: dict[str, tuple[str, tuple[str, ...]]] = {
 }
 
 
+#: formulas a conclusion renders that its predicate does not evaluate but a test does (the test,
+#: and what it judges the formula against); THEOREMS.md says so
+EVALUATED_BY_TESTS: dict[str, dict[str, str]] = {
+    "T6.selection": {
+        "velocity": "tests/numerics/test_t6_emergence.py::test_emergence_follows_the_symbol, against the velocity "
+        "measured on the simulated pattern",
+    },
+}
+
+
 def _sized(t: Theorem) -> str:
     sizes = ", ".join(f"{k} = {lo}" if lo == hi else f"{k} = {lo}..{hi}" for k, (lo, hi) in t.supported_sizes.items())
     return f"sized: exact SymPy at {sizes}"

@@ -386,8 +386,9 @@ SPECTRAL_THEOREMS: list[Theorem] = [
             Hypothesis(
                 "T6.H1",
                 "(H1) normalised",
-                "each $A^h(X)$ is row-stochastic for all $X$",
+                "each $A^h(X)$ is row-stochastic for all $X$: «heads»",
                 predicate="heads_stochastic",
+                params={"heads": _F.HEADS_STOCHASTIC},
                 witnesses=(
                     Witness(
                         "T6.H1.w1",
@@ -411,8 +412,9 @@ SPECTRAL_THEOREMS: list[Theorem] = [
             Hypothesis(
                 "T6.H3",
                 "(H3) circulant",
-                "$A^h_{0,ij} = a_h((j-i) \\bmod n)$: relative positional kernel on a ring, no absolute PE, no mask",
+                "relative positional kernel on a ring (no absolute PE, no mask): «circulant»",
                 predicate="circulant",
+                params={"circulant": _FS.CIRCULANT},
                 witnesses=(
                     Witness(
                         "T6.H3.w1",
@@ -430,7 +432,8 @@ SPECTRAL_THEOREMS: list[Theorem] = [
         conclusions=(
             _c(
                 "T6.jacobian",
-                "(H1)+(H2): the Jacobian of $\\dot x_i = \\sum_h\\sum_j A^h_{ij}(X) T_h x_j - x_i$ is exactly $J = \\operatorname{block}(\\sum_h A^h_{0,ij} T_h) - I$",
+                "(H1)+(H2): the Jacobian of $\\dot x_i = \\sum_h\\sum_j A^h_{ij}(X) T_h x_j - x_i$ at the base state is exactly $J$, entry $((i, c), (j, b))$ (token-major): «jacobian»",
+                params={"jacobian": _FS.JACOBIAN},
                 derivations=("T6::Jacobian at 1(x)x*",),
                 tests=(
                     "tests/numerics/test_patterns.py::test_t6_jacobian_of_softmax_dynamics_equals_walk_minus_identity",
@@ -438,7 +441,7 @@ SPECTRAL_THEOREMS: list[Theorem] = [
             ),
             _c(
                 "T6.fourier",
-                "(H3): eigenpairs $\\varphi_k \\otimes v$, $\\varphi_k(j) = \\zeta^j$, $\\zeta = e^{2\\pi i k / n}$, with the symbol $M(k) = \\sum_h \\hat a_h(k) T_h$ of the kernels $a_h(m) = A0^h_{0m}$; component $c$ of token $i$, $J = \\operatorname{block}(\\sum_h A0^h_{ij} T_h) - I$: «fourier»",
+                "(H3): eigenpairs $\\varphi_k \\otimes v$, $\\varphi_k(j) = \\zeta^j$, $\\zeta = e^{2\\pi i k / n}$, of $J$ (T6.jacobian) with the symbol $M(k)$ (T6.selection) of the kernels: component $c$ of token $i$ of $J(\\varphi_k \\otimes v)$ and of $\\varphi_k \\otimes (M(k) - I)v$: «fourier»",
                 predicate="t6_fourier",
                 params={"fourier": _F.FOURIER},
                 tolerance=_REL,
@@ -447,18 +450,18 @@ SPECTRAL_THEOREMS: list[Theorem] = [
             ),
             _c(
                 "T6.selection",
-                "selection $k^* = \\operatorname{argmax}_k \\max \\operatorname{Re}\\operatorname{eig} M(k)$, growth $\\sigma = \\lambda_{\\max}(M(k^*)) - «shift»$; phase velocity $c = «velocity_sign|sign»n \\operatorname{Im}\\sigma / (2\\pi k^*)$",
+                "with the symbol «symbol»: selection $k^* = \\operatorname{argmax}_k \\max \\operatorname{Re}\\operatorname{eig} M(k)$, growth $\\sigma = \\lambda_{\\max}(M(k^*)) - «shift»$ (the largest real part of $\\operatorname{spec} J$); phase velocity «velocity»",
                 predicate="t6_selection",
-                params={"shift": 1, "velocity_sign": -1, "hat_sign": 1},
+                params={"shift": 1, "symbol": _FS.SYMBOL, "velocity": _FS.VELOCITY},
                 tolerance=_REL,
                 derivations=("T6::Fourier (ring=",),
                 tests=(_STMT, "tests/numerics/test_t6_emergence.py::test_emergence_follows_the_symbol"),
             ),
             _c(
                 "T6.rotating",
-                "rotating wave $T = \\rho R(\\theta)$: $\\sigma_z(k) = \\rho e^{i\\theta}\\hat a(k) - «shift»$",
+                "rotating wave $T = \\rho R(\\theta)$ (one head): $z = (1, -i)$ is an eigenvector of $M(k) - I$ with the eigenvalue $\\sigma_z(k)$ on the right: «rotating»",
                 predicate="t6_rotating",
-                params={"shift": 1, "hat_sign": 1},
+                params={"rotating": _FS.ROTATING},
                 tolerance=_REL,
                 derivations=("T6::rotating wave",),
                 tests=(_STMT,),

@@ -17,7 +17,7 @@ import re
 import sys
 from pathlib import Path
 
-from .registry import CLAIMS, CONVENTIONS, THEOREMS
+from .registry import CLAIMS, CONVENTIONS, EVALUATED_BY_TESTS, THEOREMS
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_OUTPUT = REPO_ROOT / "THEOREMS.md"
@@ -95,10 +95,13 @@ def theorem_markdown(t) -> str:
                 + (f"; tolerance: {c.tolerance}" if c.tolerance else "")
             )
         if c.formulas:
+            by_tests = EVALUATED_BY_TESTS.get(c.id, {})
             if not c.predicate:
                 how = " (no predicate: proved by the derivations)"
             else:
-                how = f", evaluated by `{c.predicate}`"
+                how = f", evaluated by `{c.predicate}`" + "".join(
+                    f"; `{k}` not by the predicate but by `{w}`" for k, w in by_tests.items()
+                )
             lines.append(
                 "   - formulas "
                 + ", ".join(f"`{k}`" for k in c.formulas)

@@ -185,6 +185,21 @@ MUTANTS = {
     "T5 Delta = I - A (x) T -> I + A (x) T": lambda: _formula_mutant(
         "T5", "T5.spectrum", "on_fix", lhs=2 * F.u_[F.i] * F.f_[F.a] - F.T5_ON_FIX.lhs
     ),
+    "T6 symbol zeta^m -> 2 zeta^m": lambda: _formula_mutant(
+        "T6", "T6.selection", "symbol", rhs=_x(FS.SYMBOL.rhs, F.zeta**F.m, 2 * F.zeta**F.m)
+    ),
+    "T6 symbol: sum over heads -> head 0 only": lambda: _formula_mutant(
+        "T6", "T6.selection", "symbol", rhs=FS.SYMBOL.rhs.function.xreplace({F.h: 0})
+    ),
+    "T6 rotating e^{i theta} -> e^{-i theta}": lambda: _formula_mutant(
+        "T6",
+        "T6.rotating",
+        "rotating",
+        rhs=_x(FS.ROTATING.rhs, sp.exp(sp.I * FS.theta), sp.exp(-sp.I * FS.theta)),
+    ),
+    "T6 rotating rho -> rho^2": lambda: _formula_mutant(
+        "T6", "T6.rotating", "rotating", rhs=_x(FS.ROTATING.rhs, FS.rho, FS.rho**2)
+    ),
     "T5 kernel: Fix(T) -> the -1 eigenspace": lambda: _formula_mutant(
         "T5",
         "T5.kernel",
@@ -255,6 +270,10 @@ FORMULA_MUTANTS = [
     "T6 Fourier phi_k(j) = zeta^j -> zeta^-j",
     "T6 Fourier kernel row 0 -> column 0",
     "T6 Fourier J = W - I -> W",
+    "T6 symbol zeta^m -> 2 zeta^m",
+    "T6 symbol: sum over heads -> head 0 only",
+    "T6 rotating e^{i theta} -> e^{-i theta}",
+    "T6 rotating rho -> rho^2",
 ]
 
 
@@ -332,11 +351,19 @@ def test_every_theorem_has_three_formula_mutants():
 
 def test_every_formula_a_predicate_evaluates_has_a_mutant_here():
     """Each formula an oracle evaluates is edited by at least one formula mutant (so its evaluation
-    is shown to matter)."""
+    is shown to matter); a formula a test evaluates instead (registry.EVALUATED_BY_TESTS) is mutated
+    where that test runs."""
     edited = set()
     for name in FORMULA_MUTANTS:
         original, mutant = MUTANTS[name]()
         for c, m in zip(original.conclusions, mutant.conclusions, strict=True):
             edited |= {(c.id, k) for k, v in c.formulas.items() if m.params.get(k) != v}
-    evaluated = {(c.id, k) for t in registry.MAIN for c in t.conclusions if c.predicate for k in c.formulas}
+    evaluated = {
+        (c.id, k)
+        for t in registry.MAIN
+        for c in t.conclusions
+        if c.predicate
+        for k in c.formulas
+        if k not in registry.EVALUATED_BY_TESTS.get(c.id, {})
+    }
     assert evaluated <= edited, sorted(evaluated - edited)
