@@ -133,6 +133,8 @@ SYMBOL = Identity(
     (),
     (_KERNEL,),
 )
+
+
 #: T6.selection: the phase velocity of the selected mode ``(k*, σ)``
 class _KStar(sp.Symbol):
     """The selected wavenumber ``k_star``, displayed ``k^*``."""
