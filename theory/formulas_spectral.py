@@ -160,3 +160,6 @@ ROTATING = Identity(
     ),
     (_KERNEL, (Mk_[c, b], SYMBOL.rhs), (z_[c], (-sp.I) ** c)),
 )
+
+#: T4.softmax: the attention, ``A = softmax_rows(X M X^T / sqrt(d_k) + μ)`` (``μ``: the mask)
+ATTENTION = Identity("attention", A_[i, j], sp.exp(S_[i, j]) / Z_[i], (i, j), (), _T4_WHERE[:2])

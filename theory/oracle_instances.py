@@ -133,6 +133,13 @@ def softmax_rows(S: np.ndarray) -> np.ndarray:
     return E / E.sum(-1, keepdims=True)
 
 
+def mask_offsets(inst: Mapping, n: int) -> np.ndarray:
+    """The mask ``μ`` added to the scores: ``-∞`` above the diagonal for a causal instance, else 0."""
+    return (
+        np.where(np.triu(np.ones((n, n), bool), 1), -np.inf, 0.0) if inst.get("mask") == "causal" else np.zeros((n, n))
+    )
+
+
 def causal_scores(S: np.ndarray) -> np.ndarray:
     n = S.shape[-1]
     return np.where(np.triu(np.ones((n, n), bool), 1), -np.inf, S)

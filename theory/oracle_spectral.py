@@ -21,6 +21,7 @@ from .oracle_instances import (
     _premised,
     _v,
     causal_scores,
+    mask_offsets,
     null_space,
     polarization_probes,
     softmax_rows,
@@ -163,8 +164,7 @@ def t4_symmetric_reversible(inst, params) -> Verdict:
     registry, with their premise ``M_ab = M_ba`` and definitions ``S``, ``Z``, ``A``) evaluated on the
     instance as drawn — ``M`` is not symmetrised here (:func:`_premised`)."""
     n = np.asarray(inst["X"]).shape[0]
-    mu = np.where(np.triu(np.ones((n, n), bool), 1), -np.inf, 0.0) if inst.get("mask") == "causal" else None
-    values = _t4_values(inst, mu)
+    values = _t4_values(inst, mask_offsets(inst, n))
     t = 64 * EPS * n
     return _all(
         *(

@@ -28,6 +28,7 @@ from .oracle_instances import (
     _v,
     dense_walk,
     exact,
+    mask_offsets,
     null_space_interval,
     polarization_probes,
     walk_pi,
@@ -122,9 +123,18 @@ def p_is_head_mean(inst, params) -> Verdict:
 
 
 def softmax_full_support(inst, params) -> Verdict:
-    n = np.asarray(inst["X"]).shape[0]
-    ok = inst.get("mask") is None and n >= 3
-    return Verdict(ok, 0.0 if ok else 1.0, 0.0, f"mask={inst.get('mask')}, n={n}")
+    """T4.softmax: the attention the registry's formula ``params["attention"]`` defines on the instance
+    (its mask ``μ``: ``-∞`` above the diagonal for a causal one) has every entry positive, and
+    ``n ≥ n_min``."""
+    X, M = np.asarray(inst["X"], float), np.asarray(inst["M"], float)
+    n, d = X.shape
+    mu = mask_offsets(inst, n)
+    dk = float(inst["dk"]) if inst.get("dk") is not None else float(d)
+    ident = params["attention"]
+    env = _F.environment(ident, {"X": X, "M": M, "mu": mu, "d_k": dk, "n": n, "d": d})
+    A = _F.tabulate(ident.rhs, ident.free, env)
+    ok = bool((A > 0).all()) and n >= int(params["n_min"])
+    return Verdict(ok, 0.0 if ok else 1.0, 0.0, f"mask={inst.get('mask')}, min A_ij = {float(A.min()):.2e}, n={n}")
 
 
 def circulant(inst, params) -> Verdict:

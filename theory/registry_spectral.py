@@ -200,8 +200,9 @@ SPECTRAL_THEOREMS: list[Theorem] = [
             Hypothesis(
                 "T4.softmax",
                 "softmax",
-                "$A = \\operatorname{softmax}_{\\text{rows}}(X M X^\\top / \\sqrt{d_k})$, $M = W_Q^\\top W_K$, full support (no mask), $n \\ge 3$",
+                "softmax attention «attention» with $M = W_Q^\\top W_K$ and full support (no mask: $\\mu = 0$, every $A_{ij} > 0$), $n \\ge «n_min»$",
                 predicate="softmax_full_support",
+                params={"attention": _FS.ATTENTION, "n_min": 3},
                 witnesses=(
                     Witness(
                         "T4.softmax.w1",
