@@ -117,7 +117,7 @@ T3: Theorem = Theorem(
     conclusions=(
         _c(
             "T3.self_adjoint",
-            "$\\Delta = I - W = I - (\\operatorname{diag}\\pi \\otimes I)^{-1} W_{\\mathrm{sym}}$ with $W_{\\mathrm{sym}} = \\operatorname{block}(\\pi_i P_{ij} O_{ij})$ symmetric; $\\Delta$ is self-adjoint in $\\langle x,y\\rangle_\\pi = \\sum_i \\pi_i x_i^\\top y_i$, entrywise: «self_adjoint»",
+            "$\\Delta = I - W$ is self-adjoint in $\\langle x,y\\rangle_\\pi$, entrywise: «self_adjoint» (at unit vectors $x$, $y$ the two sides are the entries of $(\\operatorname{diag}\\pi \\otimes I)\\Delta$ and of its transpose)",
             predicate="walk_self_adjoint",
             params={"self_adjoint": _F.SELF_ADJOINT},
             tolerance=_REL,
@@ -153,7 +153,7 @@ T3: Theorem = Theorem(
         ),
         _c(
             "T3.flat",
-            "flat connection ($O_{ij} = R_i R_j^\\top$, $R_i$ orthogonal): $\\Delta = R((I-P)\\otimes I_d)R^\\top$ with $R = \\operatorname{diag}(R_i)$, entrywise: «flat»; $\\dim\\ker\\Delta = «kernel_dim_per_d»\\,d$ ($P$ irreducible)",
+            "flat connection (transports $O_{ij} = R_i R_j^\\top$ with $R_i$ orthogonal, the premises below): $\\Delta$ is $(I-P)\\otimes I_d$ conjugated by $R = \\operatorname{diag}(R_i)$, entrywise: «flat»; $\\dim\\ker\\Delta = «kernel_dim_per_d»\\,d$ ($P$ irreducible)",
             predicate="walk_flat",
             params={"kernel_dim_per_d": 1, "flat": _FS.FLAT},
             tolerance=_REL + "; rank threshold 1e-9",
