@@ -272,10 +272,11 @@ def _dirichlet_scale(P, O, pi, x, d) -> float:
     return float(mag)
 
 
-def _premised(ident, values, key: str, t: float, what: str) -> Verdict:
+def _premised(ident, values, key: str, t: float, what: str, scale: float | None = None) -> Verdict:
     """``ident`` (a registry formula with premises) on the instance ``values`` as drawn: a premise
     the instance violates makes it not applicable; a formula without the premise is checked on every
-    instance. Relative residual of its two sides, tolerance ``t``."""
+    instance. Residual of its two sides relative to ``scale`` (default: the largest entry of its left
+    side), tolerance ``t``."""
     gaps = [
         float(np.abs(pl - pr).max()) / max(float(np.abs(pl).max()), 1e-300)
         for pl, pr in premise_residuals(ident, values)
@@ -283,7 +284,8 @@ def _premised(ident, values, key: str, t: float, what: str) -> Verdict:
     if any(g > t for g in gaps):
         return _na(f"premise of {key} violated by the instance (relative gap {max(gaps):.1e})")
     lhs, rhs = evaluate(ident, values)
-    return _v(float(np.abs(lhs - rhs).max()) / float(np.abs(lhs).max()), t, f"{key}: the registry's formula, {what}")
+    den = float(np.abs(lhs).max()) if scale is None else scale
+    return _v(float(np.abs(lhs - rhs).max()) / max(den, 1e-300), t, f"{key}: the registry's formula, {what}")
 
 
 def _form_scale(P, O, pi, X) -> np.ndarray:

@@ -423,7 +423,8 @@ def walk_flat(inst, params) -> Verdict:
     n, d = R.shape[0], R.shape[-1]
     E = np.eye(n * d).reshape(n, d, n * d)
     values = {"P": P, "O": O, "R": R, "x": E, "n": n, "d": d}
-    form = _premised(params["flat"], values, "flat", 64 * EPS * n * d, "Δ = R((I−P)⊗I)Rᵀ at every unit vector")
+    what = "Δ = R((I−P)⊗I)Rᵀ at every unit vector (entries O(1): P stochastic, R orthogonal)"
+    form = _premised(params["flat"], values, "flat", 64 * EPS * n * d, what, scale=1.0)
     Dl = np.eye(n * d) - dense_walk(P, O)
     _, k_lo, k_hi, _ = null_space_interval(Dl)
     want = int(params["kernel_dim_per_d"]) * d
