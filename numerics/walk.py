@@ -404,10 +404,15 @@ class ConnectionWalk:
 
         Returns the transport when it exists (``T = Σ_j B_ij`` row sum direction, i.e. ``T_Σ`` for
         row-stochastic heads), with the nearest-Kronecker residual either way. All-zero blocks on a
-        walk with edges: ``T = 0`` with the walk's ``P``; on a walk without any edge:
+        walk with edges (for heads: ``‖B‖_F`` within the rounding of ``Σ_h A^h ⊗ T_h``, e.g. cancelling
+        heads): ``T = 0`` with the walk's ``P``; on a walk without any edge:
         :class:`UndefinedError` (no transport is singled out)."""
         P, T, gap, normB = self._nearest_kronecker()
-        zero = normB == 0
+        floor = torch.zeros_like(normB)
+        if self.kind == "heads":  # heads that cancel (A^2 = A^1, T_2 = -T_1) leave B = 0 up to rounding
+            U, V = self._kron_factors()
+            floor = tol(self.dtype, self.n_heads) * torch.linalg.matrix_norm(U) * torch.linalg.matrix_norm(V)
+        zero = normB <= floor
         if bool(zero.any()):
             # B = 0: on a walk with edges that is the constant transport T = 0 (B_ij = P_ij · 0); on a
             # walk with no edge at all (P = 0, e.g. from_blocks of zeros) every T "works": undefined
@@ -424,7 +429,7 @@ class ConnectionWalk:
         scale = torch.where(rs.abs() > 0, rs, torch.ones_like(rs))
         P = P / scale[..., None, None]
         T = T * scale[..., None, None]
-        rel = gap / torch.where(normB > 0, normB, torch.ones_like(normB))
+        rel = torch.where(zero, torch.zeros_like(gap), gap / torch.where(normB > 0, normB, torch.ones_like(normB)))
         n, d = self.n, self.d
         bound = rtol if rtol is not None else tol(self.dtype, n * d)
         minc = P.amin((-1, -2))

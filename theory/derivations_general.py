@@ -84,6 +84,32 @@ def general_l1(theorem) -> Derivation:
     return D
 
 
+def general_l2(theorem) -> Derivation:
+    """L2 for every row length ``n`` and any differentiable scores: the hypothesis' softmax is the
+    definition of ``A`` (without the hypothesis ``A`` stays a free symbol and nothing is proved);
+    the quotient rule's ``Z^{-2}`` term cancels against the other by :func:`theory.rewrite.cancel_quotient`."""
+    D = Derivation("L2", _sizes("n"))
+    where = []
+    if "L2.softmax" in theorem.hypothesis_ids:
+        sm = theorem.hypothesis("L2.softmax").params["softmax"]
+        where = [(sm.lhs, sm.rhs)]
+    c = theorem.conclusion("L2.rows")
+    for key, name in (("rows", "rows sum to 1"), ("derivative", "the derivative of a row sums to 0")):
+        ident = c.params[key]
+        lhs = instantiate(ident.lhs, where).doit()
+        D.add(f"general: {name}, all n, any differentiable scores", R.prove(lhs, ident.rhs, [R.cancel_quotient()]))
+    deriv = c.params["derivative"]
+    for w in theorem.hypothesis("L2.softmax").witnesses if "L2.softmax" in theorem.hypothesis_ids else ():
+        for sig in w.params.values():  # the witness' unnormalised attention keeps the derivative terms
+            lhs = instantiate(deriv.lhs, [(sig.lhs, sig.rhs)]).doit()
+            D.add(
+                "general: witness: unnormalised attention, the derivative of a row is not 0",
+                R.prove(lhs, deriv.rhs, [R.cancel_quotient()]),
+                expect_zero=False,
+            )
+    return D
+
+
 def general_t1(theorem) -> Derivation:
     D = Derivation("T1", _sizes("n", "d"))
     c = theorem.conclusion("T1.walk")
@@ -94,10 +120,9 @@ def general_t1(theorem) -> Derivation:
     D.add("general: vec(SHA(X)^T) = (A (x) T) vec(X^T), entry i*d + a, all n, d", R.prove(lhs, rhs))
     K = stacked.rhs.args[0] if isinstance(stacked.rhs, sp.MatMul) else stacked.rhs
     blk = R.split_index(K[F.i * F.d + F.a, F.j * F.d + F.b], [F.d, F.n])
-    D.add(
-        "general: block (i, j) of the operator is P_ij O_ij with P = A, O_ij = T, all n, d",
-        R.prove(blk, F.A_m[F.i, F.j] * F.T_m[F.a, F.b]),
-    )
+    block = c.params.get("block")  # the registry's walk blocks: P_ij O_ij with P = A, O_ij = T
+    want = instantiate(block.rhs, block.where) if block is not None else F.A_m[F.i, F.j] * F.T_m[F.a, F.b]
+    D.add("general: block (i, j) of the operator is P_ij O_ij with P = A, O_ij = T, all n, d", R.prove(blk, want))
     return D
 
 
@@ -275,7 +300,43 @@ def general_t2(theorem) -> Derivation:
         ident = c.params[key]
         lhs, rhs = (_heads(instantiate(e, ident.where)) for e in (ident.lhs, ident.rhs))
         D.add(f"general: {name}, all n, d, H", R.prove(lhs, rhs, [R.cancel_quotient()]))
+    if "T2.gauge" in {x.id for x in theorem.conclusions}:
+        gauge = theorem.conclusion("T2.gauge").params["gauge"]
+        lhs, rhs = (_heads(instantiate(e, gauge.where)) for e in (gauge.lhs, gauge.rhs))
+        D.add("general: gauge P'_ij O'_ij = B_ij, all n, d, H", R.prove(lhs, rhs, [R.cancel_quotient()]))
+    if "T2.special" in {x.id for x in theorem.conclusions}:
+        special = theorem.conclusion("T2.special")
+        for key, name in (
+            ("shared_A", "shared attention: O_ij = T_Sigma, all n, d, H"),
+            ("shared_T", "shared transport: O_ij = H T_1, all n, d, H"),
+            ("cancelling", "cancelling heads: B = 0, all n, d (H = 2)"),
+        ):
+            ident = special.params[key]
+            lhs, rhs = (impose(instantiate(e, ident.where), ident.premises) for e in (ident.lhs, ident.rhs))
+            D.add(f"general: {name}", R.prove(lhs, rhs, [R.cancel_quotient()]))
     return D
+
+
+def impose(expr, premises) -> sp.Expr:
+    """``expr`` under the premises of a special case: a size ``N = value`` substituted (finite sums
+    then written out), a head ``X[h, ...] = X[0, ...]`` (every head) or ``X[1, ...] = ±X[0, ...]``
+    (that head) replacing the heads' symbols. A premise of another shape, or a dropped one, imposes
+    nothing (the proof then fails)."""
+    for lhs, rhs in premises:
+        if isinstance(lhs, sp.Symbol):
+            expr = expr.xreplace({lhs: rhs}).doit()
+    for lhs, rhs in premises:
+        if not (isinstance(lhs, sp.Indexed) and rhs.has(lhs.base)):
+            continue
+        every, rest = lhs.indices[0], lhs.indices[1:]
+
+        def sub(e, every=every, rest=rest, rhs=rhs):
+            if isinstance(every, sp.Symbol) or e.indices[0] == every:
+                return rhs.xreplace(dict(zip(rest, e.indices[1:], strict=True)))
+            return e
+
+        expr = expr.replace(lambda e, base=lhs.base: isinstance(e, sp.Indexed) and e.base == base, sub).doit()
+    return expr
 
 
 # ------------------------------------------------------------------------------------------------
@@ -366,6 +427,7 @@ def _is_row_sum(lhs, rhs) -> bool:
 
 GENERAL: dict[str, Callable[..., Derivation]] = {
     "L1": general_l1,
+    "L2": general_l2,
     "L3": general_l3,
     "T1": general_t1,
     "T2": general_t2,

@@ -164,7 +164,7 @@ def build(instance: Mapping[str, Any]) -> dict:
         X0, X1, M, T = (arr(instance[k]) for k in ("X0", "X1", "M", "T"))
         d = X0.shape[1]
         out["A"] = softmax_rows(X0 @ M @ X0.T / math.sqrt(d))  # frozen at X0
-        out.update(T=T, X=X1)
+        out.update(T=T, X=X1, M=M)
         out["Y"] = softmax_rows(X1 @ M @ X1.T / math.sqrt(d)) @ X1 @ T.T  # SHA(X1), attention at X1
     elif kind == "mha":
         out["As"], out["Ts"] = arr(instance["As"]), arr(instance["Ts"])

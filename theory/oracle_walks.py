@@ -14,6 +14,7 @@ import sympy as sp
 
 from . import formulas as _F
 from . import formulas_spectral as _FS
+from . import formulas_walks as _FW
 from .oracle_instances import (
     EPS,
     Verdict,
@@ -116,10 +117,15 @@ def heads_stochastic(inst, params) -> Verdict:
 
 
 def p_is_head_mean(inst, params) -> Verdict:
+    """T2.convention: the registry's formula ``params["convention"]`` (``P = mean_h A^h``) evaluated
+    with the instance's ``P`` (none given: the convention is the definition, nothing to check)."""
     As = np.asarray(inst["As"], float)
     if inst.get("P") is None:
         return _v(0.0, 0.0, "P = mean_h A^h (default)")
-    return _v(np.abs(np.asarray(inst["P"], float) - As.mean(0)).max(), 64 * EPS, "‖P − mean_h A^h‖")
+    H, n, _ = As.shape
+    values = {"A": As, "P": np.asarray(inst["P"], float), "n": n, "H": H}
+    lhs, rhs = _F.evaluate(params.get("convention", _FW.CONVENTION), values)
+    return _v(np.abs(lhs - rhs).max(), 64 * EPS * H, "max |P_ij − mean_h A^h_ij| (the registry's formula)")
 
 
 def softmax_full_support(inst, params) -> Verdict:
@@ -147,13 +153,36 @@ def circulant(inst, params) -> Verdict:
 
 
 def t1_transport_layout(inst, params) -> Verdict:
+    """T1.transport: the registry's formula ``params["layout"]`` (``T = W_O W_V``) evaluated on the
+    instance's layer weights."""
     if "W_O" not in inst:
         return _na("no layer weights")
     T, WO, WV = (np.asarray(inst[k], float) for k in ("T", "W_O", "W_V"))
+    lhs, rhs = _F.evaluate(params.get("layout", _FW.LAYOUT), {"T": T, "W_O": WO, "W_V": WV})
+    if lhs.shape != rhs.shape:
+        return Verdict(False, math.inf, 0.0, f"layout: shapes {lhs.shape} vs {rhs.shape}")
     return _v(
-        np.abs(T - WO @ WV).max(),
+        np.abs(lhs - rhs).max(),
         64 * EPS * WV.shape[0] * max(1.0, float(np.abs(WO).max() * np.abs(WV).max())),
-        "‖T − W_O W_V‖",
+        "‖T − W_O W_V‖ (the registry's formula)",
+    )
+
+
+def t1_same_input(inst, params) -> Verdict:
+    """T1.factorisation: the registry's formula ``params["softmax"]`` (softmax attention of the
+    scores ``X M Xᵀ / √d``, no mask) evaluated at the instance's input ``X``: the walk's ``A`` must be
+    the attention at the input it multiplies. Not applicable without the score matrix ``M``."""
+    if inst.get("M") is None or inst.get("A") is None:
+        return _na("no score matrix M")
+    A, X, M = (np.asarray(inst[k], float) for k in ("A", "X", "M"))
+    n, d = X.shape
+    values = {"X": X, "M": M, "n": n, "d": d, "d_k": float(d), "mu": np.zeros((n, n))}
+    with np.errstate(over="ignore", invalid="ignore"):
+        lhs, rhs = _F.evaluate(params.get("softmax", _FW.SOFTMAX), {**values, "A": A})
+    return _v(
+        float(np.nan_to_num(np.abs(lhs - rhs), nan=np.inf).max()),
+        64 * EPS * n * d,
+        "max |A_ij − softmax_j(S(X))_ij| (the registry's formula)",
     )
 
 
@@ -183,6 +212,14 @@ def t1_walk(inst, params) -> Verdict:
         if lhs.shape != rhs.shape:
             return Verdict(False, math.inf, tol, f"{key}: shapes {lhs.shape} vs {rhs.shape}")
         parts.append(_v(np.abs(lhs - rhs).max() / scale, tol, f"{key}: ‖lhs − rhs‖ / scale"))
+    block = params.get("block")
+    if block is not None:  # the blocks of the operator the stacked formula states: the walk P = A, O_ij = T
+        stacked = params.get("stacked", _F.SHA_STACKED)
+        op = stacked.rhs.args[0] if isinstance(stacked.rhs, sp.MatMul) else stacked.rhs
+        K = np.asarray(_F.tabulate(op, (), values), float)
+        n, d = A.shape[0], T.shape[0]
+        lhs, rhs = _F.evaluate(block, {**values, "K": K, "n": n, "d": d})
+        parts.append(_v(np.abs(lhs - rhs).max() / scale, tol, "block (i, j) = P_ij O_ij with P = A, O_ij = T"))
     return _all(*parts)
 
 
@@ -201,23 +238,27 @@ def _match(got: np.ndarray, want: np.ndarray) -> float:
 
 
 def kron_spectrum(inst, params) -> Verdict:
+    """The eigenvalues of ``A ⊗ T`` against the registry's formula ``params["spectrum"]`` (``λ_i μ_a``
+    tabulated over the eigenvalues of ``A``, ``T``), as multisets."""
     A, T = np.asarray(inst["A"], float), np.asarray(inst["T"], float)
     got = np.linalg.eigvals(np.kron(A, T))
-    want = np.array([la * mu for la in np.linalg.eigvals(A) for mu in np.linalg.eigvals(T)])
+    values = {"lambda": np.linalg.eigvals(A), "mu": np.linalg.eigvals(T), "n": A.shape[0], "d": T.shape[0]}
+    spectrum = params.get("spectrum", _FW.KRON_EIGENVALUES)
+    want = np.asarray(_F.tabulate(spectrum.rhs, spectrum.free, values), complex).reshape(-1)
     scale = max(1.0, float(np.linalg.norm(A, 2) * np.linalg.norm(T, 2)))
     return _v(_match(got, want) / scale, 1e-6, "multiset distance spec(A⊗T) vs {λ_i μ_k}")
 
 
 def heads_B(As: np.ndarray, Ts: np.ndarray) -> np.ndarray:
-    """``B`` (n, n, d, d), ``B_ij = Σ_h A^h_ij T_h``, by loops."""
+    """``B`` (n, n, d, d), ``B_ij = Σ_h A^h_ij T_h``: the registry's definition (T2's formulas)."""
     H, n, _ = As.shape
-    d = Ts.shape[-1]
-    B = np.zeros((n, n, d, d))
-    for h in range(H):
-        for i in range(n):
-            for j in range(n):
-                B[i, j] += As[h, i, j] * Ts[h]
-    return B
+    values = {"A": As, "T": Ts, "n": n, "d": Ts.shape[-1], "H": H}
+    hd, body = _FW._B_DEF
+    return np.asarray(_F.tabulate(body, hd.indices, values), float)
+
+
+def _heads_values(As: np.ndarray, Ts: np.ndarray, **extra) -> dict:
+    return {"A": As, "T": Ts, "n": As.shape[1], "d": Ts.shape[-1], "H": As.shape[0], **extra}
 
 
 def t2_gated_walk(inst, params) -> Verdict:
@@ -267,27 +308,102 @@ def kronecker_constant(B: np.ndarray) -> tuple[bool, float]:
     return bool(miss <= thr and float(p.min()) >= -thr), miss
 
 
+def _independent(Ts: np.ndarray) -> bool | None:
+    """Are the ``T_h`` linearly independent? ``None`` when the singular values do not decide it."""
+    sv = np.linalg.svd(Ts.reshape(Ts.shape[0], -1), compute_uv=False)
+    top = max(float(sv[0]), 1e-300)
+    if sv.size < Ts.shape[0] or float(sv[-1]) < 1e-12 * top:
+        return False
+    return True if float(sv[-1]) > 1e-6 * top else None
+
+
 def t2_constant_criterion(inst, params) -> Verdict:
+    """T2.constant: the nearest-Kronecker test (Van Loan) against the registry's criterion
+    (``params["constant"]``: ``B_ij = c_ij T_Σ``, ``params["nonneg"]``: ``c_ij ≥ 0``) and, for
+    linearly independent ``T_h``, against ``params["equal_heads"]`` (``A^h = A^1``)."""
     As, Ts = np.asarray(inst["As"], float), np.asarray(inst["Ts"], float)
-    B = heads_B(As, Ts)
-    n = B.shape[0]
+    values = _heads_values(As, Ts)
+    constant = params.get("constant", _FW.CONSTANT)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        lhs, rhs = _F.evaluate(constant, values)
+        coeff, _ = _FW.margin(params.get("nonneg", _FW.CONSTANT_NONNEG), _F.environment(constant, values))
+    B = np.asarray(lhs, float)
+    rhs = np.nan_to_num(rhs, nan=0.0)  # c = 0/0 only where T_Σ = 0, and then c·T_Σ = 0 for every c
     thr = 1e-9 * max(float(np.linalg.norm(B)), 1e-300)
     kron_const, miss = kronecker_constant(B)
-    TS = Ts.sum(0)
-    tt = float((TS * TS).sum())
-    worst, cmin = 0.0, 0.0
-    for i in range(n):
-        for j in range(n):
-            c = float((B[i, j] * TS).sum()) / tt if tt > 0 else 0.0
-            worst = max(worst, float(np.linalg.norm(B[i, j] - c * TS)))
-            cmin = min(cmin, c)
+    worst = float(np.sqrt(((lhs - rhs) ** 2).sum((-1, -2))).max())
+    cmin = float(np.nan_to_num(coeff, nan=0.0).min())
     crit = worst <= thr and cmin >= -thr
-    return Verdict(
-        kron_const == crit,
-        0.0 if kron_const == crit else 1.0,
-        0.0,
-        f"nearest-Kronecker miss {miss:.2e} (constant: {kron_const}); multiples of T_Σ: {crit}",
-    )
+    detail = f"nearest-Kronecker miss {miss:.2e} (constant: {kron_const}); multiples of T_Σ: {crit}"
+    parts = [Verdict(kron_const == crit, 0.0 if kron_const == crit else 1.0, 0.0, detail)]
+    if _independent(Ts):
+        el, er = _F.evaluate(params.get("equal_heads", _FW.EQUAL_HEADS), values)
+        equal = float(np.abs(el - er).max()) <= 1e-9 * max(float(np.abs(As).max()), 1e-300)
+        ok = kron_const == equal
+        parts.append(Verdict(ok, 0.0 if ok else 1.0, 0.0, f"independent T_h: heads equal {equal}"))
+    return _all(*parts)
+
+
+def t2_gauge(inst, params) -> Verdict:
+    """T2.gauge: the registry's formula ``params["gauge"]`` (``P'_ij O'_ij = B_ij`` with
+    ``O'_ij = B_ij / P'_ij``, ``P'`` row-stochastic) evaluated for each gauge ``P'`` whose premises
+    hold: ``params["support"]`` (``P'_ij > 0`` where ``B_ij ≠ 0``) and the row sums. The gauges: the
+    instance's ``Pg`` if any, the positive ``(P + 1/n) / 2`` and ``P`` with column 0 removed (rows
+    renormalised: it vanishes on blocks ``B_i0 ≠ 0``, outside the premise), ``P`` the head mean."""
+    As, Ts = np.asarray(inst["As"], float), np.asarray(inst["Ts"], float)
+    n = As.shape[1]
+    P = As.mean(0)
+    cut = P.copy()
+    cut[:, 0] = 0.0
+    sums = cut.sum(-1, keepdims=True)
+    gauges = [0.5 * (P + 1.0 / n)] + ([cut / sums] if n > 1 and (sums > 0).all() else [])
+    if inst.get("Pg") is not None:
+        gauges.insert(0, np.asarray(inst["Pg"], float))
+    B = heads_B(As, Ts)
+    on = np.abs(B).max((-1, -2)) > 0
+    ident = params.get("gauge", _FW.GAUGE)
+    t = 64 * EPS * n * As.shape[0]
+    scale = max(1.0, float(np.abs(B).max()))
+    parts = []
+    for Pg in gauges:
+        values = _heads_values(As, Ts, Pg=Pg)
+        sup, strict = _FW.margin(params.get("support", _FW.GAUGE_SUPPORT), values)
+        if (on & ((sup <= 0) if strict else (sup < 0))).any():
+            continue  # outside the premise: P' vanishes on a block B_ij ≠ 0
+        with np.errstate(invalid="ignore", divide="ignore"):  # O' = B / P' is 0/0 where both vanish
+            rows = [float(np.abs(lp - rp).max()) for lp, rp in _F.premise_residuals(ident, values)]
+            lhs, rhs = _F.evaluate(ident, values)
+        if rows and max(rows) > t:
+            continue  # P' not row-stochastic
+        res = np.where(on[:, :, None, None], np.nan_to_num(lhs - rhs, nan=np.inf), 0.0)
+        parts.append(_v(float(np.abs(res).max()) / scale, t, "P'_ij O'_ij = B_ij (the registry's formula)"))
+    return _all(*parts) if parts else _na("no gauge within the premises")
+
+
+def t2_special(inst, params) -> Verdict:
+    """T2.special: each of the registry's formulas ``params["shared_A"]`` (``O_ij = T_Σ``),
+    ``["shared_T"]`` (``O_ij = H T_1``), ``["cancelling"]`` (``B = 0``) evaluated on the instance
+    where its premises (shared attention / shared transport / two cancelling heads) hold on it;
+    not applicable where none does. Off support (every ``A^h_ij = 0``) ``O_ij`` is arbitrary."""
+    As, Ts = np.asarray(inst["As"], float), np.asarray(inst["Ts"], float)
+    values = _heads_values(As, Ts)
+    off = As.sum(0) == 0
+    t = 64 * EPS * As.shape[0] * As.shape[1]
+    scale = max(1.0, float(np.abs(Ts).max()) * As.shape[0])
+    parts = []
+    for key, dflt in (("shared_A", _FW.SHARED_A), ("shared_T", _FW.SHARED_T), ("cancelling", _FW.CANCELLING)):
+        ident = params.get(key, dflt)
+        try:
+            prem = [float(np.max(np.abs(lp - rp), initial=0.0)) for lp, rp in _F.premise_residuals(ident, values)]
+        except IndexError:  # a premise names a head the instance does not have (H = 1)
+            continue
+        if any(r > t * scale for r in prem):
+            continue
+        with np.errstate(invalid="ignore", divide="ignore"):
+            lhs, rhs = _F.evaluate(ident, values)
+        res = np.where(off[:, :, None, None], 0.0, np.nan_to_num(lhs - rhs, nan=np.inf))
+        parts.append(_v(float(np.abs(res).max()) / scale, t, f"{key} (the registry's formula)"))
+    return _all(*parts) if parts else _na("no shared attention, shared transport or cancelling heads")
 
 
 def t2_counterexample(inst, params) -> Verdict:

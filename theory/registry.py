@@ -33,6 +33,7 @@ from dataclasses import replace as _replace
 from . import derivations_general as _gen
 from .errors import UnknownTheoremError
 from .registry_claims import CLAIMS
+from .registry_conventions import CONVENTIONS  # the conventions (rendered first in THEOREMS.md)
 from .registry_lemmas import LEMMAS
 from .registry_spectral import SPECTRAL_THEOREMS
 from .registry_walks import WALK_THEOREMS
@@ -57,19 +58,6 @@ __all__ = [
     "get_claim",
 ]
 
-#: the conventions every statement, derivation and test uses (rendered first in THEOREMS.md)
-CONVENTIONS: tuple[str, ...] = (
-    "Tokens $x_1, \\dots, x_n \\in \\mathbb{R}^d$ are the rows of $X \\in \\mathbb{R}^{n\\times d}$: a vector field on the token-position graph.",
-    "Stacking is **token-major**: $x = \\operatorname{vec}(X^\\top)$ (`X.reshape(-1)`); block $(i,j)$ of an $nd\\times nd$ operator is rows $id{:}(i+1)d$, columns $jd{:}(j+1)d$. Feature-major stacking $\\operatorname{vec}(X)$ turns $A\\otimes T$ into $T\\otimes A$; mixing the two is the classic silent bug.",
-    "A **connection walk** is $(Wx)_i = \\sum_j P_{ij} O_{ij} x_j$ with $P \\ge 0$ (walk matrix) and transports $O_{ij} \\in \\mathbb{R}^{d\\times d}$; its block $(i,j)$ is $P_{ij} O_{ij}$; the generator is $\\Delta = I - W$.",
-    "Transports act on **column vectors**. With torch `nn.Linear` weights (out $\\times$ in) the single-head transport is $T = W_O W_V$ ($W_V$: $d_h\\times d$, $W_O$: $d\\times d_h$); in row-vector code $Y = A X W_v W_o$ the transport is $T = (W_v W_o)^\\top$.",
-    "Attention $A = A(X)$: every identity is a factorisation $Y = W(X) X$, not linearity in $X$.",
-    "Biases: with row-stochastic $A$, value and output biases give the token-independent offset $c = W_O b_V + b_O$: $y_i = \\sum_j A_{ij} T x_j + c$.",
-    "Multi-head attention: $B_{ij} = \\sum_h A^h_{ij} T_h$, $P = \\frac1H\\sum_h A^h$, gates $g^h_{ij} = A^h_{ij}/\\sum_k A^k_{ij}$, $O_{ij} = H\\sum_h g^h_{ij} T_h$.",
-    "Inner product $\\langle x, y\\rangle_\\pi = \\sum_i \\pi_i x_i^\\top y_i$; Fourier modes on a ring of $n$ tokens $\\varphi_k(j) = e^{2\\pi i k j/n}$.",
-)
-
-
 #: how far each conclusion's symbolic proof reaches, and the steps of the derivation for symbolic
 #: sizes (theory/derivations_general.py) that prove it. ``{sized}``: the exact SymPy derivation at
 #: the theorem's supported sizes (its ``SIZES``). Where SymPy does not reach, the scope says so.
@@ -83,15 +71,18 @@ _GENERAL_T2 = (
 SCOPES: dict[str, tuple[str, tuple[str, ...]]] = {
     "L1.token_major": ("all n, d", ("general: token-major",)),
     "L1.feature_major": ("all n, d", ("general: feature-major",)),
-    "L2.rows": ("{sized}", ()),
+    "L2.rows": ("all n, any differentiable scores", ("general: rows sum to 1", "general: the derivative of a row")),
     "L3.identity": ("all n, d", ("general: <x,(I-W)x>_pi",)),
     "L4.resultant": ("{sized}", ()),
     "T1.walk": ("all n, d", ("general: vec(SHA(X)^T)", "general: block (i, j)")),
     "T1.spectrum": ("via L4: n = 1..3, d = 1..2 (sized); otherwise checked numerically only", ()),
     "T2.walk": ("all n, d, H (heads distinct by construction)", _GENERAL_T2),
-    "T2.gauge": ("{sized}", ()),
+    "T2.gauge": ("all n, d, H", ("general: gauge",)),
     "T2.constant": ("{sized}", ()),
-    "T2.special": ("{sized}", ()),
+    "T2.special": (
+        "all n, d, H (cancelling heads: H = 2)",
+        ("general: shared attention", "general: shared transport", "general: cancelling heads"),
+    ),
     "T2.counterexample": ("exact, the stated instance (n = d = H = 2)", ()),
     "T3.self_adjoint": ("all n, d", ("general: <x, Delta y>_pi",)),
     "T3.spectrum": (
@@ -151,9 +142,14 @@ def _sized(t: Theorem) -> str:
     return f"sized: exact SymPy at {sizes}"
 
 
-#: tests of the statement itself, for every entry: the rendering (THEOREMS.md), the registry's links
+#: tests of the statement itself, for every entry: the rendering (THEOREMS.md), the registry's links, the witnesses' data
 #: and, where the entry has one, the derivation for symbolic sizes
-_STATEMENT_TESTS = ("tests/theory/test_render.py", "tests/theory/test_registry_links.py")
+_STATEMENT_TESTS = (
+    "tests/theory/test_render.py",
+    "tests/theory/test_registry_links.py",
+    "tests/theory/test_witnesses.py",
+    "tests/theory/test_formulas_walks.py",  # the conventions' formulas
+)
 _GENERAL_TESTS = ("tests/theory/test_general_derivations.py",)
 #: the implementation's own tests (mutation-found behaviour, bad input) of the functions a theorem
 #: names: `pytest --theorem X` runs them too

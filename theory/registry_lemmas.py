@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from . import derivations as _dv
 from . import formulas as _F
+from . import formulas_walks as _FW
 from .registry_common import _SYM, _c
 from .statements import Hypothesis, Witness
 from .theorem import Source, Theorem
@@ -22,12 +23,14 @@ LEMMAS: list[Theorem] = [
             Hypothesis(
                 "L1.shapes",
                 "shapes",
-                "$A \\in \\mathbb{R}^{n\\times n}$, $T \\in \\mathbb{R}^{d\\times d}$, $X \\in \\mathbb{R}^{n\\times d}$ (row $i$ is $x_i^\\top$)",
+                "«A», «T», «X» (row $i$ of $X$ is token $i$)",
+                params={"A": _FW.SHAPE_A, "T": _FW.SHAPE_T, "X": _FW.SHAPE_X},
                 witnesses=(
                     Witness(
                         "L1.shapes.w1",
-                        "mixing conventions: $\\operatorname{kron}(T, A)$ applied to the token-major $x$ is not $\\mathrm{stack}(A X T^\\top)$",
+                        "mixing conventions, the feature-major operator on the token-major stacking: «mixed» is false",
                         derivation="L1::mixing conventions is wrong",
+                        params={"mixed": _FW.MIXED},
                     ),
                 ),
             ),
@@ -35,7 +38,7 @@ LEMMAS: list[Theorem] = [
         conclusions=(
             _c(
                 "L1.token_major",
-                "«token_major» (token-major stacking, block $(i,j)$ of $A\\otimes T$ is $A_{ij} T$)",
+                "«token_major» (token-major stacking; T1.walk states the blocks of $A\\otimes T$)",
                 params={"token_major": _F.L1_TOKEN_MAJOR},
                 derivations=("L1::token-major",),
                 tests=("tests/theory/test_derivations.py::test_stacking_lemma_other_sizes",),
@@ -60,12 +63,14 @@ LEMMAS: list[Theorem] = [
             Hypothesis(
                 "L2.softmax",
                 "softmax",
-                "$A_{ij}(X) = e^{S_{ij}(X)} / \\sum_k e^{S_{ik}(X)}$ for differentiable scores $S$",
+                "softmax rows of differentiable scores $S$ (functions of every coordinate $x$ of the input $X$): «softmax»",
+                params={"softmax": _FW.L2_SOFTMAX},
                 witnesses=(
                     Witness(
                         "L2.softmax.w1",
-                        "unnormalised (sigmoid) attention keeps the derivative terms",
+                        "unnormalised (sigmoid) attention, «sigmoid», keeps the derivative terms",
                         derivation="T6::drop H1",
+                        params={"sigmoid": _FW.L2_SIGMOID},
                     ),
                 ),
             ),
@@ -73,7 +78,8 @@ LEMMAS: list[Theorem] = [
         conclusions=(
             _c(
                 "L2.rows",
-                "$\\sum_j A_{ij} = 1$ and $\\sum_j \\partial A_{ij} / \\partial x_{ab} = 0$ for every $i, a, b$",
+                "rows sum to one, «rows», and so the derivative of a row sums to zero, «derivative», for every row $i$ and every coordinate $x$ of the input",
+                params={"rows": _FW.L2_ROWS, "derivative": _FW.L2_DERIVATIVE},
                 derivations=("L2::rows sum to 1", "L2::sum_j d A_0j / d x_ab = 0"),
                 tests=("tests/theory/test_derivations.py::test_l2_catches_unnormalised_attention",),
             ),
@@ -137,7 +143,8 @@ LEMMAS: list[Theorem] = [
             Hypothesis(
                 "L4.square",
                 "square",
-                "$A \\in \\mathbb{C}^{n\\times n}$, $T \\in \\mathbb{C}^{d\\times d}$ arbitrary",
+                "«A», «T» arbitrary",
+                params={"A": _FW.SHAPE_AC, "T": _FW.SHAPE_TC},
                 witnesses=(
                     Witness(
                         "L4.square.w1",
@@ -150,7 +157,8 @@ LEMMAS: list[Theorem] = [
         conclusions=(
             _c(
                 "L4.resultant",
-                "$\\det(zI - A\\otimes T) = \\operatorname{Res}_\\mu\\big(p_T(\\mu),\\, \\mu^n p_A(z/\\mu)\\big) = \\prod_{i,k} (z - \\lambda_i \\mu_k)$",
+                "«resultant» and «product» ($p_A$, $p_T$: the characteristic polynomials of $A$, $T$; $\\lambda_i$, $\\mu_a$: their eigenvalues with algebraic multiplicities)",
+                params={"resultant": _FW.L4_RESULTANT, "product": _FW.L4_PRODUCT},
                 derivations=("L4::charpoly(kron(A,T))",),
                 tests=("tests/theory/test_derivations.py::test_derivation_reaches_exact_zero",),
             ),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from . import derivations as _dv
 from . import formulas as _F
+from . import formulas_walks as _FW
 from .registry_common import _CERT, _CLAIM_MHA, _CLAIM_SHA, _NEC, _REL, _STMT, _SYM, _SYM_MUT, _T2_CE, SEED_A, _c
 from .statements import Hypothesis, Witness
 from .theorem import Source, Theorem
@@ -18,11 +19,13 @@ WALK_THEOREMS: list[Theorem] = [
             Hypothesis(
                 "T1.factorisation",
                 "factorisation",
-                "$A = A(X)$ is treated as given: the identity is a factorisation $Y = W(X) X$, not linearity in $X$",
+                "the attention is taken at the input it multiplies (the identity is a factorisation, not linearity in $X$): «softmax» at the instance's $X$, $d_k = d$, no mask ($\\mu = 0$)",
+                predicate="t1_same_input",
+                params={"softmax": _FW.SOFTMAX},
                 witnesses=(
                     Witness(
                         "T1.factorisation.w1",
-                        "softmax attention frozen at $X_0$ applied to $X_1$: $\\mathrm{SHA}(X_1) \\ne (A(X_0)\\otimes T) x_1$",
+                        "softmax attention frozen at $X_0 = «X0»$ applied to $X_1 = «X1»$ (scores $M = «M»$, $T = «T»$): $\\mathrm{SHA}(X_1) \\ne (A(X_0)\\otimes T) x_1$",
                         fails=("T1.walk",),
                         instance={
                             "kind": "sha_reuse",
@@ -37,12 +40,13 @@ WALK_THEOREMS: list[Theorem] = [
             Hypothesis(
                 "T1.transport",
                 "transport",
-                "$T = W_O W_V$ (torch `nn.Linear` layout, column vectors)",
+                "torch `nn.Linear` layout (weights out × in, column vectors): «layout»",
                 predicate="t1_transport_layout",
+                params={"layout": _FW.LAYOUT},
                 witnesses=(
                     Witness(
                         "T1.transport.w1",
-                        "row-vector layout $T = (W_O W_V)^\\top$ used with `nn.Linear` weights",
+                        "row-vector layout $T = (W_O W_V)^\\top$ used with `nn.Linear` weights $W_V = «W_V»$, $W_O = «W_O»$ ($A = «A»$, $X = «X»$)",
                         fails=("T1.walk",),
                         instance={
                             "kind": "sha_layers",
@@ -59,17 +63,18 @@ WALK_THEOREMS: list[Theorem] = [
         conclusions=(
             _c(
                 "T1.walk",
-                "«sha», i.e. «stacked» (**token-major** stacking, $\\operatorname{vec}(X^\\top)$ = `X.reshape(-1)`): the connection walk with $P = A$ and $O_{ij} \\equiv T$",
+                "«sha», i.e. «stacked» (**token-major** stacking, `X.reshape(-1)`): the connection walk whose blocks are «block»",
                 predicate="t1_walk",
-                params={"sha": _F.SHA, "stacked": _F.SHA_STACKED},
+                params={"sha": _F.SHA, "stacked": _F.SHA_STACKED, "block": _FW.T1_BLOCK},
                 tolerance=_REL,
                 derivations=("T1::SHA(X) = kron(A,T) x (token-major)", "T1::kron(A,T) = walk with P = A, O_ij = T"),
                 tests=(_STMT,),
             ),
             _c(
                 "T1.spectrum",
-                "$\\operatorname{spec}(A\\otimes T) = \\{\\lambda_i(A) \\mu_k(T)\\}$ with algebraic multiplicities (any square $A$, $T$)",
+                "the eigenvalues $\\nu$ of $A\\otimes T$, with algebraic multiplicities and suitably ordered, are «spectrum» ($\\lambda_i$, $\\mu_a$: those of $A$, $T$; any square $A$, $T$)",
                 predicate="kron_spectrum",
+                params={"spectrum": _FW.KRON_EIGENVALUES},
                 tolerance="multisets matched by optimal assignment; distance ≤ 1e-6·max(1, ‖A‖‖T‖) (eigenvalues of non-normal matrices are only √ε-accurate)",
                 derivations=("L4::charpoly(kron(A,T))",),
                 tests=(_STMT,),
@@ -96,13 +101,13 @@ WALK_THEOREMS: list[Theorem] = [
             Hypothesis(
                 "T2.heads",
                 "heads",
-                "blocks $B_{ij} = \\sum_h A^h_{ij} T_h$ (as defined in the conclusion), every head row-stochastic (softmax: strictly positive): «heads»",
+                "every head row-stochastic (softmax: strictly positive), «heads»",
                 predicate="heads_stochastic",
                 params={"heads": _F.HEADS_STOCHASTIC},
                 witnesses=(
                     Witness(
                         "T2.heads.w1",
-                        "a head with rows summing to 2: $P = \\frac1H\\sum_h A^h$ is not a walk matrix",
+                        "a head with rows summing to 2, $A^1 = «As[0]»$ ($A^2 = «As[1]»$, $T_1 = «Ts[0]»$, $T_2 = «Ts[1]»$): the head mean $P$ is not a walk matrix",
                         fails=("T2.walk",),
                         instance={
                             "kind": "mha",
@@ -115,12 +120,13 @@ WALK_THEOREMS: list[Theorem] = [
             Hypothesis(
                 "T2.convention",
                 "convention",
-                "$P = \\frac1H \\sum_h A^h$ (a gauge choice)",
+                "the walk matrix is the head mean (a gauge choice): «convention»",
                 predicate="p_is_head_mean",
+                params={"convention": _FW.CONVENTION},
                 witnesses=(
                     Witness(
                         "T2.convention.w1",
-                        "$P = A^1$ with $A^1_{12} = 0 < A^2_{12}$: $B_{12} \\ne 0 = P_{12}$, no $O_{12}$ exists",
+                        "$P = A^1 = «P»$ with $A^1_{12} = «As[0][0][1]» < A^2_{12} = «As[1][0][1]»$ ($T_1 = «Ts[0]»$, $T_2 = «Ts[1]»$): $B_{12} \\ne 0 = P_{12}$, no $O_{12}$ exists",
                         fails=("T2.walk",),
                         instance={
                             "kind": "mha",
@@ -135,7 +141,7 @@ WALK_THEOREMS: list[Theorem] = [
         conclusions=(
             _c(
                 "T2.walk",
-                "$P$ is row-stochastic: «rows»; the gates are convex: «gates»; and $P_{ij} O_{ij} = B_{ij}$ exactly: «blocks» (head $h$: $A^h = A_{h,\\cdot,\\cdot}$, $T_h = T_{h,\\cdot,\\cdot}$)",
+                "$P$ is row-stochastic: «rows»; the gates are convex: «gates»; and the walk's blocks are the heads' blocks exactly: «blocks» (head $h$: $A^h = A_{h,\\cdot,\\cdot}$, $T_h = T_{h,\\cdot,\\cdot}$)",
                 predicate="t2_gated_walk",
                 params={"rows": _F.T2_ROWS, "gates": _F.T2_GATES, "blocks": _F.T2_BLOCKS},
                 tolerance=_REL,
@@ -149,27 +155,34 @@ WALK_THEOREMS: list[Theorem] = [
             ),
             _c(
                 "T2.gauge",
-                "gauge: any row-stochastic $P'$ with $P'_{ij} > 0$ wherever $B_{ij} \\neq 0$ works with $O'_{ij} = B_{ij} / P'_{ij}$",
+                "gauge: any other row-stochastic walk matrix $P'$, positive wherever $B_{ij} \\neq 0$ («support» there), works with its own transports: «gauge»",
+                predicate="t2_gauge",
+                params={"gauge": _FW.GAUGE, "support": _FW.GAUGE_SUPPORT},
+                tolerance=_REL,
                 derivations=("T2::gauge",),
-                tests=("tests/numerics/test_walk_t2.py",),
+                tests=("tests/numerics/test_walk_t2.py", _STMT),
             ),
             _c(
                 "T2.constant",
-                "constant transport iff every $B_{ij}$ is a nonnegative multiple of $T_\\Sigma = \\sum_h T_h$; with linearly independent $T_h$ iff $A^1 = \\dots = A^H$",
+                "constant transport (the blocks a Kronecker product, one transport for every edge) iff every block is a nonnegative multiple of the transports' sum: «constant» with «nonneg»; with linearly independent $T_h$ iff all heads attend alike: «equal_heads»",
                 predicate="t2_constant_criterion",
+                params={"constant": _FW.CONSTANT, "nonneg": _FW.CONSTANT_NONNEG, "equal_heads": _FW.EQUAL_HEADS},
                 tolerance="nearest-Kronecker miss ≤ 1e-9·‖B‖_F ⇔ every B_ij within 1e-9·‖B‖_F of its projection on T_Σ (coefficient ≥ 0)",
                 derivations=("T2::constant transport with independent T_h",),
                 tests=(_STMT,),
             ),
             _c(
                 "T2.special",
-                "shared $A$ gives $O = T_\\Sigma$; shared $T$ gives $O = H T$; cancelling heads ($T_2 = -T_1$, $A^1 = A^2$) give $B = 0$ while $P > 0$",
+                "shared attention: «shared_A»; shared transport: «shared_T»; cancelling heads: «cancelling», while $P$ (the head mean) is unchanged",
+                predicate="t2_special",
+                params={"shared_A": _FW.SHARED_A, "shared_T": _FW.SHARED_T, "cancelling": _FW.CANCELLING},
+                tolerance=_REL,
                 derivations=("T2::shared A across heads", "T2::shared T across heads", "T2::cancelling heads"),
-                tests=("tests/numerics/test_walk_t2.py",),
+                tests=("tests/numerics/test_walk_t2.py", _STMT),
             ),
             _c(
                 "T2.counterexample",
-                "counterexample ($n=d=H=2$, $A^1 = [[.9,.1],[.2,.8]]$, $A^2 = \\frac12 \\mathbf{1}\\mathbf{1}^\\top$, $T_1 = I$, $T_2 = J$): $B_{11}$, $B_{12}$ linearly independent; the nearest Kronecker product misses by $\\sqrt2\\sqrt{5-\\sqrt{17}}/2 \\approx «miss»$ (`«miss_exact»`, «digits» decimals)",
+                "counterexample ($A^1 = «A1|tex»$, $A^2 = «A2|tex»$, $T_1 = «T1|tex»$, $T_2 = «T2|tex»$): $B_{11} = «B11|tex»$ and $B_{12} = «B12|tex»$ are linearly independent; the nearest Kronecker product misses by $«miss_exact|tex» \\approx «miss»$ («digits» decimals)",
                 predicate="t2_counterexample",
                 params=_T2_CE,
                 tolerance="exact value (mpmath, 40 digits) within 1e-30 of `miss_exact`; the rounded `miss` within half a unit of its last decimal",

@@ -151,7 +151,8 @@ def theorem_markdown(t) -> str:
         lines.append("")
         kinds = {"zero": "exact zero", "witness": "exact nonzero: distinct heads by construction"}
         for k, (kind, name, *detail) in enumerate(t.general_steps, 1):
-            lines.append(f"{k}. `{name}` ({kinds[kind]}" + "".join(f"; {x}" for x in detail) + ")")
+            what = "exact nonzero: necessity witness" if kind == "witness" and "witness" in name else kinds[kind]
+            lines.append(f"{k}. `{name}` ({what}" + "".join(f"; {x}" for x in detail) + ")")
         lines.append("")
     if t.lemmas:
         lines.append(f"- uses lemmas: {', '.join(t.lemmas)}")
@@ -195,7 +196,7 @@ def render_markdown(theorems=None, claims=None) -> str:
     parts = [_HEADER]
     parts.append("## Conventions")
     parts.append("")
-    parts.extend(f"- {c}" for c in CONVENTIONS)
+    parts.extend(f"- {c.text}" for c in CONVENTIONS)
     parts.append("")
     parts.append("| id | kind | title | hypotheses |")
     parts.append("|---|---|---|---|")

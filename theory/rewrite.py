@@ -294,12 +294,12 @@ def eigen(M: sp.IndexedBase, vec: sp.IndexedBase, value: sp.Expr) -> Rule:
 
 
 def cancel_quotient() -> Rule:
-    """``(Σ_k f(k)) · (Σ_k f(k))^{-1} = 1``: a term whose factors, summed over one of its bound
-    indices ``k'``, are exactly the sum inside one of its reciprocal factors."""
+    """``(Σ_k f(k)) · (Σ_k f(k))^{-p} = (Σ_k f(k))^{1-p}``: a term whose factors, summed over one of
+    its bound indices ``k'``, are exactly the sum inside one of its reciprocal factors (power ``p ≥ 1``)."""
 
     def apply(t: Term):
         for p, f in enumerate(t.factors):
-            if not (isinstance(f, sp.Pow) and f.exp == -1 and isinstance(f.base, sp.Sum)):
+            if not (isinstance(f, sp.Pow) and f.exp.is_Integer and f.exp < 0 and isinstance(f.base, sp.Sum)):
                 continue
             inner = f.base
             if len(inner.limits) != 1:
@@ -312,6 +312,8 @@ def cancel_quotient() -> Rule:
                 mine = [g for g in rest if g.has(v)]
                 if sp.Mul(*mine) == inner.function.xreplace({w: v}):
                     others = tuple(g for g in rest if not g.has(v))
+                    if f.exp != -1:
+                        others += (f.base ** (f.exp + 1),)
                     return Term(t.coeff, tuple(s for s in t.sums if s[0] != v), others)
         return None
 

@@ -12,14 +12,19 @@ A theorem's hypotheses and conclusions are objects, not free text:
   exercise it.
 * :class:`Witness` — a counterexample kept as an explicit regression case: either an exact
   ``instance`` (judged by the oracles in ``tests/numerics/test_necessity.py``) or a
-  ``derivation`` necessity check (``expect_zero=False``) that must stay nonzero.
+  ``derivation`` necessity check (``expect_zero=False``) that must stay nonzero. Its text is a
+  template whose data parts are filled from the ``instance`` (``«P»``, ``«O[0][1]»``: see
+  :func:`fill_data`), so the text shows the data the oracles judge; :func:`typed_data` lists the
+  matrices still typed in a text (checked against the instance by the tests).
 
 Every number a statement carries lives in ``params``, and so does every formula it states (a
 :class:`theory.formulas.Identity`: one SymPy expression, rendered with ``sympy.latex``, evaluated by
 the oracles, proved by the derivations); the statement text refers to it with
-``«name»`` (or ``«name|sign»``: ``-`` for -1, empty for +1; ``«name|+sign»``: ``+``/``-``), so
+``«name»`` (or ``«name|sign»``: ``-`` for -1, empty for +1; ``«name|+sign»``: ``+``/``-``;
+``«name|tex»``: ``sympy.latex`` of exact data or of a SymPy expression string), so
 THEOREMS.md and the property tests read the same value and editing it changes what is tested.
-This module imports only the standard library.
+This module imports only the standard library (and SymPy, lazily, where a witness's data is
+rendered).
 """
 
 from __future__ import annotations
@@ -32,6 +37,16 @@ from typing import Any
 _PLACEHOLDER = re.compile(r"«([A-Za-z_][A-Za-z0-9_]*)(?:\|([+a-z]+))?»")
 
 
+def latex_value(value: Any) -> str:
+    """``«name|tex»``: exact data as :func:`latex_data`; a string that is not a rational number
+    (``"sqrt(2)*sqrt(5 - sqrt(17))/2"``) as ``sympy.latex`` of its SymPy expression."""
+    if isinstance(value, str) and not re.fullmatch(r"-?\d+(/\d+)?", value.strip()):
+        import sympy as sp
+
+        return sp.latex(sp.sympify(value))
+    return latex_data(value)
+
+
 def _fmt(value: Any, flt: str | None) -> str:
     if flt is None and callable(getattr(value, "markdown", None)):
         return value.markdown()  # a formula (theory.formulas.Identity): rendered from its SymPy expression
@@ -39,6 +54,8 @@ def _fmt(value: Any, flt: str | None) -> str:
         return "-" if value < 0 else ""
     if flt == "+sign":
         return "-" if value < 0 else "+"
+    if flt == "tex":
+        return latex_value(value)
     if flt is not None:
         raise ValueError(f"unknown placeholder filter {flt!r}")
     if isinstance(value, float) and value.is_integer():
@@ -64,18 +81,112 @@ def placeholders(template: str) -> set[str]:
     return {m.group(1) for m in _PLACEHOLDER.finditer(template)}
 
 
+#: a witness's data placeholder: ``«key»`` or ``«key[0][1]»`` (0-based indices into the instance's value)
+_DATA = re.compile(r"«([A-Za-z_][A-Za-z0-9_]*)((?:\[\d+\])*)»")
+
+
+def _exact(value: Any) -> Any:
+    """Instance data (ints, ``"p/q"`` strings, nested lists) as SymPy rationals / nested lists."""
+    import sympy as sp
+
+    if isinstance(value, (list, tuple)):
+        return [_exact(v) for v in value]
+    if isinstance(value, float):
+        raise TypeError(f"witness data must be exact (int or 'p/q' string), got the float {value!r}")
+    return sp.Rational(value)
+
+
+def _depth(value: Any) -> int:
+    return 1 + _depth(value[0]) if isinstance(value, list) and value else 0
+
+
+def latex_data(value: Any) -> str:
+    """``sympy.latex`` of exact instance data: a number, a vector ``(a, b)``, a matrix (a 1×1
+    matrix as its entry), a list of matrices ``M_1, M_2``."""
+    import sympy as sp
+
+    v = _exact(value)
+    depth = _depth(v)
+    if depth == 0:
+        return sp.latex(v)
+    if depth == 1:
+        return r"\left(" + ", ".join(sp.latex(x) for x in v) + r"\right)"
+    if depth == 2:
+        return sp.latex(v[0][0]) if len(v) == len(v[0]) == 1 else sp.latex(sp.Matrix(v))
+    return ", ".join(latex_data(x) for x in value)
+
+
+def fill_data(template: str, instance: Mapping[str, Any] | None, formulas: Mapping[str, Any] | None = None) -> str:
+    """``template`` with every ``«key»`` / ``«key[p][q]»`` replaced by :func:`latex_data` of that
+    part of ``instance`` (write it inside ``$...$``), and every ``«name»`` of ``formulas`` by the
+    formula's rendering; a key neither holds raises ``KeyError``."""
+
+    def sub(m: re.Match) -> str:
+        key, path = m.group(1), m.group(2)
+        if formulas and key in formulas and not path:
+            return _fmt(formulas[key], None)
+        if instance is None or key not in instance:
+            raise KeyError(f"witness text cites «{key}» but its instance has {sorted(instance or {})}")
+        value = instance[key]
+        for p in re.findall(r"\d+", path):
+            value = value[int(p)]
+        return latex_data(value)
+
+    return _DATA.sub(sub, template)
+
+
+#: a matrix typed in a text: ``[[...], [...]]`` (entries: integers, decimals, ``\frac{p}{q}``, ``\frac pq``)
+_TYPED = re.compile(r"\[\[[^\[\]]*\](?:\s*,\s*\[[^\[\]]*\])*\]")
+
+
+def _typed_number(s: str) -> Any:
+    from fractions import Fraction
+
+    s = s.strip().replace(" ", "")
+    sign = -1 if s.startswith("-") else 1
+    s = s.lstrip("+-")
+    m = re.fullmatch(r"\\[dt]?frac\{?(\d+)\}?\{?(\d+)\}?", s)
+    if m:
+        return sign * Fraction(int(m.group(1)), int(m.group(2)))
+    return sign * Fraction(s)  # ValueError for anything else: a typed entry must be a number
+
+
+def typed_data(text: str) -> list[list[list[Any]]]:
+    """The matrices typed literally in ``text`` (``[[0,2],[2,0]]``), as lists of ``Fraction``;
+    ``ValueError`` names an entry that is not a plain number."""
+    out = []
+    for lit in _TYPED.findall(text):
+        rows = re.findall(r"\[([^\[\]]*)\]", lit)
+        out.append([[_typed_number(x) for x in r.split(",")] for r in rows])
+    return out
+
+
 @dataclass(frozen=True)
 class Witness:
     """A necessity witness: dropping the hypothesis it belongs to makes ``fails`` (conclusion ids)
     fail on it. ``instance``: exact data (ints / ``"p/q"`` strings / nested lists) with a ``kind``
     key naming the oracle instance builder; ``derivation``: ``"T6::drop H1"`` (a necessity check
-    of the theorem's symbolic derivation)."""
+    of the theorem's symbolic derivation). ``statement``: the text, its data parts written as
+    placeholders ``«key»`` / ``«key[p][q]»`` filled from ``instance`` (:attr:`text`), its formulas
+    as ``«name»`` of ``params``."""
 
     id: str
-    text: str
+    statement: str
     fails: tuple[str, ...] = ()
     instance: Mapping[str, Any] | None = None
     derivation: str | None = None
+    #: formulas the text cites (``«name»``), e.g. the identity a derivation witness refutes
+    params: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def text(self) -> str:
+        """The statement with its data placeholders filled from the instance (``sympy.latex``) and
+        its formulas rendered from their expressions."""
+        return fill_data(self.statement, self.instance, self.params)
+
+    def with_data(self, **changes: Any) -> Witness:
+        """A copy with some instance data replaced (the rendered text follows)."""
+        return replace(self, instance={**(self.instance or {}), **changes})
 
 
 @dataclass(frozen=True)
@@ -119,6 +230,28 @@ class Conclusion:
     def with_params(self, **changes: Any) -> Conclusion:
         """A copy with some params replaced (statement mutants are built this way)."""
         return replace(self, params={**self.params, **changes})
+
+
+@dataclass(frozen=True)
+class Convention:
+    """A convention every statement uses (THEOREMS.md's first section): its text cites formulas as
+    ``«name»`` (``params``: SymPy expressions of :mod:`theory.formulas_walks` / :mod:`theory.formulas`),
+    and ``evaluated_by`` names the oracle that evaluates those very expressions (empty: none does,
+    ``unevaluated`` says why)."""
+
+    statement: str
+    params: Mapping[str, Any] = field(default_factory=dict)
+    evaluated_by: tuple[str, ...] = ()
+    unevaluated: str = ""
+
+    @property
+    def text(self) -> str:
+        out = fill(self.statement, self.params)
+        if self.evaluated_by:
+            out += " (evaluated by " + ", ".join(f"`{p}`" for p in self.evaluated_by) + ")"
+        elif self.unevaluated:
+            out += f" (not evaluated by an oracle: {self.unevaluated})"
+        return out
 
 
 @dataclass(frozen=True)

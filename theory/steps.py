@@ -151,6 +151,11 @@ STEPS: dict[str, tuple[tuple[str, ...], ...]] = {
 
 #: theorem id -> the steps of its derivation for symbolic sizes (``theory.derivations_general``), in order
 GENERAL_STEPS: dict[str, tuple[tuple[str, ...], ...]] = {
+    "L2": (
+        (ZERO, "general: rows sum to 1, all n, any differentiable scores"),
+        (ZERO, "general: the derivative of a row sums to 0, all n, any differentiable scores"),
+        (WITNESS, "general: witness: unnormalised attention, the derivative of a row is not 0"),
+    ),
     "L1": (
         (ZERO, "general: token-major, entry i*d + a, all n, d"),
         (ZERO, "general: feature-major, entry a*n + i, all n, d"),
@@ -166,6 +171,10 @@ GENERAL_STEPS: dict[str, tuple[tuple[str, ...], ...]] = {
         (ZERO, "general: P = mean_h A^h is row-stochastic when every head is, all n, H"),
         (ZERO, "general: gates sum to 1, all n, d, H"),
         (ZERO, "general: P_ij O_ij = B_ij, all n, d, H"),
+        (ZERO, "general: gauge P'_ij O'_ij = B_ij, all n, d, H"),
+        (ZERO, "general: shared attention: O_ij = T_Sigma, all n, d, H"),
+        (ZERO, "general: shared transport: O_ij = H T_1, all n, d, H"),
+        (ZERO, "general: cancelling heads: B = 0, all n, d (H = 2)"),
     ),
     "T3": (
         (ZERO, "general: <x, Delta y>_pi = <Delta x, y>_pi from (b), (c2), all n, d"),

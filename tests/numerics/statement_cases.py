@@ -73,19 +73,27 @@ def _t1(draw, hyp):
         X0 = draw(_arr((n, d)))
         A = oracles.softmax_rows(X0 @ M @ X0.T / math.sqrt(d))
     T = WO @ WV if "T1.transport" in hyp else (WO @ WV).T
-    return {"kind": "t1", "A": A, "T": T, "X": X, "Y": Y, "W_O": WO, "W_V": WV}
+    return {"kind": "t1", "A": A, "T": T, "X": X, "Y": Y, "W_O": WO, "W_V": WV, "M": M}
 
 
 # ---------------------------------------------------------------------------------------- T2
 @st.composite
 def _t2(draw, hyp):
     H, n, d = draw(st.integers(1, 3)), draw(st.integers(1, 4)), draw(st.integers(1, 3))
-    shared = draw(st.booleans())  # shared attention: exercises the constant-transport case
+    # shared attention (the constant-transport case), shared transport, two cancelling heads: T2's
+    # special cases
+    mode = draw(st.sampled_from(("free", "shared_A", "shared_T", "cancelling")))
+    H = 2 if mode == "cancelling" else H
     base = _stochastic(draw, n)
-    As = np.stack([base if shared else _stochastic(draw, n) for _ in range(H)])
+    As = np.stack([base if mode in ("shared_A", "cancelling") else _stochastic(draw, n) for _ in range(H)])
     if "T2.heads" not in hyp:
         As = As * draw(_arr((H, n, 1), 0.3, 3.0))  # rows no longer sum to 1
-    inst = {"kind": "mha", "As": As, "Ts": draw(_arr((H, d, d)))}
+    Ts = draw(_arr((H, d, d)))
+    if mode == "shared_T":
+        Ts = np.stack([Ts[0]] * H)
+    elif mode == "cancelling":
+        Ts = np.stack([Ts[0], -Ts[0]])
+    inst = {"kind": "mha", "As": As, "Ts": Ts}
     if "T2.convention" not in hyp:
         inst["P"] = As[0] / As[0].sum(-1, keepdims=True)  # a different (row-stochastic) gauge
     return inst

@@ -213,6 +213,19 @@ def test_cancelling_heads_give_zero_blocks_with_positive_P():
     assert w.blocks().abs().max() == 0
 
 
+def test_cancelling_heads_are_the_constant_transport_zero():
+    """B = 0 up to the rounding of Σ_h A^h ⊗ T_h (T2.special): constant transport T = 0, whatever
+    sign the rounding noise of the factorisation has (the drawn case that found it: d = 1)."""
+    A = torch.tensor([[2 / 3, 1 / 3], [0.5, 0.5]], dtype=torch.float64)
+    for T1 in (
+        torch.tensor([[1.0]], dtype=torch.float64),
+        torch.tensor([[1.0, 2.0], [0.0, -1.0]], dtype=torch.float64),
+    ):
+        ct = ConnectionWalk.from_mha(torch.stack([A, A]), torch.stack([T1, -T1])).constant_transport()
+        assert bool(ct.holds), ct
+        assert bool((ct.transport == 0).all()) and bool((ct.walk_matrix >= 0).all())
+
+
 @given(mha_cases(batch=(2,)))
 def test_batched_mha(case):
     A, T, X = case

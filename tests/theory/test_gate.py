@@ -22,6 +22,7 @@ from tests.numerics import statement_cases as cases
 from tests.numerics import test_statements
 from theory import formulas as F
 from theory import formulas_spectral as FS
+from theory import formulas_walks as FW
 from theory import oracles, registry
 from theory.registry import get
 from theory.report import record
@@ -220,12 +221,59 @@ MUTANTS = {
     ),
     "T1 SHA = A X T^T -> A X T": lambda: _formula_mutant("T1", "T1.walk", "sha", rhs=F.A_m * F.X_m * F.T_m),
     "T1 SHA = A X T^T -> A^T X T^T": lambda: _formula_mutant("T1", "T1.walk", "sha", rhs=F.A_m.T * F.X_m * F.T_m.T),
+    "T1 block O_ij = T -> T^T": lambda: _formula_mutant(
+        "T1", "T1.walk", "block", where=(FW.T1_BLOCK.where[0], (F.O_[F.i, F.j, F.a, F.b], F.T_m[F.b, F.a]))
+    ),
+    "T1 block P = A -> A^T": lambda: _formula_mutant(
+        "T1", "T1.walk", "block", where=((F.P_[F.i, F.j], F.A_m[F.j, F.i]), FW.T1_BLOCK.where[1])
+    ),
+    "T1 spectrum lambda_i mu_a -> lambda_i + mu_a": lambda: _formula_mutant(
+        "T1", "T1.spectrum", "spectrum", rhs=FW.lam_A[F.i] + FW.mu_T[F.a]
+    ),
+    "T2 gauge O' = B / P' -> B P'": lambda: _formula_mutant(
+        "T2",
+        "T2.gauge",
+        "gauge",
+        where=(FW._B_DEF, (FW.U[F.i, F.j, F.a, F.b], F.B_[F.i, F.j, F.a, F.b] * FW.Q[F.i, F.j])),
+    ),
+    "T2 gauge O'_ij = B_ij / P'_ji": lambda: _formula_mutant(
+        "T2",
+        "T2.gauge",
+        "gauge",
+        where=(FW._B_DEF, (FW.U[F.i, F.j, F.a, F.b], F.B_[F.i, F.j, F.a, F.b] / FW.Q[F.j, F.i])),
+    ),
+    "T2 constant T_Sigma = sum_h T_h -> T_1": lambda: _formula_mutant(
+        "T2",
+        "T2.constant",
+        "constant",
+        where=tuple((hd, F.Th_[0, F.a, F.b] if hd.base == FW.TS else e) for hd, e in FW.CONSTANT.where),
+    ),
+    "T2 constant c_ij >= 0 -> c_ij <= 0": lambda: _formula_mutant(
+        "T2", "T2.constant", "nonneg", rel=sp.LessThan(FW.cc[F.i, F.j], 0)
+    ),
+    "T2 constant equal heads A^h = A^1 -> (A^1)^T": lambda: _formula_mutant(
+        "T2", "T2.constant", "equal_heads", rhs=F.Ah_[0, F.j, F.i]
+    ),
+    "T2 shared attention O = T_Sigma -> T_1": lambda: _formula_mutant(
+        "T2", "T2.special", "shared_A", rhs=F.Th_[0, F.a, F.b]
+    ),
+    "T2 shared transport O = H T_1 -> T_1": lambda: _formula_mutant(
+        "T2", "T2.special", "shared_T", rhs=F.Th_[0, F.a, F.b]
+    ),
+    "T2 cancelling heads without T_2 = -T_1": lambda: _formula_mutant(
+        "T2", "T2.special", "cancelling", premises=FW.CANCELLING.premises[:2]
+    ),
+    "T2 gauge support P' > 0 -> P' >= 0": lambda: _formula_mutant(
+        "T2", "T2.gauge", "support", rel=sp.GreaterThan(FW.Q[F.i, F.j], 0)
+    ),
+    "T2 counterexample A^1_11 9/10 -> 8/10": lambda: _conclusion_mutant(
+        "T2", "T2.counterexample", A1=[["8/10", "1/10"], ["2/10", "8/10"]]
+    ),
 }
 
 
 #: the mutants above that edit a formula (a SymPy expression THEOREMS.md renders): at least three per
-#: theorem; those of a formula whose proof scope is general (the conclusion names steps of the
-#: derivation for symbolic sizes) are also refuted by that derivation
+#: theorem; each is also refuted by the derivation for symbolic sizes
 #: (tests/theory/test_general_derivations.py)
 FORMULA_MUTANTS = [
     "T3 Dirichlet 1/2 -> 1",
@@ -235,12 +283,6 @@ FORMULA_MUTANTS = [
     "T3 self-adjoint <Dx,y>_pi -> <Dx,y> (pi dropped)",
     "T3 upper form 1/2 -> 1",
     "T3 upper form x_i + O_ij x_j -> x_i - O_ij x_j",
-    "T3 parallel x_i = O_ij x_j -> x_i = -O_ij x_j",
-    "T3 parallel O_ij -> O_ij^T",
-    "T3 flat R_j^T -> R_j",
-    "T3 flat I - P -> I + P",
-    "T3 scaled (1 - s^2)/2 -> (1 - s)/2",
-    "T3 scaled x_i - s Q_ij x_j -> x_i - Q_ij x_j",
     "T4 symmetric scores dropped",
     "T4 stationary without symmetric scores",
     "T4 pi_i = Z_i -> pi_i = 1",
@@ -255,21 +297,118 @@ FORMULA_MUTANTS = [
     "T1 token-major -> feature-major",
     "T1 SHA = A X T^T -> A X T",
     "T1 SHA = A X T^T -> A^T X T^T",
+    "T1 block O_ij = T -> T^T",
+    "T1 block P = A -> A^T",
     "T2 gates 1/sum -> 1/H",
     "T2 P = mean -> sum",
     "T2 O_ij = H sum g T -> sum g T",
+    "T2 gauge O' = B / P' -> B P'",
+    "T2 gauge O'_ij = B_ij / P'_ji",
+    "T2 shared attention O = T_Sigma -> T_1",
+    "T2 shared transport O = H T_1 -> T_1",
+    "T2 cancelling heads without T_2 = -T_1",
     "T5 spectral map swapped",
     "T5 on Fix(T): 1 - lambda -> 1 - lambda^2",
     "T5 on the -1 space: 1 + lambda -> 1 - lambda",
     "T5 Delta = I - A (x) T -> I + A (x) T",
     "T5 kernel: Fix(T) -> the -1 eigenspace",
     "T5 kernel: I - A (x) T -> I + A (x) T",
-    "T5 laplacian: Dirichlet 1/2 -> 1",
-    "T5 laplacian: self-adjoint <Dx,y>_pi -> <Dx,y>",
     "T6 Fourier sign reversed",
     "T6 Fourier phi_k(j) = zeta^j -> zeta^-j",
     "T6 Fourier kernel row 0 -> column 0",
     "T6 Fourier J = W - I -> W",
+]
+
+
+#: edits of hypothesis formulas an oracle evaluates: the hypothesis' predicate accepts an instance of
+#: the true hypothesis and rejects it under the edit (so the property tests' sampler, which asserts
+#: the hypotheses it enforces, is caught too)
+_T2_HEADS = [[[0.5, 0.5], [0.25, 0.75]], [[0.9, 0.1], [0.3, 0.7]]]
+
+
+def _softmax_instance():
+    import numpy as np
+
+    X, M = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 2.0]]), np.array([[1.0, 2.0], [0.0, 1.0]])
+    S = X @ M @ X.T / np.sqrt(2.0)
+    A = np.exp(S) / np.exp(S).sum(-1, keepdims=True)  # literal float64 definition, independent of the formula
+    return {"A": A.tolist(), "X": X.tolist(), "M": M.tolist()}
+
+
+_T1_SOFTMAX = _softmax_instance()
+HYPOTHESIS_MUTANTS = {
+    "T1 layout T = W_O W_V -> (W_O W_V)^T": (
+        "T1.transport",
+        "layout",
+        lambda f: f.edited(rhs=(FW.W_O * FW.W_V).T),
+        {"T": [[1.0, 2.0], [3.0, 7.0]], "W_O": [[1.0, 0.0], [3.0, 1.0]], "W_V": [[1.0, 2.0], [0.0, 1.0]]},
+    ),
+    "T1 layout T = W_O W_V -> W_V W_O": (
+        "T1.transport",
+        "layout",
+        lambda f: f.edited(rhs=FW.W_V * FW.W_O),
+        {"T": [[1.0, 2.0], [3.0, 7.0]], "W_O": [[1.0, 0.0], [3.0, 1.0]], "W_V": [[1.0, 2.0], [0.0, 1.0]]},
+    ),
+    "T1 softmax scores X M X^T -> X M^T X^T": (
+        "T1.factorisation",
+        "softmax",
+        lambda f: f.edited(
+            where=((f.where[0][0], f.where[0][1].xreplace({F.M_[F.a, F.b]: F.M_[F.b, F.a]})), *f.where[1:])
+        ),
+        _T1_SOFTMAX,
+    ),
+    "T1 softmax without 1/sqrt(d_k)": (
+        "T1.factorisation",
+        "softmax",
+        lambda f: f.edited(where=((f.where[0][0], f.where[0][1].xreplace({F.dk: 1})), *f.where[1:])),
+        _T1_SOFTMAX,
+    ),
+    "T2 convention P = mean -> sum": (
+        "T2.convention",
+        "convention",
+        lambda f: f.edited(rhs=f.rhs * F.H),
+        {"As": _T2_HEADS, "Ts": [[[1.0]], [[2.0]]], "P": [[0.7, 0.3], [0.275, 0.725]]},
+    ),
+    "T2 convention P = mean -> head 1": (
+        "T2.convention",
+        "convention",
+        lambda f: f.edited(rhs=F.Ah_[0, F.i, F.j]),
+        {"As": _T2_HEADS, "Ts": [[[1.0]], [[2.0]]], "P": [[0.7, 0.3], [0.275, 0.725]]},
+    ),
+}
+
+
+@pytest.mark.parametrize(
+    "name", [pytest.param(n, marks=pytest.mark.theorem(n.split()[0]), id=n) for n in HYPOTHESIS_MUTANTS]
+)
+def test_hypothesis_formula_mutant_is_rejected(name):
+    import numpy as np
+
+    hid, key, edit, data = HYPOTHESIS_MUTANTS[name]
+    h = get(hid.split(".")[0]).hypothesis(hid)
+    bad = h.__class__(**{**h.__dict__, "params": {**h.params, key: edit(h.params[key])}})
+    inst = {k: np.asarray(v, float) for k, v in data.items()}
+    assert oracles.judge(h, inst).holds, name
+    assert oracles.judge(bad, inst).fails, name
+    record(hid.split(".")[0], counterexample=f"hypothesis formula mutant rejected: {name}")
+
+
+#: formula edits of conclusions whose proof scope is sized or numeric (no derivation for symbolic
+#: sizes to refute them): rejected on drawn instances only
+ORACLE_FORMULA_MUTANTS = [
+    "T1 spectrum lambda_i mu_a -> lambda_i + mu_a",
+    "T2 gauge support P' > 0 -> P' >= 0",
+    "T2 constant T_Sigma = sum_h T_h -> T_1",
+    "T2 constant c_ij >= 0 -> c_ij <= 0",
+    "T2 constant equal heads A^h = A^1 -> (A^1)^T",
+    "T3 parallel x_i = O_ij x_j -> x_i = -O_ij x_j",
+    "T3 parallel O_ij -> O_ij^T",
+    "T3 flat R_j^T -> R_j",
+    "T3 flat I - P -> I + P",
+    "T3 scaled (1 - s^2)/2 -> (1 - s)/2",
+    "T3 scaled x_i - s Q_ij x_j -> x_i - Q_ij x_j",
+    "T5 laplacian: Dirichlet 1/2 -> 1",
+    "T5 laplacian: self-adjoint <Dx,y>_pi -> <Dx,y>",
     "T6 symbol zeta^m -> 2 zeta^m",
     "T6 symbol: sum over heads -> head 0 only",
     "T6 rotating e^{i theta} -> e^{-i theta}",
@@ -354,7 +493,7 @@ def test_every_formula_a_predicate_evaluates_has_a_mutant_here():
     is shown to matter); a formula a test evaluates instead (registry.EVALUATED_BY_TESTS) is mutated
     where that test runs."""
     edited = set()
-    for name in FORMULA_MUTANTS:
+    for name in FORMULA_MUTANTS + ORACLE_FORMULA_MUTANTS:
         original, mutant = MUTANTS[name]()
         for c, m in zip(original.conclusions, mutant.conclusions, strict=True):
             edited |= {(c.id, k) for k, v in c.formulas.items() if m.params.get(k) != v}

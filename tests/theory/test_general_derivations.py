@@ -275,23 +275,8 @@ def test_a_wrong_index_split_fails_the_stacking_lemma(monkeypatch):
     assert _failing(get("L1").derive_general())
 
 
-def _general_formula_mutants() -> list[str]:
-    """The gate's formula mutants whose edited conclusions are proved for symbolic sizes (they name
-    steps of the general derivation); the others (proof scope sized or numeric) are rejected on
-    drawn instances only."""
-    from tests.theory.test_gate import MUTANTS
-
-    out = []
-    for nm in FORMULA_MUTANTS:
-        original, mutant = MUTANTS[nm]()
-        edited = [c for c, m in zip(original.conclusions, mutant.conclusions, strict=True) if c != m]
-        if edited and all(c.general for c in edited):
-            out.append(nm)
-    return out
-
-
 @pytest.mark.parametrize(
-    "name", [pytest.param(nm, marks=pytest.mark.theorem(nm.split()[0]), id=nm) for nm in _general_formula_mutants()]
+    "name", [pytest.param(nm, marks=pytest.mark.theorem(nm.split()[0]), id=nm) for nm in FORMULA_MUTANTS]
 )
 def test_formula_mutants_fail_the_derivation_for_symbolic_sizes(name):
     """The general derivation reads the registry entry it is given: a statement mutant of the

@@ -42,7 +42,7 @@ def test_markdown_contains_every_statement():
         for part in (c.statement, c.statistic, c.null_model, c.decision_rule):
             assert part in md
     for conv in CONVENTIONS:
-        assert conv in md
+        assert conv.text in md
     assert render.render_markdown() == md  # deterministic
 
 

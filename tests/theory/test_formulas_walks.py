@@ -1,0 +1,208 @@
+"""The walk side's formulas (theory/formulas_walks.py) and the conventions: what THEOREMS.md renders
+is the expression an oracle evaluates, and where an oracle computes the same quantity by hand
+(``dense_walk``, ``_pi_inner``) the two agree on instances."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import sympy as sp
+
+from theory import formulas as F
+from theory import formulas_walks as FW
+from theory import oracles, render
+from theory.registry import CONVENTIONS, get
+from theory.statements import Convention
+
+
+def _walk(seed: int, n: int = 3, d: int = 2):
+    rng = np.random.default_rng(seed)
+    P = rng.random((n, n))
+    return P / P.sum(1, keepdims=True), rng.normal(size=(n, n, d, d)), rng.normal(size=(n, d))
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_dense_walk_is_the_conventions_walk(seed):
+    P, O, x = _walk(seed)
+    n, d = x.shape
+    values = {"P": P, "O": O, "x": x, "n": n, "d": d}
+    W = oracles.dense_walk(P, O)
+    lhs = F.tabulate(FW.WALK.rhs, FW.WALK.free, values)
+    assert np.allclose(lhs.reshape(-1), W @ x.reshape(-1), rtol=0, atol=1e-12)
+    gen = F.tabulate(FW.GENERATOR.rhs, FW.GENERATOR.free, values)
+    assert np.allclose(gen.reshape(-1), x.reshape(-1) - W @ x.reshape(-1), rtol=0, atol=1e-12)
+    blocks = F.tabulate(FW.WALK_BLOCK.rhs, FW.WALK_BLOCK.free, values)  # (i, j, a, b)
+    assert np.allclose(blocks.transpose(0, 2, 1, 3).reshape(n * d, n * d), W, rtol=0, atol=0)
+
+
+def test_pi_inner_product_is_the_conventions():
+    _, _, x = _walk(2)
+    y = np.random.default_rng(3).normal(size=x.shape)
+    pi = np.array([0.2, 0.3, 0.5])
+    values = {"pi": pi, "x": x, "y": y, "n": 3, "d": 2}
+    got = float(F.tabulate(FW.PI_INNER.rhs, (), values))
+    assert got == pytest.approx(oracles._pi_inner(x.reshape(-1), y.reshape(-1), pi, 2), abs=1e-14)
+
+
+def test_conventions_cite_the_objects_the_oracles_evaluate():
+    """The conventions' multi-head definitions are T2.walk's (evaluated by t2_gated_walk), the
+    softmax is T4's scores / normaliser and T1.factorisation's formula, the layout T1.transport's."""
+    conv = {k: v for c in CONVENTIONS for k, v in c.params.items()}
+    blocks = get("T2").conclusion("T2.walk").params["blocks"]
+    assert [(x.lhs, x.rhs) for x in (conv["P"], conv["g"], conv["O"], conv["B"])] == list(blocks.where)
+    assert conv["layout"] is get("T1").hypothesis("T1.transport").params["layout"]
+    assert conv["softmax"] is get("T1").hypothesis("T1.factorisation").params["softmax"]
+    assert conv["softmax"].where == F._T4_WHERE[:2] and conv["softmax"].rhs == F._T4_WHERE[2][1]
+    assert conv["stacking"].rhs == F.SHA_STACKED.rhs.args[-1]  # vec(X^T), as T1.walk evaluates it
+    for c in CONVENTIONS:
+        assert c.evaluated_by or c.unevaluated, c.statement
+        for name in c.evaluated_by:
+            assert name in oracles.PREDICATES, name
+
+
+def test_a_convention_is_rendered_from_its_expression():
+    c = next(c for c in CONVENTIONS if "layout" in c.params)
+    md = render.render_markdown(theorems=[], claims=[])
+    assert "T = W_{O} W_{V}" in c.text and c.text in md
+    edited = Convention(c.statement, {"layout": c.params["layout"].edited(rhs=FW.W_V.T * FW.W_O.T)}, c.evaluated_by)
+    assert "W_{V}^{T} W_{O}^{T}" in edited.text and "W_{O} W_{V}" not in edited.text
+
+
+def test_relation_margin_and_rendering():
+    rel = FW.GAUGE_SUPPORT
+    assert rel.markdown() == "${P'}_{i,j} > 0$"
+    m, strict = FW.margin(rel, {"Pg": np.array([[0.5, 0.0], [1.0, 2.0]]), "n": 2})
+    assert strict and m.tolist() == [[0.5, 0.0], [1.0, 2.0]]
+    m, strict = FW.margin(rel.edited(rel=sp.LessThan(FW.Q[F.i, F.j], 1)), {"Pg": np.eye(2) * 3, "n": 2})
+    assert not strict and m.tolist() == [[-2.0, 1.0], [1.0, -2.0]]
+    with pytest.raises(TypeError, match="unsupported relational"):
+        FW.margin(rel.edited(rel=sp.Eq(FW.Q[F.i, F.j], 1)), {"Pg": np.eye(2), "n": 2})
+
+
+def test_shape_is_rendered_from_the_symbol():
+    assert FW.SHAPE_X.markdown() == "$X \\in \\mathbb{R}^{n \\times d}$"
+    assert FW.Shape("Y", sp.MatrixSymbol("Y", F.d, F.n)).markdown() == "$Y \\in \\mathbb{R}^{d \\times n}$"
+
+
+# ------------------------------------------------------------------------------------------------
+# the lemmas' formulas: L1's witness, L4 instantiated at fixed sizes, formula mutants of L1, L2, L4
+# ------------------------------------------------------------------------------------------------
+def test_l1_witness_formula_is_false_where_the_token_major_one_holds():
+    rng = np.random.default_rng(4)
+    values = {"A": rng.normal(size=(3, 3)), "T": rng.normal(size=(2, 2)), "X": rng.normal(size=(3, 2))}
+    t = get("L1")
+    good = t.conclusion("L1.token_major").params["token_major"]
+    mixed = t.hypothesis("L1.shapes").witnesses[0].params["mixed"]
+    lhs, rhs = F.evaluate(good, values)
+    assert np.allclose(lhs, rhs, rtol=0, atol=1e-12)
+    lhs, rhs = F.evaluate(mixed, values)
+    assert np.abs(lhs - rhs).max() > 0.1
+
+
+def _explicit(expr, A: sp.Matrix, T: sp.Matrix):
+    """A formula over ``A``, ``T`` (matrix symbols of symbolic size) at the explicit matrices."""
+    env = {F.n: A.rows, F.d: T.rows}
+    e = expr.subs(env).subs({F.A_m.subs(env): A, F.T_m.subs(env): T})
+    return e.replace(lambda x: isinstance(x, sp.Identity), lambda x: sp.eye(int(x.rows)))
+
+
+def l4_residuals(theorem, A: sp.Matrix, T: sp.Matrix, probes=(0.5, 1.5, -2.0)) -> tuple[sp.Expr, float]:
+    """L4's two formulas (the registry's expressions) at integer ``A``, ``T``: the resultant form
+    exactly (``p_A``, ``p_T`` the characteristic polynomials), the product form at probe values of
+    ``z`` with numpy's eigenvalues (relative)."""
+    c = theorem.conclusion("L4.resultant")
+    res, prod = c.params["resultant"], c.params["product"]
+    charpoly = sp.det(_explicit(res.lhs, A, T).arg.doit().as_explicit())
+    pa, pt = sp.Lambda(FW.zs, A.charpoly(FW.zs).as_expr()), sp.Lambda(FW.mus, T.charpoly(FW.mus).as_expr())
+    rhs = res.rhs.subs({F.n: A.rows, F.d: T.rows}).subs({FW.p_A: pa, FW.p_T: pt}).doit()
+    exact = sp.expand(charpoly - rhs)
+    lam = np.linalg.eigvals(np.array(A.tolist(), dtype=float))
+    mu = np.linalg.eigvals(np.array(T.tolist(), dtype=float))
+    body = prod.rhs.subs({F.n: A.rows, F.d: T.rows}).doit()
+    worst = 0.0
+    for z in probes:
+        want = complex(charpoly.subs(FW.zs, z))
+        got = complex(
+            sp.N(
+                body.subs(FW.zs, z)
+                .subs({FW.lam_A[k]: complex(v) for k, v in enumerate(lam)})
+                .subs({FW.mu_T[k]: complex(v) for k, v in enumerate(mu)})
+            )
+        )
+        worst = max(worst, abs(got - want) / max(1.0, abs(want)))
+    return exact, worst
+
+
+@pytest.mark.theorem("L4")
+@pytest.mark.parametrize("n,d,seed", [(2, 2, 0), (3, 1, 1), (1, 3, 2), (2, 3, 3)])
+def test_l4_formulas_at_fixed_sizes(n, d, seed):
+    rng = np.random.default_rng(seed)
+    A, T = (sp.Matrix(rng.integers(-3, 4, (k, k)).tolist()) for k in (n, d))
+    exact, worst = l4_residuals(get("L4"), A, T)
+    assert exact == 0 and worst < 1e-9, (exact, worst)
+
+
+def _edit(tid, cid, key, **changes):
+    from dataclasses import replace
+
+    t = get(tid)
+    if cid in t.hypothesis_ids:
+        h = t.hypothesis(cid)
+        bad = replace(h, params={**h.params, key: h.params[key].edited(**changes)})
+        return replace(t, hypotheses=tuple(bad if x.id == cid else x for x in t.hypotheses))
+    c = t.conclusion(cid)
+    return t.with_conclusion(c.with_params(**{key: c.params[key].edited(**changes)}))
+
+
+_S = FW.Sf(F.i, F.j, FW.xs)
+LEMMA_MUTANTS = {
+    "L1 token-major A (x) T -> T (x) A": lambda: _edit(
+        "L1", "L1.token_major", "token_major", rhs=sp.KroneckerProduct(F.T_m, F.A_m) * F.Vec(F.X_m.T)
+    ),
+    "L1 feature-major vec(X) -> vec(X^T)": lambda: _edit(
+        "L1", "L1.feature_major", "feature_major", rhs=sp.KroneckerProduct(F.T_m, F.A_m) * F.Vec(F.X_m.T)
+    ),
+    "L2 softmax -> sigmoid": lambda: _edit("L2", "L2.softmax", "softmax", rhs=sp.exp(_S) / (1 + sp.exp(_S))),
+    "L2 rows sum to 1 -> 2": lambda: _edit("L2", "L2.rows", "rows", rhs=sp.Integer(2)),
+    "L2 derivative of a row -> of a column": lambda: _edit(
+        "L2", "L2.rows", "derivative", lhs=sp.Sum(sp.Derivative(F.A2_[F.j, F.i], FW.xs), (F.j, 0, F.n - 1))
+    ),
+    "L4 resultant mu^n -> mu^d": lambda: _edit(
+        "L4", "L4.resultant", "resultant", rhs=FW.Res(FW.p_T(FW.mus), FW.mus**F.d * FW.p_A(FW.zs / FW.mus))
+    ),
+    "L4 product lambda_i mu_a -> lambda_i + mu_a": lambda: _edit(
+        "L4",
+        "L4.resultant",
+        "product",
+        rhs=sp.Product(FW.zs - FW.lam_A[F.i] - FW.mu_T[F.a], (F.i, 0, F.n - 1), (F.a, 0, F.d - 1)),
+    ),
+}
+
+
+@pytest.mark.parametrize(
+    "name", [pytest.param(nm, marks=pytest.mark.theorem(nm.split()[0]), id=nm) for nm in LEMMA_MUTANTS]
+)
+def test_lemma_formula_mutants_fail(name):
+    """An edit of a lemma's formula is refuted: by the derivation for symbolic sizes (L1, L2), or by
+    the formulas instantiated at fixed sizes (L4, whose proof is sized)."""
+    mutant = LEMMA_MUTANTS[name]()
+    if mutant.id == "L4":
+        rng = np.random.default_rng(0)
+        A, T = (sp.Matrix(rng.integers(-3, 4, (k, k)).tolist()) for k in (2, 3))
+        exact, worst = l4_residuals(mutant, A, T)
+        assert exact != 0 or worst > 1e-6, name
+    else:
+        assert get(mutant.id).derive_general().passed
+        assert not mutant.derive_general().passed, name
+
+
+def test_cancel_quotient_lowers_a_power_by_one():
+    """The rule L2's quotient-rule term needs: ``Σ_j f_j · (Σ_k f_k)^{-2} = (Σ_k f_k)^{-1}``."""
+    from theory import rewrite as R
+
+    f = sp.IndexedBase("f")
+    Z = sp.Sum(f[F.k], (F.k, 0, F.n - 1))
+    lhs = sp.Sum(f[F.j] / Z**2, (F.j, 0, F.n - 1))
+    assert R.prove(lhs, 1 / Z, [R.cancel_quotient()]) == 0
+    assert R.prove(lhs, 1 / Z**2, [R.cancel_quotient()]) != 0  # one power, not two
+    assert R.prove(lhs, 1 / Z, []) != 0  # the rule is what proves it

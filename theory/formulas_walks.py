@@ -1,0 +1,274 @@
+"""The walk side's formulas beyond :mod:`theory.formulas` (T1's hypotheses, T2's gauge, constant
+transport and special cases, the conventions): one SymPy expression each, rendered into THEOREMS.md
+with ``sympy.latex``, evaluated by the oracles of :mod:`theory.oracle_walks` with
+:func:`theory.formulas.evaluate`, and (where cheap) proved for symbolic sizes by
+:mod:`theory.derivations_general`.
+
+:class:`Relation` is the inequality counterpart of :class:`theory.formulas.Identity` (``c_ij ≥ 0``
+for every value of its free indices, with ``where`` definitions).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from typing import Any, ClassVar
+
+import sympy as sp
+
+from . import formulas as F
+from .formulas import H, Identity, a, b, d, h, i, j, n
+
+# ------------------------------------------------------------------------------------------------
+# machinery: displayed names, inequalities
+# ------------------------------------------------------------------------------------------------
+
+
+class Label(sp.Symbol):
+    """A symbol evaluated under its plain ``name`` and displayed as LaTeX (``P'``, ``T_\\Sigma``)."""
+
+    _display: ClassVar[dict[str, str]] = {}
+
+    def _latex(self, printer):
+        return self._display.get(self.name, self.name)
+
+
+def shown_base(name: str, latex: str) -> sp.IndexedBase:
+    """An ``IndexedBase`` evaluated from the instance value ``name``, displayed as ``latex``."""
+    Label._display[name] = latex
+    return sp.IndexedBase(Label(name))
+
+
+@dataclass(frozen=True)
+class Relation:
+    """``rel`` (a SymPy relational: ``≥``, ``>``) for every value of the ``free`` indices, with
+    the ``where`` definitions (as for :class:`theory.formulas.Identity`)."""
+
+    name: str
+    rel: Any
+    free: tuple[sp.Symbol, ...] = ()
+    where: tuple[tuple[Any, Any], ...] = ()
+
+    def markdown(self) -> str:
+        out = f"${F._tex(self.rel)}$"
+        if self.where:
+            out += " where " + ", ".join(f"${F._tex(hd)} = {F._tex(e)}$" for hd, e in self.where)
+        return out
+
+    def edited(self, **changes: Any) -> Relation:
+        return replace(self, **changes)
+
+    def __str__(self) -> str:
+        return f"formula {self.name}"
+
+
+def margin(rel: Relation, values: Mapping[str, Any]):
+    """``lhs - rhs`` of ``rel`` over its free indices, signed so that the relation holds where it is
+    ``≥ 0`` (``>``: ``> 0``); ``(margin, strict)``."""
+    env = F.environment(rel, values)  # type: ignore[arg-type]  # (only .where is read)
+    lhs, rhs = F.tabulate(rel.rel.lhs, rel.free, env), F.tabulate(rel.rel.rhs, rel.free, env)
+    if isinstance(rel.rel, (sp.GreaterThan, sp.StrictGreaterThan)):
+        return lhs - rhs, isinstance(rel.rel, sp.StrictGreaterThan)
+    if isinstance(rel.rel, (sp.LessThan, sp.StrictLessThan)):
+        return rhs - lhs, isinstance(rel.rel, sp.StrictLessThan)
+    raise TypeError(f"relation {rel.name}: unsupported relational {type(rel.rel).__name__}")
+
+
+# ------------------------------------------------------------------------------------------------
+# T1: the transport of a torch layer
+# ------------------------------------------------------------------------------------------------
+d_h = sp.Symbol("d_h", integer=True, positive=True)
+W_O, W_V = sp.MatrixSymbol("W_O", d, d_h), sp.MatrixSymbol("W_V", d_h, d)
+#: T1.transport: with ``nn.Linear`` weights (out × in) the transport is ``T = W_O W_V``
+LAYOUT = Identity("layout", F.T_m, W_O * W_V)
+
+Kb = shown_base("K", r"\left(A \otimes T\right)")
+#: T1: entry ``(i d + a, j d + b)`` of ``A ⊗ T`` is that of the walk with ``P = A``, ``O_ij = T``
+T1_BLOCK = Identity(
+    "block",
+    Kb[i * d + a, j * d + b],
+    F.P_[i, j] * F.O_[i, j, a, b],
+    (i, j, a, b),
+    (),
+    ((F.P_[i, j], F.A_m[i, j]), (F.O_[i, j, a, b], F.T_m[a, b])),
+)
+nu_, lam_A, mu_T = sp.IndexedBase("nu"), sp.IndexedBase("lambda"), sp.IndexedBase("mu")
+#: T1 / L4: the eigenvalues ``ν`` of ``A ⊗ T`` (with algebraic multiplicity, suitably ordered)
+KRON_EIGENVALUES = Identity("spectrum", nu_[i * d + a], lam_A[i] * mu_T[a], (i, a))
+
+# ------------------------------------------------------------------------------------------------
+# T2: the convention, the gauge, constant transport, special cases
+# ------------------------------------------------------------------------------------------------
+Ah, Th, B, P = F.Ah_, F.Th_, F.B_, F.P_
+_B_DEF = F._T2_WHERE[3]  # B_ij = Σ_h A^h_ij T_h: the definition T2.walk's blocks use
+#: T2.convention: ``P = mean_h A^h`` (the definition T2.walk's rows use)
+CONVENTION = Identity("convention", *F._T2_WHERE[0], (i, j))
+
+Q, U = shown_base("Pg", "P'"), shown_base("Og", "O'")
+_GAUGE_WHERE = (_B_DEF, (U[i, j, a, b], B[i, j, a, b] / Q[i, j]))
+#: T2.gauge: another row-stochastic ``P'`` with ``O'_ij = B_ij / P'_ij`` has the same blocks
+GAUGE = Identity(
+    "gauge",
+    Q[i, j] * U[i, j, a, b],
+    B[i, j, a, b],
+    (i, j, a, b),
+    ((sp.Sum(Q[i, j], (j, 0, n - 1)), sp.S.One),),
+    _GAUGE_WHERE,
+)
+#: ... with ``P'_ij > 0`` wherever ``B_ij ≠ 0`` (evaluated where ``B_ij ≠ 0``)
+GAUGE_SUPPORT = Relation("support", sp.StrictGreaterThan(Q[i, j], 0), (i, j))
+
+TS, cc = shown_base("TS", r"T_{\Sigma}"), sp.IndexedBase("c")
+_CONSTANT_WHERE = (
+    _B_DEF,
+    (TS[a, b], sp.Sum(Th[h, a, b], (h, 0, H - 1))),
+    (
+        cc[i, j],
+        sp.Sum(B[i, j, a, b] * TS[a, b], (a, 0, d - 1), (b, 0, d - 1))
+        / sp.Sum(TS[a, b] ** 2, (a, 0, d - 1), (b, 0, d - 1)),
+    ),
+)
+#: T2.constant: every block a multiple of ``T_Σ = Σ_h T_h`` (``c_ij``: the projection coefficient) ...
+CONSTANT = Identity("constant", B[i, j, a, b], cc[i, j] * TS[a, b], (i, j, a, b), (), _CONSTANT_WHERE)
+#: ... with a nonnegative coefficient (``c`` as :data:`CONSTANT` defines it: evaluated in its environment)
+CONSTANT_NONNEG = Relation("nonneg", sp.GreaterThan(cc[i, j], 0), (i, j))
+#: ... and, for linearly independent ``T_h``, every head the same attention
+EQUAL_HEADS = Identity("equal_heads", Ah[h, i, j], Ah[0, i, j], (h, i, j))
+
+#: T2.special: heads sharing one attention ``A^h = A^1`` have ``O_ij = T_Σ``
+SHARED_A = Identity(
+    "shared_A",
+    F.O_[i, j, a, b],
+    sp.Sum(Th[h, a, b], (h, 0, H - 1)),
+    (i, j, a, b),
+    ((Ah[h, i, j], Ah[0, i, j]),),
+    F._T2_WHERE[1:3],
+)
+#: ... heads sharing one transport ``T_h = T_1`` have ``O_ij = H T_1``
+SHARED_T = Identity(
+    "shared_T",
+    F.O_[i, j, a, b],
+    H * Th[0, a, b],
+    (i, j, a, b),
+    ((Th[h, a, b], Th[0, a, b]),),
+    F._T2_WHERE[1:3],
+)
+#: ... two cancelling heads (``A^2 = A^1``, ``T_2 = -T_1``) have ``B = 0`` (``H = 2``)
+CANCELLING = Identity(
+    "cancelling",
+    B[i, j, a, b],
+    sp.S.Zero,
+    (i, j, a, b),
+    ((H, sp.Integer(2)), (Ah[1, i, j], Ah[0, i, j]), (Th[1, a, b], -Th[0, a, b])),
+    (_B_DEF,),
+)
+
+# ------------------------------------------------------------------------------------------------
+# the conventions
+# ------------------------------------------------------------------------------------------------
+x_vec = sp.MatrixSymbol("x", n * d, 1)
+#: token-major stacking ``x = vec(X^T)`` (``X.reshape(-1)``)
+STACKING = Identity("stacking", x_vec, F.Vec(F.X_m.T))
+#: the connection walk ``(W x)_i = Σ_j P_ij O_ij x_j`` and its generator ``Δ = I - W``, componentwise
+Wx, Dx = shown_base("Wx", r"\left(W x\right)"), shown_base("Dx", r"\left(\Delta x\right)")
+WALK = Identity("walk", Wx[i, a], F.x_[i, a] - F._walk(F.x_), (i, a))
+GENERATOR = Identity("generator", Dx[i, a], F._walk(F.x_), (i, a))
+Wb = shown_base("Wb", "W")
+#: entry ``(i d + a, j d + b)`` of the walk's ``nd × nd`` matrix: block ``(i, j)`` is ``P_ij O_ij``
+WALK_BLOCK = Identity("block", Wb[i * d + a, j * d + b], P[i, j] * F.O_[i, j, a, b], (i, j, a, b))
+#: a walk matrix is nonnegative
+WALK_NONNEG = Relation("nonneg", sp.GreaterThan(P[i, j], 0), (i, j))
+#: the π inner product
+y_ = sp.IndexedBase("y")
+ip = shown_base("ip", r"\left\langle x, y\right\rangle_{\pi}")
+PI_INNER = Identity("pi_inner", ip, sp.Sum(F.pi_[i] * sp.Sum(F.x_[i, a] * y_[i, a], (a, 0, d - 1)), (i, 0, n - 1)))
+#: the single-head output with biases: ``y_i = Σ_j A_ij T x_j + c``, ``c = W_O b_V + b_O``
+b_V, b_O = sp.MatrixSymbol("b_V", d_h, 1), sp.MatrixSymbol("b_O", d, 1)
+c_vec = sp.MatrixSymbol("c", d, 1)
+BIAS = Identity("bias", c_vec, W_O * b_V + b_O)
+yb = sp.IndexedBase("y")
+BIAS_OUTPUT = Identity(
+    "bias_output",
+    yb[i, a],
+    sp.Sum(F.A2_[i, j] * sp.Sum(F.T2_[a, b] * F.x_[j, b], (b, 0, d - 1)), (j, 0, n - 1)) + sp.IndexedBase("c")[a],
+    (i, a),
+)
+#: entry ``i d + a`` of the token-major ``x`` is component ``a`` of token ``i``
+STACK_ENTRY = Identity("entry", x_vec[i * d + a, 0], F.X_m[i, a], (i, a))
+
+
+class Shape:
+    """``M ∈ R^{rows × cols}``, rendered from the matrix symbol's own shape."""
+
+    def __init__(self, name: str, sym: sp.MatrixSymbol, field: str = "R"):
+        self.name, self.sym, self.field = name, sym, field
+
+    def markdown(self) -> str:
+        r, q = self.sym.shape
+        return f"${F._tex(self.sym)} \\in \\mathbb{{{self.field}}}^{{{F._tex(r)} \\times {F._tex(q)}}}$"
+
+    def __str__(self) -> str:
+        return f"formula {self.name}"
+
+
+SHAPE_X = Shape("X", F.X_m)
+#: multi-head attention's definitions, the very objects T2's formulas use (one Identity per definition)
+DEF_P, DEF_G, DEF_O, DEF_B = (
+    Identity(nm, hd, body, tuple(hd.indices)) for nm, (hd, body) in zip(("P", "g", "O", "B"), F._T2_WHERE, strict=True)
+)
+#: Fourier modes on a ring of ``n`` tokens
+phi = shown_base("phi", r"\varphi")
+kk = sp.Symbol("k", integer=True, nonnegative=True)
+FOURIER_MODE = Identity("mode", phi[kk, j], sp.exp(2 * sp.pi * sp.I * kk * j / n), (kk, j))
+
+#: the single-head attention of T4 / T6 (softmax of the scores), as its definition in T4's formulas
+SOFTMAX = Identity("softmax", F.A_[i, j], F._T4_WHERE[2][1], (i, j), (), F._T4_WHERE[:2])
+
+# ------------------------------------------------------------------------------------------------
+# L1: shapes and the mixed convention; L2: softmax rows; L4: the Kronecker spectrum
+# ------------------------------------------------------------------------------------------------
+SHAPE_A, SHAPE_T = Shape("A", F.A_m), Shape("T", F.T_m)
+#: L4: any complex square matrices
+SHAPE_AC, SHAPE_TC = Shape("A", F.A_m, "C"), Shape("T", F.T_m, "C")
+#: L1's witness: the feature-major operator applied to the token-major stacking (false in general)
+MIXED = Identity("mixed", F.Vec((F.A_m * F.X_m * F.T_m.T).T), sp.KroneckerProduct(F.T_m, F.A_m) * F.Vec(F.X_m.T))
+
+xs = sp.Symbol("x")  # one coordinate x_{m,c} of the input
+Sf = sp.Function("S")  # differentiable scores S_ij(X)
+#: L2's hypothesis: softmax rows of differentiable scores
+L2_SOFTMAX = Identity(
+    "softmax", F.A2_[i, j], sp.exp(Sf(i, j, xs)) / sp.Sum(sp.exp(Sf(i, F.k, xs)), (F.k, 0, n - 1)), (i, j)
+)
+#: L2's witness: unnormalised (sigmoid) attention
+L2_SIGMOID = Identity("sigmoid", F.A2_[i, j], sp.exp(Sf(i, j, xs)) / (1 + sp.exp(Sf(i, j, xs))), (i, j))
+#: L2: rows sum to 1 ...
+L2_ROWS = Identity("rows", sp.Sum(F.A2_[i, j], (j, 0, n - 1)), sp.S.One, (i,))
+#: ... and the derivative of every row sums to 0
+L2_DERIVATIVE = Identity("derivative", sp.Sum(sp.Derivative(F.A2_[i, j], xs), (j, 0, n - 1)), sp.S.Zero, (i,))
+
+zs, mus = sp.Symbol("z"), sp.Symbol("mu")
+p_A, p_T = sp.Function("p_A"), sp.Function("p_T")
+
+
+class Res(sp.Function):
+    """``Res_μ(f, g) = lc(f)^{deg g} Π_{f(r)=0} g(r)``: the resultant in ``μ`` (rendered; :meth:`doit`
+    computes it for polynomials as the Sylvester determinant)."""
+
+    nargs = 2
+
+    def _latex(self, printer):
+        f, g = (printer._print(x) for x in self.args)
+        return r"\operatorname{Res}_{\mu}\left(" + f + ", " + g + r"\right)"
+
+    def doit(self, **hints):
+        from .symbolic import sylvester_resultant  # the fixed-size derivation's resultant
+
+        f, g = (x.doit(**hints) for x in self.args)
+        return sylvester_resultant(sp.expand(f), sp.expand(g), mus)
+
+
+_CHARPOLY_KRON = sp.Determinant(zs * sp.Identity(n * d) - sp.KroneckerProduct(F.A_m, F.T_m))
+#: L4: the characteristic polynomial of ``A ⊗ T`` as a resultant of those of ``A``, ``T`` ...
+L4_RESULTANT = Identity("resultant", _CHARPOLY_KRON, Res(p_T(mus), mus**n * p_A(zs / mus)))
+#: ... and as the product over the eigenvalue pairs (``λ_i`` of ``A``, ``μ_a`` of ``T``, with multiplicity)
+L4_PRODUCT = Identity("product", _CHARPOLY_KRON, sp.Product(zs - lam_A[i] * mu_T[a], (i, 0, n - 1), (a, 0, d - 1)))
