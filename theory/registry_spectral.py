@@ -42,7 +42,7 @@ T3: Theorem = Theorem(
             witnesses=(
                 Witness(
                     "T3.a.w1",
-                    "$P=[[0,2],[2,0]]$, $O=1$, $\\pi = (\\frac12,\\frac12)$: spec $\\{-1,3\\}$; at $x=(1,1)$ $\\langle x,\\Delta x\\rangle_\\pi = -1$ vs Dirichlet $0$ (correction $\\sum_i\\pi_i(1-r_i)|x_i|^2 = -1$)",
+                    "$P=«P»$, $O=«O[0][1]»$, $\\pi = «pi»$: spec $\\{-1,3\\}$; at $x=(1,1)$ $\\langle x,\\Delta x\\rangle_\\pi = -1$ vs Dirichlet $0$ (L3.identity's correction term is $-1$)",
                     fails=("T3.spectrum", "T3.dirichlet"),
                     instance={
                         "kind": "walk",
@@ -63,7 +63,7 @@ T3: Theorem = Theorem(
             witnesses=(
                 Witness(
                     "T3.b.w1",
-                    "directed 3-cycle, $O=1$: spec $\\{0, \\frac32 \\pm \\frac{\\sqrt3}{2} i\\}$, self-adjoint in no inner product",
+                    "directed 3-cycle $P = «P»$, $O = «O[0][1]»$: spec $\\{0, \\frac32 \\pm \\frac{\\sqrt3}{2} i\\}$, self-adjoint in no inner product",
                     fails=("T3.self_adjoint", "T3.spectrum"),
                     instance={"kind": "walk", "P": [[0, 1, 0], [0, 0, 1], [1, 0, 0]], "O": [[[[1]]] * 3] * 3},
                     derivation="T3::drop (b) [directed 3-cycle",
@@ -79,7 +79,7 @@ T3: Theorem = Theorem(
             witnesses=(
                 Witness(
                     "T3.c1.w1",
-                    "swap walk, $O_{12} = O_{21} = 2$: spec $\\{-1, 3\\}$",
+                    "swap walk $P = «P»$, $O_{12} = O_{21} = «O[0][1]»$: spec $\\{-1, 3\\}$",
                     fails=("T3.spectrum",),
                     instance={"kind": "walk", "P": [[0, 1], [1, 0]], "O": [[[[0]], [[2]]], [[[2]], [[0]]]]},
                     derivation="T3::drop orthogonality [swap, O=2]",
@@ -102,7 +102,7 @@ T3: Theorem = Theorem(
             witnesses=(
                 Witness(
                     "T3.c2.w1",
-                    "swap walk, $O_{12} = O_{21} = R$ a rotation ($R = [[\\frac35,-\\frac45],[\\frac45,\\frac35]]$ here, $R(\\pi/3)$ in the derivation): complex spectrum",
+                    "swap walk $P = «P»$, $O_{12} = O_{21} = R$ a rotation ($R = «O[0][1]»$ here, $R(\\pi/3)$ in the derivation): complex spectrum",
                     fails=("T3.self_adjoint", "T3.spectrum"),
                     instance={
                         "kind": "walk",
@@ -206,7 +206,7 @@ SPECTRAL_THEOREMS: list[Theorem] = [
                 witnesses=(
                     Witness(
                         "T4.softmax.w1",
-                        "a causal mask: symmetric $M$ no longer gives detailed balance (no positive $\\pi$ at all)",
+                        "a causal mask, $X = «X»$, symmetric $M = «M»$: no longer detailed balance (no positive $\\pi$ at all)",
                         fails=("T4.criterion",),
                         instance={
                             "kind": "softmax",
@@ -284,7 +284,7 @@ SPECTRAL_THEOREMS: list[Theorem] = [
                 witnesses=(
                     Witness(
                         "T5.softmax.w1",
-                        "$A = I$ (not full support, reducible), $T = \\operatorname{diag}(1,-1)$: $\\dim\\ker\\Delta = 2 > \\dim \\operatorname{Fix} T$",
+                        "$A = «A»$ (not full support, reducible), $T = «T»$: $\\dim\\ker\\Delta = 2 > \\dim \\operatorname{Fix} T$",
                         fails=("T5.kernel",),
                         instance={"kind": "sha", "A": [[1, 0], [0, 1]], "T": _REFL},
                     ),
@@ -299,7 +299,7 @@ SPECTRAL_THEOREMS: list[Theorem] = [
                 witnesses=(
                     Witness(
                         "T5.reversible.w1",
-                        "non-reversible $A$ (a triangle ratio $3 \\ne 1$), $T = \\operatorname{diag}(1,-1)$: not $\\pi$-self-adjoint",
+                        "non-reversible $A = «A»$ (a triangle ratio $3 \\ne 1$), $T = «T»$: not $\\pi$-self-adjoint",
                         fails=("T5.laplacian",),
                         instance={
                             "kind": "sha",
@@ -318,13 +318,13 @@ SPECTRAL_THEOREMS: list[Theorem] = [
                 witnesses=(
                     Witness(
                         "T5.involution.w1",
-                        "$T$ a rotation (orthogonal, not symmetric): complex spectrum",
+                        "$A = «A»$, $T = «T»$ a rotation (orthogonal, not symmetric): complex spectrum",
                         fails=("T5.laplacian", "T5.spectrum"),
                         instance={"kind": "sha", "A": [["3/5", "2/5"], ["1/5", "4/5"]], "T": _ROT},
                     ),
                     Witness(
                         "T5.involution.w2",
-                        "$T = [[1,1],[0,-1]]$ ($T^2 = I$, not orthogonal): real spectrum in $[0,2]$ but not $\\pi$-self-adjoint",
+                        "$A = «A»$, $T = «T»$ ($T^2 = I$, not orthogonal): real spectrum in $[0,2]$ but not $\\pi$-self-adjoint",
                         fails=("T5.laplacian",),
                         instance={"kind": "sha", "A": [["3/5", "2/5"], ["1/5", "4/5"]], "T": [[1, 1], [0, -1]]},
                         derivation="T5::non-orthogonal involution",
@@ -419,7 +419,7 @@ SPECTRAL_THEOREMS: list[Theorem] = [
                 witnesses=(
                     Witness(
                         "T6.H3.w1",
-                        "a non-circulant (absolute-position) attention on a ring of 3: Fourier modes are not eigenvectors",
+                        "a non-circulant (absolute-position) attention on a ring of 3, $A0 = «A0[0]»$, $T = «T[0]»$: Fourier modes are not eigenvectors",
                         fails=("T6.fourier",),
                         instance={
                             "kind": "ring",
