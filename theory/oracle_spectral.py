@@ -214,12 +214,6 @@ def ring_jacobian(A0: np.ndarray, T: np.ndarray, jacobian=None) -> np.ndarray:
     return np.real(_F.tabulate(ident.rhs, ident.free, _ring_values(A0, T))).reshape(n * d, n * d)
 
 
-def kernel_hat(a: np.ndarray, k: int, sign: int) -> complex:
-    """``â(k) = Σ_m a(m) e^{sign·2πikm/n}`` by its defining sum."""
-    n = a.shape[-1]
-    return complex(sum(a[m] * np.exp(sign * 2j * np.pi * k * m / n) for m in range(n)))
-
-
 def ring_symbol(A0: np.ndarray, T: np.ndarray, k: int, symbol=None) -> np.ndarray:
     """``M(k)``: the registry's formula ``symbol`` (default :data:`theory.formulas_spectral.SYMBOL`,
     ``M(k) = Σ_h â_h(k) T_h``) tabulated at ``ζ = e^{2πik/n}``."""

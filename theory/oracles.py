@@ -53,7 +53,6 @@ from .oracle_spectral import (  # noqa: F401
     _eig_count,
     _ring,
     _softmax_instance,
-    kernel_hat,
     ring_jacobian,
     ring_symbol,
     sha_laplacian,
