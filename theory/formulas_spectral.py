@@ -36,6 +36,7 @@ from .formulas import (
     j,
     k,
     m,
+    mu_,
     n,
     pi_,
     x_,
@@ -163,3 +164,5 @@ ROTATING = Identity(
 
 #: T4.softmax: the attention, ``A = softmax_rows(X M X^T / sqrt(d_k) + μ)`` (``μ``: the mask)
 ATTENTION = Identity("attention", A_[i, j], sp.exp(S_[i, j]) / Z_[i], (i, j), (), _T4_WHERE[:2])
+#: T4.causal: the causal mask (token ``i`` attends to ``j ≤ i`` only)
+MASK = Identity("mask", mu_[i, j], sp.Piecewise((-sp.oo, j > i), (0, True)), (i, j))

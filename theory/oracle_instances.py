@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from .formulas import evaluate, premise_residuals
+from .formulas import evaluate, premise_residuals, tabulate
 from .rounding import HOLDS, ROUNDING_SAFETY, UNDECIDED, combine, decide, rank_interval, rounding_error
 from .rounding import status as decision_status
 
@@ -133,16 +133,15 @@ def softmax_rows(S: np.ndarray) -> np.ndarray:
     return E / E.sum(-1, keepdims=True)
 
 
-def mask_offsets(inst: Mapping, n: int) -> np.ndarray:
-    """The mask ``μ`` added to the scores: ``-∞`` above the diagonal for a causal instance, else 0."""
-    return (
-        np.where(np.triu(np.ones((n, n), bool), 1), -np.inf, 0.0) if inst.get("mask") == "causal" else np.zeros((n, n))
-    )
+def mask_offsets(inst: Mapping, n: int, mask=None) -> np.ndarray:
+    """The mask ``μ`` added to the scores: for a causal instance the registry's formula ``mask``
+    (default :data:`theory.formulas_spectral.MASK`: ``-∞`` above the diagonal) tabulated, else 0."""
+    if inst.get("mask") != "causal":
+        return np.zeros((n, n))
+    from .formulas_spectral import MASK
 
-
-def causal_scores(S: np.ndarray) -> np.ndarray:
-    n = S.shape[-1]
-    return np.where(np.triu(np.ones((n, n), bool), 1), -np.inf, S)
+    ident = mask or MASK
+    return np.asarray(tabulate(ident.rhs, ident.free, {"n": n}), float)
 
 
 def build(instance: Mapping[str, Any]) -> dict:

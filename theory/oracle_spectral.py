@@ -20,11 +20,9 @@ from .oracle_instances import (
     _na,
     _premised,
     _v,
-    causal_scores,
     mask_offsets,
     null_space,
     polarization_probes,
-    softmax_rows,
     walk_pi,
     walk_view,
 )
@@ -131,15 +129,6 @@ def t5_kernel(inst, params) -> Verdict:
     return _all(contained, dims)
 
 
-def _softmax_instance(inst, M: np.ndarray, *, causal: bool = False):
-    X = np.asarray(inst["X"], float)
-    dk = float(inst["dk"]) if inst.get("dk") is not None else float(X.shape[1])
-    S = X @ M @ X.T / math.sqrt(dk)
-    if causal:
-        S = causal_scores(S)
-    return X, dk, S, softmax_rows(S)
-
-
 def _t4_values(inst, mu=None) -> dict:
     X, M = np.asarray(inst["X"], float), np.asarray(inst["M"], float)
     n, d = X.shape
@@ -185,10 +174,15 @@ def t4_query_bias(inst, params) -> Verdict:
 
 
 def t4_causal(inst, params) -> Verdict:
-    M = np.asarray(inst["M"], float)
-    X, dk, S, A = _softmax_instance(inst, M, causal=True)
-    if X.shape[0] < 2:
-        return _na("n < 2")
+    """T4.causal: the attention of the registry's formula ``params["attention"]`` with the causal mask
+    ``params["mask"]`` (whatever mask the instance carries) has an edge ``A_ij > 0 = A_ji``, which
+    forces ``π_i = 0`` under detailed balance (``n ≥ n_min``)."""
+    n = np.asarray(inst["X"]).shape[0]
+    if n < int(params["n_min"]):
+        return _na(f"n < {params['n_min']}")
+    values = _t4_values(inst, mask_offsets({"mask": "causal"}, n, params["mask"]))
+    ident = params["attention"]
+    A = _F.tabulate(ident.rhs, ident.free, _F.environment(ident, values))
     one_way = bool(((A > 0) & (A.T == 0)).any())
     return Verdict(one_way, 0.0 if one_way else 1.0, 0.0, "an edge with A_ij > 0 = A_ji (forces π_i = 0)")
 

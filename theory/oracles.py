@@ -39,7 +39,6 @@ from .oracle_instances import (  # noqa: F401
     _v,
     arr,
     build,
-    causal_scores,
     dense_walk,
     exact,
     null_space,
@@ -52,7 +51,6 @@ from .oracle_instances import (  # noqa: F401
 from .oracle_spectral import (  # noqa: F401
     _eig_count,
     _ring,
-    _softmax_instance,
     ring_jacobian,
     ring_symbol,
     sha_laplacian,

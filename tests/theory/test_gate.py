@@ -186,6 +186,11 @@ MUTANTS = {
     "T5 Delta = I - A (x) T -> I + A (x) T": lambda: _formula_mutant(
         "T5", "T5.spectrum", "on_fix", lhs=2 * F.u_[F.i] * F.f_[F.a] - F.T5_ON_FIX.lhs
     ),
+    # (j > i -> j > i + 1 is equivalent on the drawn instances: n >= 3 keeps a one-way edge (0, 2))
+    "T4 causal mask -oo -> -1": lambda: _formula_mutant(
+        "T4", "T4.causal", "mask", rhs=sp.Piecewise((-1, F.j > F.i), (0, True))
+    ),
+    "T4 causal mask dropped (mu = 0)": lambda: _formula_mutant("T4", "T4.causal", "mask", rhs=sp.S.Zero),
     "T6 symbol zeta^m -> 2 zeta^m": lambda: _formula_mutant(
         "T6", "T6.selection", "symbol", rhs=_x(FS.SYMBOL.rhs, F.zeta**F.m, 2 * F.zeta**F.m)
     ),
@@ -409,6 +414,8 @@ ORACLE_FORMULA_MUTANTS = [
     "T3 scaled x_i - s Q_ij x_j -> x_i - Q_ij x_j",
     "T5 laplacian: Dirichlet 1/2 -> 1",
     "T5 laplacian: self-adjoint <Dx,y>_pi -> <Dx,y>",
+    "T4 causal mask -oo -> -1",
+    "T4 causal mask dropped (mu = 0)",
     "T6 symbol zeta^m -> 2 zeta^m",
     "T6 symbol: sum over heads -> head 0 only",
     "T6 rotating e^{i theta} -> e^{-i theta}",
