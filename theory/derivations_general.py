@@ -208,7 +208,23 @@ def general_t3(theorem) -> Derivation:
         "general: <x,(2I-Delta)x>_pi = 1/2 sum pi_i P_ij |x_i + O_ij x_j|^2 from (a), (b), (c1), all n, d",
         R.prove(up.lhs, up.rhs, hypothesis_rules(theorem, "T3.a", "T3.b", "T3.c1")),
     )
+    _flat(D, theorem.conclusion("T3.flat").params["flat"])
     return D
+
+
+def _flat(D: Derivation, flat: F.Identity) -> None:
+    """T3.flat: its premises are the proof — ``O_ij = R_i R_j^T`` substituted (a definition of ``O``),
+    ``R_i R_i^T = I`` a rewrite rule; a dropped premise leaves ``O`` or ``R R^T`` standing."""
+    defs = [(lhs, rhs) for lhs, rhs in flat.premises if isinstance(lhs, sp.Indexed)]
+    rules = [
+        R.row_orthogonality(lhs.function.args[0].base)
+        for lhs, rhs in flat.premises
+        if isinstance(lhs, sp.Sum) and isinstance(rhs, sp.KroneckerDelta) and isinstance(lhs.function, sp.Mul)
+    ]
+    D.add(
+        "general: flat connection O_ij = R_i R_j^T: Delta = R((I-P)(x)I)R^T entrywise, all n, d",
+        R.prove(instantiate(flat.lhs, defs), flat.rhs, rules),
+    )
 
 
 # ------------------------------------------------------------------------------------------------

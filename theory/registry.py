@@ -91,7 +91,10 @@ SCOPES: dict[str, tuple[str, tuple[str, ...]]] = {
     ),
     "T3.dirichlet": ("all n, d", ("general: Dirichlet identity",)),
     "T3.kernel": ("{sized}", ()),
-    "T3.flat": ("{sized}", ()),
+    "T3.flat": (
+        "the form Delta = R((I-P)(x)I)R^T: all n, d; dim ker Delta = d (P irreducible): {sized}",
+        ("general: flat connection",),
+    ),
     "T3.scaled": ("{sized}", ()),
     "T4.triangle": ("all n, d", ("general: Kolmogorov triangle",)),
     "T4.criterion": (

@@ -144,6 +144,12 @@ def test_rules_are_equalities_under_their_hypotheses():
     _check_rule(R.transpose_compatible(O), _S(pi[i] * O[i, j, a, b] * x[i, a] * y[j, b], i, j, a, b), env)
     _check_rule(R.symmetric(F.M_), _S(F.M_[a, b] * x[i, a] * y[i, b], i, a, b), env)
     _check_rule(R.constant_sum(), _S(x[0, 0], i), env)
+    Rq = np.stack([np.linalg.qr(RNG.standard_normal((D_, D_)))[0] for _ in range(N)])  # every R_u orthogonal
+    Rb = sp.IndexedBase("R")
+    out = _check_rule(
+        R.row_orthogonality(Rb), _S(Rb[i, a, c] * Rb[i, b, c] * x[i, a] * y[i, b], i, a, b, c), {**env, "R": Rq}
+    )
+    assert len(out[0].sums) == 2  # Σ_c R_ac R_bc = δ_ab: the sums over c and b are gone
     Ms = env["M"]
     lam_, U = np.linalg.eigh(Ms)  # a real symmetric d×d matrix: real eigenpairs
     ev = {**env, "Ms": Ms, "u": U[:, 1], "lambda": lam_[1]}
