@@ -209,6 +209,12 @@ def general_t3(theorem) -> Derivation:
         R.prove(up.lhs, up.rhs, hypothesis_rules(theorem, "T3.a", "T3.b", "T3.c1")),
     )
     _flat(D, theorem.conclusion("T3.flat").params["flat"])
+    sc = theorem.conclusion("T3.scaled").params["scaled"]
+    q_is_o = {sp.IndexedBase("Q"): F.O_}  # Q satisfies (a), (b), (c1): the hypotheses' rules, stated for O
+    D.add(
+        "general: scaled isometries O = sQ: Dirichlet form + (1-s^2)/2 |x|_pi^2 from (a), (b), (c1) on Q, all n, d",
+        R.prove(sc.lhs.xreplace(q_is_o), sc.rhs.xreplace(q_is_o), hypothesis_rules(theorem, "T3.a", "T3.b", "T3.c1")),
+    )
     return D
 
 

@@ -174,14 +174,14 @@ def t4_query_bias(inst, params) -> Verdict:
 
 
 def t4_causal(inst, params) -> Verdict:
-    """T4.causal: the attention of the registry's formula ``params["attention"]`` with the causal mask
-    ``params["mask"]`` (whatever mask the instance carries) has an edge ``A_ij > 0 = A_ji``, which
-    forces ``π_i = 0`` under detailed balance (``n ≥ n_min``)."""
+    """T4.causal: the attention of T4.softmax's formula (:data:`theory.formulas_spectral.ATTENTION`)
+    with the causal mask ``params["mask"]`` (whatever mask the instance carries) has an edge
+    ``A_ij > 0 = A_ji``, which forces ``π_i = 0`` under detailed balance (``n ≥ n_min``)."""
     n = np.asarray(inst["X"]).shape[0]
     if n < int(params["n_min"]):
         return _na(f"n < {params['n_min']}")
     values = _t4_values(inst, mask_offsets({"mask": "causal"}, n, params["mask"]))
-    ident = params["attention"]
+    ident = _FS.ATTENTION
     A = _F.tabulate(ident.rhs, ident.free, _F.environment(ident, values))
     one_way = bool(((A > 0) & (A.T == 0)).any())
     return Verdict(one_way, 0.0 if one_way else 1.0, 0.0, "an edge with A_ij > 0 = A_ji (forces π_i = 0)")

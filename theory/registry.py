@@ -95,7 +95,10 @@ SCOPES: dict[str, tuple[str, tuple[str, ...]]] = {
         "the form Delta = R((I-P)(x)I)R^T: all n, d; dim ker Delta = d (P irreducible): {sized}",
         ("general: flat connection",),
     ),
-    "T3.scaled": ("{sized}", ()),
+    "T3.scaled": (
+        "the form: all n, d; the interval [1 - s, 1 + s] (Rayleigh-quotient argument): checked numerically only",
+        ("general: scaled isometries",),
+    ),
     "T4.triangle": ("all n, d", ("general: Kolmogorov triangle",)),
     "T4.criterion": (
         "'if' (symmetric scores): all n, d; 'only if' (Kolmogorov cycles, not in SymPy): n = 3 and checked numerically",

@@ -252,9 +252,9 @@ SPECTRAL_THEOREMS: list[Theorem] = [
             ),
             _c(
                 "T4.causal",
-                "causal attention (T4.softmax's «attention» with the mask «mask») is never reversible with a positive $\\pi$ ($n \\ge «n_min»$)",
+                "causal attention (T4.softmax's attention with the mask «mask») is never reversible with a positive $\\pi$ ($n \\ge «n_min»$)",
                 predicate="t4_causal",
-                params={"attention": _FS.ATTENTION, "mask": _FS.MASK, "n_min": 2},
+                params={"mask": _FS.MASK, "n_min": 2},
                 tolerance="exact: an edge $i \\to j$ with $A_{ij} > 0 = A_{ji}$ (detailed balance then forces $\\pi_i = 0$)",
                 derivations=("T4::causal mask",),
                 tests=(_STMT,),

@@ -181,6 +181,10 @@ GENERAL_STEPS: dict[str, tuple[tuple[str, ...], ...]] = {
         (ZERO, "general: Dirichlet identity from (a), (b), (c1), all n, d"),
         (ZERO, "general: <x,(2I-Delta)x>_pi = 1/2 sum pi_i P_ij |x_i + O_ij x_j|^2 from (a), (b), (c1), all n, d"),
         (ZERO, "general: flat connection O_ij = R_i R_j^T: Delta = R((I-P)(x)I)R^T entrywise, all n, d"),
+        (
+            ZERO,
+            "general: scaled isometries O = sQ: Dirichlet form + (1-s^2)/2 |x|_pi^2 from (a), (b), (c1) on Q, all n, d",
+        ),
     ),
     "T4": (
         (ZERO, "general: symmetric M => symmetric scores S_ij = S_ji (no mask), all n, d"),

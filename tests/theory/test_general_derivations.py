@@ -242,6 +242,7 @@ def test_a_wrong_rule_makes_the_derivation_fail(monkeypatch):
         "general: <x, Delta y>_pi = <Delta x, y>_pi from (b), (c2), all n, d",
         "general: Dirichlet identity from (a), (b), (c1), all n, d",
         "general: <x,(2I-Delta)x>_pi = 1/2 sum pi_i P_ij |x_i + O_ij x_j|^2 from (a), (b), (c1), all n, d",
+        "general: scaled isometries O = sQ: Dirichlet form + (1-s^2)/2 |x|_pi^2 from (a), (b), (c1) on Q, all n, d",
     }
     assert _failing(get("L3").derive_general())
 
