@@ -135,10 +135,12 @@ SCOPES: dict[str, tuple[str, tuple[str, ...]]] = {
 
 #: formulas a conclusion renders that its predicate does not evaluate but a test does (the test,
 #: and what it judges the formula against); THEOREMS.md says so
-EVALUATED_BY_TESTS: dict[str, dict[str, str]] = {
+EVALUATED_BY_TESTS: dict[str, dict[str, tuple[str, str]]] = {
     "T6.selection": {
-        "velocity": "tests/numerics/test_t6_emergence.py::test_emergence_follows_the_symbol, against the velocity "
-        "measured on the simulated pattern",
+        "velocity": (
+            "tests/numerics/test_t6_emergence.py::test_emergence_follows_the_symbol",
+            "against the velocity measured on the simulated pattern",
+        ),
     },
 }
 

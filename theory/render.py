@@ -100,7 +100,7 @@ def theorem_markdown(t) -> str:
                 how = " (no predicate: proved by the derivations)"
             else:
                 how = f", evaluated by `{c.predicate}`" + "".join(
-                    f"; `{k}` not by the predicate but by `{w}`" for k, w in by_tests.items()
+                    f"; `{k}` not by the predicate but by `{test}` ({what})" for k, (test, what) in by_tests.items()
                 )
             lines.append(
                 "   - formulas "
