@@ -24,7 +24,7 @@ from .registry_common import (
     SEED_B,
     _c,
 )
-from .statements import Hypothesis, Witness
+from .statements import Hypothesis, Witness, latex_data
 from .theorem import Source, Theorem
 
 T3: Theorem = Theorem(
@@ -86,7 +86,12 @@ T3: Theorem = Theorem(
                 ),
                 Witness(
                     "T3.c1.w2",
-                    "keep $O_{ji} = O_{ij}^{-1}$ only (3-cycle, weights $\\frac12$, $O_{12}=[[1,\\frac32],[0,1]]$, $O_{23}=I$, $O_{31}=\\operatorname{diag}(2,\\frac12)$): a negative eigenvalue $\\approx "
+                    "keep $O_{ji} = O_{ij}^{-1}$ only (3-cycle, weights $\\frac12$, "
+                    + ", ".join(
+                        f"$O_{{{k[1:]}}} = {latex_data(_cases.T3_INVERSE_TRANSPORTS[k])}$"
+                        for k in ("O12", "O23", "O31")
+                    )
+                    + ", the derivation's data): a negative eigenvalue $\\approx "
                     + str(_cases.T3_INVERSE_TRANSPORTS["negative_eigenvalue"])
                     + "$ and a complex pair",
                     derivation="T3::drop orthogonality keep O_ji=O_ij^-1 [3-cycle]: one negative real eigenvalue",
