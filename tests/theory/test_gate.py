@@ -384,6 +384,24 @@ HYPOTHESIS_MUTANTS = {
         lambda f: f.edited(rhs=F.Ah_[0, F.i, F.j]),
         {"As": _T2_HEADS, "Ts": [[[1.0]], [[2.0]]], "P": [[0.7, 0.3], [0.275, 0.725]]},
     ),
+    "T5 involution T^T T = I -> 2I": (
+        "T5.involution",
+        "orthogonal",
+        lambda f: f.edited(rhs=2 * f.rhs),
+        {"T": [[0.6, 0.8], [0.8, -0.6]]},
+    ),
+    "T5 involution T = T^T -> T = -T^T": (
+        "T5.involution",
+        "symmetric",
+        lambda f: f.edited(rhs=-f.rhs),
+        {"T": [[0.6, 0.8], [0.8, -0.6]]},
+    ),
+    "T6 (H1) rows sum to 1 -> columns": (
+        "T6.H1",
+        "heads",
+        lambda f: f.edited(lhs=sp.Sum(F.Ah_[F.h, F.j, F.i], (F.j, 0, F.n - 1))),
+        {"A0": [[[0.5, 0.5, 0.0], [0.0, 0.5, 0.5], [0.25, 0.25, 0.5]]]},
+    ),
 }
 
 
