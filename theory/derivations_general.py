@@ -208,7 +208,29 @@ def general_t3(theorem) -> Derivation:
         "general: <x,(2I-Delta)x>_pi = 1/2 sum pi_i P_ij |x_i + O_ij x_j|^2 from (a), (b), (c1), all n, d",
         R.prove(up.lhs, up.rhs, hypothesis_rules(theorem, "T3.a", "T3.b", "T3.c1")),
     )
+    _flat(D, theorem.conclusion("T3.flat").params["flat"])
+    sc = theorem.conclusion("T3.scaled").params["scaled"]
+    q_is_o = {sp.IndexedBase("Q"): F.O_}  # Q satisfies (a), (b), (c1): the hypotheses' rules, stated for O
+    D.add(
+        "general: scaled isometries O = sQ: Dirichlet form + (1-s^2)/2 |x|_pi^2 from (a), (b), (c1) on Q, all n, d",
+        R.prove(sc.lhs.xreplace(q_is_o), sc.rhs.xreplace(q_is_o), hypothesis_rules(theorem, "T3.a", "T3.b", "T3.c1")),
+    )
     return D
+
+
+def _flat(D: Derivation, flat: F.Identity) -> None:
+    """T3.flat: its premises are the proof — ``O_ij = R_i R_j^T`` substituted (a definition of ``O``),
+    ``R_i R_i^T = I`` a rewrite rule; a dropped premise leaves ``O`` or ``R R^T`` standing."""
+    defs = [(lhs, rhs) for lhs, rhs in flat.premises if isinstance(lhs, sp.Indexed)]
+    rules = [
+        R.row_orthogonality(lhs.function.args[0].base)
+        for lhs, rhs in flat.premises
+        if isinstance(lhs, sp.Sum) and isinstance(rhs, sp.KroneckerDelta) and isinstance(lhs.function, sp.Mul)
+    ]
+    D.add(
+        "general: flat connection O_ij = R_i R_j^T: Delta = R((I-P)(x)I)R^T entrywise, all n, d",
+        R.prove(instantiate(flat.lhs, defs), flat.rhs, rules),
+    )
 
 
 # ------------------------------------------------------------------------------------------------
@@ -245,7 +267,23 @@ def general_t4(theorem) -> Derivation:
             instantiate(e, ident.where, only=[F.Z_]) if not e.has(F.A_) and e.has(F.Z_) else e for e in (lhs, rhs)
         )
         D.add(f"general: symmetric scores => {name}, all n", R.prove(lhs, rhs, s_rules if ident.premises else []))
+    _query_bias(D, theorem)
     return D
+
+
+def _query_bias(D: Derivation, theorem) -> None:
+    """T4.query_bias: its own premise makes the (unmasked) scores symmetric, and then the logs of
+    ``π_i A_ij`` and ``π_j A_ji`` (``π``, ``A`` instantiated; the ``Z_i`` cancel) are equal."""
+    qb = theorem.conclusion("T4.query_bias").params["query_bias"]
+    S_def = dict(qb.where)[F.S_[F.i, F.j]].xreplace({F.mu_[F.i, F.j]: 0})
+    sym = R.prove(S_def, S_def.xreplace({F.i: F.j, F.j: F.i}), premise_rules(qb)) == 0
+    lhs, rhs = (
+        sp.expand_log(sp.log(instantiate(e, qb.where, only=[F.pi_, F.A_])), force=True) for e in (qb.lhs, qb.rhs)
+    )
+    D.add(
+        "general: symmetric scores + query bias => detailed balance with pi_i = e^beta_i Z_i, all n, d",
+        R.prove(lhs, rhs, [R.symmetric(F.S_)] if sym else []),
+    )
 
 
 # ------------------------------------------------------------------------------------------------
@@ -343,11 +381,14 @@ def general_t6(theorem) -> Derivation:
 
     # (H3) as a rewrite rule: every row of A0^h is a shift of row 0, A0^h_ij = A0^h_{0,(j - i) mod n}
     def h3(e):
+        """(H3), the registry's formula ``A0^h_ij = rhs(h, i, j)``, as a rewrite of every ``A0`` entry
+        off row 0 (a statement without (H3): no rewrite)."""
         if "T6.H3" not in theorem.hypothesis_ids:
             return e
+        circ = theorem.hypothesis("T6.H3").params["circulant"]
         return e.replace(
             lambda x: isinstance(x, sp.Indexed) and x.base == F.A0_ and x.indices[1] != 0,
-            lambda x: F.A0_[x.indices[0], 0, sp.Mod(x.indices[2] - x.indices[1], F.n)],
+            lambda x: circ.rhs.xreplace(dict(zip(circ.lhs.indices, x.indices, strict=True))),
         )
 
     lhs = heads(h3(ident.lhs))
@@ -386,7 +427,24 @@ def general_t5(theorem) -> Derivation:
     ):
         ident = c.params[key]
         D.add(f"general: {name}, all n, d", R.prove(ident.lhs, ident.rhs, eigen_rules(ident)))
+    kernel = theorem.conclusion("T5.kernel").params["kernel"]
+    rows = [R.row_sum(lhs.function.base) for lhs, rhs in kernel.premises if _is_row_sum(lhs, rhs)]
+    D.add(
+        "general: Delta(1 (x) f) = 0 for f in Fix(T) when the rows of A sum to 1, all n, d",
+        R.prove(kernel.lhs, kernel.rhs, eigen_rules(kernel) + rows),
+    )
     return D
+
+
+def _is_row_sum(lhs, rhs) -> bool:
+    """``Σ_v X[u, v] = 1`` (a row-sum premise)."""
+    return (
+        rhs == 1
+        and isinstance(lhs, sp.Sum)
+        and isinstance(lhs.function, sp.Indexed)
+        and len(lhs.limits) == 1
+        and lhs.function.indices[-1] == lhs.limits[0][0]
+    )
 
 
 GENERAL: dict[str, Callable[..., Derivation]] = {

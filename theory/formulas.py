@@ -150,10 +150,13 @@ def tabulate(expr, indices, env: Mapping[str, Any]) -> np.ndarray:
     shape = tuple(_size(x, env) for x in indices)
     pos = {x.name: p for p, x in enumerate(indices)}
     vals = [
-        f(*(combo[pos[nm]] if nm in pos else env[nm] for nm in names))
+        np.asarray(f(*(combo[pos[nm]] if nm in pos else env[nm] for nm in names)))
         for combo in itertools.product(*(range(s) for s in shape))
     ]
-    return np.asarray(vals).reshape(shape)  # float, or complex where the values are (roots of unity)
+    # float, or complex where the values are (roots of unity); a batch of probes (an instance value
+    # with trailing axes, e.g. every unit vector x at once) adds its axes after the indices'
+    out = np.stack(np.broadcast_arrays(*vals))
+    return out.reshape(shape + out.shape[1:])
 
 
 def environment(ident: Identity, values: Mapping[str, Any]) -> dict[str, Any]:
@@ -171,7 +174,11 @@ def evaluate(ident: Identity, values: Mapping[str, Any]) -> tuple[np.ndarray, np
     """``(lhs, rhs)`` of ``ident`` on the instance ``values`` (name -> array; sizes ``n``, ``d``,
     ``H`` as ints), tabulated over its free indices."""
     env = environment(ident, values)
-    return tabulate(ident.lhs, ident.free, env), tabulate(ident.rhs, ident.free, env)
+    lhs, rhs = tabulate(ident.lhs, ident.free, env), tabulate(ident.rhs, ident.free, env)
+    # a side free of the probes (e.g. ``0``) gets the probe axes of the other as length-1 axes
+    lhs = lhs.reshape(lhs.shape + (1,) * (rhs.ndim - lhs.ndim))
+    rhs = rhs.reshape(rhs.shape + (1,) * (lhs.ndim - rhs.ndim))
+    return lhs, rhs
 
 
 def premise_residuals(ident: Identity, values: Mapping[str, Any]) -> list[tuple[np.ndarray, np.ndarray]]:

@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from .formulas import evaluate, premise_residuals, tabulate
 from .rounding import HOLDS, ROUNDING_SAFETY, UNDECIDED, combine, decide, rank_interval, rounding_error
 from .rounding import status as decision_status
 
@@ -132,9 +133,15 @@ def softmax_rows(S: np.ndarray) -> np.ndarray:
     return E / E.sum(-1, keepdims=True)
 
 
-def causal_scores(S: np.ndarray) -> np.ndarray:
-    n = S.shape[-1]
-    return np.where(np.triu(np.ones((n, n), bool), 1), -np.inf, S)
+def mask_offsets(inst: Mapping, n: int, mask=None) -> np.ndarray:
+    """The mask ``μ`` added to the scores: for a causal instance the registry's formula ``mask``
+    (default :data:`theory.formulas_spectral.MASK`: ``-∞`` above the diagonal) tabulated, else 0."""
+    if inst.get("mask") != "causal":
+        return np.zeros((n, n))
+    from .formulas_spectral import MASK
+
+    ident = mask or MASK
+    return np.asarray(tabulate(ident.rhs, ident.free, {"n": n}), float)
 
 
 def build(instance: Mapping[str, Any]) -> dict:
@@ -238,6 +245,16 @@ def _probes(nd: int, k: int = 3, seed: int = 0) -> np.ndarray:
     return np.random.default_rng(seed).standard_normal((k, nd))
 
 
+def polarization_probes(n: int, d: int) -> np.ndarray:
+    """The vectors ``e_p + e_q`` (``p ≤ q``) of ``R^{nd}`` as the columns of an ``(n, d, K)`` array: a
+    quadratic form is determined by its values on them (polarization), so an identity of quadratic
+    forms evaluated on them at once is checked for every ``x``."""
+    nd = n * d
+    p, q = np.triu_indices(nd)
+    E = np.eye(nd)
+    return (E[:, p] + E[:, q]).reshape(n, d, -1)
+
+
 def _pi_inner(x, y, pi, d):
     return float(sum(pi[i] * x[i * d : (i + 1) * d] @ y[i * d : (i + 1) * d] for i in range(len(pi))))
 
@@ -252,6 +269,32 @@ def _dirichlet_scale(P, O, pi, x, d) -> float:
             xi, oxj = x[i * d : (i + 1) * d], O[i, j] @ x[j * d : (j + 1) * d]
             mag += pi[i] * abs(P[i, j]) * (xi @ xi + oxj @ oxj)
     return float(mag)
+
+
+def _premised(ident, values, key: str, t: float, what: str, scale: float | None = None) -> Verdict:
+    """``ident`` (a registry formula with premises) on the instance ``values`` as drawn: a premise
+    the instance violates makes it not applicable; a formula without the premise is checked on every
+    instance. Residual of its two sides relative to ``scale`` (default: the largest entry of its left
+    side), tolerance ``t``."""
+    gaps = [
+        float(np.abs(pl - pr).max()) / max(float(np.abs(pl).max()), 1e-300)
+        for pl, pr in premise_residuals(ident, values)
+    ]
+    if any(g > t for g in gaps):
+        return _na(f"premise of {key} violated by the instance (relative gap {max(gaps):.1e})")
+    lhs, rhs = evaluate(ident, values)
+    den = float(np.abs(lhs).max()) if scale is None else scale
+    return _v(float(np.abs(lhs - rhs).max()) / max(den, 1e-300), t, f"{key}: the registry's formula, {what}")
+
+
+def _form_scale(P, O, pi, X) -> np.ndarray:
+    """The size of the terms of a quadratic-form identity of the walk (T3's forms) at each probe
+    ``X[..., k]`` (``X``: ``(n, d, K)``): ``Σ_i π_i|x_i|² + Σ_ij π_i|P_ij|(|x_i|² + |O_ij x_j|²)``, the
+    scale of its residual (never below 1e-300)."""
+    nx = (X**2).sum(1)
+    nox = (np.einsum("ijab,jbk->ijak", O, X) ** 2).sum(2)
+    scale = (pi[:, None] * nx).sum(0) + (pi[:, None, None] * np.abs(P)[:, :, None] * (nx[:, None, :] + nox)).sum((0, 1))
+    return np.maximum(scale, 1e-300)
 
 
 def _spectrum_in(ev: np.ndarray, lo: float, hi: float, W: np.ndarray) -> Verdict:

@@ -11,16 +11,20 @@ import math
 import numpy as np
 
 from . import formulas as _F
+from . import formulas_spectral as _FS
 from .oracle_instances import (
     EPS,
     Verdict,
     _all,
+    _form_scale,
     _na,
+    _premised,
     _v,
-    causal_scores,
-    dense_walk,
+    mask_offsets,
     null_space,
-    softmax_rows,
+    polarization_probes,
+    walk_pi,
+    walk_view,
 )
 from .oracle_walks import (
     _match,
@@ -32,6 +36,24 @@ from .oracle_walks import (
 
 def sha_laplacian(inst, params) -> Verdict:
     return _all(walk_self_adjoint(inst, params), walk_spectrum_interval(inst, params), walk_dirichlet(inst, params))
+
+
+def walk_spectrum(inst, params) -> Verdict:
+    """T3.spectrum: the eigenvalues of ``Δ`` in ``[lo, hi]`` (:func:`walk_spectrum_interval`), and
+    the registry's formula ``params["upper_form"]`` (``<x,(2I-Δ)x>_π`` as a sum of squares) evaluated
+    at every polarization probe ``x`` at once (:func:`theory.oracle_instances.polarization_probes`),
+    relative to the size of its terms (:func:`theory.oracle_instances._form_scale`)."""
+    P, O = walk_view(inst)
+    pi = walk_pi(inst, P)
+    n, d = P.shape[0], O.shape[-1]
+    X = polarization_probes(n, d)
+    lhs, rhs = _F.evaluate(params["upper_form"], {"pi": pi, "P": P, "O": O, "x": X, "n": n, "d": d})
+    form = _v(
+        float((np.abs(lhs - rhs) / _form_scale(P, O, pi, X)).max()),
+        64 * EPS * n * d * n,
+        "|<x,(2I−Δ)x>_π − sum of squares| / scale on the polarization probes (the registry's formula)",
+    )
+    return _all(walk_spectrum_interval(inst, params), form)
 
 
 def _eig_count(T: np.ndarray, value: float) -> int:
@@ -81,36 +103,44 @@ def t5_spectrum(inst, params) -> Verdict:
 
 
 def t5_kernel(inst, params) -> Verdict:
+    """T5.kernel: the registry's formula ``params["kernel"]`` (``Δ(1 ⊗ f) = 0``) evaluated at once on
+    a basis ``f`` of the eigenspace of ``T`` its premise names (``T f = σ f``, ``σ`` read from the
+    formula), and ``dim ker Δ`` (SVD) equal to that eigenspace's dimension: then ``ker Δ = 1 ⊗`` it."""
+    import sympy as sp
+
     A, T = np.asarray(inst["A"], float), np.asarray(inst["T"], float)
     n, d = A.shape[0], T.shape[0]
+    ident = params["kernel"]
+    sigmas = [sp.cancel(r / _F.f_[_F.a]) for l_, r in ident.premises if l_.has(_F.f_)]
+    if len(sigmas) != 1 or sigmas[0].has(sp.Indexed):
+        return Verdict(False, math.inf, 0.0, "kernel: the formula names no eigenspace T f = σ f")
+    sigma = float(sigmas[0])
+    F_ = null_space(T - sigma * np.eye(d), scale=max(float(np.linalg.norm(T, 2)), 1.0))
     K = null_space(np.eye(n * d) - np.kron(A, T))
-    F = null_space(T - np.eye(d), scale=max(float(np.linalg.norm(T, 2)), 1.0))
-    S = np.kron(np.ones((n, 1)), F) if F.size else np.zeros((n * d, 0))
-    joint = np.linalg.matrix_rank(np.hstack([K, S]), tol=1e-7) if (K.size or S.size) else 0
-    ok = K.shape[1] == S.shape[1] == joint
-    return Verdict(
-        ok, 0.0 if ok else 1.0, 0.0, f"dim ker Δ = {K.shape[1]}, dim 1⊗Fix T = {S.shape[1]}, joint rank {joint}"
+    worst = 0.0
+    if F_.shape[1]:
+        lhs, rhs = _F.evaluate(ident, {"A": A, "T": T, "f": F_, "n": n, "d": d})
+        worst = float(np.abs(lhs - rhs).max()) / max(1.0, float(np.abs(A).sum(-1).max() * np.abs(T).sum(-1).max()))
+    contained = _v(worst, 64 * EPS * n * d, f"Δ(1 ⊗ f) = 0 on the {sigma:g}-eigenspace of T (the registry's formula)")
+    same = K.shape[1] == F_.shape[1]
+    dims = Verdict(
+        same, 0.0 if same else 1.0, 0.0, f"dim ker Δ = {K.shape[1]}, dim 1 ⊗ ({sigma:g}-eigenspace) = {F_.shape[1]}"
     )
+    return _all(contained, dims)
 
 
-def _softmax_instance(inst, M: np.ndarray, *, causal: bool = False, beta=None):
-    X = np.asarray(inst["X"], float)
-    dk = float(inst["dk"]) if inst.get("dk") is not None else float(X.shape[1])
-    S = X @ M @ X.T / math.sqrt(dk)
-    if beta is not None:
-        S = S + beta[None, :]
-    if causal:
-        S = causal_scores(S)
-    return X, dk, S, softmax_rows(S)
+def _t4_values(inst, mu=None) -> dict:
+    X, M = np.asarray(inst["X"], float), np.asarray(inst["M"], float)
+    n, d = X.shape
+    dk = float(inst["dk"]) if inst.get("dk") is not None else float(d)
+    return {"X": X, "M": M, "mu": np.zeros((n, n)) if mu is None else mu, "d_k": dk, "n": n, "d": d}
 
 
 def t4_triangle(inst, params) -> Verdict:
     """T4's triangle formula (``params["triangle"]``: the registry's SymPy expression, with its
     definitions of ``S``, ``Z``, ``A``, ``Ma``) on every triple of the unmasked softmax attention."""
-    X, M = np.asarray(inst["X"], float), np.asarray(inst["M"], float)
-    n, d = X.shape
-    dk = float(inst["dk"]) if inst.get("dk") is not None else float(d)
-    values = {"X": X, "M": M, "mu": np.zeros((n, n)), "d_k": dk, "n": n, "d": d}
+    values = _t4_values(inst)
+    n = values["n"]
     ident = params.get("triangle", _F.T4_TRIANGLE)
     lhs, rhs = _F.evaluate(ident, values)
     S = _F.environment(ident, values)["S"]
@@ -121,56 +151,38 @@ def t4_triangle(inst, params) -> Verdict:
 def t4_symmetric_reversible(inst, params) -> Verdict:
     """T4's formulas (``params["balance"]``, ``params["stationary"]``: SymPy expressions of the
     registry, with their premise ``M_ab = M_ba`` and definitions ``S``, ``Z``, ``A``) evaluated on the
-    instance as drawn — ``M`` is not symmetrised here. A premise that the instance violates makes the
-    statement not applicable; a formula without the premise is checked on every instance."""
-    X, M = np.asarray(inst["X"], float), np.asarray(inst["M"], float)
-    n, d = X.shape
-    dk = float(inst["dk"]) if inst.get("dk") is not None else float(d)
-    mu = np.where(np.triu(np.ones((n, n), bool), 1), -np.inf, 0.0) if inst.get("mask") == "causal" else np.zeros((n, n))
-    values = {"X": X, "M": M, "mu": mu, "d_k": dk, "n": n, "d": d}
-    t = 64 * EPS * n
-    parts = []
-    for key, default in (("balance", _F.T4_BALANCE), ("stationary", _F.T4_STATIONARY)):
-        ident = params.get(key, default)
-        gaps = [
-            float(np.abs(pl - pr).max()) / max(float(np.abs(pl).max()), 1e-300)
-            for pl, pr in _F.premise_residuals(ident, values)
-        ]
-        if any(g > t for g in gaps):
-            parts.append(_na(f"premise of {key} violated by the instance (relative gap {max(gaps):.1e})"))
-            continue
-        lhs, rhs = _F.evaluate(ident, values)
-        parts.append(
-            _v(
-                float(np.abs(lhs - rhs).max()) / float(np.abs(lhs).max()),
-                t,
-                f"{key}: the registry's formula, π_i ∝ Z_i",
-            )
-        )
-    return _all(*parts)
-
-
-def t4_query_bias(inst, params) -> Verdict:
-    M = np.asarray(inst["M"], float)
+    instance as drawn — ``M`` is not symmetrised here (:func:`_premised`)."""
     n = np.asarray(inst["X"]).shape[0]
-    beta = np.asarray(inst["beta"], float) if inst.get("beta") is not None else np.linspace(-1, 1, n)
-    X, dk, S, A = _softmax_instance(inst, (M + M.T) / 2, beta=beta)
-    c = float(S.max())
-    pi = np.exp(beta - beta.max()) * np.exp(S - c).sum(-1)
-    pi = pi / pi.sum()
-    F = pi[:, None] * A
-    return _v(
-        float(np.abs(F - F.T).max()) / float(F.max()),
-        64 * EPS * n,
-        "query bias: π_i ∝ e^{β_i} Σ_j e^{S_ij+β_j} balances A",
+    values = _t4_values(inst, mask_offsets(inst, n))
+    t = 64 * EPS * n
+    return _all(
+        *(
+            _premised(params.get(key, default), values, key, t, "π_i ∝ Z_i")
+            for key, default in (("balance", _F.T4_BALANCE), ("stationary", _F.T4_STATIONARY))
+        )
     )
 
 
+def t4_query_bias(inst, params) -> Verdict:
+    """T4's query-bias formula (``params["query_bias"]``: the registry's SymPy expression, with its
+    premise ``M_ab = M_ba`` and definitions ``S``, ``Z``, ``A``, ``π``) on the unmasked instance as
+    drawn (:func:`_premised`); ``β``: the instance's, else ``linspace(-1, 1, n)``."""
+    n = np.asarray(inst["X"]).shape[0]
+    beta = np.asarray(inst["beta"], float) if inst.get("beta") is not None else np.linspace(-1, 1, n)
+    values = {**_t4_values(inst), "beta": beta}
+    return _premised(params["query_bias"], values, "query_bias", 64 * EPS * n, "π_i ∝ e^{β_i} Σ_j e^{S_ij+β_j}")
+
+
 def t4_causal(inst, params) -> Verdict:
-    M = np.asarray(inst["M"], float)
-    X, dk, S, A = _softmax_instance(inst, M, causal=True)
-    if X.shape[0] < 2:
-        return _na("n < 2")
+    """T4.causal: the attention of T4.softmax's formula (:data:`theory.formulas_spectral.ATTENTION`)
+    with the causal mask ``params["mask"]`` (whatever mask the instance carries) has an edge
+    ``A_ij > 0 = A_ji``, which forces ``π_i = 0`` under detailed balance (``n ≥ n_min``)."""
+    n = np.asarray(inst["X"]).shape[0]
+    if n < int(params["n_min"]):
+        return _na(f"n < {params['n_min']}")
+    values = _t4_values(inst, mask_offsets({"mask": "causal"}, n, params["mask"]))
+    ident = _FS.ATTENTION
+    A = _F.tabulate(ident.rhs, ident.free, _F.environment(ident, values))
     one_way = bool(((A > 0) & (A.T == 0)).any())
     return Verdict(one_way, 0.0 if one_way else 1.0, 0.0, "an edge with A_ij > 0 = A_ji (forces π_i = 0)")
 
@@ -180,24 +192,28 @@ def _ring(inst) -> tuple[np.ndarray, np.ndarray]:
     return A0, T
 
 
-def ring_jacobian(A0: np.ndarray, T: np.ndarray) -> np.ndarray:
-    """``J = block(Σ_h A0^h_ij T_h) − I`` by block loops."""
+def _ring_values(A0: np.ndarray, T: np.ndarray, k: int | None = None) -> dict:
     H, n, _ = A0.shape
-    d = T.shape[-1]
-    W = np.zeros((n * d, n * d))
-    for h in range(H):
-        W += dense_walk(A0[h], np.broadcast_to(T[h], (n, n, d, d)))
-    return W - np.eye(n * d)
+    out = {"A0": A0, "T": T, "n": n, "d": T.shape[-1], "H": H}
+    if k is not None:
+        out["zeta"] = np.exp(2j * np.pi * k / n)
+    return out
 
 
-def kernel_hat(a: np.ndarray, k: int, sign: int) -> complex:
-    """``â(k) = Σ_m a(m) e^{sign·2πikm/n}`` by its defining sum."""
-    n = a.shape[-1]
-    return complex(sum(a[m] * np.exp(sign * 2j * np.pi * k * m / n) for m in range(n)))
+def ring_jacobian(A0: np.ndarray, T: np.ndarray, jacobian=None) -> np.ndarray:
+    """``J``: the registry's formula ``jacobian`` (default :data:`theory.formulas_spectral.JACOBIAN`,
+    ``J = block(Σ_h A0^h_ij T_h) − I``) tabulated over its entries ``((i, c), (j, b))``."""
+    ident = jacobian or _FS.JACOBIAN
+    n, d = A0.shape[-1], T.shape[-1]
+    return np.real(_F.tabulate(ident.rhs, ident.free, _ring_values(A0, T))).reshape(n * d, n * d)
 
 
-def ring_symbol(A0: np.ndarray, T: np.ndarray, k: int, sign: int) -> np.ndarray:
-    return sum(kernel_hat(A0[h, 0], k, sign) * T[h] for h in range(A0.shape[0]))
+def ring_symbol(A0: np.ndarray, T: np.ndarray, k: int, symbol=None) -> np.ndarray:
+    """``M(k)``: the registry's formula ``symbol`` (default :data:`theory.formulas_spectral.SYMBOL`,
+    ``M(k) = Σ_h â_h(k) T_h``) tabulated at ``ζ = e^{2πik/n}``."""
+    ident = symbol or _FS.SYMBOL
+    env = _F.environment(ident, _ring_values(A0, T, k))
+    return _F.tabulate(ident.rhs, ident.free, env).astype(complex)
 
 
 def t6_fourier(inst, params) -> Verdict:
@@ -218,26 +234,33 @@ def t6_fourier(inst, params) -> Verdict:
 
 
 def t6_selection(inst, params) -> Verdict:
+    """T6.selection: the best growth rate over every ``k`` of the registry's symbol ``params["symbol"]``
+    less ``shift`` is the largest real part of ``spec J`` (``J``: T6.jacobian's formula)."""
     A0, T = _ring(inst)
     n = A0.shape[-1]
-    sig = (
-        max(float(np.linalg.eigvals(ring_symbol(A0, T, k, params["hat_sign"])).real.max()) for k in range(n))
-        - params["shift"]
-    )
+    sym = params["symbol"]
+    sig = max(float(np.linalg.eigvals(ring_symbol(A0, T, k, sym)).real.max()) for k in range(n)) - params["shift"]
     dense = float(np.linalg.eigvals(ring_jacobian(A0, T)).real.max())
     return _v(abs(sig - dense) / max(1.0, abs(dense)), 1e-8, f"Re σ(k*) = {sig:.6g} vs max Re eig J = {dense:.6g}")
 
 
 def t6_rotating(inst, params) -> Verdict:
+    """T6.rotating: the registry's formula ``params["rotating"]`` (``(M(k) − I) z = σ_z(k) z``,
+    ``z = (1, −i)``, premise ``T = ρR(θ)``) evaluated for every ``k``."""
     if inst.get("rho") is None:
         return _na("no rotating-wave transport in this instance")
     A0, T = _ring(inst)
     rho, th = float(inst["rho"]), float(inst["theta"])
     n = A0.shape[-1]
-    v = np.array([1.0, -1j])
+    ident = params["rotating"]
+    base = {**_ring_values(A0, T, 0), "rho": rho, "theta": th}
+    gap = max((float(np.abs(pl - pr).max()) for pl, pr in _F.premise_residuals(ident, base)), default=0.0)
+    if gap > 64 * EPS * max(1.0, rho):
+        return _na(f"premise of rotating (T = ρR(θ)) violated by the instance (gap {gap:.1e})")
     worst = 0.0
     for k in range(n):
-        M = ring_symbol(A0, T, k, params["hat_sign"])
-        sz = rho * np.exp(1j * th) * kernel_hat(A0[0, 0], k, params["hat_sign"])
-        worst = max(worst, float(np.abs((M - params["shift"] * np.eye(2)) @ v - (sz - params["shift"]) * v).max()))
-    return _v(worst / max(1.0, rho), 64 * EPS * n, "‖(M(k) − shift)(1, −i) − σ_z(k)(1, −i)‖")
+        lhs, rhs = _F.evaluate(ident, {**base, "zeta": np.exp(2j * np.pi * k / n)})
+        worst = max(worst, float(np.abs(lhs - rhs).max()))
+    return _v(
+        worst / max(1.0, rho), 64 * EPS * n, "max_k ‖(M(k) − I)z − σ_z(k)z‖, z = (1, −i) (the registry's formula)"
+    )

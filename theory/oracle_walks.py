@@ -13,20 +13,25 @@ import numpy as np
 import sympy as sp
 
 from . import formulas as _F
+from . import formulas_spectral as _FS
 from . import formulas_walks as _FW
 from .oracle_instances import (
     EPS,
     Verdict,
     _all,
     _dirichlet_scale,
+    _form_scale,
     _na,
     _pi_inner,
+    _premised,
     _probes,
     _spectrum_in,
     _v,
     dense_walk,
     exact,
+    mask_offsets,
     null_space_interval,
+    polarization_probes,
     walk_pi,
     walk_view,
 )
@@ -84,10 +89,15 @@ def transpose_compatible(inst, params) -> Verdict:
 
 
 def orthogonal_involution(inst, params) -> Verdict:
+    """T5.involution: the registry's formulas ``params["orthogonal"]`` (``TᵀT = I``) and
+    ``params["symmetric"]`` (``T = Tᵀ``) evaluated on the instance's ``T``."""
     T = np.asarray(inst["T"], float)
     d = T.shape[0]
-    r = max(float(np.abs(T.T @ T - np.eye(d)).max()), float(np.abs(T - T.T).max()))
-    return _v(r, 64 * EPS * d * max(1.0, float(np.abs(T).max()) ** 2), "‖TᵀT − I‖, ‖T − Tᵀ‖")
+    r = 0.0
+    for key, default in (("orthogonal", _FS.T_ORTHOGONAL), ("symmetric", _FS.T_SYMMETRIC)):
+        lhs, rhs = _F.evaluate(params.get(key, default), {"T": T, "d": d})
+        r = max(r, float(np.abs(lhs - rhs).max()))
+    return _v(r, 64 * EPS * d * max(1.0, float(np.abs(T).max()) ** 2), "‖TᵀT − I‖, ‖T − Tᵀ‖ (the registry's formulas)")
 
 
 def full_support(inst, params) -> Verdict:
@@ -119,17 +129,27 @@ def p_is_head_mean(inst, params) -> Verdict:
 
 
 def softmax_full_support(inst, params) -> Verdict:
-    n = np.asarray(inst["X"]).shape[0]
-    ok = inst.get("mask") is None and n >= 3
-    return Verdict(ok, 0.0 if ok else 1.0, 0.0, f"mask={inst.get('mask')}, n={n}")
+    """T4.softmax: the attention the registry's formula ``params["attention"]`` defines on the instance
+    (its mask ``μ``: ``-∞`` above the diagonal for a causal one) has every entry positive, and
+    ``n ≥ n_min``."""
+    X, M = np.asarray(inst["X"], float), np.asarray(inst["M"], float)
+    n, d = X.shape
+    mu = mask_offsets(inst, n)
+    dk = float(inst["dk"]) if inst.get("dk") is not None else float(d)
+    ident = params["attention"]
+    env = _F.environment(ident, {"X": X, "M": M, "mu": mu, "d_k": dk, "n": n, "d": d})
+    A = _F.tabulate(ident.rhs, ident.free, env)
+    ok = bool((A > 0).all()) and n >= int(params["n_min"])
+    return Verdict(ok, 0.0 if ok else 1.0, 0.0, f"mask={inst.get('mask')}, min A_ij = {float(A.min()):.2e}, n={n}")
 
 
 def circulant(inst, params) -> Verdict:
+    """T6.H3: the registry's formula ``params["circulant"]`` (``A0^h_ij = a_h((j − i) mod n)``)
+    evaluated on the instance (exactly: both sides are entries of ``A0``)."""
     A0 = np.asarray(inst["A0"], float)
-    n = A0.shape[-1]
-    idx = (np.arange(n)[None, :] - np.arange(n)[:, None]) % n
-    r = float(np.abs(A0 - A0[:, 0, :][:, idx]).max())
-    return _v(r, 0.0, "max |A0_ij − a((j−i) mod n)|")
+    H, n, _ = A0.shape
+    lhs, rhs = _F.evaluate(params.get("circulant", _FS.CIRCULANT), {"A0": A0, "n": n, "H": H})
+    return _v(float(np.abs(lhs - rhs).max()), 0.0, "max |A0_ij − a((j−i) mod n)| (the registry's formula)")
 
 
 def t1_transport_layout(inst, params) -> Verdict:
@@ -421,14 +441,19 @@ def t2_counterexample(inst, params) -> Verdict:
 
 
 def walk_self_adjoint(inst, params) -> Verdict:
+    """The registry's formula ``params["self_adjoint"]`` (``<x, Δy>_π = <Δx, y>_π``) evaluated at
+    every pair of unit vectors ``x = e_p``, ``y = e_q`` at once (``x`` of shape ``(n, d, nd, 1)``, ``y``
+    of shape ``(n, d, 1, nd)``): its two sides are the matrices ``(diag π ⊗ I)Δ`` and its transpose."""
     P, O = walk_view(inst)
     pi = walk_pi(inst, P)
-    d = O.shape[-1]
-    S = np.kron(np.diag(pi), np.eye(d)) @ (np.eye(P.shape[0] * d) - dense_walk(P, O))
+    n, d = P.shape[0], O.shape[-1]
+    E = np.eye(n * d).reshape(n, d, n * d)
+    values = {**_walk_values(P, O, pi), "x": E[:, :, :, None], "y": E[:, :, None, :]}
+    lhs, rhs = _F.evaluate(params.get("self_adjoint", _F.SELF_ADJOINT), values)
     return _v(
-        np.abs(S - S.T).max() / max(float(np.abs(S).max()), 1e-300),
-        64 * EPS * S.shape[0],
-        "‖(diag π ⊗ I)Δ − ((diag π ⊗ I)Δ)ᵀ‖ / ‖·‖",
+        np.abs(lhs - rhs).max() / max(float(np.abs(lhs).max()), 1e-300),
+        64 * EPS * n * d,
+        "max_pq |<e_p, Δe_q>_π − <Δe_p, e_q>_π| / max |<e_p, Δe_q>_π| (the registry's formula)",
     )
 
 
@@ -438,9 +463,9 @@ def walk_spectrum_interval(inst, params) -> Verdict:
     return _spectrum_in(np.linalg.eigvals(np.eye(W.shape[0]) - W), float(params["lo"]), float(params["hi"]), W)
 
 
-def walk_dirichlet(inst, params, *, correction: float = 0.0) -> Verdict:
+def walk_dirichlet(inst, params) -> Verdict:
     """The Dirichlet identity of the registry (``params["dirichlet"]``, a SymPy expression) evaluated
-    on the instance at 3 probes ``x``; ``correction``: ``+ correction·‖x‖²_π`` on the right."""
+    on the instance at 3 probes ``x``."""
     P, O = walk_view(inst)
     pi = walk_pi(inst, P)
     n, d = P.shape[0], O.shape[-1]
@@ -449,21 +474,18 @@ def walk_dirichlet(inst, params, *, correction: float = 0.0) -> Verdict:
     for x in _probes(n * d):
         lhs, rhs = _F.evaluate(ident, {"pi": pi, "P": P, "O": O, "x": x.reshape(n, d), "n": n, "d": d})
         nx = _pi_inner(x, x, pi, d)
-        worst = max(
-            worst, abs(float(lhs) - float(rhs) - correction * nx) / max(_dirichlet_scale(P, O, pi, x, d) + nx, 1e-300)
-        )
+        worst = max(worst, abs(float(lhs) - float(rhs)) / max(_dirichlet_scale(P, O, pi, x, d) + nx, 1e-300))
     return _v(worst, 64 * EPS * n * d * n, "|<x,Δx>_π − Dirichlet| / scale over 3 probes (the registry's formula)")
 
 
-def _constraints(P: np.ndarray, O: np.ndarray) -> np.ndarray:
+def _constraints(P: np.ndarray, O: np.ndarray, parallel=None) -> np.ndarray:
+    """The matrix ``C`` of the parallel-section condition (the registry's formula ``parallel``,
+    ``x_i = O_ij x_j``) on every edge ``P_ij ≠ 0``: its two sides evaluated at every unit vector
+    ``x = e_p`` at once, ``d`` rows ``lhs - rhs`` per edge (edges in row-major order)."""
     n, d = P.shape[0], O.shape[-1]
-    rows = []
-    for i, j in zip(*np.nonzero(P)):
-        C = np.zeros((d, n * d))
-        C[:, i * d : (i + 1) * d] += np.eye(d)
-        C[:, j * d : (j + 1) * d] -= O[i, j]
-        rows.append(C)
-    return np.vstack(rows) if rows else np.zeros((0, n * d))
+    E = np.eye(n * d).reshape(n, d, n * d)
+    lhs, rhs = _F.evaluate(parallel or _FS.PARALLEL, {"O": O, "x": E, "n": n, "d": d})
+    return (lhs - rhs)[P != 0].reshape(-1, n * d)
 
 
 def walk_kernel_parallel(inst, params) -> Verdict:
@@ -475,7 +497,7 @@ def walk_kernel_parallel(inst, params) -> Verdict:
     P, O = walk_view(inst)
     n, d = P.shape[0], O.shape[-1]
     Dl = np.eye(n * d) - dense_walk(P, O)
-    C = _constraints(P, O)
+    C = _constraints(P, O, params.get("parallel"))
     rel = 64 * EPS * n * d  # the rounding level of an n·d-dimensional operator, as for every tolerance
     dn = max(float(np.linalg.norm(Dl, 2)), 1.0)
     cn = max(float(np.linalg.norm(C, 2)), 1.0) if C.size else 1.0
@@ -507,16 +529,19 @@ def walk_kernel_parallel(inst, params) -> Verdict:
 
 
 def walk_flat(inst, params) -> Verdict:
+    """T3.flat: the registry's formula ``params["flat"]`` (``Δ = R((I-P)⊗I)R^T`` entrywise, premises
+    ``O_ij = R_i R_j^T``, ``R_i`` orthogonal: :func:`theory.oracle_instances._premised`) at every unit
+    vector ``x = e_p`` at once, and ``dim ker Δ = kernel_dim_per_d · d``."""
     if inst.get("R") is None:
         return _na("no flat connection in this instance")
     P, O = walk_view(inst)
     R = np.asarray(inst["R"], float)
     n, d = R.shape[0], R.shape[-1]
+    E = np.eye(n * d).reshape(n, d, n * d)
+    values = {"P": P, "O": O, "R": R, "x": E, "n": n, "d": d}
+    what = "Δ = R((I−P)⊗I)Rᵀ at every unit vector (entries O(1): P stochastic, R orthogonal)"
+    form = _premised(params["flat"], values, "flat", 64 * EPS * n * d, what, scale=1.0)
     Dl = np.eye(n * d) - dense_walk(P, O)
-    Rb = np.zeros((n * d, n * d))
-    for i in range(n):
-        Rb[i * d : (i + 1) * d, i * d : (i + 1) * d] = R[i]
-    form = float(np.abs(Dl - Rb @ np.kron(np.eye(n) - P, np.eye(d)) @ Rb.T).max())
     _, k_lo, k_hi, _ = null_space_interval(Dl)
     want = int(params["kernel_dim_per_d"]) * d
     dim = (
@@ -526,21 +551,29 @@ def walk_flat(inst, params) -> Verdict:
         if k_lo <= want <= k_hi
         else Verdict(False, float(min(abs(k_lo - want), abs(k_hi - want))), 0.0, f"dim ker Δ = {k_hi}, stated {want}")
     )
-    return _all(_v(form, 64 * EPS * n * d, "‖Δ − R((I−P)⊗I)Rᵀ‖"), dim)
+    return _all(form, dim)
 
 
 def walk_scaled(inst, params) -> Verdict:
+    """T3.scaled: ``spec Δ`` in ``[lo_s, hi_s]`` (the registry's expressions of ``s``) for ``O = s·Q``
+    (``Q``: the instance's transports), and the registry's formula ``params["scaled"]`` on the
+    polarization probes (every ``x``: :func:`theory.oracle_instances.polarization_probes`)."""
     if inst.get("s") is None:
         return _na("no scale in this instance")
-    P, O = walk_view(inst)
+    P, Q = walk_view(inst)
     s = float(inst["s"])
-    sc = dict(inst, O=s * O)
-    sc.pop("A", None)
-    W = dense_walk(P, s * O)
-    return _all(
-        _spectrum_in(np.linalg.eigvals(np.eye(W.shape[0]) - W), 1 - s, 1 + s, W),
-        walk_dirichlet(dict(sc, P=P), {}, correction=(1 - s * s) / 2),
+    pi = walk_pi(inst, P)
+    n, d = P.shape[0], Q.shape[-1]
+    lo, hi = (float(sp.sympify(params[k]).subs(_FS.s_, s)) for k in ("lo_s", "hi_s"))
+    W = dense_walk(P, s * Q)
+    X = polarization_probes(n, d)
+    lhs, rhs = _F.evaluate(params["scaled"], {"pi": pi, "P": P, "Q": Q, "s": s, "x": X, "n": n, "d": d})
+    form = _v(
+        float((np.abs(lhs - rhs) / _form_scale(P, s * Q, pi, X)).max()),
+        64 * EPS * n * d * n,
+        "|<x,Δx>_π − scaled Dirichlet form| / scale on the polarization probes (the registry's formula)",
     )
+    return _all(_spectrum_in(np.linalg.eigvals(np.eye(W.shape[0]) - W), lo, hi, W), form)
 
 
 def block_detailed_balance(inst, params) -> Verdict:

@@ -39,7 +39,6 @@ from .oracle_instances import (  # noqa: F401
     _v,
     arr,
     build,
-    causal_scores,
     dense_walk,
     exact,
     null_space,
@@ -52,8 +51,6 @@ from .oracle_instances import (  # noqa: F401
 from .oracle_spectral import (  # noqa: F401
     _eig_count,
     _ring,
-    _softmax_instance,
-    kernel_hat,
     ring_jacobian,
     ring_symbol,
     sha_laplacian,
@@ -66,6 +63,7 @@ from .oracle_spectral import (  # noqa: F401
     t6_fourier,
     t6_rotating,
     t6_selection,
+    walk_spectrum,
 )
 from .oracle_walks import (  # noqa: F401
     _constraints,
@@ -126,6 +124,7 @@ PREDICATES: dict[str, Callable[[Mapping, Mapping], Verdict]] = {
         t2_special,
         walk_self_adjoint,
         walk_spectrum_interval,
+        walk_spectrum,
         walk_dirichlet,
         block_detailed_balance,
         walk_kernel_parallel,

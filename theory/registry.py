@@ -16,7 +16,7 @@ statistic, null model, decision rule); adding a claim is adding one :class:`Clai
 
 One idea per file: :mod:`theory.theorem` (the :class:`Theorem` record), :mod:`theory.registry_common`
 (seed papers, test paths, shared wordings), the entries :mod:`theory.registry_lemmas` (L1-L4),
-:mod:`theory.registry_walks` (T1, T2), T3 here, :mod:`theory.registry_spectral` (T4-T6) and
+:mod:`theory.registry_walks` (T1, T2), :mod:`theory.registry_spectral` (T3-T6) and
 :mod:`theory.registry_claims` (E1-E6, LAP); this module assembles them and looks them up.
 
     >>> from theory.registry import get
@@ -30,13 +30,9 @@ from __future__ import annotations
 
 from dataclasses import replace as _replace
 
-from . import cases as _cases
-from . import derivations as _dv
 from . import derivations_general as _gen
-from . import formulas as _F
 from .errors import UnknownTheoremError
 from .registry_claims import CLAIMS
-from .registry_common import _CERT, _CLAIM_LAP, _NEC, _REL, _ROT, _SPEC, _STMT, _SYM, _SYM_MUT, _T3_NUMERIC, SEED_A, _c
 from .registry_conventions import CONVENTIONS  # the conventions (rendered first in THEOREMS.md)
 from .registry_lemmas import LEMMAS
 from .registry_spectral import SPECTRAL_THEOREMS
@@ -61,167 +57,6 @@ __all__ = [
     "get",
     "get_claim",
 ]
-
-# T3 lives here, in the registry's own file (the gate's "edit T3's bound in theory/registry.py" check);
-# L1-L4, T1-T2, T4-T6 and E1-E6/LAP are in theory/registry_{lemmas,walks,spectral,claims}.py.
-T3: Theorem = Theorem(
-    id="T3",
-    title="When the generator is a random-walk connection Laplacian",
-    kind="theorem",
-    source=Source(SEED_A, _CLAIM_LAP, "THEOREMS.md T3"),
-    hypotheses=(
-        Hypothesis(
-            "T3.a",
-            "(a) stochastic",
-            "«stochastic»",
-            predicate="stochastic",
-            params={"stochastic": _F.STOCHASTIC},
-            witnesses=(
-                Witness(
-                    "T3.a.w1",
-                    "$P=[[0,2],[2,0]]$, $O=1$, $\\pi = (\\frac12,\\frac12)$: spec $\\{-1,3\\}$; at $x=(1,1)$ $\\langle x,\\Delta x\\rangle_\\pi = -1$ vs Dirichlet $0$ (correction $\\sum_i\\pi_i(1-r_i)|x_i|^2 = -1$)",
-                    fails=("T3.spectrum", "T3.dirichlet"),
-                    instance={
-                        "kind": "walk",
-                        "P": [[0, 2], [2, 0]],
-                        "O": [[[[1]], [[1]]], [[[1]], [[1]]]],
-                        "pi": ["1/2", "1/2"],
-                    },
-                    derivation="T3::drop (a) [P=[[0,2],[2,0]], O=1]: spec Delta = {-1, 3}",
-                ),
-            ),
-        ),
-        Hypothesis(
-            "T3.b",
-            "(b) reversible",
-            "«balance» for some positive $\\pi$",
-            predicate="reversible",
-            params={"balance": _F.BALANCE},
-            witnesses=(
-                Witness(
-                    "T3.b.w1",
-                    "directed 3-cycle, $O=1$: spec $\\{0, \\frac32 \\pm \\frac{\\sqrt3}{2} i\\}$, self-adjoint in no inner product",
-                    fails=("T3.self_adjoint", "T3.spectrum"),
-                    instance={"kind": "walk", "P": [[0, 1, 0], [0, 0, 1], [1, 0, 0]], "O": [[[[1]]] * 3] * 3},
-                    derivation="T3::drop (b) [directed 3-cycle",
-                ),
-            ),
-        ),
-        Hypothesis(
-            "T3.c1",
-            "(c1) orthogonal",
-            "every $O_{ij}$ on the support ($P_{ij} \\ne 0$) is orthogonal: «orthogonal»",
-            predicate="orthogonal",
-            params={"orthogonal": _F.ORTHOGONAL},
-            witnesses=(
-                Witness(
-                    "T3.c1.w1",
-                    "swap walk, $O_{12} = O_{21} = 2$: spec $\\{-1, 3\\}$",
-                    fails=("T3.spectrum",),
-                    instance={"kind": "walk", "P": [[0, 1], [1, 0]], "O": [[[[0]], [[2]]], [[[2]], [[0]]]]},
-                    derivation="T3::drop orthogonality [swap, O=2]",
-                ),
-                Witness(
-                    "T3.c1.w2",
-                    "keep $O_{ji} = O_{ij}^{-1}$ only (3-cycle, weights $\\frac12$, $O_{12}=[[1,\\frac32],[0,1]]$, $O_{23}=I$, $O_{31}=\\operatorname{diag}(2,\\frac12)$): a negative eigenvalue $\\approx "
-                    + str(_cases.T3_INVERSE_TRANSPORTS["negative_eigenvalue"])
-                    + "$ and a complex pair",
-                    derivation="T3::drop orthogonality keep O_ji=O_ij^-1 [3-cycle]: one negative real eigenvalue",
-                ),
-            ),
-        ),
-        Hypothesis(
-            "T3.c2",
-            "(c2) transpose-compatible",
-            "transpose-compatible on every two-way edge: «transpose»",
-            predicate="transpose_compatible",
-            params={"transpose": _F.TRANSPOSE},
-            witnesses=(
-                Witness(
-                    "T3.c2.w1",
-                    "swap walk, $O_{12} = O_{21} = R$ a rotation ($R = [[\\frac35,-\\frac45],[\\frac45,\\frac35]]$ here, $R(\\pi/3)$ in the derivation): complex spectrum",
-                    fails=("T3.self_adjoint", "T3.spectrum"),
-                    instance={
-                        "kind": "walk",
-                        "P": [[0, 1], [1, 0]],
-                        "O": [[[[0, 0], [0, 0]], _ROT], [_ROT, [[0, 0], [0, 0]]]],
-                    },
-                    derivation="T3::drop O_ji=O_ij^T [swap",
-                ),
-            ),
-        ),
-    ),
-    conclusions=(
-        _c(
-            "T3.self_adjoint",
-            "$\\Delta = I - W = I - (\\operatorname{diag}\\pi \\otimes I)^{-1} W_{\\mathrm{sym}}$ with $W_{\\mathrm{sym}} = \\operatorname{block}(\\pi_i P_{ij} O_{ij})$ symmetric; $\\Delta$ is self-adjoint in $\\langle x,y\\rangle_\\pi = \\sum_i \\pi_i x_i^\\top y_i$, entrywise: «self_adjoint»",
-            predicate="walk_self_adjoint",
-            params={"self_adjoint": _F.SELF_ADJOINT},
-            tolerance=_REL,
-            derivations=("T3::1. Delta is pi-self-adjoint",),
-            tests=(_STMT,),
-        ),
-        _c(
-            "T3.spectrum",
-            "spectrum real, in $[«lo», «hi»]$: with the Dirichlet form, $\\langle x,(2I-\\Delta)x\\rangle_\\pi$ is a sum of squares, entrywise: «upper_form»",
-            predicate="walk_spectrum_interval",
-            params={"lo": 0, "hi": 2, "upper_form": _F.UPPER_FORM},
-            tolerance=_SPEC,
-            derivations=("T3::2. <x,(2I-Delta)x>_pi",),
-            tests=(_STMT,),
-        ),
-        _c(
-            "T3.dirichlet",
-            "Dirichlet form $\\langle x,\\Delta x\\rangle_\\pi$ entrywise ($x_{i,a}$: component $a$ of token $i$, $O_{i,j,a,b}$: entry $(a,b)$ of $O_{ij}$): «dirichlet»",
-            predicate="walk_dirichlet",
-            params={"dirichlet": _F.DIRICHLET},
-            tolerance=_REL,
-            derivations=("T3::3. Dirichlet",),
-            tests=(_STMT,),
-        ),
-        _c(
-            "T3.kernel",
-            "kernel = parallel sections ($x_i = O_{ij} x_j$ on every edge)",
-            predicate="walk_kernel_parallel",
-            tolerance="null spaces by SVD at threshold 1e-9·‖·‖₂; equal dimension and ‖Δ Z‖, ‖C K‖ ≤ 1e-7",
-            derivations=("T3::4. parallel section",),
-            tests=(_STMT,),
-        ),
-        _c(
-            "T3.flat",
-            "flat connection $O_{ij} = R_i R_j^\\top$: $\\Delta = R((I-P)\\otimes I_d)R^\\top$, $\\dim\\ker\\Delta = «kernel_dim_per_d»\\,d$ ($P$ irreducible)",
-            predicate="walk_flat",
-            params={"kernel_dim_per_d": 1},
-            tolerance=_REL + "; rank threshold 1e-9",
-            derivations=("T3::5. flat connection",),
-            tests=(_STMT,),
-        ),
-        _c(
-            "T3.scaled",
-            "scaled isometries $O_{ij} = s Q_{ij}$: the Dirichlet form gains $+\\frac{1-s^2}{2}\\lVert x\\rVert_\\pi^2$; $\\operatorname{spec}\\Delta \\subset [1-s, 1+s]$",
-            predicate="walk_scaled",
-            tolerance=_SPEC,
-            derivations=("T3::scaled O = sQ: <x,Delta x>_pi",),
-            tests=(_STMT,),
-        ),
-    ),
-    derivation=_dv.derive_t3,
-    lemmas=("L3",),
-    notes=(
-        "Weaker: the Dirichlet form and the kernel need only (a), orthogonal $O$ and a stationary $\\pi > 0$; then spec lies in the disk $|z-1| \\le 1$. Without a positive stationary $\\pi$ the kernel statement fails: $P=[[1,0],[.5,.5]]$, $d=1$, $O_{22}=-1$.",
-        "Gauge-free form on $B$: $B_{ij} = p_{ij} Q_{ij}$, $Q_{ij}$ orthogonal, $\\sum_j p_{ij} = 1$, $\\pi_i B_{ij} = \\pi_j B_{ji}^\\top$; balanced norms $\\pi_i\\lVert B_{ij}\\rVert = \\pi_j\\lVert B_{ji}\\rVert$ are not enough (the transports must match).",
-    ),
-    symbolic_tests=(_SYM, _SYM_MUT),
-    certificate_tests=(_CERT,),
-    numeric_tests=_T3_NUMERIC
-    + (
-        "tests/numerics/test_spectra.py",
-        "tests/numerics/test_statements.py",
-        "tests/numerics/test_oracles.py",
-        "tests/numerics/test_scale.py",
-    ),
-    necessity_tests=(_NEC,),
-)
 
 #: how far each conclusion's symbolic proof reaches, and the steps of the derivation for symbolic
 #: sizes (theory/derivations_general.py) that prove it. ``{sized}``: the exact SymPy derivation at
@@ -256,8 +91,14 @@ SCOPES: dict[str, tuple[str, tuple[str, ...]]] = {
     ),
     "T3.dirichlet": ("all n, d", ("general: Dirichlet identity",)),
     "T3.kernel": ("{sized}", ()),
-    "T3.flat": ("{sized}", ()),
-    "T3.scaled": ("{sized}", ()),
+    "T3.flat": (
+        "the form Delta = R((I-P)(x)I)R^T: all n, d; dim ker Delta = d (P irreducible): {sized}",
+        ("general: flat connection",),
+    ),
+    "T3.scaled": (
+        "the form: all n, d; the interval [1 - s, 1 + s] (Rayleigh-quotient argument): checked numerically only",
+        ("general: scaled isometries",),
+    ),
     "T4.triangle": ("all n, d", ("general: Kolmogorov triangle",)),
     "T4.criterion": (
         "'if' (symmetric scores): all n, d; 'only if' (Kolmogorov cycles, not in SymPy): n = 3 and checked numerically",
@@ -267,7 +108,7 @@ SCOPES: dict[str, tuple[str, tuple[str, ...]]] = {
             "general: symmetric scores => stationary",
         ),
     ),
-    "T4.query_bias": ("{sized}", ()),
+    "T4.query_bias": ("all n, d", ("general: symmetric scores + query bias",)),
     "T4.causal": ("{sized}", ()),
     "T5.laplacian": ("{sized}", ()),
     "T5.spectrum": (
@@ -275,8 +116,8 @@ SCOPES: dict[str, tuple[str, tuple[str, ...]]] = {
         ("general: on Fix(T)", "general: on the -1 space"),
     ),
     "T5.kernel": (
-        "parallel sections lie in the kernel: sized (T3's derivation); equal dimensions: checked numerically only",
-        (),
+        "1 ⊗ Fix(T) lies in the kernel: all n, d; equal dimensions (irreducible A): checked numerically only",
+        ("general: Delta(1 (x) f) = 0",),
     ),
     "T5.non_orthogonal": ("{sized}", ()),
     "T6.jacobian": ("{sized}", ()),
@@ -292,11 +133,15 @@ SCOPES: dict[str, tuple[str, tuple[str, ...]]] = {
 }
 
 
-#: formulas a conclusion renders and its derivation for symbolic sizes proves, but its predicate does
-#: not evaluate (the predicate checks the matrix / spectral form directly); THEOREMS.md says so
-NOT_EVALUATED: dict[str, tuple[str, str]] = {
-    "T3.self_adjoint": ("self_adjoint", "it checks that (diag π ⊗ I)Δ is symmetric"),
-    "T3.spectrum": ("upper_form", "it checks the eigenvalues of Δ"),
+#: formulas a conclusion renders that its predicate does not evaluate but a test does (the test,
+#: and what it judges the formula against); THEOREMS.md says so
+EVALUATED_BY_TESTS: dict[str, dict[str, tuple[str, str]]] = {
+    "T6.selection": {
+        "velocity": (
+            "tests/numerics/test_t6_emergence.py::test_emergence_follows_the_symbol",
+            "against the velocity measured on the simulated pattern",
+        ),
+    },
 }
 
 
@@ -368,7 +213,7 @@ def _scoped(t: Theorem) -> Theorem:
     )
 
 
-MAIN: list[Theorem] = [_scoped(t) for t in (*WALK_THEOREMS, T3, *SPECTRAL_THEOREMS)]
+MAIN: list[Theorem] = [_scoped(t) for t in (*WALK_THEOREMS, *SPECTRAL_THEOREMS)]
 LEMMAS = [_scoped(t) for t in LEMMAS]
 
 #: every registered statement, lemmas first (they are used by the theorems)

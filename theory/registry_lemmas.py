@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from . import derivations as _dv
 from . import formulas as _F
+from . import formulas_spectral as _FS
 from . import formulas_walks as _FW
 from .registry_common import _SYM, _c
 from .statements import Hypothesis, Witness
@@ -114,8 +115,9 @@ LEMMAS: list[Theorem] = [
                 witnesses=(
                     Witness(
                         "L3.metric.w1",
-                        "scaled transports $O = sQ$ add $\\frac{1-s^2}{2}\\lVert x\\rVert_\\pi^2$",
+                        "scaled transports $O = sQ$ add a multiple of $\\lVert x\\rVert_\\pi^2$ (T3.scaled): «scaled»",
                         derivation="T3::scaled O = sQ: the (1-s^2)/2 term is needed",
+                        params={"scaled": _FS.SCALED},
                     ),
                 ),
             ),

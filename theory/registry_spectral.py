@@ -1,10 +1,12 @@
-"""Registry entries T4-T6: reversibility of softmax attention, the single-head involution case,
-and pattern formation."""
+"""Registry entries T3-T6: the random-walk connection Laplacian, reversibility of softmax attention,
+the single-head involution case, and pattern formation."""
 
 from __future__ import annotations
 
+from . import cases as _cases
 from . import derivations as _dv
 from . import formulas as _F
+from . import formulas_spectral as _FS
 from .registry_common import (
     _CERT,
     _CLAIM_LAP,
@@ -22,10 +24,178 @@ from .registry_common import (
     SEED_B,
     _c,
 )
-from .statements import Hypothesis, Witness
+from .statements import Hypothesis, Witness, latex_data
 from .theorem import Source, Theorem
 
+T3: Theorem = Theorem(
+    id="T3",
+    title="When the generator is a random-walk connection Laplacian",
+    kind="theorem",
+    source=Source(SEED_A, _CLAIM_LAP, "THEOREMS.md T3"),
+    hypotheses=(
+        Hypothesis(
+            "T3.a",
+            "(a) stochastic",
+            "«stochastic»",
+            predicate="stochastic",
+            params={"stochastic": _F.STOCHASTIC},
+            witnesses=(
+                Witness(
+                    "T3.a.w1",
+                    "$P=«P»$, $O=«O[0][1]»$, $\\pi = «pi»$: spec $\\{-1,3\\}$; at $x=(1,1)$ $\\langle x,\\Delta x\\rangle_\\pi = -1$ vs Dirichlet $0$ (L3.identity's correction term is $-1$)",
+                    fails=("T3.spectrum", "T3.dirichlet"),
+                    instance={
+                        "kind": "walk",
+                        "P": [[0, 2], [2, 0]],
+                        "O": [[[[1]], [[1]]], [[[1]], [[1]]]],
+                        "pi": ["1/2", "1/2"],
+                    },
+                    derivation="T3::drop (a) [P=[[0,2],[2,0]], O=1]: spec Delta = {-1, 3}",
+                ),
+            ),
+        ),
+        Hypothesis(
+            "T3.b",
+            "(b) reversible",
+            "«balance» for some positive $\\pi$",
+            predicate="reversible",
+            params={"balance": _F.BALANCE},
+            witnesses=(
+                Witness(
+                    "T3.b.w1",
+                    "directed 3-cycle $P = «P»$, $O = «O[0][1]»$: spec $\\{0, \\frac32 \\pm \\frac{\\sqrt3}{2} i\\}$, self-adjoint in no inner product",
+                    fails=("T3.self_adjoint", "T3.spectrum"),
+                    instance={"kind": "walk", "P": [[0, 1, 0], [0, 0, 1], [1, 0, 0]], "O": [[[[1]]] * 3] * 3},
+                    derivation="T3::drop (b) [directed 3-cycle",
+                ),
+            ),
+        ),
+        Hypothesis(
+            "T3.c1",
+            "(c1) orthogonal",
+            "every $O_{ij}$ on the support ($P_{ij} \\ne 0$) is orthogonal: «orthogonal»",
+            predicate="orthogonal",
+            params={"orthogonal": _F.ORTHOGONAL},
+            witnesses=(
+                Witness(
+                    "T3.c1.w1",
+                    "swap walk $P = «P»$, $O_{12} = O_{21} = «O[0][1]»$: spec $\\{-1, 3\\}$",
+                    fails=("T3.spectrum",),
+                    instance={"kind": "walk", "P": [[0, 1], [1, 0]], "O": [[[[0]], [[2]]], [[[2]], [[0]]]]},
+                    derivation="T3::drop orthogonality [swap, O=2]",
+                ),
+                Witness(
+                    "T3.c1.w2",
+                    "keep $O_{ji} = O_{ij}^{-1}$ only (3-cycle, weights $\\frac12$, "
+                    + ", ".join(
+                        f"$O_{{{k[1:]}}} = {latex_data(_cases.T3_INVERSE_TRANSPORTS[k])}$"
+                        for k in ("O12", "O23", "O31")
+                    )
+                    + ", the derivation's data): a negative eigenvalue $\\approx "
+                    + str(_cases.T3_INVERSE_TRANSPORTS["negative_eigenvalue"])
+                    + "$ and a complex pair",
+                    derivation="T3::drop orthogonality keep O_ji=O_ij^-1 [3-cycle]: one negative real eigenvalue",
+                ),
+            ),
+        ),
+        Hypothesis(
+            "T3.c2",
+            "(c2) transpose-compatible",
+            "transpose-compatible on every two-way edge: «transpose»",
+            predicate="transpose_compatible",
+            params={"transpose": _F.TRANSPOSE},
+            witnesses=(
+                Witness(
+                    "T3.c2.w1",
+                    "swap walk $P = «P»$, $O_{12} = O_{21} = R$ a rotation ($R = «O[0][1]»$ here, $R(\\pi/3)$ in the derivation): complex spectrum",
+                    fails=("T3.self_adjoint", "T3.spectrum"),
+                    instance={
+                        "kind": "walk",
+                        "P": [[0, 1], [1, 0]],
+                        "O": [[[[0, 0], [0, 0]], _ROT], [_ROT, [[0, 0], [0, 0]]]],
+                    },
+                    derivation="T3::drop O_ji=O_ij^T [swap",
+                ),
+            ),
+        ),
+    ),
+    conclusions=(
+        _c(
+            "T3.self_adjoint",
+            "$\\Delta = I - W$ is self-adjoint in $\\langle x,y\\rangle_\\pi$, entrywise: «self_adjoint» (at unit vectors $x$, $y$ the two sides are the entries of $(\\operatorname{diag}\\pi \\otimes I)\\Delta$ and of its transpose)",
+            predicate="walk_self_adjoint",
+            params={"self_adjoint": _F.SELF_ADJOINT},
+            tolerance=_REL,
+            derivations=("T3::1. Delta is pi-self-adjoint",),
+            tests=(_STMT,),
+        ),
+        _c(
+            "T3.spectrum",
+            "spectrum real, in $[«lo», «hi»]$: with the Dirichlet form, $\\langle x,(2I-\\Delta)x\\rangle_\\pi$ is a sum of squares, entrywise: «upper_form»",
+            predicate="walk_spectrum",
+            params={"lo": 0, "hi": 2, "upper_form": _F.UPPER_FORM},
+            tolerance=_SPEC,
+            derivations=("T3::2. <x,(2I-Delta)x>_pi",),
+            tests=(_STMT,),
+        ),
+        _c(
+            "T3.dirichlet",
+            "Dirichlet form $\\langle x,\\Delta x\\rangle_\\pi$ entrywise ($x_{i,a}$: component $a$ of token $i$, $O_{i,j,a,b}$: entry $(a,b)$ of $O_{ij}$): «dirichlet»",
+            predicate="walk_dirichlet",
+            params={"dirichlet": _F.DIRICHLET},
+            tolerance=_REL,
+            derivations=("T3::3. Dirichlet",),
+            tests=(_STMT,),
+        ),
+        _c(
+            "T3.kernel",
+            "kernel = parallel sections: «parallel» on every edge ($P_{ij} \\ne 0$)",
+            predicate="walk_kernel_parallel",
+            params={"parallel": _FS.PARALLEL},
+            tolerance="null spaces by SVD at threshold 1e-9·‖·‖₂; equal dimension and ‖Δ Z‖, ‖C K‖ ≤ 1e-7",
+            derivations=("T3::4. parallel section",),
+            tests=(_STMT,),
+        ),
+        _c(
+            "T3.flat",
+            "flat connection (transports $O_{ij} = R_i R_j^\\top$ with $R_i$ orthogonal, the premises below): $\\Delta$ is $(I-P)\\otimes I_d$ conjugated by $R = \\operatorname{diag}(R_i)$, entrywise: «flat»; $\\dim\\ker\\Delta = «kernel_dim_per_d»\\,d$ ($P$ irreducible)",
+            predicate="walk_flat",
+            params={"kernel_dim_per_d": 1, "flat": _FS.FLAT},
+            tolerance=_REL + "; rank threshold 1e-9",
+            derivations=("T3::5. flat connection",),
+            tests=(_STMT,),
+        ),
+        _c(
+            "T3.scaled",
+            "scaled isometries $O_{ij} = s Q_{ij}$ ($Q$ satisfying (c1), (c2)): the Dirichlet form gains a multiple of $\\lVert x\\rVert_\\pi^2$: «scaled»; $\\operatorname{spec}\\Delta \\subset [«lo_s», «hi_s»]$",
+            predicate="walk_scaled",
+            params={"scaled": _FS.SCALED, "lo_s": _FS.SCALED_LO, "hi_s": _FS.SCALED_HI},
+            tolerance=_SPEC + "; the form: " + _REL,
+            derivations=("T3::scaled O = sQ: <x,Delta x>_pi",),
+            tests=(_STMT,),
+        ),
+    ),
+    derivation=_dv.derive_t3,
+    lemmas=("L3",),
+    notes=(
+        "Weaker: the Dirichlet form and the kernel need only (a), orthogonal $O$ and a stationary $\\pi > 0$; then spec lies in the disk $|z-1| \\le 1$. Without a positive stationary $\\pi$ the kernel statement fails: $P=[[1,0],[.5,.5]]$, $d=1$, $O_{22}=-1$.",
+        "Gauge-free form on $B$: $B_{ij} = p_{ij} Q_{ij}$, $Q_{ij}$ orthogonal, $\\sum_j p_{ij} = 1$, $\\pi_i B_{ij} = \\pi_j B_{ji}^\\top$; balanced norms $\\pi_i\\lVert B_{ij}\\rVert = \\pi_j\\lVert B_{ji}\\rVert$ are not enough (the transports must match).",
+    ),
+    symbolic_tests=(_SYM, _SYM_MUT),
+    certificate_tests=(_CERT,),
+    numeric_tests=_T3_NUMERIC
+    + (
+        "tests/numerics/test_spectra.py",
+        "tests/numerics/test_statements.py",
+        "tests/numerics/test_oracles.py",
+        "tests/numerics/test_scale.py",
+    ),
+    necessity_tests=(_NEC,),
+)
+
+
 SPECTRAL_THEOREMS: list[Theorem] = [
+    T3,
     Theorem(
         id="T4",
         title="When softmax attention is reversible",
@@ -35,12 +205,13 @@ SPECTRAL_THEOREMS: list[Theorem] = [
             Hypothesis(
                 "T4.softmax",
                 "softmax",
-                "$A = \\operatorname{softmax}_{\\text{rows}}(X M X^\\top / \\sqrt{d_k})$, $M = W_Q^\\top W_K$, full support (no mask), $n \\ge 3$",
+                "softmax attention «attention» with $M = W_Q^\\top W_K$ and full support (no mask: $\\mu = 0$, every $A_{ij} > 0$), $n \\ge «n_min»$",
                 predicate="softmax_full_support",
+                params={"attention": _FS.ATTENTION, "n_min": 3},
                 witnesses=(
                     Witness(
                         "T4.softmax.w1",
-                        "a causal mask: symmetric $M$ no longer gives detailed balance (no positive $\\pi$ at all)",
+                        "a causal mask, $X = «X»$, symmetric $M = «M»$: no longer detailed balance (no positive $\\pi$ at all)",
                         fails=("T4.criterion",),
                         instance={
                             "kind": "softmax",
@@ -77,16 +248,18 @@ SPECTRAL_THEOREMS: list[Theorem] = [
             ),
             _c(
                 "T4.query_bias",
-                "a key bias cancels; a query bias keeps reversibility with $\\pi_i \\propto e^{\\beta_i}\\sum_j e^{S_{ij}+\\beta_j}$",
+                "a key bias (a score term $\\beta_i$) cancels; a query bias (a score term $\\beta_j$) keeps reversibility with symmetric scores: «query_bias»",
                 predicate="t4_query_bias",
+                params={"query_bias": _FS.QUERY_BIAS},
                 tolerance=_REL,
                 derivations=("T4::key bias", "T4::query bias beta_j: reversible"),
                 tests=(_STMT,),
             ),
             _c(
                 "T4.causal",
-                "causal attention is never reversible with a positive $\\pi$ ($n \\ge 2$)",
+                "causal attention (T4.softmax's attention with the mask «mask») is never reversible with a positive $\\pi$ ($n \\ge «n_min»$)",
                 predicate="t4_causal",
+                params={"mask": _FS.MASK, "n_min": 2},
                 tolerance="exact: an edge $i \\to j$ with $A_{ij} > 0 = A_{ji}$ (detailed balance then forces $\\pi_i = 0$)",
                 derivations=("T4::causal mask",),
                 tests=(_STMT,),
@@ -117,7 +290,7 @@ SPECTRAL_THEOREMS: list[Theorem] = [
                 witnesses=(
                     Witness(
                         "T5.softmax.w1",
-                        "$A = I$ (not full support, reducible), $T = \\operatorname{diag}(1,-1)$: $\\dim\\ker\\Delta = 2 > \\dim \\operatorname{Fix} T$",
+                        "$A = «A»$ (not full support, reducible), $T = «T»$: $\\dim\\ker\\Delta = 2 > \\dim \\operatorname{Fix} T$",
                         fails=("T5.kernel",),
                         instance={"kind": "sha", "A": [[1, 0], [0, 1]], "T": _REFL},
                     ),
@@ -126,12 +299,13 @@ SPECTRAL_THEOREMS: list[Theorem] = [
             Hypothesis(
                 "T5.reversible",
                 "reversible",
-                "$A$ reversible",
+                "the walk $P = A$ is reversible: «balance» for some positive $\\pi$",
                 predicate="reversible",
+                params={"balance": _F.BALANCE},
                 witnesses=(
                     Witness(
                         "T5.reversible.w1",
-                        "non-reversible $A$ (a triangle ratio $3 \\ne 1$), $T = \\operatorname{diag}(1,-1)$: not $\\pi$-self-adjoint",
+                        "non-reversible $A = «A»$ (a triangle ratio $3 \\ne 1$), $T = «T»$: not $\\pi$-self-adjoint",
                         fails=("T5.laplacian",),
                         instance={
                             "kind": "sha",
@@ -144,18 +318,19 @@ SPECTRAL_THEOREMS: list[Theorem] = [
             Hypothesis(
                 "T5.involution",
                 "involution",
-                "$T$ orthogonal and $T = T^\\top$, i.e. $T = I - 2\\Pi_U$",
+                "$T$ orthogonal, «orthogonal», and symmetric, «symmetric»: an orthogonal involution (a reflection across $\\operatorname{Fix}(T)$)",
                 predicate="orthogonal_involution",
+                params={"orthogonal": _FS.T_ORTHOGONAL, "symmetric": _FS.T_SYMMETRIC},
                 witnesses=(
                     Witness(
                         "T5.involution.w1",
-                        "$T$ a rotation (orthogonal, not symmetric): complex spectrum",
+                        "$A = «A»$, $T = «T»$ a rotation (orthogonal, not symmetric): complex spectrum",
                         fails=("T5.laplacian", "T5.spectrum"),
                         instance={"kind": "sha", "A": [["3/5", "2/5"], ["1/5", "4/5"]], "T": _ROT},
                     ),
                     Witness(
                         "T5.involution.w2",
-                        "$T = [[1,1],[0,-1]]$ ($T^2 = I$, not orthogonal): real spectrum in $[0,2]$ but not $\\pi$-self-adjoint",
+                        "$A = «A»$, $T = «T»$ ($T^2 = I$, not orthogonal): real spectrum in $[0,2]$ but not $\\pi$-self-adjoint",
                         fails=("T5.laplacian",),
                         instance={"kind": "sha", "A": [["3/5", "2/5"], ["1/5", "4/5"]], "T": [[1, 1], [0, -1]]},
                         derivation="T5::non-orthogonal involution",
@@ -166,9 +341,9 @@ SPECTRAL_THEOREMS: list[Theorem] = [
         conclusions=(
             _c(
                 "T5.laplacian",
-                "$I - A\\otimes T$ is a connection Laplacian ($\\pi$-self-adjoint, real spectrum in $[«lo», «hi»]$, Dirichlet form) iff $A$ reversible and $T$ an orthogonal involution (up to a global gauge: $T^2 = I$)",
+                "$\\Delta = I - A\\otimes T$ (the walk $P = A$, $O_{ij} = T$) is a connection Laplacian — $\\pi$-self-adjoint, «self_adjoint», real spectrum in $[«lo», «hi»]$, the Dirichlet form «dirichlet» — iff $A$ is reversible and $T$ an orthogonal involution (up to a global gauge)",
                 predicate="sha_laplacian",
-                params={"lo": 0, "hi": 2},
+                params={"lo": 0, "hi": 2, "self_adjoint": _F.SELF_ADJOINT, "dirichlet": _F.DIRICHLET},
                 tolerance=_REL + "; " + _SPEC,
                 derivations=(
                     "T5::reversible A, T = I - 2 Pi_U: Delta pi-self-adjoint",
@@ -187,15 +362,17 @@ SPECTRAL_THEOREMS: list[Theorem] = [
             ),
             _c(
                 "T5.kernel",
-                "$\\ker\\Delta = \\mathbf 1 \\otimes \\operatorname{Fix}(T)$ for irreducible $A$",
+                "$\\ker\\Delta = \\mathbf 1 \\otimes \\operatorname{Fix}(T)$ for irreducible $A$: every $\\mathbf 1 \\otimes f$, $f \\in \\operatorname{Fix}(T)$, is in the kernel (component $(i, a)$ of $\\Delta(\\mathbf 1 \\otimes f)$): «kernel», and the dimensions are equal",
                 predicate="t5_kernel",
+                params={"kernel": _FS.T5_KERNEL},
                 tolerance="null space by SVD at threshold 1e-9; equal dimension and containment",
                 derivations=("T3::4. parallel section",),
                 tests=(_STMT,),
             ),
             _c(
                 "T5.non_orthogonal",
-                "a non-orthogonal involution has real spectrum in $[0,2]$ but fails $\\pi$-self-adjointness and the Dirichlet form",
+                "a non-orthogonal involution has real spectrum in $[«lo», «hi»]$ but fails $\\pi$-self-adjointness and the Dirichlet form (T5.laplacian's formulas)",
+                params={"lo": 0, "hi": 2},
                 derivations=("T5::non-orthogonal involution",),
                 tests=("tests/numerics/test_necessity.py::test_t5_non_orthogonal_involution_explicit",),
             ),
@@ -216,8 +393,9 @@ SPECTRAL_THEOREMS: list[Theorem] = [
             Hypothesis(
                 "T6.H1",
                 "(H1) normalised",
-                "each $A^h(X)$ is row-stochastic for all $X$",
+                "each $A^h(X)$ is row-stochastic for all $X$: «heads»",
                 predicate="heads_stochastic",
+                params={"heads": _F.HEADS_STOCHASTIC},
                 witnesses=(
                     Witness(
                         "T6.H1.w1",
@@ -241,12 +419,13 @@ SPECTRAL_THEOREMS: list[Theorem] = [
             Hypothesis(
                 "T6.H3",
                 "(H3) circulant",
-                "$A^h_{0,ij} = a_h((j-i) \\bmod n)$: relative positional kernel on a ring, no absolute PE, no mask",
+                "relative positional kernel on a ring (no absolute PE, no mask): «circulant»",
                 predicate="circulant",
+                params={"circulant": _FS.CIRCULANT},
                 witnesses=(
                     Witness(
                         "T6.H3.w1",
-                        "a non-circulant (absolute-position) attention on a ring of 3: Fourier modes are not eigenvectors",
+                        "a non-circulant (absolute-position) attention on a ring of 3, $A0 = «A0[0]»$, $T = «T[0]»$: Fourier modes are not eigenvectors",
                         fails=("T6.fourier",),
                         instance={
                             "kind": "ring",
@@ -260,7 +439,8 @@ SPECTRAL_THEOREMS: list[Theorem] = [
         conclusions=(
             _c(
                 "T6.jacobian",
-                "(H1)+(H2): the Jacobian of $\\dot x_i = \\sum_h\\sum_j A^h_{ij}(X) T_h x_j - x_i$ is exactly $J = \\operatorname{block}(\\sum_h A^h_{0,ij} T_h) - I$",
+                "(H1)+(H2): the Jacobian of $\\dot x_i = \\sum_h\\sum_j A^h_{ij}(X) T_h x_j - x_i$ at the base state is exactly $J$, entry $((i, c), (j, b))$ (token-major): «jacobian»",
+                params={"jacobian": _FS.JACOBIAN},
                 derivations=("T6::Jacobian at 1(x)x*",),
                 tests=(
                     "tests/numerics/test_patterns.py::test_t6_jacobian_of_softmax_dynamics_equals_walk_minus_identity",
@@ -268,7 +448,7 @@ SPECTRAL_THEOREMS: list[Theorem] = [
             ),
             _c(
                 "T6.fourier",
-                "(H3): eigenpairs $\\varphi_k \\otimes v$, $\\varphi_k(j) = \\zeta^j$, $\\zeta = e^{2\\pi i k / n}$, with the symbol $M(k) = \\sum_h \\hat a_h(k) T_h$ of the kernels $a_h(m) = A0^h_{0m}$; component $c$ of token $i$, $J = \\operatorname{block}(\\sum_h A0^h_{ij} T_h) - I$: «fourier»",
+                "(H3): eigenpairs $\\varphi_k \\otimes v$, $\\varphi_k(j) = \\zeta^j$, $\\zeta = e^{2\\pi i k / n}$, of $J$ (T6.jacobian) with the symbol $M(k)$ (T6.selection) of the kernels: component $c$ of token $i$ of $J(\\varphi_k \\otimes v)$ and of $\\varphi_k \\otimes (M(k) - I)v$: «fourier»",
                 predicate="t6_fourier",
                 params={"fourier": _F.FOURIER},
                 tolerance=_REL,
@@ -277,18 +457,18 @@ SPECTRAL_THEOREMS: list[Theorem] = [
             ),
             _c(
                 "T6.selection",
-                "selection $k^* = \\operatorname{argmax}_k \\max \\operatorname{Re}\\operatorname{eig} M(k)$, growth $\\sigma = \\lambda_{\\max}(M(k^*)) - «shift»$; phase velocity $c = «velocity_sign|sign»n \\operatorname{Im}\\sigma / (2\\pi k^*)$",
+                "with the symbol «symbol»: selection $k^* = \\operatorname{argmax}_k \\max \\operatorname{Re}\\operatorname{eig} M(k)$, growth $\\sigma = \\lambda_{\\max}(M(k^*)) - «shift»$ (the largest real part of $\\operatorname{spec} J$); phase velocity «velocity»",
                 predicate="t6_selection",
-                params={"shift": 1, "velocity_sign": -1, "hat_sign": 1},
+                params={"shift": 1, "symbol": _FS.SYMBOL, "velocity": _FS.VELOCITY},
                 tolerance=_REL,
                 derivations=("T6::Fourier (ring=",),
                 tests=(_STMT, "tests/numerics/test_t6_emergence.py::test_emergence_follows_the_symbol"),
             ),
             _c(
                 "T6.rotating",
-                "rotating wave $T = \\rho R(\\theta)$: $\\sigma_z(k) = \\rho e^{i\\theta}\\hat a(k) - «shift»$",
+                "rotating wave $T = \\rho R(\\theta)$ (one head): $z = (1, -i)$ is an eigenvector of $M(k) - I$ with the eigenvalue $\\sigma_z(k)$ on the right: «rotating»",
                 predicate="t6_rotating",
-                params={"shift": 1, "hat_sign": 1},
+                params={"rotating": _FS.ROTATING},
                 tolerance=_REL,
                 derivations=("T6::rotating wave",),
                 tests=(_STMT,),

@@ -175,6 +175,38 @@ def orthogonality(base: sp.IndexedBase) -> Rule:
     )
 
 
+def row_orthogonality(base: sp.IndexedBase) -> Rule:
+    """``Σ_c R[u, a, c] R[u, b, c] = δ_ab`` (every ``R_u`` orthogonal: ``R_u R_u^T = I``)."""
+
+    def apply(t: Term):
+        bound = set(t.bound)
+        fs = t.factors
+        for p, q in itertools.combinations(range(len(fs)), 2):
+            f, g = fs[p], fs[q]
+            if not (isinstance(f, sp.Indexed) and isinstance(g, sp.Indexed) and f.base == base == g.base):
+                continue
+            if f.indices[0] != g.indices[0] or f.indices[2] != g.indices[2]:
+                continue
+            c, a, b = f.indices[2], f.indices[1], g.indices[1]
+            rest = fs[:p] + fs[p + 1 : q] + fs[q + 1 :]
+            if c not in bound or _occurs(c, rest) or c in (a, b) or c == f.indices[0]:
+                continue
+            sums = tuple(s for s in t.sums if s[0] != c)
+            if b in bound and b != a:
+                return Term(t.coeff, tuple(s for s in sums if s[0] != b), tuple(x.xreplace({b: a}) for x in rest))
+            if a in bound and a != b:
+                return Term(t.coeff, tuple(s for s in sums if s[0] != a), tuple(x.xreplace({a: b}) for x in rest))
+            return Term(t.coeff, sums, (*rest, sp.KroneckerDelta(a, b)))
+        return None
+
+    return Rule(
+        f"row_orthogonality({base})",
+        rf"\sum_c {sp.latex(base)}_{{u,a,c}} {sp.latex(base)}_{{u,b,c}} = \delta_{{a,b}}",
+        "reduction",
+        apply,
+    )
+
+
 def detailed_balance(pi: sp.IndexedBase, P: sp.IndexedBase) -> Rule:
     """``π_u P_uv = π_v P_vu``: the factors ``π_u``, ``P_uv`` of a term replaced by ``π_v``, ``P_vu``."""
 

@@ -180,16 +180,23 @@ GENERAL_STEPS: dict[str, tuple[tuple[str, ...], ...]] = {
         (ZERO, "general: <x, Delta y>_pi = <Delta x, y>_pi from (b), (c2), all n, d"),
         (ZERO, "general: Dirichlet identity from (a), (b), (c1), all n, d"),
         (ZERO, "general: <x,(2I-Delta)x>_pi = 1/2 sum pi_i P_ij |x_i + O_ij x_j|^2 from (a), (b), (c1), all n, d"),
+        (ZERO, "general: flat connection O_ij = R_i R_j^T: Delta = R((I-P)(x)I)R^T entrywise, all n, d"),
+        (
+            ZERO,
+            "general: scaled isometries O = sQ: Dirichlet form + (1-s^2)/2 |x|_pi^2 from (a), (b), (c1) on Q, all n, d",
+        ),
     ),
     "T4": (
         (ZERO, "general: symmetric M => symmetric scores S_ij = S_ji (no mask), all n, d"),
         (ZERO, "general: Kolmogorov triangle log ratio = (2/sqrt d_k)(x_j-x_i)^T M_a (x_k-x_i), all n, d"),
         (ZERO, "general: symmetric scores => detailed balance Z_i A_ij = Z_j A_ji, all n"),
         (ZERO, "general: symmetric scores => stationary sum_i Z_i A_ij = Z_j, all n"),
+        (ZERO, "general: symmetric scores + query bias => detailed balance with pi_i = e^beta_i Z_i, all n, d"),
     ),
     "T5": (
         (ZERO, "general: on Fix(T): Delta(u (x) f) = (1 - lambda) u (x) f, all n, d"),
         (ZERO, "general: on the -1 space: Delta(u (x) f) = (1 + lambda) u (x) f, all n, d"),
+        (ZERO, "general: Delta(1 (x) f) = 0 for f in Fix(T) when the rows of A sum to 1, all n, d"),
     ),
     "T6": (
         (WITNESS, "general: heads' scores (kernels a_h) are distinct symbols (symbolic head index h)"),

@@ -112,8 +112,10 @@ def test_t5_non_orthogonal_involution_explicit():
     inst = {"kind": "sha", "A": np.array([[0.6, 0.4], [0.3, 0.7]]), "T": np.array([[1.0, 1.0], [0.0, -1.0]])}
     assert np.allclose(inst["T"] @ inst["T"], np.eye(2))
     assert oracles.reversible(inst, {}).holds and not oracles.orthogonal_involution(inst, {}).holds
-    assert oracles.walk_spectrum_interval(inst, {"lo": 0, "hi": 2}).holds
-    assert not oracles.walk_self_adjoint(inst, {}).holds and not oracles.walk_dirichlet(inst, {}).holds
+    c = get("T5").conclusion("T5.non_orthogonal")  # the interval it states; T5.laplacian's formulas
+    lap = get("T5").conclusion("T5.laplacian").params
+    assert oracles.walk_spectrum_interval(inst, c.params).holds
+    assert not oracles.walk_self_adjoint(inst, lap).holds and not oracles.walk_dirichlet(inst, lap).holds
     D = diagnose(ConnectionWalk.from_sha(torch.tensor(inst["A"], dtype=F), torch.tensor(inst["T"], dtype=F)))
     assert bool(D.detailed_balance.holds) and bool(D.spectrum_interval.holds)
     assert not bool(D.self_adjoint.holds) and not bool(D.dirichlet.holds)

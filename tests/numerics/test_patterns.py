@@ -45,6 +45,8 @@ from numerics.patterns import (
 from numerics.simulate import MHADynamics, perturbed_homogeneous, simulate_flow, simulate_stack, sinusoidal_pe
 from numerics.tolerance import assert_close, tol
 from tests.helpers import naive_token_major
+from theory.oracles import ring_jacobian
+from theory.registry import get
 from theory.report import record
 
 F64 = torch.float64
@@ -205,6 +207,11 @@ def test_t6_jacobian_of_softmax_dynamics_equals_walk_minus_identity(case):
     ref = linear_operator(a, T)
     scale = 1 + sum(torch.linalg.matrix_norm(T[h]).item() for h in range(T.shape[0]))
     r = assert_close(J, ref, size=n * d, dtype=F64, what="autograd J vs walk − I")
+    # ... and the statement's own formula (T6.jacobian's registry expression, evaluated by the oracle)
+    stated = ring_jacobian(
+        naive_circulant(a.numpy()), T.numpy(), get("T6").conclusion("T6.jacobian").params["jacobian"]
+    )
+    assert_close(J, _t(stated), size=n * d, dtype=F64, what="autograd J vs the registry's formula for J")
     record("T6", residual=r)
     # content changes attention away from the base state (so the cancellation is not vacuous): the
     # attention at Y is the literal softmax of log a_h(j − i) + β (W_Q y_i)·(W_K y_j)/√d_k (numpy here)

@@ -34,6 +34,7 @@ from numerics.classify import classify_trajectory, measure_mode
 from numerics.patterns import predict_pattern
 from numerics.simulate import MHADynamics, perturbed_homogeneous, simulate_flow
 from numerics.tolerance import tol
+from theory import formulas as F
 from theory import oracles
 from theory.registry import get
 from theory.report import record
@@ -74,14 +75,15 @@ def emergence_cases(draw):
     return a, T, (k0 if kind == "wave" else 0), g, draw(st.integers(0, 2**16)), draw(st.booleans())
 
 
-def _oracle_selection(a: np.ndarray, T: np.ndarray, sign: int, shift: float):
+def _oracle_selection(a: np.ndarray, T: np.ndarray, symbol, shift: float):
     """``(k*, σ, gap)`` from the literal symbol: the best ``Re σ`` over every ``k`` and branch, ``k*``
     canonical in ``[0, n/2]``; ``gap`` to the best *other* real pattern (the conjugate
     ``(n − k*, σ̄)``, and ``σ̄`` at a self-conjugate ``k*``, are the same real pattern)."""
     n = a.shape[0]
+    A0 = a[(np.arange(n)[None, :] - np.arange(n)[:, None]) % n][None]  # the circulant of the kernel
     modes = []
     for k in range(n):
-        Mk = sum(oracles.kernel_hat(a, k, sign) * T[h] for h in range(T.shape[0]))
+        Mk = oracles.ring_symbol(A0, T, k, symbol)  # the registry's formula for M(k)
         modes += [(k, complex(ev)) for ev in np.linalg.eigvals(Mk) - shift]
     k_top, s_top = max(modes, key=lambda m: m[1].real)
 
@@ -103,7 +105,7 @@ def _check_case(case, stats: dict) -> None:
     a, T, k0, g, seed, content_on = case
     n, d = a.shape[0], T.shape[-1]
     sel = get("T6").conclusion("T6.selection").params
-    k_star, sigma, gap = _oracle_selection(a, T, sel["hat_sign"], sel["shift"])
+    k_star, sigma, gap = _oracle_selection(a, T, sel["symbol"], sel["shift"])
     # the construction did what it says (independent oracle, literal symbol)
     assert k_star == k0, (k_star, k0)
     assert abs(sigma.real - g) <= 1e-9 and gap >= 0.05, (sigma, g, gap)
@@ -154,8 +156,9 @@ def _check_case(case, stats: dict) -> None:
         rel_w = abs(fit.growth_rate.imag - sigma.imag) / abs(sigma)
     assert rel_w <= 1e-2, (fit.growth_rate, sigma)
     if k_star != 0:
-        # phase velocity from the registered formula c = sign · n Im σ / (2π k*)
-        c = sel["velocity_sign"] * n * sigma.imag / (2 * math.pi * k_star)
+        # phase velocity from the registry's formula (T6.selection's `velocity`)
+        vel = sel["velocity"]
+        c = float(F.tabulate(vel.rhs, (), {"n": n, "sigma": sigma, "k_star": k_star}))
         rel_c = abs(fit.velocity - c) / (n * abs(sigma) / (2 * math.pi * k_star))
         assert rel_c <= 1e-2, (fit.velocity, c)
         stats["waves"] += 1

@@ -8,7 +8,7 @@ oracles, using the mutant's params. Hypothesis ``find`` must produce an instance
 on; for a changed conclusion the original statement must hold on that same instance (so the
 rejection is due to the mutation); for a removed hypothesis the instance must violate it (so the
 hypothesis was needed). ``test_property_test_reads_the_registry`` runs the property test itself
-with the registry patched, proving the edit of ``theory/registry.py`` is what gets tested.
+with the registry patched, proving the edit of the registry entry is what gets tested.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 from tests.numerics import statement_cases as cases
 from tests.numerics import test_statements
 from theory import formulas as F
+from theory import formulas_spectral as FS
 from theory import formulas_walks as FW
 from theory import oracles, registry
 from theory.registry import get
@@ -61,6 +62,13 @@ def _x(expr, old, new):
 
 
 _T4B, _T4S = F.T4_BALANCE, F.T4_STATIONARY
+
+
+def _where(ident, head, body):
+    """``ident.where`` with the definition of ``head`` replaced by ``body``."""
+    assert head in dict(ident.where), head
+    return tuple((hd, body if hd == head else b) for hd, b in ident.where)
+
 
 MUTANTS = {
     "T3 upper bound 2 -> 1": lambda: _conclusion_mutant("T3", "T3.spectrum", hi=1),
@@ -103,6 +111,33 @@ MUTANTS = {
     "T3 Dirichlet pi_i P_ij -> pi_i P_ji": lambda: _formula_mutant(
         "T3", "T3.dirichlet", "dirichlet", rhs=_x(_DIR.rhs, F.P_[F.i, F.j], F.P_[F.j, F.i])
     ),
+    "T3 self-adjoint <Dx,y>_pi -> <Dx,y> (pi dropped)": lambda: _formula_mutant(
+        "T3", "T3.self_adjoint", "self_adjoint", rhs=_x(F.SELF_ADJOINT.rhs, F.pi_[F.i], 1)
+    ),
+    "T3 upper form 1/2 -> 1": lambda: _formula_mutant(
+        "T3", "T3.spectrum", "upper_form", rhs=_x(F.UPPER_FORM.rhs, sp.S.Half, 1)
+    ),
+    "T3 upper form x_i + O_ij x_j -> x_i - O_ij x_j": lambda: _formula_mutant(
+        "T3", "T3.spectrum", "upper_form", rhs=_x(F.UPPER_FORM.rhs, _Oij, -_Oij)
+    ),
+    "T3 parallel x_i = O_ij x_j -> x_i = -O_ij x_j": lambda: _formula_mutant(
+        "T3", "T3.kernel", "parallel", rhs=-FS.PARALLEL.rhs
+    ),
+    "T3 parallel O_ij -> O_ij^T": lambda: _formula_mutant(
+        "T3", "T3.kernel", "parallel", rhs=_x(FS.PARALLEL.rhs, _Oij, F.O_[F.i, F.j, F.b, F.a])
+    ),
+    "T3 flat R_j^T -> R_j": lambda: _formula_mutant(
+        "T3", "T3.flat", "flat", rhs=_x(FS.FLAT.rhs, FS.R_[F.j, F.b, F.c], FS.R_[F.j, F.c, F.b])
+    ),
+    "T3 flat I - P -> I + P": lambda: _formula_mutant(
+        "T3", "T3.flat", "flat", rhs=_x(FS.FLAT.rhs, F.P_[F.i, F.j], -F.P_[F.i, F.j])
+    ),
+    "T3 scaled (1 - s^2)/2 -> (1 - s)/2": lambda: _formula_mutant(
+        "T3", "T3.scaled", "scaled", rhs=_x(FS.SCALED.rhs, FS.s_**2, FS.s_)
+    ),
+    "T3 scaled x_i - s Q_ij x_j -> x_i - Q_ij x_j": lambda: _formula_mutant(
+        "T3", "T3.scaled", "scaled", rhs=_x(FS.SCALED.rhs, FS.Q_[F.i, F.j, F.a, F.b], FS.Q_[F.i, F.j, F.a, F.b] / FS.s_)
+    ),
     "T4 symmetric scores dropped": lambda: _formula_mutant("T4", "T4.criterion", "balance", premises=()),
     "T4 stationary without symmetric scores": lambda: _formula_mutant("T4", "T4.criterion", "stationary", premises=()),
     "T4 pi_i = Z_i -> pi_i = 1": lambda: _formula_mutant(
@@ -110,6 +145,18 @@ MUTANTS = {
     ),
     "T4 pi_i = Z_i -> Z_i^2": lambda: _formula_mutant(
         "T4", "T4.criterion", "stationary", lhs=_x(_T4S.lhs, F.Z_[F.i], F.Z_[F.i] ** 2), rhs=F.Z_[F.j] ** 2
+    ),
+    "T4 query bias: symmetric scores dropped": lambda: _formula_mutant(
+        "T4", "T4.query_bias", "query_bias", premises=()
+    ),
+    "T4 query bias pi_i = e^beta_i Z_i -> Z_i": lambda: _formula_mutant(
+        "T4", "T4.query_bias", "query_bias", where=_where(FS.QUERY_BIAS, F.pi_[F.i], F.Z_[F.i])
+    ),
+    "T4 query bias pi_i = e^beta_i Z_i -> e^-beta_i Z_i": lambda: _formula_mutant(
+        "T4",
+        "T4.query_bias",
+        "query_bias",
+        where=_where(FS.QUERY_BIAS, F.pi_[F.i], sp.exp(-FS.beta_[F.i]) * F.Z_[F.i]),
     ),
     "T2 gates 1/sum -> 1/H": lambda: _formula_mutant(
         "T2", "T2.walk", "gates", where=((F.g_[F.h, F.i, F.j], F.Ah_[F.h, F.i, F.j] / F.H),)
@@ -138,6 +185,41 @@ MUTANTS = {
     ),
     "T5 Delta = I - A (x) T -> I + A (x) T": lambda: _formula_mutant(
         "T5", "T5.spectrum", "on_fix", lhs=2 * F.u_[F.i] * F.f_[F.a] - F.T5_ON_FIX.lhs
+    ),
+    # (j > i -> j > i + 1 is equivalent on the drawn instances: n >= 3 keeps a one-way edge (0, 2))
+    "T4 causal mask -oo -> -1": lambda: _formula_mutant(
+        "T4", "T4.causal", "mask", rhs=sp.Piecewise((-1, F.j > F.i), (0, True))
+    ),
+    "T4 causal mask dropped (mu = 0)": lambda: _formula_mutant("T4", "T4.causal", "mask", rhs=sp.S.Zero),
+    "T6 symbol zeta^m -> 2 zeta^m": lambda: _formula_mutant(
+        "T6", "T6.selection", "symbol", rhs=_x(FS.SYMBOL.rhs, F.zeta**F.m, 2 * F.zeta**F.m)
+    ),
+    "T6 symbol: sum over heads -> head 0 only": lambda: _formula_mutant(
+        "T6", "T6.selection", "symbol", rhs=FS.SYMBOL.rhs.function.xreplace({F.h: 0})
+    ),
+    "T6 rotating e^{i theta} -> e^{-i theta}": lambda: _formula_mutant(
+        "T6",
+        "T6.rotating",
+        "rotating",
+        rhs=_x(FS.ROTATING.rhs, sp.exp(sp.I * FS.theta), sp.exp(-sp.I * FS.theta)),
+    ),
+    "T6 rotating rho -> rho^2": lambda: _formula_mutant(
+        "T6", "T6.rotating", "rotating", rhs=_x(FS.ROTATING.rhs, FS.rho, FS.rho**2)
+    ),
+    "T5 kernel: Fix(T) -> the -1 eigenspace": lambda: _formula_mutant(
+        "T5",
+        "T5.kernel",
+        "kernel",
+        premises=(FS.T5_KERNEL.premises[0], (FS.T5_KERNEL.premises[1][0], -F.f_[F.a])),
+    ),
+    "T5 kernel: I - A (x) T -> I + A (x) T": lambda: _formula_mutant(
+        "T5", "T5.kernel", "kernel", lhs=2 * F.f_[F.a] - FS.T5_KERNEL.lhs
+    ),
+    "T5 laplacian: Dirichlet 1/2 -> 1": lambda: _formula_mutant(
+        "T5", "T5.laplacian", "dirichlet", rhs=_x(_DIR.rhs, sp.S.Half, 1)
+    ),
+    "T5 laplacian: self-adjoint <Dx,y>_pi -> <Dx,y>": lambda: _formula_mutant(
+        "T5", "T5.laplacian", "self_adjoint", rhs=_x(F.SELF_ADJOINT.rhs, F.pi_[F.i], 1)
     ),
     "T1 A (x) T -> T (x) A": lambda: _formula_mutant(
         "T1", "T1.walk", "stacked", rhs=sp.KroneckerProduct(F.T_m, F.A_m) * F.Vec(F.X_m.T)
@@ -203,6 +285,13 @@ FORMULA_MUTANTS = [
     "T3 Dirichlet x_i - O_ij x_j -> x_i + O_ij x_j",
     "T3 Dirichlet pi_i -> pi_j",
     "T3 Dirichlet pi_i P_ij -> pi_i P_ji",
+    "T3 self-adjoint <Dx,y>_pi -> <Dx,y> (pi dropped)",
+    "T3 upper form 1/2 -> 1",
+    "T3 upper form x_i + O_ij x_j -> x_i - O_ij x_j",
+    "T3 flat R_j^T -> R_j",
+    "T3 flat I - P -> I + P",
+    "T3 scaled (1 - s^2)/2 -> (1 - s)/2",
+    "T3 scaled x_i - s Q_ij x_j -> x_i - Q_ij x_j",
     "T4 symmetric scores dropped",
     "T4 stationary without symmetric scores",
     "T4 pi_i = Z_i -> pi_i = 1",
@@ -210,6 +299,9 @@ FORMULA_MUTANTS = [
     "T4 triangle identity sign flipped",
     "T4 triangle coefficient 2 -> 1",
     "T4 triangle x_j - x_i -> x_j + x_i",
+    "T4 query bias: symmetric scores dropped",
+    "T4 query bias pi_i = e^beta_i Z_i -> Z_i",
+    "T4 query bias pi_i = e^beta_i Z_i -> e^-beta_i Z_i",
     "T1 A (x) T -> T (x) A",
     "T1 token-major -> feature-major",
     "T1 SHA = A X T^T -> A X T",
@@ -228,6 +320,8 @@ FORMULA_MUTANTS = [
     "T5 on Fix(T): 1 - lambda -> 1 - lambda^2",
     "T5 on the -1 space: 1 + lambda -> 1 - lambda",
     "T5 Delta = I - A (x) T -> I + A (x) T",
+    "T5 kernel: Fix(T) -> the -1 eigenspace",
+    "T5 kernel: I - A (x) T -> I + A (x) T",
     "T6 Fourier sign reversed",
     "T6 Fourier phi_k(j) = zeta^j -> zeta^-j",
     "T6 Fourier kernel row 0 -> column 0",
@@ -290,6 +384,24 @@ HYPOTHESIS_MUTANTS = {
         lambda f: f.edited(rhs=F.Ah_[0, F.i, F.j]),
         {"As": _T2_HEADS, "Ts": [[[1.0]], [[2.0]]], "P": [[0.7, 0.3], [0.275, 0.725]]},
     ),
+    "T5 involution T^T T = I -> 2I": (
+        "T5.involution",
+        "orthogonal",
+        lambda f: f.edited(rhs=2 * f.rhs),
+        {"T": [[0.6, 0.8], [0.8, -0.6]]},
+    ),
+    "T5 involution T = T^T -> T = -T^T": (
+        "T5.involution",
+        "symmetric",
+        lambda f: f.edited(rhs=-f.rhs),
+        {"T": [[0.6, 0.8], [0.8, -0.6]]},
+    ),
+    "T6 (H1) rows sum to 1 -> columns": (
+        "T6.H1",
+        "heads",
+        lambda f: f.edited(lhs=sp.Sum(F.Ah_[F.h, F.j, F.i], (F.j, 0, F.n - 1))),
+        {"A0": [[[0.5, 0.5, 0.0], [0.0, 0.5, 0.5], [0.25, 0.25, 0.5]]]},
+    ),
 }
 
 
@@ -316,6 +428,16 @@ ORACLE_FORMULA_MUTANTS = [
     "T2 constant T_Sigma = sum_h T_h -> T_1",
     "T2 constant c_ij >= 0 -> c_ij <= 0",
     "T2 constant equal heads A^h = A^1 -> (A^1)^T",
+    "T3 parallel x_i = O_ij x_j -> x_i = -O_ij x_j",
+    "T3 parallel O_ij -> O_ij^T",
+    "T5 laplacian: Dirichlet 1/2 -> 1",
+    "T5 laplacian: self-adjoint <Dx,y>_pi -> <Dx,y>",
+    "T4 causal mask -oo -> -1",
+    "T4 causal mask dropped (mu = 0)",
+    "T6 symbol zeta^m -> 2 zeta^m",
+    "T6 symbol: sum over heads -> head 0 only",
+    "T6 rotating e^{i theta} -> e^{-i theta}",
+    "T6 rotating rho -> rho^2",
 ]
 
 
@@ -393,7 +515,8 @@ def test_every_theorem_has_three_formula_mutants():
 
 def test_every_formula_a_predicate_evaluates_has_a_mutant_here():
     """Each formula an oracle evaluates is edited by at least one formula mutant (so its evaluation
-    is shown to matter); the formulas no predicate evaluates are the registry's NOT_EVALUATED."""
+    is shown to matter); a formula a test evaluates instead (registry.EVALUATED_BY_TESTS) is mutated
+    where that test runs."""
     edited = set()
     for name in FORMULA_MUTANTS + ORACLE_FORMULA_MUTANTS:
         original, mutant = MUTANTS[name]()
@@ -405,6 +528,6 @@ def test_every_formula_a_predicate_evaluates_has_a_mutant_here():
         for c in t.conclusions
         if c.predicate
         for k in c.formulas
-        if registry.NOT_EVALUATED.get(c.id, ("",))[0] != k
+        if k not in registry.EVALUATED_BY_TESTS.get(c.id, {})
     }
     assert evaluated <= edited, sorted(evaluated - edited)

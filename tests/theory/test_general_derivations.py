@@ -144,6 +144,12 @@ def test_rules_are_equalities_under_their_hypotheses():
     _check_rule(R.transpose_compatible(O), _S(pi[i] * O[i, j, a, b] * x[i, a] * y[j, b], i, j, a, b), env)
     _check_rule(R.symmetric(F.M_), _S(F.M_[a, b] * x[i, a] * y[i, b], i, a, b), env)
     _check_rule(R.constant_sum(), _S(x[0, 0], i), env)
+    Rq = np.stack([np.linalg.qr(RNG.standard_normal((D_, D_)))[0] for _ in range(N)])  # every R_u orthogonal
+    Rb = sp.IndexedBase("R")
+    out = _check_rule(
+        R.row_orthogonality(Rb), _S(Rb[i, a, c] * Rb[i, b, c] * x[i, a] * y[i, b], i, a, b, c), {**env, "R": Rq}
+    )
+    assert len(out[0].sums) == 2  # Σ_c R_ac R_bc = δ_ab: the sums over c and b are gone
     Ms = env["M"]
     lam_, U = np.linalg.eigh(Ms)  # a real symmetric d×d matrix: real eigenpairs
     ev = {**env, "Ms": Ms, "u": U[:, 1], "lambda": lam_[1]}
@@ -236,6 +242,7 @@ def test_a_wrong_rule_makes_the_derivation_fail(monkeypatch):
         "general: <x, Delta y>_pi = <Delta x, y>_pi from (b), (c2), all n, d",
         "general: Dirichlet identity from (a), (b), (c1), all n, d",
         "general: <x,(2I-Delta)x>_pi = 1/2 sum pi_i P_ij |x_i + O_ij x_j|^2 from (a), (b), (c1), all n, d",
+        "general: scaled isometries O = sQ: Dirichlet form + (1-s^2)/2 |x|_pi^2 from (a), (b), (c1) on Q, all n, d",
     }
     assert _failing(get("L3").derive_general())
 
@@ -482,6 +489,15 @@ def _t3_instance():
     return {"kind": "walk", "P": P, "O": O, "pi": K.sum(1) / K.sum()}
 
 
+def _ring_instance():
+    a = np.array([0.1, 0.2, 0.3, 0.4])
+    return {
+        "kind": "ring",
+        "A0": a[(np.arange(4)[None, :] - np.arange(4)[:, None]) % 4][None],
+        "T": np.array([[[2.0]]]),
+    }
+
+
 def _t2_instance():
     As = np.array([[[0.5, 0.5], [0.25, 0.75]], [[0.9, 0.1], [0.3, 0.7]]])
     return {"kind": "mha", "As": As, "Ts": np.array([np.eye(2), [[0.0, -1.0], [1.0, 0.0]]])}
@@ -499,13 +515,26 @@ def _t2_instance():
             "T3.c2", "transpose", lambda f: f.edited(lhs=F.O_[F.j, F.i, F.a, F.b]), marks=pytest.mark.theorem("T3")
         ),
         pytest.param(
+            "T6.H3",
+            "circulant",
+            lambda f: f.edited(rhs=F.A0_[F.h, 0, sp.Mod(F.i - F.j, F.n)]),
+            marks=pytest.mark.theorem("T6"),
+        ),
+        pytest.param(
             "T2.heads",
             "heads",
             lambda f: f.edited(lhs=sp.Sum(F.Ah_[F.h, F.j, F.i], (F.j, 0, F.n - 1))),
             marks=pytest.mark.theorem("T2"),
         ),
     ],
-    ids=["(a) rows sum to 2", "(b) pi_j P_ij", "(c1) 2 delta", "(c2) O_ji = O_ij", "T2 heads: columns sum to 1"],
+    ids=[
+        "(a) rows sum to 2",
+        "(b) pi_j P_ij",
+        "(c1) 2 delta",
+        "(c2) O_ji = O_ij",
+        "T6 (H3) (j - i) mod n -> (i - j) mod n",
+        "T2 heads: columns sum to 1",
+    ],
 )
 def test_hypothesis_formula_mutants_fail(hid, key, edit):
     """A hypothesis is a formula too: its edit is rejected by its predicate on an instance of the
@@ -520,5 +549,5 @@ def test_hypothesis_formula_mutants_fail(hid, key, edit):
     bad = replace(h, params={**h.params, key: edit(h.params[key])})
     mutant = replace(t, hypotheses=tuple(bad if x.id == hid else x for x in t.hypotheses))
     assert t.derive_general().passed and not mutant.derive_general().passed
-    inst = _t3_instance() if t.id == "T3" else _t2_instance()
+    inst = {"T3": _t3_instance, "T6": _ring_instance}.get(t.id, _t2_instance)()
     assert oracles.judge(h, inst).holds and not oracles.judge(bad, inst).holds
