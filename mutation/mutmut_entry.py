@@ -22,7 +22,7 @@ from mutmut.mutation import file_mutation as fm
 
 # decorator calls kept on the trampoline and stripped from the copies: ``@contract(...)`` (argument
 # validation, numerics/contracts.py) and ``@sized(...)`` (the supported sizes of a theory derivation,
-# theory/derivation_sizes.py: it registers the ranges once and checks the keyword sizes before calling
+# theory/derivations/sizes.py: it registers the ranges once and checks the keyword sizes before calling
 # whichever copy is active; both read the signature through functools.wraps' ``__wrapped__``)
 KEPT_DECORATORS = frozenset({"contract", "sized"})
 

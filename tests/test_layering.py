@@ -56,10 +56,12 @@ def imports(module: str) -> list[tuple[str, bool]]:
     return out
 
 
-def private_imports(module: str) -> list[tuple[str, str]]:
-    """``(source module, name)`` for every ``from source import _name`` of ``module`` whose source is
-    another module of the three packages (dunder names and submodules are not private names)."""
-    tree = ast.parse(MODULES[module].read_text(), filename=str(MODULES[module]))
+def private_imports(module: str, source: str | None = None) -> list[tuple[str, str]]:
+    """``(source module, name)`` for every ``from source import _name`` of ``module`` (its file, or
+    ``source`` in its place) whose source is another module of the three packages (dunder names and
+    submodules are not private names)."""
+    text = MODULES[module].read_text() if source is None else source
+    tree = ast.parse(text, filename=str(MODULES[module]))
     out = []
     for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom):
@@ -115,17 +117,6 @@ def import_graph(*, function_level: bool) -> nx.DiGraph:
 #: paper_checks.report ↔ laplacian_check.
 KNOWN_CYCLES: list[list[str]] = []
 
-#: importers allowed to take private names from other modules, with the reason; the exemption must
-#: still be needed (the test below fails when it is not, so that it is removed)
-PRIVATE_IMPORT_EXEMPT = {
-    "theory": "theory/'s flat prefixed files (registry_*, oracle_*, derivations_*) share private helpers; "
-    "they are being regrouped into packages (the theory part of the one-way layout), which settles their names",
-}
-
-
-def _exempt(module: str) -> bool:
-    return any(module == p or module.startswith(p + ".") for p in PRIVATE_IMPORT_EXEMPT)
-
 
 def test_the_scan_sees_function_level_imports():
     # paper_checks.report renders the LAP section through an import inside render_markdown
@@ -179,12 +170,24 @@ def test_the_laplacian_package_is_a_one_way_chain():
 
 
 def test_the_private_import_scan_sees_a_private_import():
-    # theory's private helpers are exempt below, but the scan reads them (a broken scan would pass vacuously)
-    found = [p for m in MODULES if _exempt(m) for p in private_imports(m)]
-    assert found, "no private import left in the exempt packages: remove their PRIVATE_IMPORT_EXEMPT entry"
+    # a relative and an absolute private import (a broken scan would pass the test below vacuously);
+    # a submodule and a dunder are not private names
+    src = (
+        "from .common import SEED_A, _hidden\n"
+        "from theory.oracles.instances import _helper\n"
+        "from . import common\n"
+        "from .common import __doc__\n"
+        "def f():\n    from ..rounding import _late\n"
+    )
+    found = private_imports("theory.registry.walks", src)
+    assert found == [
+        ("theory.registry.common", "_hidden"),
+        ("theory.oracles.instances", "_helper"),
+        ("theory.rounding", "_late"),
+    ]
 
 
-@pytest.mark.parametrize("module", sorted(m for m in MODULES if not _exempt(m)))
+@pytest.mark.parametrize("module", sorted(MODULES))
 def test_no_private_name_imported_across_modules(module):
     bad = private_imports(module)
     assert not bad, f"{module} imports private names of other modules: {bad}"

@@ -1,16 +1,28 @@
 """connwalk theory: SymPy statements and derivations of THEOREMS.md's theorems (no torch here).
 
-* :mod:`theory.registry` — ``THEOREMS`` (lemmas L1-L4, theorems T1-T6), ``CLAIMS`` (E1-E6), ``get(id)``.
-* :mod:`theory.derivations` — exact symbolic derivations at fixed sizes (``derive_t1`` ... ``derive_t6``).
-* :mod:`theory.formulas` — one SymPy expression per identity (rendered, evaluated by the oracles, proved).
-* :mod:`theory.derivations_general` — the formulas proved for symbolic sizes, with the stated rules of
-  :mod:`theory.rewrite` (index swap, hypotheses as rewrite rules).
-* :mod:`theory.certificates` — exact rational certificates at realistic sizes (``Fraction``).
-* :mod:`theory.render` — ``python -m theory.render [--check]`` writes / guards ``THEOREMS.md``.
-* :mod:`theory.report` — the per-theorem tally behind pytest's end-of-run theorem table.
-* :mod:`theory.statements` — the data types of statements (hypotheses, conclusions, witnesses, claims).
-* :mod:`theory.oracles` — independent predicates (numpy float64 / mpmath / Fraction) for every statement.
-* :mod:`theory.cases` — the reference data statements carry (counterexamples and their numbers).
+Three packages, each a room with one door (its ``__init__``), and the modules they share below them:
+
+* :mod:`theory.registry` — ``THEOREMS`` (lemmas L1-L4, theorems T1-T6), ``CLAIMS`` (E1-E6, LAP),
+  ``get(id)``; the entries in ``registry.lemmas`` (L1-L4), ``registry.walks`` (T1, T2),
+  ``registry.spectral`` (T3-T6), ``registry.claims``, with ``registry.common`` (test paths, shared
+  wordings) and ``registry.conventions`` (THEOREMS.md's conventions).
+* :mod:`theory.oracles` — independent predicates (numpy float64 / mpmath / Fraction) for every
+  statement: ``oracles.instances`` (instances, verdicts, the shared numeric helpers) below
+  ``oracles.walks`` (L1, T1, T2, T3) below ``oracles.spectral`` (T4-T6).
+* :mod:`theory.derivations` — exact symbolic derivations at fixed sizes (``derive_t1`` ... ``derive_t6``):
+  ``derivations.sizes`` (the supported sizes) below ``derivations.walks`` below
+  ``derivations.spectral``; ``derivations.general`` proves the formulas for symbolic sizes with the
+  stated rules of :mod:`theory.rewrite` (index swap, hypotheses as rewrite rules).
+* :mod:`theory.formulas` — one SymPy expression per identity (rendered, evaluated by the oracles,
+  proved): the machinery and the T3/T4 forms in the package itself, ``formulas.walks`` (conventions,
+  L1, L2, L4, T1, T2) and ``formulas.spectral`` (T3-T6).
+
+Below them: :mod:`theory.statements` (the data types of statements), :mod:`theory.theorem` (the
+:class:`~theory.theorem.Theorem` record), :mod:`theory.cases` (the reference data statements carry),
+:mod:`theory.symbolic` / :mod:`theory.steps` / :mod:`theory.rewrite` (derivation machinery),
+:mod:`theory.rounding` (the three-valued decision rule), :mod:`theory.certificates` (exact rational
+certificates at realistic sizes), :mod:`theory.render` (``python -m theory.render [--check]`` writes /
+guards ``THEOREMS.md``) and :mod:`theory.report` (the per-theorem tally behind pytest's theorem table).
 
 Neither torch nor numerics is ever imported (a test enforces it); the registry, the renderer and
 the derivations need only SymPy and the standard library, the oracles add numpy and mpmath.

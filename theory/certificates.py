@@ -161,7 +161,7 @@ def _dot(a, b):
     return sum((x * y for x, y in zip(a, b)), Fraction(0))
 
 
-def _pi_inner(x, y, pi, d):
+def pi_inner_product(x, y, pi, d):
     return sum((pi[i] * _dot(x[i * d : (i + 1) * d], y[i * d : (i + 1) * d]) for i in range(len(pi))), Fraction(0))
 
 
@@ -280,10 +280,10 @@ def certify_t3(w, O, x, s=None) -> Derivation:
     )
     Wx = walk_apply(P, O, x, d)
     Dx = [a - b for a, b in zip(x, Wx)]
-    D.add("3. Dirichlet identity", [_pi_inner(x, Dx, pi, d) - _dirichlet(P, O, pi, x, d)])
+    D.add("3. Dirichlet identity", [pi_inner_product(x, Dx, pi, d) - _dirichlet(P, O, pi, x, d)])
     D.add(
         "2. <x,(2I-Delta)x>_pi = 1/2 sum pi_i P_ij |x_i + O_ij x_j|^2",
-        [_pi_inner(x, [a + b for a, b in zip(x, Wx)], pi, d) - _dirichlet(P, O, pi, x, d, sign=+1)],
+        [pi_inner_product(x, [a + b for a, b in zip(x, Wx)], pi, d) - _dirichlet(P, O, pi, x, d, sign=+1)],
     )
     if s is not None:
         s = q(s, "s")
@@ -291,7 +291,11 @@ def certify_t3(w, O, x, s=None) -> Derivation:
         Dsx = [a - b for a, b in zip(x, walk_apply(P, Os, x, d))]
         D.add(
             "scaled O = sQ: Dirichlet + (1-s^2)/2 |x|^2_pi",
-            [_pi_inner(x, Dsx, pi, d) - _dirichlet(P, Os, pi, x, d) - (1 - s * s) / 2 * _pi_inner(x, x, pi, d)],
+            [
+                pi_inner_product(x, Dsx, pi, d)
+                - _dirichlet(P, Os, pi, x, d)
+                - (1 - s * s) / 2 * pi_inner_product(x, x, pi, d)
+            ],
         )
     return D
 

@@ -214,7 +214,7 @@ class Conclusion:
     tests: tuple[str, ...] = ()
     #: how far the symbolic proof reaches: "all n, d", "all n, d, H", "n = 3", "checked numerically only", ...
     scope: str = ""
-    #: the steps of the theorem's derivation for symbolic sizes (:mod:`theory.derivations_general`)
+    #: the steps of the theorem's derivation for symbolic sizes (:mod:`theory.derivations.general`)
     #: that prove it, by name prefix
     general: tuple[str, ...] = ()
 
@@ -235,7 +235,7 @@ class Conclusion:
 @dataclass(frozen=True)
 class Convention:
     """A convention every statement uses (THEOREMS.md's first section): its text cites formulas as
-    ``«name»`` (``params``: SymPy expressions of :mod:`theory.formulas_walks` / :mod:`theory.formulas`),
+    ``«name»`` (``params``: SymPy expressions of :mod:`theory.formulas.walks` / :mod:`theory.formulas`),
     and ``evaluated_by`` names the oracle that evaluates those very expressions (empty: none does,
     ``unevaluated`` says why)."""
 

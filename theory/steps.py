@@ -149,7 +149,7 @@ STEPS: dict[str, tuple[tuple[str, ...], ...]] = {
     ),
 }
 
-#: theorem id -> the steps of its derivation for symbolic sizes (``theory.derivations_general``), in order
+#: theorem id -> the steps of its derivation for symbolic sizes (``theory.derivations.general``), in order
 GENERAL_STEPS: dict[str, tuple[tuple[str, ...], ...]] = {
     "L2": (
         (ZERO, "general: rows sum to 1, all n, any differentiable scores"),

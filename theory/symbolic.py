@@ -216,13 +216,13 @@ def symbol_vector(name: str, size: int, **assumptions) -> sp.Matrix:
 def stack_token_major(X: sp.Matrix) -> sp.Matrix:
     """``x = vec(X^T)``: ``(n, d) -> (n*d, 1)`` with ``x[i*d + k] = X[i, k]``."""
     n, d = X.shape
-    return sp.Matrix(n * d, 1, lambda r, _c: X[r // d, r % d])
+    return sp.Matrix(n * d, 1, lambda r, make_conclusion: X[r // d, r % d])
 
 
 def stack_feature_major(X: sp.Matrix) -> sp.Matrix:
     """``vec(X)``: ``(n, d) -> (n*d, 1)`` with ``x[k*n + i] = X[i, k]`` (the *other* convention)."""
     n, d = X.shape
-    return sp.Matrix(n * d, 1, lambda r, _c: X[r % n, r // n])
+    return sp.Matrix(n * d, 1, lambda r, make_conclusion: X[r % n, r // n])
 
 
 def unstack_token_major(x: sp.Matrix, n: int, d: int) -> sp.Matrix:

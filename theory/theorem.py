@@ -36,7 +36,7 @@ class Theorem:
     numeric_tests: tuple[str, ...] = ()
     necessity_tests: tuple[str, ...] = ()
     extra: dict = field(default_factory=dict, compare=False)
-    #: the derivation for symbolic sizes (``theory.derivations_general.general_<id>``), if any
+    #: the derivation for symbolic sizes (``theory.derivations.general.general_<id>``), if any
     general: Callable[..., Derivation] | None = field(default=None, compare=False)
 
     def derive_general(self) -> Derivation:

@@ -25,14 +25,14 @@ def _raises(err, arg, fn):
     return e.value
 
 
-def _walk(batch=(), n=4, d=2, seed=0):
+def walk_component(batch=(), n=4, d=2, seed=0):
     g = torch.Generator().manual_seed(seed)
     A = torch.softmax(torch.randn(*batch, 2, n, n, generator=g, dtype=F64), -1)
     return ConnectionWalk.from_mha(A, torch.randn(2, d, d, generator=g, dtype=F64))
 
 
 def test_an_index_on_an_unbatched_walk_is_refused_not_ignored():
-    P = _walk().walk_matrix
+    P = walk_component().walk_matrix
     _raises(ParameterError, "index", lambda: graphs.to_networkx(P, index=3))
     assert graphs.to_networkx(P).number_of_nodes() == 4
 
@@ -41,7 +41,7 @@ def test_an_index_on_an_unbatched_walk_is_refused_not_ignored():
     "index, err", [(5, ParameterError), (-4, ParameterError), ("a", ParameterError), ((0, 1), ShapeError)]
 )
 def test_an_index_out_of_range_on_a_batched_walk_is_named(index, err):
-    w = _walk(batch=(3,))
+    w = walk_component(batch=(3,))
     _raises(err, "index", lambda: graphs.to_networkx(w, index=index))
     _raises(err, "index", lambda: graphs.is_irreducible(w, index=index))
     if index != (0, 1):  # select takes leading indices: (0, 1) has one too many here as well
@@ -85,14 +85,14 @@ def test_an_aliased_wavenumber_is_refused():
 
 
 def test_stationary_info_dtype_must_name_a_precision():
-    P = _walk().walk_matrix
+    P = walk_component().walk_matrix
     _raises(ParameterError, "dtype", lambda: stationary_info(P, dtype=torch.int64))
     _raises(ParameterError, "dtype", lambda: stationary_info(P, dtype="float32"))
     assert stationary_info(P, dtype=torch.float32).pi.shape == (4,)
 
 
 def test_diagnose_with_a_massless_pi_is_refused_not_nan():
-    w = _walk()
+    w = walk_component()
     _raises(ParameterError, "pi", lambda: diagnose(w, pi=torch.zeros(4, dtype=F64)))
 
 
@@ -106,7 +106,7 @@ def test_perron_solve_rho_must_broadcast_with_p():
 
 
 def test_batch_shapes_that_do_not_broadcast_are_named():
-    w = _walk(batch=(3,))
+    w = walk_component(batch=(3,))
     _raises(ShapeError, "X", lambda: w.apply(torch.randn(5, 4, 2, dtype=F64)))
     assert w.apply(torch.randn(2, 3, 4, 2, dtype=F64)).shape == (2, 3, 4, 2)  # broadcasting is fine
     A = torch.softmax(torch.randn(3, 2, 4, 4, dtype=F64), -1)

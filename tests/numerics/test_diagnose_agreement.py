@@ -395,7 +395,7 @@ def _sym_stochastic(n, seed):
     return K / K.sum(-1, keepdim=True)
 
 
-def _ring(n):
+def ring_instance(n):
     """Lazy walk on a cycle: support {i−1, i, i+1}, so the section tree has depth ⌊n/2⌋."""
     P = torch.zeros(n, n, dtype=F)
     for i in range(n):
@@ -417,7 +417,7 @@ def _causal(n, seed):
         (lambda: _rev_heads(4, 20, 2, 0), 10),  # S has ±1 eigenvalues: the +1 half is parallel
         (lambda: _flat_on(torch.block_diag(_sym_stochastic(3, 2), _sym_stochastic(3, 3)), 10, 4), 20),
         (lambda: _flat_on(_causal(5, 5), 10, 6), 10),
-        (lambda: _flat_on(_ring(6), 9, 7), 9),
+        (lambda: _flat_on(ring_instance(6), 9, 7), 9),
     ],
     ids=["flat-d12", "reversible-heads-d20", "flat-two-components", "flat-causal", "flat-ring-deep-tree"],
 )
@@ -490,7 +490,7 @@ def test_section_tree_and_lower_bound():
     ``f(σ') = s σ'/√((s + c)² + σ'²)`` is the minimax of its two estimates (brute force)."""
     from numerics.laplacian.kernel import lower_bound, section_tree
 
-    roots, parent, root_of, depth = section_tree((_ring(6) > 0).numpy())
+    roots, parent, root_of, depth = section_tree((ring_instance(6) > 0).numpy())
     assert roots == [0] and parent[0] == -1 and sorted(depth.tolist()) == [0, 1, 1, 2, 2, 3]
     sup = (torch.block_diag(_sym_stochastic(2, 0), _sym_stochastic(3, 1)) > 0).numpy()
     sup[4, 0] = True  # token 4 also leaks into the first class: its class {2, 3, 4} is not closed

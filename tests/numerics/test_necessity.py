@@ -1,4 +1,4 @@
-"""Necessity of every hypothesis, judged by the independent oracles (theory/oracles.py).
+"""Necessity of every hypothesis, judged by the independent oracles (theory/oracles/__init__.py).
 
 * ``test_hypothesis_is_necessary[T3.a]`` …: for each registered hypothesis with a predicate,
   Hypothesis ``find`` searches instances drawn with *only that hypothesis dropped*

@@ -1,4 +1,4 @@
-"""``diagnose`` (numerics/laplacian.py) judged by the independent oracles (theory/oracles.py), and
+"""``diagnose`` (numerics/laplacian.py) judged by the independent oracles (theory/oracles/__init__.py), and
 the repair of block detailed balance: balanced norms with wrong transports must be rejected.
 
 * ``test_block_detailed_balance_rejects_balanced_norms_with_wrong_transports``: the walk obtained

@@ -1,6 +1,6 @@
 """The empirical claims E1-E6 are registered data (statement, statistic, null model, decision rule)
 and agree with what paper_checks measures: the same claim ids, and each claim's module exists.
-Adding a claim is one :class:`theory.statements.Claim` entry in ``theory/registry_claims.py``."""
+Adding a claim is one :class:`theory.statements.Claim` entry in ``theory/registry/claims.py``."""
 
 from __future__ import annotations
 

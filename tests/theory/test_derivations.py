@@ -7,8 +7,8 @@ import pytest
 import sympy as sp
 
 from theory import derivations as dv
-from theory import derivations_spectral as dv_spectral
-from theory import derivations_walks as dv_walks
+from theory.derivations import spectral as dv_spectral
+from theory.derivations import walks as dv_walks
 from theory.registry import THEOREMS, get
 from theory.report import record
 from theory.symbolic import Check, Derivation
@@ -171,7 +171,7 @@ def test_t1_catches_feature_major_kron(monkeypatch):
 def test_t3_catches_transports_without_transpose(monkeypatch):
     """O_ji = O_ij (instead of O_ij^T): pi-self-adjointness must fail. (The Dirichlet identity is a
     quadratic-form identity and survives: it needs only orthogonality and stationarity.)"""
-    real = dv._metric_transports
+    real = dv.symbolic_metric_transports
 
     def broken(n, d, scale=1):
         O, angles = real(n, d, scale)
@@ -180,7 +180,7 @@ def test_t3_catches_transports_without_transpose(monkeypatch):
                 O[j][i] = O[i][j]
         return O, angles
 
-    monkeypatch.setattr(dv_spectral, "_metric_transports", broken)
+    monkeypatch.setattr(dv_spectral, "symbolic_metric_transports", broken)
     D = dv.derive_t3(n=2, d=2, counterexamples=False)
     failed = {c.name for c in D.failures()}
     assert any(name.startswith("1. Delta is pi-self-adjoint") for name in failed), D.summary()
@@ -221,17 +221,17 @@ def test_check_and_derivation_semantics():
 def test_t2_special_cases_use_the_definitions(monkeypatch):
     """Break the definition of the blocks (a head weighted twice) or of the gates (not normalised):
     the cancelling-heads and shared-A steps, which substitute into those definitions, must fail."""
-    real_blocks, real_gates = dv._head_blocks, dv._gates
+    real_blocks, real_gates = dv.head_blocks, dv.gate_matrices
 
     def weighted(As, Ts):
         return real_blocks(As, [T * (h + 1) for h, T in enumerate(Ts)])
 
-    monkeypatch.setattr(dv_walks, "_head_blocks", weighted)
+    monkeypatch.setattr(dv_walks, "head_blocks", weighted)
     failed = {c.name for c in dv.derive_t2(n=2, d=2, heads=2).failures()}
     assert any(n.startswith("cancelling heads (T_2=-T_1") for n in failed), failed
-    monkeypatch.setattr(dv_walks, "_head_blocks", real_blocks)
+    monkeypatch.setattr(dv_walks, "head_blocks", real_blocks)
     monkeypatch.setattr(
-        dv_walks, "_gates", lambda As: [[[g * 2 for g in row] for row in rows] for rows in real_gates(As)]
+        dv_walks, "gate_matrices", lambda As: [[[g * 2 for g in row] for row in rows] for rows in real_gates(As)]
     )
     failed = {c.name for c in dv.derive_t2(n=2, d=2, heads=2).failures()}
     assert any(n.startswith("shared A across heads") for n in failed), failed

@@ -1,7 +1,7 @@
 """The building blocks of the symbolic derivations, each checked against its literal definition
 with independent arithmetic (exact ``Fraction`` loops, float64 numpy at sample angles), so a
 derivation cannot pass because a helper silently built something else (mutation testing of
-``theory/derivations_walks.py`` and ``theory/derivations_spectral.py``)."""
+``theory/derivations/walks.py`` and ``theory/derivations/spectral.py``)."""
 
 from __future__ import annotations
 
@@ -12,9 +12,9 @@ import numpy as np
 import pytest
 import sympy as sp
 
-from theory import derivations_spectral as dsp
-from theory import derivations_walks as dw
 from theory.cases import T2_COUNTEREXAMPLE, T3_INVERSE_TRANSPORTS
+from theory.derivations import spectral as dsp
+from theory.derivations import walks as dw
 
 
 def F(v) -> Fraction:
@@ -42,7 +42,7 @@ def as_fractions(M: sp.Matrix) -> list[list[Fraction]]:
 # ------------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("n", [1, 3])
 def test_sym_weights_are_symmetric_positive_named_symbols(n):
-    w = dw._sym_weights(n)
+    w = dw.symbolic_symmetric_weights(n)
     assert len(w) == n and all(len(row) == n for row in w)
     for i in range(n):
         for j in range(n):
@@ -69,7 +69,7 @@ def _refl(t: float) -> np.ndarray:
 
 @pytest.mark.parametrize("n", [2, 3])
 def test_metric_transports_d2_are_rotations_and_reflections(n):
-    O, angles = dw._metric_transports(n, 2)
+    O, angles = dw.symbolic_metric_transports(n, 2)
     want_names = {f"phi_{i}" for i in range(n)} | {f"theta_{i}{j}" for i in range(n) for j in range(i + 1, n)}
     assert len(angles) == n * (n + 1) // 2
     assert {a.name for a in angles} == want_names
@@ -95,7 +95,7 @@ def test_metric_transports_d2_are_rotations_and_reflections(n):
 @pytest.mark.parametrize("d", [1, 3])
 def test_metric_transports_other_d_are_signed_identities(d):
     n = 3
-    O, angles = dw._metric_transports(n, d)
+    O, angles = dw.symbolic_metric_transports(n, d)
     assert angles == []
     for i in range(n):
         for j in range(n):
@@ -106,9 +106,9 @@ def test_metric_transports_other_d_are_signed_identities(d):
 @pytest.mark.parametrize("d", [1, 2])
 def test_metric_transports_scale_multiplies_every_transport(d):
     s = sp.Symbol("s", positive=True)
-    O1, a1 = dw._metric_transports(3, d)
-    Os, a2 = dw._metric_transports(3, d, scale=s)
-    O1b, _ = dw._metric_transports(3, d, scale=1)
+    O1, a1 = dw.symbolic_metric_transports(3, d)
+    Os, a2 = dw.symbolic_metric_transports(3, d, scale=s)
+    O1b, _ = dw.symbolic_metric_transports(3, d, scale=1)
     assert a1 == a2
     for i in range(3):
         for j in range(3):
@@ -118,7 +118,7 @@ def test_metric_transports_scale_multiplies_every_transport(d):
 
 def test_softmax_like_is_the_row_normalised_positive_symbol_matrix():
     n = 3
-    M = dw._softmax_like("q", n)
+    M = dw.softmax_like("q", n)
     assert M.shape == (n, n)
     E = [[sp.Symbol(f"q_{i}{j}", positive=True) for j in range(n)] for i in range(n)]
     for i in range(n):
@@ -145,7 +145,7 @@ def test_head_blocks_are_the_sum_over_heads(H, n, d):
     rng = np.random.default_rng(H * 100 + n * 10 + d)
     As = [_rand_rational(rng, (n, n)) for _ in range(H)]
     Ts = [_rand_rational(rng, (d, d)) for _ in range(H)]
-    B = dw._head_blocks([sp.Matrix(A) for A in As], [sp.Matrix(T) for T in Ts])
+    B = dw.head_blocks([sp.Matrix(A) for A in As], [sp.Matrix(T) for T in Ts])
     assert B.shape == (n * d, n * d)
     got = as_fractions(B)
     for i in range(n):
@@ -163,7 +163,7 @@ def test_gates_are_the_head_shares(H, n):
         [[Fraction(int(rng.integers(1, 9)), int(rng.integers(1, 5))) for _ in range(n)] for _ in range(n)]
         for _ in range(H)
     ]
-    g = dw._gates([sp.Matrix(A) for A in As])
+    g = dw.gate_matrices([sp.Matrix(A) for A in As])
     assert len(g) == n and all(len(r) == n for r in g)
     for i in range(n):
         for j in range(n):
@@ -173,10 +173,10 @@ def test_gates_are_the_head_shares(H, n):
 
 
 def test_exact_rational_parsing():
-    assert dw._q(0.662) == sp.Rational(331, 500)
-    assert dw._q("5/7") == sp.Rational(5, 7)
-    assert dw._q(-3) == sp.Integer(-3)
-    assert dw._qmat([[0.5, "1/3"], [2, "-7/4"]]) == sp.Matrix(
+    assert dw.to_rational(0.662) == sp.Rational(331, 500)
+    assert dw.to_rational("5/7") == sp.Rational(5, 7)
+    assert dw.to_rational(-3) == sp.Integer(-3)
+    assert dw.rational_matrix([[0.5, "1/3"], [2, "-7/4"]]) == sp.Matrix(
         [[sp.Rational(1, 2), sp.Rational(1, 3)], [2, sp.Rational(-7, 4)]]
     )
 
@@ -318,7 +318,7 @@ def test_spectrum_residual_is_charpoly_minus_the_stated_product(expected):
         [Fraction(-1, 2), Fraction(3), Fraction(1)],
         [Fraction(0), Fraction(2, 3), Fraction(-1)],
     ]
-    r = dsp._spectrum_residual(sp.Matrix(M), expected)
+    r = dsp.spectrum_residual(sp.Matrix(M), expected)
     assert r.shape == (1, 1)
     z = sp.Symbol("z")
     for zv in range(-3, 4):
@@ -331,8 +331,8 @@ def test_spectrum_residual_is_charpoly_minus_the_stated_product(expected):
 
 def test_spectrum_residual_vanishes_exactly_for_the_true_spectrum():
     M = sp.Matrix([[2, 1], [0, 2]])  # defective: 2 twice
-    assert dsp._spectrum_residual(M, {2: 2}) == sp.zeros(1, 1)
-    assert dsp._spectrum_residual(M, {2: 1}) != sp.zeros(1, 1)
+    assert dsp.spectrum_residual(M, {2: 2}) == sp.zeros(1, 1)
+    assert dsp.spectrum_residual(M, {2: 1}) != sp.zeros(1, 1)
 
 
 def _inverse_transport_operator(inv) -> np.ndarray:

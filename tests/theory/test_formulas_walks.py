@@ -1,6 +1,6 @@
-"""The walk side's formulas (theory/formulas_walks.py) and the conventions: what THEOREMS.md renders
+"""The walk side's formulas (theory/formulas/walks.py) and the conventions: what THEOREMS.md renders
 is the expression an oracle evaluates, and where an oracle computes the same quantity by hand
-(``dense_walk``, ``_pi_inner``) the two agree on instances."""
+(``dense_walk``, ``pi_inner_product``) the two agree on instances."""
 
 from __future__ import annotations
 
@@ -9,13 +9,13 @@ import pytest
 import sympy as sp
 
 from theory import formulas as F
-from theory import formulas_walks as FW
 from theory import oracles, render
+from theory.formulas import walks as FW
 from theory.registry import CONVENTIONS, get
 from theory.statements import Convention
 
 
-def _walk(seed: int, n: int = 3, d: int = 2):
+def walk_component(seed: int, n: int = 3, d: int = 2):
     rng = np.random.default_rng(seed)
     P = rng.random((n, n))
     return P / P.sum(1, keepdims=True), rng.normal(size=(n, n, d, d)), rng.normal(size=(n, d))
@@ -23,7 +23,7 @@ def _walk(seed: int, n: int = 3, d: int = 2):
 
 @pytest.mark.parametrize("seed", [0, 1])
 def test_dense_walk_is_the_conventions_walk(seed):
-    P, O, x = _walk(seed)
+    P, O, x = walk_component(seed)
     n, d = x.shape
     values = {"P": P, "O": O, "x": x, "n": n, "d": d}
     W = oracles.dense_walk(P, O)
@@ -36,12 +36,12 @@ def test_dense_walk_is_the_conventions_walk(seed):
 
 
 def test_pi_inner_product_is_the_conventions():
-    _, _, x = _walk(2)
+    _, _, x = walk_component(2)
     y = np.random.default_rng(3).normal(size=x.shape)
     pi = np.array([0.2, 0.3, 0.5])
     values = {"pi": pi, "x": x, "y": y, "n": 3, "d": 2}
     got = float(F.tabulate(FW.PI_INNER.rhs, (), values))
-    assert got == pytest.approx(oracles._pi_inner(x.reshape(-1), y.reshape(-1), pi, 2), abs=1e-14)
+    assert got == pytest.approx(oracles.pi_inner_product(x.reshape(-1), y.reshape(-1), pi, 2), abs=1e-14)
 
 
 def test_conventions_cite_the_objects_the_oracles_evaluate():
@@ -52,7 +52,7 @@ def test_conventions_cite_the_objects_the_oracles_evaluate():
     assert [(x.lhs, x.rhs) for x in (conv["P"], conv["g"], conv["O"], conv["B"])] == list(blocks.where)
     assert conv["layout"] is get("T1").hypothesis("T1.transport").params["layout"]
     assert conv["softmax"] is get("T1").hypothesis("T1.factorisation").params["softmax"]
-    assert conv["softmax"].where == F._T4_WHERE[:2] and conv["softmax"].rhs == F._T4_WHERE[2][1]
+    assert conv["softmax"].where == F.T4_WHERE[:2] and conv["softmax"].rhs == F.T4_WHERE[2][1]
     assert conv["stacking"].rhs == F.SHA_STACKED.rhs.args[-1]  # vec(X^T), as T1.walk evaluates it
     for c in CONVENTIONS:
         assert c.evaluated_by or c.unevaluated, c.statement

@@ -21,9 +21,9 @@ from hypothesis import strategies as st
 from tests.numerics import statement_cases as cases
 from tests.numerics import test_statements
 from theory import formulas as F
-from theory import formulas_spectral as FS
-from theory import formulas_walks as FW
 from theory import oracles, registry
+from theory.formulas import spectral as FS
+from theory.formulas import walks as FW
 from theory.registry import get
 from theory.report import record
 
@@ -335,7 +335,7 @@ FORMULA_MUTANTS = [
 _T2_HEADS = [[[0.5, 0.5], [0.25, 0.75]], [[0.9, 0.1], [0.3, 0.7]]]
 
 
-def _softmax_instance():
+def softmax_instance():
     import numpy as np
 
     X, M = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 2.0]]), np.array([[1.0, 2.0], [0.0, 1.0]])
@@ -344,7 +344,7 @@ def _softmax_instance():
     return {"A": A.tolist(), "X": X.tolist(), "M": M.tolist()}
 
 
-_T1_SOFTMAX = _softmax_instance()
+_T1_SOFTMAX = softmax_instance()
 HYPOTHESIS_MUTANTS = {
     "T1 layout T = W_O W_V -> (W_O W_V)^T": (
         "T1.transport",

@@ -1,4 +1,4 @@
-"""The derivations for symbolic sizes (``theory/derivations_general.py``) and the rewrite rules they
+"""The derivations for symbolic sizes (``theory/derivations/general.py``) and the rewrite rules they
 use (``theory/rewrite.py``): each derivation reaches its exact zeros for symbolic ``n``, ``d``, ``H``
 on the registry's own formulas; each rule is an equality checked on numbers; a wrong rule, a dropped
 hypothesis, an edited formula or heads that share one matrix make a step fail; and the formulas,
@@ -16,11 +16,11 @@ import pytest
 import sympy as sp
 
 from tests.theory.test_gate import FORMULA_MUTANTS  # the gate's formula mutants
-from theory import derivations_general as G
-from theory import derivations_spectral as dsp
-from theory import derivations_walks as dw
 from theory import formulas as F
 from theory import rewrite as R
+from theory.derivations import general as G
+from theory.derivations import spectral as dsp
+from theory.derivations import walks as dw
 from theory.registry import THEOREMS, get
 from theory.report import record
 from theory.symbolic import dirichlet_form, kron, pi_inner, stack_token_major, symbol_matrix, walk_matrix
@@ -311,8 +311,8 @@ def test_shared_heads_fail_t2(monkeypatch):
     )
     monkeypatch.undo()
     # fixed-size route: every head's attention built from the same symbols
-    good = dw._softmax_like
-    monkeypatch.setattr(dw, "_softmax_like", lambda name, n: good("e0" if name.startswith("e") else name, n))
+    good = dw.softmax_like
+    monkeypatch.setattr(dw, "softmax_like", lambda name, n: good("e0" if name.startswith("e") else name, n))
     assert "heads are distinct: A^1 - A^2 != 0" in _failing(dw.derive_t2())
     monkeypatch.undo()
     sm = dw.symbol_matrix
@@ -357,7 +357,7 @@ def test_t3_formulas_at_fixed_sizes_are_the_fixed_route(monkeypatch):
     n, d = 3, 2
     pi = [sp.Symbol(f"pi_{u}", positive=True) for u in range(n)]
     P = symbol_matrix("p", n, n)
-    O, _ = dw._metric_transports(n, d)
+    O, _ = dw.symbolic_metric_transports(n, d)
     xv = sp.Matrix(n * d, 1, lambda p, _: sp.Symbol(f"x_{p}"))
     yv = sp.Matrix(n * d, 1, lambda p, _: sp.Symbol(f"y_{p}"))
     vals = {
@@ -396,13 +396,13 @@ def test_t1_formula_at_fixed_sizes_is_the_fixed_route(n, d):
 @pytest.mark.theorem("T2")
 def test_t2_formulas_at_fixed_sizes_are_the_fixed_route():
     n, d, H = 2, 2, 2
-    As = [dw._softmax_like(f"e{h}", n) for h in range(H)]
+    As = [dw.softmax_like(f"e{h}", n) for h in range(H)]
     Ts = [symbol_matrix(f"t{h}", d, d) for h in range(H)]
     vals = {"A": lambda h, u, v: As[h][u, v], "T": lambda h, r, s: Ts[h][r, s]}
     blocks = get("T2").conclusion("T2.walk").params["blocks"]
     sizes = {"n": n, "d": d, "H": H}
-    B = dw._head_blocks(As, Ts)
-    gates = dw._gates(As)
+    B = dw.head_blocks(As, Ts)
+    gates = dw.gate_matrices(As)
     for u in range(n):
         for v in range(n):
             for r in range(d):

@@ -47,9 +47,9 @@ from theory import oracles  # noqa: E402
 from theory.registry import CLAIMS, get  # noqa: E402
 from theory.statements import placeholders  # noqa: E402
 
-#: theory/derivations.py re-exports the derivations of these modules
+#: theory/derivations/__init__.py re-exports the derivations of these modules
 DERIVATIONS_SRCS = [
-    (ROOT / "theory" / f"{m}.py").read_text(encoding="utf-8") for m in ("derivations_walks", "derivations_spectral")
+    (ROOT / "theory" / "derivations" / f"{m}.py").read_text(encoding="utf-8") for m in ("walks", "spectral")
 ]
 
 
@@ -114,7 +114,7 @@ def test_every_hypothesis_names_a_witness():
 
 
 def test_derivation_links_point_at_existing_steps():
-    """``ID::text``: ID registered, and ``text`` begins the name of a check in theory/derivations.py
+    """``ID::text``: ID registered, and ``text`` begins the name of a check in theory/derivations/__init__.py
     (``tests/theory/test_derivations.py`` also matches every link against the derived checks)."""
     names = _check_name_prefixes()
     bad = []

@@ -12,30 +12,30 @@ import math
 import numpy as np
 import sympy as sp
 
-from . import formulas as _F
-from . import formulas_spectral as _FS
-from . import formulas_walks as _FW
-from .oracle_instances import (
+from .. import formulas as _F
+from ..formulas import spectral as _FS
+from ..formulas import walks as _FW
+from ..rounding import unresolved_by_square
+from .instances import (
     EPS,
     Verdict,
-    _all,
-    _dirichlet_scale,
-    _form_scale,
-    _na,
-    _pi_inner,
-    _premised,
-    _probes,
-    _spectrum_in,
-    _v,
+    all_of,
     dense_walk,
+    dirichlet_scale,
     exact,
+    form_scale,
     mask_offsets,
+    not_applicable,
     null_space_interval,
+    pi_inner_product,
     polarization_probes,
+    premised,
+    probe_vectors,
+    residual_verdict,
+    spectrum_in,
     walk_pi,
     walk_view,
 )
-from .rounding import unresolved_by_square
 
 
 # ---------------------------------------------------------------------------------------------
@@ -50,7 +50,9 @@ def stochastic(inst, params) -> Verdict:
     """(a), the registry's formula ``params["stochastic"]`` evaluated on the instance."""
     P, O = walk_view(inst)
     lhs, rhs = _F.evaluate(params.get("stochastic", _F.STOCHASTIC), _walk_values(P, O))
-    return _v(np.abs(lhs - rhs).max(), 64 * EPS * P.shape[0], "max |Σ_j P_ij − 1| (the registry's formula)")
+    return residual_verdict(
+        np.abs(lhs - rhs).max(), 64 * EPS * P.shape[0], "max |Σ_j P_ij − 1| (the registry's formula)"
+    )
 
 
 def reversible(inst, params) -> Verdict:
@@ -65,7 +67,7 @@ def reversible(inst, params) -> Verdict:
     lhs, rhs = _F.evaluate(params.get("balance", _F.BALANCE), _walk_values(P, O, pi))
     r = float(np.abs(lhs - rhs).max())
     t = 1e3 * EPS * n * max(float((pi[:, None] * P).max()), 1e-300)
-    v = _v(r, t, "max |π_i P_ij − π_j P_ji| (the registry's formula)")
+    v = residual_verdict(r, t, "max |π_i P_ij − π_j P_ji| (the registry's formula)")
     return Verdict(False, math.inf, t, "one-way edge") if one_way else v
 
 
@@ -76,7 +78,9 @@ def orthogonal(inst, params) -> Verdict:
     lhs, rhs = _F.evaluate(params.get("orthogonal", _F.ORTHOGONAL), _walk_values(P, O))
     on = (P != 0)[:, :, None, None]
     r = float(np.abs(np.where(on, lhs - rhs, 0.0)).max()) if lhs.size else 0.0
-    return _v(r, 64 * EPS * d * max(1.0, float(np.abs(O).max()) ** 2), "max ‖O_ijᵀO_ij − I‖ on the support")
+    return residual_verdict(
+        r, 64 * EPS * d * max(1.0, float(np.abs(O).max()) ** 2), "max ‖O_ijᵀO_ij − I‖ on the support"
+    )
 
 
 def transpose_compatible(inst, params) -> Verdict:
@@ -85,7 +89,7 @@ def transpose_compatible(inst, params) -> Verdict:
     two = ((P > 0) & (P.T > 0))[:, :, None, None]
     lhs, rhs = _F.evaluate(params.get("transpose", _F.TRANSPOSE), _walk_values(P, O))
     r = float(np.abs(np.where(two, lhs - rhs, 0.0)).max()) if lhs.size else 0.0
-    return _v(r, 64 * EPS * max(1.0, float(np.abs(O).max())), "max ‖O_ji − O_ijᵀ‖ on two-way edges")
+    return residual_verdict(r, 64 * EPS * max(1.0, float(np.abs(O).max())), "max ‖O_ji − O_ijᵀ‖ on two-way edges")
 
 
 def orthogonal_involution(inst, params) -> Verdict:
@@ -97,7 +101,9 @@ def orthogonal_involution(inst, params) -> Verdict:
     for key, default in (("orthogonal", _FS.T_ORTHOGONAL), ("symmetric", _FS.T_SYMMETRIC)):
         lhs, rhs = _F.evaluate(params.get(key, default), {"T": T, "d": d})
         r = max(r, float(np.abs(lhs - rhs).max()))
-    return _v(r, 64 * EPS * d * max(1.0, float(np.abs(T).max()) ** 2), "‖TᵀT − I‖, ‖T − Tᵀ‖ (the registry's formulas)")
+    return residual_verdict(
+        r, 64 * EPS * d * max(1.0, float(np.abs(T).max()) ** 2), "‖TᵀT − I‖, ‖T − Tᵀ‖ (the registry's formulas)"
+    )
 
 
 def full_support(inst, params) -> Verdict:
@@ -113,7 +119,9 @@ def heads_stochastic(inst, params) -> Verdict:
     neg = float(np.clip(-As, 0, None).max())
     lhs, rhs = _F.evaluate(params.get("heads", _F.HEADS_STOCHASTIC), {"A": As, "n": n, "H": H})
     r = max(float(np.abs(lhs - rhs).max()), neg)
-    return _v(r, 64 * EPS * As.shape[-1], "max |Σ_j A^h_ij − 1| (the registry's formula), negative entries")
+    return residual_verdict(
+        r, 64 * EPS * As.shape[-1], "max |Σ_j A^h_ij − 1| (the registry's formula), negative entries"
+    )
 
 
 def p_is_head_mean(inst, params) -> Verdict:
@@ -121,11 +129,13 @@ def p_is_head_mean(inst, params) -> Verdict:
     with the instance's ``P`` (none given: the convention is the definition, nothing to check)."""
     As = np.asarray(inst["As"], float)
     if inst.get("P") is None:
-        return _v(0.0, 0.0, "P = mean_h A^h (default)")
+        return residual_verdict(0.0, 0.0, "P = mean_h A^h (default)")
     H, n, _ = As.shape
     values = {"A": As, "P": np.asarray(inst["P"], float), "n": n, "H": H}
     lhs, rhs = _F.evaluate(params.get("convention", _FW.CONVENTION), values)
-    return _v(np.abs(lhs - rhs).max(), 64 * EPS * H, "max |P_ij − mean_h A^h_ij| (the registry's formula)")
+    return residual_verdict(
+        np.abs(lhs - rhs).max(), 64 * EPS * H, "max |P_ij − mean_h A^h_ij| (the registry's formula)"
+    )
 
 
 def softmax_full_support(inst, params) -> Verdict:
@@ -149,19 +159,21 @@ def circulant(inst, params) -> Verdict:
     A0 = np.asarray(inst["A0"], float)
     H, n, _ = A0.shape
     lhs, rhs = _F.evaluate(params.get("circulant", _FS.CIRCULANT), {"A0": A0, "n": n, "H": H})
-    return _v(float(np.abs(lhs - rhs).max()), 0.0, "max |A0_ij − a((j−i) mod n)| (the registry's formula)")
+    return residual_verdict(
+        float(np.abs(lhs - rhs).max()), 0.0, "max |A0_ij − a((j−i) mod n)| (the registry's formula)"
+    )
 
 
 def t1_transport_layout(inst, params) -> Verdict:
     """T1.transport: the registry's formula ``params["layout"]`` (``T = W_O W_V``) evaluated on the
     instance's layer weights."""
     if "W_O" not in inst:
-        return _na("no layer weights")
+        return not_applicable("no layer weights")
     T, WO, WV = (np.asarray(inst[k], float) for k in ("T", "W_O", "W_V"))
     lhs, rhs = _F.evaluate(params.get("layout", _FW.LAYOUT), {"T": T, "W_O": WO, "W_V": WV})
     if lhs.shape != rhs.shape:
         return Verdict(False, math.inf, 0.0, f"layout: shapes {lhs.shape} vs {rhs.shape}")
-    return _v(
+    return residual_verdict(
         np.abs(lhs - rhs).max(),
         64 * EPS * WV.shape[0] * max(1.0, float(np.abs(WO).max() * np.abs(WV).max())),
         "‖T − W_O W_V‖ (the registry's formula)",
@@ -173,13 +185,13 @@ def t1_same_input(inst, params) -> Verdict:
     scores ``X M Xᵀ / √d``, no mask) evaluated at the instance's input ``X``: the walk's ``A`` must be
     the attention at the input it multiplies. Not applicable without the score matrix ``M``."""
     if inst.get("M") is None or inst.get("A") is None:
-        return _na("no score matrix M")
+        return not_applicable("no score matrix M")
     A, X, M = (np.asarray(inst[k], float) for k in ("A", "X", "M"))
     n, d = X.shape
     values = {"X": X, "M": M, "n": n, "d": d, "d_k": float(d), "mu": np.zeros((n, n))}
     with np.errstate(over="ignore", invalid="ignore"):
         lhs, rhs = _F.evaluate(params.get("softmax", _FW.SOFTMAX), {**values, "A": A})
-    return _v(
+    return residual_verdict(
         float(np.nan_to_num(np.abs(lhs - rhs), nan=np.inf).max()),
         64 * EPS * n * d,
         "max |A_ij − softmax_j(S(X))_ij| (the registry's formula)",
@@ -211,7 +223,7 @@ def t1_walk(inst, params) -> Verdict:
         lhs, rhs = _F.evaluate(ident, values)
         if lhs.shape != rhs.shape:
             return Verdict(False, math.inf, tol, f"{key}: shapes {lhs.shape} vs {rhs.shape}")
-        parts.append(_v(np.abs(lhs - rhs).max() / scale, tol, f"{key}: ‖lhs − rhs‖ / scale"))
+        parts.append(residual_verdict(np.abs(lhs - rhs).max() / scale, tol, f"{key}: ‖lhs − rhs‖ / scale"))
     block = params.get("block")
     if block is not None:  # the blocks of the operator the stacked formula states: the walk P = A, O_ij = T
         stacked = params.get("stacked", _F.SHA_STACKED)
@@ -219,11 +231,13 @@ def t1_walk(inst, params) -> Verdict:
         K = np.asarray(_F.tabulate(op, (), values), float)
         n, d = A.shape[0], T.shape[0]
         lhs, rhs = _F.evaluate(block, {**values, "K": K, "n": n, "d": d})
-        parts.append(_v(np.abs(lhs - rhs).max() / scale, tol, "block (i, j) = P_ij O_ij with P = A, O_ij = T"))
-    return _all(*parts)
+        parts.append(
+            residual_verdict(np.abs(lhs - rhs).max() / scale, tol, "block (i, j) = P_ij O_ij with P = A, O_ij = T")
+        )
+    return all_of(*parts)
 
 
-def _match(got: np.ndarray, want: np.ndarray) -> float:
+def multiset_distance(got: np.ndarray, want: np.ndarray) -> float:
     """Greedy multiset distance: each wanted value takes the nearest unused computed one."""
     if got.size != want.size:
         return math.inf
@@ -246,7 +260,7 @@ def kron_spectrum(inst, params) -> Verdict:
     spectrum = params.get("spectrum", _FW.KRON_EIGENVALUES)
     want = np.asarray(_F.tabulate(spectrum.rhs, spectrum.free, values), complex).reshape(-1)
     scale = max(1.0, float(np.linalg.norm(A, 2) * np.linalg.norm(T, 2)))
-    return _v(_match(got, want) / scale, 1e-6, "multiset distance spec(A⊗T) vs {λ_i μ_k}")
+    return residual_verdict(multiset_distance(got, want) / scale, 1e-6, "multiset distance spec(A⊗T) vs {λ_i μ_k}")
 
 
 def heads_B(As: np.ndarray, Ts: np.ndarray) -> np.ndarray:
@@ -275,23 +289,27 @@ def t2_gated_walk(inst, params) -> Verdict:
     parts = []
     rows = params.get("rows", _F.T2_ROWS)
     lhs, rhs = _F.evaluate(rows, values)
-    parts.append(_v(float(np.abs(lhs - rhs).max()), t, "rows: P row sums (the registry's formula)"))
+    parts.append(residual_verdict(float(np.abs(lhs - rhs).max()), t, "rows: P row sums (the registry's formula)"))
     gates = params.get("gates", _F.T2_GATES)
     with np.errstate(invalid="ignore", divide="ignore"):
         lhs, rhs = _F.evaluate(gates, values)
         g = _F.environment(gates, values)["g"]
     if (~off).any():
         neg = float(np.clip(-g[:, ~off], 0, None).max())
-        parts.append(_v(max(float(np.abs(lhs - rhs)[~off].max()), neg), t, "gates convex (the registry's formula)"))
+        parts.append(
+            residual_verdict(max(float(np.abs(lhs - rhs)[~off].max()), neg), t, "gates convex (the registry's formula)")
+        )
     blocks = params.get("blocks", _F.T2_BLOCKS)
     with np.errstate(invalid="ignore", divide="ignore"):
         lhs, rhs = _F.evaluate(blocks, values)
     lhs = np.where(off[:, :, None, None], 0.0, lhs)  # off support P_ij = 0, O_ij arbitrary
-    parts.append(_v(float(np.abs(lhs - rhs).max()) / scale, t, "P_ij O_ij = B_ij (the registry's formula)"))
-    return _all(*parts)
+    parts.append(
+        residual_verdict(float(np.abs(lhs - rhs).max()) / scale, t, "P_ij O_ij = B_ij (the registry's formula)")
+    )
+    return all_of(*parts)
 
 
-def _rearranged(B: np.ndarray) -> np.ndarray:
+def rearranged_blocks(B: np.ndarray) -> np.ndarray:
     n = B.shape[0]
     return np.stack([B[i, j].reshape(-1) for i in range(n) for j in range(n)])  # rows vec(B_ij)
 
@@ -300,7 +318,7 @@ def kronecker_constant(B: np.ndarray) -> tuple[bool, float]:
     """``(constant, miss)``: is ``B = P ⊗ T`` with ``P ≥ 0`` (nearest-Kronecker miss ≤ 1e-9·‖B‖_F,
     Van Loan rearrangement, and the leading factor of one sign)?"""
     normB = max(float(np.linalg.norm(B)), 1e-300)
-    U, s, Vh = np.linalg.svd(_rearranged(B), full_matrices=False)
+    U, s, Vh = np.linalg.svd(rearranged_blocks(B), full_matrices=False)
     miss = float(np.sqrt((s[1:] ** 2).sum()))
     thr = 1e-9 * normB
     p = U[:, 0] * s[0]
@@ -341,7 +359,7 @@ def t2_constant_criterion(inst, params) -> Verdict:
         equal = float(np.abs(el - er).max()) <= 1e-9 * max(float(np.abs(As).max()), 1e-300)
         ok = kron_const == equal
         parts.append(Verdict(ok, 0.0 if ok else 1.0, 0.0, f"independent T_h: heads equal {equal}"))
-    return _all(*parts)
+    return all_of(*parts)
 
 
 def t2_gauge(inst, params) -> Verdict:
@@ -376,8 +394,10 @@ def t2_gauge(inst, params) -> Verdict:
         if rows and max(rows) > t:
             continue  # P' not row-stochastic
         res = np.where(on[:, :, None, None], np.nan_to_num(lhs - rhs, nan=np.inf), 0.0)
-        parts.append(_v(float(np.abs(res).max()) / scale, t, "P'_ij O'_ij = B_ij (the registry's formula)"))
-    return _all(*parts) if parts else _na("no gauge within the premises")
+        parts.append(
+            residual_verdict(float(np.abs(res).max()) / scale, t, "P'_ij O'_ij = B_ij (the registry's formula)")
+        )
+    return all_of(*parts) if parts else not_applicable("no gauge within the premises")
 
 
 def t2_special(inst, params) -> Verdict:
@@ -402,8 +422,8 @@ def t2_special(inst, params) -> Verdict:
         with np.errstate(invalid="ignore", divide="ignore"):
             lhs, rhs = _F.evaluate(ident, values)
         res = np.where(off[:, :, None, None], 0.0, np.nan_to_num(lhs - rhs, nan=np.inf))
-        parts.append(_v(float(np.abs(res).max()) / scale, t, f"{key} (the registry's formula)"))
-    return _all(*parts) if parts else _na("no shared attention, shared transport or cancelling heads")
+        parts.append(residual_verdict(float(np.abs(res).max()) / scale, t, f"{key} (the registry's formula)"))
+    return all_of(*parts) if parts else not_applicable("no shared attention, shared transport or cancelling heads")
 
 
 def t2_counterexample(inst, params) -> Verdict:
@@ -432,11 +452,11 @@ def t2_counterexample(inst, params) -> Verdict:
     rounded_res = abs(float(miss) - float(params["miss"]))
     half_ulp = 0.5 * 10.0 ** (-int(params["digits"]))
     detail = f"miss = {mpmath.nstr(miss, 15)}; stated {params['miss']} ({params['digits']} decimals), exact {params['miss_exact']}"
-    return _all(
+    return all_of(
         Verdict(all(stated), 0.0 if all(stated) else 1.0, 0.0, "stated B_11, B_12"),
         Verdict(rank2, 0.0 if rank2 else 1.0, 0.0, "B_11, B_12 linearly independent"),
-        _v(exact_res, 1e-30, detail),
-        _v(rounded_res, half_ulp, "rounded value"),
+        residual_verdict(exact_res, 1e-30, detail),
+        residual_verdict(rounded_res, half_ulp, "rounded value"),
     )
 
 
@@ -450,7 +470,7 @@ def walk_self_adjoint(inst, params) -> Verdict:
     E = np.eye(n * d).reshape(n, d, n * d)
     values = {**_walk_values(P, O, pi), "x": E[:, :, :, None], "y": E[:, :, None, :]}
     lhs, rhs = _F.evaluate(params.get("self_adjoint", _F.SELF_ADJOINT), values)
-    return _v(
+    return residual_verdict(
         np.abs(lhs - rhs).max() / max(float(np.abs(lhs).max()), 1e-300),
         64 * EPS * n * d,
         "max_pq |<e_p, Δe_q>_π − <Δe_p, e_q>_π| / max |<e_p, Δe_q>_π| (the registry's formula)",
@@ -460,7 +480,7 @@ def walk_self_adjoint(inst, params) -> Verdict:
 def walk_spectrum_interval(inst, params) -> Verdict:
     P, O = walk_view(inst)
     W = dense_walk(P, O)
-    return _spectrum_in(np.linalg.eigvals(np.eye(W.shape[0]) - W), float(params["lo"]), float(params["hi"]), W)
+    return spectrum_in(np.linalg.eigvals(np.eye(W.shape[0]) - W), float(params["lo"]), float(params["hi"]), W)
 
 
 def walk_dirichlet(inst, params) -> Verdict:
@@ -471,14 +491,16 @@ def walk_dirichlet(inst, params) -> Verdict:
     n, d = P.shape[0], O.shape[-1]
     ident = params.get("dirichlet", _F.DIRICHLET)
     worst = 0.0
-    for x in _probes(n * d):
+    for x in probe_vectors(n * d):
         lhs, rhs = _F.evaluate(ident, {"pi": pi, "P": P, "O": O, "x": x.reshape(n, d), "n": n, "d": d})
-        nx = _pi_inner(x, x, pi, d)
-        worst = max(worst, abs(float(lhs) - float(rhs)) / max(_dirichlet_scale(P, O, pi, x, d) + nx, 1e-300))
-    return _v(worst, 64 * EPS * n * d * n, "|<x,Δx>_π − Dirichlet| / scale over 3 probes (the registry's formula)")
+        nx = pi_inner_product(x, x, pi, d)
+        worst = max(worst, abs(float(lhs) - float(rhs)) / max(dirichlet_scale(P, O, pi, x, d) + nx, 1e-300))
+    return residual_verdict(
+        worst, 64 * EPS * n * d * n, "|<x,Δx>_π − Dirichlet| / scale over 3 probes (the registry's formula)"
+    )
 
 
-def _constraints(P: np.ndarray, O: np.ndarray, parallel=None) -> np.ndarray:
+def gauge_constraints(P: np.ndarray, O: np.ndarray, parallel=None) -> np.ndarray:
     """The matrix ``C`` of the parallel-section condition (the registry's formula ``parallel``,
     ``x_i = O_ij x_j``) on every edge ``P_ij ≠ 0``: its two sides evaluated at every unit vector
     ``x = e_p`` at once, ``d`` rows ``lhs - rhs`` per edge (edges in row-major order)."""
@@ -497,7 +519,7 @@ def walk_kernel_parallel(inst, params) -> Verdict:
     P, O = walk_view(inst)
     n, d = P.shape[0], O.shape[-1]
     Dl = np.eye(n * d) - dense_walk(P, O)
-    C = _constraints(P, O, params.get("parallel"))
+    C = gauge_constraints(P, O, params.get("parallel"))
     rel = 64 * EPS * n * d  # the rounding level of an n·d-dimensional operator, as for every tolerance
     dn = max(float(np.linalg.norm(Dl, 2)), 1.0)
     cn = max(float(np.linalg.norm(C, 2)), 1.0) if C.size else 1.0
@@ -507,7 +529,7 @@ def walk_kernel_parallel(inst, params) -> Verdict:
     r2 = float(np.linalg.norm(C @ K, 2)) / cn if K.size and C.size else 0.0
     dims = f"dim ker Δ = {K.shape[1]}, dim parallel sections = {Z.shape[1]}"
     if K.shape[1] == Z.shape[1]:
-        return _v(max(r1, r2), 1e-7, dims)
+        return residual_verdict(max(r1, r2), 1e-7, dims)
     why = ""
     if kd_lo != kd_hi or kc_lo != kc_hi:
         why = f"a dimension is not decided by its singular values (ker Δ ∈ [{kd_lo}, {kd_hi}], ker C ∈ [{kc_lo}, {kc_hi}])"
@@ -530,17 +552,17 @@ def walk_kernel_parallel(inst, params) -> Verdict:
 
 def walk_flat(inst, params) -> Verdict:
     """T3.flat: the registry's formula ``params["flat"]`` (``Δ = R((I-P)⊗I)R^T`` entrywise, premises
-    ``O_ij = R_i R_j^T``, ``R_i`` orthogonal: :func:`theory.oracle_instances._premised`) at every unit
+    ``O_ij = R_i R_j^T``, ``R_i`` orthogonal: :func:`theory.oracles.instances.premised`) at every unit
     vector ``x = e_p`` at once, and ``dim ker Δ = kernel_dim_per_d · d``."""
     if inst.get("R") is None:
-        return _na("no flat connection in this instance")
+        return not_applicable("no flat connection in this instance")
     P, O = walk_view(inst)
     R = np.asarray(inst["R"], float)
     n, d = R.shape[0], R.shape[-1]
     E = np.eye(n * d).reshape(n, d, n * d)
     values = {"P": P, "O": O, "R": R, "x": E, "n": n, "d": d}
     what = "Δ = R((I−P)⊗I)Rᵀ at every unit vector (entries O(1): P stochastic, R orthogonal)"
-    form = _premised(params["flat"], values, "flat", 64 * EPS * n * d, what, scale=1.0)
+    form = premised(params["flat"], values, "flat", 64 * EPS * n * d, what, scale=1.0)
     Dl = np.eye(n * d) - dense_walk(P, O)
     _, k_lo, k_hi, _ = null_space_interval(Dl)
     want = int(params["kernel_dim_per_d"]) * d
@@ -551,15 +573,15 @@ def walk_flat(inst, params) -> Verdict:
         if k_lo <= want <= k_hi
         else Verdict(False, float(min(abs(k_lo - want), abs(k_hi - want))), 0.0, f"dim ker Δ = {k_hi}, stated {want}")
     )
-    return _all(form, dim)
+    return all_of(form, dim)
 
 
 def walk_scaled(inst, params) -> Verdict:
     """T3.scaled: ``spec Δ`` in ``[lo_s, hi_s]`` (the registry's expressions of ``s``) for ``O = s·Q``
     (``Q``: the instance's transports), and the registry's formula ``params["scaled"]`` on the
-    polarization probes (every ``x``: :func:`theory.oracle_instances.polarization_probes`)."""
+    polarization probes (every ``x``: :func:`theory.oracles.instances.polarization_probes`)."""
     if inst.get("s") is None:
-        return _na("no scale in this instance")
+        return not_applicable("no scale in this instance")
     P, Q = walk_view(inst)
     s = float(inst["s"])
     pi = walk_pi(inst, P)
@@ -568,12 +590,12 @@ def walk_scaled(inst, params) -> Verdict:
     W = dense_walk(P, s * Q)
     X = polarization_probes(n, d)
     lhs, rhs = _F.evaluate(params["scaled"], {"pi": pi, "P": P, "Q": Q, "s": s, "x": X, "n": n, "d": d})
-    form = _v(
-        float((np.abs(lhs - rhs) / _form_scale(P, s * Q, pi, X)).max()),
+    form = residual_verdict(
+        float((np.abs(lhs - rhs) / form_scale(P, s * Q, pi, X)).max()),
         64 * EPS * n * d * n,
         "|<x,Δx>_π − scaled Dirichlet form| / scale on the polarization probes (the registry's formula)",
     )
-    return _all(_spectrum_in(np.linalg.eigvals(np.eye(W.shape[0]) - W), lo, hi, W), form)
+    return all_of(spectrum_in(np.linalg.eigvals(np.eye(W.shape[0]) - W), lo, hi, W), form)
 
 
 def block_detailed_balance(inst, params) -> Verdict:
@@ -597,8 +619,8 @@ def block_detailed_balance(inst, params) -> Verdict:
                 pi[j] = pi[i] * N[i, j] / N[j, i]
                 queue.append(j)
     if np.isnan(pi).any():
-        return _na("support of B not connected")
+        return not_applicable("support of B not connected")
     G = pi[:, None, None, None] * B
     r = float(np.abs(G - np.swapaxes(np.swapaxes(G, 0, 1), -1, -2)).max()) / max(float(np.abs(G).max()), 1e-300)
     norms = float(np.abs(pi[:, None] * N - (pi[:, None] * N).T).max()) / max(float((pi[:, None] * N).max()), 1e-300)
-    return _v(r, 64 * EPS * n * O.shape[-1], f"π_i B_ij = π_j B_jiᵀ (norms balanced to {norms:.1e})")
+    return residual_verdict(r, 64 * EPS * n * O.shape[-1], f"π_i B_ij = π_j B_jiᵀ (norms balanced to {norms:.1e})")

@@ -3,8 +3,8 @@ decision rule)."""
 
 from __future__ import annotations
 
-from .registry_common import _E12_RULE, _NULL_RANDOM, SEED_A, SEED_B
-from .statements import Claim
+from ..statements import Claim
+from .common import E12_RULE, NULL_RANDOM, SEED_A, SEED_B
 
 CLAIMS: list[Claim] = [
     Claim(
@@ -16,8 +16,8 @@ CLAIMS: list[Claim] = [
             "(plain and sink-aware variants) summarised as the late-third / early-third ratio, and the "
             "late-third mean of level statistics (`paper_checks.measure.E1_STATS`)"
         ),
-        null_model=_NULL_RANDOM,
-        decision_rule=_E12_RULE,
+        null_model=NULL_RANDOM,
+        decision_rule=E12_RULE,
         module="paper_checks.claims",
         source=SEED_A,
         tests=("tests/paper_checks/test_known_answers.py", "tests/paper_checks/test_inference.py"),
@@ -31,8 +31,8 @@ CLAIMS: list[Claim] = [
             "$\\min_{s,Q}\\lVert T_\\Sigma - sQ\\rVert_F/\\lVert T_\\Sigma\\rVert_F$, data gain CV and the attention-weighted "
             "edge-transport defect (`paper_checks.measure.E2_STATS`); smaller supports the claim"
         ),
-        null_model=_NULL_RANDOM + "; plus spectrum-matched and flat-subspace baselines",
-        decision_rule=_E12_RULE,
+        null_model=NULL_RANDOM + "; plus spectrum-matched and flat-subspace baselines",
+        decision_rule=E12_RULE,
         module="paper_checks.claims",
         source=SEED_A,
         tests=("tests/paper_checks/test_known_answers.py", "tests/paper_checks/test_stats.py"),
@@ -144,7 +144,7 @@ CLAIMS: list[Claim] = [
             "mean over layers; causal walks have no positive $\\pi$ (T4): $\\pi$-dependent defects undefined, "
             "the distances use the PageRank law (`paper_checks.laplacian_stats`)"
         ),
-        null_model=_NULL_RANDOM,
+        null_model=NULL_RANDOM,
         decision_rule=(
             "direction: smaller = closer to a connection Laplacian; 'reproduced' if the 95% bootstrap "
             "interval of the effect (trained − null) lies below 0; 'not reproduced' if above 0 or entirely "

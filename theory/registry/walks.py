@@ -2,19 +2,31 @@
 
 from __future__ import annotations
 
-from . import derivations as _dv
-from . import formulas as _F
-from . import formulas_walks as _FW
-from .registry_common import _CERT, _CLAIM_MHA, _CLAIM_SHA, _NEC, _REL, _STMT, _SYM, _SYM_MUT, _T2_CE, SEED_A, _c
-from .statements import Hypothesis, Witness
-from .theorem import Source, Theorem
+from .. import derivations as _dv
+from .. import formulas as _F
+from ..formulas import walks as _FW
+from ..statements import Hypothesis, Witness
+from ..theorem import Source, Theorem
+from .common import (
+    CERTIFICATE_TESTS,
+    CLAIM_MHA,
+    CLAIM_SHA,
+    DERIVATION_HELPER_TESTS,
+    NECESSITY_TESTS,
+    RELATIVE_TOLERANCE,
+    SEED_A,
+    STATEMENT_TEST,
+    SYMBOLIC_TESTS,
+    T2_COUNTEREXAMPLE_PARAMS,
+    make_conclusion,
+)
 
 WALK_THEOREMS: list[Theorem] = [
     Theorem(
         id="T1",
         title="Single-head attention is a constant-transport connection walk",
         kind="theorem",
-        source=Source(SEED_A, _CLAIM_SHA, "THEOREMS.md T1"),
+        source=Source(SEED_A, CLAIM_SHA, "THEOREMS.md T1"),
         hypotheses=(
             Hypothesis(
                 "T1.factorisation",
@@ -61,42 +73,42 @@ WALK_THEOREMS: list[Theorem] = [
             ),
         ),
         conclusions=(
-            _c(
+            make_conclusion(
                 "T1.walk",
                 "«sha», i.e. «stacked» (**token-major** stacking, `X.reshape(-1)`): the connection walk whose blocks are «block»",
                 predicate="t1_walk",
                 params={"sha": _F.SHA, "stacked": _F.SHA_STACKED, "block": _FW.T1_BLOCK},
-                tolerance=_REL,
+                tolerance=RELATIVE_TOLERANCE,
                 derivations=("T1::SHA(X) = kron(A,T) x (token-major)", "T1::kron(A,T) = walk with P = A, O_ij = T"),
-                tests=(_STMT,),
+                tests=(STATEMENT_TEST,),
             ),
-            _c(
+            make_conclusion(
                 "T1.spectrum",
                 "the eigenvalues $\\nu$ of $A\\otimes T$, with algebraic multiplicities and suitably ordered, are «spectrum» ($\\lambda_i$, $\\mu_a$: those of $A$, $T$; any square $A$, $T$)",
                 predicate="kron_spectrum",
                 params={"spectrum": _FW.KRON_EIGENVALUES},
                 tolerance="multisets matched by optimal assignment; distance ≤ 1e-6·max(1, ‖A‖‖T‖) (eigenvalues of non-normal matrices are only √ε-accurate)",
                 derivations=("L4::charpoly(kron(A,T))",),
-                tests=(_STMT,),
+                tests=(STATEMENT_TEST,),
             ),
         ),
         derivation=_dv.derive_t1,
         lemmas=("L1", "L4"),
-        symbolic_tests=(_SYM,),
-        certificate_tests=(_CERT,),
+        symbolic_tests=(SYMBOLIC_TESTS,),
+        certificate_tests=(CERTIFICATE_TESTS,),
         numeric_tests=(
             "tests/numerics/test_walk_t1.py",
             "tests/numerics/test_attention.py",
             "tests/numerics/test_statements.py",
             "tests/numerics/test_scale.py",
         ),
-        necessity_tests=("tests/numerics/test_walk_t1.py", _NEC),
+        necessity_tests=("tests/numerics/test_walk_t1.py", NECESSITY_TESTS),
     ),
     Theorem(
         id="T2",
         title="Multi-head attention is one edge-dependent connection walk",
         kind="theorem",
-        source=Source(SEED_A, _CLAIM_MHA, "THEOREMS.md T2"),
+        source=Source(SEED_A, CLAIM_MHA, "THEOREMS.md T2"),
         hypotheses=(
             Hypothesis(
                 "T2.heads",
@@ -139,52 +151,52 @@ WALK_THEOREMS: list[Theorem] = [
             ),
         ),
         conclusions=(
-            _c(
+            make_conclusion(
                 "T2.walk",
                 "$P$ is row-stochastic: «rows»; the gates are convex: «gates»; and the walk's blocks are the heads' blocks exactly: «blocks» (head $h$: $A^h = A_{h,\\cdot,\\cdot}$, $T_h = T_{h,\\cdot,\\cdot}$)",
                 predicate="t2_gated_walk",
                 params={"rows": _F.T2_ROWS, "gates": _F.T2_GATES, "blocks": _F.T2_BLOCKS},
-                tolerance=_REL,
+                tolerance=RELATIVE_TOLERANCE,
                 derivations=(
                     "T2::P = mean_h A^h is row-stochastic",
                     "T2::gates are convex",
                     "T2::block(P, O) = B exactly",
                     "T2::MHA(X) = block(B) x",
                 ),
-                tests=(_STMT,),
+                tests=(STATEMENT_TEST,),
             ),
-            _c(
+            make_conclusion(
                 "T2.gauge",
                 "gauge: any other row-stochastic walk matrix $P'$, positive wherever $B_{ij} \\neq 0$ («support» there), works with its own transports: «gauge»",
                 predicate="t2_gauge",
                 params={"gauge": _FW.GAUGE, "support": _FW.GAUGE_SUPPORT},
-                tolerance=_REL,
+                tolerance=RELATIVE_TOLERANCE,
                 derivations=("T2::gauge",),
-                tests=("tests/numerics/test_walk_t2.py", _STMT),
+                tests=("tests/numerics/test_walk_t2.py", STATEMENT_TEST),
             ),
-            _c(
+            make_conclusion(
                 "T2.constant",
                 "constant transport (the blocks a Kronecker product, one transport for every edge) iff every block is a nonnegative multiple of the transports' sum: «constant» with «nonneg»; with linearly independent $T_h$ iff all heads attend alike: «equal_heads»",
                 predicate="t2_constant_criterion",
                 params={"constant": _FW.CONSTANT, "nonneg": _FW.CONSTANT_NONNEG, "equal_heads": _FW.EQUAL_HEADS},
                 tolerance="nearest-Kronecker miss ≤ 1e-9·‖B‖_F ⇔ every B_ij within 1e-9·‖B‖_F of its projection on T_Σ (coefficient ≥ 0)",
                 derivations=("T2::constant transport with independent T_h",),
-                tests=(_STMT,),
+                tests=(STATEMENT_TEST,),
             ),
-            _c(
+            make_conclusion(
                 "T2.special",
                 "shared attention: «shared_A»; shared transport: «shared_T»; cancelling heads: «cancelling», while $P$ (the head mean) is unchanged",
                 predicate="t2_special",
                 params={"shared_A": _FW.SHARED_A, "shared_T": _FW.SHARED_T, "cancelling": _FW.CANCELLING},
-                tolerance=_REL,
+                tolerance=RELATIVE_TOLERANCE,
                 derivations=("T2::shared A across heads", "T2::shared T across heads", "T2::cancelling heads"),
-                tests=("tests/numerics/test_walk_t2.py", _STMT),
+                tests=("tests/numerics/test_walk_t2.py", STATEMENT_TEST),
             ),
-            _c(
+            make_conclusion(
                 "T2.counterexample",
                 "counterexample ($A^1 = «A1|tex»$, $A^2 = «A2|tex»$, $T_1 = «T1|tex»$, $T_2 = «T2|tex»$): $B_{11} = «B11|tex»$ and $B_{12} = «B12|tex»$ are linearly independent; the nearest Kronecker product misses by $«miss_exact|tex» \\approx «miss»$ («digits» decimals)",
                 predicate="t2_counterexample",
-                params=_T2_CE,
+                params=T2_COUNTEREXAMPLE_PARAMS,
                 tolerance="exact value (mpmath, 40 digits) within 1e-30 of `miss_exact`; the rounded `miss` within half a unit of its last decimal",
                 derivations=(
                     "T2::counterexample: B_11",
@@ -192,7 +204,7 @@ WALK_THEOREMS: list[Theorem] = [
                     "T2::counterexample: B_11, B_12 linearly independent",
                     "T2::counterexample: nearest Kronecker product misses by",
                 ),
-                tests=(_STMT,),
+                tests=(STATEMENT_TEST,),
             ),
         ),
         derivation=_dv.derive_t2,
@@ -201,8 +213,8 @@ WALK_THEOREMS: list[Theorem] = [
             "GQA: query head $h$ reads kv head $h // (H/H_{kv})$; $\\operatorname{rank} T_h \\le d_h$, so a single head is never orthogonal when $d_h < d$.",
             "Off support (all $A^h_{ij} = 0$, e.g. a causal mask) the gates are $0/0$ and $O_{ij}$ is arbitrary.",
         ),
-        symbolic_tests=(_SYM, _SYM_MUT),
-        certificate_tests=(_CERT,),
+        symbolic_tests=(SYMBOLIC_TESTS, DERIVATION_HELPER_TESTS),
+        certificate_tests=(CERTIFICATE_TESTS,),
         numeric_tests=(
             "tests/numerics/test_walk_t2.py",
             "tests/numerics/test_attention.py",
@@ -212,6 +224,6 @@ WALK_THEOREMS: list[Theorem] = [
             "tests/models/test_registry.py",
             "tests/numerics/test_statements.py",
         ),
-        necessity_tests=("tests/numerics/test_walk_t2.py", _NEC),
+        necessity_tests=("tests/numerics/test_walk_t2.py", NECESSITY_TESTS),
     ),
 ]

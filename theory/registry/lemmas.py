@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from . import derivations as _dv
-from . import formulas as _F
-from . import formulas_spectral as _FS
-from . import formulas_walks as _FW
-from .registry_common import _SYM, _c
-from .statements import Hypothesis, Witness
-from .theorem import Source, Theorem
+from .. import derivations as _dv
+from .. import formulas as _F
+from ..formulas import spectral as _FS
+from ..formulas import walks as _FW
+from ..statements import Hypothesis, Witness
+from ..theorem import Source, Theorem
+from .common import SYMBOLIC_TESTS, make_conclusion
 
 LEMMAS: list[Theorem] = [
     Theorem(
@@ -37,14 +37,14 @@ LEMMAS: list[Theorem] = [
             ),
         ),
         conclusions=(
-            _c(
+            make_conclusion(
                 "L1.token_major",
                 "«token_major» (token-major stacking; T1.walk states the blocks of $A\\otimes T$)",
                 params={"token_major": _F.L1_TOKEN_MAJOR},
                 derivations=("L1::token-major",),
                 tests=("tests/theory/test_derivations.py::test_stacking_lemma_other_sizes",),
             ),
-            _c(
+            make_conclusion(
                 "L1.feature_major",
                 "«feature_major» (feature-major stacking)",
                 params={"feature_major": _F.L1_FEATURE_MAJOR},
@@ -53,7 +53,7 @@ LEMMAS: list[Theorem] = [
             ),
         ),
         derivation=_dv.derive_l1,
-        symbolic_tests=(_SYM,),
+        symbolic_tests=(SYMBOLIC_TESTS,),
     ),
     Theorem(
         id="L2",
@@ -77,7 +77,7 @@ LEMMAS: list[Theorem] = [
             ),
         ),
         conclusions=(
-            _c(
+            make_conclusion(
                 "L2.rows",
                 "rows sum to one, «rows», and so the derivative of a row sums to zero, «derivative», for every row $i$ and every coordinate $x$ of the input",
                 params={"rows": _FW.L2_ROWS, "derivative": _FW.L2_DERIVATIVE},
@@ -86,7 +86,7 @@ LEMMAS: list[Theorem] = [
             ),
         ),
         derivation=_dv.derive_l2,
-        symbolic_tests=(_SYM,),
+        symbolic_tests=(SYMBOLIC_TESTS,),
     ),
     Theorem(
         id="L3",
@@ -123,7 +123,7 @@ LEMMAS: list[Theorem] = [
             ),
         ),
         conclusions=(
-            _c(
+            make_conclusion(
                 "L3.identity",
                 "$\\langle x, (I-W)x\\rangle_\\pi$ = Dirichlet form + a stochasticity correction (rows need not sum to 1), entrywise: «identity»",
                 params={"identity": _F.DIRICHLET_CORRECTED},
@@ -132,7 +132,7 @@ LEMMAS: list[Theorem] = [
             ),
         ),
         derivation=_dv.derive_l3,
-        symbolic_tests=(_SYM,),
+        symbolic_tests=(SYMBOLIC_TESTS,),
     ),
     Theorem(
         id="L4",
@@ -157,7 +157,7 @@ LEMMAS: list[Theorem] = [
             ),
         ),
         conclusions=(
-            _c(
+            make_conclusion(
                 "L4.resultant",
                 "«resultant» and «product» ($p_A$, $p_T$: the characteristic polynomials of $A$, $T$; $\\lambda_i$, $\\mu_a$: their eigenvalues with algebraic multiplicities)",
                 params={"resultant": _FW.L4_RESULTANT, "product": _FW.L4_PRODUCT},
@@ -166,6 +166,6 @@ LEMMAS: list[Theorem] = [
             ),
         ),
         derivation=_dv.derive_l4,
-        symbolic_tests=(_SYM,),
+        symbolic_tests=(SYMBOLIC_TESTS,),
     ),
 ]

@@ -10,24 +10,24 @@ import math
 
 import numpy as np
 
-from . import formulas as _F
-from . import formulas_spectral as _FS
-from .oracle_instances import (
+from .. import formulas as _F
+from ..formulas import spectral as _FS
+from .instances import (
     EPS,
     Verdict,
-    _all,
-    _form_scale,
-    _na,
-    _premised,
-    _v,
+    all_of,
+    form_scale,
     mask_offsets,
+    not_applicable,
     null_space,
     polarization_probes,
+    premised,
+    residual_verdict,
     walk_pi,
     walk_view,
 )
-from .oracle_walks import (
-    _match,
+from .walks import (
+    multiset_distance,
     walk_dirichlet,
     walk_self_adjoint,
     walk_spectrum_interval,
@@ -35,28 +35,28 @@ from .oracle_walks import (
 
 
 def sha_laplacian(inst, params) -> Verdict:
-    return _all(walk_self_adjoint(inst, params), walk_spectrum_interval(inst, params), walk_dirichlet(inst, params))
+    return all_of(walk_self_adjoint(inst, params), walk_spectrum_interval(inst, params), walk_dirichlet(inst, params))
 
 
 def walk_spectrum(inst, params) -> Verdict:
     """T3.spectrum: the eigenvalues of ``Δ`` in ``[lo, hi]`` (:func:`walk_spectrum_interval`), and
     the registry's formula ``params["upper_form"]`` (``<x,(2I-Δ)x>_π`` as a sum of squares) evaluated
-    at every polarization probe ``x`` at once (:func:`theory.oracle_instances.polarization_probes`),
-    relative to the size of its terms (:func:`theory.oracle_instances._form_scale`)."""
+    at every polarization probe ``x`` at once (:func:`theory.oracles.instances.polarization_probes`),
+    relative to the size of its terms (:func:`theory.oracles.instances.form_scale`)."""
     P, O = walk_view(inst)
     pi = walk_pi(inst, P)
     n, d = P.shape[0], O.shape[-1]
     X = polarization_probes(n, d)
     lhs, rhs = _F.evaluate(params["upper_form"], {"pi": pi, "P": P, "O": O, "x": X, "n": n, "d": d})
-    form = _v(
-        float((np.abs(lhs - rhs) / _form_scale(P, O, pi, X)).max()),
+    form = residual_verdict(
+        float((np.abs(lhs - rhs) / form_scale(P, O, pi, X)).max()),
         64 * EPS * n * d * n,
         "|<x,(2I−Δ)x>_π − sum of squares| / scale on the polarization probes (the registry's formula)",
     )
-    return _all(walk_spectrum_interval(inst, params), form)
+    return all_of(walk_spectrum_interval(inst, params), form)
 
 
-def _eig_count(T: np.ndarray, value: float) -> int:
+def eig_count(T: np.ndarray, value: float) -> int:
     """Geometric multiplicity of ``value`` (threshold relative to ``max(‖T‖₂, 1)``)."""
     return int(
         null_space(T - value * np.eye(T.shape[0]), rel=1e-9, scale=max(float(np.linalg.norm(T, 2)), 1.0)).shape[1]
@@ -81,7 +81,7 @@ def t5_spectrum(inst, params) -> Verdict:
     A, T = np.asarray(inst["A"], float), np.asarray(inst["T"], float)
     n, d = A.shape[0], T.shape[0]
     lam, U = np.linalg.eig(A)
-    fix, minus = _eig_count(T, 1.0), _eig_count(T, -1.0)
+    fix, minus = eig_count(T, 1.0), eig_count(T, -1.0)
     parts, want = [], []
     for key, default, sigma, mult in (("on_fix", _F.T5_ON_FIX, 1.0, fix), ("on_minus", _F.T5_ON_MINUS, -1.0, minus)):
         ident = params.get(key, default)
@@ -96,10 +96,14 @@ def t5_spectrum(inst, params) -> Verdict:
                 values = {"A": A, "T": T, "u": U[:, q], "f": F_[:, col], "lambda": lam[q], "n": n, "d": d}
                 lhs, rhs = _F.evaluate(ident, values)
                 worst = max(worst, float(np.abs(lhs - rhs).max()))
-        parts.append(_v(worst, 1e-6, f"{key}: Δ(u ⊗ f) = the formula's eigenvalue · (u ⊗ f)"))
+        parts.append(residual_verdict(worst, 1e-6, f"{key}: Δ(u ⊗ f) = the formula's eigenvalue · (u ⊗ f)"))
     got = np.linalg.eigvals(np.eye(n * d) - np.kron(A, T))
-    parts.append(_v(_match(got, np.array(want)), 1e-6, f"dim Fix T = {fix}, dim(−1) = {minus}; multiset distance"))
-    return _all(*parts)
+    parts.append(
+        residual_verdict(
+            multiset_distance(got, np.array(want)), 1e-6, f"dim Fix T = {fix}, dim(−1) = {minus}; multiset distance"
+        )
+    )
+    return all_of(*parts)
 
 
 def t5_kernel(inst, params) -> Verdict:
@@ -121,12 +125,14 @@ def t5_kernel(inst, params) -> Verdict:
     if F_.shape[1]:
         lhs, rhs = _F.evaluate(ident, {"A": A, "T": T, "f": F_, "n": n, "d": d})
         worst = float(np.abs(lhs - rhs).max()) / max(1.0, float(np.abs(A).sum(-1).max() * np.abs(T).sum(-1).max()))
-    contained = _v(worst, 64 * EPS * n * d, f"Δ(1 ⊗ f) = 0 on the {sigma:g}-eigenspace of T (the registry's formula)")
+    contained = residual_verdict(
+        worst, 64 * EPS * n * d, f"Δ(1 ⊗ f) = 0 on the {sigma:g}-eigenspace of T (the registry's formula)"
+    )
     same = K.shape[1] == F_.shape[1]
     dims = Verdict(
         same, 0.0 if same else 1.0, 0.0, f"dim ker Δ = {K.shape[1]}, dim 1 ⊗ ({sigma:g}-eigenspace) = {F_.shape[1]}"
     )
-    return _all(contained, dims)
+    return all_of(contained, dims)
 
 
 def _t4_values(inst, mu=None) -> dict:
@@ -145,19 +151,21 @@ def t4_triangle(inst, params) -> Verdict:
     lhs, rhs = _F.evaluate(ident, values)
     S = _F.environment(ident, values)["S"]
     worst = float(np.abs(lhs - rhs).max()) / (1 + float(np.abs(S).max()))
-    return _v(worst, 64 * EPS * n, "|log triangle ratio − stated form| / (1 + max|S|) (the registry's formula)")
+    return residual_verdict(
+        worst, 64 * EPS * n, "|log triangle ratio − stated form| / (1 + max|S|) (the registry's formula)"
+    )
 
 
 def t4_symmetric_reversible(inst, params) -> Verdict:
     """T4's formulas (``params["balance"]``, ``params["stationary"]``: SymPy expressions of the
     registry, with their premise ``M_ab = M_ba`` and definitions ``S``, ``Z``, ``A``) evaluated on the
-    instance as drawn — ``M`` is not symmetrised here (:func:`_premised`)."""
+    instance as drawn — ``M`` is not symmetrised here (:func:`premised`)."""
     n = np.asarray(inst["X"]).shape[0]
     values = _t4_values(inst, mask_offsets(inst, n))
     t = 64 * EPS * n
-    return _all(
+    return all_of(
         *(
-            _premised(params.get(key, default), values, key, t, "π_i ∝ Z_i")
+            premised(params.get(key, default), values, key, t, "π_i ∝ Z_i")
             for key, default in (("balance", _F.T4_BALANCE), ("stationary", _F.T4_STATIONARY))
         )
     )
@@ -166,20 +174,20 @@ def t4_symmetric_reversible(inst, params) -> Verdict:
 def t4_query_bias(inst, params) -> Verdict:
     """T4's query-bias formula (``params["query_bias"]``: the registry's SymPy expression, with its
     premise ``M_ab = M_ba`` and definitions ``S``, ``Z``, ``A``, ``π``) on the unmasked instance as
-    drawn (:func:`_premised`); ``β``: the instance's, else ``linspace(-1, 1, n)``."""
+    drawn (:func:`premised`); ``β``: the instance's, else ``linspace(-1, 1, n)``."""
     n = np.asarray(inst["X"]).shape[0]
     beta = np.asarray(inst["beta"], float) if inst.get("beta") is not None else np.linspace(-1, 1, n)
     values = {**_t4_values(inst), "beta": beta}
-    return _premised(params["query_bias"], values, "query_bias", 64 * EPS * n, "π_i ∝ e^{β_i} Σ_j e^{S_ij+β_j}")
+    return premised(params["query_bias"], values, "query_bias", 64 * EPS * n, "π_i ∝ e^{β_i} Σ_j e^{S_ij+β_j}")
 
 
 def t4_causal(inst, params) -> Verdict:
-    """T4.causal: the attention of T4.softmax's formula (:data:`theory.formulas_spectral.ATTENTION`)
+    """T4.causal: the attention of T4.softmax's formula (:data:`theory.formulas.spectral.ATTENTION`)
     with the causal mask ``params["mask"]`` (whatever mask the instance carries) has an edge
     ``A_ij > 0 = A_ji``, which forces ``π_i = 0`` under detailed balance (``n ≥ n_min``)."""
     n = np.asarray(inst["X"]).shape[0]
     if n < int(params["n_min"]):
-        return _na(f"n < {params['n_min']}")
+        return not_applicable(f"n < {params['n_min']}")
     values = _t4_values(inst, mask_offsets({"mask": "causal"}, n, params["mask"]))
     ident = _FS.ATTENTION
     A = _F.tabulate(ident.rhs, ident.free, _F.environment(ident, values))
@@ -187,7 +195,7 @@ def t4_causal(inst, params) -> Verdict:
     return Verdict(one_way, 0.0 if one_way else 1.0, 0.0, "an edge with A_ij > 0 = A_ji (forces π_i = 0)")
 
 
-def _ring(inst) -> tuple[np.ndarray, np.ndarray]:
+def ring_instance(inst) -> tuple[np.ndarray, np.ndarray]:
     A0, T = np.asarray(inst["A0"], float), np.asarray(inst["T"], float)
     return A0, T
 
@@ -201,7 +209,7 @@ def _ring_values(A0: np.ndarray, T: np.ndarray, k: int | None = None) -> dict:
 
 
 def ring_jacobian(A0: np.ndarray, T: np.ndarray, jacobian=None) -> np.ndarray:
-    """``J``: the registry's formula ``jacobian`` (default :data:`theory.formulas_spectral.JACOBIAN`,
+    """``J``: the registry's formula ``jacobian`` (default :data:`theory.formulas.spectral.JACOBIAN`,
     ``J = block(Σ_h A0^h_ij T_h) − I``) tabulated over its entries ``((i, c), (j, b))``."""
     ident = jacobian or _FS.JACOBIAN
     n, d = A0.shape[-1], T.shape[-1]
@@ -209,7 +217,7 @@ def ring_jacobian(A0: np.ndarray, T: np.ndarray, jacobian=None) -> np.ndarray:
 
 
 def ring_symbol(A0: np.ndarray, T: np.ndarray, k: int, symbol=None) -> np.ndarray:
-    """``M(k)``: the registry's formula ``symbol`` (default :data:`theory.formulas_spectral.SYMBOL`,
+    """``M(k)``: the registry's formula ``symbol`` (default :data:`theory.formulas.spectral.SYMBOL`,
     ``M(k) = Σ_h â_h(k) T_h``) tabulated at ``ζ = e^{2πik/n}``."""
     ident = symbol or _FS.SYMBOL
     env = _F.environment(ident, _ring_values(A0, T, k))
@@ -219,7 +227,7 @@ def ring_symbol(A0: np.ndarray, T: np.ndarray, k: int, symbol=None) -> np.ndarra
 def t6_fourier(inst, params) -> Verdict:
     """T6's formula (``params["fourier"]``: the registry's SymPy expression) evaluated on the
     instance for every ``k`` (``ζ = e^{2πik/n}``) and every unit vector ``v``."""
-    A0, T = _ring(inst)
+    A0, T = ring_instance(inst)
     H, n, _ = A0.shape
     d = T.shape[-1]
     ident = params.get("fourier", _F.FOURIER)
@@ -230,37 +238,41 @@ def t6_fourier(inst, params) -> Verdict:
             values = {"A0": A0, "T": T, "v": np.eye(d)[col], "zeta": np.exp(2j * np.pi * k / n), "n": n, "d": d, "H": H}
             lhs, rhs = _F.evaluate(ident, values)
             worst = max(worst, float(np.abs(lhs - rhs).max()) / scale)
-    return _v(worst, 64 * EPS * n * H * d, "max_k ‖J(φ_k⊗v) − φ_k⊗(M(k) − I)v‖ / ‖J‖ (the registry's formula)")
+    return residual_verdict(
+        worst, 64 * EPS * n * H * d, "max_k ‖J(φ_k⊗v) − φ_k⊗(M(k) − I)v‖ / ‖J‖ (the registry's formula)"
+    )
 
 
 def t6_selection(inst, params) -> Verdict:
     """T6.selection: the best growth rate over every ``k`` of the registry's symbol ``params["symbol"]``
     less ``shift`` is the largest real part of ``spec J`` (``J``: T6.jacobian's formula)."""
-    A0, T = _ring(inst)
+    A0, T = ring_instance(inst)
     n = A0.shape[-1]
     sym = params["symbol"]
     sig = max(float(np.linalg.eigvals(ring_symbol(A0, T, k, sym)).real.max()) for k in range(n)) - params["shift"]
     dense = float(np.linalg.eigvals(ring_jacobian(A0, T)).real.max())
-    return _v(abs(sig - dense) / max(1.0, abs(dense)), 1e-8, f"Re σ(k*) = {sig:.6g} vs max Re eig J = {dense:.6g}")
+    return residual_verdict(
+        abs(sig - dense) / max(1.0, abs(dense)), 1e-8, f"Re σ(k*) = {sig:.6g} vs max Re eig J = {dense:.6g}"
+    )
 
 
 def t6_rotating(inst, params) -> Verdict:
     """T6.rotating: the registry's formula ``params["rotating"]`` (``(M(k) − I) z = σ_z(k) z``,
     ``z = (1, −i)``, premise ``T = ρR(θ)``) evaluated for every ``k``."""
     if inst.get("rho") is None:
-        return _na("no rotating-wave transport in this instance")
-    A0, T = _ring(inst)
+        return not_applicable("no rotating-wave transport in this instance")
+    A0, T = ring_instance(inst)
     rho, th = float(inst["rho"]), float(inst["theta"])
     n = A0.shape[-1]
     ident = params["rotating"]
     base = {**_ring_values(A0, T, 0), "rho": rho, "theta": th}
     gap = max((float(np.abs(pl - pr).max()) for pl, pr in _F.premise_residuals(ident, base)), default=0.0)
     if gap > 64 * EPS * max(1.0, rho):
-        return _na(f"premise of rotating (T = ρR(θ)) violated by the instance (gap {gap:.1e})")
+        return not_applicable(f"premise of rotating (T = ρR(θ)) violated by the instance (gap {gap:.1e})")
     worst = 0.0
     for k in range(n):
         lhs, rhs = _F.evaluate(ident, {**base, "zeta": np.exp(2j * np.pi * k / n)})
         worst = max(worst, float(np.abs(lhs - rhs).max()))
-    return _v(
+    return residual_verdict(
         worst / max(1.0, rho), 64 * EPS * n, "max_k ‖(M(k) − I)z − σ_z(k)z‖, z = (1, −i) (the registry's formula)"
     )

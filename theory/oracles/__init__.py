@@ -27,30 +27,30 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 
-from .oracle_instances import (  # noqa: F401
+from .instances import (  # noqa: F401
     EPS,
     Verdict,
-    _all,
-    _dirichlet_scale,
-    _na,
-    _pi_inner,
-    _probes,
-    _spectrum_in,
-    _v,
+    all_of,
     arr,
     build,
     dense_walk,
+    dirichlet_scale,
     exact,
+    not_applicable,
     null_space,
+    pi_inner_product,
+    probe_vectors,
     q,
+    residual_verdict,
     softmax_rows,
+    spectrum_in,
     stationary,
     walk_pi,
     walk_view,
 )
-from .oracle_spectral import (  # noqa: F401
-    _eig_count,
-    _ring,
+from .spectral import (  # noqa: F401
+    eig_count,
+    ring_instance,
     ring_jacobian,
     ring_symbol,
     sha_laplacian,
@@ -65,20 +65,20 @@ from .oracle_spectral import (  # noqa: F401
     t6_selection,
     walk_spectrum,
 )
-from .oracle_walks import (  # noqa: F401
-    _constraints,
-    _match,
-    _rearranged,
+from .walks import (  # noqa: F401
     block_detailed_balance,
     circulant,
     full_support,
+    gauge_constraints,
     heads_B,
     heads_stochastic,
     kron_spectrum,
     kronecker_constant,
+    multiset_distance,
     orthogonal,
     orthogonal_involution,
     p_is_head_mean,
+    rearranged_blocks,
     reversible,
     softmax_full_support,
     stack,

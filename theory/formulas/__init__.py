@@ -8,7 +8,7 @@ assumes, e.g. symmetric scores) and ``where`` definitions (``S_ij = ...``). The 
 objects in a statement's ``params``; THEOREMS.md shows :meth:`Identity.markdown` (``sympy.latex``
 of the same objects); the oracles call :func:`evaluate` (``lambdify`` of the same objects on a numeric
 instance — no second hand-written formula); the general derivations of
-:mod:`theory.derivations_general` rewrite the same objects to an exact zero for symbolic sizes.
+:mod:`theory.derivations.general` rewrite the same objects to an exact zero for symbolic sizes.
 
 Index ranges: ``i, j, k`` run over ``0..n-1`` (tokens), ``a, b, c`` over ``0..d-1`` (features),
 ``h, l`` over ``0..H-1`` (heads), ``m`` over ``0..n-1`` (ring offsets).
@@ -231,7 +231,7 @@ DIRICHLET = Identity("dirichlet", PI_FORM, sp.Rational(1, 2) * DIRICHLET_SUM)
 y_ = sp.IndexedBase("y")
 
 
-def _walk(v, sign=-1):
+def walk_component(v, sign=-1):
     """Component ``a`` of ``((I + sign·W) v)_i``, ``(W v)_i = Σ_j P_ij O_ij v_j``."""
     return v[i, a] + sign * sp.Sum(P_[i, j] * sp.Sum(O_[i, j, a, b] * v[j, b], (b, 0, d - 1)), (j, 0, n - 1))
 
@@ -239,13 +239,13 @@ def _walk(v, sign=-1):
 #: T3: ``Δ = I - W`` is self-adjoint in ``<·,·>_π``: ``<x, Δy>_π = <Δx, y>_π``
 SELF_ADJOINT = Identity(
     "self_adjoint",
-    sp.Sum(pi_[i] * sp.Sum(x_[i, a] * _walk(y_), (a, 0, d - 1)), (i, 0, n - 1)),
-    sp.Sum(pi_[i] * sp.Sum(_walk(x_) * y_[i, a], (a, 0, d - 1)), (i, 0, n - 1)),
+    sp.Sum(pi_[i] * sp.Sum(x_[i, a] * walk_component(y_), (a, 0, d - 1)), (i, 0, n - 1)),
+    sp.Sum(pi_[i] * sp.Sum(walk_component(x_) * y_[i, a], (a, 0, d - 1)), (i, 0, n - 1)),
 )
 #: T3: ``<x, (2I - Δ)x>_π = ½ Σ_ij π_i P_ij ||x_i + O_ij x_j||²`` (so spec Δ ⊂ [0, 2] once Δ is self-adjoint)
 UPPER_FORM = Identity(
     "upper_form",
-    sp.Sum(pi_[i] * sp.Sum(x_[i, a] * _walk(x_, +1), (a, 0, d - 1)), (i, 0, n - 1)),
+    sp.Sum(pi_[i] * sp.Sum(x_[i, a] * walk_component(x_, +1), (a, 0, d - 1)), (i, 0, n - 1)),
     sp.Rational(1, 2)
     * sp.Sum(pi_[i] * P_[i, j] * sp.Sum(_transported(+1) ** 2, (a, 0, d - 1)), (i, 0, n - 1), (j, 0, n - 1)),
 )
@@ -274,14 +274,14 @@ L1_FEATURE_MAJOR = Identity("feature_major", Vec(A_m * X_m * T_m.T), sp.Kronecke
 # T4: softmax attention with symmetric scores
 X_, M_, Z_, A_, mu_, Ma_ = (sp.IndexedBase(s) for s in ("X", "M", "Z", "A", "mu", "Ma"))
 S_ = sp.IndexedBase("S", real=True)  # real scores: log(e^S) = S
-_T4_WHERE = (
+T4_WHERE = (
     (S_[i, j], sp.Sum(X_[i, a] * M_[a, b] * X_[j, b], (a, 0, d - 1), (b, 0, d - 1)) / sp.sqrt(dk) + mu_[i, j]),
     (Z_[i], sp.Sum(sp.exp(S_[i, k]), (k, 0, n - 1))),
     (A_[i, j], sp.exp(S_[i, j]) / Z_[i]),
 )
-_T4_SYMMETRIC = ((M_[a, b], M_[b, a]),)
+T4_SYMMETRIC = ((M_[a, b], M_[b, a]),)
 #: T4: symmetric scores give detailed balance with ``pi_i = Z_i`` (``mu``: the mask, 0 without one)
-T4_BALANCE = Identity("balance", Z_[i] * A_[i, j], Z_[j] * A_[j, i], (i, j), _T4_SYMMETRIC, _T4_WHERE)
+T4_BALANCE = Identity("balance", Z_[i] * A_[i, j], Z_[j] * A_[j, i], (i, j), T4_SYMMETRIC, T4_WHERE)
 #: T4: the Kolmogorov triangle identity (every triple; ``Ma`` the antisymmetric part of ``M``)
 T4_TRIANGLE = Identity(
     "triangle",
@@ -289,10 +289,10 @@ T4_TRIANGLE = Identity(
     2 / sp.sqrt(dk) * sp.Sum((X_[j, a] - X_[i, a]) * Ma_[a, b] * (X_[k, b] - X_[i, b]), (a, 0, d - 1), (b, 0, d - 1)),
     (i, j, k),
     (),
-    (*_T4_WHERE, (Ma_[a, b], (M_[a, b] - M_[b, a]) / 2)),
+    (*T4_WHERE, (Ma_[a, b], (M_[a, b] - M_[b, a]) / 2)),
 )
 #: T4: ... and ``pi_i = Z_i`` is stationary
-T4_STATIONARY = Identity("stationary", sp.Sum(Z_[i] * A_[i, j], (i, 0, n - 1)), Z_[j], (j,), _T4_SYMMETRIC, _T4_WHERE)
+T4_STATIONARY = Identity("stationary", sp.Sum(Z_[i] * A_[i, j], (i, 0, n - 1)), Z_[j], (j,), T4_SYMMETRIC, T4_WHERE)
 
 # T2: multi-head attention, heads ``A[h, i, j]``, ``T[h, a, b]`` (distinct symbols by construction)
 Ah_, Th_, g_, B_ = (sp.IndexedBase(s) for s in ("A", "T", "g", "B"))

@@ -3,35 +3,35 @@ the single-head involution case, and pattern formation."""
 
 from __future__ import annotations
 
-from . import cases as _cases
-from . import derivations as _dv
-from . import formulas as _F
-from . import formulas_spectral as _FS
-from .registry_common import (
-    _CERT,
-    _CLAIM_LAP,
-    _CLAIM_PAT,
-    _NEC,
-    _REFL,
-    _REL,
-    _ROT,
-    _SPEC,
-    _STMT,
-    _SYM,
-    _SYM_MUT,
-    _T3_NUMERIC,
+from .. import cases as _cases
+from .. import derivations as _dv
+from .. import formulas as _F
+from ..formulas import spectral as _FS
+from ..statements import Hypothesis, Witness, latex_data
+from ..theorem import Source, Theorem
+from .common import (
+    CERTIFICATE_TESTS,
+    CLAIM_LAP,
+    CLAIM_PAT,
+    DERIVATION_HELPER_TESTS,
+    NECESSITY_TESTS,
+    REFLECTION,
+    RELATIVE_TOLERANCE,
+    ROTATION,
     SEED_A,
     SEED_B,
-    _c,
+    SPECTRUM_TOLERANCE,
+    STATEMENT_TEST,
+    SYMBOLIC_TESTS,
+    T3_NUMERIC_TESTS,
+    make_conclusion,
 )
-from .statements import Hypothesis, Witness, latex_data
-from .theorem import Source, Theorem
 
 T3: Theorem = Theorem(
     id="T3",
     title="When the generator is a random-walk connection Laplacian",
     kind="theorem",
-    source=Source(SEED_A, _CLAIM_LAP, "THEOREMS.md T3"),
+    source=Source(SEED_A, CLAIM_LAP, "THEOREMS.md T3"),
     hypotheses=(
         Hypothesis(
             "T3.a",
@@ -112,7 +112,7 @@ T3: Theorem = Theorem(
                     instance={
                         "kind": "walk",
                         "P": [[0, 1], [1, 0]],
-                        "O": [[[[0, 0], [0, 0]], _ROT], [_ROT, [[0, 0], [0, 0]]]],
+                        "O": [[[[0, 0], [0, 0]], ROTATION], [ROTATION, [[0, 0], [0, 0]]]],
                     },
                     derivation="T3::drop O_ji=O_ij^T [swap",
                 ),
@@ -120,59 +120,59 @@ T3: Theorem = Theorem(
         ),
     ),
     conclusions=(
-        _c(
+        make_conclusion(
             "T3.self_adjoint",
             "$\\Delta = I - W$ is self-adjoint in $\\langle x,y\\rangle_\\pi$, entrywise: «self_adjoint» (at unit vectors $x$, $y$ the two sides are the entries of $(\\operatorname{diag}\\pi \\otimes I)\\Delta$ and of its transpose)",
             predicate="walk_self_adjoint",
             params={"self_adjoint": _F.SELF_ADJOINT},
-            tolerance=_REL,
+            tolerance=RELATIVE_TOLERANCE,
             derivations=("T3::1. Delta is pi-self-adjoint",),
-            tests=(_STMT,),
+            tests=(STATEMENT_TEST,),
         ),
-        _c(
+        make_conclusion(
             "T3.spectrum",
             "spectrum real, in $[«lo», «hi»]$: with the Dirichlet form, $\\langle x,(2I-\\Delta)x\\rangle_\\pi$ is a sum of squares, entrywise: «upper_form»",
             predicate="walk_spectrum",
             params={"lo": 0, "hi": 2, "upper_form": _F.UPPER_FORM},
-            tolerance=_SPEC,
+            tolerance=SPECTRUM_TOLERANCE,
             derivations=("T3::2. <x,(2I-Delta)x>_pi",),
-            tests=(_STMT,),
+            tests=(STATEMENT_TEST,),
         ),
-        _c(
+        make_conclusion(
             "T3.dirichlet",
             "Dirichlet form $\\langle x,\\Delta x\\rangle_\\pi$ entrywise ($x_{i,a}$: component $a$ of token $i$, $O_{i,j,a,b}$: entry $(a,b)$ of $O_{ij}$): «dirichlet»",
             predicate="walk_dirichlet",
             params={"dirichlet": _F.DIRICHLET},
-            tolerance=_REL,
+            tolerance=RELATIVE_TOLERANCE,
             derivations=("T3::3. Dirichlet",),
-            tests=(_STMT,),
+            tests=(STATEMENT_TEST,),
         ),
-        _c(
+        make_conclusion(
             "T3.kernel",
             "kernel = parallel sections: «parallel» on every edge ($P_{ij} \\ne 0$)",
             predicate="walk_kernel_parallel",
             params={"parallel": _FS.PARALLEL},
             tolerance="null spaces by SVD at threshold 1e-9·‖·‖₂; equal dimension and ‖Δ Z‖, ‖C K‖ ≤ 1e-7",
             derivations=("T3::4. parallel section",),
-            tests=(_STMT,),
+            tests=(STATEMENT_TEST,),
         ),
-        _c(
+        make_conclusion(
             "T3.flat",
             "flat connection (transports $O_{ij} = R_i R_j^\\top$ with $R_i$ orthogonal, the premises below): $\\Delta$ is $(I-P)\\otimes I_d$ conjugated by $R = \\operatorname{diag}(R_i)$, entrywise: «flat»; $\\dim\\ker\\Delta = «kernel_dim_per_d»\\,d$ ($P$ irreducible)",
             predicate="walk_flat",
             params={"kernel_dim_per_d": 1, "flat": _FS.FLAT},
-            tolerance=_REL + "; rank threshold 1e-9",
+            tolerance=RELATIVE_TOLERANCE + "; rank threshold 1e-9",
             derivations=("T3::5. flat connection",),
-            tests=(_STMT,),
+            tests=(STATEMENT_TEST,),
         ),
-        _c(
+        make_conclusion(
             "T3.scaled",
             "scaled isometries $O_{ij} = s Q_{ij}$ ($Q$ satisfying (c1), (c2)): the Dirichlet form gains a multiple of $\\lVert x\\rVert_\\pi^2$: «scaled»; $\\operatorname{spec}\\Delta \\subset [«lo_s», «hi_s»]$",
             predicate="walk_scaled",
             params={"scaled": _FS.SCALED, "lo_s": _FS.SCALED_LO, "hi_s": _FS.SCALED_HI},
-            tolerance=_SPEC + "; the form: " + _REL,
+            tolerance=SPECTRUM_TOLERANCE + "; the form: " + RELATIVE_TOLERANCE,
             derivations=("T3::scaled O = sQ: <x,Delta x>_pi",),
-            tests=(_STMT,),
+            tests=(STATEMENT_TEST,),
         ),
     ),
     derivation=_dv.derive_t3,
@@ -181,16 +181,16 @@ T3: Theorem = Theorem(
         "Weaker: the Dirichlet form and the kernel need only (a), orthogonal $O$ and a stationary $\\pi > 0$; then spec lies in the disk $|z-1| \\le 1$. Without a positive stationary $\\pi$ the kernel statement fails: $P=[[1,0],[.5,.5]]$, $d=1$, $O_{22}=-1$.",
         "Gauge-free form on $B$: $B_{ij} = p_{ij} Q_{ij}$, $Q_{ij}$ orthogonal, $\\sum_j p_{ij} = 1$, $\\pi_i B_{ij} = \\pi_j B_{ji}^\\top$; balanced norms $\\pi_i\\lVert B_{ij}\\rVert = \\pi_j\\lVert B_{ji}\\rVert$ are not enough (the transports must match).",
     ),
-    symbolic_tests=(_SYM, _SYM_MUT),
-    certificate_tests=(_CERT,),
-    numeric_tests=_T3_NUMERIC
+    symbolic_tests=(SYMBOLIC_TESTS, DERIVATION_HELPER_TESTS),
+    certificate_tests=(CERTIFICATE_TESTS,),
+    numeric_tests=T3_NUMERIC_TESTS
     + (
         "tests/numerics/test_spectra.py",
         "tests/numerics/test_statements.py",
         "tests/numerics/test_oracles.py",
         "tests/numerics/test_scale.py",
     ),
-    necessity_tests=(_NEC,),
+    necessity_tests=(NECESSITY_TESTS,),
 )
 
 
@@ -200,7 +200,7 @@ SPECTRAL_THEOREMS: list[Theorem] = [
         id="T4",
         title="When softmax attention is reversible",
         kind="theorem",
-        source=Source(SEED_A, _CLAIM_LAP, "THEOREMS.md T4"),
+        source=Source(SEED_A, CLAIM_LAP, "THEOREMS.md T4"),
         hypotheses=(
             Hypothesis(
                 "T4.softmax",
@@ -224,63 +224,63 @@ SPECTRAL_THEOREMS: list[Theorem] = [
             ),
         ),
         conclusions=(
-            _c(
+            make_conclusion(
                 "T4.triangle",
                 "Kolmogorov triangle identity for every triple $i, j, k$ (with $S$, $Z$, $A$ as below, no mask: $\\mu = 0$): «triangle»",
                 predicate="t4_triangle",
                 params={"triangle": _F.T4_TRIANGLE},
-                tolerance=_REL,
+                tolerance=RELATIVE_TOLERANCE,
                 derivations=("T4::Kolmogorov triangle (0,1,2)",),
-                tests=(_STMT,),
+                tests=(STATEMENT_TEST,),
             ),
-            _c(
+            make_conclusion(
                 "T4.criterion",
                 "$A$ is reversible iff $M_a$ vanishes on $\\operatorname{span}\\{x_j - x_1\\}$; symmetric scores suffice — detailed balance with $\\pi_i \\propto Z_i$: «balance» ($\\mu$: the mask, $0$ without one), and $\\pi$ is stationary: «stationary»; symmetric scores are not necessary (affinely collinear tokens; $n = 2$)",
                 params={"balance": _F.T4_BALANCE, "stationary": _F.T4_STATIONARY},
                 predicate="t4_symmetric_reversible",
-                tolerance=_REL,
+                tolerance=RELATIVE_TOLERANCE,
                 derivations=(
                     "T4::symmetric M: pi_i A_ij = pi_j A_ji",
                     "T4::symmetric M: pi = (D_ii) is stationary",
                     "T4::affinely collinear tokens",
                 ),
-                tests=(_STMT,),
+                tests=(STATEMENT_TEST,),
             ),
-            _c(
+            make_conclusion(
                 "T4.query_bias",
                 "a key bias (a score term $\\beta_i$) cancels; a query bias (a score term $\\beta_j$) keeps reversibility with symmetric scores: «query_bias»",
                 predicate="t4_query_bias",
                 params={"query_bias": _FS.QUERY_BIAS},
-                tolerance=_REL,
+                tolerance=RELATIVE_TOLERANCE,
                 derivations=("T4::key bias", "T4::query bias beta_j: reversible"),
-                tests=(_STMT,),
+                tests=(STATEMENT_TEST,),
             ),
-            _c(
+            make_conclusion(
                 "T4.causal",
                 "causal attention (T4.softmax's attention with the mask «mask») is never reversible with a positive $\\pi$ ($n \\ge «n_min»$)",
                 predicate="t4_causal",
                 params={"mask": _FS.MASK, "n_min": 2},
                 tolerance="exact: an edge $i \\to j$ with $A_{ij} > 0 = A_{ji}$ (detailed balance then forces $\\pi_i = 0$)",
                 derivations=("T4::causal mask",),
-                tests=(_STMT,),
+                tests=(STATEMENT_TEST,),
             ),
         ),
         derivation=_dv.derive_t4,
         notes=("RoPE: reversible when $W_Q = W_K$; symmetric $M$ alone is not enough.",),
-        symbolic_tests=(_SYM,),
-        certificate_tests=(_CERT,),
+        symbolic_tests=(SYMBOLIC_TESTS,),
+        certificate_tests=(CERTIFICATE_TESTS,),
         numeric_tests=(
             "tests/numerics/test_reversibility.py",
             "tests/numerics/test_graphs.py",
             "tests/numerics/test_statements.py",
         ),
-        necessity_tests=(_NEC,),
+        necessity_tests=(NECESSITY_TESTS,),
     ),
     Theorem(
         id="T5",
         title="Single head: when $I - A\\otimes T$ is a connection Laplacian",
         kind="theorem",
-        source=Source(SEED_A, _CLAIM_LAP, "THEOREMS.md T5"),
+        source=Source(SEED_A, CLAIM_LAP, "THEOREMS.md T5"),
         hypotheses=(
             Hypothesis(
                 "T5.softmax",
@@ -292,7 +292,7 @@ SPECTRAL_THEOREMS: list[Theorem] = [
                         "T5.softmax.w1",
                         "$A = «A»$ (not full support, reducible), $T = «T»$: $\\dim\\ker\\Delta = 2 > \\dim \\operatorname{Fix} T$",
                         fails=("T5.kernel",),
-                        instance={"kind": "sha", "A": [[1, 0], [0, 1]], "T": _REFL},
+                        instance={"kind": "sha", "A": [[1, 0], [0, 1]], "T": REFLECTION},
                     ),
                 ),
             ),
@@ -310,7 +310,7 @@ SPECTRAL_THEOREMS: list[Theorem] = [
                         instance={
                             "kind": "sha",
                             "A": [["1/2", "1/4", "1/4"], ["1/8", "1/2", "3/8"], ["1/4", "1/4", "1/2"]],
-                            "T": _REFL,
+                            "T": REFLECTION,
                         },
                     ),
                 ),
@@ -326,7 +326,7 @@ SPECTRAL_THEOREMS: list[Theorem] = [
                         "T5.involution.w1",
                         "$A = «A»$, $T = «T»$ a rotation (orthogonal, not symmetric): complex spectrum",
                         fails=("T5.laplacian", "T5.spectrum"),
-                        instance={"kind": "sha", "A": [["3/5", "2/5"], ["1/5", "4/5"]], "T": _ROT},
+                        instance={"kind": "sha", "A": [["3/5", "2/5"], ["1/5", "4/5"]], "T": ROTATION},
                     ),
                     Witness(
                         "T5.involution.w2",
@@ -339,37 +339,37 @@ SPECTRAL_THEOREMS: list[Theorem] = [
             ),
         ),
         conclusions=(
-            _c(
+            make_conclusion(
                 "T5.laplacian",
                 "$\\Delta = I - A\\otimes T$ (the walk $P = A$, $O_{ij} = T$) is a connection Laplacian — $\\pi$-self-adjoint, «self_adjoint», real spectrum in $[«lo», «hi»]$, the Dirichlet form «dirichlet» — iff $A$ is reversible and $T$ an orthogonal involution (up to a global gauge)",
                 predicate="sha_laplacian",
                 params={"lo": 0, "hi": 2, "self_adjoint": _F.SELF_ADJOINT, "dirichlet": _F.DIRICHLET},
-                tolerance=_REL + "; " + _SPEC,
+                tolerance=RELATIVE_TOLERANCE + "; " + SPECTRUM_TOLERANCE,
                 derivations=(
                     "T5::reversible A, T = I - 2 Pi_U: Delta pi-self-adjoint",
                     "T5::orthogonal + symmetric => involution",
                 ),
-                tests=(_STMT,),
+                tests=(STATEMENT_TEST,),
             ),
-            _c(
+            make_conclusion(
                 "T5.spectrum",
                 "$\\operatorname{spec}\\Delta$, $\\Delta = I - A \\otimes T$, with algebraic multiplicities: for every eigenpair $(\\lambda, u)$ of $A$, on $\\operatorname{Fix}(T)$ «on_fix» and on the $-1$ eigenspace «on_minus» (component $(i, a)$ of $\\Delta(u \\otimes f)$)",
                 predicate="t5_spectrum",
                 params={"on_fix": _F.T5_ON_FIX, "on_minus": _F.T5_ON_MINUS},
                 tolerance="multisets matched by optimal assignment; distance ≤ 1e-6",
                 derivations=("T5::spec(I - kron(A,T))",),
-                tests=(_STMT,),
+                tests=(STATEMENT_TEST,),
             ),
-            _c(
+            make_conclusion(
                 "T5.kernel",
                 "$\\ker\\Delta = \\mathbf 1 \\otimes \\operatorname{Fix}(T)$ for irreducible $A$: every $\\mathbf 1 \\otimes f$, $f \\in \\operatorname{Fix}(T)$, is in the kernel (component $(i, a)$ of $\\Delta(\\mathbf 1 \\otimes f)$): «kernel», and the dimensions are equal",
                 predicate="t5_kernel",
                 params={"kernel": _FS.T5_KERNEL},
                 tolerance="null space by SVD at threshold 1e-9; equal dimension and containment",
                 derivations=("T3::4. parallel section",),
-                tests=(_STMT,),
+                tests=(STATEMENT_TEST,),
             ),
-            _c(
+            make_conclusion(
                 "T5.non_orthogonal",
                 "a non-orthogonal involution has real spectrum in $[«lo», «hi»]$ but fails $\\pi$-self-adjointness and the Dirichlet form (T5.laplacian's formulas)",
                 params={"lo": 0, "hi": 2},
@@ -379,16 +379,16 @@ SPECTRAL_THEOREMS: list[Theorem] = [
         ),
         derivation=_dv.derive_t5,
         lemmas=("L3", "L4"),
-        symbolic_tests=(_SYM,),
-        certificate_tests=(_CERT,),
-        numeric_tests=_T3_NUMERIC + ("tests/numerics/test_involution.py", "tests/numerics/test_statements.py"),
-        necessity_tests=(_NEC,),
+        symbolic_tests=(SYMBOLIC_TESTS,),
+        certificate_tests=(CERTIFICATE_TESTS,),
+        numeric_tests=T3_NUMERIC_TESTS + ("tests/numerics/test_involution.py", "tests/numerics/test_statements.py"),
+        necessity_tests=(NECESSITY_TESTS,),
     ),
     Theorem(
         id="T6",
         title="Pattern formation: linearisation and dispersion relation",
         kind="theorem",
-        source=Source(SEED_B, _CLAIM_PAT, "THEOREMS.md T6"),
+        source=Source(SEED_B, CLAIM_PAT, "THEOREMS.md T6"),
         hypotheses=(
             Hypothesis(
                 "T6.H1",
@@ -437,7 +437,7 @@ SPECTRAL_THEOREMS: list[Theorem] = [
             ),
         ),
         conclusions=(
-            _c(
+            make_conclusion(
                 "T6.jacobian",
                 "(H1)+(H2): the Jacobian of $\\dot x_i = \\sum_h\\sum_j A^h_{ij}(X) T_h x_j - x_i$ at the base state is exactly $J$, entry $((i, c), (j, b))$ (token-major): «jacobian»",
                 params={"jacobian": _FS.JACOBIAN},
@@ -446,32 +446,32 @@ SPECTRAL_THEOREMS: list[Theorem] = [
                     "tests/numerics/test_patterns.py::test_t6_jacobian_of_softmax_dynamics_equals_walk_minus_identity",
                 ),
             ),
-            _c(
+            make_conclusion(
                 "T6.fourier",
                 "(H3): eigenpairs $\\varphi_k \\otimes v$, $\\varphi_k(j) = \\zeta^j$, $\\zeta = e^{2\\pi i k / n}$, of $J$ (T6.jacobian) with the symbol $M(k)$ (T6.selection) of the kernels: component $c$ of token $i$ of $J(\\varphi_k \\otimes v)$ and of $\\varphi_k \\otimes (M(k) - I)v$: «fourier»",
                 predicate="t6_fourier",
                 params={"fourier": _F.FOURIER},
-                tolerance=_REL,
+                tolerance=RELATIVE_TOLERANCE,
                 derivations=("T6::Fourier (ring=", "T6::Fourier with the reversed sign"),
-                tests=(_STMT,),
+                tests=(STATEMENT_TEST,),
             ),
-            _c(
+            make_conclusion(
                 "T6.selection",
                 "with the symbol «symbol»: selection $k^* = \\operatorname{argmax}_k \\max \\operatorname{Re}\\operatorname{eig} M(k)$, growth $\\sigma = \\lambda_{\\max}(M(k^*)) - «shift»$ (the largest real part of $\\operatorname{spec} J$); phase velocity «velocity»",
                 predicate="t6_selection",
                 params={"shift": 1, "symbol": _FS.SYMBOL, "velocity": _FS.VELOCITY},
-                tolerance=_REL,
+                tolerance=RELATIVE_TOLERANCE,
                 derivations=("T6::Fourier (ring=",),
-                tests=(_STMT, "tests/numerics/test_t6_emergence.py::test_emergence_follows_the_symbol"),
+                tests=(STATEMENT_TEST, "tests/numerics/test_t6_emergence.py::test_emergence_follows_the_symbol"),
             ),
-            _c(
+            make_conclusion(
                 "T6.rotating",
                 "rotating wave $T = \\rho R(\\theta)$ (one head): $z = (1, -i)$ is an eigenvector of $M(k) - I$ with the eigenvalue $\\sigma_z(k)$ on the right: «rotating»",
                 predicate="t6_rotating",
                 params={"rotating": _FS.ROTATING},
-                tolerance=_REL,
+                tolerance=RELATIVE_TOLERANCE,
                 derivations=("T6::rotating wave",),
-                tests=(_STMT,),
+                tests=(STATEMENT_TEST,),
             ),
         ),
         derivation=_dv.derive_t6,
@@ -482,13 +482,13 @@ SPECTRAL_THEOREMS: list[Theorem] = [
             "Reference case Ex1 ($n = 64$, wrapped Gaussian kernel centred at $+4$, width $1.5$, $T = \\operatorname{diag}(1,-3)$): $|k^*| = 7$, $\\sigma = 0.62926 \\pm 0.67486 i$, $c = 0.982$ (RK4 $dt = 0.01$, perturbation $10^{-10}$, linear-window fit).",
             "Reference case Ex3 (two heads, kernels centred at $+7$ and $-4$, non-commuting $T_h$): $|k^*| = 6$ while a per-head guess gives $|k| = 3$; the simulation follows the symbol.",
         ),
-        symbolic_tests=(_SYM, _SYM_MUT),
-        certificate_tests=(_CERT,),
+        symbolic_tests=(SYMBOLIC_TESTS, DERIVATION_HELPER_TESTS),
+        certificate_tests=(CERTIFICATE_TESTS,),
         numeric_tests=(
             "tests/numerics/test_patterns.py",
             "tests/numerics/test_statements.py",
             "tests/numerics/test_t6_emergence.py",
         ),
-        necessity_tests=("tests/numerics/test_patterns.py", _NEC),
+        necessity_tests=("tests/numerics/test_patterns.py", NECESSITY_TESTS),
     ),
 ]

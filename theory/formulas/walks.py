@@ -1,8 +1,8 @@
 """The walk side's formulas beyond :mod:`theory.formulas` (T1's hypotheses, T2's gauge, constant
 transport and special cases, the conventions): one SymPy expression each, rendered into THEOREMS.md
-with ``sympy.latex``, evaluated by the oracles of :mod:`theory.oracle_walks` with
+with ``sympy.latex``, evaluated by the oracles of :mod:`theory.oracles.walks` with
 :func:`theory.formulas.evaluate`, and (where cheap) proved for symbolic sizes by
-:mod:`theory.derivations_general`.
+:mod:`theory.derivations.general`.
 
 :class:`Relation` is the inequality counterpart of :class:`theory.formulas.Identity` (``c_ij ≥ 0``
 for every value of its free indices, with ``where`` definitions).
@@ -16,8 +16,8 @@ from typing import Any, ClassVar
 
 import sympy as sp
 
-from . import formulas as F
-from .formulas import H, Identity, a, b, d, h, i, j, n
+from .. import formulas as F
+from . import H, Identity, a, b, d, h, i, j, n
 
 # ------------------------------------------------------------------------------------------------
 # machinery: displayed names, inequalities
@@ -171,8 +171,8 @@ x_vec = sp.MatrixSymbol("x", n * d, 1)
 STACKING = Identity("stacking", x_vec, F.Vec(F.X_m.T))
 #: the connection walk ``(W x)_i = Σ_j P_ij O_ij x_j`` and its generator ``Δ = I - W``, componentwise
 Wx, Dx = shown_base("Wx", r"\left(W x\right)"), shown_base("Dx", r"\left(\Delta x\right)")
-WALK = Identity("walk", Wx[i, a], F.x_[i, a] - F._walk(F.x_), (i, a))
-GENERATOR = Identity("generator", Dx[i, a], F._walk(F.x_), (i, a))
+WALK = Identity("walk", Wx[i, a], F.x_[i, a] - F.walk_component(F.x_), (i, a))
+GENERATOR = Identity("generator", Dx[i, a], F.walk_component(F.x_), (i, a))
 Wb = shown_base("Wb", "W")
 #: entry ``(i d + a, j d + b)`` of the walk's ``nd × nd`` matrix: block ``(i, j)`` is ``P_ij O_ij``
 WALK_BLOCK = Identity("block", Wb[i * d + a, j * d + b], P[i, j] * F.O_[i, j, a, b], (i, j, a, b))
@@ -222,7 +222,7 @@ kk = sp.Symbol("k", integer=True, nonnegative=True)
 FOURIER_MODE = Identity("mode", phi[kk, j], sp.exp(2 * sp.pi * sp.I * kk * j / n), (kk, j))
 
 #: the single-head attention of T4 / T6 (softmax of the scores), as its definition in T4's formulas
-SOFTMAX = Identity("softmax", F.A_[i, j], F._T4_WHERE[2][1], (i, j), (), F._T4_WHERE[:2])
+SOFTMAX = Identity("softmax", F.A_[i, j], F.T4_WHERE[2][1], (i, j), (), F.T4_WHERE[:2])
 
 # ------------------------------------------------------------------------------------------------
 # L1: shapes and the mixed convention; L2: softmax rows; L4: the Kronecker spectrum
@@ -261,7 +261,7 @@ class Res(sp.Function):
         return r"\operatorname{Res}_{\mu}\left(" + f + ", " + g + r"\right)"
 
     def doit(self, **hints):
-        from .symbolic import sylvester_resultant  # the fixed-size derivation's resultant
+        from ..symbolic import sylvester_resultant  # the fixed-size derivation's resultant
 
         f, g = (x.doit(**hints) for x in self.args)
         return sylvester_resultant(sp.expand(f), sp.expand(g), mus)

@@ -11,13 +11,13 @@ statement carries (T3's interval, T2's Kronecker miss, T4's triangle coefficient
 shift) is a param, and so is every formula (a SymPy expression of :mod:`theory.formulas`: T1's
 stacking, T2's walk, T3's forms, T4's balance, T5's spectral map, T6's Fourier symbol): THEOREMS.md,
 the property tests (``tests/numerics/test_statements.py``) and the derivations for symbolic sizes
-(:mod:`theory.derivations_general`) read it from here. ``CLAIMS`` holds E1-E6 and LAP (statement,
+(:mod:`theory.derivations.general`) read it from here. ``CLAIMS`` holds E1-E6 and LAP (statement,
 statistic, null model, decision rule); adding a claim is adding one :class:`Claim` entry.
 
-One idea per file: :mod:`theory.theorem` (the :class:`Theorem` record), :mod:`theory.registry_common`
-(seed papers, test paths, shared wordings), the entries :mod:`theory.registry_lemmas` (L1-L4),
-:mod:`theory.registry_walks` (T1, T2), :mod:`theory.registry_spectral` (T3-T6) and
-:mod:`theory.registry_claims` (E1-E6, LAP); this module assembles them and looks them up.
+One idea per file: :mod:`theory.theorem` (the :class:`Theorem` record), :mod:`theory.registry.common`
+(seed papers, test paths, shared wordings), the entries :mod:`theory.registry.lemmas` (L1-L4),
+:mod:`theory.registry.walks` (T1, T2), :mod:`theory.registry.spectral` (T3-T6) and
+:mod:`theory.registry.claims` (E1-E6, LAP); this module assembles them and looks them up.
 
     >>> from theory.registry import get
     >>> get("T3").derive(n=3, d=2).passed
@@ -30,15 +30,15 @@ from __future__ import annotations
 
 from dataclasses import replace as _replace
 
-from . import derivations_general as _gen
-from .errors import UnknownTheoremError
-from .registry_claims import CLAIMS
-from .registry_conventions import CONVENTIONS  # the conventions (rendered first in THEOREMS.md)
-from .registry_lemmas import LEMMAS
-from .registry_spectral import SPECTRAL_THEOREMS
-from .registry_walks import WALK_THEOREMS
-from .statements import Claim, Conclusion, Hypothesis, Witness
-from .theorem import Source, Theorem
+from ..derivations import general as _gen
+from ..errors import UnknownTheoremError
+from ..statements import Claim, Conclusion, Hypothesis, Witness
+from ..theorem import Source, Theorem
+from .claims import CLAIMS
+from .conventions import CONVENTIONS  # the conventions (rendered first in THEOREMS.md)
+from .lemmas import LEMMAS
+from .spectral import SPECTRAL_THEOREMS
+from .walks import WALK_THEOREMS
 
 __all__ = [
     "Claim",
@@ -59,7 +59,7 @@ __all__ = [
 ]
 
 #: how far each conclusion's symbolic proof reaches, and the steps of the derivation for symbolic
-#: sizes (theory/derivations_general.py) that prove it. ``{sized}``: the exact SymPy derivation at
+#: sizes (theory/derivations/general.py) that prove it. ``{sized}``: the exact SymPy derivation at
 #: the theorem's supported sizes (its ``SIZES``). Where SymPy does not reach, the scope says so.
 _GENERAL_T2 = (
     "general: heads' attentions",

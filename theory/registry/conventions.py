@@ -1,12 +1,12 @@
 """The conventions every statement, derivation and test uses (rendered first in THEOREMS.md): each
-formula is a SymPy expression (:mod:`theory.formulas_walks`, :mod:`theory.formulas`), the very object
+formula is a SymPy expression (:mod:`theory.formulas.walks`, :mod:`theory.formulas`), the very object
 the named oracle evaluates or the named statement cites."""
 
 from __future__ import annotations
 
-from . import formulas as _F
-from . import formulas_walks as _FW
-from .statements import Convention
+from .. import formulas as _F
+from ..formulas import walks as _FW
+from ..statements import Convention
 
 CONVENTIONS: tuple[Convention, ...] = (
     Convention(
@@ -52,6 +52,6 @@ CONVENTIONS: tuple[Convention, ...] = (
     Convention(
         "Inner product «pi_inner»; Fourier modes on a ring of $n$ tokens «mode».",
         {"pi_inner": _FW.PI_INNER, "mode": _FW.FOURIER_MODE},
-        unevaluated="the oracles' π inner product (`_pi_inner`) is checked against it in `tests/theory/test_formulas_walks.py`; T6's formula writes the mode as $\\zeta^j$, $\\zeta = e^{2\\pi i k/n}$",
+        unevaluated="the oracles' π inner product (`pi_inner_product`) is checked against it in `tests/theory/test_formulas_walks.py`; T6's formula writes the mode as $\\zeta^j$, $\\zeta = e^{2\\pi i k/n}$",
     ),
 )

@@ -10,7 +10,7 @@ import inspect
 
 import sympy as sp
 
-from .errors import UnsupportedSizeError
+from ..errors import UnsupportedSizeError
 
 #: supported size ranges per derivation id (inclusive); used for validation and in THEOREMS.md
 SIZES: dict[str, dict[str, tuple[int, int]]] = {}
@@ -41,5 +41,5 @@ def sized(theorem: str, **ranges: tuple[int, int]):
     return deco
 
 
-def _sym(name, **kw):
+def sized_symbol(name, **kw):
     return sp.Symbol(name, **kw)

@@ -19,9 +19,9 @@ from collections.abc import Callable, Sequence
 
 import sympy as sp
 
-from . import formulas as F
-from . import rewrite as R
-from .symbolic import Derivation
+from .. import formulas as F
+from .. import rewrite as R
+from ..symbolic import Derivation
 
 #: the heads' symbols: the general T2 / T6 derivations build every head from these constructors,
 #: indexed by a symbolic head index, so heads are distinct by construction

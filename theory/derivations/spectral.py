@@ -8,18 +8,8 @@ from __future__ import annotations
 
 import sympy as sp
 
-from .cases import T3_INVERSE_TRANSPORTS
-from .derivation_sizes import (
-    _sym,
-    sized,
-)
-from .derivations_walks import (
-    _metric_transports,
-    _q,
-    _qmat,
-    _sym_weights,
-)
-from .symbolic import (
+from ..cases import T3_INVERSE_TRANSPORTS
+from ..symbolic import (
     Derivation,
     at_rational_point,
     block_matrix,
@@ -38,6 +28,16 @@ from .symbolic import (
     symbol_vector,
     walk_matrix,
 )
+from .sizes import (
+    sized,
+    sized_symbol,
+)
+from .walks import (
+    rational_matrix,
+    symbolic_metric_transports,
+    symbolic_symmetric_weights,
+    to_rational,
+)
 
 
 # ================================================================================================
@@ -54,7 +54,7 @@ def derive_t3(n: int = 3, d: int = 2, counterexamples: bool = True) -> Derivatio
     kernel. Then (``counterexamples=True``) every necessity counterexample of THEOREMS.md is evaluated
     exactly."""
     D = Derivation("T3", {"n": n, "d": d})
-    w = _sym_weights(n)
+    w = symbolic_symmetric_weights(n)
     deg = [sum(w[i][j] for j in range(n)) for i in range(n)]
     tot = sum(deg)
     pi = [deg[i] / tot for i in range(n)]
@@ -65,7 +65,7 @@ def derive_t3(n: int = 3, d: int = 2, counterexamples: bool = True) -> Derivatio
         cancel_all(sp.Matrix(n, n, lambda i, j: pi[i] * P[i, j] - pi[j] * P[j, i])),
     )
     D.add("pi stationary: pi P = pi", cancel_all(sp.Matrix([pi]) * P - sp.Matrix([pi])))
-    O, angles = _metric_transports(n, d)
+    O, angles = symbolic_metric_transports(n, d)
     D.add(
         "(c) O_ij orthogonal",
         reduce_circle(sp.Matrix.vstack(*[O[i][j].T * O[i][j] - sp.eye(d) for i in range(n) for j in range(n)]), angles),
@@ -85,8 +85,8 @@ def derive_t3(n: int = 3, d: int = 2, counterexamples: bool = True) -> Derivatio
         "2. <x,(2I-Delta)x>_pi = 1/2 sum pi_i P_ij |x_i + O_ij x_j|^2 (so spec in [0,2])",
         reduce_circle(pi_inner(x, 2 * x - Delta * x, pi, d) - dirichlet_form(P, O, pi, x, d, sign=+1), angles),
     )
-    s = _sym("s", positive=True)
-    Os, _ = _metric_transports(n, d, scale=s)
+    s = sized_symbol("s", positive=True)
+    Os, _ = symbolic_metric_transports(n, d, scale=s)
     Ds = sp.eye(n * d) - walk_matrix(P, Os)
     nx = pi_inner(x, x, pi, d)
     D.add(
@@ -100,7 +100,7 @@ def derive_t3(n: int = 3, d: int = 2, counterexamples: bool = True) -> Derivatio
     )
     # 5. flat connection
     if d == 2:
-        phis = [_sym(f"rho_{i}", real=True) for i in range(n)]
+        phis = [sized_symbol(f"rho_{i}", real=True) for i in range(n)]
         Rs = [rotation(p) for p in phis]
         Of = [[Rs[i] * Rs[j].T for j in range(n)] for i in range(n)]
         Df = sp.eye(n * d) - walk_matrix(P, Of)
@@ -117,7 +117,7 @@ def derive_t3(n: int = 3, d: int = 2, counterexamples: bool = True) -> Derivatio
     return D
 
 
-def _spectrum_residual(M: sp.Matrix, expected: dict) -> sp.Matrix:
+def spectrum_residual(M: sp.Matrix, expected: dict) -> sp.Matrix:
     """Exact residual between ``M``'s eigenvalues (with multiplicities) and ``expected``:
     ``charpoly(M)(z) - prod (z - e)^m`` expanded (zero iff the multisets agree)."""
     z = sp.Symbol("z")
@@ -134,7 +134,7 @@ def t3_counterexamples() -> Derivation:
     # drop (a)
     P = sp.Matrix([[0, 2], [2, 0]])
     Delta = sp.eye(2) - P
-    D.add("drop (a) [P=[[0,2],[2,0]], O=1]: spec Delta = {-1, 3}", _spectrum_residual(Delta, {-1: 1, 3: 1}))
+    D.add("drop (a) [P=[[0,2],[2,0]], O=1]: spec Delta = {-1, 3}", spectrum_residual(Delta, {-1: 1, 3: 1}))
     pi = [R(1, 2), R(1, 2)]
     x = sp.Matrix([1, 1])
     O1 = [[sp.eye(1)] * 2] * 2
@@ -149,14 +149,14 @@ def t3_counterexamples() -> Derivation:
     C = sp.Matrix([[0, 1, 0], [0, 0, 1], [1, 0, 0]])
     D.add(
         "drop (b) [directed 3-cycle, O=1]: spec = {0, 3/2 +- (sqrt3/2) i}",
-        _spectrum_residual(sp.eye(3) - C, {0: 1, R(3, 2) + r3 / 2 * i: 1, R(3, 2) - r3 / 2 * i: 1}),
+        spectrum_residual(sp.eye(3) - C, {0: 1, R(3, 2) + r3 / 2 * i: 1, R(3, 2) - r3 / 2 * i: 1}),
     )
     # drop O_ji = O_ij^T only
     Rp = rotation(sp.pi / 3)
     sw = block_matrix([[sp.zeros(2, 2), Rp], [Rp, sp.zeros(2, 2)]])
     D.add(
         "drop O_ji=O_ij^T [swap, O_12=O_21=R(pi/3)]: spec = {1/2 +- i sqrt3/2, 3/2 +- i sqrt3/2}",
-        _spectrum_residual(
+        spectrum_residual(
             sp.eye(4) - sw,
             {R(1, 2) + r3 / 2 * i: 1, R(1, 2) - r3 / 2 * i: 1, R(3, 2) + r3 / 2 * i: 1, R(3, 2) - r3 / 2 * i: 1},
         ),
@@ -164,14 +164,14 @@ def t3_counterexamples() -> Derivation:
     # drop orthogonality only
     D.add(
         "drop orthogonality [swap, O=2]: spec = {-1, 3}",
-        _spectrum_residual(sp.eye(2) - sp.Matrix([[0, 2], [2, 0]]), {-1: 1, 3: 1}),
+        spectrum_residual(sp.eye(2) - sp.Matrix([[0, 2], [2, 0]]), {-1: 1, 3: 1}),
     )
     # drop orthogonality, keep O_ji = O_ij^{-1}
     inv = T3_INVERSE_TRANSPORTS
-    O12, O31 = _qmat(inv["O12"]), _qmat(inv["O31"])
+    O12, O31 = rational_matrix(inv["O12"]), rational_matrix(inv["O31"])
     Oc = [[None] * 3 for _ in range(3)]
     Oc[0][1], Oc[1][0] = O12, O12.inv()
-    Oc[1][2], Oc[2][1] = _qmat(inv["O23"]), _qmat(inv["O23"]).inv()
+    Oc[1][2], Oc[2][1] = rational_matrix(inv["O23"]), rational_matrix(inv["O23"]).inv()
     Oc[2][0], Oc[0][2] = O31, O31.inv()
     for k in range(3):
         Oc[k][k] = sp.zeros(2, 2)
@@ -190,7 +190,7 @@ def t3_counterexamples() -> Derivation:
     )
     stated, digits = inv["negative_eigenvalue"], int(inv["digits"])
     half = sp.Rational(1, 2 * 10**digits)
-    lo, hi = _q(stated) - half, _q(stated) + half
+    lo, hi = to_rational(stated) - half, to_rational(stated) + half
     D.add(
         f"drop orthogonality keep O_ji=O_ij^-1 [3-cycle]: exactly one distinct real eigenvalue in [{stated} -+ {float(half):g}]",
         sp.Integer(cp.count_roots(lo, hi) - 1),
@@ -229,7 +229,7 @@ def derive_t4(n: int = 3, d: int = 2) -> Derivation:
     D = Derivation("T4", {"n": n, "d": d})
     X = symbol_matrix("x", n, d, real=True)
     M = symbol_matrix("m", d, d, real=True)
-    dk = _sym("d_k", positive=True)
+    dk = sized_symbol("d_k", positive=True)
     S = X * M * X.T / sp.sqrt(dk)
     A = softmax_rows(S)
     Ma = (M - M.T) / 2
@@ -242,7 +242,7 @@ def derive_t4(n: int = 3, d: int = 2) -> Derivation:
             sp.expand(sp.expand_log(sp.log(sp.powsimp(ratio)), force=True) - rhs),
         )
     # symmetric M => detailed balance with pi_i = D_ii (normalisation irrelevant)
-    Msym = sp.Matrix(d, d, lambda a, b: _sym(f"m_{min(a, b)}{max(a, b)}", real=True))
+    Msym = sp.Matrix(d, d, lambda a, b: sized_symbol(f"m_{min(a, b)}{max(a, b)}", real=True))
     Ss = X * Msym * X.T / sp.sqrt(dk)
     As = softmax_rows(Ss)
     Dg = [sum(sp.exp(Ss[i, k]) for k in range(n)) for i in range(n)]
@@ -252,11 +252,11 @@ def derive_t4(n: int = 3, d: int = 2) -> Derivation:
     )
     D.add("symmetric M: pi = (D_ii) is stationary", cancel_all(sp.Matrix([Dg]) * As - sp.Matrix([Dg])))
     # key bias cancels: S_ij + c_i (depends on the query only) leaves A unchanged
-    c = [_sym(f"c_{i}", real=True) for i in range(n)]
+    c = [sized_symbol(f"c_{i}", real=True) for i in range(n)]
     Ak = softmax_rows(sp.Matrix(n, n, lambda i, j: Ss[i, j] + c[i]))
     D.add("key bias (a per-query constant in the scores) cancels", cancel_all(sp.powsimp(Ak - As)))
     # query bias: S_ij + beta_j => detailed balance with pi_i = e^{beta_i} D'_ii
-    beta = [_sym(f"beta_{j}", real=True) for j in range(n)]
+    beta = [sized_symbol(f"beta_{j}", real=True) for j in range(n)]
     Sq = sp.Matrix(n, n, lambda i, j: Ss[i, j] + beta[j])
     Aq = softmax_rows(Sq)
     piq = [sp.exp(beta[i]) * sum(sp.exp(Sq[i, k]) for k in range(n)) for i in range(n)]
@@ -271,7 +271,7 @@ def derive_t4(n: int = 3, d: int = 2) -> Derivation:
     )
     # affinely collinear tokens: the triangle form vanishes for any M
     x0, v = symbol_vector("p", d, real=True), symbol_vector("v", d, real=True)
-    ts = [_sym(f"tau_{k}", real=True) for k in range(3)]
+    ts = [sized_symbol(f"tau_{k}", real=True) for k in range(3)]
     col = [x0 + ts[k] * v for k in range(3)]
     D.add(
         "affinely collinear tokens: (x_j-x_i)^T M_a (x_k-x_i) = 0 for any M",
@@ -319,7 +319,7 @@ def derive_t5(n: int = 3, d: int = 2) -> Derivation:
         "orthogonal + involution => symmetric: T^T - T = T^T (I - T^2) + (T^T T - I) T",
         expand_all(T.T - T - (T.T * (I - T * T) + (T.T * T - I) * T)),
     )
-    phi = _sym("phi", real=True)
+    phi = sized_symbol("phi", real=True)
     refl = sp.Matrix([[sp.cos(phi), sp.sin(phi)], [sp.sin(phi), -sp.cos(phi)]])
     D.add(
         "d=2 reflections [[cos, sin], [sin, -cos]] are orthogonal symmetric involutions",
@@ -331,7 +331,7 @@ def derive_t5(n: int = 3, d: int = 2) -> Derivation:
         "I - 2 Pi_U is orthogonal, symmetric, an involution",
         cancel_all(sp.Matrix.vstack(Hh.T * Hh - sp.eye(d), Hh - Hh.T, Hh * Hh - sp.eye(d))),
     )
-    w = _sym_weights(n)
+    w = symbolic_symmetric_weights(n)
     deg = [sum(w[i][j] for j in range(n)) for i in range(n)]
     A = sp.Matrix(n, n, lambda i, j: w[i][j] / deg[i])
     Pi = kron(sp.diag(*deg), sp.eye(d))
@@ -436,7 +436,7 @@ def t6_fourier(ring: int, d: int, heads: int, *, sign: int = +1) -> Derivation:
     H = heads
     D = Derivation("T6", {"ring": ring, "d": d, "heads": H})
     zeta = sp.Symbol("zeta")
-    a = [[_sym(f"a{h}_{m}", real=True) for m in range(ring)] for h in range(H)]
+    a = [[sized_symbol(f"a{h}_{m}", real=True) for m in range(ring)] for h in range(H)]
     Ts = [symbol_matrix(f"t{h}", d, d, real=True) for h in range(H)]
     v = symbol_vector("v", d)
     A0 = [sp.Matrix(ring, ring, lambda i, j: a[h][(j - i) % ring]) for h in range(H)]
@@ -456,7 +456,7 @@ def t6_fourier(ring: int, d: int, heads: int, *, sign: int = +1) -> Derivation:
 
     def residual(sgn):
         Mk = sum((hat(h, sgn) * Ts[h] for h in range(H)), sp.zeros(d, d))
-        phi = sp.Matrix(ring, 1, lambda j, _c: zeta**j)
+        phi = sp.Matrix(ring, 1, lambda j, make_conclusion: zeta**j)
         return reduce_root_of_unity(J * kron(phi, v) - kron(phi, (Mk - sp.eye(d)) * v), zeta, ring)
 
     if sign > 0:
@@ -466,7 +466,7 @@ def t6_fourier(ring: int, d: int, heads: int, *, sign: int = +1) -> Derivation:
         )
         if ring >= 3:
             D.add("Fourier with the reversed sign e^(-2 pi i k m/n) is wrong", residual(-1), expect_zero=False)
-        th, rho = _sym("theta", real=True), _sym("rho", positive=True)
+        th, rho = sized_symbol("theta", real=True), sized_symbol("rho", positive=True)
         e = sp.Matrix([1, -sp.I])
         D.add(
             "rotating wave: rho R(theta)(1,-i)^T = rho e^{i theta}(1,-i)^T",

@@ -8,9 +8,7 @@ from __future__ import annotations
 
 import sympy as sp
 
-from .formulas import (
-    _T4_SYMMETRIC,
-    _T4_WHERE,
+from . import (
     A0_,
     A2_,
     A_,
@@ -20,11 +18,12 @@ from .formulas import (
     PI_FORM,
     S_,
     T2_,
+    T4_SYMMETRIC,
+    T4_WHERE,
     Z_,
     H,
     Identity,
     Th_,
-    _walk,
     a,
     a_,
     b,
@@ -39,6 +38,7 @@ from .formulas import (
     mu_,
     n,
     pi_,
+    walk_component,
     x_,
     zeta,
 )
@@ -52,9 +52,9 @@ QUERY_BIAS = Identity(
     pi_[i] * A_[i, j],
     pi_[j] * A_[j, i],
     (i, j),
-    _T4_SYMMETRIC,
+    T4_SYMMETRIC,
     (
-        _T4_WHERE[0],
+        T4_WHERE[0],
         (Z_[i], sp.Sum(sp.exp(S_[i, k] + beta_[k]), (k, 0, n - 1))),
         (A_[i, j], sp.exp(S_[i, j] + beta_[j]) / Z_[i]),
         (pi_[i], sp.exp(beta_[i]) * Z_[i]),
@@ -78,7 +78,7 @@ def _R_T(v, t):
 #: ``R((I - P) ⊗ I_d)R^T x`` (``R = diag(R_i)``)
 FLAT = Identity(
     "flat",
-    _walk(x_),
+    walk_component(x_),
     sp.Sum(R_[i, a, c] * (_R_T(x_, i) - sp.Sum(P_[i, j] * _R_T(x_, j), (j, 0, n - 1))), (c, 0, d - 1)),
     (i, a),
     (
@@ -163,6 +163,6 @@ ROTATING = Identity(
 )
 
 #: T4.softmax: the attention, ``A = softmax_rows(X M X^T / sqrt(d_k) + μ)`` (``μ``: the mask)
-ATTENTION = Identity("attention", A_[i, j], sp.exp(S_[i, j]) / Z_[i], (i, j), (), _T4_WHERE[:2])
+ATTENTION = Identity("attention", A_[i, j], sp.exp(S_[i, j]) / Z_[i], (i, j), (), T4_WHERE[:2])
 #: T4.causal: the causal mask (token ``i`` attends to ``j ≤ i`` only)
 MASK = Identity("mask", mu_[i, j], sp.Piecewise((-sp.oo, j > i), (0, True)), (i, j))

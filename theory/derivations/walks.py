@@ -8,12 +8,8 @@ from __future__ import annotations
 
 import sympy as sp
 
-from .cases import T2_COUNTEREXAMPLE
-from .derivation_sizes import (
-    _sym,
-    sized,
-)
-from .symbolic import (
+from ..cases import T2_COUNTEREXAMPLE
+from ..symbolic import (
     Derivation,
     block,
     block_matrix,
@@ -31,6 +27,10 @@ from .symbolic import (
     symbol_matrix,
     symbol_vector,
     walk_matrix,
+)
+from .sizes import (
+    sized,
+    sized_symbol,
 )
 
 
@@ -83,10 +83,10 @@ def derive_l3(n: int = 3, d: int = 2) -> Derivation:
     Generic: ``P_ij = w_ij / pi_i`` with symmetric positive weights ``w``, SO(d) transports
     (d = 2: rotations by independent angles; d = 1, 3: O = +-1 / constant identity blocks)."""
     D = Derivation("L3", {"n": n, "d": d})
-    pi = [_sym(f"pi_{i}", positive=True) for i in range(n)]
-    w = _sym_weights(n)
+    pi = [sized_symbol(f"pi_{i}", positive=True) for i in range(n)]
+    w = symbolic_symmetric_weights(n)
     P = sp.Matrix(n, n, lambda i, j: w[i][j] / pi[i])
-    O, angles = _metric_transports(n, d)
+    O, angles = symbolic_metric_transports(n, d)
     x = symbol_vector("x", n * d, real=True)
     W = walk_matrix(P, O)
     r = [sum(P[i, j] for j in range(n)) for i in range(n)]
@@ -122,16 +122,16 @@ def derive_l4(n: int = 3, d: int = 2) -> Derivation:
     return D
 
 
-def _sym_weights(n: int):
+def symbolic_symmetric_weights(n: int):
     """Symmetric positive weights ``w_ij = w_ji`` (diagonal included)."""
     w = [[None] * n for _ in range(n)]
     for i in range(n):
         for j in range(i, n):
-            w[i][j] = w[j][i] = _sym(f"w_{i}{j}", positive=True)
+            w[i][j] = w[j][i] = sized_symbol(f"w_{i}{j}", positive=True)
     return w
 
 
-def _metric_transports(n: int, d: int, scale=1):
+def symbolic_metric_transports(n: int, d: int, scale=1):
     """Metric-compatible transports: ``O_ij`` orthogonal, ``O_ji = O_ij^T``, ``O_ii`` symmetric
     orthogonal. d = 2: ``O_ij = R(theta_ij)`` (i < j, independent angles) and the reflection
     ``O_ii = [[cos phi_i, sin phi_i], [sin phi_i, -cos phi_i]]``; other d: ``O_ij = I`` off the
@@ -142,12 +142,12 @@ def _metric_transports(n: int, d: int, scale=1):
         for j in range(i, n):
             if d == 2:
                 if i == j:
-                    phi = _sym(f"phi_{i}", real=True)
+                    phi = sized_symbol(f"phi_{i}", real=True)
                     angles.append(phi)
                     Q = sp.Matrix([[sp.cos(phi), sp.sin(phi)], [sp.sin(phi), -sp.cos(phi)]])
                     O[i][i] = scale * Q
                 else:
-                    th = _sym(f"theta_{i}{j}", real=True)
+                    th = sized_symbol(f"theta_{i}{j}", real=True)
                     angles.append(th)
                     O[i][j] = scale * rotation(th)
                     O[j][i] = scale * rotation(th).T
@@ -196,13 +196,13 @@ def derive_t1(n: int = 3, d: int = 2) -> Derivation:
 # ================================================================================================
 # T2
 # ================================================================================================
-def _softmax_like(name: str, n: int):
+def softmax_like(name: str, n: int):
     """Generic row-stochastic matrix with positive entries ``e_ij / sum_k e_ik``."""
     E = symbol_matrix(name, n, n, positive=True)
     return sp.Matrix(n, n, lambda i, j: E[i, j] / sum(E[i, k] for k in range(n)))
 
 
-def _head_blocks(As, Ts) -> sp.Matrix:
+def head_blocks(As, Ts) -> sp.Matrix:
     """``block(B)`` with ``B_ij = sum_h A^h_ij T_h`` (T2's definition of the blocks)."""
     H, n, d = len(As), As[0].shape[0], Ts[0].shape[0]
     return block_matrix(
@@ -210,7 +210,7 @@ def _head_blocks(As, Ts) -> sp.Matrix:
     )
 
 
-def _gates(As):
+def gate_matrices(As):
     """``g[i][j][h] = A^h_ij / sum_k A^k_ij`` (T2's gates)."""
     H, n = len(As), As[0].shape[0]
     return [[[As[h][i, j] / sum(As[k][i, j] for k in range(H)) for h in range(H)] for j in range(n)] for i in range(n)]
@@ -223,19 +223,19 @@ def derive_t2(n: int = 2, d: int = 2, heads: int = 2) -> Derivation:
     ``P_ij O_ij = B_ij``; gauge freedom; constant-transport criterion; the counterexample."""
     H = heads
     D = Derivation("T2", {"n": n, "d": d, "heads": H})
-    As = [_softmax_like(f"e{h}", n) for h in range(H)]
+    As = [softmax_like(f"e{h}", n) for h in range(H)]
     Ts = [symbol_matrix(f"t{h}", d, d) for h in range(H)]
     if H >= 2:  # the derivation covers distinct heads: a shared attention or transport fails here
         D.add("heads are distinct: A^1 - A^2 != 0", As[0] - As[1], expect_zero=False)
         D.add("heads are distinct: T_1 - T_2 != 0", Ts[0] - Ts[1], expect_zero=False)
     X = symbol_matrix("x", n, d)
     x = stack_token_major(X)
-    B = _head_blocks(As, Ts)
+    B = head_blocks(As, Ts)
     mha = sum((As[h] * X * Ts[h].T for h in range(H)), sp.zeros(n, d))
     D.add("MHA(X) = block(B) x, B_ij = sum_h A^h_ij T_h", cancel_all(stack_token_major(mha) - B * x))
     P = sum(As, sp.zeros(n, n)) / H
     D.add("P = mean_h A^h is row-stochastic", cancel_all(P * sp.ones(n, 1) - sp.ones(n, 1)))
-    gates = _gates(As)
+    gates = gate_matrices(As)
     D.add(
         "gates are convex: sum_h g^h_ij = 1",
         cancel_all(sp.Matrix([sum(gates[i][j]) - 1 for i in range(n) for j in range(n)])),
@@ -243,7 +243,7 @@ def derive_t2(n: int = 2, d: int = 2, heads: int = 2) -> Derivation:
     O = [[H * sum((gates[i][j][h] * Ts[h] for h in range(H)), sp.zeros(d, d)) for j in range(n)] for i in range(n)]
     D.add("block(P, O) = B exactly", cancel_all(walk_matrix(P, O) - B))
     # gauge: any row-stochastic P' > 0 with O' = B / P'
-    Pp = _softmax_like("q", n)
+    Pp = softmax_like("q", n)
     Op = [[block(B, i, j, d) / Pp[i, j] for j in range(n)] for i in range(n)]
     D.add("gauge: block(P', B/P') = B for any positive row-stochastic P'", cancel_all(walk_matrix(Pp, Op) - B))
     if H >= 2:
@@ -291,12 +291,12 @@ def derive_t2(n: int = 2, d: int = 2, heads: int = 2) -> Derivation:
     return D
 
 
-def _q(v):
+def to_rational(v):
     return sp.Rational(str(v))
 
 
-def _qmat(rows) -> sp.Matrix:
-    return sp.Matrix([[_q(v) for v in r] for r in rows])
+def rational_matrix(rows) -> sp.Matrix:
+    return sp.Matrix([[to_rational(v) for v in r] for r in rows])
 
 
 def t2_counterexample(data: dict | None = None) -> Derivation:
@@ -308,13 +308,13 @@ def t2_counterexample(data: dict | None = None) -> Derivation:
     to the stated number of decimals is a *numeric* step with that precision."""
     data = T2_COUNTEREXAMPLE if data is None else data
     D = Derivation("T2", {"n": 2, "d": 2, "heads": 2})
-    A1, A2, T1, T2 = (_qmat(data[k]) for k in ("A1", "A2", "T1", "T2"))
+    A1, A2, T1, T2 = (rational_matrix(data[k]) for k in ("A1", "A2", "T1", "T2"))
     X = symbol_matrix("x", 2, 2)
     mha = A1 * X * T1.T + A2 * X * T2.T
     Op = stack_token_major(mha).jacobian(list(stack_token_major(X)))
     Bs = [[Op[2 * i : 2 * i + 2, 2 * j : 2 * j + 2] for j in range(2)] for i in range(2)]
-    D.add("counterexample: B_11 of the MHA operator is the stated matrix", Bs[0][0] - _qmat(data["B11"]))
-    D.add("counterexample: B_12 of the MHA operator is the stated matrix", Bs[0][1] - _qmat(data["B12"]))
+    D.add("counterexample: B_11 of the MHA operator is the stated matrix", Bs[0][0] - rational_matrix(data["B11"]))
+    D.add("counterexample: B_12 of the MHA operator is the stated matrix", Bs[0][1] - rational_matrix(data["B12"]))
     V = sp.Matrix.hstack(Bs[0][0].reshape(4, 1), Bs[0][1].reshape(4, 1))
     D.add(
         "counterexample: B_11, B_12 linearly independent (rank 2)", sp.Integer(V.rank() - 2), detail="exact rank over Q"

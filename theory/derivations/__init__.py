@@ -10,37 +10,7 @@ Sizes are limited to what SymPy handles in seconds; a size outside the supported
 
 from __future__ import annotations
 
-from .derivation_sizes import (  # noqa: F401
-    SIZES,
-    _sym,
-    sized,
-)
-from .derivations_spectral import (  # noqa: F401
-    _spectrum_residual,
-    derive_t3,
-    derive_t4,
-    derive_t5,
-    derive_t6,
-    t3_counterexamples,
-    t6_fourier,
-)
-from .derivations_walks import (  # noqa: F401
-    _gates,
-    _head_blocks,
-    _metric_transports,
-    _q,
-    _qmat,
-    _softmax_like,
-    _sym_weights,
-    derive_l1,
-    derive_l2,
-    derive_l3,
-    derive_l4,
-    derive_t1,
-    derive_t2,
-    t2_counterexample,
-)
-from .symbolic import (  # noqa: F401
+from ..symbolic import (  # noqa: F401
     Derivation,
     at_rational_point,
     block,
@@ -62,6 +32,36 @@ from .symbolic import (  # noqa: F401
     symbol_matrix,
     symbol_vector,
     walk_matrix,
+)
+from .sizes import (  # noqa: F401
+    SIZES,
+    sized,
+    sized_symbol,
+)
+from .spectral import (  # noqa: F401
+    derive_t3,
+    derive_t4,
+    derive_t5,
+    derive_t6,
+    spectrum_residual,
+    t3_counterexamples,
+    t6_fourier,
+)
+from .walks import (  # noqa: F401
+    derive_l1,
+    derive_l2,
+    derive_l3,
+    derive_l4,
+    derive_t1,
+    derive_t2,
+    gate_matrices,
+    head_blocks,
+    rational_matrix,
+    softmax_like,
+    symbolic_metric_transports,
+    symbolic_symmetric_weights,
+    t2_counterexample,
+    to_rational,
 )
 
 DERIVATIONS = {

@@ -15,9 +15,9 @@ from typing import Any
 
 import numpy as np
 
-from .formulas import evaluate, premise_residuals, tabulate
-from .rounding import HOLDS, ROUNDING_SAFETY, UNDECIDED, combine, decide, rank_interval, rounding_error
-from .rounding import status as decision_status
+from ..formulas import evaluate, premise_residuals, tabulate
+from ..rounding import HOLDS, ROUNDING_SAFETY, UNDECIDED, combine, decide, rank_interval, rounding_error
+from ..rounding import status as decision_status
 
 EPS = float(np.finfo(np.float64).eps)
 
@@ -54,7 +54,7 @@ class Verdict:
 ORACLE_SAFETY = 64.0  # the safety factor of every rounding-level tolerance here (64·EPS·size·scale)
 
 
-def _v(residual: float, tol: float, detail: str = "", error: float | None = None) -> Verdict:
+def residual_verdict(residual: float, tol: float, detail: str = "", error: float | None = None) -> Verdict:
     """``residual ≤ tol`` decided with the residual known to ``± error`` (a NaN residual: undecided).
 
     Default ``error``: a rounding-level tolerance (``0 < tol < 1e-9``) is ``64·EPS·size·scale`` by
@@ -69,16 +69,16 @@ def _v(residual: float, tol: float, detail: str = "", error: float | None = None
     return Verdict(bool(h), r, float(tol), detail, undecided=not (h or f))
 
 
-def _na(detail: str) -> Verdict:
+def not_applicable(detail: str) -> Verdict:
     return Verdict(True, 0.0, 0.0, detail, applicable=False)
 
 
-def _all(*vs: Verdict) -> Verdict:
+def all_of(*vs: Verdict) -> Verdict:
     """Conjunction: holds iff all hold, fails if any fails, else undecided; residual/tol of the
     worst (failing first, then largest residual/tol) part."""
     vs = [v for v in vs if v.applicable]  # type: ignore[assignment]
     if not vs:
-        return _na("no part applicable")
+        return not_applicable("no part applicable")
     worst = max(vs, key=lambda v: (v.fails, v.residual / v.tol if v.tol > 0 else math.inf))
     st = combine(v.status for v in vs)
     return Verdict(
@@ -135,10 +135,10 @@ def softmax_rows(S: np.ndarray) -> np.ndarray:
 
 def mask_offsets(inst: Mapping, n: int, mask=None) -> np.ndarray:
     """The mask ``μ`` added to the scores: for a causal instance the registry's formula ``mask``
-    (default :data:`theory.formulas_spectral.MASK`: ``-∞`` above the diagonal) tabulated, else 0."""
+    (default :data:`theory.formulas.spectral.MASK`: ``-∞`` above the diagonal) tabulated, else 0."""
     if inst.get("mask") != "causal":
         return np.zeros((n, n))
-    from .formulas_spectral import MASK
+    from ..formulas.spectral import MASK
 
     ident = mask or MASK
     return np.asarray(tabulate(ident.rhs, ident.free, {"n": n}), float)
@@ -241,7 +241,7 @@ def null_space_interval(M: np.ndarray, rel: float = 1e-9, scale: float | None = 
     return Vh[rank:].T.conj(), m - int(r_hi), m - int(r_lo), s
 
 
-def _probes(nd: int, k: int = 3, seed: int = 0) -> np.ndarray:
+def probe_vectors(nd: int, k: int = 3, seed: int = 0) -> np.ndarray:
     return np.random.default_rng(seed).standard_normal((k, nd))
 
 
@@ -255,11 +255,11 @@ def polarization_probes(n: int, d: int) -> np.ndarray:
     return (E[:, p] + E[:, q]).reshape(n, d, -1)
 
 
-def _pi_inner(x, y, pi, d):
+def pi_inner_product(x, y, pi, d):
     return float(sum(pi[i] * x[i * d : (i + 1) * d] @ y[i * d : (i + 1) * d] for i in range(len(pi))))
 
 
-def _dirichlet_scale(P, O, pi, x, d) -> float:
+def dirichlet_scale(P, O, pi, x, d) -> float:
     """The size of the Dirichlet identity's terms, ``Σ_ij π_i |P_ij| (|x_i|² + |O_ij x_j|²)``: the
     scale of its residual (the identity itself is the registry's formula, :mod:`theory.formulas`)."""
     n = P.shape[0]
@@ -271,7 +271,7 @@ def _dirichlet_scale(P, O, pi, x, d) -> float:
     return float(mag)
 
 
-def _premised(ident, values, key: str, t: float, what: str, scale: float | None = None) -> Verdict:
+def premised(ident, values, key: str, t: float, what: str, scale: float | None = None) -> Verdict:
     """``ident`` (a registry formula with premises) on the instance ``values`` as drawn: a premise
     the instance violates makes it not applicable; a formula without the premise is checked on every
     instance. Residual of its two sides relative to ``scale`` (default: the largest entry of its left
@@ -281,13 +281,15 @@ def _premised(ident, values, key: str, t: float, what: str, scale: float | None 
         for pl, pr in premise_residuals(ident, values)
     ]
     if any(g > t for g in gaps):
-        return _na(f"premise of {key} violated by the instance (relative gap {max(gaps):.1e})")
+        return not_applicable(f"premise of {key} violated by the instance (relative gap {max(gaps):.1e})")
     lhs, rhs = evaluate(ident, values)
     den = float(np.abs(lhs).max()) if scale is None else scale
-    return _v(float(np.abs(lhs - rhs).max()) / max(den, 1e-300), t, f"{key}: the registry's formula, {what}")
+    return residual_verdict(
+        float(np.abs(lhs - rhs).max()) / max(den, 1e-300), t, f"{key}: the registry's formula, {what}"
+    )
 
 
-def _form_scale(P, O, pi, X) -> np.ndarray:
+def form_scale(P, O, pi, X) -> np.ndarray:
     """The size of the terms of a quadratic-form identity of the walk (T3's forms) at each probe
     ``X[..., k]`` (``X``: ``(n, d, K)``): ``Σ_i π_i|x_i|² + Σ_ij π_i|P_ij|(|x_i|² + |O_ij x_j|²)``, the
     scale of its residual (never below 1e-300)."""
@@ -297,9 +299,9 @@ def _form_scale(P, O, pi, X) -> np.ndarray:
     return np.maximum(scale, 1e-300)
 
 
-def _spectrum_in(ev: np.ndarray, lo: float, hi: float, W: np.ndarray) -> Verdict:
+def spectrum_in(ev: np.ndarray, lo: float, hi: float, W: np.ndarray) -> Verdict:
     nd = max(W.shape[0], 1)
     t = 1e-9 * nd * max(1.0, float(np.linalg.norm(W, 2)) if W.size else 1.0)
     im = float(np.abs(ev.imag).max()) if ev.size else 0.0
     out = float(np.clip(np.maximum(lo - ev.real, ev.real - hi), 0, None).max()) if ev.size else 0.0
-    return _v(max(im, out), t, f"spec in [{lo:g}, {hi:g}]: max |Im| {im:.2e}, outside by {out:.2e}")
+    return residual_verdict(max(im, out), t, f"spec in [{lo:g}, {hi:g}]: max |Im| {im:.2e}, outside by {out:.2e}")
