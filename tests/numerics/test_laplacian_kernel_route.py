@@ -44,6 +44,22 @@ def literal(w: ConnectionWalk):
     return sD, sC
 
 
+def literal_C(w: ConnectionWalk) -> torch.Tensor:
+    """``C`` assembled entry by entry (block row ``e_iᵀ ⊗ I − e_jᵀ ⊗ O_ij`` per edge ``P_ij > 0``)."""
+    n, d = w.n, w.d
+    P = w.walk_matrix.to(F)
+    O = w.edge_transports()[0].to(F)
+    rows = []
+    for i in range(n):
+        for j in range(n):
+            if P[i, j] > 0:
+                r = torch.zeros(d, n * d, dtype=F)
+                r[:, i * d : (i + 1) * d] += torch.eye(d, dtype=F)
+                r[:, j * d : (j + 1) * d] -= O[i, j]
+                rows.append(r)
+    return torch.cat(rows)
+
+
 def literal_dims(w: ConnectionWalk):
     sD, sC = literal(w)
     thr = tol(F, w.n * w.d)
@@ -200,6 +216,22 @@ def test_the_search_of_a_walk_failing_t3_is_capped_by_the_other_checks(monkeypat
     # an explicit max_matvecs is the only cap: the early exit is lifted and the search decides
     D = factored(w, spectrum=False, max_matvecs=10_000)
     assert (int(D.kernel_dim), int(D.parallel_dim)) == (2, 0) and not bool(torch.isnan(D.kernel_parallel.residual))
+
+
+@pytest.mark.parametrize("block", [1, 7, lk.GRAM_BLOCK, 40])
+def test_gram_columns_equal_the_literal_product_at_every_block_size(block):
+    """``CᵀC Q`` by the edge-Gram expansion, ``block`` columns per product (``lk.GRAM_BLOCK`` the
+    default's cap; 40 columns wider than ``d``), against ``CᵀC Q`` with ``C`` assembled entry by entry."""
+    from numerics.laplacian.blocks import element, factored_blocks
+    from numerics.laplacian.lanczos import Meter
+
+    w = random_heads(4, 20, 2, 3, scale=2.0)
+    e = element(factored_blocks(w.to(dtype=F)), 0)
+    C = literal_C(w)
+    Q = torch.linalg.qr(torch.randn(w.n * w.d, 33, generator=torch.Generator().manual_seed(5), dtype=F))[0]
+    want = C.T @ (C @ Q)
+    got = lk._gram_columns(e, Q, Meter(e, 10**6), block)
+    assert float((got - want).abs().max()) <= 1e-12 * float(want.abs().max())
 
 
 def test_max_matvecs_is_validated():
