@@ -69,12 +69,11 @@ def lanczos_ends(
     while True:
         if not (force or j % CHECK_EVERY == 0 or j >= max_dim or j >= N or products >= cap):
             # between checks: the Lanczos continuation (the residuals of all Ritz pairs are parallel to it)
-            r = AV[:, j - 1]
-            r, nr = _orth_step(V, j, r)
-            if nr <= 1e-10 * float(torch.linalg.vector_norm(AV[:, j - 1])):  # invariant: check now
+            f, nf = _orth_step(V, j, AV[:, j - 1])
+            if nf <= 1e-10 * float(torch.linalg.vector_norm(AV[:, j - 1])):  # invariant: check now
                 force = True
                 continue
-            _expand(op, V, AV, Hm, j, r / nr)
+            _expand(op, V, AV, Hm, j, f / nf)
             products += 1
             j += 1
             continue
