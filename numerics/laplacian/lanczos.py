@@ -47,16 +47,17 @@ class Meter:
             raise OverBudget(self.used)
 
 
-def operator_norm(op, N: int, n: int, d: int, seed: int, meter: Meter) -> float:
+def operator_norm(op, N: int, n: int, d: int, seed: int, meter: Meter, rtol: float = 1e-8) -> float:
     """``max(√λ_max(op), 1)`` of a symmetric PSD matrix-free ``op`` (``(p, n, d) → (p, n, d)``) by
-    :func:`ritz_extreme` (relative residual 1e-8: the norm only scales thresholds)."""
+    :func:`ritz_extreme` (relative residual ``rtol``, 1e-8: the norm only scales thresholds); a Ritz
+    value, so never above the norm at any ``rtol``."""
     v0 = torch.from_numpy(np.random.default_rng(seed).standard_normal(N))
 
     def opm(X):
         meter.check()
         return op(X.T.reshape(-1, n, d)).reshape(-1, N).T
 
-    lam = ritz_extreme(opm, N, v0, False, 1e-8)[0]
+    lam = ritz_extreme(opm, N, v0, False, rtol)[0]
     return max(math.sqrt(max(lam, 0.0)), 1.0)
 
 

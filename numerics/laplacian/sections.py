@@ -27,6 +27,7 @@ __all__ = [
     "sections_in_kernel",
     "subspace_bound",
     "flat_interval",
+    "norm_bounds",
 ]
 
 
@@ -197,18 +198,38 @@ def subspace_bound(thr: float, dn: float, cn: float, kD: int, s_next: float, kC:
     return bnd
 
 
-def flat_interval(up: float, lo_est: float, need: int, s_T: float, cn: float, thr: float, facts: dict):
+def flat_interval(
+    up: float, lo_est: float, need: int, s_T: float, cn: float, thr: float, facts: dict, cn_up: float | None = None
+):
     """``(fl, lo_f, why)``: flatness residual ``σ_need(C)/‖C‖`` from its upper bound ``up``, the
     certified lower bound ``lo_f`` through the tree rows from the estimate ``lo_est`` (both recorded in
     ``facts['flat_interval']``), and ``fl = NaN`` with the reason when that interval straddles the
-    threshold."""
-    lo_f = lower_bound(lo_est, s_T, cn)
+    threshold. ``cn_up``: an upper bound of ``‖C‖`` where ``cn`` is only a lower one (the lower end
+    and the failing side then use it; default ``cn``)."""
+    cu = cn if cn_up is None else cn_up
+    lo_f = lower_bound(lo_est, s_T, cu)
     fl = up / cn
-    facts["flat_interval"] = (lo_f / cn, fl)
-    if up > thr * cn >= lo_f:
+    facts["flat_interval"] = (lo_f / cu, fl)
+    if up > thr * cn and thr * cu >= lo_f:
         return (
             math.nan,
             lo_f,
-            f"flat: σ_{need}(C)/‖C‖ ∈ [{lo_f / cn:.1e}, {up / cn:.1e}] straddles the threshold {thr:.1e}",
+            f"flat: σ_{need}(C)/‖C‖ ∈ [{lo_f / cu:.1e}, {up / cn:.1e}] straddles the threshold {thr:.1e}",
         )
     return fl, lo_f, None
+
+
+def norm_bounds(e: FactoredBlocks) -> tuple[float, float]:
+    """Certified upper bounds ``(‖Δ‖, ‖C‖)`` (each at least 1, the norms' floor in the thresholds) of
+    one walk, in ``O(H n² + n d²)`` without products: ``‖Δ‖ ≤ 1 + Σ_h ‖a^h‖₂ ‖T_h‖₂`` with
+    ``‖a‖₂ ≤ √(‖a‖₁ ‖a‖_∞)`` and ``‖T‖₂ ≤ ‖T‖_F``; ``C = C₁ − C₂`` with ``(C₁x)_ij = x_i`` and
+    ``(C₂x)_ij = O_ij x_j`` on the support, so ``‖C‖ ≤ √(max_i deg_i) + √(max_j ‖G_j‖₂)`` with
+    ``G_j = Σ_i O_ijᵀ O_ij`` (PSD: ``‖G‖₂ ≤ min(‖G‖_F, ‖G‖_∞)``). The factor ``1 + 1e-8`` covers the
+    rounding of these few sums."""
+    a = e.a.abs()
+    a2 = (a.sum(-1).amax(-1) * a.sum(-2).amax(-1)).sqrt()  # (H,): √(‖a‖_∞ ‖a‖₁)
+    dn = 1.0 + float((a2 * torch.linalg.matrix_norm(e.T)).sum())
+    G = e._edge_gram()
+    g = torch.minimum(torch.linalg.matrix_norm(G), G.abs().sum(-1).amax(-1))
+    cn = math.sqrt(float(e.sup.sum(-1).max())) + math.sqrt(float(g.max()))
+    return max(dn, 1.0) * (1 + 1e-8), max(cn, 1.0) * (1 + 1e-8)

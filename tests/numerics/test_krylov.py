@@ -52,6 +52,27 @@ def test_lanczos_ends_finds_both_ends_and_the_k_smallest_with_restarts():
     assert ok and [round(t, 8) for t, _, _ in out["min"]] == [round(x, 8) for x in ref[:3]]
 
 
+def test_lanczos_ends_stops_at_an_invariant_space_between_two_checks():
+    """Three distinct eigenvalues: the Krylov space is invariant after 3 steps, a step without a
+    Rayleigh–Ritz check (the run checks every ``CHECK_EVERY`` steps); the pairs are still the exact
+    extremes (LAPACK) with their true residuals, after 3 products."""
+    rng = np.random.default_rng(2)
+    N = 50
+    Q, _ = np.linalg.qr(rng.standard_normal((N, N)))
+    A = (Q * np.repeat([-1.0, 0.5, 3.0], [10, 20, 20])) @ Q.T
+    A = 0.5 * (A + A.T)
+    ref = np.linalg.eigvalsh(A)
+    count = [0]
+    out, ok = lanczos_ends(
+        _op(A, count), N, torch.from_numpy(rng.standard_normal(N)), ("min", "max"), lambda *a: a[2] <= 1e-12
+    )
+    assert ok and count[0] == 3
+    for end, want in (("min", ref[0]), ("max", ref[-1])):
+        t, y, rho = out[end][0]
+        assert abs(t - want) <= 1e-12 and rho <= 1e-12
+        assert float(torch.linalg.vector_norm(torch.from_numpy(A) @ y - t * y)) <= 1e-12
+
+
 def test_arnoldi_ends_gets_every_extreme_from_one_restarted_space():
     rng = np.random.default_rng(1)
     N = 200

@@ -44,6 +44,22 @@ def literal(w: ConnectionWalk):
     return sD, sC
 
 
+def literal_C(w: ConnectionWalk) -> torch.Tensor:
+    """``C`` assembled entry by entry (block row ``e_iᵀ ⊗ I − e_jᵀ ⊗ O_ij`` per edge ``P_ij > 0``)."""
+    n, d = w.n, w.d
+    P = w.walk_matrix.to(F)
+    O = w.edge_transports()[0].to(F)
+    rows = []
+    for i in range(n):
+        for j in range(n):
+            if P[i, j] > 0:
+                r = torch.zeros(d, n * d, dtype=F)
+                r[:, i * d : (i + 1) * d] += torch.eye(d, dtype=F)
+                r[:, j * d : (j + 1) * d] -= O[i, j]
+                rows.append(r)
+    return torch.cat(rows)
+
+
 def literal_dims(w: ConnectionWalk):
     sD, sC = literal(w)
     thr = tol(F, w.n * w.d)
@@ -200,6 +216,72 @@ def test_the_search_of_a_walk_failing_t3_is_capped_by_the_other_checks(monkeypat
     # an explicit max_matvecs is the only cap: the early exit is lifted and the search decides
     D = factored(w, spectrum=False, max_matvecs=10_000)
     assert (int(D.kernel_dim), int(D.parallel_dim)) == (2, 0) and not bool(torch.isnan(D.kernel_parallel.residual))
+
+
+@pytest.mark.parametrize("block", [1, 7, lk.GRAM_BLOCK, 40])
+def test_gram_columns_equal_the_literal_product_at_every_block_size(block):
+    """``CᵀC Q`` by the edge-Gram expansion, ``block`` columns per product (``lk.GRAM_BLOCK`` the
+    default's cap; 40 columns wider than ``d``), against ``CᵀC Q`` with ``C`` assembled entry by entry."""
+    from numerics.laplacian.blocks import element, factored_blocks
+    from numerics.laplacian.lanczos import Meter
+
+    w = random_heads(4, 20, 2, 3, scale=2.0)
+    e = element(factored_blocks(w.to(dtype=F)), 0)
+    C = literal_C(w)
+    Q = torch.linalg.qr(torch.randn(w.n * w.d, 33, generator=torch.Generator().manual_seed(5), dtype=F))[0]
+    want = C.T @ (C @ Q)
+    got = lk._gram_columns(e, Q, Meter(e, 10**6), block)
+    assert float((got - want).abs().max()) <= 1e-12 * float(want.abs().max())
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_norm_bounds_are_above_the_literal_norms(seed):
+    """The certified upper bounds of ``‖Δ‖`` and ``‖C‖`` (no products) against the SVDs of ``Δ`` and
+    ``C`` assembled entry by entry, for head walks and for a walk given by low-rank factors."""
+    from numerics.laplacian.blocks import element, factored_blocks
+    from numerics.laplacian.sections import norm_bounds
+
+    if seed < 3:
+        w = random_heads(5, 4, 3, seed, scale=1.0 + 2 * seed)
+    else:
+        g = torch.Generator().manual_seed(seed)
+        A = torch.softmax(2 * torch.randn(2, 6, 6, generator=g, dtype=F), -1)
+        w = ConnectionWalk.from_factors(
+            A, torch.randn(2, 4, 2, generator=g, dtype=F), torch.randn(2, 2, 4, generator=g, dtype=F)
+        )
+    sD, sC = literal(w)
+    dn_up, cn_up = norm_bounds(element(factored_blocks(w.to(dtype=F)), 0))
+    assert dn_up >= max(float(sD[-1]), 1.0) and cn_up >= max(float(sC[-1]), 1.0), (dn_up, sD[-1], cn_up, sC[-1])
+
+
+def test_a_walk_failing_t3_is_decided_by_the_norm_bounds():
+    """A random head walk fails T3: its kernel checks are decided with the norms' bounds (``‖Δ‖`` never
+    computed) and agree with the literal SVDs; the flatness interval holds the literal value."""
+    w = random_heads(6, 5, 2, 11, scale=2.0)
+    kD, kC, _, sC = literal_dims(w)
+    D = factored(w)
+    facts = D.extra["kernel_facts"][0]
+    assert "norm_C_bound" in facts and math.isnan(facts["norm_Delta"]) and facts["decided"]
+    assert (int(D.kernel_dim), int(D.parallel_dim)) == (kD, kC) == (0, 0)
+    lo, hi = facts["flat_interval"]
+    exact = float(sC[w.d - 1] / sC[-1])
+    assert lo <= exact <= hi + D.flat.tol, (lo, exact, hi)
+
+
+def test_a_walk_failing_t3_with_parallel_sections_takes_the_exact_norms():
+    """One head with the identity transport on a non-reversible attention (T3's detailed balance
+    fails): the constants are parallel and in ``ker Δ``, which the bounds cannot decide, so the route
+    computes the 1e-8 norms; the dimensions are the literal ones."""
+    g = torch.Generator().manual_seed(4)
+    A = torch.softmax(2 * torch.randn(1, 6, 6, generator=g, dtype=F), -1)
+    w = ConnectionWalk.from_mha(A, torch.eye(3, dtype=F)[None])
+    kD, kC, _, _ = literal_dims(w)
+    D = factored(w)
+    facts = D.extra["kernel_facts"][0]
+    assert not bool(D.detailed_balance.holds)
+    assert "norm_C_bound" not in facts and facts["norm_Delta"] == facts["norm_Delta"]
+    assert (int(D.kernel_dim), int(D.parallel_dim)) == (kD, kC) == (3, 3)
+    assert bool(D.kernel_parallel.holds) and bool(D.flat.holds)
 
 
 def test_max_matvecs_is_validated():
