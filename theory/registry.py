@@ -36,7 +36,7 @@ from . import derivations_general as _gen
 from . import formulas as _F
 from .errors import UnknownTheoremError
 from .registry_claims import CLAIMS
-from .registry_common import _CERT, _CLAIM_LAP, _NEC, _REL, _ROT, _SPEC, _STMT, _SYM, _SYM_MUT, _T3_NUMERIC, SEED_A, _c
+from .registry_common import _CERT, _CLAIM_LAP, _NEC, _REL, _ROT, _SPEC, _STMT, _SYM, _T3_NUMERIC, SEED_A, _c
 from .registry_lemmas import LEMMAS
 from .registry_spectral import SPECTRAL_THEOREMS
 from .registry_walks import WALK_THEOREMS
@@ -223,7 +223,7 @@ T3: Theorem = Theorem(
         "Weaker: the Dirichlet form and the kernel need only (a), orthogonal $O$ and a stationary $\\pi > 0$; then spec lies in the disk $|z-1| \\le 1$. Without a positive stationary $\\pi$ the kernel statement fails: $P=[[1,0],[.5,.5]]$, $d=1$, $O_{22}=-1$.",
         "Gauge-free form on $B$: $B_{ij} = p_{ij} Q_{ij}$, $Q_{ij}$ orthogonal, $\\sum_j p_{ij} = 1$, $\\pi_i B_{ij} = \\pi_j B_{ji}^\\top$; balanced norms $\\pi_i\\lVert B_{ij}\\rVert = \\pi_j\\lVert B_{ji}\\rVert$ are not enough (the transports must match).",
     ),
-    symbolic_tests=(_SYM, _SYM_MUT),
+    symbolic_tests=(_SYM,),
     certificate_tests=(_CERT,),
     numeric_tests=_T3_NUMERIC
     + (
@@ -318,17 +318,17 @@ def _sized(t: Theorem) -> str:
 #: and, where the entry has one, the derivation for symbolic sizes
 _STATEMENT_TESTS = ("tests/theory/test_render.py", "tests/theory/test_registry_links.py")
 _GENERAL_TESTS = ("tests/theory/test_general_derivations.py",)
-#: the implementation's own tests (mutation-found behaviour, bad input) of the functions a theorem
+#: the implementation's own tests (edge cases, bad input) of the functions a theorem
 #: names: `pytest --theorem X` runs them too
 IMPLEMENTATION_TESTS: dict[str, tuple[str, ...]] = {
     "T1": (
-        "tests/numerics/test_walk_mutants.py",
-        "tests/numerics/test_attention_mutants.py",
+        "tests/numerics/test_walk.py",
+        "tests/numerics/test_attention.py",
         "tests/numerics/test_walk_errors.py",
     ),
     "T2": (
-        "tests/numerics/test_walk_mutants.py",
-        "tests/numerics/test_attention_mutants.py",
+        "tests/numerics/test_walk.py",
+        "tests/numerics/test_attention.py",
         "tests/numerics/test_walk_errors.py",
         "tests/numerics/test_conformance.py",  # the conformance kit: module(X) = W(X)·X + c on any module
     ),
@@ -336,16 +336,14 @@ IMPLEMENTATION_TESTS: dict[str, tuple[str, ...]] = {
         "tests/numerics/test_diagnose_dense.py",
         "tests/numerics/test_diagnose_checks.py",
         "tests/numerics/test_markov.py",
-        "tests/numerics/test_markov_mutants.py",
-        "tests/numerics/test_graphs_mutants.py",
+        "tests/numerics/test_graphs.py",
     ),
     "T4": (
-        "tests/numerics/test_graphs_mutants.py",
+        "tests/numerics/test_graphs.py",
         "tests/numerics/test_markov.py",
-        "tests/numerics/test_markov_mutants.py",
     ),
     "T5": ("tests/numerics/test_diagnose_dense.py", "tests/numerics/test_diagnose_checks.py"),
-    "T6": ("tests/numerics/test_patterns_mutants.py", "tests/numerics/test_t6_emergence.py"),
+    "T6": ("tests/numerics/test_patterns.py", "tests/numerics/test_t6_emergence.py"),
 }
 
 

@@ -10,7 +10,6 @@ SEED_A = "Seed A: *From Self-Attention to Connection Laplacian: A Unified Operat
 SEED_B = "Seed B: *Pattern Formation in Transformers* (seeds/004_438af889239262c2.txt)"
 
 _SYM = "tests/theory/test_derivations.py"
-_SYM_MUT = "tests/theory/test_derivations_mutants.py"  # the derivation helpers, judged by exact arithmetic
 _CERT = "tests/theory/test_certificates.py"
 _STMT = "tests/numerics/test_statements.py::test_conclusions_hold_on_drawn_instances"
 _NEC = "tests/numerics/test_necessity.py"

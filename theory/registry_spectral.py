@@ -16,7 +16,6 @@ from .registry_common import (
     _SPEC,
     _STMT,
     _SYM,
-    _SYM_MUT,
     _T3_NUMERIC,
     SEED_A,
     SEED_B,
@@ -302,7 +301,7 @@ SPECTRAL_THEOREMS: list[Theorem] = [
             "Reference case Ex1 ($n = 64$, wrapped Gaussian kernel centred at $+4$, width $1.5$, $T = \\operatorname{diag}(1,-3)$): $|k^*| = 7$, $\\sigma = 0.62926 \\pm 0.67486 i$, $c = 0.982$ (RK4 $dt = 0.01$, perturbation $10^{-10}$, linear-window fit).",
             "Reference case Ex3 (two heads, kernels centred at $+7$ and $-4$, non-commuting $T_h$): $|k^*| = 6$ while a per-head guess gives $|k| = 3$; the simulation follows the symbol.",
         ),
-        symbolic_tests=(_SYM, _SYM_MUT),
+        symbolic_tests=(_SYM,),
         certificate_tests=(_CERT,),
         numeric_tests=(
             "tests/numerics/test_patterns.py",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from . import derivations as _dv
 from . import formulas as _F
-from .registry_common import _CERT, _CLAIM_MHA, _CLAIM_SHA, _NEC, _REL, _STMT, _SYM, _SYM_MUT, _T2_CE, SEED_A, _c
+from .registry_common import _CERT, _CLAIM_MHA, _CLAIM_SHA, _NEC, _REL, _STMT, _SYM, _T2_CE, SEED_A, _c
 from .statements import Hypothesis, Witness
 from .theorem import Source, Theorem
 
@@ -188,7 +188,7 @@ WALK_THEOREMS: list[Theorem] = [
             "GQA: query head $h$ reads kv head $h // (H/H_{kv})$; $\\operatorname{rank} T_h \\le d_h$, so a single head is never orthogonal when $d_h < d$.",
             "Off support (all $A^h_{ij} = 0$, e.g. a causal mask) the gates are $0/0$ and $O_{ij}$ is arbitrary.",
         ),
-        symbolic_tests=(_SYM, _SYM_MUT),
+        symbolic_tests=(_SYM,),
         certificate_tests=(_CERT,),
         numeric_tests=(
             "tests/numerics/test_walk_t2.py",
