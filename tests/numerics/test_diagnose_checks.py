@@ -13,7 +13,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from numerics import strategies as cst
-from numerics.laplacian.blocks import DenseBlocks, FactoredBlocks, factored_blocks
+from numerics.laplacian.blocks import DenseBlocks, FactoredBlocks, element, factored_blocks, tsqr
 from numerics.laplacian.checks import (
     check_block_detailed_balance,
     check_detailed_balance,
@@ -177,6 +177,403 @@ def test_gram_defect_resolves_defects_far_below_sqrt_eps():
     r = fb.gram_defect(torch.ones(5, 5, dtype=F))
     exact = 4 * (2 * delta + delta**2)
     assert float((r - exact).abs().max()) <= tol(F, 16 * 12, scale=16.0), (r.max(), exact)
+
+
+# ------------------------------------------------------------------------------------ the factored algebra, every method
+# Batched walks, transports per batch element, low-rank factors, chunk sizes that cut every loop, the
+# edges form's unit-matrix basis: each method against the same quantity computed from the explicit
+# blocks B_ij = Σ_h a^h_ij T_h by literal numpy loops (O_ij = B_ij / P_ij on the support, 0 off it).
+def _literal(P, a, T):
+    """B and O ``(n, n, d, d)`` of one walk from its coefficients by loops (numpy float64)."""
+    H, n, _ = a.shape
+    B = np.zeros((n, n) + T.shape[-2:])
+    O = np.zeros_like(B)
+    for i in range(n):
+        for j in range(n):
+            for h in range(H):
+                B[i, j] += a[h, i, j] * T[h]
+            if P[i, j] > 0:
+                O[i, j] = B[i, j] / P[i, j]
+    return B, O
+
+
+def _literal_C(P, O):
+    """The constraint matrix C ``(n·n·d, n·d)``: block row (i, j) = e_iᵀ ⊗ I − e_jᵀ ⊗ O_ij on the support."""
+    n, d = P.shape[0], O.shape[-1]
+    C = np.zeros((n * n * d, n * d))
+    for i in range(n):
+        for j in range(n):
+            if P[i, j] > 0:
+                r = (i * n + j) * d
+                C[r : r + d, i * d : (i + 1) * d] += np.eye(d)
+                C[r : r + d, j * d : (j + 1) * d] -= O[i, j]
+    return C
+
+
+def _heads_case(seed, batch=(2,), H=3, n=4, d=3, dh=None, t_batched=False):
+    """Coefficients a ``(*batch, H, n, n)`` with zeros (a partial support), P their head mean, and T
+    ``(H, d, d)`` (or per batch element), or the factors W_O ``(H, d, dh)``, W_V ``(H, dh, d)``."""
+    g = np.random.default_rng(seed)
+    a = g.uniform(0.0, 1.0, (*batch, H, n, n)) * (g.uniform(0, 1, (*batch, H, n, n)) > 0.35)
+    a[..., 0, :, :] += np.eye(n) * 0.2  # no empty row
+    a[..., :, 0, n - 1] = 0.0  # one edge off the support in every element
+    P = a.mean(-3)
+    if dh is not None:
+        WO, WV = g.standard_normal((H, d, dh)), g.standard_normal((H, dh, d))
+        return P, a, WO @ WV, (WO, WV)
+    T = g.standard_normal(((*batch,) if t_batched else ()) + (H, d, d))
+    return P, a, T, None
+
+
+def _fb(P, a, T, fac, chunk):
+    kw = {"W_O": torch.tensor(fac[0]), "W_V": torch.tensor(fac[1])} if fac is not None else {}
+    return FactoredBlocks(torch.tensor(P), torch.tensor(a), torch.tensor(T), chunk_elems=chunk, **kw)
+
+
+CASES = {
+    "heads": dict(),
+    "transports per element": dict(t_batched=True),
+    "low-rank factors": dict(dh=2),
+    "one head": dict(H=1),
+    "d = 1": dict(d=1),
+}
+
+
+@pytest.mark.parametrize("chunk", [1, 5, 40, 1 << 22])
+@pytest.mark.parametrize("case", list(CASES))
+def test_factored_algebra_batched_matches_literal_loops(case, chunk):
+    """Every reduction of :class:`FactoredBlocks` on a batch of two walks, whatever the chunk size."""
+    P, a, T, fac = _heads_case(1, **CASES[case])
+    fb = _fb(P, a, T, fac, chunk)
+    H, n, d = a.shape[-3], a.shape[-1], T.shape[-1]
+    assert (fb.n, fb.d, fb.H, fb.batch, fb.terms) == (n, d, H, (2,), H)
+    g = np.random.default_rng(2)
+    pi = g.uniform(0.1, 1.0, (2, n))
+    c = g.uniform(0.1, 2.0, (2, n, n))
+    x = g.standard_normal((2, 3, n, d))
+    fro = np.linalg.norm
+    ref = {k: np.zeros((2, n, n)) for k in ("norms", "scale", "tnorms", "balance", "transpose", "gram")}
+    Wx, Wtx, E = np.zeros_like(x), np.zeros_like(x), np.zeros((2, 3))
+    for b in range(2):
+        Tb = T[b] if T.ndim == 4 else T
+        B, O = _literal(P[b], a[b], Tb)
+        for i in range(n):
+            for j in range(n):
+                ref["norms"][b, i, j] = fro(B[i, j])
+                ref["scale"][b, i, j] = sum(abs(a[b, h, i, j]) * fro(Tb[h]) for h in range(H))
+                ref["tnorms"][b, i, j] = fro(O[i, j])
+                ref["balance"][b, i, j] = fro(pi[b, i] * B[i, j] - pi[b, j] * B[j, i].T)
+                ref["transpose"][b, i, j] = fro(O[j, i] - O[i, j].T)
+                ref["gram"][b, i, j] = fro(c[b, i, j] ** 2 * O[i, j].T @ O[i, j] - np.eye(d))
+                for p in range(3):
+                    Wx[b, p, i] += B[i, j] @ x[b, p, j]
+                    Wtx[b, p, j] += B[i, j].T @ x[b, p, i]
+                    if P[b, i, j] > 0:
+                        E[b, p] += 0.5 * pi[b, i] * P[b, i, j] * fro(x[b, p, i] - O[i, j] @ x[b, p, j]) ** 2
+    got = {
+        "norms": fb.norms(),
+        "scale": fb.block_scale(),
+        "tnorms": fb.transport_norms(),
+        "balance": fb.balance_defect(torch.tensor(pi)),
+        "transpose": fb.transpose_defect(),
+        "gram": fb.gram_defect(torch.tensor(c)),
+    }
+    big = max(float(np.abs(ref["scale"]).max()), 1.0) ** 2 * 16
+    for k, r in ref.items():
+        assert got[k].shape == (2, n, n) and got[k].dtype == F, k
+        np.testing.assert_allclose(got[k].numpy(), r, rtol=0, atol=tol(F, H * d * d, scale=big), err_msg=k)
+    np.testing.assert_array_equal(fb.norm_floor().numpy(), tol(F, H) * fb.block_scale().numpy())
+    xt = torch.tensor(x)
+    s2 = big * float(np.abs(x).max()) ** 2
+    for k, got_, r in (
+        ("apply", fb.apply(xt), Wx),
+        ("apply_t", fb.apply_t(xt), Wtx),
+        ("energy", fb.edge_energy(torch.tensor(pi), xt), E),
+    ):
+        assert got_.shape == r.shape, k
+        np.testing.assert_allclose(got_.numpy(), r, rtol=0, atol=tol(F, n * n * d, scale=s2), err_msg=k)
+
+
+@pytest.mark.parametrize("chunk", [1, 7, 1 << 22])
+@pytest.mark.parametrize("case", list(CASES))
+def test_factored_constraint_products_of_one_walk_match_the_literal_C(case, chunk):
+    """``C x``, ``CᵀC x`` (row-chunked, and by the edge-Gram expansion) and the element views of a
+    batch: judged by the explicit constraint matrix C of the element's own blocks."""
+    P, a, T, fac = _heads_case(3, **CASES[case])
+    fb = _fb(P, a, T, fac, chunk)
+    n, d = a.shape[-1], T.shape[-1]
+    x = np.random.default_rng(4).standard_normal((3, n, d))
+    xt = torch.tensor(x)
+    for b in range(2):
+        e = element(fb, b)
+        assert e.batch == () and e.counter is fb.counter and e.chunk_elems == chunk and not e.exact
+        Tb = T[b] if T.ndim == 4 else T
+        np.testing.assert_array_equal(e.T.numpy(), Tb)
+        np.testing.assert_array_equal(e.P.numpy(), P[b])
+        np.testing.assert_array_equal(e.a.numpy(), a[b])
+        B, O = _literal(P[b], a[b], Tb)
+        C = _literal_C(P[b], O)
+        xf = x.reshape(3, n * d)
+        Cx = (xf @ C.T).reshape(3, n, n, d)
+        CtCx = (xf @ C.T @ C).reshape(3, n, d)
+        s = max(float(np.abs(O).max()), 1.0) ** 2 * float(np.abs(x).max()) * n * 4
+        np.testing.assert_allclose(e.constraints_apply(xt).numpy(), Cx, rtol=0, atol=tol(F, n * d, scale=s))
+        np.testing.assert_allclose(e.constraints_gram_apply(xt).numpy(), CtCx, rtol=0, atol=tol(F, n * n * d, scale=s))
+        np.testing.assert_allclose(e.constraints_gram_fast(xt).numpy(), CtCx, rtol=0, atol=tol(F, n * n * d, scale=s))
+        # the edge Gram, computed once and kept: the second call gives the same tensor object
+        assert e._edge_gram() is e._edge_gram()
+
+
+def test_factored_algebra_counts_single_vector_products():
+    """``counter`` counts probes (vectors) through W, Wᵀ or a coefficient operator, shared by the
+    element views: 2 walks × 3 probes per batched product, 3 per element product, 2 × 3 for CᵀC fast."""
+    P, a, T, _ = _heads_case(5)
+    fb = _fb(P, a, T, None, 1 << 22)
+    x = torch.ones(2, 3, 4, 3, dtype=F)
+    fb.apply(x)
+    assert fb.counter == [6]
+    fb.apply_t(x)
+    assert fb.counter == [12]
+    e = element(fb, 1)
+    e.apply(x[0])
+    assert fb.counter == [15]
+    e.constraints_gram_fast(x[0])
+    assert fb.counter == [21]
+    e.constraints_gram_apply(x[0])  # row by row, without W products
+    assert fb.counter == [21]
+    assert FactoredBlocks(torch.tensor(P), torch.tensor(a), torch.tensor(T)).counter == [0]
+    assert element(e, 0) is e  # an unbatched one is its own element
+
+
+def test_factored_blocks_of_an_edges_walk_is_exact_in_the_unit_matrix_basis():
+    """An edges-form walk in the basis of the d² unit matrices: coefficients a^{ab}_ij = B_ij[a, b],
+    terms 1, no rounding floor, the block scale is ‖B_ij‖_F; every method as for explicit blocks."""
+    g = np.random.default_rng(6)
+    n, d = 3, 2
+    P = g.uniform(0.1, 1.0, (2, n, n))
+    P[:, 0, 2] = 0.0
+    O = g.standard_normal((2, n, n, d, d))
+    w = ConnectionWalk.from_edges(torch.tensor(P), torch.tensor(O))
+    fb = factored_blocks(w)
+    assert fb.exact and fb.terms == 1 and d * d == fb.H and fb.batch == (2,)
+    B = P[..., None, None] * O
+    for ab in range(d * d):
+        np.testing.assert_array_equal(fb.a[:, ab].numpy(), B[..., ab // d, ab % d])
+        np.testing.assert_array_equal(fb.T[ab].numpy(), np.eye(d * d)[ab].reshape(d, d))
+    np.testing.assert_array_equal(fb.norm_floor().numpy(), np.zeros((2, n, n)))
+    norms = np.linalg.norm(B, axis=(-1, -2))
+    np.testing.assert_allclose(fb.norms().numpy(), norms, rtol=0, atol=1e-14 * norms.max())
+    np.testing.assert_array_equal(fb.block_scale().numpy(), fb.norms().numpy())
+    Oz = np.where(P[..., None, None] > 0, O, 0.0)
+    np.testing.assert_allclose(fb.transport_norms().numpy(), np.linalg.norm(Oz, axis=(-1, -2)), rtol=0, atol=1e-13)
+    x = g.standard_normal((2, n, d))
+    for b in range(2):
+        e = element(fb, b)
+        assert e.exact and e.terms == 1
+        C = _literal_C(P[b], Oz[b])
+        ref = (x.reshape(2, n * d) @ C.T @ C).reshape(2, n, d)
+        np.testing.assert_allclose(e.constraints_gram_fast(torch.tensor(x)).numpy(), ref, rtol=0, atol=1e-12)
+
+
+def test_factored_blocks_of_an_edges_walk_refuses_its_basis_above_the_budget():
+    """Three n²d² float64 arrays (n = 3, d = 2: 3·36·8 = 864 bytes) and a d²×d² identity (128 bytes):
+    at 864 bytes it is built, one byte less is refused naming the walk."""
+    from numerics.errors import MemoryBudgetError
+
+    w = ConnectionWalk.from_edges(torch.full((3, 3), 1 / 3, dtype=F), torch.eye(2, dtype=F))
+    assert factored_blocks(w, memory_budget=864).exact
+    with pytest.raises(MemoryBudgetError) as exc:
+        factored_blocks(w, memory_budget=863)
+    assert exc.value.argument == "walk" and "unit-matrix coefficients" in str(exc.value)
+
+
+def test_factored_blocks_of_a_heads_walk_keeps_heads_factors_and_chunk_size():
+    """A heads-form walk: a = the attention (float64), P its head mean, T the head transports; with
+    low-rank factors W_O, W_V kept (T_h = W_O[h] W_V[h]); a float32 walk is read in float64."""
+    g = torch.Generator().manual_seed(8)
+    A = torch.softmax(torch.randn(2, 4, 4, generator=g, dtype=F), -1)
+    WO, WV = torch.randn(2, 3, 1, generator=g, dtype=F), torch.randn(2, 1, 3, generator=g, dtype=F)
+    fb = factored_blocks(ConnectionWalk.from_factors(A, WO, WV), chunk_elems=9)
+    assert fb.chunk_elems == 9 and not fb.exact and fb.terms == 2
+    np.testing.assert_array_equal(fb.a.numpy(), A.numpy())
+    np.testing.assert_array_equal(fb.P.numpy(), A.numpy().mean(0))
+    np.testing.assert_array_equal(fb.W_O.numpy(), WO.numpy())
+    np.testing.assert_array_equal(fb.W_V.numpy(), WV.numpy())
+    np.testing.assert_allclose(fb.T.numpy(), WO.numpy() @ WV.numpy(), rtol=0, atol=1e-15)
+    f32 = factored_blocks(ConnectionWalk.from_mha(A.float(), (WO @ WV).float()))
+    assert f32.a.dtype == F and f32.T.dtype == F and f32.P.dtype == F and f32.W_O is None
+    np.testing.assert_array_equal(f32.T.numpy(), (WO @ WV).float().double().numpy())
+
+
+@pytest.mark.parametrize("batch", [(), (2,)])
+def test_tsqr_gives_a_triangular_factor_of_the_stacked_chunks(batch):
+    """RᵀR = XᵀX for X the row chunks stacked (an unbatched chunk is shared by every batch element);
+    R upper triangular with at most m rows."""
+    g = np.random.default_rng(9)
+    chunks = [g.standard_normal((*batch, 2, 3)), g.standard_normal((1, 3)), g.standard_normal((*batch, 4, 3))]
+    R = tsqr((torch.tensor(c) for c in chunks), 3, F, torch.device("cpu"), batch)
+    X = np.concatenate([np.broadcast_to(c, (*batch, *c.shape[-2:])) for c in chunks], -2)
+    assert R.shape == (*batch, 3, 3) and R.dtype == F
+    np.testing.assert_allclose(
+        np.swapaxes(R.numpy(), -1, -2) @ R.numpy(), np.swapaxes(X, -1, -2) @ X, rtol=0, atol=1e-12
+    )
+    np.testing.assert_array_equal(np.tril(R.numpy(), -1), 0.0)
+    assert tsqr(iter(()), 4, F, torch.device("cpu"), batch).shape == (*batch, 0, 4)
+
+
+# ------------------------------------------------------------------------------ numerics.laplacian.result: what a diagnosis returns
+def test_check_to_keeps_every_field_and_the_given_fails():
+    """``Check.to`` moves the tensors and keeps name, tol, reason, error and the *given* ``fails`` (a
+    structural failure with a NaN residual fails; the default rule would call it undecided)."""
+    c = make_check(
+        "x", torch.tensor([float("nan"), 0.5], dtype=F), 1.0, "why", error=0.25, require=torch.tensor([False, True])
+    )
+    assert c.fails.tolist() == [True, False] and c.holds.tolist() == [False, True]
+    m = c.to("cpu")
+    assert (m.name, m.tol, m.reason, m.error) == ("x", 1.0, "why", 0.25)
+    assert m.fails.tolist() == [True, False] and m.holds.tolist() == [False, True]
+    assert torch.equal(m.residual.isnan(), c.residual.isnan()) and float(m.residual[1]) == 0.5
+    meta = c.to("meta")
+    assert (meta.holds.device.type, meta.fails.device.type, meta.residual.device.type) == ("meta",) * 3
+
+
+def test_check_repr_counts_undecided_elements_only_when_there_are_some():
+    c = make_check("stochastic", torch.tensor([0.0, 2.0], dtype=F), 1.0)
+    assert repr(c) == "Check(stochastic: holds=1/2, max residual=2.000e+00, tol=1.0e+00, error=0.0e+00)"
+    u = make_check("flat", torch.tensor([0.0, 1.0], dtype=F), 1.0, "close", error=0.5)
+    assert (
+        repr(u)
+        == "Check(flat: holds=1/2 (1 undecided), max residual=1.000e+00, tol=1.0e+00, error=5.0e-01, reason='close')"
+    )
+
+
+def test_make_check_require_error_and_a_lower_precision_bound():
+    """``require`` False fails even a NaN residual; ``error`` is kept; a float32 bound per element is
+    compared in float64 (a 0-d float64 residual 1 + 1e-10 against a float32 bound 1 fails)."""
+    c = make_check("r", torch.tensor([float("nan"), float("nan")], dtype=F), 1.0, require=torch.tensor([False, True]))
+    assert c.fails.tolist() == [True, False] and c.undecided.tolist() == [False, True]
+    assert make_check("e", torch.tensor(0.0, dtype=F), 1.0, error=0.125).error == 0.125
+    b = make_check("b", torch.tensor(1 + 1e-10, dtype=F), torch.tensor([1.0], dtype=torch.float32))
+    assert b.fails.tolist() == [True] and b.holds.tolist() == [False] and b.tol == 1.0
+
+
+def test_skipped_is_undecided_on_the_given_device_with_its_reason():
+    from numerics.laplacian.result import skipped
+
+    s = skipped("flat", (2,), torch.device("cpu"), "skipped: too big")
+    assert s.name == "flat" and s.reason == "skipped: too big" and math.isnan(s.tol)
+    assert s.holds.tolist() == [False, False] and s.fails.tolist() == [False, False]
+    assert s.residual.dtype == F and bool(s.residual.isnan().all()) and s.undecided.all()
+    m = skipped("flat", (3,), torch.device("meta"), "why")
+    assert (m.holds.device.type, m.fails.device.type, m.residual.device.type) == ("meta",) * 3
+    assert m.residual.shape == (3,) and m.holds.dtype == torch.bool
+
+
+def _result(holds: dict[str, list[bool]], scale, si_tol=0.25):
+    """A LaplacianDiagnostics whose checks hold where ``holds`` says (others hold everywhere)."""
+    from numerics.laplacian.result import CHECK_NAMES, LaplacianDiagnostics
+
+    b = len(scale)
+    checks = {}
+    for k in CHECK_NAMES:
+        h = torch.tensor(holds.get(k, [True] * b))
+        checks[k] = make_check(k, torch.where(h, 0.0, 1.0).to(F), si_tol if k == "scaled_isometry" else 0.5)
+    z = torch.zeros(b, dtype=F)
+    return LaplacianDiagnostics(
+        **checks, pi=torch.full((b, 2), 0.5, dtype=F), pi_unique=torch.ones(b, dtype=torch.bool), block_pi=z,
+        rho=z + 1, scale=torch.tensor(scale, dtype=F), transport_scale=z, spectrum=None, kernel_dim=None,
+        parallel_dim=None, n_components=z, n=2, d=1,
+    )  # fmt: skip
+
+
+def test_hypotheses_t3_is_the_conjunction_of_a_b_c():
+    """All 16 combinations of stochastic, positive π, detailed balance, metric compatibility."""
+    combos = [[bool(m >> k & 1) for k in range(4)] for m in range(16)]
+    names = ["stochastic", "positive_stationary", "detailed_balance", "metric_compatible"]
+    D = _result({k: [c[i] for c in combos] for i, k in enumerate(names)}, [1.0] * 16)
+    assert D.hypotheses_t3().tolist() == [all(c) for c in combos]
+    assert D.failing((0,)) == names and D.failing((15,)) == []
+
+
+def test_is_connection_laplacian_needs_scale_one_within_four_tolerances():
+    """|s − 1| ≤ 4·tol(scaled_isometry): tol = 0.25, so s = 2 (exactly 4 tol) is one, 2.125 is not,
+    1.5 is; and it needs scaled isometry and block detailed balance."""
+    D = _result(
+        {"scaled_isometry": [True, True, True, False], "block_detailed_balance": [True] * 4}, [2.0, 2.125, 1.5, 1.0]
+    )
+    assert D.is_connection_laplacian().tolist() == [True, False, True, False]
+    E = _result({"block_detailed_balance": [False]}, [1.0])
+    assert E.is_connection_laplacian().tolist() == [False]
+
+
+SWAP = ConnectionWalk.from_edges(torch.tensor([[0.0, 1.0], [1.0, 0.0]], dtype=F), torch.eye(1, dtype=F))
+
+
+def test_summary_is_a_fixed_width_table_with_the_spectrum():
+    """The swap walk (n = 2, d = 1): every check holds, Δ has eigenvalues 0 and 2, π = (½, ½) unique."""
+    from numerics.laplacian import CHECK_NAMES, diagnose
+
+    D = diagnose(SWAP)
+    lines = D.summary().split("\n")
+    assert lines[0] == "condition               status        residual        tol      error  reason"
+    assert len(lines) == 1 + len(CHECK_NAMES) + 2
+    for line, k in zip(lines[1:], CHECK_NAMES):
+        c = getattr(D, k)
+        assert line.startswith(f"{k:<24}holds     ") and line.endswith("  ") and c.reason is None, line
+    assert lines[-2] == "scale s = 1; rho = 1; pi unique = True"
+    assert lines[-1] == "spectrum of Δ: {0, 2}"
+    S = diagnose(SWAP, max_dense=0)
+    rows = S.summary().split("\n")
+    assert len(rows) == 1 + len(CHECK_NAMES) + 1 and rows[-1].startswith("scale s = 1")
+    row = next(r for r in rows if r.startswith("flat"))
+    assert row.startswith("flat                    undecided          nan")
+    assert row.endswith("  skipped: n·d = 2 > max_dense = 0 (use method='factored' or numerics.spectra)")
+
+
+def test_as_dict_reports_every_check_with_its_fields_scale_and_pi():
+    from numerics.laplacian import CHECK_NAMES, diagnose
+
+    D = diagnose(SWAP, max_dense=0)
+    out = D.as_dict()
+    assert list(out) == [*CHECK_NAMES, "scale", "pi"]
+    for k in CHECK_NAMES:
+        c = getattr(D, k)
+        v = out[k]
+        assert list(v) == ["status", "holds", "residual", "tol", "error", "reason"]
+        assert v["status"] == c.status() and v["holds"] is bool(c.holds) and v["reason"] == c.reason
+        assert v["tol"] == c.tol or (math.isnan(v["tol"]) and math.isnan(c.tol))
+        assert v["error"] == c.error and type(v["residual"]) is float
+    assert out["stochastic"]["holds"] is True and out["stochastic"]["residual"] == 0.0
+    assert out["flat"]["holds"] is False and math.isnan(out["flat"]["residual"])
+    assert out["scale"] == 1.0 and out["pi"] == [0.5, 0.5]
+
+
+C128 = torch.complex128
+
+
+@pytest.mark.parametrize(
+    "ev, kw, expected",
+    [
+        # sorted by real part; conjugate pairs merged (the positive imaginary part shown); repeats counted
+        ([2, 0, 1 + 1j, 1 - 1j, 0], {}, "{0×2, 1±1i, 2}"),
+        ([0, 0, 0, 3], {}, "{0×3, 3}"),
+        ([0.123456 + 0.654321j, 0.123456 - 0.654321j], {}, "{0.1235±0.6543i}"),
+        ([0.123456], {"digits": 2}, "{0.12}"),
+        ([-0.00001], {}, "{0}"),  # −0 shown as 0
+        ([1 + 0.00003j, 1 - 0.00003j], {}, "{1×2}"),  # |Im| below 10⁻⁴: real
+        ([1 + 0.0001j, 1 - 0.0001j], {}, "{1±0.0001i}"),  # exactly 10⁻⁴: shown
+        ([0.5 + 0.5j, 0.5 - 0.5j], {}, "{0.5±0.5i}"),
+        # equal at 4 digits: ordered by the imaginary part, not by the hidden digits of the real part
+        ([1.00001 + 0.5j, 1.00001 - 0.5j, 1.00004 + 0.2j, 1.00004 - 0.2j], {}, "{1±0.2i, 1±0.5i}"),
+        ([float(k) for k in range(12, 0, -1)], {}, "{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}"),
+        ([float(k) for k in range(13, 0, -1)], {}, "{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, …}"),
+        ([float(k) for k in range(5, 0, -1)], {"max_items": 3}, "{1, 2, 3, …}"),
+    ],
+)
+def test_format_spectrum_rounds_merges_sorts_and_truncates(ev, kw, expected):
+    from numerics.laplacian import format_spectrum
+
+    assert format_spectrum(torch.tensor(ev, dtype=C128), **kw) == expected
 
 
 # ------------------------------------------------------------------------------------ one check at a time

@@ -307,6 +307,63 @@ def test_parallel_constraints_gram_and_apply_against_the_literal_C():
         assert np.abs(np.linalg.norm(C @ V.numpy().T, axis=0) - s.numpy()).max() <= 1e-7
 
 
+def test_parallel_svd_of_a_batch_gives_each_element_its_own_singular_vectors():
+    """Both routes (SVD of C, eigh of CᵀC) on a batch of two different walks: each element's σ are
+    those of its own literal C (numpy), and the rows of its Vh are orthonormal right singular vectors,
+    ‖C v_k‖ = σ_k (the eigh route reverses eigenvalues and vectors along their own axis, whatever the batch)."""
+    from numerics.laplacian.forms import parallel_svd
+
+    P1 = np.array([[0.5, 0.5, 0.0], [0.2, 0.3, 0.5], [0.0, 1.0, 0.0]])
+    P2 = np.array([[0.2, 0.3, 0.5], [0.5, 0.5, 0.0], [0.3, 0.3, 0.4]])
+    O1, O2 = _rand((3, 3, 2, 2), 11).numpy(), _rand((3, 3, 2, 2), 12).numpy()
+    Ob, sup = host(np.stack([O1, O2])), host(np.stack([P1, P2])) > 0
+    for max_entries, gram in ((1 << 22, False), (0, True)):
+        s, Vh, used = parallel_svd(Ob, sup, max_entries=max_entries)
+        assert used is gram and s.shape == (2, 6) and Vh.shape == (2, 6, 6)
+        for b, (P, O) in enumerate(((P1, O1), (P2, O2))):
+            C = literal_constraints(P, O)
+            assert np.abs(s[b].numpy() - np.linalg.svd(C, compute_uv=False)).max() <= (1e-7 if gram else 1e-13)
+            V = Vh[b].numpy()
+            assert np.abs(V @ V.T - np.eye(6)).max() <= 1e-12
+            assert np.abs(np.linalg.norm(C @ V.T, axis=0) - s[b].numpy()).max() <= 1e-7
+
+
+def test_constraint_forms_are_built_on_the_device_of_the_transports():
+    """C and CᵀC take their identities from O's device. The meta device stands in for an accelerator
+    (shapes only; torch refuses a CPU identity beside a meta tensor). ``parallel_constraints`` is called
+    past its contract, which refuses meta tensors because it cannot check their values."""
+    from numerics.laplacian.forms import parallel_constraints, parallel_gram
+
+    O = torch.zeros(2, 3, 3, 2, 2, dtype=F, device="meta")
+    sup = torch.ones(2, 3, 3, dtype=torch.bool, device="meta")
+    C = parallel_constraints.__wrapped__(O, sup)
+    assert C.device.type == "meta" and C.shape == (2, 18, 6) and C.dtype == F
+    G = parallel_gram(O, sup)
+    assert G.device.type == "meta" and G.shape == (2, 6, 6) and G.dtype == F
+
+
+@pytest.mark.parametrize("method", ["dense", "factored"])
+def test_both_routes_decide_in_the_precision_of_a_float32_walk(method):
+    """A float32 one-head walk whose transport swaps the two features (d = 2, ‖O‖²_F = 2 exactly): the
+    orthogonality check's tolerance is tol(float32, d)·max(‖O‖²_F, d) = 64·2·eps₃₂·2 on either route
+    (float64 would make it 2²⁹ times smaller)."""
+    from numerics.laplacian import diagnose
+
+    A = torch.full((1, 3, 3), 1 / 3, dtype=torch.float32)
+    T = torch.tensor([[[0.0, 1.0], [1.0, 0.0]]], dtype=torch.float32)
+    D = diagnose(ConnectionWalk.from_mha(A, T), method=method)
+    assert D.orthogonal.tol == pytest.approx(64 * 2 * 2.0**-23 * 2, rel=1e-12)  # ‖O‖² from a float64 norm
+
+
+def test_generator_dense_is_built_on_the_walk_device():
+    """Δ = I − W with the identity on the walk's device (the meta device stands in for an accelerator)."""
+    from numerics.laplacian import generator_dense
+
+    w = ConnectionWalk.from_edges(torch.full((2, 2), 0.5, dtype=F), torch.eye(2, dtype=F)).to(device="meta")
+    D = generator_dense(w)
+    assert D.device.type == "meta" and D.shape == (4, 4) and D.dtype == F
+
+
 def test_tolerance_dtype_rules_and_errors():
     from numerics.errors import ParameterError
     from numerics.laplacian import tolerance_dtype
