@@ -549,6 +549,46 @@ def test_ambiguous_parallel_sections_reason_carries_the_jensen_bound():
     assert kp.tol == pytest.approx(max(thr, thr * cn / sC[-3]), rel=1e-9, abs=0)
 
 
+def test_kernel_bound_carries_the_gap_of_a_slowly_mixing_walk():
+    """Two lazy pairs joined by weak edges (ε = 1.3·10⁻³, d = 1, O = 1): ker Δ = parallel sections = the
+    constants, and Δ's smallest kept singular value σ is of order ε, so the Wedin bound of the kernel
+    residual is tol·max(‖Δ‖, 1)/σ, far above tol (numpy's SVD of the literal Δ and C give every term)."""
+    e = 1.3e-3
+    P = np.array([[0.5 - e, 0.5, e, 0.0], [0.5, 0.5 - e, 0.0, e], [e, 0.0, 0.5 - e, 0.5], [0.0, e, 0.5, 0.5 - e]])
+    O = np.ones((4, 4, 1, 1))
+    kp, flat, kD, kC = dense_kernel(*kernel_inputs(P, O), F, 1 << 22)
+    assert int(kD) == 1 and int(kC) == 1 and bool(kp.holds)
+    L, C = literal_delta(P, O), literal_constraints(P, O)
+    sD, sC = np.linalg.svd(L, compute_uv=False), np.linalg.svd(C, compute_uv=False)
+    thr = tol(F, 4)
+    dn, cn = max(sD[0], 1.0), max(sC[0], 1.0)
+    want = max(thr, thr * dn / sD[-2], thr * cn / sC[-2])
+    assert want > 100 * thr and kp.tol == pytest.approx(want, rel=1e-9, abs=0)
+
+
+def test_spectrum_checks_carry_the_eigensolver_error_of_the_walk_norm():
+    """The spectral checks' error is the backward error of the eigensolver for ‖Δ‖ ≤ 1 + ‖W‖₂:
+    rounding_error(nd, 1 + ‖W‖₂), with ‖W‖₂ = 2 for the doubled swap walk (numpy's 2-norm)."""
+    from numerics.laplacian import diagnose
+    from theory.rounding import rounding_error
+
+    P = np.array([[0.0, 2.0], [2.0, 0.0]])
+    D = diagnose(ConnectionWalk.from_edges(host(P), torch.eye(1, dtype=F)))
+    want = rounding_error(2, 1.0 + np.linalg.norm(P, 2))
+    for c in (D.spectrum_interval, D.spectrum_disk, D.spectrum_scaled):
+        assert c.error == pytest.approx(want, rel=1e-12, abs=0), c.name
+
+
+def test_an_edges_walk_has_one_term_per_block_in_its_error_bounds():
+    """Explicit blocks are no sum of head terms: the self-adjointness error is rounding_error(1 + 2 + 1,
+    max over edges of π_i‖B_ij‖_F + π_j‖B_ji‖_F) = rounding_error(4, ½) for P = ½·11ᵀ, O = 1."""
+    from numerics.laplacian import diagnose
+    from theory.rounding import rounding_error
+
+    D = diagnose(ConnectionWalk.from_edges(torch.full((2, 2), 0.5, dtype=F), torch.eye(1, dtype=F)))
+    assert D.self_adjoint.error == pytest.approx(rounding_error(4, 0.5), rel=1e-12, abs=0)
+
+
 def test_ambiguity_in_a_batch_reports_the_first_and_keeps_other_elements_defined():
     s_ = 3.3333e-10
     cases = [triangle(0.0, lazy=0.9), triangle(math.asin(s_)), triangle(0.7)]
