@@ -576,6 +576,113 @@ def test_format_spectrum_rounds_merges_sorts_and_truncates(ev, kw, expected):
     assert format_spectrum(torch.tensor(ev, dtype=C128), **kw) == expected
 
 
+# ------------------------------------------------------------------------------ numerics.laplacian.checks: error bounds
+# Each check's ``error`` (the rounding band of its residual, theory.rounding.rounding_error(size, scale)) restated
+# from the module's documented bounds with numpy norms of the literal blocks: an edges-form walk has one term
+# per block, so ``terms`` = 1 in every size.
+def _scaled_rotations(n, seed):
+    g = np.random.default_rng(seed)
+    P = g.uniform(0.1, 1.0, (n, n))
+    P /= P.sum(-1, keepdims=True)
+    a = g.uniform(0.5, 2.0, (n, n))
+    O = np.stack([np.stack([a[i, j] * rot(g.uniform(0, 6)) for j in range(n)]) for i in range(n)])
+    return P, O
+
+
+@pytest.mark.parametrize("kind", ["dense", "factored"])
+@pytest.mark.parametrize("batched", [False, True])
+def test_error_bounds_of_the_algebraic_checks_restated(kind, batched):
+    from numerics.laplacian import diagnose
+    from theory.rounding import rounding_error
+
+    P, O = _scaled_rotations(3, 1)
+    Pb, Ob = (np.stack([P, P[::-1, ::-1]]), np.stack([O, O[::-1, ::-1]])) if batched else (P, O)
+    D = diagnose(ConnectionWalk.from_edges(host(Pb), host(Ob)), method=kind)
+    n, d = 3, 2
+    Ps, Os = (Pb, Ob) if batched else (Pb[None], Ob[None])
+    fro = np.linalg.norm(Os, axis=(-1, -2))  # ‖O_ij‖_F = transport scale of an edges walk
+    bs = Ps * fro  # ‖B_ij‖_F = block scale
+    pi = D.pi.reshape(-1, n).numpy()
+    bpi = D.block_pi.reshape(-1, n).numpy()
+    want = {
+        "stochastic": rounding_error(n + 1, np.abs(Ps.sum(-1)).max() + 1.0),
+        "orthogonal": rounding_error(1 + d + 1, (3 * fro**2 + math.sqrt(d)).max()),
+        "transpose_symmetric": rounding_error(1 + 1 + 1, (fro + np.swapaxes(fro, -1, -2)).max()),
+        "self_adjoint": rounding_error(
+            1 + 2 + 1, (pi[:, :, None] * bs + pi[:, None, :] * np.swapaxes(bs, -1, -2)).max()
+        ),
+        "block_detailed_balance": rounding_error(
+            1 + 2 + 1, (bpi[:, :, None] * bs + bpi[:, None, :] * np.swapaxes(bs, -1, -2)).max()
+        ),
+    }
+    want["metric_compatible"] = max(want["orthogonal"], want["transpose_symmetric"])
+    # scaled isometry: c = P/β = √d/‖O‖, so c²‖O‖² = d, plus √d, plus twice the relative error of β
+    # (rounding_error(1 + d + 1, 1), the heads' cancellation ratio being 1) times d; or that error times n + 1
+    rel_beta = rounding_error(1 + d + 1, 1.0)
+    want["scaled_isometry"] = max(
+        rounding_error(1 + d + 1, 3 * d + math.sqrt(d) + 2 * rel_beta * d), rel_beta * (n + 1)
+    )
+    for k, v in want.items():
+        assert getattr(D, k).error == pytest.approx(v, rel=1e-12, abs=0), k
+
+
+def test_scaled_isometry_error_of_a_long_walk_is_the_row_sum_error():
+    """n = 8: the row sums of β carry (n + 1)·rel_β, more than the Gram term: the error is 9·rel_β."""
+    from numerics.laplacian import diagnose
+    from theory.rounding import rounding_error
+
+    P, O = _scaled_rotations(8, 2)
+    D = diagnose(ConnectionWalk.from_edges(host(P), host(O)))
+    rel_beta = rounding_error(1 + 2 + 1, 1.0)
+    assert rel_beta * 9 > rounding_error(1 + 2 + 1, 3 * 2 + math.sqrt(2) + 4 * rel_beta)
+    assert D.scaled_isometry.error == pytest.approx(rel_beta * 9, rel=1e-12, abs=0)
+
+
+def test_check_stochastic_error_of_an_empty_batch():
+    """No walk in the batch: no row sum, the error scale is 0 + 1 (rounding_error(n + 1, 1))."""
+    from theory.rounding import rounding_error
+
+    c = check_stochastic(torch.zeros(0, 3, 3, dtype=F), F)
+    assert c.residual.shape == (0,) and c.reason is None
+    assert c.error == rounding_error(4, 1.0)
+
+
+def test_spectrum_error_is_the_backward_error_for_one_plus_the_walk_norm():
+    from numerics.laplacian.checks import spectrum_error
+    from theory.rounding import rounding_error
+
+    assert spectrum_error(6, 2.5) == rounding_error(6, 3.5)
+    assert spectrum_error(6, 0.0) == rounding_error(6, 1.0)
+    assert spectrum_error(6, -1.0) == rounding_error(6, 1.0)  # a norm is never negative
+
+
+def test_spectrum_checks_carry_the_error_and_fail_the_scaled_form_without_a_scale():
+    t = lambda v: torch.tensor(v, dtype=F)
+    si_no = make_check("scaled_isometry", t([1.0, 0.0]), 1e-12)
+    a, b, c = spectrum_checks(
+        t([0.0, 0.0]), t([0.0, 0.0]), t([2.0, 2.0]), t([1.0, 1.0]), t([1.0, 1.0]), si_no, 1e-12, error=0.5
+    )
+    assert (a.error, b.error, c.error) == (0.5, 0.5, 0.5)
+    # where the scaled isometry fails, the scaled spectrum check fails (it has no scale s); where it holds,
+    # a zero residual is undecided within the error 0.5 of a tolerance 1e-12
+    assert c.fails.tolist() == [True, False] and c.undecided.tolist() == [False, True]
+
+
+def test_metric_compatible_combines_decisions_errors_and_tolerances():
+    """(c) holds where both hold, fails where either fails, is undecided otherwise (an undecided
+    orthogonality with a holding symmetry stays undecided); error and tol are the larger ones."""
+    from numerics.laplacian.checks import check_metric_compatible
+
+    t = lambda v: torch.tensor(v, dtype=F)
+    orth = make_check("orthogonal", t([0.0, 2.0, 1.0, 0.0]), 1.0, error=0.25)  # holds, fails, undecided, holds
+    ts = make_check("transpose_symmetric", t([0.0, 0.0, 0.0, 3.0]), 2.0, error=0.125)  # holds, holds, holds, fails
+    mc = check_metric_compatible(orth, ts)
+    assert mc.name == "metric_compatible" and mc.reason is None
+    assert mc.holds.tolist() == [True, False, False, False]
+    assert mc.fails.tolist() == [False, True, False, True]
+    assert mc.residual.tolist() == [0.0, 2.0, 1.0, 3.0] and mc.tol == 2.0 and mc.error == 0.25
+
+
 # ------------------------------------------------------------------------------------ one check at a time
 def _edges(P, O):
     return ConnectionWalk.from_edges(torch.as_tensor(P, dtype=F), torch.as_tensor(O, dtype=F))
@@ -1053,6 +1160,10 @@ def test_probe_fields_are_seeded_standard_normal_with_the_batch_in_front():
     assert not torch.equal(a, probe_fields((2,), 3, 2, 4, 6, torch.device("cpu")))
     ref = torch.randn(4, 2, 3, 2, generator=torch.Generator().manual_seed(5), dtype=F)
     assert torch.equal(a[1, 2], ref[2, 1])  # probe-major draw, batch moved in front
+    # drawn on the CPU (the same fields on every device), then moved to the walk's device (the meta
+    # device stands in for an accelerator)
+    m = probe_fields((2,), 3, 2, 4, 5, torch.device("meta"))
+    assert m.device.type == "meta" and m.shape == (2, 4, 3, 2)
 
 
 def test_metric_compatible_and_scaled_isometry_on_a_batch():
