@@ -616,6 +616,8 @@ def test_error_bounds_of_the_algebraic_checks_restated(kind, batched):
         ),
     }
     want["metric_compatible"] = max(want["orthogonal"], want["transpose_symmetric"])
+    want["detailed_balance"] = rounding_error(2, (pi[:, :, None] * Ps).max())  # the flows π_i P_ij
+    want["dirichlet"] = rounding_error(n * d + 1 + 2, 1.0)  # relative: sums over n·d entries of one-term products
     # scaled isometry: c = P/β = √d/‖O‖, so c²‖O‖² = d, plus √d, plus twice the relative error of β
     # (rounding_error(1 + d + 1, 1), the heads' cancellation ratio being 1) times d; or that error times n + 1
     rel_beta = rounding_error(1 + d + 1, 1.0)
@@ -624,6 +626,17 @@ def test_error_bounds_of_the_algebraic_checks_restated(kind, batched):
     )
     for k, v in want.items():
         assert getattr(D, k).error == pytest.approx(v, rel=1e-12, abs=0), k
+
+
+def test_a_one_way_edge_fails_detailed_balance_however_small_its_flow():
+    """0 → 2 with P = 10⁻²⁰ and 2 → 1 with no reverse edges: π > 0 (π₂ ≈ 10⁻²⁰), every flow imbalance
+    is ≈ 10⁻²⁰, far below the tolerance, yet the check fails: exact balance needs P_ji > 0."""
+    P = torch.tensor([[0.5, 0.5 - 1e-20, 1e-20], [0.5, 0.5, 0.0], [0.0, 1.0, 0.0]], dtype=F)
+    st_ = stationary(P, F)
+    assert bool(st_.positive)
+    c = check_detailed_balance(P, st_, F)
+    assert float(c.residual) < 1e-19 < c.tol
+    assert bool(c.fails) and not bool(c.holds) and "edge 0→2 has no reverse edge" in c.reason
 
 
 def test_scaled_isometry_error_of_a_long_walk_is_the_row_sum_error():
