@@ -617,6 +617,8 @@ def test_error_bounds_of_the_algebraic_checks_restated(kind, batched):
     }
     want["metric_compatible"] = max(want["orthogonal"], want["transpose_symmetric"])
     want["detailed_balance"] = rounding_error(2, (pi[:, :, None] * Ps).max())  # the flows π_i P_ij
+    # πP − ρπ (ρ = 1): max π·(max column sum of P + ρ)
+    want["positive_stationary"] = rounding_error(n + 1, pi.max() * (Ps.sum(-2).max() + 1.0))
     want["dirichlet"] = rounding_error(n * d + 1 + 2, 1.0)  # relative: sums over n·d entries of one-term products
     # scaled isometry: c = P/β = √d/‖O‖, so c²‖O‖² = d, plus √d, plus twice the relative error of β
     # (rounding_error(1 + d + 1, 1), the heads' cancellation ratio being 1) times d; or that error times n + 1
@@ -637,6 +639,20 @@ def test_a_one_way_edge_fails_detailed_balance_however_small_its_flow():
     c = check_detailed_balance(P, st_, F)
     assert float(c.residual) < 1e-19 < c.tol
     assert bool(c.fails) and not bool(c.holds) and "edge 0→2 has no reverse edge" in c.reason
+
+
+def test_a_given_pi_is_named_in_its_errors():
+    """``stationary(P, tdt, pi)``: a π that is not a tensor, or of another shape than P's rows (batched
+    P (2, 3, 3) needs π (2, 3)), is refused naming ``pi``."""
+    from numerics.errors import ConnwalkError, ShapeError
+
+    P = torch.full((2, 3, 3), 1 / 3, dtype=F)
+    with pytest.raises(ConnwalkError) as exc:
+        stationary(P, F, pi="abc")
+    assert exc.value.argument == "pi"
+    with pytest.raises(ShapeError) as exc:
+        stationary(P, F, pi=torch.ones(4, dtype=F))
+    assert exc.value.argument == "pi" and str(exc.value).startswith("pi: expected (2, 3), got (4,)"), str(exc.value)
 
 
 def test_scaled_isometry_error_of_a_long_walk_is_the_row_sum_error():
