@@ -311,6 +311,7 @@ def test_factored_constraint_products_of_one_walk_match_the_literal_C(case, chun
         np.testing.assert_array_equal(e.T.numpy(), Tb)
         np.testing.assert_array_equal(e.P.numpy(), P[b])
         np.testing.assert_array_equal(e.a.numpy(), a[b])
+        assert e.W_O is fb.W_O and e.W_V is fb.W_V  # the low-rank factors are kept (the cheaper products)
         B, O = _literal(P[b], a[b], Tb)
         C = _literal_C(P[b], O)
         xf = x.reshape(3, n * d)
@@ -322,6 +323,34 @@ def test_factored_constraint_products_of_one_walk_match_the_literal_C(case, chun
         np.testing.assert_allclose(e.constraints_gram_fast(xt).numpy(), CtCx, rtol=0, atol=tol(F, n * n * d, scale=s))
         # the edge Gram, computed once and kept: the second call gives the same tensor object
         assert e._edge_gram() is e._edge_gram()
+
+
+@pytest.mark.parametrize("form", ["heads", "low-rank factors", "edges"])
+def test_factored_algebra_computes_on_the_device_of_its_tensors(form):
+    """Every method on the meta device, which stands in for an accelerator (shapes only; torch refuses
+    a CPU tensor beside a meta one, so a temporary made on the default device fails)."""
+    n, d = 4, 3
+    if form == "edges":
+        g = np.random.default_rng(7)
+        w = ConnectionWalk.from_edges(
+            torch.tensor(g.uniform(0.1, 1, (2, n, n))), torch.tensor(g.standard_normal((2, n, n, d, d)))
+        )
+        fb = factored_blocks(w.to(device="meta"), chunk_elems=5)
+    else:
+        P, a, T, fac = _heads_case(7, dh=2 if form == "low-rank factors" else None)
+        meta = lambda v: torch.tensor(v).to("meta")
+        kw = {"W_O": meta(fac[0]), "W_V": meta(fac[1])} if fac is not None else {}
+        fb = FactoredBlocks(meta(P), meta(a), meta(T), chunk_elems=5, **kw)
+    x = torch.zeros(2, 3, n, d, dtype=F, device="meta")
+    pi = torch.ones(2, n, dtype=F, device="meta")
+    c = torch.ones(2, n, n, dtype=F, device="meta")
+    outs = [fb.norms(), fb.block_scale(), fb.norm_floor(), fb.transport_norms(), fb.balance_defect(pi)]
+    outs += [fb.transpose_defect(), fb.gram_defect(c), fb.apply(x), fb.apply_t(x), fb.edge_energy(pi, x)]
+    e = element(fb, 1)
+    outs += [e.constraints_apply(x[0]), e.constraints_gram_apply(x[0]), e.constraints_gram_fast(x[0]), e._edge_gram()]
+    assert [o.device.type for o in outs] == ["meta"] * len(outs)
+    R = tsqr(iter([torch.zeros(2, 3, dtype=F, device="meta")]), 3, F, torch.device("meta"))
+    assert R.device.type == "meta" and R.shape == (2, 3)
 
 
 def test_factored_algebra_counts_single_vector_products():
@@ -342,6 +371,9 @@ def test_factored_algebra_counts_single_vector_products():
     e.constraints_gram_apply(x[0])  # row by row, without W products
     assert fb.counter == [21]
     assert FactoredBlocks(torch.tensor(P), torch.tensor(a), torch.tensor(T)).counter == [0]
+    one = FactoredBlocks(torch.ones(1, 1, dtype=F), torch.ones(2, 1, 1, dtype=F) / 2, torch.tensor(T[:2]))
+    one.constraints_gram_fast(torch.ones(5, 1, 3, dtype=F))  # n = 1: still one count per probe and product
+    assert one.counter == [10]
     assert element(e, 0) is e  # an unbatched one is its own element
 
 
@@ -370,6 +402,7 @@ def test_factored_blocks_of_an_edges_walk_is_exact_in_the_unit_matrix_basis():
     for b in range(2):
         e = element(fb, b)
         assert e.exact and e.terms == 1
+        np.testing.assert_array_equal(e.w.numpy(), fb.w[b].numpy())  # the entries of O, not B/P recomputed
         C = _literal_C(P[b], Oz[b])
         ref = (x.reshape(2, n * d) @ C.T @ C).reshape(2, n, d)
         np.testing.assert_allclose(e.constraints_gram_fast(torch.tensor(x)).numpy(), ref, rtol=0, atol=1e-12)
