@@ -351,6 +351,9 @@ def test_factored_algebra_computes_on_the_device_of_its_tensors(form):
     assert [o.device.type for o in outs] == ["meta"] * len(outs)
     R = tsqr(iter([torch.zeros(2, 3, dtype=F, device="meta")]), 3, F, torch.device("meta"))
     assert R.device.type == "meta" and R.shape == (2, 3)
+    z = torch.zeros(2, n, n, d, d, dtype=F, device="meta")
+    db = DenseBlocks(pi[..., None].expand(2, n, n), z, z)
+    assert db.gram_defect(c).device.type == "meta" and db.gram_defect(c).shape == (2, n, n)
 
 
 def test_factored_algebra_counts_single_vector_products():
