@@ -351,6 +351,11 @@ def test_factored_algebra_computes_on_the_device_of_its_tensors(form):
     assert [o.device.type for o in outs] == ["meta"] * len(outs)
     R = tsqr(iter([torch.zeros(2, 3, dtype=F, device="meta")]), 3, F, torch.device("meta"))
     assert R.device.type == "meta" and R.shape == (2, 3)
+    # two batch dimensions: n and d are read from the trailing axes
+    P4 = torch.full((2, 5, n, n), 1 / n, dtype=F, device="meta")
+    assert DenseBlocks(P4, torch.zeros(2, 5, n, n, d, d, dtype=F, device="meta"), P4).n == n
+    assert DenseBlocks(P4, P4, P4).terms == 1  # explicit blocks: one term each
+    assert FactoredBlocks(P4, torch.zeros(2, 5, 2, n, n, dtype=F, device="meta"), torch.zeros(2, d, d, dtype=F)).n == n
     z = torch.zeros(2, n, n, d, d, dtype=F, device="meta")
     db = DenseBlocks(pi[..., None].expand(2, n, n), z, z)
     assert db.gram_defect(c).device.type == "meta" and db.gram_defect(c).shape == (2, n, n)
@@ -389,11 +394,13 @@ def test_factored_blocks_of_an_edges_walk_is_exact_in_the_unit_matrix_basis():
     P[:, 0, 2] = 0.0
     O = g.standard_normal((2, n, n, d, d))
     w = ConnectionWalk.from_edges(torch.tensor(P), torch.tensor(O))
-    fb = factored_blocks(w)
-    assert fb.exact and fb.terms == 1 and d * d == fb.H and fb.batch == (2,)
+    fb = factored_blocks(w, chunk_elems=5)
+    assert fb.exact and fb.terms == 1 and d * d == fb.H and fb.batch == (2,) and fb.chunk_elems == 5
     B = P[..., None, None] * O
     for ab in range(d * d):
         np.testing.assert_array_equal(fb.a[:, ab].numpy(), B[..., ab // d, ab % d])
+        # the coefficients of O are its own entries (0 off the support), not B/P recomputed
+        np.testing.assert_array_equal(fb.w[:, ab].numpy(), np.where(P > 0, O[..., ab // d, ab % d], 0.0))
         np.testing.assert_array_equal(fb.T[ab].numpy(), np.eye(d * d)[ab].reshape(d, d))
     np.testing.assert_array_equal(fb.norm_floor().numpy(), np.zeros((2, n, n)))
     norms = np.linalg.norm(B, axis=(-1, -2))
@@ -438,6 +445,10 @@ def test_factored_blocks_of_a_heads_walk_keeps_heads_factors_and_chunk_size():
     np.testing.assert_allclose(fb.T.numpy(), WO.numpy() @ WV.numpy(), rtol=0, atol=1e-15)
     f32 = factored_blocks(ConnectionWalk.from_mha(A.float(), (WO @ WV).float()))
     assert f32.a.dtype == F and f32.T.dtype == F and f32.P.dtype == F and f32.W_O is None
+    g32 = factored_blocks(ConnectionWalk.from_factors(A.float(), WO.float(), WV.float()))
+    assert g32.W_O.dtype == F and g32.W_V.dtype == F
+    e32 = factored_blocks(ConnectionWalk.from_edges(A[0].float(), torch.eye(2)))
+    assert e32.P.dtype == F and e32.w.dtype == F and e32.a.dtype == F
     np.testing.assert_array_equal(f32.T.numpy(), (WO @ WV).float().double().numpy())
 
 
