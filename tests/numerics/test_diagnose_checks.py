@@ -232,14 +232,14 @@ def _fb(P, a, T, fac, chunk):
 
 CASES = {
     "heads": dict(),
-    "transports per element": dict(t_batched=True),
+    "transports per element": dict(t_batched=True, H=2),
     "low-rank factors": dict(dh=2),
     "one head": dict(H=1),
     "d = 1": dict(d=1),
 }
 
 
-@pytest.mark.parametrize("chunk", [1, 5, 40, 1 << 22])
+@pytest.mark.parametrize("chunk", [1, 5, 7, 20, 40, 1 << 22])
 @pytest.mark.parametrize("case", list(CASES))
 def test_factored_algebra_batched_matches_literal_loops(case, chunk):
     """Every reduction of :class:`FactoredBlocks` on a batch of two walks, whatever the chunk size."""
@@ -294,7 +294,7 @@ def test_factored_algebra_batched_matches_literal_loops(case, chunk):
         np.testing.assert_allclose(got_.numpy(), r, rtol=0, atol=tol(F, n * n * d, scale=s2), err_msg=k)
 
 
-@pytest.mark.parametrize("chunk", [1, 7, 1 << 22])
+@pytest.mark.parametrize("chunk", [1, 7, 20, 1 << 22])
 @pytest.mark.parametrize("case", list(CASES))
 def test_factored_constraint_products_of_one_walk_match_the_literal_C(case, chunk):
     """``C x``, ``CᵀC x`` (row-chunked, and by the edge-Gram expansion) and the element views of a
