@@ -566,6 +566,22 @@ def test_kernel_bound_carries_the_gap_of_a_slowly_mixing_walk():
     assert want > 100 * thr and kp.tol == pytest.approx(want, rel=1e-9, abs=0)
 
 
+def test_kernel_bound_carries_the_gap_of_the_constraints():
+    """A star of 9 tokens with weights 0.1 (d = 1, O = 1): C, which sees only the support, has one
+    parallel section (the constants) and singular values √2 (the gap) up to √18, while Δ ≈ I has no
+    kernel. The bound is C's Wedin term tol·max(‖C‖, 1)/σ_gap = 3·tol (numpy's SVD of the literal C)."""
+    n = 9
+    P = np.zeros((n, n))
+    P[0, 1:], P[1:, 0] = 0.1, 0.1
+    O = np.ones((n, n, 1, 1))
+    kp, flat, kD, kC = dense_kernel(*kernel_inputs(P, O), F, 1 << 22)
+    assert int(kD) == 0 and int(kC) == 1 and bool(kp.fails)
+    sC = np.linalg.svd(literal_constraints(P, O), compute_uv=False)
+    thr = tol(F, n)
+    want = thr * max(sC[0], 1.0) / sC[n - 2]
+    assert want == pytest.approx(3 * thr, rel=1e-9) and kp.tol == pytest.approx(want, rel=1e-9, abs=0)
+
+
 def test_spectrum_checks_carry_the_eigensolver_error_of_the_walk_norm():
     """The spectral checks' error is the backward error of the eigensolver for ‖Δ‖ ≤ 1 + ‖W‖₂:
     rounding_error(nd, 1 + ‖W‖₂), with ‖W‖₂ = 2 for the doubled swap walk (numpy's 2-norm)."""
