@@ -13,7 +13,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from numerics import strategies as cst
-from numerics.laplacian.blocks import DenseBlocks, FactoredBlocks, factored_blocks
+from numerics.laplacian.blocks import DenseBlocks, FactoredBlocks, element, factored_blocks, tsqr
 from numerics.laplacian.checks import (
     check_block_detailed_balance,
     check_detailed_balance,
@@ -177,6 +177,586 @@ def test_gram_defect_resolves_defects_far_below_sqrt_eps():
     r = fb.gram_defect(torch.ones(5, 5, dtype=F))
     exact = 4 * (2 * delta + delta**2)
     assert float((r - exact).abs().max()) <= tol(F, 16 * 12, scale=16.0), (r.max(), exact)
+
+
+# ------------------------------------------------------------------------------------ the factored algebra, every method
+# Batched walks, transports per batch element, low-rank factors, chunk sizes that cut every loop, the
+# edges form's unit-matrix basis: each method against the same quantity computed from the explicit
+# blocks B_ij = Σ_h a^h_ij T_h by literal numpy loops (O_ij = B_ij / P_ij on the support, 0 off it).
+def _literal(P, a, T):
+    """B and O ``(n, n, d, d)`` of one walk from its coefficients by loops (numpy float64)."""
+    H, n, _ = a.shape
+    B = np.zeros((n, n) + T.shape[-2:])
+    O = np.zeros_like(B)
+    for i in range(n):
+        for j in range(n):
+            for h in range(H):
+                B[i, j] += a[h, i, j] * T[h]
+            if P[i, j] > 0:
+                O[i, j] = B[i, j] / P[i, j]
+    return B, O
+
+
+def _literal_C(P, O):
+    """The constraint matrix C ``(n·n·d, n·d)``: block row (i, j) = e_iᵀ ⊗ I − e_jᵀ ⊗ O_ij on the support."""
+    n, d = P.shape[0], O.shape[-1]
+    C = np.zeros((n * n * d, n * d))
+    for i in range(n):
+        for j in range(n):
+            if P[i, j] > 0:
+                r = (i * n + j) * d
+                C[r : r + d, i * d : (i + 1) * d] += np.eye(d)
+                C[r : r + d, j * d : (j + 1) * d] -= O[i, j]
+    return C
+
+
+def _heads_case(seed, batch=(2,), H=3, n=4, d=3, dh=None, t_batched=False):
+    """Coefficients a ``(*batch, H, n, n)`` with zeros (a partial support), P their head mean, and T
+    ``(H, d, d)`` (or per batch element), or the factors W_O ``(H, d, dh)``, W_V ``(H, dh, d)``."""
+    g = np.random.default_rng(seed)
+    a = g.uniform(0.0, 1.0, (*batch, H, n, n)) * (g.uniform(0, 1, (*batch, H, n, n)) > 0.35)
+    a[..., 0, :, :] += np.eye(n) * 0.2  # no empty row
+    a[..., :, 0, n - 1] = 0.0  # one edge off the support in every element
+    P = a.mean(-3)
+    if dh is not None:
+        WO, WV = g.standard_normal((H, d, dh)), g.standard_normal((H, dh, d))
+        return P, a, WO @ WV, (WO, WV)
+    T = g.standard_normal(((*batch,) if t_batched else ()) + (H, d, d))
+    return P, a, T, None
+
+
+def _fb(P, a, T, fac, chunk):
+    kw = {"W_O": torch.tensor(fac[0]), "W_V": torch.tensor(fac[1])} if fac is not None else {}
+    return FactoredBlocks(torch.tensor(P), torch.tensor(a), torch.tensor(T), chunk_elems=chunk, **kw)
+
+
+CASES = {
+    "heads": dict(),
+    "transports per element": dict(t_batched=True, H=2),
+    "low-rank factors": dict(dh=2),
+    "one head": dict(H=1),
+    "d = 1": dict(d=1),
+}
+
+
+@pytest.mark.parametrize("chunk", [1, 5, 7, 20, 40, 1 << 22])
+@pytest.mark.parametrize("case", list(CASES))
+def test_factored_algebra_batched_matches_literal_loops(case, chunk):
+    """Every reduction of :class:`FactoredBlocks` on a batch of two walks, whatever the chunk size."""
+    P, a, T, fac = _heads_case(1, **CASES[case])
+    fb = _fb(P, a, T, fac, chunk)
+    H, n, d = a.shape[-3], a.shape[-1], T.shape[-1]
+    assert (fb.n, fb.d, fb.H, fb.batch, fb.terms) == (n, d, H, (2,), H)
+    g = np.random.default_rng(2)
+    pi = g.uniform(0.1, 1.0, (2, n))
+    c = g.uniform(0.1, 2.0, (2, n, n))
+    x = g.standard_normal((2, 3, n, d))
+    fro = np.linalg.norm
+    ref = {k: np.zeros((2, n, n)) for k in ("norms", "scale", "tnorms", "balance", "transpose", "gram")}
+    Wx, Wtx, E = np.zeros_like(x), np.zeros_like(x), np.zeros((2, 3))
+    for b in range(2):
+        Tb = T[b] if T.ndim == 4 else T
+        B, O = _literal(P[b], a[b], Tb)
+        for i in range(n):
+            for j in range(n):
+                ref["norms"][b, i, j] = fro(B[i, j])
+                ref["scale"][b, i, j] = sum(abs(a[b, h, i, j]) * fro(Tb[h]) for h in range(H))
+                ref["tnorms"][b, i, j] = fro(O[i, j])
+                ref["balance"][b, i, j] = fro(pi[b, i] * B[i, j] - pi[b, j] * B[j, i].T)
+                ref["transpose"][b, i, j] = fro(O[j, i] - O[i, j].T)
+                ref["gram"][b, i, j] = fro(c[b, i, j] ** 2 * O[i, j].T @ O[i, j] - np.eye(d))
+                for p in range(3):
+                    Wx[b, p, i] += B[i, j] @ x[b, p, j]
+                    Wtx[b, p, j] += B[i, j].T @ x[b, p, i]
+                    if P[b, i, j] > 0:
+                        E[b, p] += 0.5 * pi[b, i] * P[b, i, j] * fro(x[b, p, i] - O[i, j] @ x[b, p, j]) ** 2
+    got = {
+        "norms": fb.norms(),
+        "scale": fb.block_scale(),
+        "tnorms": fb.transport_norms(),
+        "balance": fb.balance_defect(torch.tensor(pi)),
+        "transpose": fb.transpose_defect(),
+        "gram": fb.gram_defect(torch.tensor(c)),
+    }
+    big = max(float(np.abs(ref["scale"]).max()), 1.0) ** 2 * 16
+    for k, r in ref.items():
+        assert got[k].shape == (2, n, n) and got[k].dtype == F, k
+        np.testing.assert_allclose(got[k].numpy(), r, rtol=0, atol=tol(F, H * d * d, scale=big), err_msg=k)
+    np.testing.assert_array_equal(fb.norm_floor().numpy(), tol(F, H) * fb.block_scale().numpy())
+    xt = torch.tensor(x)
+    s2 = big * float(np.abs(x).max()) ** 2
+    for k, got_, r in (
+        ("apply", fb.apply(xt), Wx),
+        ("apply_t", fb.apply_t(xt), Wtx),
+        ("energy", fb.edge_energy(torch.tensor(pi), xt), E),
+    ):
+        assert got_.shape == r.shape, k
+        np.testing.assert_allclose(got_.numpy(), r, rtol=0, atol=tol(F, n * n * d, scale=s2), err_msg=k)
+
+
+@pytest.mark.parametrize("chunk", [1, 7, 20, 1 << 22])
+@pytest.mark.parametrize("case", list(CASES))
+def test_factored_constraint_products_of_one_walk_match_the_literal_C(case, chunk):
+    """``C x``, ``CᵀC x`` (row-chunked, and by the edge-Gram expansion) and the element views of a
+    batch: judged by the explicit constraint matrix C of the element's own blocks."""
+    P, a, T, fac = _heads_case(3, **CASES[case])
+    fb = _fb(P, a, T, fac, chunk)
+    n, d = a.shape[-1], T.shape[-1]
+    x = np.random.default_rng(4).standard_normal((3, n, d))
+    xt = torch.tensor(x)
+    for b in range(2):
+        e = element(fb, b)
+        assert e.batch == () and e.counter is fb.counter and e.chunk_elems == chunk and not e.exact
+        Tb = T[b] if T.ndim == 4 else T
+        np.testing.assert_array_equal(e.T.numpy(), Tb)
+        np.testing.assert_array_equal(e.P.numpy(), P[b])
+        np.testing.assert_array_equal(e.a.numpy(), a[b])
+        assert e.W_O is fb.W_O and e.W_V is fb.W_V  # the low-rank factors are kept (the cheaper products)
+        B, O = _literal(P[b], a[b], Tb)
+        C = _literal_C(P[b], O)
+        xf = x.reshape(3, n * d)
+        Cx = (xf @ C.T).reshape(3, n, n, d)
+        CtCx = (xf @ C.T @ C).reshape(3, n, d)
+        s = max(float(np.abs(O).max()), 1.0) ** 2 * float(np.abs(x).max()) * n * 4
+        np.testing.assert_allclose(e.constraints_apply(xt).numpy(), Cx, rtol=0, atol=tol(F, n * d, scale=s))
+        np.testing.assert_allclose(e.constraints_gram_apply(xt).numpy(), CtCx, rtol=0, atol=tol(F, n * n * d, scale=s))
+        np.testing.assert_allclose(e.constraints_gram_fast(xt).numpy(), CtCx, rtol=0, atol=tol(F, n * n * d, scale=s))
+        # the edge Gram, computed once and kept: the second call gives the same tensor object
+        assert e._edge_gram() is e._edge_gram()
+
+
+@pytest.mark.parametrize("form", ["heads", "low-rank factors", "edges"])
+def test_factored_algebra_computes_on_the_device_of_its_tensors(form):
+    """Every method on the meta device, which stands in for an accelerator (shapes only; torch refuses
+    a CPU tensor beside a meta one, so a temporary made on the default device fails)."""
+    n, d = 4, 3
+    if form == "edges":
+        g = np.random.default_rng(7)
+        w = ConnectionWalk.from_edges(
+            torch.tensor(g.uniform(0.1, 1, (2, n, n))), torch.tensor(g.standard_normal((2, n, n, d, d)))
+        )
+        fb = factored_blocks(w.to(device="meta"), chunk_elems=5)
+    else:
+        P, a, T, fac = _heads_case(7, dh=2 if form == "low-rank factors" else None)
+        meta = lambda v: torch.tensor(v).to("meta")
+        kw = {"W_O": meta(fac[0]), "W_V": meta(fac[1])} if fac is not None else {}
+        fb = FactoredBlocks(meta(P), meta(a), meta(T), chunk_elems=5, **kw)
+    x = torch.zeros(2, 3, n, d, dtype=F, device="meta")
+    pi = torch.ones(2, n, dtype=F, device="meta")
+    c = torch.ones(2, n, n, dtype=F, device="meta")
+    outs = [fb.norms(), fb.block_scale(), fb.norm_floor(), fb.transport_norms(), fb.balance_defect(pi)]
+    outs += [fb.transpose_defect(), fb.gram_defect(c), fb.apply(x), fb.apply_t(x), fb.edge_energy(pi, x)]
+    e = element(fb, 1)
+    outs += [e.constraints_apply(x[0]), e.constraints_gram_apply(x[0]), e.constraints_gram_fast(x[0]), e._edge_gram()]
+    assert [o.device.type for o in outs] == ["meta"] * len(outs)
+    R = tsqr(iter([torch.zeros(2, 3, dtype=F, device="meta")]), 3, F, torch.device("meta"))
+    assert R.device.type == "meta" and R.shape == (2, 3)
+    # two batch dimensions: n and d are read from the trailing axes
+    P4 = torch.full((2, 5, n, n), 1 / n, dtype=F, device="meta")
+    assert DenseBlocks(P4, torch.zeros(2, 5, n, n, d, d, dtype=F, device="meta"), P4).n == n
+    assert DenseBlocks(P4, P4, P4).terms == 1  # explicit blocks: one term each
+    assert FactoredBlocks(P4, torch.zeros(2, 5, 2, n, n, dtype=F, device="meta"), torch.zeros(2, d, d, dtype=F)).n == n
+    z = torch.zeros(2, n, n, d, d, dtype=F, device="meta")
+    db = DenseBlocks(pi[..., None].expand(2, n, n), z, z)
+    assert db.gram_defect(c).device.type == "meta" and db.gram_defect(c).shape == (2, n, n)
+
+
+def test_factored_algebra_counts_single_vector_products():
+    """``counter`` counts probes (vectors) through W, Wᵀ or a coefficient operator, shared by the
+    element views: 2 walks × 3 probes per batched product, 3 per element product, 2 × 3 for CᵀC fast."""
+    P, a, T, _ = _heads_case(5)
+    fb = _fb(P, a, T, None, 1 << 22)
+    x = torch.ones(2, 3, 4, 3, dtype=F)
+    fb.apply(x)
+    assert fb.counter == [6]
+    fb.apply_t(x)
+    assert fb.counter == [12]
+    e = element(fb, 1)
+    e.apply(x[0])
+    assert fb.counter == [15]
+    e.constraints_gram_fast(x[0])
+    assert fb.counter == [21]
+    e.constraints_gram_apply(x[0])  # row by row, without W products
+    assert fb.counter == [21]
+    assert FactoredBlocks(torch.tensor(P), torch.tensor(a), torch.tensor(T)).counter == [0]
+    one = FactoredBlocks(torch.ones(1, 1, dtype=F), torch.ones(2, 1, 1, dtype=F) / 2, torch.tensor(T[:2]))
+    one.constraints_gram_fast(torch.ones(5, 1, 3, dtype=F))  # n = 1: still one count per probe and product
+    assert one.counter == [10]
+    assert element(e, 0) is e  # an unbatched one is its own element
+
+
+def test_factored_blocks_of_an_edges_walk_is_exact_in_the_unit_matrix_basis():
+    """An edges-form walk in the basis of the d² unit matrices: coefficients a^{ab}_ij = B_ij[a, b],
+    terms 1, no rounding floor, the block scale is ‖B_ij‖_F; every method as for explicit blocks."""
+    g = np.random.default_rng(6)
+    n, d = 3, 2
+    P = g.uniform(0.1, 1.0, (2, n, n))
+    P[:, 0, 2] = 0.0
+    O = g.standard_normal((2, n, n, d, d))
+    w = ConnectionWalk.from_edges(torch.tensor(P), torch.tensor(O))
+    fb = factored_blocks(w, chunk_elems=5)
+    assert fb.exact and fb.terms == 1 and d * d == fb.H and fb.batch == (2,) and fb.chunk_elems == 5
+    B = P[..., None, None] * O
+    for ab in range(d * d):
+        np.testing.assert_array_equal(fb.a[:, ab].numpy(), B[..., ab // d, ab % d])
+        # the coefficients of O are its own entries (0 off the support), not B/P recomputed
+        np.testing.assert_array_equal(fb.w[:, ab].numpy(), np.where(P > 0, O[..., ab // d, ab % d], 0.0))
+        np.testing.assert_array_equal(fb.T[ab].numpy(), np.eye(d * d)[ab].reshape(d, d))
+    np.testing.assert_array_equal(fb.norm_floor().numpy(), np.zeros((2, n, n)))
+    norms = np.linalg.norm(B, axis=(-1, -2))
+    np.testing.assert_allclose(fb.norms().numpy(), norms, rtol=0, atol=1e-14 * norms.max())
+    np.testing.assert_array_equal(fb.block_scale().numpy(), fb.norms().numpy())
+    Oz = np.where(P[..., None, None] > 0, O, 0.0)
+    np.testing.assert_allclose(fb.transport_norms().numpy(), np.linalg.norm(Oz, axis=(-1, -2)), rtol=0, atol=1e-13)
+    x = g.standard_normal((2, n, d))
+    for b in range(2):
+        e = element(fb, b)
+        assert e.exact and e.terms == 1
+        np.testing.assert_array_equal(e.w.numpy(), fb.w[b].numpy())  # the entries of O, not B/P recomputed
+        C = _literal_C(P[b], Oz[b])
+        ref = (x.reshape(2, n * d) @ C.T @ C).reshape(2, n, d)
+        np.testing.assert_allclose(e.constraints_gram_fast(torch.tensor(x)).numpy(), ref, rtol=0, atol=1e-12)
+
+
+def test_factored_blocks_of_an_edges_walk_refuses_its_basis_above_the_budget():
+    """Three n²d² float64 arrays (n = 3, d = 2: 3·36·8 = 864 bytes) and a d²×d² identity (128 bytes):
+    at 864 bytes it is built, one byte less is refused naming the walk."""
+    from numerics.errors import MemoryBudgetError
+
+    w = ConnectionWalk.from_edges(torch.full((3, 3), 1 / 3, dtype=F), torch.eye(2, dtype=F))
+    assert factored_blocks(w, memory_budget=864).exact
+    with pytest.raises(MemoryBudgetError) as exc:
+        factored_blocks(w, memory_budget=863)
+    assert exc.value.argument == "walk" and "unit-matrix coefficients" in str(exc.value)
+
+
+def test_factored_blocks_of_a_heads_walk_keeps_heads_factors_and_chunk_size():
+    """A heads-form walk: a = the attention (float64), P its head mean, T the head transports; with
+    low-rank factors W_O, W_V kept (T_h = W_O[h] W_V[h]); a float32 walk is read in float64."""
+    g = torch.Generator().manual_seed(8)
+    A = torch.softmax(torch.randn(2, 4, 4, generator=g, dtype=F), -1)
+    WO, WV = torch.randn(2, 3, 1, generator=g, dtype=F), torch.randn(2, 1, 3, generator=g, dtype=F)
+    fb = factored_blocks(ConnectionWalk.from_factors(A, WO, WV), chunk_elems=9)
+    assert fb.chunk_elems == 9 and not fb.exact and fb.terms == 2
+    np.testing.assert_array_equal(fb.a.numpy(), A.numpy())
+    np.testing.assert_array_equal(fb.P.numpy(), A.numpy().mean(0))
+    np.testing.assert_array_equal(fb.W_O.numpy(), WO.numpy())
+    np.testing.assert_array_equal(fb.W_V.numpy(), WV.numpy())
+    np.testing.assert_allclose(fb.T.numpy(), WO.numpy() @ WV.numpy(), rtol=0, atol=1e-15)
+    f32 = factored_blocks(ConnectionWalk.from_mha(A.float(), (WO @ WV).float()))
+    assert f32.a.dtype == F and f32.T.dtype == F and f32.P.dtype == F and f32.W_O is None
+    g32 = factored_blocks(ConnectionWalk.from_factors(A.float(), WO.float(), WV.float()))
+    assert g32.W_O.dtype == F and g32.W_V.dtype == F
+    e32 = factored_blocks(ConnectionWalk.from_edges(A[0].float(), torch.eye(2)))
+    assert e32.P.dtype == F and e32.w.dtype == F and e32.a.dtype == F
+    np.testing.assert_array_equal(f32.T.numpy(), (WO @ WV).float().double().numpy())
+
+
+@pytest.mark.parametrize("batch", [(), (2,)])
+def test_tsqr_gives_a_triangular_factor_of_the_stacked_chunks(batch):
+    """RᵀR = XᵀX for X the row chunks stacked (an unbatched chunk is shared by every batch element);
+    R upper triangular with at most m rows."""
+    g = np.random.default_rng(9)
+    chunks = [g.standard_normal((*batch, 2, 3)), g.standard_normal((1, 3)), g.standard_normal((*batch, 4, 3))]
+    R = tsqr((torch.tensor(c) for c in chunks), 3, F, torch.device("cpu"), batch)
+    X = np.concatenate([np.broadcast_to(c, (*batch, *c.shape[-2:])) for c in chunks], -2)
+    assert R.shape == (*batch, 3, 3) and R.dtype == F
+    np.testing.assert_allclose(
+        np.swapaxes(R.numpy(), -1, -2) @ R.numpy(), np.swapaxes(X, -1, -2) @ X, rtol=0, atol=1e-12
+    )
+    np.testing.assert_array_equal(np.tril(R.numpy(), -1), 0.0)
+    assert tsqr(iter(()), 4, F, torch.device("cpu"), batch).shape == (*batch, 0, 4)
+
+
+# ------------------------------------------------------------------------------ numerics.laplacian.result: what a diagnosis returns
+def test_check_to_keeps_every_field_and_the_given_fails():
+    """``Check.to`` moves the tensors and keeps name, tol, reason, error and the *given* ``fails`` (a
+    structural failure with a NaN residual fails; the default rule would call it undecided)."""
+    c = make_check(
+        "x", torch.tensor([float("nan"), 0.5], dtype=F), 1.0, "why", error=0.25, require=torch.tensor([False, True])
+    )
+    assert c.fails.tolist() == [True, False] and c.holds.tolist() == [False, True]
+    m = c.to("cpu")
+    assert (m.name, m.tol, m.reason, m.error) == ("x", 1.0, "why", 0.25)
+    assert m.fails.tolist() == [True, False] and m.holds.tolist() == [False, True]
+    assert torch.equal(m.residual.isnan(), c.residual.isnan()) and float(m.residual[1]) == 0.5
+    meta = c.to("meta")
+    assert (meta.holds.device.type, meta.fails.device.type, meta.residual.device.type) == ("meta",) * 3
+
+
+def test_check_repr_counts_undecided_elements_only_when_there_are_some():
+    c = make_check("stochastic", torch.tensor([0.0, 2.0], dtype=F), 1.0)
+    assert repr(c) == "Check(stochastic: holds=1/2, max residual=2.000e+00, tol=1.0e+00, error=0.0e+00)"
+    u = make_check("flat", torch.tensor([0.0, 1.0], dtype=F), 1.0, "close", error=0.5)
+    assert (
+        repr(u)
+        == "Check(flat: holds=1/2 (1 undecided), max residual=1.000e+00, tol=1.0e+00, error=5.0e-01, reason='close')"
+    )
+
+
+def test_make_check_require_error_and_a_lower_precision_bound():
+    """``require`` False fails even a NaN residual; ``error`` is kept; a float32 bound per element is
+    compared in float64 (a 0-d float64 residual 1 + 1e-10 against a float32 bound 1 fails)."""
+    c = make_check("r", torch.tensor([float("nan"), float("nan")], dtype=F), 1.0, require=torch.tensor([False, True]))
+    assert c.fails.tolist() == [True, False] and c.undecided.tolist() == [False, True]
+    assert make_check("e", torch.tensor(0.0, dtype=F), 1.0, error=0.125).error == 0.125
+    b = make_check("b", torch.tensor(1 + 1e-10, dtype=F), torch.tensor([1.0], dtype=torch.float32))
+    assert b.fails.tolist() == [True] and b.holds.tolist() == [False] and b.tol == 1.0
+
+
+def test_skipped_is_undecided_on_the_given_device_with_its_reason():
+    from numerics.laplacian.result import skipped
+
+    s = skipped("flat", (2,), torch.device("cpu"), "skipped: too big")
+    assert s.name == "flat" and s.reason == "skipped: too big" and math.isnan(s.tol)
+    assert s.holds.tolist() == [False, False] and s.fails.tolist() == [False, False]
+    assert s.residual.dtype == F and bool(s.residual.isnan().all()) and s.undecided.all()
+    m = skipped("flat", (3,), torch.device("meta"), "why")
+    assert (m.holds.device.type, m.fails.device.type, m.residual.device.type) == ("meta",) * 3
+    assert m.residual.shape == (3,) and m.holds.dtype == torch.bool
+
+
+def _result(holds: dict[str, list[bool]], scale, si_tol=0.25):
+    """A LaplacianDiagnostics whose checks hold where ``holds`` says (others hold everywhere)."""
+    from numerics.laplacian.result import CHECK_NAMES, LaplacianDiagnostics
+
+    b = len(scale)
+    checks = {}
+    for k in CHECK_NAMES:
+        h = torch.tensor(holds.get(k, [True] * b))
+        checks[k] = make_check(k, torch.where(h, 0.0, 1.0).to(F), si_tol if k == "scaled_isometry" else 0.5)
+    z = torch.zeros(b, dtype=F)
+    return LaplacianDiagnostics(
+        **checks, pi=torch.full((b, 2), 0.5, dtype=F), pi_unique=torch.ones(b, dtype=torch.bool), block_pi=z,
+        rho=z + 1, scale=torch.tensor(scale, dtype=F), transport_scale=z, spectrum=None, kernel_dim=None,
+        parallel_dim=None, n_components=z, n=2, d=1,
+    )  # fmt: skip
+
+
+def test_hypotheses_t3_is_the_conjunction_of_a_b_c():
+    """All 16 combinations of stochastic, positive π, detailed balance, metric compatibility."""
+    combos = [[bool(m >> k & 1) for k in range(4)] for m in range(16)]
+    names = ["stochastic", "positive_stationary", "detailed_balance", "metric_compatible"]
+    D = _result({k: [c[i] for c in combos] for i, k in enumerate(names)}, [1.0] * 16)
+    assert D.hypotheses_t3().tolist() == [all(c) for c in combos]
+    assert D.failing((0,)) == names and D.failing((15,)) == []
+
+
+def test_is_connection_laplacian_needs_scale_one_within_four_tolerances():
+    """|s − 1| ≤ 4·tol(scaled_isometry): tol = 0.25, so s = 2 (exactly 4 tol) is one, 2.125 is not,
+    1.5 is; and it needs scaled isometry and block detailed balance."""
+    D = _result(
+        {"scaled_isometry": [True, True, True, False], "block_detailed_balance": [True] * 4}, [2.0, 2.125, 1.5, 1.0]
+    )
+    assert D.is_connection_laplacian().tolist() == [True, False, True, False]
+    E = _result({"block_detailed_balance": [False]}, [1.0])
+    assert E.is_connection_laplacian().tolist() == [False]
+
+
+SWAP = ConnectionWalk.from_edges(torch.tensor([[0.0, 1.0], [1.0, 0.0]], dtype=F), torch.eye(1, dtype=F))
+
+
+def test_summary_is_a_fixed_width_table_with_the_spectrum():
+    """The swap walk (n = 2, d = 1): every check holds, Δ has eigenvalues 0 and 2, π = (½, ½) unique."""
+    from numerics.laplacian import CHECK_NAMES, diagnose
+
+    D = diagnose(SWAP)
+    lines = D.summary().split("\n")
+    assert lines[0] == "condition               status        residual        tol      error  reason"
+    assert len(lines) == 1 + len(CHECK_NAMES) + 2
+    for line, k in zip(lines[1:], CHECK_NAMES):
+        c = getattr(D, k)
+        assert line.startswith(f"{k:<24}holds     ") and line.endswith("  ") and c.reason is None, line
+    assert lines[-2] == "scale s = 1; rho = 1; pi unique = True"
+    assert lines[-1] == "spectrum of Δ: {0, 2}"
+    S = diagnose(SWAP, max_dense=0)
+    rows = S.summary().split("\n")
+    assert len(rows) == 1 + len(CHECK_NAMES) + 1 and rows[-1].startswith("scale s = 1")
+    row = next(r for r in rows if r.startswith("flat"))
+    assert row.startswith("flat                    undecided          nan")
+    assert row.endswith("  skipped: n·d = 2 > max_dense = 0 (use method='factored' or numerics.spectra)")
+
+
+def test_as_dict_reports_every_check_with_its_fields_scale_and_pi():
+    from numerics.laplacian import CHECK_NAMES, diagnose
+
+    D = diagnose(SWAP, max_dense=0)
+    out = D.as_dict()
+    assert list(out) == [*CHECK_NAMES, "scale", "pi"]
+    for k in CHECK_NAMES:
+        c = getattr(D, k)
+        v = out[k]
+        assert list(v) == ["status", "holds", "residual", "tol", "error", "reason"]
+        assert v["status"] == c.status() and v["holds"] is bool(c.holds) and v["reason"] == c.reason
+        assert v["tol"] == c.tol or (math.isnan(v["tol"]) and math.isnan(c.tol))
+        assert v["error"] == c.error and type(v["residual"]) is float
+    assert out["stochastic"]["holds"] is True and out["stochastic"]["residual"] == 0.0
+    assert out["flat"]["holds"] is False and math.isnan(out["flat"]["residual"])
+    assert out["scale"] == 1.0 and out["pi"] == [0.5, 0.5]
+
+
+C128 = torch.complex128
+
+
+@pytest.mark.parametrize(
+    "ev, kw, expected",
+    [
+        # sorted by real part; conjugate pairs merged (the positive imaginary part shown); repeats counted
+        ([2, 0, 1 + 1j, 1 - 1j, 0], {}, "{0×2, 1±1i, 2}"),
+        ([0, 0, 0, 3], {}, "{0×3, 3}"),
+        ([0.123456 + 0.654321j, 0.123456 - 0.654321j], {}, "{0.1235±0.6543i}"),
+        ([0.123456], {"digits": 2}, "{0.12}"),
+        ([-0.00001], {}, "{0}"),  # −0 shown as 0
+        ([1 + 0.00003j, 1 - 0.00003j], {}, "{1×2}"),  # |Im| below 10⁻⁴: real
+        ([1 + 0.0001j, 1 - 0.0001j], {}, "{1±0.0001i}"),  # exactly 10⁻⁴: shown
+        ([0.5 + 0.5j, 0.5 - 0.5j], {}, "{0.5±0.5i}"),
+        # equal at 4 digits: ordered by the imaginary part, not by the hidden digits of the real part
+        ([1.00001 + 0.5j, 1.00001 - 0.5j, 1.00004 + 0.2j, 1.00004 - 0.2j], {}, "{1±0.2i, 1±0.5i}"),
+        ([float(k) for k in range(12, 0, -1)], {}, "{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}"),
+        ([float(k) for k in range(13, 0, -1)], {}, "{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, …}"),
+        ([float(k) for k in range(5, 0, -1)], {"max_items": 3}, "{1, 2, 3, …}"),
+    ],
+)
+def test_format_spectrum_rounds_merges_sorts_and_truncates(ev, kw, expected):
+    from numerics.laplacian import format_spectrum
+
+    assert format_spectrum(torch.tensor(ev, dtype=C128), **kw) == expected
+
+
+# ------------------------------------------------------------------------------ numerics.laplacian.checks: error bounds
+# Each check's ``error`` (the rounding band of its residual, theory.rounding.rounding_error(size, scale)) restated
+# from the module's documented bounds with numpy norms of the literal blocks: an edges-form walk has one term
+# per block, so ``terms`` = 1 in every size.
+def _scaled_rotations(n, seed):
+    g = np.random.default_rng(seed)
+    P = g.uniform(0.1, 1.0, (n, n))
+    P /= P.sum(-1, keepdims=True)
+    a = g.uniform(0.5, 2.0, (n, n))
+    O = np.stack([np.stack([a[i, j] * rot(g.uniform(0, 6)) for j in range(n)]) for i in range(n)])
+    return P, O
+
+
+@pytest.mark.parametrize("kind", ["dense", "factored"])
+@pytest.mark.parametrize("batched", [False, True])
+def test_error_bounds_of_the_algebraic_checks_restated(kind, batched):
+    from numerics.laplacian import diagnose
+    from theory.rounding import rounding_error
+
+    P, O = _scaled_rotations(3, 1)
+    Pb, Ob = (np.stack([P, P[::-1, ::-1]]), np.stack([O, O[::-1, ::-1]])) if batched else (P, O)
+    D = diagnose(ConnectionWalk.from_edges(host(Pb), host(Ob)), method=kind)
+    n, d = 3, 2
+    Ps, Os = (Pb, Ob) if batched else (Pb[None], Ob[None])
+    fro = np.linalg.norm(Os, axis=(-1, -2))  # ‖O_ij‖_F = transport scale of an edges walk
+    bs = Ps * fro  # ‖B_ij‖_F = block scale
+    pi = D.pi.reshape(-1, n).numpy()
+    bpi = D.block_pi.reshape(-1, n).numpy()
+    want = {
+        "stochastic": rounding_error(n + 1, np.abs(Ps.sum(-1)).max() + 1.0),
+        "orthogonal": rounding_error(1 + d + 1, (3 * fro**2 + math.sqrt(d)).max()),
+        "transpose_symmetric": rounding_error(1 + 1 + 1, (fro + np.swapaxes(fro, -1, -2)).max()),
+        "self_adjoint": rounding_error(
+            1 + 2 + 1, (pi[:, :, None] * bs + pi[:, None, :] * np.swapaxes(bs, -1, -2)).max()
+        ),
+        "block_detailed_balance": rounding_error(
+            1 + 2 + 1, (bpi[:, :, None] * bs + bpi[:, None, :] * np.swapaxes(bs, -1, -2)).max()
+        ),
+    }
+    want["metric_compatible"] = max(want["orthogonal"], want["transpose_symmetric"])
+    want["detailed_balance"] = rounding_error(2, (pi[:, :, None] * Ps).max())  # the flows π_i P_ij
+    # πP − ρπ (ρ = 1): max π·(max column sum of P + ρ)
+    want["positive_stationary"] = rounding_error(n + 1, pi.max() * (Ps.sum(-2).max() + 1.0))
+    want["dirichlet"] = rounding_error(n * d + 1 + 2, 1.0)  # relative: sums over n·d entries of one-term products
+    # scaled isometry: c = P/β = √d/‖O‖, so c²‖O‖² = d, plus √d, plus twice the relative error of β
+    # (rounding_error(1 + d + 1, 1), the heads' cancellation ratio being 1) times d; or that error times n + 1
+    rel_beta = rounding_error(1 + d + 1, 1.0)
+    want["scaled_isometry"] = max(
+        rounding_error(1 + d + 1, 3 * d + math.sqrt(d) + 2 * rel_beta * d), rel_beta * (n + 1)
+    )
+    for k, v in want.items():
+        assert getattr(D, k).error == pytest.approx(v, rel=1e-12, abs=0), k
+
+
+def test_a_one_way_edge_fails_detailed_balance_however_small_its_flow():
+    """0 → 2 with P = 10⁻²⁰ and 2 → 1 with no reverse edges: π > 0 (π₂ ≈ 10⁻²⁰), every flow imbalance
+    is ≈ 10⁻²⁰, far below the tolerance, yet the check fails: exact balance needs P_ji > 0."""
+    P = torch.tensor([[0.5, 0.5 - 1e-20, 1e-20], [0.5, 0.5, 0.0], [0.0, 1.0, 0.0]], dtype=F)
+    st_ = stationary(P, F)
+    assert bool(st_.positive)
+    c = check_detailed_balance(P, st_, F)
+    assert float(c.residual) < 1e-19 < c.tol
+    assert bool(c.fails) and not bool(c.holds) and "edge 0→2 has no reverse edge" in c.reason
+
+
+def test_a_given_pi_is_named_in_its_errors():
+    """``stationary(P, tdt, pi)``: a π that is not a tensor, or of another shape than P's rows (batched
+    P (2, 3, 3) needs π (2, 3)), is refused naming ``pi``."""
+    from numerics.errors import ConnwalkError, ShapeError
+
+    P = torch.full((2, 3, 3), 1 / 3, dtype=F)
+    with pytest.raises(ConnwalkError) as exc:
+        stationary(P, F, pi="abc")
+    assert exc.value.argument == "pi"
+    with pytest.raises(ShapeError) as exc:
+        stationary(P, F, pi=torch.ones(4, dtype=F))
+    assert exc.value.argument == "pi" and str(exc.value).startswith("pi: expected (2, 3), got (4,)"), str(exc.value)
+
+
+def test_scaled_isometry_error_of_a_long_walk_is_the_row_sum_error():
+    """n = 8: the row sums of β carry (n + 1)·rel_β, more than the Gram term: the error is 9·rel_β."""
+    from numerics.laplacian import diagnose
+    from theory.rounding import rounding_error
+
+    P, O = _scaled_rotations(8, 2)
+    D = diagnose(ConnectionWalk.from_edges(host(P), host(O)))
+    rel_beta = rounding_error(1 + 2 + 1, 1.0)
+    assert rel_beta * 9 > rounding_error(1 + 2 + 1, 3 * 2 + math.sqrt(2) + 4 * rel_beta)
+    assert D.scaled_isometry.error == pytest.approx(rel_beta * 9, rel=1e-12, abs=0)
+
+
+def test_check_stochastic_error_of_an_empty_batch():
+    """No walk in the batch: no row sum, the error scale is 0 + 1 (rounding_error(n + 1, 1))."""
+    from theory.rounding import rounding_error
+
+    c = check_stochastic(torch.zeros(0, 3, 3, dtype=F), F)
+    assert c.residual.shape == (0,) and c.reason is None
+    assert c.error == rounding_error(4, 1.0)
+
+
+def test_spectrum_error_is_the_backward_error_for_one_plus_the_walk_norm():
+    from numerics.laplacian.checks import spectrum_error
+    from theory.rounding import rounding_error
+
+    assert spectrum_error(6, 2.5) == rounding_error(6, 3.5)
+    assert spectrum_error(6, 0.0) == rounding_error(6, 1.0)
+    assert spectrum_error(6, -1.0) == rounding_error(6, 1.0)  # a norm is never negative
+
+
+def test_spectrum_checks_carry_the_error_and_fail_the_scaled_form_without_a_scale():
+    t = lambda v: torch.tensor(v, dtype=F)
+    si_no = make_check("scaled_isometry", t([1.0, 0.0]), 1e-12)
+    a, b, c = spectrum_checks(
+        t([0.0, 0.0]), t([0.0, 0.0]), t([2.0, 2.0]), t([1.0, 1.0]), t([1.0, 1.0]), si_no, 1e-12, error=0.5
+    )
+    assert (a.error, b.error, c.error) == (0.5, 0.5, 0.5)
+    # where the scaled isometry fails, the scaled spectrum check fails (it has no scale s); where it holds,
+    # a zero residual is undecided within the error 0.5 of a tolerance 1e-12
+    assert c.fails.tolist() == [True, False] and c.undecided.tolist() == [False, True]
+
+
+def test_metric_compatible_combines_decisions_errors_and_tolerances():
+    """(c) holds where both hold, fails where either fails, is undecided otherwise (an undecided
+    orthogonality with a holding symmetry stays undecided); error and tol are the larger ones."""
+    from numerics.laplacian.checks import check_metric_compatible
+
+    t = lambda v: torch.tensor(v, dtype=F)
+    orth = make_check("orthogonal", t([0.0, 2.0, 1.0, 0.0]), 1.0, error=0.25)  # holds, fails, undecided, holds
+    ts = make_check("transpose_symmetric", t([0.0, 0.0, 0.0, 3.0]), 2.0, error=0.125)  # holds, holds, holds, fails
+    mc = check_metric_compatible(orth, ts)
+    assert mc.name == "metric_compatible" and mc.reason is None
+    assert mc.holds.tolist() == [True, False, False, False]
+    assert mc.fails.tolist() == [False, True, False, True]
+    assert mc.residual.tolist() == [0.0, 2.0, 1.0, 3.0] and mc.tol == 2.0 and mc.error == 0.25
 
 
 # ------------------------------------------------------------------------------------ one check at a time
@@ -656,6 +1236,10 @@ def test_probe_fields_are_seeded_standard_normal_with_the_batch_in_front():
     assert not torch.equal(a, probe_fields((2,), 3, 2, 4, 6, torch.device("cpu")))
     ref = torch.randn(4, 2, 3, 2, generator=torch.Generator().manual_seed(5), dtype=F)
     assert torch.equal(a[1, 2], ref[2, 1])  # probe-major draw, batch moved in front
+    # drawn on the CPU (the same fields on every device), then moved to the walk's device (the meta
+    # device stands in for an accelerator)
+    m = probe_fields((2,), 3, 2, 4, 5, torch.device("meta"))
+    assert m.device.type == "meta" and m.shape == (2, 4, 3, 2)
 
 
 def test_metric_compatible_and_scaled_isometry_on_a_batch():

@@ -307,6 +307,63 @@ def test_parallel_constraints_gram_and_apply_against_the_literal_C():
         assert np.abs(np.linalg.norm(C @ V.numpy().T, axis=0) - s.numpy()).max() <= 1e-7
 
 
+def test_parallel_svd_of_a_batch_gives_each_element_its_own_singular_vectors():
+    """Both routes (SVD of C, eigh of CᵀC) on a batch of two different walks: each element's σ are
+    those of its own literal C (numpy), and the rows of its Vh are orthonormal right singular vectors,
+    ‖C v_k‖ = σ_k (the eigh route reverses eigenvalues and vectors along their own axis, whatever the batch)."""
+    from numerics.laplacian.forms import parallel_svd
+
+    P1 = np.array([[0.5, 0.5, 0.0], [0.2, 0.3, 0.5], [0.0, 1.0, 0.0]])
+    P2 = np.array([[0.2, 0.3, 0.5], [0.5, 0.5, 0.0], [0.3, 0.3, 0.4]])
+    O1, O2 = _rand((3, 3, 2, 2), 11).numpy(), _rand((3, 3, 2, 2), 12).numpy()
+    Ob, sup = host(np.stack([O1, O2])), host(np.stack([P1, P2])) > 0
+    for max_entries, gram in ((1 << 22, False), (0, True)):
+        s, Vh, used = parallel_svd(Ob, sup, max_entries=max_entries)
+        assert used is gram and s.shape == (2, 6) and Vh.shape == (2, 6, 6)
+        for b, (P, O) in enumerate(((P1, O1), (P2, O2))):
+            C = literal_constraints(P, O)
+            assert np.abs(s[b].numpy() - np.linalg.svd(C, compute_uv=False)).max() <= (1e-7 if gram else 1e-13)
+            V = Vh[b].numpy()
+            assert np.abs(V @ V.T - np.eye(6)).max() <= 1e-12
+            assert np.abs(np.linalg.norm(C @ V.T, axis=0) - s[b].numpy()).max() <= 1e-7
+
+
+def test_constraint_forms_are_built_on_the_device_of_the_transports():
+    """C and CᵀC take their identities from O's device. The meta device stands in for an accelerator
+    (shapes only; torch refuses a CPU identity beside a meta tensor). ``parallel_constraints`` is called
+    past its contract, which refuses meta tensors because it cannot check their values."""
+    from numerics.laplacian.forms import parallel_constraints, parallel_gram
+
+    O = torch.zeros(2, 3, 3, 2, 2, dtype=F, device="meta")
+    sup = torch.ones(2, 3, 3, dtype=torch.bool, device="meta")
+    C = parallel_constraints.__wrapped__(O, sup)
+    assert C.device.type == "meta" and C.shape == (2, 18, 6) and C.dtype == F
+    G = parallel_gram(O, sup)
+    assert G.device.type == "meta" and G.shape == (2, 6, 6) and G.dtype == F
+
+
+@pytest.mark.parametrize("method", ["dense", "factored"])
+def test_both_routes_decide_in_the_precision_of_a_float32_walk(method):
+    """A float32 one-head walk whose transport swaps the two features (d = 2, ‖O‖²_F = 2 exactly): the
+    orthogonality check's tolerance is tol(float32, d)·max(‖O‖²_F, d) = 64·2·eps₃₂·2 on either route
+    (float64 would make it 2²⁹ times smaller)."""
+    from numerics.laplacian import diagnose
+
+    A = torch.full((1, 3, 3), 1 / 3, dtype=torch.float32)
+    T = torch.tensor([[[0.0, 1.0], [1.0, 0.0]]], dtype=torch.float32)
+    D = diagnose(ConnectionWalk.from_mha(A, T), method=method)
+    assert D.orthogonal.tol == pytest.approx(64 * 2 * 2.0**-23 * 2, rel=1e-12)  # ‖O‖² from a float64 norm
+
+
+def test_generator_dense_is_built_on_the_walk_device():
+    """Δ = I − W with the identity on the walk's device (the meta device stands in for an accelerator)."""
+    from numerics.laplacian import generator_dense
+
+    w = ConnectionWalk.from_edges(torch.full((2, 2), 0.5, dtype=F), torch.eye(2, dtype=F)).to(device="meta")
+    D = generator_dense(w)
+    assert D.device.type == "meta" and D.shape == (4, 4) and D.dtype == F
+
+
 def test_tolerance_dtype_rules_and_errors():
     from numerics.errors import ParameterError
     from numerics.laplacian import tolerance_dtype
@@ -490,6 +547,62 @@ def test_ambiguous_parallel_sections_reason_carries_the_jensen_bound():
     # the bound carries C's gap: thr·max(‖C‖, 1)/σ (σ the smallest singular value of C kept out)
     sC = np.linalg.svd(C, compute_uv=False)
     assert kp.tol == pytest.approx(max(thr, thr * cn / sC[-3]), rel=1e-9, abs=0)
+
+
+def test_kernel_bound_carries_the_gap_of_a_slowly_mixing_walk():
+    """Two lazy pairs joined by weak edges (ε = 1.3·10⁻³, d = 1, O = 1): ker Δ = parallel sections = the
+    constants, and Δ's smallest kept singular value σ is of order ε, so the Wedin bound of the kernel
+    residual is tol·max(‖Δ‖, 1)/σ, far above tol (numpy's SVD of the literal Δ and C give every term)."""
+    e = 1.3e-3
+    P = np.array([[0.5 - e, 0.5, e, 0.0], [0.5, 0.5 - e, 0.0, e], [e, 0.0, 0.5 - e, 0.5], [0.0, e, 0.5, 0.5 - e]])
+    O = np.ones((4, 4, 1, 1))
+    kp, flat, kD, kC = dense_kernel(*kernel_inputs(P, O), F, 1 << 22)
+    assert int(kD) == 1 and int(kC) == 1 and bool(kp.holds)
+    L, C = literal_delta(P, O), literal_constraints(P, O)
+    sD, sC = np.linalg.svd(L, compute_uv=False), np.linalg.svd(C, compute_uv=False)
+    thr = tol(F, 4)
+    dn, cn = max(sD[0], 1.0), max(sC[0], 1.0)
+    want = max(thr, thr * dn / sD[-2], thr * cn / sC[-2])
+    assert want > 100 * thr and kp.tol == pytest.approx(want, rel=1e-9, abs=0)
+
+
+def test_kernel_bound_carries_the_gap_of_the_constraints():
+    """A star of 9 tokens with weights 0.1 (d = 1, O = 1): C, which sees only the support, has one
+    parallel section (the constants) and singular values √2 (the gap) up to √18, while Δ ≈ I has no
+    kernel. The bound is C's Wedin term tol·max(‖C‖, 1)/σ_gap = 3·tol (numpy's SVD of the literal C)."""
+    n = 9
+    P = np.zeros((n, n))
+    P[0, 1:], P[1:, 0] = 0.1, 0.1
+    O = np.ones((n, n, 1, 1))
+    kp, flat, kD, kC = dense_kernel(*kernel_inputs(P, O), F, 1 << 22)
+    assert int(kD) == 0 and int(kC) == 1 and bool(kp.fails)
+    sC = np.linalg.svd(literal_constraints(P, O), compute_uv=False)
+    thr = tol(F, n)
+    want = thr * max(sC[0], 1.0) / sC[n - 2]
+    assert want == pytest.approx(3 * thr, rel=1e-9) and kp.tol == pytest.approx(want, rel=1e-9, abs=0)
+
+
+def test_spectrum_checks_carry_the_eigensolver_error_of_the_walk_norm():
+    """The spectral checks' error is the backward error of the eigensolver for ‖Δ‖ ≤ 1 + ‖W‖₂:
+    rounding_error(nd, 1 + ‖W‖₂), with ‖W‖₂ = 2 for the doubled swap walk (numpy's 2-norm)."""
+    from numerics.laplacian import diagnose
+    from theory.rounding import rounding_error
+
+    P = np.array([[0.0, 2.0], [2.0, 0.0]])
+    D = diagnose(ConnectionWalk.from_edges(host(P), torch.eye(1, dtype=F)))
+    want = rounding_error(2, 1.0 + np.linalg.norm(P, 2))
+    for c in (D.spectrum_interval, D.spectrum_disk, D.spectrum_scaled):
+        assert c.error == pytest.approx(want, rel=1e-12, abs=0), c.name
+
+
+def test_an_edges_walk_has_one_term_per_block_in_its_error_bounds():
+    """Explicit blocks are no sum of head terms: the self-adjointness error is rounding_error(1 + 2 + 1,
+    max over edges of π_i‖B_ij‖_F + π_j‖B_ji‖_F) = rounding_error(4, ½) for P = ½·11ᵀ, O = 1."""
+    from numerics.laplacian import diagnose
+    from theory.rounding import rounding_error
+
+    D = diagnose(ConnectionWalk.from_edges(torch.full((2, 2), 0.5, dtype=F), torch.eye(1, dtype=F)))
+    assert D.self_adjoint.error == pytest.approx(rounding_error(4, 0.5), rel=1e-12, abs=0)
 
 
 def test_ambiguity_in_a_batch_reports_the_first_and_keeps_other_elements_defined():

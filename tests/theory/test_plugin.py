@@ -71,7 +71,7 @@ def test_theorem_option_deselects_other_tests():
         )
 
     # the last item carries no marker, but the registry links its file to T3 (and T4)
-    linked = item(nodeid="tests/numerics/test_markov_mutants.py::test_x[case]")
+    linked = item(nodeid="tests/numerics/test_markov.py::test_x[case]")
     size_limit = item(nodeid="tests/numerics/test_diagnose_dense.py::test_diagnose_size_limits_default_to_1024")
     items = [item("T3"), item("T1"), item(), item("T1", "T3"), linked, size_limit]
     deselected = []
@@ -200,11 +200,11 @@ def test_report_tally_semantics(tmp_path):
 
 
 def test_theorem_option_collects_the_registry_linked_implementation_tests():
-    """`--theorem T3` collects the unmarked tests of T3's implementation test files (mutation-found
-    behaviour of the functions T3 names), leaving out the one size-limit test the registry unlinks."""
+    """`--theorem T3` collects the unmarked tests of T3's implementation test files (the edge
+    cases of the functions T3 names), leaving out the one size-limit test the registry unlinks."""
     import os
 
-    files = ["tests/numerics/test_markov_mutants.py", "tests/numerics/test_diagnose_dense.py"]
+    files = ["tests/numerics/test_markov.py", "tests/numerics/test_diagnose_dense.py"]
     r = subprocess.run(
         [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider", "--theorem", "T3", *files],
         cwd=REPO,

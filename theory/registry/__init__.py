@@ -159,17 +159,17 @@ _STATEMENT_TESTS = (
     "tests/theory/test_formulas_walks.py",  # the conventions' formulas
 )
 _GENERAL_TESTS = ("tests/theory/test_general_derivations.py",)
-#: the implementation's own tests (mutation-found behaviour, bad input) of the functions a theorem
+#: the implementation's own tests (edge cases, bad input) of the functions a theorem
 #: names: `pytest --theorem X` runs them too
 IMPLEMENTATION_TESTS: dict[str, tuple[str, ...]] = {
     "T1": (
-        "tests/numerics/test_walk_mutants.py",
-        "tests/numerics/test_attention_mutants.py",
+        "tests/numerics/test_walk.py",
+        "tests/numerics/test_attention.py",
         "tests/numerics/test_walk_errors.py",
     ),
     "T2": (
-        "tests/numerics/test_walk_mutants.py",
-        "tests/numerics/test_attention_mutants.py",
+        "tests/numerics/test_walk.py",
+        "tests/numerics/test_attention.py",
         "tests/numerics/test_walk_errors.py",
         "tests/numerics/test_conformance.py",  # the conformance kit: module(X) = W(X)·X + c on any module
     ),
@@ -177,16 +177,14 @@ IMPLEMENTATION_TESTS: dict[str, tuple[str, ...]] = {
         "tests/numerics/test_diagnose_dense.py",
         "tests/numerics/test_diagnose_checks.py",
         "tests/numerics/test_markov.py",
-        "tests/numerics/test_markov_mutants.py",
-        "tests/numerics/test_graphs_mutants.py",
+        "tests/numerics/test_graphs.py",
     ),
     "T4": (
-        "tests/numerics/test_graphs_mutants.py",
+        "tests/numerics/test_graphs.py",
         "tests/numerics/test_markov.py",
-        "tests/numerics/test_markov_mutants.py",
     ),
     "T5": ("tests/numerics/test_diagnose_dense.py", "tests/numerics/test_diagnose_checks.py"),
-    "T6": ("tests/numerics/test_patterns_mutants.py", "tests/numerics/test_t6_emergence.py"),
+    "T6": ("tests/numerics/test_patterns.py", "tests/numerics/test_t6_emergence.py"),
 }
 
 

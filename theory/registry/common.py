@@ -10,9 +10,6 @@ SEED_A = "Seed A: *From Self-Attention to Connection Laplacian: A Unified Operat
 SEED_B = "Seed B: *Pattern Formation in Transformers* (seeds/004_438af889239262c2.txt)"
 
 SYMBOLIC_TESTS = "tests/theory/test_derivations.py"
-DERIVATION_HELPER_TESTS = (
-    "tests/theory/test_derivations_mutants.py"  # the derivation helpers, judged by exact arithmetic
-)
 CERTIFICATE_TESTS = "tests/theory/test_certificates.py"
 STATEMENT_TEST = "tests/numerics/test_statements.py::test_conclusions_hold_on_drawn_instances"
 NECESSITY_TESTS = "tests/numerics/test_necessity.py"

@@ -13,7 +13,6 @@ from .common import (
     CERTIFICATE_TESTS,
     CLAIM_LAP,
     CLAIM_PAT,
-    DERIVATION_HELPER_TESTS,
     NECESSITY_TESTS,
     REFLECTION,
     RELATIVE_TOLERANCE,
@@ -181,7 +180,7 @@ T3: Theorem = Theorem(
         "Weaker: the Dirichlet form and the kernel need only (a), orthogonal $O$ and a stationary $\\pi > 0$; then spec lies in the disk $|z-1| \\le 1$. Without a positive stationary $\\pi$ the kernel statement fails: $P=[[1,0],[.5,.5]]$, $d=1$, $O_{22}=-1$.",
         "Gauge-free form on $B$: $B_{ij} = p_{ij} Q_{ij}$, $Q_{ij}$ orthogonal, $\\sum_j p_{ij} = 1$, $\\pi_i B_{ij} = \\pi_j B_{ji}^\\top$; balanced norms $\\pi_i\\lVert B_{ij}\\rVert = \\pi_j\\lVert B_{ji}\\rVert$ are not enough (the transports must match).",
     ),
-    symbolic_tests=(SYMBOLIC_TESTS, DERIVATION_HELPER_TESTS),
+    symbolic_tests=(SYMBOLIC_TESTS,),
     certificate_tests=(CERTIFICATE_TESTS,),
     numeric_tests=T3_NUMERIC_TESTS
     + (
@@ -482,7 +481,7 @@ SPECTRAL_THEOREMS: list[Theorem] = [
             "Reference case Ex1 ($n = 64$, wrapped Gaussian kernel centred at $+4$, width $1.5$, $T = \\operatorname{diag}(1,-3)$): $|k^*| = 7$, $\\sigma = 0.62926 \\pm 0.67486 i$, $c = 0.982$ (RK4 $dt = 0.01$, perturbation $10^{-10}$, linear-window fit).",
             "Reference case Ex3 (two heads, kernels centred at $+7$ and $-4$, non-commuting $T_h$): $|k^*| = 6$ while a per-head guess gives $|k| = 3$; the simulation follows the symbol.",
         ),
-        symbolic_tests=(SYMBOLIC_TESTS, DERIVATION_HELPER_TESTS),
+        symbolic_tests=(SYMBOLIC_TESTS,),
         certificate_tests=(CERTIFICATE_TESTS,),
         numeric_tests=(
             "tests/numerics/test_patterns.py",

@@ -11,7 +11,6 @@ from .common import (
     CERTIFICATE_TESTS,
     CLAIM_MHA,
     CLAIM_SHA,
-    DERIVATION_HELPER_TESTS,
     NECESSITY_TESTS,
     RELATIVE_TOLERANCE,
     SEED_A,
@@ -213,7 +212,7 @@ WALK_THEOREMS: list[Theorem] = [
             "GQA: query head $h$ reads kv head $h // (H/H_{kv})$; $\\operatorname{rank} T_h \\le d_h$, so a single head is never orthogonal when $d_h < d$.",
             "Off support (all $A^h_{ij} = 0$, e.g. a causal mask) the gates are $0/0$ and $O_{ij}$ is arbitrary.",
         ),
-        symbolic_tests=(SYMBOLIC_TESTS, DERIVATION_HELPER_TESTS),
+        symbolic_tests=(SYMBOLIC_TESTS,),
         certificate_tests=(CERTIFICATE_TESTS,),
         numeric_tests=(
             "tests/numerics/test_walk_t2.py",
