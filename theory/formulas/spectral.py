@@ -20,7 +20,9 @@ from . import (
     T2_,
     T4_SYMMETRIC,
     T4_WHERE,
+    X_,
     Z_,
+    Ah_,
     H,
     Identity,
     Th_,
@@ -116,8 +118,39 @@ J_, Mk_, z_ = sp.IndexedBase("J"), sp.IndexedBase("M"), sp.IndexedBase("z")
 rho, theta = sp.Symbol("rho", positive=True), sp.Symbol("theta", real=True)
 _KERNEL = (a_[h, m], A0_[h, 0, m])
 
+
+class _XStar(sp.Symbol):
+    """The base state's label ``xstar``, displayed ``x^*``."""
+
+    def _latex(self, printer):
+        return "x^{*}"
+
+
+xstar_ = sp.IndexedBase(_XStar("xstar"))
+#: T6.H2: the base state is homogeneous, ``X = 1 ⊗ x^*``: component ``c`` of every token ``i`` is
+#: ``x^*_c`` (defined as token 0's, so the formula says that every token carries the same state)
+HOMOGENEOUS = Identity("homogeneous", X_[i, c], xstar_[c], (i, c), (), ((xstar_[c], X_[0, c]),))
+
 #: T6.H3: every head circulant, ``A0^h_ij = a_h((j - i) mod n)`` with ``a_h(m) = A0^h_{0m}``
 CIRCULANT = Identity("circulant", A0_[h, i, j], A0_[h, 0, sp.Mod(j - i, n)], (h, i, j))
+
+
+class _XDot(sp.Symbol):
+    """The velocity's label ``xdot``, displayed ``\\dot x``."""
+
+    def _latex(self, printer):
+        return "\\dot{x}"
+
+
+xdot_ = sp.IndexedBase(_XDot("xdot"))
+#: T6.jacobian: the dynamics whose Jacobian it is, component ``c`` of token ``i``:
+#: ``ẋ_i = Σ_h Σ_j A^h_ij(X) T_h x_j − x_i`` (``A^h`` the heads' attention at the state ``X = (x_j)``)
+DYNAMICS = Identity(
+    "dynamics",
+    xdot_[i, c],
+    sp.Sum(Ah_[h, i, j] * Th_[h, c, b] * x_[j, b], (h, 0, H - 1), (j, 0, n - 1), (b, 0, d - 1)) - x_[i, c],
+    (i, c),
+)
 #: T6.jacobian: ``J = block(Σ_h A0^h_ij T_h) - I``, entry ``((i, c), (j, b))`` (token-major)
 JACOBIAN = Identity(
     "jacobian",

@@ -177,6 +177,8 @@ def build(instance: Mapping[str, Any]) -> dict:
                 out[k] = arr(instance[k])
     elif kind == "ring":
         out["A0"], out["T"] = arr(instance["A0"]), arr(instance["T"])
+        if "X" in instance:  # the base state at which A0 = A(X) is taken
+            out["X"] = arr(instance["X"])
     else:
         raise ValueError(f"instance: unknown kind {kind!r}")
     return out

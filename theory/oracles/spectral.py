@@ -200,6 +200,17 @@ def ring_instance(inst) -> tuple[np.ndarray, np.ndarray]:
     return A0, T
 
 
+def homogeneous(inst, params) -> Verdict:
+    """T6.H2: the registry's formula ``params["homogeneous"]`` (``X = 1 ⊗ x^*``, every token in the
+    same state) evaluated on the instance's base state ``X`` (exactly: both sides are entries of
+    ``X``)."""
+    if inst.get("X") is None:
+        raise KeyError("T6.H2: the ring instance has no base state 'X'")
+    X = np.asarray(inst["X"], float)
+    lhs, rhs = _F.evaluate(params.get("homogeneous", _FS.HOMOGENEOUS), {"X": X, "n": X.shape[0], "d": X.shape[1]})
+    return residual_verdict(float(np.abs(lhs - rhs).max()), 0.0, "max |X_ic − x*_c| (the registry's formula)")
+
+
 def _ring_values(A0: np.ndarray, T: np.ndarray, k: int | None = None) -> dict:
     H, n, _ = A0.shape
     out = {"A0": A0, "T": T, "n": n, "d": T.shape[-1], "H": H}

@@ -407,7 +407,9 @@ SPECTRAL_THEOREMS: list[Theorem] = [
             Hypothesis(
                 "T6.H2",
                 "(H2) homogeneous",
-                "base state $X = \\mathbf 1 \\otimes x^*$ (not necessarily an equilibrium)",
+                "base state $X = \\mathbf 1 \\otimes x^*$ (not necessarily an equilibrium), every token in the same state: «homogeneous»",
+                predicate="homogeneous",
+                params={"homogeneous": _FS.HOMOGENEOUS},
                 witnesses=(
                     Witness(
                         "T6.H2.w1",
@@ -431,6 +433,7 @@ SPECTRAL_THEOREMS: list[Theorem] = [
                             "kind": "ring",
                             "A0": [[["1/2", "1/2", 0], [0, "1/2", "1/2"], ["1/3", "1/3", "1/3"]]],
                             "T": [[[2]]],
+                            "X": [[1], [1], [1]],
                         },
                     ),
                 ),
@@ -439,8 +442,8 @@ SPECTRAL_THEOREMS: list[Theorem] = [
         conclusions=(
             make_conclusion(
                 "T6.jacobian",
-                "(H1)+(H2): the Jacobian of $\\dot x_i = \\sum_h\\sum_j A^h_{ij}(X) T_h x_j - x_i$ at the base state is exactly $J$, entry $((i, c), (j, b))$ (token-major): «jacobian»",
-                params={"jacobian": _FS.JACOBIAN},
+                "(H1)+(H2): the Jacobian of the dynamics «dynamics» (with $A_{h,i,j} = A^h_{ij}(X)$, head $h$'s attention at the state $X = (x_j)$) at the base state is exactly $J$, entry $((i, c), (j, b))$ (token-major): «jacobian»",
+                params={"dynamics": _FS.DYNAMICS, "jacobian": _FS.JACOBIAN},
                 derivations=("T6::Jacobian at 1(x)x*",),
                 tests=(
                     "tests/numerics/test_patterns.py::test_t6_jacobian_of_softmax_dynamics_equals_walk_minus_identity",
