@@ -384,6 +384,18 @@ HYPOTHESIS_MUTANTS = {
         lambda f: f.edited(rhs=F.Ah_[0, F.i, F.j]),
         {"As": _T2_HEADS, "Ts": [[[1.0]], [[2.0]]], "P": [[0.7, 0.3], [0.275, 0.725]]},
     ),
+    "T4 softmax M = W_Q^T W_K -> W_K^T W_Q": (
+        "T4.softmax",
+        "qk",
+        lambda f: f.edited(rhs=f.rhs.xreplace({FS.W_Q_: FS.W_K_, FS.W_K_: FS.W_Q_})),
+        # M = W_Q^T W_K (not symmetric), d_k = 1
+        {
+            "X": [[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]],
+            "M": [[1.0, 2.0], [-1.0, -2.0]],
+            "W_Q": [[1.0, -1.0]],
+            "W_K": [[1.0, 2.0]],
+        },
+    ),
     "T5 involution T^T T = I -> 2I": (
         "T5.involution",
         "orthogonal",

@@ -13,6 +13,7 @@ from . import (
     A2_,
     A_,
     DIRICHLET_SUM,
+    M_,
     O_,
     P_,
     PI_FORM,
@@ -197,5 +198,9 @@ ROTATING = Identity(
 
 #: T4.softmax: the attention, ``A = softmax_rows(X M X^T / sqrt(d_k) + μ)`` (``μ``: the mask)
 ATTENTION = Identity("attention", A_[i, j], sp.exp(S_[i, j]) / Z_[i], (i, j), (), T4_WHERE[:2])
+#: T4.softmax: the bilinear form of the scores, ``M = W_Q^T W_K`` (``W_Q, W_K`` of shape ``d_k × d``)
+W_Q_, W_K_ = sp.IndexedBase("W_Q"), sp.IndexedBase("W_K")
+e_, d_key = sp.Symbol("e", integer=True, nonnegative=True), sp.Symbol("d_k", integer=True, positive=True)
+QK = Identity("qk", M_[a, b], sp.Sum(W_Q_[e_, a] * W_K_[e_, b], (e_, 0, d_key - 1)), (a, b))
 #: T4.causal: the causal mask (token ``i`` attends to ``j ≤ i`` only)
 MASK = Identity("mask", mu_[i, j], sp.Piecewise((-sp.oo, j > i), (0, True)), (i, j))

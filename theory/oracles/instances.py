@@ -172,7 +172,7 @@ def build(instance: Mapping[str, Any]) -> dict:
     elif kind == "softmax":
         out["X"], out["M"] = arr(instance["X"]), arr(instance["M"])
         out["mask"] = instance.get("mask")
-        for k in ("dk", "beta"):
+        for k in ("dk", "beta", "W_Q", "W_K"):
             if k in instance:
                 out[k] = arr(instance[k])
     elif kind == "ring":

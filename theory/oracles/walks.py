@@ -150,7 +150,18 @@ def softmax_full_support(inst, params) -> Verdict:
     env = _F.environment(ident, {"X": X, "M": M, "mu": mu, "d_k": dk, "n": n, "d": d})
     A = _F.tabulate(ident.rhs, ident.free, env)
     ok = bool((A > 0).all()) and n >= int(params["n_min"])
-    return Verdict(ok, 0.0 if ok else 1.0, 0.0, f"mask={inst.get('mask')}, min A_ij = {float(A.min()):.2e}, n={n}")
+    support = Verdict(ok, 0.0 if ok else 1.0, 0.0, f"mask={inst.get('mask')}, min A_ij = {float(A.min()):.2e}, n={n}")
+    if inst.get("W_Q") is None:  # no layer weights: M is given directly
+        return support
+    WQ, WK = np.asarray(inst["W_Q"], float), np.asarray(inst["W_K"], float)
+    lhs, rhs = _F.evaluate(params.get("qk", _FS.QK), {"M": M, "W_Q": WQ, "W_K": WK, "d": d, "d_k": WQ.shape[0]})
+    if lhs.shape != rhs.shape:
+        return Verdict(False, math.inf, 0.0, f"M = W_Q^T W_K: shapes {lhs.shape} vs {rhs.shape}")
+    scale = max(1.0, float(np.abs(WQ).max() * np.abs(WK).max()) * WQ.shape[0])
+    notation = residual_verdict(
+        float(np.abs(lhs - rhs).max()), 64 * EPS * scale, "max |M_ab − (W_Q^T W_K)_ab| (the registry's formula)"
+    )
+    return all_of(support, notation)
 
 
 def circulant(inst, params) -> Verdict:

@@ -205,9 +205,9 @@ SPECTRAL_THEOREMS: list[Theorem] = [
             Hypothesis(
                 "T4.softmax",
                 "softmax",
-                "softmax attention «attention» with $M = W_Q^\\top W_K$ and full support (no mask: $\\mu = 0$, every $A_{ij} > 0$), $n \\ge «n_min»$",
+                "softmax attention «attention» with the bilinear form «qk» ($W_Q, W_K \\in \\mathbb R^{d_k \\times d}$) and full support (no mask: $\\mu = 0$, every $A_{ij} > 0$), $n \\ge «n_min»$",
                 predicate="softmax_full_support",
-                params={"attention": _FS.ATTENTION, "n_min": 3},
+                params={"attention": _FS.ATTENTION, "qk": _FS.QK, "n_min": 3},
                 witnesses=(
                     Witness(
                         "T4.softmax.w1",
