@@ -190,6 +190,12 @@ MUTANTS = {
     "T4 causal mask -oo -> -1": lambda: _formula_mutant(
         "T4", "T4.causal", "mask", rhs=sp.Piecewise((-1, F.j > F.i), (0, True))
     ),
+    "T4 criterion only if: antisymmetric part M_a -> symmetric part": lambda: _formula_mutant(
+        "T4",
+        "T4.criterion",
+        "kolmogorov",
+        where=(*FS.KOLMOGOROV.where[:-1], (F.Ma_[F.a, F.b], (F.M_[F.a, F.b] + F.M_[F.b, F.a]) / 2)),
+    ),
     "T4 causal mask dropped (mu = 0)": lambda: _formula_mutant("T4", "T4.causal", "mask", rhs=sp.S.Zero),
     "T6 symbol zeta^m -> 2 zeta^m": lambda: _formula_mutant(
         "T6", "T6.selection", "symbol", rhs=_x(FS.SYMBOL.rhs, F.zeta**F.m, 2 * F.zeta**F.m)
@@ -493,6 +499,7 @@ ORACLE_FORMULA_MUTANTS = [
     "T5 laplacian: self-adjoint <Dx,y>_pi -> <Dx,y>",
     "T4 causal mask -oo -> -1",
     "T4 causal mask dropped (mu = 0)",
+    "T4 criterion only if: antisymmetric part M_a -> symmetric part",
     "T6 symbol zeta^m -> 2 zeta^m",
     "T6 symbol: sum over heads -> head 0 only",
     "T6 rotating e^{i theta} -> e^{-i theta}",

@@ -20,6 +20,7 @@ from . import (
     S_,
     T2_,
     T4_SYMMETRIC,
+    T4_TRIANGLE,
     T4_WHERE,
     X_,
     Z_,
@@ -62,6 +63,18 @@ QUERY_BIAS = Identity(
         (A_[i, j], sp.exp(S_[i, j] + beta_[j]) / Z_[i]),
         (pi_[i], sp.exp(beta_[i]) * Z_[i]),
     ),
+)
+
+#: T4.criterion, "only if": a reversible attention (detailed balance ``π_i A_ij = π_j A_ji``) has a
+#: balanced cycle on every triple (Kolmogorov), so T4.triangle's right side vanishes: the antisymmetric
+#: part ``Ma`` of ``M`` vanishes on ``span{x_j - x_i}``
+KOLMOGOROV = Identity(
+    "kolmogorov",
+    T4_TRIANGLE.rhs,
+    sp.S.Zero,
+    (i, j, k),
+    ((pi_[i] * A_[i, j], pi_[j] * A_[j, i]),),
+    T4_TRIANGLE.where,
 )
 
 # T3: kernel, flat and scaled connections

@@ -101,7 +101,7 @@ SCOPES: dict[str, tuple[str, tuple[str, ...]]] = {
     ),
     "T4.triangle": ("all n, d", ("general: Kolmogorov triangle",)),
     "T4.criterion": (
-        "'if' (symmetric scores): all n, d; 'only if' (Kolmogorov cycles, not in SymPy): n = 3 and checked numerically",
+        "'if' (symmetric scores): all n, d; 'only if' (`kolmogorov`, Kolmogorov cycles): n = 3 in SymPy, evaluated by the predicate on drawn instances",
         (
             "general: symmetric M",
             "general: symmetric scores => detailed balance",

@@ -235,8 +235,8 @@ SPECTRAL_THEOREMS: list[Theorem] = [
             ),
             make_conclusion(
                 "T4.criterion",
-                "$A$ is reversible iff $M_a$ vanishes on $\\operatorname{span}\\{x_j - x_1\\}$; symmetric scores suffice — detailed balance with $\\pi_i \\propto Z_i$: «balance» ($\\mu$: the mask, $0$ without one), and $\\pi$ is stationary: «stationary»; symmetric scores are not necessary (affinely collinear tokens; $n = 2$)",
-                params={"balance": _F.T4_BALANCE, "stationary": _F.T4_STATIONARY},
+                "$A$ is reversible iff the right side of T4.triangle vanishes on every triple ($M_a$ vanishes on $\\operatorname{span}\\{x_j - x_i\\}$); only if — a reversible $A$ with a positive $\\pi$ balances every cycle (Kolmogorov): «kolmogorov»; symmetric scores suffice — detailed balance with $\\pi_i \\propto Z_i$: «balance» ($\\mu$: the mask, $0$ without one), and $\\pi$ is stationary: «stationary»; symmetric scores are not necessary (affinely collinear tokens; $n = 2$)",
+                params={"balance": _F.T4_BALANCE, "stationary": _F.T4_STATIONARY, "kolmogorov": _FS.KOLMOGOROV},
                 predicate="t4_symmetric_reversible",
                 tolerance=RELATIVE_TOLERANCE,
                 derivations=(
