@@ -275,7 +275,16 @@ MUTANTS = {
         "T2", "T2.special", "cancelling", premises=FW.CANCELLING.premises[:2]
     ),
     "T2 gauge support P' > 0 -> P' >= 0": lambda: _formula_mutant(
-        "T2", "T2.gauge", "support", rel=sp.GreaterThan(FW.Q[F.i, F.j], 0)
+        "T2",
+        "T2.gauge",
+        "support",
+        rel=sp.Implies(FW.GAUGE_SUPPORT.rel.args[0], sp.GreaterThan(FW.Q[F.i, F.j], 0)),
+    ),
+    "T2 gauge support where B_ij != 0 -> where B_ij = 0": lambda: _formula_mutant(
+        "T2",
+        "T2.gauge",
+        "support",
+        rel=sp.Implies(sp.Eq(*FW.GAUGE_SUPPORT.rel.args[0].args), FW.GAUGE_SUPPORT.rel.args[1]),
     ),
     "T2 counterexample A^1_11 9/10 -> 8/10": lambda: _conclusion_mutant(
         "T2", "T2.counterexample", A1=[["8/10", "1/10"], ["2/10", "8/10"]]
@@ -490,6 +499,7 @@ def test_test_evaluated_formula_mutant_is_rejected(name):
 ORACLE_FORMULA_MUTANTS = [
     "T1 spectrum lambda_i mu_a -> lambda_i + mu_a",
     "T2 gauge support P' > 0 -> P' >= 0",
+    "T2 gauge support where B_ij != 0 -> where B_ij = 0",
     "T2 constant T_Sigma = sum_h T_h -> T_1",
     "T2 constant c_ij >= 0 -> c_ij <= 0",
     "T2 constant equal heads A^h = A^1 -> (A^1)^T",
