@@ -96,12 +96,11 @@ def theorem_markdown(t) -> str:
             )
         if c.formulas:
             by_tests = EVALUATED_BY_TESTS.get(c.id, {})
+            tested = "".join(f"; `{k}` evaluated by `{test}` ({what})" for k, (test, what) in by_tests.items())
             if not c.predicate:
-                how = " (no predicate: proved by the derivations)"
+                how = " (no predicate: proved by the derivations" + tested + ")"
             else:
-                how = f", evaluated by `{c.predicate}`" + "".join(
-                    f"; `{k}` not by the predicate but by `{test}` ({what})" for k, (test, what) in by_tests.items()
-                )
+                how = f", evaluated by `{c.predicate}`" + tested.replace("evaluated by", "not by the predicate but by")
             lines.append(
                 "   - formulas "
                 + ", ".join(f"`{k}`" for k in c.formulas)

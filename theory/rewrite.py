@@ -227,7 +227,7 @@ def detailed_balance(pi: sp.IndexedBase, P: sp.IndexedBase) -> Rule:
 
     return Rule(
         f"detailed_balance({pi}, {P})",
-        rf"{sp.latex(pi)}_u {sp.latex(P)}_{{u,v}} = {sp.latex(pi)}residual_verdict {sp.latex(P)}_{{v,u}}",
+        rf"{sp.latex(pi)}_u {sp.latex(P)}_{{u,v}} = {sp.latex(pi)}_v {sp.latex(P)}_{{v,u}}",
         "symmetry",
         apply,
     )
@@ -319,7 +319,7 @@ def eigen(M: sp.IndexedBase, vec: sp.IndexedBase, value: sp.Expr) -> Rule:
 
     return Rule(
         f"eigen({M}, {vec})",
-        rf"\sum_v {sp.latex(M)}_{{u,v}} {sp.latex(vec)}residual_verdict = {sp.latex(value)}\, {sp.latex(vec)}_u",
+        rf"\sum_v {sp.latex(M)}_{{u,v}} {sp.latex(vec)}_v = {sp.latex(value)}\, {sp.latex(vec)}_u",
         "reduction",
         apply,
     )

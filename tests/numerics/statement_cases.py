@@ -212,6 +212,8 @@ def _t6(draw, hyp):
         )
     else:
         inst["T"] = draw(_arr((H, d, d)))
+    # the base state at which A0 = A(X) is taken: 1 ⊗ x* under (H2), any state otherwise
+    inst["X"] = np.ones((n, 1)) * draw(_arr((1, d))) if "T6.H2" in hyp else draw(_arr((n, d)))
     return inst
 
 

@@ -185,3 +185,16 @@ def test_diagnose_agrees_with_the_oracles(inst):
         assert got == v.holds, f"{name}: diagnose {got}, oracle {v}\n{D.summary()}"
         compared += 1
     record("T3", residual=0.0, examples=compared)
+
+
+@pytest.mark.theorem("T6")
+def test_homogeneous_judges_the_base_state_and_names_a_missing_one():
+    """T6.H2's predicate evaluates the registry's formula on the instance's base state ``X``."""
+    from theory.registry import get
+
+    params = get("T6").hypothesis("T6.H2").params
+    ring = {"kind": "ring", "A0": np.full((1, 3, 3), 1 / 3), "T": np.eye(2)[None]}
+    assert oracles.homogeneous({**ring, "X": np.array([[1.0, -2.0]] * 3)}, params).holds
+    assert oracles.homogeneous({**ring, "X": np.array([[1.0, -2.0], [1.0, -2.0], [1.0, -1.5]])}, params).fails
+    with pytest.raises(KeyError, match="'X'"):
+        oracles.homogeneous(ring, params)

@@ -60,6 +60,7 @@ from numerics.patterns import (
 from numerics.simulate import MHADynamics, perturbed_homogeneous, simulate_flow, simulate_stack, sinusoidal_pe
 from numerics.tolerance import assert_close, tol
 from tests.helpers import naive_token_major, raises_named, t
+from theory.formulas import evaluate
 from theory.oracles import ring_jacobian
 from theory.registry import get
 from theory.report import record
@@ -194,6 +195,15 @@ def test_dense_prediction_agrees_with_fft_prediction_ex3():
 
 
 # ------------------------------------------------------------------ T6 linearisation (autograd reference)
+def dynamics_residual(ident, A, T, X, velocity) -> float:
+    """``max |ẋ − (Σ_h Σ_j A^h_ij T_h x_j − x_i)|``: the formula ``ident`` (T6.jacobian's ``dynamics``)
+    evaluated with the attention ``A`` ``(H, n, n)``, transports ``T``, state ``X`` ``(n, d)`` against
+    the ``velocity`` ``(n, d)`` of the code under test."""
+    H, n, d = A.shape[0], X.shape[0], X.shape[1]
+    lhs, rhs = evaluate(ident, {"xdot": velocity, "A": A, "T": T, "x": X, "n": n, "d": d, "H": H})
+    return float(np.abs(lhs - rhs).max())
+
+
 @st.composite
 def softmax_dynamics_cases(draw):
     H = draw(st.integers(1, 3))
@@ -242,6 +252,12 @@ def test_t6_jacobian_of_softmax_dynamics_equals_walk_minus_identity(case):
         ref_A[hh] = np.exp(S) / np.exp(S).sum(1, keepdims=True)
     got = dyn.attention(Y).numpy()
     assert np.abs(got - ref_A).max() <= 1e-12 * scale
+    # the dynamics as T6.jacobian states it (the registry's formula), with that attention, is the
+    # velocity whose Jacobian was taken above
+    stated_dynamics = get("T6").conclusion("T6.jacobian").params["dynamics"]
+    assert dynamics_residual(stated_dynamics, ref_A, T.numpy(), Yn, dyn.velocity(Y).numpy()) <= 1e-12 * scale * (
+        1 + float(np.abs(Yn).max())
+    )
 
 
 @pytest.mark.theorem("T6")

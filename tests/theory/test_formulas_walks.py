@@ -69,10 +69,17 @@ def test_a_convention_is_rendered_from_its_expression():
 
 
 def test_relation_margin_and_rendering():
-    rel = FW.GAUGE_SUPPORT
+    rel = FW.Relation("support", sp.StrictGreaterThan(FW.Q[F.i, F.j], 0), (F.i, F.j))
     assert rel.markdown() == "${P'}_{i,j} > 0$"
     m, strict = FW.margin(rel, {"Pg": np.array([[0.5, 0.0], [1.0, 2.0]]), "n": 2})
     assert strict and m.tolist() == [[0.5, 0.0], [1.0, 2.0]]
+    # an implication (T2.gauge's support: B_ij ≠ 0 ⇒ P'_ij > 0): +∞ where its condition fails
+    gauge = FW.GAUGE_SUPPORT
+    assert gauge.markdown().split(" where ")[0].endswith("\\neq 0 \\Rightarrow {P'}_{i,j} > 0$")
+    As, Ts = np.array([[[0.5, 0.5], [0.0, 1.0]]]), np.array([[[2.0]]])  # B_10 = 0
+    values = {"A": As, "T": Ts, "Pg": np.array([[0.5, 0.0], [0.0, 1.0]]), "n": 2, "d": 1, "H": 1}
+    m, strict = FW.margin(gauge, values)
+    assert strict and m.tolist() == [[0.5, 0.0], [np.inf, 1.0]]
     m, strict = FW.margin(rel.edited(rel=sp.LessThan(FW.Q[F.i, F.j], 1)), {"Pg": np.eye(2) * 3, "n": 2})
     assert not strict and m.tolist() == [[-2.0, 1.0], [1.0, -2.0]]
     with pytest.raises(TypeError, match="unsupported relational"):

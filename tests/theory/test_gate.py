@@ -190,6 +190,12 @@ MUTANTS = {
     "T4 causal mask -oo -> -1": lambda: _formula_mutant(
         "T4", "T4.causal", "mask", rhs=sp.Piecewise((-1, F.j > F.i), (0, True))
     ),
+    "T4 criterion only if: antisymmetric part M_a -> symmetric part": lambda: _formula_mutant(
+        "T4",
+        "T4.criterion",
+        "kolmogorov",
+        where=(*FS.KOLMOGOROV.where[:-1], (F.Ma_[F.a, F.b], (F.M_[F.a, F.b] + F.M_[F.b, F.a]) / 2)),
+    ),
     "T4 causal mask dropped (mu = 0)": lambda: _formula_mutant("T4", "T4.causal", "mask", rhs=sp.S.Zero),
     "T6 symbol zeta^m -> 2 zeta^m": lambda: _formula_mutant(
         "T6", "T6.selection", "symbol", rhs=_x(FS.SYMBOL.rhs, F.zeta**F.m, 2 * F.zeta**F.m)
@@ -269,7 +275,16 @@ MUTANTS = {
         "T2", "T2.special", "cancelling", premises=FW.CANCELLING.premises[:2]
     ),
     "T2 gauge support P' > 0 -> P' >= 0": lambda: _formula_mutant(
-        "T2", "T2.gauge", "support", rel=sp.GreaterThan(FW.Q[F.i, F.j], 0)
+        "T2",
+        "T2.gauge",
+        "support",
+        rel=sp.Implies(FW.GAUGE_SUPPORT.rel.args[0], sp.GreaterThan(FW.Q[F.i, F.j], 0)),
+    ),
+    "T2 gauge support where B_ij != 0 -> where B_ij = 0": lambda: _formula_mutant(
+        "T2",
+        "T2.gauge",
+        "support",
+        rel=sp.Implies(sp.Eq(*FW.GAUGE_SUPPORT.rel.args[0].args), FW.GAUGE_SUPPORT.rel.args[1]),
     ),
     "T2 counterexample A^1_11 9/10 -> 8/10": lambda: _conclusion_mutant(
         "T2", "T2.counterexample", A1=[["8/10", "1/10"], ["2/10", "8/10"]]
@@ -384,6 +399,18 @@ HYPOTHESIS_MUTANTS = {
         lambda f: f.edited(rhs=F.Ah_[0, F.i, F.j]),
         {"As": _T2_HEADS, "Ts": [[[1.0]], [[2.0]]], "P": [[0.7, 0.3], [0.275, 0.725]]},
     ),
+    "T4 softmax M = W_Q^T W_K -> W_K^T W_Q": (
+        "T4.softmax",
+        "qk",
+        lambda f: f.edited(rhs=f.rhs.xreplace({FS.W_Q_: FS.W_K_, FS.W_K_: FS.W_Q_})),
+        # M = W_Q^T W_K (not symmetric), d_k = 1
+        {
+            "X": [[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]],
+            "M": [[1.0, 2.0], [-1.0, -2.0]],
+            "W_Q": [[1.0, -1.0]],
+            "W_K": [[1.0, 2.0]],
+        },
+    ),
     "T5 involution T^T T = I -> 2I": (
         "T5.involution",
         "orthogonal",
@@ -401,6 +428,12 @@ HYPOTHESIS_MUTANTS = {
         "heads",
         lambda f: f.edited(lhs=sp.Sum(F.Ah_[F.h, F.j, F.i], (F.j, 0, F.n - 1))),
         {"A0": [[[0.5, 0.5, 0.0], [0.0, 0.5, 0.5], [0.25, 0.25, 0.5]]]},
+    ),
+    "T6 (H2) x* = X_0 -> x* = sum_i X_i": (
+        "T6.H2",
+        "homogeneous",
+        lambda f: f.edited(where=((f.where[0][0], sp.Sum(F.X_[F.i, F.c], (F.i, 0, F.n - 1))),)),
+        {"X": [[1.0, -2.0], [1.0, -2.0], [1.0, -2.0]]},
     ),
 }
 
@@ -425,6 +458,7 @@ def test_hypothesis_formula_mutant_is_rejected(name):
 ORACLE_FORMULA_MUTANTS = [
     "T1 spectrum lambda_i mu_a -> lambda_i + mu_a",
     "T2 gauge support P' > 0 -> P' >= 0",
+    "T2 gauge support where B_ij != 0 -> where B_ij = 0",
     "T2 constant T_Sigma = sum_h T_h -> T_1",
     "T2 constant c_ij >= 0 -> c_ij <= 0",
     "T2 constant equal heads A^h = A^1 -> (A^1)^T",
@@ -434,6 +468,7 @@ ORACLE_FORMULA_MUTANTS = [
     "T5 laplacian: self-adjoint <Dx,y>_pi -> <Dx,y>",
     "T4 causal mask -oo -> -1",
     "T4 causal mask dropped (mu = 0)",
+    "T4 criterion only if: antisymmetric part M_a -> symmetric part",
     "T6 symbol zeta^m -> 2 zeta^m",
     "T6 symbol: sum over heads -> head 0 only",
     "T6 rotating e^{i theta} -> e^{-i theta}",

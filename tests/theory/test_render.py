@@ -133,4 +133,4 @@ def test_formulas_are_rendered_from_the_expressions_the_oracles_evaluate():
     dropped = b.with_params(
         balance=b.params["balance"].edited(premises=()), stationary=b.params["stationary"].edited(premises=())
     )
-    assert "{M}_{b,a}" not in line(t4.with_conclusion(dropped), b.id)
+    assert " if ${M}_{a,b} = {M}_{b,a}$" not in line(t4.with_conclusion(dropped), b.id)

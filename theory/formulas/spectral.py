@@ -13,14 +13,18 @@ from . import (
     A2_,
     A_,
     DIRICHLET_SUM,
+    M_,
     O_,
     P_,
     PI_FORM,
     S_,
     T2_,
     T4_SYMMETRIC,
+    T4_TRIANGLE,
     T4_WHERE,
+    X_,
     Z_,
+    Ah_,
     H,
     Identity,
     Th_,
@@ -59,6 +63,18 @@ QUERY_BIAS = Identity(
         (A_[i, j], sp.exp(S_[i, j] + beta_[j]) / Z_[i]),
         (pi_[i], sp.exp(beta_[i]) * Z_[i]),
     ),
+)
+
+#: T4.criterion, "only if": a reversible attention (detailed balance ``π_i A_ij = π_j A_ji``) has a
+#: balanced cycle on every triple (Kolmogorov), so T4.triangle's right side vanishes: the antisymmetric
+#: part ``Ma`` of ``M`` vanishes on ``span{x_j - x_i}``
+KOLMOGOROV = Identity(
+    "kolmogorov",
+    T4_TRIANGLE.rhs,
+    sp.S.Zero,
+    (i, j, k),
+    ((pi_[i] * A_[i, j], pi_[j] * A_[j, i]),),
+    T4_TRIANGLE.where,
 )
 
 # T3: kernel, flat and scaled connections
@@ -116,8 +132,39 @@ J_, Mk_, z_ = sp.IndexedBase("J"), sp.IndexedBase("M"), sp.IndexedBase("z")
 rho, theta = sp.Symbol("rho", positive=True), sp.Symbol("theta", real=True)
 _KERNEL = (a_[h, m], A0_[h, 0, m])
 
+
+class _XStar(sp.Symbol):
+    """The base state's label ``xstar``, displayed ``x^*``."""
+
+    def _latex(self, printer):
+        return "x^{*}"
+
+
+xstar_ = sp.IndexedBase(_XStar("xstar"))
+#: T6.H2: the base state is homogeneous, ``X = 1 ⊗ x^*``: component ``c`` of every token ``i`` is
+#: ``x^*_c`` (defined as token 0's, so the formula says that every token carries the same state)
+HOMOGENEOUS = Identity("homogeneous", X_[i, c], xstar_[c], (i, c), (), ((xstar_[c], X_[0, c]),))
+
 #: T6.H3: every head circulant, ``A0^h_ij = a_h((j - i) mod n)`` with ``a_h(m) = A0^h_{0m}``
 CIRCULANT = Identity("circulant", A0_[h, i, j], A0_[h, 0, sp.Mod(j - i, n)], (h, i, j))
+
+
+class _XDot(sp.Symbol):
+    """The velocity's label ``xdot``, displayed ``\\dot x``."""
+
+    def _latex(self, printer):
+        return "\\dot{x}"
+
+
+xdot_ = sp.IndexedBase(_XDot("xdot"))
+#: T6.jacobian: the dynamics whose Jacobian it is, component ``c`` of token ``i``:
+#: ``ẋ_i = Σ_h Σ_j A^h_ij(X) T_h x_j − x_i`` (``A^h`` the heads' attention at the state ``X = (x_j)``)
+DYNAMICS = Identity(
+    "dynamics",
+    xdot_[i, c],
+    sp.Sum(Ah_[h, i, j] * Th_[h, c, b] * x_[j, b], (h, 0, H - 1), (j, 0, n - 1), (b, 0, d - 1)) - x_[i, c],
+    (i, c),
+)
 #: T6.jacobian: ``J = block(Σ_h A0^h_ij T_h) - I``, entry ``((i, c), (j, b))`` (token-major)
 JACOBIAN = Identity(
     "jacobian",
@@ -164,5 +211,9 @@ ROTATING = Identity(
 
 #: T4.softmax: the attention, ``A = softmax_rows(X M X^T / sqrt(d_k) + μ)`` (``μ``: the mask)
 ATTENTION = Identity("attention", A_[i, j], sp.exp(S_[i, j]) / Z_[i], (i, j), (), T4_WHERE[:2])
+#: T4.softmax: the bilinear form of the scores, ``M = W_Q^T W_K`` (``W_Q, W_K`` of shape ``d_k × d``)
+W_Q_, W_K_ = sp.IndexedBase("W_Q"), sp.IndexedBase("W_K")
+e_, d_key = sp.Symbol("e", integer=True, nonnegative=True), sp.Symbol("d_k", integer=True, positive=True)
+QK = Identity("qk", M_[a, b], sp.Sum(W_Q_[e_, a] * W_K_[e_, b], (e_, 0, d_key - 1)), (a, b))
 #: T4.causal: the causal mask (token ``i`` attends to ``j ≤ i`` only)
 MASK = Identity("mask", mu_[i, j], sp.Piecewise((-sp.oo, j > i), (0, True)), (i, j))

@@ -64,8 +64,16 @@ class Relation:
 
 def margin(rel: Relation, values: Mapping[str, Any]):
     """``lhs - rhs`` of ``rel`` over its free indices, signed so that the relation holds where it is
-    ``≥ 0`` (``>``: ``> 0``); ``(margin, strict)``."""
+    ``≥ 0`` (``>``: ``> 0``); ``(margin, strict)``. An implication ``condition ⇒ relation`` has the
+    margin of its relation where the condition holds and ``+∞`` elsewhere."""
     env = F.environment(rel, values)  # type: ignore[arg-type]  # (only .where is read)
+    if isinstance(rel.rel, sp.Implies):  # ``condition ⇒ relation``: holds (margin +∞) where the condition fails
+        cond, consequent = rel.rel.args
+        m, strict = margin(rel.edited(rel=consequent), values)
+        import numpy as np
+
+        on = F.tabulate(cond, rel.free, env).astype(bool)
+        return np.where(on, m, np.inf), strict
     lhs, rhs = F.tabulate(rel.rel.lhs, rel.free, env), F.tabulate(rel.rel.rhs, rel.free, env)
     if isinstance(rel.rel, (sp.GreaterThan, sp.StrictGreaterThan)):
         return lhs - rhs, isinstance(rel.rel, sp.StrictGreaterThan)
@@ -115,8 +123,13 @@ GAUGE = Identity(
     ((sp.Sum(Q[i, j], (j, 0, n - 1)), sp.S.One),),
     _GAUGE_WHERE,
 )
-#: ... with ``P'_ij > 0`` wherever ``B_ij ≠ 0`` (evaluated where ``B_ij ≠ 0``)
-GAUGE_SUPPORT = Relation("support", sp.StrictGreaterThan(Q[i, j], 0), (i, j))
+#: ... with ``P'_ij > 0`` wherever the block ``B_ij`` is not zero
+GAUGE_SUPPORT = Relation(
+    "support",
+    sp.Implies(sp.Ne(sp.Sum(B[i, j, a, b] ** 2, (a, 0, d - 1), (b, 0, d - 1)), 0), sp.StrictGreaterThan(Q[i, j], 0)),
+    (i, j),
+    (_B_DEF,),
+)
 
 TS, cc = shown_base("TS", r"T_{\Sigma}"), sp.IndexedBase("c")
 _CONSTANT_WHERE = (

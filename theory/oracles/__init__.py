@@ -50,6 +50,7 @@ from .instances import (  # noqa: F401
 )
 from .spectral import (  # noqa: F401
     eig_count,
+    homogeneous,
     ring_instance,
     ring_jacobian,
     ring_symbol,
@@ -113,6 +114,7 @@ PREDICATES: dict[str, Callable[[Mapping, Mapping], Verdict]] = {
         p_is_head_mean,
         softmax_full_support,
         circulant,
+        homogeneous,
         t1_same_input,
         t1_transport_layout,
         t1_walk,

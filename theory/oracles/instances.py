@@ -172,11 +172,13 @@ def build(instance: Mapping[str, Any]) -> dict:
     elif kind == "softmax":
         out["X"], out["M"] = arr(instance["X"]), arr(instance["M"])
         out["mask"] = instance.get("mask")
-        for k in ("dk", "beta"):
+        for k in ("dk", "beta", "W_Q", "W_K"):
             if k in instance:
                 out[k] = arr(instance[k])
     elif kind == "ring":
         out["A0"], out["T"] = arr(instance["A0"]), arr(instance["T"])
+        if "X" in instance:  # the base state at which A0 = A(X) is taken
+            out["X"] = arr(instance["X"])
     else:
         raise ValueError(f"instance: unknown kind {kind!r}")
     return out

@@ -167,8 +167,23 @@ def t4_symmetric_reversible(inst, params) -> Verdict:
         *(
             premised(params.get(key, default), values, key, t, "π_i ∝ Z_i")
             for key, default in (("balance", _F.T4_BALANCE), ("stationary", _F.T4_STATIONARY))
-        )
+        ),
+        t4_only_if(inst, params.get("kolmogorov", _FS.KOLMOGOROV), t),
     )
+
+
+def t4_only_if(inst, ident, t: float) -> Verdict:
+    """T4.criterion's "only if" (``ident``: the registry's formula ``kolmogorov``): where the unmasked
+    attention is reversible, with the positive ``π_i = A_0i / A_i0`` (the only candidate), the
+    triangle's right side vanishes on every triple; not applicable where it is not reversible."""
+    if inst.get("mask") is not None:
+        return not_applicable("a mask: no positive π (T4.causal)")
+    values = _t4_values(inst)
+    env = _F.environment(ident, values)
+    A = env["A"]
+    pi = A[0, :] / A[:, 0]
+    scale = 1 + float(np.abs(env["S"]).max())
+    return premised(ident, {**values, "pi": pi}, "kolmogorov", t, "reversible ⇒ balanced cycles", scale)
 
 
 def t4_query_bias(inst, params) -> Verdict:
@@ -198,6 +213,17 @@ def t4_causal(inst, params) -> Verdict:
 def ring_instance(inst) -> tuple[np.ndarray, np.ndarray]:
     A0, T = np.asarray(inst["A0"], float), np.asarray(inst["T"], float)
     return A0, T
+
+
+def homogeneous(inst, params) -> Verdict:
+    """T6.H2: the registry's formula ``params["homogeneous"]`` (``X = 1 ⊗ x^*``, every token in the
+    same state) evaluated on the instance's base state ``X`` (exactly: both sides are entries of
+    ``X``)."""
+    if inst.get("X") is None:
+        raise KeyError("T6.H2: the ring instance has no base state 'X'")
+    X = np.asarray(inst["X"], float)
+    lhs, rhs = _F.evaluate(params.get("homogeneous", _FS.HOMOGENEOUS), {"X": X, "n": X.shape[0], "d": X.shape[1]})
+    return residual_verdict(float(np.abs(lhs - rhs).max()), 0.0, "max |X_ic − x*_c| (the registry's formula)")
 
 
 def _ring_values(A0: np.ndarray, T: np.ndarray, k: int | None = None) -> dict:

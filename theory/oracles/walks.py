@@ -150,7 +150,18 @@ def softmax_full_support(inst, params) -> Verdict:
     env = _F.environment(ident, {"X": X, "M": M, "mu": mu, "d_k": dk, "n": n, "d": d})
     A = _F.tabulate(ident.rhs, ident.free, env)
     ok = bool((A > 0).all()) and n >= int(params["n_min"])
-    return Verdict(ok, 0.0 if ok else 1.0, 0.0, f"mask={inst.get('mask')}, min A_ij = {float(A.min()):.2e}, n={n}")
+    support = Verdict(ok, 0.0 if ok else 1.0, 0.0, f"mask={inst.get('mask')}, min A_ij = {float(A.min()):.2e}, n={n}")
+    if inst.get("W_Q") is None:  # no layer weights: M is given directly
+        return support
+    WQ, WK = np.asarray(inst["W_Q"], float), np.asarray(inst["W_K"], float)
+    lhs, rhs = _F.evaluate(params.get("qk", _FS.QK), {"M": M, "W_Q": WQ, "W_K": WK, "d": d, "d_k": WQ.shape[0]})
+    if lhs.shape != rhs.shape:
+        return Verdict(False, math.inf, 0.0, f"M = W_Q^T W_K: shapes {lhs.shape} vs {rhs.shape}")
+    scale = max(1.0, float(np.abs(WQ).max() * np.abs(WK).max()) * WQ.shape[0])
+    notation = residual_verdict(
+        float(np.abs(lhs - rhs).max()), 64 * EPS * scale, "max |M_ab − (W_Q^T W_K)_ab| (the registry's formula)"
+    )
+    return all_of(support, notation)
 
 
 def circulant(inst, params) -> Verdict:
@@ -365,7 +376,7 @@ def t2_constant_criterion(inst, params) -> Verdict:
 def t2_gauge(inst, params) -> Verdict:
     """T2.gauge: the registry's formula ``params["gauge"]`` (``P'_ij O'_ij = B_ij`` with
     ``O'_ij = B_ij / P'_ij``, ``P'`` row-stochastic) evaluated for each gauge ``P'`` whose premises
-    hold: ``params["support"]`` (``P'_ij > 0`` where ``B_ij ≠ 0``) and the row sums. The gauges: the
+    hold: ``params["support"]`` (``B_ij ≠ 0 ⇒ P'_ij > 0``) and the row sums. The gauges: the
     instance's ``Pg`` if any, the positive ``(P + 1/n) / 2`` and ``P`` with column 0 removed (rows
     renormalised: it vanishes on blocks ``B_i0 ≠ 0``, outside the premise), ``P`` the head mean."""
     As, Ts = np.asarray(inst["As"], float), np.asarray(inst["Ts"], float)
@@ -386,8 +397,8 @@ def t2_gauge(inst, params) -> Verdict:
     for Pg in gauges:
         values = _heads_values(As, Ts, Pg=Pg)
         sup, strict = _FW.margin(params.get("support", _FW.GAUGE_SUPPORT), values)
-        if (on & ((sup <= 0) if strict else (sup < 0))).any():
-            continue  # outside the premise: P' vanishes on a block B_ij ≠ 0
+        if ((sup <= 0) if strict else (sup < 0)).any():
+            continue  # outside the premise (the relation's own condition): P' vanishes on a block B_ij ≠ 0
         with np.errstate(invalid="ignore", divide="ignore"):  # O' = B / P' is 0/0 where both vanish
             rows = [float(np.abs(lp - rp).max()) for lp, rp in _F.premise_residuals(ident, values)]
             lhs, rhs = _F.evaluate(ident, values)

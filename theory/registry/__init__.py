@@ -101,7 +101,7 @@ SCOPES: dict[str, tuple[str, tuple[str, ...]]] = {
     ),
     "T4.triangle": ("all n, d", ("general: Kolmogorov triangle",)),
     "T4.criterion": (
-        "'if' (symmetric scores): all n, d; 'only if' (Kolmogorov cycles, not in SymPy): n = 3 and checked numerically",
+        "'if' (symmetric scores): all n, d; 'only if' (`kolmogorov`, Kolmogorov cycles): n = 3 in SymPy, evaluated by the predicate on drawn instances",
         (
             "general: symmetric M",
             "general: symmetric scores => detailed balance",
@@ -136,6 +136,13 @@ SCOPES: dict[str, tuple[str, tuple[str, ...]]] = {
 #: formulas a conclusion renders that its predicate does not evaluate but a test does (the test,
 #: and what it judges the formula against); THEOREMS.md says so
 EVALUATED_BY_TESTS: dict[str, dict[str, tuple[str, str]]] = {
+    "T6.jacobian": {
+        "dynamics": (
+            "tests/numerics/test_patterns.py::test_t6_jacobian_of_softmax_dynamics_equals_walk_minus_identity",
+            "against the velocity of `numerics.dynamics.MHADynamics`, whose autograd Jacobian it compares with J,"
+            " at a state off the base state with the literal softmax attention",
+        ),
+    },
     "T6.selection": {
         "velocity": (
             "tests/numerics/test_t6_emergence.py::test_emergence_follows_the_symbol",

@@ -204,9 +204,9 @@ SPECTRAL_THEOREMS: list[Theorem] = [
             Hypothesis(
                 "T4.softmax",
                 "softmax",
-                "softmax attention «attention» with $M = W_Q^\\top W_K$ and full support (no mask: $\\mu = 0$, every $A_{ij} > 0$), $n \\ge «n_min»$",
+                "softmax attention «attention» with the bilinear form «qk» ($W_Q, W_K \\in \\mathbb R^{d_k \\times d}$) and full support (no mask: $\\mu = 0$, every $A_{ij} > 0$), $n \\ge «n_min»$",
                 predicate="softmax_full_support",
-                params={"attention": _FS.ATTENTION, "n_min": 3},
+                params={"attention": _FS.ATTENTION, "qk": _FS.QK, "n_min": 3},
                 witnesses=(
                     Witness(
                         "T4.softmax.w1",
@@ -234,8 +234,8 @@ SPECTRAL_THEOREMS: list[Theorem] = [
             ),
             make_conclusion(
                 "T4.criterion",
-                "$A$ is reversible iff $M_a$ vanishes on $\\operatorname{span}\\{x_j - x_1\\}$; symmetric scores suffice — detailed balance with $\\pi_i \\propto Z_i$: «balance» ($\\mu$: the mask, $0$ without one), and $\\pi$ is stationary: «stationary»; symmetric scores are not necessary (affinely collinear tokens; $n = 2$)",
-                params={"balance": _F.T4_BALANCE, "stationary": _F.T4_STATIONARY},
+                "$A$ is reversible iff the right side of T4.triangle vanishes on every triple ($M_a$ vanishes on $\\operatorname{span}\\{x_j - x_i\\}$); only if — a reversible $A$ with a positive $\\pi$ balances every cycle (Kolmogorov): «kolmogorov»; symmetric scores suffice — detailed balance with $\\pi_i \\propto Z_i$: «balance» ($\\mu$: the mask, $0$ without one), and $\\pi$ is stationary: «stationary»; symmetric scores are not necessary (affinely collinear tokens; $n = 2$)",
+                params={"balance": _F.T4_BALANCE, "stationary": _F.T4_STATIONARY, "kolmogorov": _FS.KOLMOGOROV},
                 predicate="t4_symmetric_reversible",
                 tolerance=RELATIVE_TOLERANCE,
                 derivations=(
@@ -406,7 +406,9 @@ SPECTRAL_THEOREMS: list[Theorem] = [
             Hypothesis(
                 "T6.H2",
                 "(H2) homogeneous",
-                "base state $X = \\mathbf 1 \\otimes x^*$ (not necessarily an equilibrium)",
+                "base state $X = \\mathbf 1 \\otimes x^*$ (not necessarily an equilibrium), every token in the same state: «homogeneous»",
+                predicate="homogeneous",
+                params={"homogeneous": _FS.HOMOGENEOUS},
                 witnesses=(
                     Witness(
                         "T6.H2.w1",
@@ -430,6 +432,7 @@ SPECTRAL_THEOREMS: list[Theorem] = [
                             "kind": "ring",
                             "A0": [[["1/2", "1/2", 0], [0, "1/2", "1/2"], ["1/3", "1/3", "1/3"]]],
                             "T": [[[2]]],
+                            "X": [[1], [1], [1]],
                         },
                     ),
                 ),
@@ -438,8 +441,8 @@ SPECTRAL_THEOREMS: list[Theorem] = [
         conclusions=(
             make_conclusion(
                 "T6.jacobian",
-                "(H1)+(H2): the Jacobian of $\\dot x_i = \\sum_h\\sum_j A^h_{ij}(X) T_h x_j - x_i$ at the base state is exactly $J$, entry $((i, c), (j, b))$ (token-major): «jacobian»",
-                params={"jacobian": _FS.JACOBIAN},
+                "(H1)+(H2): the Jacobian of the dynamics «dynamics» (with $A_{h,i,j} = A^h_{ij}(X)$, head $h$'s attention at the state $X = (x_j)$) at the base state is exactly $J$, entry $((i, c), (j, b))$ (token-major): «jacobian»",
+                params={"dynamics": _FS.DYNAMICS, "jacobian": _FS.JACOBIAN},
                 derivations=("T6::Jacobian at 1(x)x*",),
                 tests=(
                     "tests/numerics/test_patterns.py::test_t6_jacobian_of_softmax_dynamics_equals_walk_minus_identity",

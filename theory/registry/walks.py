@@ -166,7 +166,7 @@ WALK_THEOREMS: list[Theorem] = [
             ),
             make_conclusion(
                 "T2.gauge",
-                "gauge: any other row-stochastic walk matrix $P'$, positive wherever $B_{ij} \\neq 0$ («support» there), works with its own transports: «gauge»",
+                "gauge: any other row-stochastic walk matrix $P'$, positive on every nonzero block: «support», works with its own transports: «gauge»",
                 predicate="t2_gauge",
                 params={"gauge": _FW.GAUGE, "support": _FW.GAUGE_SUPPORT},
                 tolerance=RELATIVE_TOLERANCE,
