@@ -323,27 +323,6 @@ def test_auto_method_memory_guard_and_parameters():
     assert e.value.argument == "attention_dtype"
 
 
-@pytest.mark.parametrize(
-    "n, d, H, max_dense, auto_max_nd, expected",
-    [
-        (16, 8, 4, 1024, None, "dense"),  # n·d = 128 ≤ 192
-        (16, 16, 4, 1024, None, "factored"),  # 256 > 192: few heads, the factored path is faster
-        (16, 16, 32, 1024, None, "dense"),  # H/d = 2: dense up to 384
-        (32, 16, 256, 1024, None, "dense"),  # edges form (H = d²): dense up to max_dense
-        (64, 32, 1024, 4096, None, "dense"),
-        (64, 32, 1024, 1024, None, "factored"),  # above max_dense only the factored path is complete
-        (8, 8, 4, 32, None, "factored"),  # max_dense lowered below n·d
-        (8, 8, 4, 1024, 64, "dense"),  # an explicit auto_max_nd is the switch
-        (8, 8, 4, 1024, 63, "factored"),
-        (8, 8, 4, 32, 1000, "dense"),
-    ],
-)
-def test_auto_picks_the_path_of_the_stated_rule(n, d, H, max_dense, auto_max_nd, expected):
-    from numerics.laplacian.diagnosis import auto_method
-
-    assert auto_method(n, d, H, max_dense, auto_max_nd) == expected
-
-
 def test_auto_computes_every_check_when_max_dense_is_below_the_walk():
     """max_dense below n·d: the dense path would skip the spectrum and kernel checks, so auto takes
     the factored path and every check is computed (none skipped)."""

@@ -569,7 +569,7 @@ def test_summary_is_a_fixed_width_table_with_the_spectrum():
         assert line.startswith(f"{k:<24}holds     ") and line.endswith("  ") and c.reason is None, line
     assert lines[-2] == "scale s = 1; rho = 1; pi unique = True"
     assert lines[-1] == "spectrum of Δ: {0, 2}"
-    S = diagnose(SWAP, max_dense=0)
+    S = diagnose(SWAP, method="dense", max_dense=0)
     rows = S.summary().split("\n")
     assert len(rows) == 1 + len(CHECK_NAMES) + 1 and rows[-1].startswith("scale s = 1")
     row = next(r for r in rows if r.startswith("flat"))
@@ -580,7 +580,7 @@ def test_summary_is_a_fixed_width_table_with_the_spectrum():
 def test_as_dict_reports_every_check_with_its_fields_scale_and_pi():
     from numerics.laplacian import CHECK_NAMES, diagnose
 
-    D = diagnose(SWAP, max_dense=0)
+    D = diagnose(SWAP, method="dense", max_dense=0)
     out = D.as_dict()
     assert list(out) == [*CHECK_NAMES, "scale", "pi"]
     for k in CHECK_NAMES:

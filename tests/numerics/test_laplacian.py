@@ -23,6 +23,7 @@ from numerics.laplacian import (
     stationary_distribution,
     stationary_info,
 )
+from numerics.laplacian.diagnosis import auto_method
 from numerics.tolerance import assert_close, tol
 from numerics.walk import ConnectionWalk
 from theory.report import record
@@ -648,3 +649,40 @@ def test_parallel_sections_just_missed_by_delta_are_ambiguous():
     assert int(D.parallel_dim) > int(D.kernel_dim)
     assert "ambiguous at float64" in D.kernel_parallel.reason and "Jensen" in D.kernel_parallel.reason
     assert_kernel_parallel_or_borderline(D)
+
+
+# ------------------------------------------------------- method="auto": the path of the stated rule
+@pytest.mark.parametrize(
+    "n, d, H, max_dense, auto_max_nd, expected",
+    [
+        (16, 8, 4, 1024, None, "dense"),  # n·d = 128 ≤ 192
+        (16, 16, 4, 1024, None, "factored"),  # 256 > 192: few heads, the factored path is faster
+        (16, 16, 32, 1024, None, "dense"),  # H/d = 2: dense up to 384
+        (32, 16, 256, 1024, None, "dense"),  # edges form (H = d²): dense up to max_dense
+        (64, 32, 1024, 4096, None, "dense"),
+        (64, 32, 1024, 1024, None, "factored"),  # above max_dense only the factored path is complete
+        (8, 8, 4, 32, None, "factored"),  # max_dense lowered below n·d
+        (8, 8, 4, 1024, 64, "dense"),  # an explicit auto_max_nd is the switch
+        (8, 8, 4, 1024, 63, "factored"),
+        (8, 8, 4, 32, 1000, "dense"),
+        (24, 8, 4, 1024, None, "dense"),  # n·d = 192 exactly: the bound is inclusive
+        (500, 1, 4, 1024, None, "dense"),  # d = 1: H/d = 4, dense up to 768
+        (800, 1, 4, 1024, None, "factored"),
+    ],
+)
+def test_auto_picks_the_path_of_the_stated_rule(n, d, H, max_dense, auto_max_nd, expected):
+    assert auto_method(n, d, H, max_dense, auto_max_nd) == expected
+
+
+def test_auto_counts_a_heads_walk_by_its_heads_and_an_edges_walk_by_d_squared():
+    """n = 16, d = 16 (n·d = 256): 4 heads are past the dense bound 192, an edges-form walk (d² = 256
+    terms per block) is not (192·16)."""
+    g = torch.Generator().manual_seed(0)
+    A = torch.softmax(torch.randn(4, 16, 16, generator=g, dtype=F), -1)
+    T = torch.randn(4, 16, 16, generator=g, dtype=F) / 4
+    heads = ConnectionWalk.from_mha(A, T)
+    assert heads.kind == "heads"
+    assert diagnose(heads, spectrum=False, kernel=False).extra["method"] == "factored"
+    edges = ConnectionWalk.from_blocks(torch.einsum("hij,hab->ijab", A, T))
+    assert edges.kind != "heads"
+    assert diagnose(edges).extra["method"] == "dense"

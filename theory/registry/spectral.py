@@ -490,6 +490,7 @@ SPECTRAL_THEOREMS: list[Theorem] = [
             "tests/numerics/test_patterns.py",
             "tests/numerics/test_statements.py",
             "tests/numerics/test_t6_emergence.py",
+            "tests/numerics/test_oracles.py",  # T6.H2's predicate on the instance's base state
         ),
         necessity_tests=("tests/numerics/test_patterns.py", NECESSITY_TESTS),
     ),
