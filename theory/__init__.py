@@ -8,7 +8,8 @@ Three packages, each a room with one door (its ``__init__``), and the modules th
   wordings) and ``registry.conventions`` (THEOREMS.md's conventions).
 * :mod:`theory.oracles` — independent predicates (numpy float64 / mpmath / Fraction) for every
   statement: ``oracles.instances`` (instances, verdicts, the shared numeric helpers) below
-  ``oracles.walks`` (L1, T1, T2, T3) below ``oracles.spectral`` (T4-T6).
+  ``oracles.walks`` (hypotheses, T1, T2) below ``oracles.laplacian`` (T3) below ``oracles.spectral``
+  (T4-T6).
 * :mod:`theory.derivations` — exact symbolic derivations at fixed sizes (``derive_t1`` ... ``derive_t6``):
   ``derivations.sizes`` (the supported sizes) below ``derivations.walks`` below
   ``derivations.spectral``; ``derivations.general`` proves the formulas for symbolic sizes with the

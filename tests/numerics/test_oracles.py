@@ -198,3 +198,13 @@ def test_homogeneous_judges_the_base_state_and_names_a_missing_one():
     assert oracles.homogeneous({**ring, "X": np.array([[1.0, -2.0], [1.0, -2.0], [1.0, -1.5]])}, params).fails
     with pytest.raises(KeyError, match="'X'"):
         oracles.homogeneous(ring, params)
+
+
+@pytest.mark.theorem("T2")
+def test_t2_gauge_judges_a_tiny_transport_at_unit_scale():
+    """A transport of 1e-259 (drawn once by Hypothesis): the gauge identity is linear in T, so it holds
+    exactly; products of such a transport underflow, and the support premise ``B_ij ≠ 0 ⇒ P'_ij > 0``
+    must not take the underflow for a zero block (that gave an infinite residual)."""
+    inst = {"kind": "mha", "As": np.full((1, 2, 2), 0.5), "Ts": np.full((1, 1, 1), 3.90355048e-259)}
+    v = oracles.t2_gauge(inst, get("T2").conclusion("T2.gauge").params)
+    assert v.holds and not v.undecided and v.residual == 0.0

@@ -48,6 +48,16 @@ from .instances import (  # noqa: F401
     walk_pi,
     walk_view,
 )
+from .laplacian import (  # noqa: F401
+    block_detailed_balance,
+    gauge_constraints,
+    walk_dirichlet,
+    walk_flat,
+    walk_kernel_parallel,
+    walk_scaled,
+    walk_self_adjoint,
+    walk_spectrum_interval,
+)
 from .spectral import (  # noqa: F401
     eig_count,
     homogeneous,
@@ -67,10 +77,8 @@ from .spectral import (  # noqa: F401
     walk_spectrum,
 )
 from .walks import (  # noqa: F401
-    block_detailed_balance,
     circulant,
     full_support,
-    gauge_constraints,
     heads_B,
     heads_stochastic,
     kron_spectrum,
@@ -93,12 +101,6 @@ from .walks import (  # noqa: F401
     t2_gauge,
     t2_special,
     transpose_compatible,
-    walk_dirichlet,
-    walk_flat,
-    walk_kernel_parallel,
-    walk_scaled,
-    walk_self_adjoint,
-    walk_spectrum_interval,
 )
 
 PREDICATES: dict[str, Callable[[Mapping, Mapping], Verdict]] = {

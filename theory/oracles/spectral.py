@@ -26,11 +26,13 @@ from .instances import (
     walk_pi,
     walk_view,
 )
-from .walks import (
-    multiset_distance,
+from .laplacian import (
     walk_dirichlet,
     walk_self_adjoint,
     walk_spectrum_interval,
+)
+from .walks import (
+    multiset_distance,
 )
 
 
