@@ -71,6 +71,7 @@ def test_numeric_test_paths_are_the_assigned_ones():
     assert set(_entry_tests("T2")) == {
         "tests/numerics/test_walk_t2.py",
         "tests/numerics/test_attention.py",
+        "tests/numerics/test_oracles.py",
         scale,
         "tests/models/test_identity_tiny.py",
         "tests/models/test_identity_real.py",

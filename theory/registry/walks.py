@@ -217,6 +217,7 @@ WALK_THEOREMS: list[Theorem] = [
         numeric_tests=(
             "tests/numerics/test_walk_t2.py",
             "tests/numerics/test_attention.py",
+            "tests/numerics/test_oracles.py",  # T2.gauge's oracle at the edge of float64's range
             "tests/numerics/test_scale.py",
             "tests/models/test_identity_tiny.py",
             "tests/models/test_identity_real.py",
