@@ -18,12 +18,14 @@ Three packages, each a room with one door (its ``__init__``), and the modules th
   proved): the machinery and the T3/T4 forms in the package itself, ``formulas.walks`` (conventions,
   L1, L2, L4, T1, T2) and ``formulas.spectral`` (T3-T6).
 
-Below them: :mod:`theory.statements` (the data types of statements), :mod:`theory.theorem` (the
-:class:`~theory.theorem.Theorem` record), :mod:`theory.cases` (the reference data statements carry),
-:mod:`theory.symbolic` / :mod:`theory.steps` / :mod:`theory.rewrite` (derivation machinery),
-:mod:`theory.rounding` (the three-valued decision rule), :mod:`theory.certificates` (exact rational
-certificates at realistic sizes), :mod:`theory.render` (``python -m theory.render [--check]`` writes /
-guards ``THEOREMS.md``) and :mod:`theory.report` (the per-theorem tally behind pytest's theorem table).
+Below them: :mod:`theory.statements` (the data types of statements), :mod:`theory.cases` (the
+reference data statements carry), :mod:`theory.symbolic` / :mod:`theory.steps` / :mod:`theory.rewrite`
+(derivation machinery), :mod:`theory.rounding` (the three-valued decision rule),
+:mod:`theory.certificates` (exact rational certificates at realistic sizes) and :mod:`theory.errors`.
+Between the derivations and the registry: :mod:`theory.theorem` (the :class:`~theory.theorem.Theorem`
+record, which runs its derivations). On top: :mod:`theory.render` (``python -m theory.render [--check]``
+writes / guards ``THEOREMS.md`` from the registry) and :mod:`theory.report` (the per-theorem tally behind
+pytest's theorem table).
 
 Neither torch nor numerics is ever imported (a test enforces it); the registry, the renderer and
 the derivations need only SymPy and the standard library, the oracles add numpy and mpmath.
