@@ -69,6 +69,36 @@ def raises_named(err, arg, call) -> str:
     return str(exc.value)
 
 
+def assert_bad_input(call, err: str, message: str) -> None:
+    """A row of a ``BAD_INPUT`` table: ``call()`` raises the ConnwalkError named ``err`` whose message
+    starts with ``message``, and the error's ``argument`` is the name before the message's colon."""
+    import pytest
+
+    from numerics.errors import ConnwalkError
+
+    with pytest.raises(ConnwalkError) as exc:
+        call()
+    assert type(exc.value).__name__ == err
+    assert str(exc.value).startswith(message), str(exc.value)
+    assert exc.value.argument == message.split(":")[0]
+
+
+def literal_constraints(P, O):
+    """The parallel-section constraint matrix ``C`` (``n·n·d × n·d``), literally: block row ``(i, j)`` is
+    ``e_iᵀ ⊗ I − e_jᵀ ⊗ O_ij`` on the edges ``P_ij > 0``, 0 elsewhere (float64 numpy)."""
+    import numpy as np
+
+    n, d = O.shape[0], O.shape[-1]
+    C = np.zeros((n * n * d, n * d))
+    for i in range(n):
+        for j in range(n):
+            if P[i, j] > 0:
+                r = (i * n + j) * d
+                C[r : r + d, i * d : (i + 1) * d] += np.eye(d)
+                C[r : r + d, j * d : (j + 1) * d] -= O[i, j]
+    return C
+
+
 def host(x) -> torch.Tensor:
     """A float64 CPU tensor of ``x``."""
     return torch.as_tensor(np.asarray(x, dtype=np.float64))

@@ -143,8 +143,11 @@ def row_sum(base: sp.IndexedBase, position: int = -1) -> Rule:
     return Rule(f"row_sum({base})", rf"\sum_v {sp.latex(base)}_{{\dots, v}} = 1", "reduction", apply)
 
 
-def orthogonality(base: sp.IndexedBase) -> Rule:
-    """``Σ_a O[u, v, a, b] O[u, v, a, c] = δ_bc`` (every ``O_uv`` orthogonal)."""
+def _orthogonal_contraction(base: sp.IndexedBase, fixed: tuple[int, ...], summed: int, free: int):
+    """The reduction shared by the orthogonality rules: two factors ``base[...]`` that agree on the
+    index positions ``fixed`` and share a bound index at position ``summed`` (occurring nowhere else)
+    contract to ``δ`` of their indices at position ``free``; a bound free index is substituted away
+    (the second factor's first), else the ``KroneckerDelta`` stays a factor."""
 
     def apply(t: Term):
         bound = set(t.bound)
@@ -153,57 +156,40 @@ def orthogonality(base: sp.IndexedBase) -> Rule:
             f, g = fs[p], fs[q]
             if not (isinstance(f, sp.Indexed) and isinstance(g, sp.Indexed) and f.base == base == g.base):
                 continue
-            if f.indices[:2] != g.indices[:2] or f.indices[2] != g.indices[2]:
+            if any(f.indices[k] != g.indices[k] for k in (*fixed, summed)):
                 continue
-            a, b, c = f.indices[2], f.indices[3], g.indices[3]
+            s, b, c = f.indices[summed], f.indices[free], g.indices[free]
             rest = fs[:p] + fs[p + 1 : q] + fs[q + 1 :]
-            if a not in bound or _occurs(a, rest) or a in (b, c) or a in f.indices[:2]:
+            if s not in bound or _occurs(s, rest) or s in (b, c) or s in (f.indices[k] for k in fixed):
                 continue
-            sums = tuple(s for s in t.sums if s[0] != a)
+            sums = tuple(x for x in t.sums if x[0] != s)
             if c in bound and c != b:
-                return Term(t.coeff, tuple(s for s in sums if s[0] != c), tuple(x.xreplace({c: b}) for x in rest))
+                return Term(t.coeff, tuple(x for x in sums if x[0] != c), tuple(x.xreplace({c: b}) for x in rest))
             if b in bound and b != c:
-                return Term(t.coeff, tuple(s for s in sums if s[0] != b), tuple(x.xreplace({b: c}) for x in rest))
+                return Term(t.coeff, tuple(x for x in sums if x[0] != b), tuple(x.xreplace({b: c}) for x in rest))
             return Term(t.coeff, sums, (*rest, sp.KroneckerDelta(b, c)))
         return None
 
+    return apply
+
+
+def orthogonality(base: sp.IndexedBase) -> Rule:
+    """``Σ_a O[u, v, a, b] O[u, v, a, c] = δ_bc`` (every ``O_uv`` orthogonal)."""
     return Rule(
         f"orthogonality({base})",
         rf"\sum_a {sp.latex(base)}_{{u,v,a,b}} {sp.latex(base)}_{{u,v,a,c}} = \delta_{{b,c}}",
         "reduction",
-        apply,
+        _orthogonal_contraction(base, fixed=(0, 1), summed=2, free=3),
     )
 
 
 def row_orthogonality(base: sp.IndexedBase) -> Rule:
     """``Σ_c R[u, a, c] R[u, b, c] = δ_ab`` (every ``R_u`` orthogonal: ``R_u R_u^T = I``)."""
-
-    def apply(t: Term):
-        bound = set(t.bound)
-        fs = t.factors
-        for p, q in itertools.combinations(range(len(fs)), 2):
-            f, g = fs[p], fs[q]
-            if not (isinstance(f, sp.Indexed) and isinstance(g, sp.Indexed) and f.base == base == g.base):
-                continue
-            if f.indices[0] != g.indices[0] or f.indices[2] != g.indices[2]:
-                continue
-            c, a, b = f.indices[2], f.indices[1], g.indices[1]
-            rest = fs[:p] + fs[p + 1 : q] + fs[q + 1 :]
-            if c not in bound or _occurs(c, rest) or c in (a, b) or c == f.indices[0]:
-                continue
-            sums = tuple(s for s in t.sums if s[0] != c)
-            if b in bound and b != a:
-                return Term(t.coeff, tuple(s for s in sums if s[0] != b), tuple(x.xreplace({b: a}) for x in rest))
-            if a in bound and a != b:
-                return Term(t.coeff, tuple(s for s in sums if s[0] != a), tuple(x.xreplace({a: b}) for x in rest))
-            return Term(t.coeff, sums, (*rest, sp.KroneckerDelta(a, b)))
-        return None
-
     return Rule(
         f"row_orthogonality({base})",
         rf"\sum_c {sp.latex(base)}_{{u,a,c}} {sp.latex(base)}_{{u,b,c}} = \delta_{{a,b}}",
         "reduction",
-        apply,
+        _orthogonal_contraction(base, fixed=(0,), summed=2, free=1),
     )
 
 

@@ -121,6 +121,8 @@ from numerics.laplacian.lanczos import Meter, OverBudget, deflated_smallest, ope
 from numerics.laplacian.result import make_check
 from numerics.laplacian.sections import (
     constraints_factor,
+    extended_basis,
+    extension_step,
     flat_interval,
     krylov_ritz,
     lower_bound,
@@ -279,10 +281,8 @@ def _kernel_element(
             v0 = np.random.default_rng([seed, K.shape[1]]).standard_normal(N)
             lam1, vec, rho = deflated_smallest(DtD, K, dn_up, N, n, d, meter, v0)
             lo, hi = math.sqrt(max(lam1 - rho, 0.0)), math.sqrt(max(lam1 + rho, 0.0))
-            v = vec - K @ (K.T @ vec)
-            Kc = torch.cat([K, (v / torch.linalg.vector_norm(v))[:, None]], 1)
-            sv = torch.linalg.svdvals(Dfn(Kc.T.reshape(-1, n, d)).reshape(Kc.shape[1], N).T)
-            if float(sv[0]) <= thr * dn_up or lo <= thr * dn_up:  # not decided by the bound of ‖Δ‖
+            Kc, top = extended_basis(K, vec, Dfn, n, d)
+            if top <= thr * dn_up or lo <= thr * dn_up:  # not decided by the bound of ‖Δ‖
                 exact_dn()
         except OverBudget as exc:
             undefined = True
@@ -298,18 +298,16 @@ def _kernel_element(
                 + ")"
             )
             break
-        if float(sv[0]) <= thr * dn_up and extra_found < k_max:  # dn_up = ‖Δ‖ here, or both sides hold
+        # dn_up = ‖Δ‖ here, or both sides of the decision hold with the bound
+        action, why = extension_step(top, lo, hi, thr * dn_up, extra_found, k_max, K.shape[1])
+        if action == "extend":
             K, extra_found = Kc, extra_found + 1
             continue
-        if lo > thr * dn_up:
+        if action == "stop":
             s_next = lo
             break
         undefined = True
-        whys.append(
-            f"undefined: σ_{K.shape[1] + 1}(Δ) ∈ [{lo:.1e}, {hi:.1e}] straddles the threshold {thr * dn_up:.1e}"
-            if float(sv[0]) > thr * dn_up
-            else f"undefined: more than k_max = {k_max} null directions of Δ outside the parallel sections"
-        )
+        whys.append(why)
     kD = -1 if capped_search else K.shape[1]
     need = n_comp * d
     up = float(s_up[need - 1]) if need else 0.0

@@ -12,6 +12,8 @@ import torch
 from numerics.laplacian.blocks import FactoredBlocks
 from numerics.laplacian.sections import (
     constraints_factor,
+    extended_basis,
+    extension_step,
     flat_interval,
     krylov_ritz,
     parallel_count,
@@ -82,23 +84,16 @@ def kernel_element_arpack(e: FactoredBlocks, n_comp: int, tdt, k_max: int, seed:
         v = torch.from_numpy(vec[:, 0])
         rho = float(torch.linalg.vector_norm(torch.from_numpy(mv(vec[:, 0])) - float(lam[0]) * v))
         lo, hi = math.sqrt(max(float(lam[0]) - rho, 0.0)), math.sqrt(max(float(lam[0]) + rho, 0.0))
-        v = v - K @ (K.T @ v)
-        Kc = torch.cat([K, (v / torch.linalg.vector_norm(v))[:, None]], 1)
-        # certify with Δ itself (accurate to eps‖Δ‖), not the Gram residual (eps‖Δ‖²)
-        sv = torch.linalg.svdvals(Dfn(Kc.T.reshape(-1, n, d)).reshape(Kc.shape[1], N).T)
-        if float(sv[0]) <= thr * dn and extra_found < k_max:
-            K = Kc
-            extra_found += 1
+        Kc, top = extended_basis(K, v, Dfn, n, d)
+        action, why = extension_step(top, lo, hi, thr * dn, extra_found, k_max, K.shape[1])
+        if action == "extend":
+            K, extra_found = Kc, extra_found + 1
             continue
-        if lo > thr * dn:
+        if action == "stop":
             s_next = lo
             break
         undefined = True
-        whys.append(
-            f"undefined: σ_{K.shape[1] + 1}(Δ) ∈ [{lo:.1e}, {hi:.1e}] straddles the threshold {thr * dn:.1e}"
-            if float(sv[0]) > thr * dn
-            else f"undefined: more than k_max = {k_max} null directions of Δ outside the parallel sections"
-        )
+        whys.append(why)
         break
     kD = K.shape[1]
     if not kD:

@@ -186,6 +186,31 @@ def sections_in_kernel(Dfn, Z: torch.Tensor, n: int, d: int, thr_d: float, dn: f
     return float(sZ[0]) / dn, Z @ VhZ.T.flip(1)[:, : int((sZ <= thr_d * dn).sum())]
 
 
+def extended_basis(K: torch.Tensor, vec: torch.Tensor, Dfn, n: int, d: int) -> tuple[torch.Tensor, float]:
+    """``K`` with the unit part of ``vec`` outside its span appended, and the largest singular value of
+    ``Δ`` on that basis — certified with ``Δ`` itself (accurate to eps·‖Δ‖), not with the Gram
+    residual (eps·‖Δ‖²)."""
+    v = vec - K @ (K.T @ vec)
+    Kc = torch.cat([K, (v / torch.linalg.vector_norm(v))[:, None]], 1)
+    sv = torch.linalg.svdvals(Dfn(Kc.T.reshape(-1, n, d)).reshape(Kc.shape[1], n * d).T)
+    return Kc, float(sv[0])
+
+
+def extension_step(top: float, lo: float, hi: float, level: float, extra_found: int, k_max: int, k: int):
+    """One step of the search for null directions of ``Δ`` beyond the ``k`` found: ``"extend"`` when
+    ``Δ`` is below ``level`` on the extended basis (``top``, :func:`extended_basis`) and fewer than
+    ``k_max`` extra directions were taken; ``"stop"`` when ``σ_{k+1}(Δ) ∈ [lo, hi]`` is certainly above
+    ``level``; else ``"undefined"`` with its reason (the interval straddles ``level``, or ``k_max`` is
+    reached). Returns ``(action, reason)``."""
+    if top <= level and extra_found < k_max:
+        return "extend", None
+    if lo > level:
+        return "stop", None
+    if top > level:
+        return "undefined", f"undefined: σ_{k + 1}(Δ) ∈ [{lo:.1e}, {hi:.1e}] straddles the threshold {level:.1e}"
+    return "undefined", f"undefined: more than k_max = {k_max} null directions of Δ outside the parallel sections"
+
+
 def subspace_bound(thr: float, dn: float, cn: float, kD: int, s_next: float, kC: int, low_next: float) -> float:
     """The bound of the kernel residual ``max(‖ΔZ‖/‖Δ‖, ‖CK‖/‖C‖)``: a computed null basis is off the
     exact one by ``sin θ ≤ thr·‖·‖ / gap`` (Wedin / Davis–Kahan), the gap being the next singular value

@@ -24,7 +24,6 @@ from numerics.attention import (
     walk_from_weights,
 )
 from numerics.errors import (
-    ConnwalkError,
     DeviceMismatchError,
     DTypeError,
     NonFiniteError,
@@ -33,7 +32,7 @@ from numerics.errors import (
 )
 from numerics.tolerance import assert_close, rel_err
 from numerics.walk import ConnectionWalk
-from tests.helpers import naive_walk_apply, raises_named, t
+from tests.helpers import assert_bad_input, naive_walk_apply, raises_named, t
 from theory.report import record
 
 
@@ -507,11 +506,7 @@ BAD_INPUT = [
 
 @pytest.mark.parametrize("call, err, message", BAD_INPUT)
 def test_bad_input_messages_name_the_argument_and_what_was_expected(call, err, message):
-    with pytest.raises(ConnwalkError) as exc:
-        call()
-    assert type(exc.value).__name__ == err
-    assert str(exc.value).startswith(message), str(exc.value)
-    assert exc.value.argument == message.split(":")[0]
+    assert_bad_input(call, err, message)
 
 
 # ------------------------------------------------------------------------------------- the `w` argument spec

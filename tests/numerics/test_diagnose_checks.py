@@ -30,7 +30,7 @@ from numerics.laplacian.checks import (
 from numerics.laplacian.result import Check, make_check
 from numerics.tolerance import tol
 from numerics.walk import ConnectionWalk
-from tests.helpers import host, rot
+from tests.helpers import host, literal_constraints, rot
 
 F = torch.float64
 
@@ -197,19 +197,6 @@ def _literal(P, a, T):
     return B, O
 
 
-def _literal_C(P, O):
-    """The constraint matrix C ``(n·n·d, n·d)``: block row (i, j) = e_iᵀ ⊗ I − e_jᵀ ⊗ O_ij on the support."""
-    n, d = P.shape[0], O.shape[-1]
-    C = np.zeros((n * n * d, n * d))
-    for i in range(n):
-        for j in range(n):
-            if P[i, j] > 0:
-                r = (i * n + j) * d
-                C[r : r + d, i * d : (i + 1) * d] += np.eye(d)
-                C[r : r + d, j * d : (j + 1) * d] -= O[i, j]
-    return C
-
-
 def _heads_case(seed, batch=(2,), H=3, n=4, d=3, dh=None, t_batched=False):
     """Coefficients a ``(*batch, H, n, n)`` with zeros (a partial support), P their head mean, and T
     ``(H, d, d)`` (or per batch element), or the factors W_O ``(H, d, dh)``, W_V ``(H, dh, d)``."""
@@ -313,7 +300,7 @@ def test_factored_constraint_products_of_one_walk_match_the_literal_C(case, chun
         np.testing.assert_array_equal(e.a.numpy(), a[b])
         assert e.W_O is fb.W_O and e.W_V is fb.W_V  # the low-rank factors are kept (the cheaper products)
         B, O = _literal(P[b], a[b], Tb)
-        C = _literal_C(P[b], O)
+        C = literal_constraints(P[b], O)
         xf = x.reshape(3, n * d)
         Cx = (xf @ C.T).reshape(3, n, n, d)
         CtCx = (xf @ C.T @ C).reshape(3, n, d)
@@ -413,7 +400,7 @@ def test_factored_blocks_of_an_edges_walk_is_exact_in_the_unit_matrix_basis():
         e = element(fb, b)
         assert e.exact and e.terms == 1
         np.testing.assert_array_equal(e.w.numpy(), fb.w[b].numpy())  # the entries of O, not B/P recomputed
-        C = _literal_C(P[b], Oz[b])
+        C = literal_constraints(P[b], Oz[b])
         ref = (x.reshape(2, n * d) @ C.T @ C).reshape(2, n, d)
         np.testing.assert_allclose(e.constraints_gram_fast(torch.tensor(x)).numpy(), ref, rtol=0, atol=1e-12)
 

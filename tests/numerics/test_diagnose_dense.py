@@ -25,7 +25,7 @@ from numerics.laplacian.dense import dense_kernel, dense_spectrum
 from numerics.laplacian.result import Check, make_check
 from numerics.tolerance import tol
 from numerics.walk import ConnectionWalk
-from tests.helpers import host, rot, triangle
+from tests.helpers import host, literal_constraints, rot, triangle
 
 F = torch.float64
 
@@ -38,19 +38,6 @@ def literal_delta(P: np.ndarray, O: np.ndarray) -> np.ndarray:
         for j in range(n):
             L[i * d : (i + 1) * d, j * d : (j + 1) * d] -= P[i, j] * O[i, j]
     return L
-
-
-def literal_constraints(P: np.ndarray, O: np.ndarray) -> np.ndarray:
-    """``C`` with block row (i, j) = e_iᵀ ⊗ I − e_jᵀ ⊗ O_ij on edges P_ij > 0, 0 elsewhere."""
-    n, d = O.shape[0], O.shape[-1]
-    C = np.zeros((n * n * d, n * d))
-    for i in range(n):
-        for j in range(n):
-            if P[i, j] > 0:
-                r = (i * n + j) * d
-                C[r : r + d, i * d : (i + 1) * d] += np.eye(d)
-                C[r : r + d, j * d : (j + 1) * d] -= O[i, j]
-    return C
 
 
 # ------------------------------------------------------------------------------ numerics.laplacian.dense.dense_spectrum
