@@ -18,6 +18,7 @@ import sys
 from pathlib import Path
 
 from .registry import CLAIMS, CONVENTIONS, EVALUATED_BY_TESTS, THEOREMS
+from .steps import INSTANCES, TITLES
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_OUTPUT = REPO_ROOT / "THEOREMS.md"
@@ -54,11 +55,22 @@ def _paths(paths) -> str:
     return ", ".join(f"`{p}`" for p in paths) if paths else "—"
 
 
-def _check_names(t) -> list[str]:
-    """Names of the derivation steps, from the docstring-independent static list kept on the
-    function (``checks``) when present; otherwise the first docstring paragraph."""
-    doc = (t.derivation.__doc__ or "").strip()
-    return [" ".join(doc.split("\n\n")[0].split())]
+def _step_title(t, link: str) -> str:
+    """The formula-free title (:data:`theory.steps.TITLES`) of the step a derivation link ``ID::text``
+    (or a bare step name of ``t``) names: the first step of the entry whose name begins with ``text``."""
+    from .steps import GENERAL_STEPS, STEPS
+
+    tid, sep, text = link.partition("::")
+    if not sep:
+        tid, text = t.id, link
+    for _kind, name, *_ in STEPS.get(tid, ()) + GENERAL_STEPS.get(tid, ()):
+        if name.startswith(text) or (text.startswith(name) and len(name) >= 8):
+            return TITLES[name]
+    raise KeyError(f"{link}: no derivation step of {tid} begins with it")
+
+
+def _step_links(t, links) -> str:
+    return "; ".join(f"“{_step_title(t, x)}”" for x in links) if links else "—"
 
 
 def _links(items) -> str:
@@ -80,7 +92,7 @@ def theorem_markdown(t) -> str:
             if w.instance is not None:
                 where.append(f"instance `{w.instance['kind']}`" + (f", breaks {', '.join(w.fails)}" if w.fails else ""))
             if w.derivation:
-                where.append(f"derivation `{w.derivation}`")
+                where.append(f"derivation step “{_step_title(t, w.derivation)}”")
             lines.append(f"  - necessity witness `{w.id}`: {w.text} ({'; '.join(where)})")
     lines.append("")
     lines.append("**Conclusions**")
@@ -111,12 +123,12 @@ def theorem_markdown(t) -> str:
             lines.append(
                 f"   - proof scope: **{c.scope}**"
                 + (
-                    f" — steps {_links(t.id + '::' + g for g in c.general)} of the derivation for symbolic sizes"
+                    f" — steps {_step_links(t, [t.id + '::' + g for g in c.general])} of the derivation for symbolic sizes"
                     if c.general
                     else ""
                 )
             )
-        lines.append(f"   - derivation steps: {_links(c.derivations)}")
+        lines.append(f"   - derivation steps: {_step_links(t, c.derivations)}")
         lines.append(f"   - tests: {_links(c.tests)}")
     if t.notes:
         lines.append("")
@@ -127,7 +139,9 @@ def theorem_markdown(t) -> str:
     lines.append("")
     lines.append(
         # the public import path: theory.derivations re-exports the derive_* of its submodules
-        f"**Derivation** (`theory.derivations.{t.derivation.__name__}`, sizes: {_sizes(t)}): " + _check_names(t)[0]
+        f"**Derivation** (`theory.derivations.{t.derivation.__name__}`, sizes: {_sizes(t)}): exact SymPy on "
+        + INSTANCES[t.id]
+        + "."
     )
     lines.append("")
     if t.steps:
@@ -140,7 +154,7 @@ def theorem_markdown(t) -> str:
             "numeric": "rounded value, numeric",
         }
         for k, (kind, name, *detail) in enumerate(t.steps, 1):
-            lines.append(f"{k}. `{name}` ({kinds[kind]}" + "".join(f"; {x}" for x in detail) + ")")
+            lines.append(f"{k}. {TITLES[name]} ({kinds[kind]}" + "".join(f"; {x}" for x in detail) + ")")
         lines.append("")
     if t.general is not None:
         lines.append(
@@ -151,7 +165,7 @@ def theorem_markdown(t) -> str:
         kinds = {"zero": "exact zero", "witness": "exact nonzero: distinct heads by construction"}
         for k, (kind, name, *detail) in enumerate(t.general_steps, 1):
             what = "exact nonzero: necessity witness" if kind == "witness" and "witness" in name else kinds[kind]
-            lines.append(f"{k}. `{name}` ({what}" + "".join(f"; {x}" for x in detail) + ")")
+            lines.append(f"{k}. {TITLES[name]} ({what})")
         lines.append("")
     if t.lemmas:
         lines.append(f"- uses lemmas: {', '.join(t.lemmas)}")

@@ -202,3 +202,37 @@ def test_notation_and_bindings_are_not_formulas(span):
 )
 def test_hand_typed_formulas_are_found(span):
     assert free_formulas(f"text ${span}$ text") == [span]
+
+
+#: what a formula-free title or description may not contain (a relation, an operation, a sub/superscript, a brace,
+#: TeX or code)
+_FORMULA_CHARS = re.compile(r"[=<>^_/+*|\[\]{}$\\`]")
+
+
+def test_every_derivation_step_has_a_formula_free_title():
+    """THEOREMS.md shows each derivation step by its title (the step names are code labels), and each
+    fixed-size derivation by a description of its instances in words."""
+    from theory import steps
+
+    names = [s[1] for table in (steps.STEPS, steps.GENERAL_STEPS) for entry in table.values() for s in entry]
+    missing = [x for x in names if x not in steps.TITLES]
+    assert not missing, f"steps without a title: {missing}"
+    assert set(steps.TITLES) == set(names), "titles of steps that no longer exist"
+    typed = [x for x in [*steps.TITLES.values(), *steps.INSTANCES.values()] if _FORMULA_CHARS.search(x)]
+    assert not typed, typed
+    assert set(steps.INSTANCES) == {t for t in registry.ids() if registry.get(t).steps}
+
+
+def test_formula_free_text_check_catches_a_formula_in_a_title():
+    assert _FORMULA_CHARS.search("symmetric M: pi_i A_ij = pi_j A_ji")
+    assert not _FORMULA_CHARS.search("symmetric scores: detailed balance with the partition functions as weights")
+
+
+def test_theorems_md_shows_no_step_label():
+    """No derivation step label (code, with its formulas) is printed in THEOREMS.md: only its title."""
+    from theory import steps
+    from theory.render import render_markdown
+
+    text = render_markdown()
+    shown = [x for x in steps.TITLES if _FORMULA_CHARS.search(x) and x in text]
+    assert not shown, shown
