@@ -284,3 +284,6 @@ class Note(str):
         obj = super().__new__(cls, fill(statement, params))
         obj.statement, obj.params = statement, dict(params)
         return obj
+
+    def __reduce__(self):  # copy / pickle rebuild from the template, not from the filled text
+        return (Note, (self.statement, self.params))
