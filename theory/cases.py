@@ -30,3 +30,32 @@ T3_INVERSE_TRANSPORTS: dict = {
     "negative_eigenvalue": -0.0268,
     "digits": 4,
 }
+
+#: T6 reference case Ex1 (one head, ring of n tokens): the wrapped Gaussian kernel (centre, width), the
+#: transport, the symbol's selection and growth (rounded to ``sigma_digits``), the phase velocity
+#: (``velocity_digits``) and the simulation that reproduces them (RK4 step ``dt``, perturbation)
+T6_EX1: dict = {
+    "n": 64,
+    "centre": 4,
+    "width": "3/2",
+    "T": [[1, 0], [0, -3]],
+    "k_star": 7,
+    "sigma_re": 0.62926,
+    "sigma_im": 0.67486,
+    "sigma_digits": 5,
+    "velocity": 0.982,
+    "velocity_digits": 3,
+    "dt": 0.01,
+    "perturbation": 1e-10,
+}
+
+#: T6 reference case Ex3 (two heads, non-commuting transports): the symbol selects ``k_star``, a
+#: per-head guess ``k_naive``
+T6_EX3: dict = {
+    "n": 64,
+    "centres": [7, -4],
+    "width": "3/2",
+    "T": [[[-1, -3], [3, 0]], [[-1, -1], [3, -1]]],
+    "k_star": 6,
+    "k_naive": 3,
+}

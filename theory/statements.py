@@ -269,3 +269,21 @@ class Claim:
     module: str
     source: str = ""
     tests: tuple[str, ...] = ()
+
+
+class Note(str):
+    """A theorem's note: the rendered text (a ``str``, so THEOREMS.md and every reader see the
+    filled text), remembering its ``statement``, a template citing data as ``«name»`` /
+    ``«name|tex»`` filled from ``params`` (e.g. a reference case's numbers from
+    :mod:`theory.cases`, never typed in the text)."""
+
+    statement: str
+    params: Mapping[str, Any]
+
+    def __new__(cls, statement: str, params: Mapping[str, Any]) -> Note:
+        obj = super().__new__(cls, fill(statement, params))
+        obj.statement, obj.params = statement, dict(params)
+        return obj
+
+    def __reduce__(self):  # copy / pickle rebuild from the template, not from the filled text
+        return (Note, (self.statement, self.params))

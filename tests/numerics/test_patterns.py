@@ -59,6 +59,7 @@ from numerics.patterns import (
 from numerics.simulate import MHADynamics, perturbed_homogeneous, simulate_flow, simulate_stack, sinusoidal_pe
 from numerics.tolerance import assert_close, tol
 from tests.helpers import assert_bad_input, naive_token_major, raises_named, t
+from theory.cases import T6_EX1, T6_EX3
 from theory.formulas import evaluate
 from theory.oracles import ring_jacobian
 from theory.registry import get
@@ -76,19 +77,26 @@ def _R(theta: float) -> torch.Tensor:
 
 
 # ------------------------------------------------------------------ reference constructions
+def _width(case) -> float:
+    num, den = case["width"].split("/")
+    return int(num) / int(den)
+
+
 def ex1():
-    """THEOREMS.md T6 Ex1: n=64, wrapped Gaussian kernel centred at +4, width 1.5 (form found to
-    reproduce the stated numbers exactly), T = diag(1, −3)."""
-    return gaussian_kernel(64, 4.0, 1.5)[None], torch.diag(_t([1.0, -3.0]))[None]
+    """THEOREMS.md T6 Ex1 (theory.cases.T6_EX1): n=64, wrapped Gaussian kernel centred at +4, width 1.5
+    (form found to reproduce the stated numbers exactly), T = diag(1, −3)."""
+    E = T6_EX1
+    return gaussian_kernel(E["n"], float(E["centre"]), _width(E))[None], _t(E["T"])[None]
 
 
-# Ex3 transports are not given in THEOREMS.md; these integer, non-commuting T_h were found by a search
-# over small integer matrices for "symbol |k*| = 6, per-head guess |k| = 3, both with clear gaps".
-EX3_T = _t([[[-1.0, -3.0], [3.0, 0.0]], [[-1.0, -1.0], [3.0, -1.0]]])
+# Ex3's transports (theory.cases.T6_EX3): integer, non-commuting T_h found by a search over small
+# integer matrices for "symbol |k*| = 6, per-head guess |k| = 3, both with clear gaps".
+EX3_T = _t(T6_EX3["T"])
 
 
 def ex3():
-    return torch.stack([gaussian_kernel(64, 7.0, 1.5), gaussian_kernel(64, -4.0, 1.5)]), EX3_T.clone()
+    E = T6_EX3
+    return torch.stack([gaussian_kernel(E["n"], float(c), _width(E)) for c in E["centres"]]), EX3_T.clone()
 
 
 def naive_kernel_hat(a: np.ndarray) -> np.ndarray:
@@ -330,10 +338,12 @@ def test_rotating_wave_frequency_formula_and_handedness():
 def test_ex1_prediction_matches_stated_numbers():
     a, T = ex1()
     p = predict_pattern(a, T)
-    assert abs(p.k_star) == 7 and not p.tie
+    E = T6_EX1  # the numbers THEOREMS.md's note renders
+    assert abs(p.k_star) == E["k_star"] and not p.tie
     s = p.growth_rate
-    assert round(s.real, 5) == 0.62926 and round(abs(s.imag), 5) == 0.67486
-    assert round(p.phase_velocity, 3) == 0.982
+    assert round(s.real, E["sigma_digits"]) == E["sigma_re"]
+    assert round(abs(s.imag), E["sigma_digits"]) == E["sigma_im"]
+    assert round(p.phase_velocity, E["velocity_digits"]) == E["velocity"]
     assert p.pattern_class == TRAVELLING
 
 
@@ -344,25 +354,26 @@ def _fit_window(traj, k):
 
 @pytest.mark.theorem("T6")
 def test_ex1_emergence_follows_prediction_with_content_attention():
-    """RK4 dt=0.01, perturbation 1e-10, softmax dynamics with random content attention: the
+    """RK4 at T6_EX1's step and perturbation, softmax dynamics with random content attention: the
     observed mode, growth rate and phase velocity in the linear window match the symbol."""
     a, T = ex1()
     p = predict_pattern(a, T)
     g = torch.Generator().manual_seed(0)
     content = (torch.randn(1, 2, 2, generator=g, dtype=F64), torch.randn(1, 2, 2, generator=g, dtype=F64))
     dyn = MHADynamics(T, kernels=a, content=content)
-    X0 = perturbed_homogeneous(64, 2, [1.0, 0.0], 1e-10, generator=g)
-    tr = simulate_flow(dyn, X0, 24.0, 0.01, save_every=20)
+    E = T6_EX1  # the simulation THEOREMS.md's note states
+    X0 = perturbed_homogeneous(E["n"], 2, [1.0, 0.0], E["perturbation"], generator=g)
+    tr = simulate_flow(dyn, X0, 24.0, E["dt"], save_every=20)
     dev = (tr.final - tr.final.mean(0)).abs().max().item()
     assert dev < 1e-3, "left the linear window"
-    fit = _fit_window(tr, 7)
+    fit = _fit_window(tr, E["k_star"])
     obs = classify_trajectory(tr.times, tr.states, window=(12.0, 24.0))
-    assert obs.k == 7 and obs.label == TRAVELLING
+    assert obs.k == E["k_star"] and obs.label == TRAVELLING
     rel_g = abs(fit.growth_rate.real - s_re(p)) / abs(s_re(p))
     rel_w = abs(fit.growth_rate.imag - p.growth_rate.imag) / abs(p.growth_rate.imag)
     rel_c = abs(fit.velocity - p.phase_velocity) / abs(p.phase_velocity)
     assert rel_g <= 1e-3 and rel_w <= 1e-2 and rel_c <= 1e-2
-    assert abs(obs.velocity - 0.982) <= 1e-2 * 0.982
+    assert abs(obs.velocity - E["velocity"]) <= 1e-2 * E["velocity"]
     record("T6", residual=max(rel_g, rel_c))
 
 
@@ -376,15 +387,16 @@ def test_ex3_non_commuting_heads_follow_symbol_not_per_head_guess():
     assert not torch.allclose(T[0] @ T[1], T[1] @ T[0])
     p = predict_pattern(a, T)
     naive = naive_per_head_growth(a, T)
-    k_naive = abs(int(signed_wavenumbers(64)[int(torch.argmax(naive))]))
-    assert abs(p.k_star) == 6 and k_naive == 3 and p.gap_k > 0.3
+    E = T6_EX3  # the numbers THEOREMS.md's note renders
+    k_naive = abs(int(signed_wavenumbers(E["n"])[int(torch.argmax(naive))]))
+    assert abs(p.k_star) == E["k_star"] and k_naive == E["k_naive"] and p.gap_k > 0.3
     dyn = MHADynamics(T, kernels=a)
     g = torch.Generator().manual_seed(1)
-    X0 = perturbed_homogeneous(64, 2, [0.0, 0.0], 1e-10, generator=g)
+    X0 = perturbed_homogeneous(E["n"], 2, [0.0, 0.0], 1e-10, generator=g)
     tr = simulate_flow(dyn, X0, 8.0, 0.01, save_every=10)
     obs = classify_trajectory(tr.times, tr.states, window=(4.0, 8.0))
-    assert obs.k == 6, f"simulation selected |k|={obs.k}"
-    fit = _fit_window(tr, 6)
+    assert obs.k == E["k_star"], f"simulation selected |k|={obs.k}"
+    fit = _fit_window(tr, E["k_star"])
     assert abs(fit.growth_rate.real - p.growth_rate.real) <= 1e-3 * abs(p.growth_rate.real)
     record("T6", residual=abs(fit.growth_rate - p.growth_rate) / abs(p.growth_rate))
 

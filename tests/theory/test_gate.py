@@ -22,6 +22,7 @@ from tests.numerics import statement_cases as cases
 from tests.numerics import test_statements
 from theory import formulas as F
 from theory import oracles, registry
+from theory.formulas import patterns as FP
 from theory.formulas import spectral as FS
 from theory.formulas import walks as FW
 from theory.registry import get
@@ -84,7 +85,9 @@ MUTANTS = {
     # further mutants of the numbers the statements carry
     "T3 lower bound 0 -> 0.5": lambda: _conclusion_mutant("T3", "T3.spectrum", lo=0.5),
     "T5 spectral map swapped": lambda: _formula_mutant("T5", "T5.spectrum", "on_fix", rhs=F.T5_ON_MINUS.rhs),
-    "T6 growth shift 1 -> 0": lambda: _conclusion_mutant("T6", "T6.selection", shift=0),
+    "T6 growth shift 1 -> 0": lambda: _formula_mutant(
+        "T6", "T6.selection", "growth", rhs=FP.AtK(FP.Leading(FP.Mk), FS.k_star)
+    ),
     "T4 triangle coefficient 2 -> 1": lambda: _formula_mutant(
         "T4", "T4.triangle", "triangle", rhs=F.T4_TRIANGLE.rhs / 2
     ),
@@ -212,6 +215,23 @@ MUTANTS = {
     "T6 rotating rho -> rho^2": lambda: _formula_mutant(
         "T6", "T6.rotating", "rotating", rhs=_x(FS.ROTATING.rhs, FS.rho, FS.rho**2)
     ),
+    "T6 eigenpair M(k) - I -> M(k)": lambda: _formula_mutant(
+        "T6", "T6.fourier", "eigenpair", rhs=sp.KroneckerProduct(FP.phi_m, FP.Mk * FP.v_m)
+    ),
+    "T6 eigenpair phi_k (x) v -> v (x) phi_k": lambda: _formula_mutant(
+        "T6", "T6.fourier", "eigenpair", lhs=FP.J_m * sp.KroneckerProduct(FP.v_m, FP.phi_m)
+    ),
+    "T6 eigenpair phi_k(j) = zeta^j -> zeta^(2j)": lambda: _formula_mutant(
+        "T6", "T6.fourier", "eigenpair", where=((FP.phi_[F.j], F.zeta ** (2 * F.j)),)
+    ),
+    "T6 root e^(2 pi i k/n) -> e^(pi i k/n)": lambda: _formula_mutant(
+        "T6", "T6.fourier", "root", rhs=sp.exp(sp.pi * sp.I * F.k / F.n)
+    ),
+    "T6 selection argmax -> argmin": lambda: _formula_mutant(
+        "T6", "T6.selection", "selection", rhs=FP.ArgMaxK(-FP.Abscissa(FP.MinusI(FP.Mk)))
+    ),
+    "T6 abscissa Re sigma -> Im sigma": lambda: _formula_mutant("T6", "T6.selection", "abscissa", lhs=sp.im(FS.sigma_)),
+    "T6 conjugate M(-k) = conj M(k) -> M(k)": lambda: _formula_mutant("T6", "T6.selection", "conjugate", rhs=FP.Mk),
     "T5 kernel: Fix(T) -> the -1 eigenspace": lambda: _formula_mutant(
         "T5",
         "T5.kernel",
@@ -473,6 +493,14 @@ ORACLE_FORMULA_MUTANTS = [
     "T6 symbol: sum over heads -> head 0 only",
     "T6 rotating e^{i theta} -> e^{-i theta}",
     "T6 rotating rho -> rho^2",
+    "T6 growth shift 1 -> 0",
+    "T6 eigenpair M(k) - I -> M(k)",
+    "T6 eigenpair phi_k (x) v -> v (x) phi_k",
+    "T6 eigenpair phi_k(j) = zeta^j -> zeta^(2j)",
+    "T6 root e^(2 pi i k/n) -> e^(pi i k/n)",
+    "T6 selection argmax -> argmin",
+    "T6 abscissa Re sigma -> Im sigma",
+    "T6 conjugate M(-k) = conj M(k) -> M(k)",
 ]
 
 

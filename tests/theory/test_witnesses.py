@@ -129,3 +129,19 @@ def test_converted_witnesses_render_their_data(wid):
     w = _witness(wid.split(".")[0], wid)
     assert "«" in w.statement and typed_data(w.statement) == [], w.statement
     assert "«" not in w.text
+
+
+def test_a_note_renders_its_case_data():
+    """A note's numbers are placeholders filled from its params (T6's reference cases: theory.cases),
+    so editing the case data changes the text THEOREMS.md shows; the template keeps the placeholders."""
+    from theory.cases import T6_EX1
+    from theory.statements import Note
+
+    ex1 = get("T6").notes[2]
+    assert isinstance(ex1, Note) and "«k_star»" in ex1.statement and "«k_star»" not in ex1
+    assert f"k^* = {T6_EX1['k_star']}$" in ex1 and f"c = {T6_EX1['velocity']}$" in ex1
+    edited = Note(ex1.statement, {**ex1.params, "k_star": 8, "velocity": 0.5})
+    assert "k^* = 8$" in edited and "c = 0.5$" in edited and f"k^* = {T6_EX1['k_star']}$" not in edited
+    assert ex1 in render.render_markdown()
+    with pytest.raises(KeyError, match="cites «k_star»"):
+        Note(ex1.statement, {k: v for k, v in ex1.params.items() if k != "k_star"})

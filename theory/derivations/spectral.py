@@ -9,6 +9,9 @@ from __future__ import annotations
 import sympy as sp
 
 from ..cases import T3_INVERSE_TRANSPORTS
+from ..formulas import c as _c
+from ..formulas.patterns import MOVED
+from ..formulas.spectral import xstar_
 from ..symbolic import (
     Derivation,
     at_rational_point,
@@ -418,8 +421,9 @@ def derive_t6(n: int = 3, d: int = 2, heads: int = 2, ring: int = 5) -> Derivati
         at_rational_point(jac_minus_walk(sig, hom)),
         expect_zero=False,
     )
-    # n >= 2 (the supported sizes): token 0 can be moved off the homogeneous state
-    inhom = {X[i, k]: (xs[k] if i else xs[k] + 1) for i in range(n) for k in range(d)}
+    # n >= 2 (the supported sizes): token 0 moved off the homogeneous state by T6.H2's witness formula
+    moved = [MOVED.rhs.xreplace({xstar_[_c]: xs[k]}) for k in range(d)]
+    inhom = {X[i, k]: (xs[k] if i else moved[k]) for i in range(n) for k in range(d)}
     D.add(
         "drop H2 (inhomogeneous base state x_0 = x* + 1): extra terms remain (exact value at a rational point)",
         at_rational_point(jac_minus_walk(soft, inhom)),

@@ -64,6 +64,7 @@ from .spectral import (  # noqa: F401
     ring_instance,
     ring_jacobian,
     ring_symbol,
+    ring_symbols,
     sha_laplacian,
     t4_causal,
     t4_query_bias,

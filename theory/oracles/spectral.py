@@ -11,6 +11,7 @@ import math
 import numpy as np
 
 from .. import formulas as _F
+from ..formulas import patterns as _FP
 from ..formulas import spectral as _FS
 from .instances import (
     EPS,
@@ -228,11 +229,13 @@ def homogeneous(inst, params) -> Verdict:
     return residual_verdict(float(np.abs(lhs - rhs).max()), 0.0, "max |X_ic − x*_c| (the registry's formula)")
 
 
-def _ring_values(A0: np.ndarray, T: np.ndarray, k: int | None = None) -> dict:
+def _ring_values(A0: np.ndarray, T: np.ndarray, k: int | None = None, root=None) -> dict:
+    """The ring instance's values; at a wavenumber ``k``, ``ζ`` from the formula ``root`` (default
+    :data:`theory.formulas.patterns.ROOT`, ``ζ = e^{2πik/n}``)."""
     H, n, _ = A0.shape
     out = {"A0": A0, "T": T, "n": n, "d": T.shape[-1], "H": H}
     if k is not None:
-        out["zeta"] = np.exp(2j * np.pi * k / n)
+        out["zeta"] = complex(_F.tabulate((root or _FP.ROOT).rhs, (), {"k": k, "n": n}))
     return out
 
 
@@ -244,44 +247,72 @@ def ring_jacobian(A0: np.ndarray, T: np.ndarray, jacobian=None) -> np.ndarray:
     return np.real(_F.tabulate(ident.rhs, ident.free, _ring_values(A0, T))).reshape(n * d, n * d)
 
 
-def ring_symbol(A0: np.ndarray, T: np.ndarray, k: int, symbol=None) -> np.ndarray:
+def ring_symbol(A0: np.ndarray, T: np.ndarray, k: int, symbol=None, at: dict | None = None) -> np.ndarray:
     """``M(k)``: the registry's formula ``symbol`` (default :data:`theory.formulas.spectral.SYMBOL`,
-    ``M(k) = Σ_h â_h(k) T_h``) tabulated at ``ζ = e^{2πik/n}``."""
+    ``M(k) = Σ_h â_h(k) T_h``) tabulated at ``ζ = e^{2πik/n}`` (or at the values ``at``)."""
     ident = symbol or _FS.SYMBOL
-    env = _F.environment(ident, _ring_values(A0, T, k))
+    env = _F.environment(ident, at if at is not None else _ring_values(A0, T, k))
     return _F.tabulate(ident.rhs, ident.free, env).astype(complex)
 
 
 def t6_fourier(inst, params) -> Verdict:
-    """T6's formula (``params["fourier"]``: the registry's SymPy expression) evaluated on the
-    instance for every ``k`` (``ζ = e^{2πik/n}``) and every unit vector ``v``."""
+    """T6's formulas evaluated on the instance for every ``k`` (``ζ``: the registry's ``root``) and
+    every unit vector ``v``: the entrywise ``params["fourier"]`` and the matrix-level
+    ``params["eigenpair"]`` (``J(φ_k ⊗ v) = φ_k ⊗ (M(k) − I)v``, ``J`` and ``M(k)`` tabulated from
+    T6.jacobian's and T6.selection's formulas)."""
     A0, T = ring_instance(inst)
     H, n, _ = A0.shape
     d = T.shape[-1]
     ident = params.get("fourier", _F.FOURIER)
-    scale = max(1.0, float(np.linalg.norm(ring_jacobian(A0, T), 2)))
+    pair, root = params.get("eigenpair"), params.get("root")
+    J = ring_jacobian(A0, T)
+    scale = max(1.0, float(np.linalg.norm(J, 2)))
     worst = 0.0
     for k in range(n):
+        values = _ring_values(A0, T, k, root)
+        Mk = ring_symbol(A0, T, k, at=values)
         for col in range(d):
-            values = {"A0": A0, "T": T, "v": np.eye(d)[col], "zeta": np.exp(2j * np.pi * k / n), "n": n, "d": d, "H": H}
-            lhs, rhs = _F.evaluate(ident, values)
+            lhs, rhs = _F.evaluate(ident, {**values, "v": np.eye(d)[col]})
             worst = max(worst, float(np.abs(lhs - rhs).max()) / scale)
+            if pair is not None:
+                lhs, rhs = _F.evaluate(pair, {**values, "J": J, "Mk": Mk, "v": np.eye(d)[col]})
+                worst = max(worst, float(np.abs(lhs - rhs).max()) / scale)
     return residual_verdict(
-        worst, 64 * EPS * n * H * d, "max_k ‖J(φ_k⊗v) − φ_k⊗(M(k) − I)v‖ / ‖J‖ (the registry's formula)"
+        worst, 64 * EPS * n * H * d, "max_k ‖J(φ_k⊗v) − φ_k⊗(M(k) − I)v‖ / ‖J‖ (the registry's formulas)"
     )
+
+
+def ring_symbols(A0: np.ndarray, T: np.ndarray, symbol=None) -> np.ndarray:
+    """The family ``M(k)``, ``k = 0..n-1`` (leading axis): :func:`ring_symbol` at every ``k``."""
+    return np.stack([ring_symbol(A0, T, k, symbol) for k in range(A0.shape[-1])])
 
 
 def t6_selection(inst, params) -> Verdict:
-    """T6.selection: the best growth rate over every ``k`` of the registry's symbol ``params["symbol"]``
-    less ``shift`` is the largest real part of ``spec J`` (``J``: T6.jacobian's formula)."""
+    """T6.selection: the registry's ``selection`` (``k* = argmax_k max Re spec(M(k) − I)``) and
+    ``growth`` (``σ``, the leading eigenvalue of ``M(k*) − I``) evaluated on the family of the
+    registry's symbol ``params["symbol"]``, then its ``abscissa`` (``Re σ = max Re spec J``, ``J``:
+    T6.jacobian's formula); the conjugation ``params["conjugate"]`` on the same family when the
+    instance is real (every ring instance is)."""
     A0, T = ring_instance(inst)
-    n = A0.shape[-1]
-    sym = params["symbol"]
-    sig = max(float(np.linalg.eigvals(ring_symbol(A0, T, k, sym)).real.max()) for k in range(n)) - params["shift"]
-    dense = float(np.linalg.eigvals(ring_jacobian(A0, T)).real.max())
-    return residual_verdict(
+    n, d = A0.shape[-1], T.shape[-1]
+    env = {"Mk": ring_symbols(A0, T, params["symbol"]), "J": ring_jacobian(A0, T), "n": n, "d": d}
+    env["k_star"] = int(_F.tabulate(params["selection"].rhs, (), env))
+    env["sigma"] = complex(_F.tabulate(params["growth"].rhs, (), env))
+    lhs, rhs = _F.evaluate(params["abscissa"], env)
+    sig, dense = float(lhs), float(rhs)
+    growth = residual_verdict(
         abs(sig - dense) / max(1.0, abs(dense)), 1e-8, f"Re σ(k*) = {sig:.6g} vs max Re eig J = {dense:.6g}"
     )
+    if "conjugate" not in params:
+        return growth
+    lhs, rhs = _F.evaluate(params["conjugate"], env)
+    scale = max(1.0, float(np.abs(env["Mk"]).max()))
+    conj = residual_verdict(
+        float(np.abs(lhs - rhs).max()) / scale,
+        64 * EPS * n * A0.shape[0] * d,
+        "max_k ‖M(−k) − conj M(k)‖ (the registry's formula)",
+    )
+    return all_of(growth, conj)
 
 
 def t6_rotating(inst, params) -> Verdict:

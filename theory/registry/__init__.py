@@ -122,7 +122,8 @@ SCOPES: dict[str, tuple[str, tuple[str, ...]]] = {
     "T5.non_orthogonal": ("{sized}", ()),
     "T6.jacobian": ("{sized}", ()),
     "T6.fourier": (
-        "every ring size n, all d, H (heads distinct by construction)",
+        "`fourier` (entrywise): every ring size n, all d, H (heads distinct by construction); its matrix form"
+        " `eigenpair` at `root`: evaluated by the predicate on drawn instances",
         ("general: heads' scores", "general: heads' transports", "general: J(phi_k (x) v)"),
     ),
     "T6.selection": (

@@ -6,8 +6,9 @@ from __future__ import annotations
 from .. import cases as _cases
 from .. import derivations as _dv
 from .. import formulas as _F
+from ..formulas import patterns as _FP
 from ..formulas import spectral as _FS
-from ..statements import Hypothesis, Witness, latex_data
+from ..statements import Hypothesis, Note, Witness, latex_data
 from ..theorem import Source, Theorem
 from .common import (
     CERTIFICATE_TESTS,
@@ -406,14 +407,15 @@ SPECTRAL_THEOREMS: list[Theorem] = [
             Hypothesis(
                 "T6.H2",
                 "(H2) homogeneous",
-                "base state $X = \\mathbf 1 \\otimes x^*$ (not necessarily an equilibrium), every token in the same state: «homogeneous»",
+                "base state $X$ (not necessarily an equilibrium) with every token in the same state $x^*$: «homogeneous»",
                 predicate="homogeneous",
                 params={"homogeneous": _FS.HOMOGENEOUS},
                 witnesses=(
                     Witness(
                         "T6.H2.w1",
-                        "inhomogeneous base state $x_0 = x^* + 1$: extra derivative terms",
+                        "inhomogeneous base state, token 0 moved off $x^*$ (the other tokens stay there): «moved»: extra derivative terms",
                         derivation="T6::drop H2",
+                        params={"moved": _FP.MOVED},
                     ),
                 ),
             ),
@@ -441,7 +443,7 @@ SPECTRAL_THEOREMS: list[Theorem] = [
         conclusions=(
             make_conclusion(
                 "T6.jacobian",
-                "(H1)+(H2): the Jacobian of the dynamics «dynamics» (with $A_{h,i,j} = A^h_{ij}(X)$, head $h$'s attention at the state $X = (x_j)$) at the base state is exactly $J$, entry $((i, c), (j, b))$ (token-major): «jacobian»",
+                "(H1)+(H2): the Jacobian of the dynamics «dynamics» (with $A_{h,i,j}$ the entry $(i, j)$ of head $h$'s attention $A^h(X)$ at the state $X$ whose tokens are the $x_j$) at the base state is exactly $J$, entry $((i, c), (j, b))$ (token-major): «jacobian»",
                 params={"dynamics": _FS.DYNAMICS, "jacobian": _FS.JACOBIAN},
                 derivations=("T6::Jacobian at 1(x)x*",),
                 tests=(
@@ -450,25 +452,32 @@ SPECTRAL_THEOREMS: list[Theorem] = [
             ),
             make_conclusion(
                 "T6.fourier",
-                "(H3): eigenpairs $\\varphi_k \\otimes v$, $\\varphi_k(j) = \\zeta^j$, $\\zeta = e^{2\\pi i k / n}$, of $J$ (T6.jacobian) with the symbol $M(k)$ (T6.selection) of the kernels: component $c$ of token $i$ of $J(\\varphi_k \\otimes v)$ and of $\\varphi_k \\otimes (M(k) - I)v$: «fourier»",
+                "(H3): for every wavenumber $k$, with «root», the Fourier mode $\\varphi_k$ tensored with any $v$ is an eigenvector of $J$ (T6.jacobian, token-major) up to the symbol $M(k)$ (T6.selection) of the kernels: «eigenpair»; entrywise (component $c$ of token $i$ of both sides): «fourier»",
                 predicate="t6_fourier",
-                params={"fourier": _F.FOURIER},
+                params={"fourier": _F.FOURIER, "eigenpair": _FP.EIGENPAIR, "root": _FP.ROOT},
                 tolerance=RELATIVE_TOLERANCE,
                 derivations=("T6::Fourier (ring=", "T6::Fourier with the reversed sign"),
                 tests=(STATEMENT_TEST,),
             ),
             make_conclusion(
                 "T6.selection",
-                "with the symbol «symbol»: selection $k^* = \\operatorname{argmax}_k \\max \\operatorname{Re}\\operatorname{eig} M(k)$, growth $\\sigma = \\lambda_{\\max}(M(k^*)) - «shift»$ (the largest real part of $\\operatorname{spec} J$); phase velocity «velocity»",
+                "with the symbol «symbol» ($M(k)$: the matrix $M$ at T6.fourier's $\\zeta$): selection «selection», growth «growth» (the eigenvalue of largest real part), and that real part is the largest real part of the spectrum of $J$ (T6.jacobian): «abscissa»; for real kernels and transports «conjugate», so the selection is the conjugate pair of $k^*$ (one real pattern); phase velocity «velocity»",
                 predicate="t6_selection",
-                params={"shift": 1, "symbol": _FS.SYMBOL, "velocity": _FS.VELOCITY},
+                params={
+                    "symbol": _FS.SYMBOL,
+                    "selection": _FP.SELECTION,
+                    "growth": _FP.GROWTH,
+                    "abscissa": _FP.ABSCISSA,
+                    "conjugate": _FP.CONJUGATE,
+                    "velocity": _FS.VELOCITY,
+                },
                 tolerance=RELATIVE_TOLERANCE,
                 derivations=("T6::Fourier (ring=",),
                 tests=(STATEMENT_TEST, "tests/numerics/test_t6_emergence.py::test_emergence_follows_the_symbol"),
             ),
             make_conclusion(
                 "T6.rotating",
-                "rotating wave $T = \\rho R(\\theta)$ (one head): $z = (1, -i)$ is an eigenvector of $M(k) - I$ with the eigenvalue $\\sigma_z(k)$ on the right: «rotating»",
+                "rotating wave (one head whose transport $T$ is the rotation by $\\theta$ scaled by $\\rho$: the premises below): the vector $z$ below is an eigenvector of T6.fourier's shifted symbol with the eigenvalue $\\sigma_z(k)$ on the right: «rotating»",
                 predicate="t6_rotating",
                 params={"rotating": _FS.ROTATING},
                 tolerance=RELATIVE_TOLERANCE,
@@ -480,9 +489,15 @@ SPECTRAL_THEOREMS: list[Theorem] = [
         lemmas=("L2",),
         notes=(
             "The symbol predicts onset only; on a line or with a causal mask the operator is non-normal (transient growth only).",
-            "For real kernels $M(-k) = \\overline{M(k)}$: $(k^*, \\sigma)$ and $(-k^*, \\bar\\sigma)$ are the same real pattern; compare selections modulo this conjugation. A positive real eigenvalue of $T$ always selects $k = 0$ (clustering).",
-            "Reference case Ex1 ($n = 64$, wrapped Gaussian kernel centred at $+4$, width $1.5$, $T = \\operatorname{diag}(1,-3)$): $|k^*| = 7$, $\\sigma = 0.62926 \\pm 0.67486 i$, $c = 0.982$ (RK4 $dt = 0.01$, perturbation $10^{-10}$, linear-window fit).",
-            "Reference case Ex3 (two heads, kernels centred at $+7$ and $-4$, non-commuting $T_h$): $|k^*| = 6$ while a per-head guess gives $|k| = 3$; the simulation follows the symbol.",
+            "For real kernels the mode $(k^*, \\sigma)$ and its conjugate (T6.selection's conjugation) are the same real pattern; compare selections modulo this conjugation. A positive real eigenvalue of $T$ always selects the constant mode $\\varphi_0$ (clustering).",
+            Note(
+                "Reference case Ex1 ($n = «n»$, wrapped Gaussian kernel centred at offset $«centre»$, width $«width|tex»$, $T = «T|tex»$): the symbol selects $k^* = «k_star»$ up to sign, $\\sigma = «sigma|tex»$ up to conjugation, $c = «velocity»$ (RK4 step $dt = «dt»$, perturbation $\\varepsilon = «perturbation»$, linear-window fit).",
+                {**_cases.T6_EX1, "sigma": f"{_cases.T6_EX1['sigma_re']} + {_cases.T6_EX1['sigma_im']}*I"},
+            ),
+            Note(
+                "Reference case Ex3 (two heads, kernels centred at offsets $«centres|tex»$, non-commuting transports $T_h = «T|tex»$): the symbol selects $k^* = «k_star»$ up to sign while a per-head guess gives $k = «k_naive»$; the simulation follows the symbol.",
+                _cases.T6_EX3,
+            ),
         ),
         symbolic_tests=(SYMBOLIC_TESTS,),
         certificate_tests=(CERTIFICATE_TESTS,),
