@@ -269,3 +269,19 @@ class Claim:
     module: str
     source: str = ""
     tests: tuple[str, ...] = ()
+
+
+class Note(str):
+    """A theorem's note whose formulas and data are placeholders: ``statement`` (the template, as a
+    witness's: ``«name»`` of ``params``, a formula rendered from its expression or exact data already
+    rendered by :func:`latex_data`), and the note itself (the ``str``) is the rendered text, so
+    every reader of ``Theorem.notes`` (THEOREMS.md, the LaTeX export, the tests) sees what is
+    rendered, and the free-text gate reads the template."""
+
+    statement: str
+    params: Mapping[str, Any]
+
+    def __new__(cls, statement: str, params: Mapping[str, Any] | None = None) -> Note:
+        note = super().__new__(cls, fill_data(statement, None, dict(params or {})))
+        note.statement, note.params = statement, dict(params or {})
+        return note

@@ -111,7 +111,8 @@ def _theorem_texts(t) -> list[tuple[str, str]]:
         out.append((hyp.id, hyp.statement))
         out += [(w.id, w.statement) for w in hyp.witnesses]
     out += [(c.id, c.statement) for c in t.conclusions]
-    out += [(f"{t.id}.note{q}", note) for q, note in enumerate(t.notes)]
+    # a note with placeholders (theory.statements.Note) is checked as its template
+    out += [(f"{t.id}.note{q}", getattr(note, "statement", note)) for q, note in enumerate(t.notes)]
     return out
 
 
