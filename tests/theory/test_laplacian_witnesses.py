@@ -189,3 +189,54 @@ def test_without_a_positive_stationary_pi_the_kernel_statement_fails():
                 [exact_value(gap, {**case, "x": [int(r == c) for c in range(n * d)]}, n, d) for r in range(n * d)]
             )
     assert sp.Matrix(rows).rank() == n * d  # only x = 0 is parallel
+
+
+def _reversible_walk(transposed: bool):
+    """A reversible stochastic ``P`` (full support) with rotations ``O_ij`` (``i < j``), reflections on
+    the diagonal, and ``O_ji = O_ijᵀ`` (``transposed``) or ``O_ji = O_ij``."""
+    import numpy as np
+
+    K = np.array([[1.0, 2.0, 0.5], [2.0, 0.3, 1.0], [0.5, 1.0, 2.0]])
+    P = K / K.sum(-1, keepdims=True)
+    rot = [np.array([[3, -4], [4, 3]]) / 5, np.array([[5, -12], [12, 5]]) / 13, np.array([[8, -15], [15, 8]]) / 17]
+    O = np.zeros((3, 3, 2, 2))
+    for p in range(3):
+        O[p, p] = np.array([[0.6, 0.8], [0.8, -0.6]])
+        for q in range(p + 1, 3):
+            O[p, q] = rot[p + q - 1]
+            O[q, p] = rot[p + q - 1].T if transposed else rot[p + q - 1]
+    return {"kind": "walk", "P": P, "O": O}
+
+
+def test_the_gauge_free_form_on_the_blocks():
+    """Note 1's formulas on the blocks of a reversible walk with (c1), (c2): ``B = p Q`` with ``p`` read
+    off the norms (``‖B_ij‖ = p_ij √d`` for orthogonal ``Q_ij``), stochastic ``p``, orthogonal ``Q`` and
+    block balance (by ``block_detailed_balance``, which evaluates the note's formula) hold; block
+    balance without the transpose is rejected, and with ``O_ji = O_ij`` only the norms balance."""
+    import numpy as np
+
+    from theory import oracles
+
+    note = _note(1)
+    for key in ("gauge_free", "rows", "block_balance", "norm_balance"):
+        assert note.params[key].markdown() in note
+    good = _reversible_walk(True)
+    P, O = good["P"], good["O"]
+    n, d = 3, 2
+    B = P[:, :, None, None] * O
+    N = F.environment(note.params["norm_balance"], {"B": B, "n": n, "d": d})["N"]
+    p, Q = N / np.sqrt(d), B / (N / np.sqrt(d))[:, :, None, None]
+    for key in ("gauge_free", "rows"):
+        lhs, rhs = F.evaluate(note.params[key], {"B": B, "p": p, "Q": Q, "n": n, "d": d})
+        assert np.abs(lhs - rhs).max() <= 1e-14, key
+    assert oracles.orthogonal({"P": P, "O": Q}, {}).holds
+    assert oracles.block_detailed_balance(good, {}).holds
+    bb = note.params["block_balance"]
+    untransposed = bb.edited(rhs=bb.rhs.xreplace({FL.B_[F.j, F.i, F.b, F.a]: FL.B_[F.j, F.i, F.a, F.b]}))
+    assert oracles.block_detailed_balance(good, {"block_balance": untransposed}).fails
+    bad = _reversible_walk(False)
+    pi = oracles.stationary(bad["P"])
+    Bb = bad["P"][:, :, None, None] * bad["O"]
+    lhs, rhs = F.evaluate(note.params["norm_balance"], {"pi": pi, "B": Bb, "n": n, "d": d})
+    assert np.abs(lhs - rhs).max() <= 1e-14
+    assert oracles.block_detailed_balance(bad, {}).fails

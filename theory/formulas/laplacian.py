@@ -29,6 +29,7 @@ from . import (
     i,
     j,
     n,
+    pi_,
     shown,
 )
 from .spectral import Q_, SCALED_HI, SCALED_LO, s_
@@ -163,3 +164,20 @@ z_ = sp.Symbol("z")
 #: the weaker form: with (a), orthogonal ``O`` and a positive stationary ``π`` (no reversibility),
 #: ``spec Δ ⊆ {z : |z - 1| ≤ 1}``
 DISK = Relation("disk", Within(Spec(Delta), sp.ConditionSet(z_, sp.Abs(z_ - 1) <= 1, sp.S.Complexes)))
+
+#: the gauge-free form on the blocks ``B_ij = P_ij O_ij``: ``B_ij = p_ij Q_ij`` (``Q_ij`` orthogonal) with
+#: stochastic weights ...
+B_, p_, N_ = sp.IndexedBase("B"), sp.IndexedBase("p"), sp.IndexedBase("N")
+GAUGE_FREE = Identity("gauge_free", B_[i, j, a, b], p_[i, j] * Q_[i, j, a, b], (i, j, a, b))
+GAUGE_FREE_ROWS = Identity("rows", sp.Sum(p_[i, j], (j, 0, n - 1)), sp.S.One, (i,))
+#: ... and block detailed balance ``π_i B_ij = π_j B_ji^T`` (entry ``(a, b)``)
+BLOCK_BALANCE = Identity("block_balance", pi_[i] * B_[i, j, a, b], pi_[j] * B_[j, i, b, a], (i, j, a, b))
+#: balanced (Frobenius) norms, ``π_i ‖B_ij‖ = π_j ‖B_ji‖``: implied by block balance, not enough for it
+NORM_BALANCE = Identity(
+    "norm_balance",
+    pi_[i] * N_[i, j],
+    pi_[j] * N_[j, i],
+    (i, j),
+    (),
+    ((N_[i, j], sp.sqrt(sp.Sum(B_[i, j, a, b] ** 2, (a, 0, d - 1), (b, 0, d - 1)))),),
+)

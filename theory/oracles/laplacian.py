@@ -191,14 +191,17 @@ def walk_scaled(inst, params) -> Verdict:
 
 
 def block_detailed_balance(inst, params) -> Verdict:
-    """Gauge-free detailed balance on the blocks ``B_ij = P_ij O_ij``: some ``π > 0`` with
-    ``π_i B_ij = π_j B_jiᵀ``. On a connected support the ratios ``π_j/π_i = ‖B_ij‖/‖B_ji‖`` along a
-    spanning tree (breadth first from 0) are forced; the candidate is then checked on every block
-    (and a one-way edge, ``B_ij ≠ 0 = B_ji``, is a certain failure)."""
+    """Gauge-free detailed balance on the blocks ``B_ij = P_ij O_ij``: some ``π > 0`` with the
+    registry's ``params["block_balance"]`` (``π_i B_ij = π_j B_jiᵀ``, T3's note). On a connected
+    support the ratios ``π_j/π_i = N_ij/N_ji`` (the norms of ``params["norm_balance"]``'s definition)
+    along a spanning tree (breadth first from 0) are forced; the candidate is then checked on every
+    block (and a one-way edge, ``B_ij ≠ 0 = B_ji``, is a certain failure)."""
     P, O = walk_view(inst)
-    n = P.shape[0]
+    n, d = P.shape[0], O.shape[-1]
     B = P[:, :, None, None] * O
-    N = np.linalg.norm(B, axis=(-1, -2))
+    balance = params.get("block_balance", _FL.BLOCK_BALANCE)
+    norms = params.get("norm_balance", _FL.NORM_BALANCE)
+    N = _F.environment(norms, {"B": B, "n": n, "d": d})["N"]
     if ((N > 0) & (N.T == 0)).any():
         return Verdict(False, math.inf, 0.0, "one-way block")
     pi = np.full(n, np.nan)
@@ -212,10 +215,13 @@ def block_detailed_balance(inst, params) -> Verdict:
                 queue.append(j)
     if np.isnan(pi).any():
         return not_applicable("support of B not connected")
-    G = pi[:, None, None, None] * B
-    r = float(np.abs(G - np.swapaxes(np.swapaxes(G, 0, 1), -1, -2)).max()) / max(float(np.abs(G).max()), 1e-300)
-    norms = float(np.abs(pi[:, None] * N - (pi[:, None] * N).T).max()) / max(float((pi[:, None] * N).max()), 1e-300)
-    return residual_verdict(r, 64 * EPS * n * O.shape[-1], f"π_i B_ij = π_j B_jiᵀ (norms balanced to {norms:.1e})")
+    lhs, rhs = _F.evaluate(balance, {"pi": pi, "B": B, "n": n, "d": d})
+    r = float(np.abs(lhs - rhs).max()) / max(float(np.abs(lhs).max()), 1e-300)
+    nl, nr = _F.evaluate(norms, {"pi": pi, "B": B, "n": n, "d": d})
+    gap = float(np.abs(nl - nr).max()) / max(float(np.abs(nl).max()), 1e-300)
+    return residual_verdict(
+        r, 64 * EPS * n * d, f"π_i B_ij = π_j B_jiᵀ (the registry's formula; norms balanced to {gap:.1e})"
+    )
 
 
 # ------------------------------------------------------------------------------------------------

@@ -213,7 +213,17 @@ T3: Theorem = Theorem(
                 "O22": latex_data(_NOPI["O"][1][1]),
             },
         ),
-        "Gauge-free form on $B$: $B_{ij} = p_{ij} Q_{ij}$, $Q_{ij}$ orthogonal, $\\sum_j p_{ij} = 1$, $\\pi_i B_{ij} = \\pi_j B_{ji}^\\top$; balanced norms $\\pi_i\\lVert B_{ij}\\rVert = \\pi_j\\lVert B_{ji}\\rVert$ are not enough (the transports must match).",
+        Note(
+            "Gauge-free form on the blocks $B_{ij}$ (of $W$): «gauge_free» with every $Q_{ij}$ orthogonal, «rows» "
+            "and «block_balance» (evaluated by `block_detailed_balance`); balanced norms, «norm_balance», are not "
+            "enough (the transports must match).",
+            {
+                "gauge_free": _FL.GAUGE_FREE,
+                "rows": _FL.GAUGE_FREE_ROWS,
+                "block_balance": _FL.BLOCK_BALANCE,
+                "norm_balance": _FL.NORM_BALANCE,
+            },
+        ),
     ),
     symbolic_tests=(SYMBOLIC_TESTS,),
     certificate_tests=(CERTIFICATE_TESTS,),
