@@ -11,6 +11,7 @@ on its rational data (:func:`theory.oracles.laplacian.witness_facts`).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -83,15 +84,20 @@ P_m = sp.MatrixSymbol("P", n, n)
 R_m = shown("R", r"\operatorname{diag}\left(R_{i}\right)", n * d, n * d)
 
 
+@functools.lru_cache(maxsize=64)
+def _matrix_function(expr, n_: int, d_: int):
+    fixed = expr.xreplace({n: sp.Integer(n_), d: sp.Integer(d_)})
+    names = tuple(sorted({s.name for s in fixed.free_symbols if isinstance(s, sp.MatrixSymbol)}))
+    return names, sp.lambdify([sp.Symbol(nm) for nm in names], fixed, modules=["numpy"])
+
+
 def matrix_value(expr, values: Mapping[str, Any]):
     """The matrix expression ``expr`` at the instance's sizes ``values["n"]``, ``values["d"]``
-    (``lambdify`` after fixing the sizes: SymPy cannot print a symbolic-size identity) on the
-    instance's matrices (by name)."""
+    (``lambdify`` after fixing the sizes: SymPy cannot print a symbolic-size identity; compiled once
+    per expression and sizes) on the instance's matrices (by name)."""
     import numpy as np
 
-    fixed = expr.xreplace({n: sp.Integer(int(values["n"])), d: sp.Integer(int(values["d"]))})
-    names = sorted({s.name for s in fixed.free_symbols if isinstance(s, sp.MatrixSymbol)})
-    f = sp.lambdify([sp.Symbol(nm) for nm in names], fixed, modules=["numpy"])
+    names, f = _matrix_function(expr, int(values["n"]), int(values["d"]))
     return np.asarray(f(*(np.asarray(values[nm], float) for nm in names)), float)
 
 
