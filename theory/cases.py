@@ -27,6 +27,7 @@ T3_INVERSE_TRANSPORTS: dict = {
     "O12": [[1, "3/2"], [0, 1]],
     "O23": [[1, 0], [0, 1]],
     "O31": [[2, 0], [0, "1/2"]],
+    "weight": "1/2",
     "negative_eigenvalue": -0.0268,
     "digits": 4,
 }
@@ -59,3 +60,17 @@ T6_EX3: dict = {
     "k_star": 6,
     "k_naive": 3,
 }
+
+#: T3's instance witnesses: the exact values their texts state about their data (``spectrum``: every
+#: eigenvalue of Δ once, SymPy strings where irrational or complex; the forms at the probe ``x`` the
+#: instance carries)
+T3_WITNESS_FACTS: dict = {
+    "T3.a.w1": {"spectrum": [-1, 3], "form": -1, "dirichlet": 0, "correction": -1},
+    "T3.b.w1": {"spectrum": [0, "3/2 + sqrt(3)*I/2", "3/2 - sqrt(3)*I/2"]},
+    "T3.c1.w1": {"spectrum": [-1, 3]},
+    "T3.c2.w1": {"spectrum": ["2/5 + 4*I/5", "2/5 - 4*I/5", "8/5 + 4*I/5", "8/5 - 4*I/5"]},
+}
+
+#: T3's weaker form needs a positive stationary π: without one the kernel is not the parallel sections
+#: (``P`` stochastic with ``π = (1, 0)``, ``d = 1``, every transport 1 but ``O_22 = -1``)
+T3_KERNEL_WITHOUT_POSITIVE_PI: dict = {"P": [[1, 0], ["1/2", "1/2"]], "O": [[[[1]], [[1]]], [[[1]], [[-1]]]]}

@@ -280,9 +280,9 @@ class Note(str):
     statement: str
     params: Mapping[str, Any]
 
-    def __new__(cls, statement: str, params: Mapping[str, Any]) -> Note:
-        obj = super().__new__(cls, fill(statement, params))
-        obj.statement, obj.params = statement, dict(params)
+    def __new__(cls, statement: str, params: Mapping[str, Any] | None = None) -> Note:
+        obj = super().__new__(cls, fill(statement, dict(params or {})))
+        obj.statement, obj.params = statement, dict(params or {})
         return obj
 
     def __reduce__(self):  # copy / pickle rebuild from the template, not from the filled text

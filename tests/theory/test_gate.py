@@ -22,6 +22,7 @@ from tests.numerics import statement_cases as cases
 from tests.numerics import test_statements
 from theory import formulas as F
 from theory import oracles, registry
+from theory.formulas import laplacian as FL
 from theory.formulas import patterns as FP
 from theory.formulas import spectral as FS
 from theory.formulas import walks as FW
@@ -140,6 +141,19 @@ MUTANTS = {
     ),
     "T3 scaled x_i - s Q_ij x_j -> x_i - Q_ij x_j": lambda: _formula_mutant(
         "T3", "T3.scaled", "scaled", rhs=_x(FS.SCALED.rhs, FS.Q_[F.i, F.j, F.a, F.b], FS.Q_[F.i, F.j, F.a, F.b] / FS.s_)
+    ),
+    "T3 flat matrix (I - P) (x) I -> (I - P^T) (x) I": lambda: _formula_mutant(
+        "T3", "T3.flat", "flat_matrix", rhs=_x(FL.FLAT_MATRIX.rhs, FL.P_m, FL.P_m.T)
+    ),
+    "T3 flat matrix R (...) R^T -> R^T (...) R": lambda: _formula_mutant(
+        "T3", "T3.flat", "flat_matrix", rhs=_x(FL.FLAT_MATRIX.rhs, FL.R_m, FL.R_m.T)
+    ),
+    "T3 flat dim ker Delta = d -> 2d": lambda: _formula_mutant("T3", "T3.flat", "kernel_dim", rhs=2 * F.d),
+    "T3 scaled transports O = sQ -> O = Q": lambda: _formula_mutant(
+        "T3", "T3.scaled", "scaled_transport", rhs=FS.Q_[F.i, F.j, F.a, F.b]
+    ),
+    "T3 scaled spec in [1 - s, 1 + s] -> [1 - s^2, 1 + s^2]": lambda: _formula_mutant(
+        "T3", "T3.scaled", "scaled_spectrum", rel=_x(FL.SCALED_SPECTRUM.rel, FS.s_, FS.s_**2)
     ),
     "T4 symmetric scores dropped": lambda: _formula_mutant("T4", "T4.criterion", "balance", premises=()),
     "T4 stationary without symmetric scores": lambda: _formula_mutant("T4", "T4.criterion", "stationary", premises=()),
@@ -484,6 +498,11 @@ ORACLE_FORMULA_MUTANTS = [
     "T2 constant equal heads A^h = A^1 -> (A^1)^T",
     "T3 parallel x_i = O_ij x_j -> x_i = -O_ij x_j",
     "T3 parallel O_ij -> O_ij^T",
+    "T3 flat matrix (I - P) (x) I -> (I - P^T) (x) I",
+    "T3 flat matrix R (...) R^T -> R^T (...) R",
+    "T3 flat dim ker Delta = d -> 2d",
+    "T3 scaled transports O = sQ -> O = Q",
+    "T3 scaled spec in [1 - s, 1 + s] -> [1 - s^2, 1 + s^2]",
     "T5 laplacian: Dirichlet 1/2 -> 1",
     "T5 laplacian: self-adjoint <Dx,y>_pi -> <Dx,y>",
     "T4 causal mask -oo -> -1",

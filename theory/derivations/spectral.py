@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import sympy as sp
 
-from ..cases import T3_INVERSE_TRANSPORTS
+from ..cases import T3_INVERSE_TRANSPORTS, T3_WITNESS_FACTS
 from ..formulas import c as _c
 from ..formulas.patterns import MOVED
 from ..formulas.spectral import xstar_
@@ -128,31 +128,52 @@ def spectrum_residual(M: sp.Matrix, expected: dict) -> sp.Matrix:
     return sp.Matrix([sp.expand(M.charpoly(z).as_expr() - sp.expand(want))])
 
 
+def _stated(wid: str) -> dict:
+    """The spectrum a T3 witness states (:data:`theory.cases.T3_WITNESS_FACTS`), each eigenvalue once."""
+    return {sp.sympify(e): 1 for e in T3_WITNESS_FACTS[wid]["spectrum"]}
+
+
+def t3_inverse_transports() -> tuple[sp.Matrix, list]:
+    """T3.c1.w2's walk: the 3-cycle with weights ``T3_INVERSE_TRANSPORTS["weight"]`` off the diagonal and
+    the transports ``O_12, O_23, O_31`` of the case data, ``O_ji = O_ij^{-1}``, zero diagonal blocks."""
+    inv = T3_INVERSE_TRANSPORTS
+    Oc: list = [[None] * 3 for _ in range(3)]
+    for (p, q), key in (((0, 1), "O12"), ((1, 2), "O23"), ((2, 0), "O31")):
+        Oc[p][q] = rational_matrix(inv[key])
+        Oc[q][p] = Oc[p][q].inv()
+    for k in range(3):
+        Oc[k][k] = sp.zeros(2, 2)
+    w = to_rational(inv["weight"])
+    return sp.Matrix(3, 3, lambda a, b: 0 if a == b else w), Oc
+
+
 def t3_counterexamples() -> Derivation:
-    """THEOREMS.md T3's necessity counterexamples, evaluated in exact arithmetic."""
+    """THEOREMS.md T3's necessity counterexamples, evaluated in exact arithmetic (the stated values
+    read from :mod:`theory.cases`)."""
     D = Derivation("T3", {})
+    facts = T3_WITNESS_FACTS["T3.a.w1"]
     R = sp.Rational
     i = sp.I
     r3 = sp.sqrt(3)
     # drop (a)
     P = sp.Matrix([[0, 2], [2, 0]])
     Delta = sp.eye(2) - P
-    D.add("drop (a) [P=[[0,2],[2,0]], O=1]: spec Delta = {-1, 3}", spectrum_residual(Delta, {-1: 1, 3: 1}))
+    D.add("drop (a) [P=[[0,2],[2,0]], O=1]: spec Delta = {-1, 3}", spectrum_residual(Delta, _stated("T3.a.w1")))
     pi = [R(1, 2), R(1, 2)]
     x = sp.Matrix([1, 1])
     O1 = [[sp.eye(1)] * 2] * 2
     form = pi_inner(x, Delta * x, pi, 1)
-    D.add("drop (a): <x,Delta x>_pi = -1 at x=(1,1)", form + 1)
-    D.add("drop (a): Dirichlet form = 0 at x=(1,1)", dirichlet_form(P, O1, pi, x, 1))
+    D.add("drop (a): <x,Delta x>_pi = -1 at x=(1,1)", form - facts["form"])
+    D.add("drop (a): Dirichlet form = 0 at x=(1,1)", dirichlet_form(P, O1, pi, x, 1) - facts["dirichlet"])
     D.add(
         "drop (a): correction sum_i pi_i (1 - r_i)|x_i|^2 = -1",
-        sum(pi[k] * (1 - sum(P[k, :])) * x[k] ** 2 for k in range(2)) + 1,
+        sum(pi[k] * (1 - sum(P[k, :])) * x[k] ** 2 for k in range(2)) - facts["correction"],
     )
     # drop (b): directed 3-cycle
     C = sp.Matrix([[0, 1, 0], [0, 0, 1], [1, 0, 0]])
     D.add(
         "drop (b) [directed 3-cycle, O=1]: spec = {0, 3/2 +- (sqrt3/2) i}",
-        spectrum_residual(sp.eye(3) - C, {0: 1, R(3, 2) + r3 / 2 * i: 1, R(3, 2) - r3 / 2 * i: 1}),
+        spectrum_residual(sp.eye(3) - C, _stated("T3.b.w1")),
     )
     # drop O_ji = O_ij^T only
     Rp = rotation(sp.pi / 3)
@@ -167,18 +188,11 @@ def t3_counterexamples() -> Derivation:
     # drop orthogonality only
     D.add(
         "drop orthogonality [swap, O=2]: spec = {-1, 3}",
-        spectrum_residual(sp.eye(2) - sp.Matrix([[0, 2], [2, 0]]), {-1: 1, 3: 1}),
+        spectrum_residual(sp.eye(2) - sp.Matrix([[0, 2], [2, 0]]), _stated("T3.c1.w1")),
     )
     # drop orthogonality, keep O_ji = O_ij^{-1}
     inv = T3_INVERSE_TRANSPORTS
-    O12, O31 = rational_matrix(inv["O12"]), rational_matrix(inv["O31"])
-    Oc = [[None] * 3 for _ in range(3)]
-    Oc[0][1], Oc[1][0] = O12, O12.inv()
-    Oc[1][2], Oc[2][1] = rational_matrix(inv["O23"]), rational_matrix(inv["O23"]).inv()
-    Oc[2][0], Oc[0][2] = O31, O31.inv()
-    for k in range(3):
-        Oc[k][k] = sp.zeros(2, 2)
-    Pc = sp.Matrix(3, 3, lambda a, b: 0 if a == b else R(1, 2))
+    Pc, Oc = t3_inverse_transports()
     Dc = sp.eye(6) - walk_matrix(Pc, Oc)
     z = sp.Symbol("z")
     cp = sp.Poly(Dc.charpoly(z).as_expr(), z)

@@ -14,6 +14,7 @@ import numpy as np
 import sympy as sp
 
 from .. import formulas as _F
+from ..formulas import laplacian as _FL
 from ..formulas import spectral as _FS
 from ..rounding import unresolved_by_square
 from .instances import (
@@ -130,7 +131,9 @@ def walk_kernel_parallel(inst, params) -> Verdict:
 def walk_flat(inst, params) -> Verdict:
     """T3.flat: the registry's formula ``params["flat"]`` (``Δ = R((I-P)⊗I)R^T`` entrywise, premises
     ``O_ij = R_i R_j^T``, ``R_i`` orthogonal: :func:`theory.oracles.instances.premised`) at every unit
-    vector ``x = e_p`` at once, and ``dim ker Δ = kernel_dim_per_d · d``."""
+    vector ``x = e_p`` at once, its matrix form ``params["flat_matrix"]`` on the dense ``Δ`` and
+    ``R = diag(R_i)``, and ``params["kernel_dim"]`` (``dim ker Δ`` by the rank rule, its right side
+    evaluated at the instance's ``d``)."""
     if inst.get("R") is None:
         return not_applicable("no flat connection in this instance")
     P, O = walk_view(inst)
@@ -141,8 +144,16 @@ def walk_flat(inst, params) -> Verdict:
     what = "Δ = R((I−P)⊗I)Rᵀ at every unit vector (entries O(1): P stochastic, R orthogonal)"
     form = premised(params["flat"], values, "flat", 64 * EPS * n * d, what, scale=1.0)
     Dl = np.eye(n * d) - dense_walk(P, O)
+    forms = [form]
+    if params.get("flat_matrix") is not None:
+        Rb = np.zeros((n * d, n * d))
+        for t in range(n):
+            Rb[t * d : (t + 1) * d, t * d : (t + 1) * d] = R[t]
+        ident, mats = params["flat_matrix"], {"Delta": Dl, "P": P, "R": Rb, "n": n, "d": d}
+        gap = np.abs(_FL.matrix_value(ident.lhs, mats) - _FL.matrix_value(ident.rhs, mats)).max()
+        forms.append(residual_verdict(float(gap), 64 * EPS * n * d, "flat_matrix: the registry's matrix formula"))
     _, k_lo, k_hi, _ = null_space_interval(Dl)
-    want = int(params["kernel_dim_per_d"]) * d
+    want = int(_F.tabulate(params["kernel_dim"].rhs, (), {"d": d}))
     dim = (
         Verdict(True, 0.0, 0.0, f"dim ker Δ = {want}, stated {want}")
         if k_lo == k_hi == want
@@ -150,21 +161,25 @@ def walk_flat(inst, params) -> Verdict:
         if k_lo <= want <= k_hi
         else Verdict(False, float(min(abs(k_lo - want), abs(k_hi - want))), 0.0, f"dim ker Δ = {k_hi}, stated {want}")
     )
-    return all_of(form, dim)
+    return all_of(*forms, dim)
 
 
 def walk_scaled(inst, params) -> Verdict:
-    """T3.scaled: ``spec Δ`` in ``[lo_s, hi_s]`` (the registry's expressions of ``s``) for ``O = s·Q``
-    (``Q``: the instance's transports), and the registry's formula ``params["scaled"]`` on the
-    polarization probes (every ``x``: :func:`theory.oracles.instances.polarization_probes`)."""
+    """T3.scaled: the transports ``params["scaled_transport"]`` (``O = s·Q``, ``Q``: the instance's
+    transports), ``spec Δ`` in the interval of ``params["scaled_spectrum"]`` (its ends, expressions of
+    ``s``, at the instance's ``s``) and the registry's formula ``params["scaled"]`` on the polarization
+    probes (every ``x``: :func:`theory.oracles.instances.polarization_probes`)."""
     if inst.get("s") is None:
         return not_applicable("no scale in this instance")
     P, Q = walk_view(inst)
     s = float(inst["s"])
     pi = walk_pi(inst, P)
     n, d = P.shape[0], Q.shape[-1]
-    lo, hi = (float(sp.sympify(params[k]).subs(_FS.s_, s)) for k in ("lo_s", "hi_s"))
-    W = dense_walk(P, s * Q)
+    interval = params["scaled_spectrum"].rel.args[1]
+    lo, hi = (float(e.subs(_FS.s_, s)) for e in (interval.start, interval.end))
+    transport = params["scaled_transport"]
+    O = _F.tabulate(transport.rhs, transport.free, {"Q": Q, "s": s, "n": n, "d": d})
+    W = dense_walk(P, O)
     X = polarization_probes(n, d)
     lhs, rhs = _F.evaluate(params["scaled"], {"pi": pi, "P": P, "Q": Q, "s": s, "x": X, "n": n, "d": d})
     form = residual_verdict(
@@ -176,14 +191,17 @@ def walk_scaled(inst, params) -> Verdict:
 
 
 def block_detailed_balance(inst, params) -> Verdict:
-    """Gauge-free detailed balance on the blocks ``B_ij = P_ij O_ij``: some ``π > 0`` with
-    ``π_i B_ij = π_j B_jiᵀ``. On a connected support the ratios ``π_j/π_i = ‖B_ij‖/‖B_ji‖`` along a
-    spanning tree (breadth first from 0) are forced; the candidate is then checked on every block
-    (and a one-way edge, ``B_ij ≠ 0 = B_ji``, is a certain failure)."""
+    """Gauge-free detailed balance on the blocks ``B_ij = P_ij O_ij``: some ``π > 0`` with the
+    registry's ``params["block_balance"]`` (``π_i B_ij = π_j B_jiᵀ``, T3's note). On a connected
+    support the ratios ``π_j/π_i = N_ij/N_ji`` (the norms of ``params["norm_balance"]``'s definition)
+    along a spanning tree (breadth first from 0) are forced; the candidate is then checked on every
+    block (and a one-way edge, ``B_ij ≠ 0 = B_ji``, is a certain failure)."""
     P, O = walk_view(inst)
-    n = P.shape[0]
+    n, d = P.shape[0], O.shape[-1]
     B = P[:, :, None, None] * O
-    N = np.linalg.norm(B, axis=(-1, -2))
+    balance = params.get("block_balance", _FL.BLOCK_BALANCE)
+    norms = params.get("norm_balance", _FL.NORM_BALANCE)
+    N = _F.environment(norms, {"B": B, "n": n, "d": d})["N"]
     if ((N > 0) & (N.T == 0)).any():
         return Verdict(False, math.inf, 0.0, "one-way block")
     pi = np.full(n, np.nan)
@@ -197,7 +215,73 @@ def block_detailed_balance(inst, params) -> Verdict:
                 queue.append(j)
     if np.isnan(pi).any():
         return not_applicable("support of B not connected")
-    G = pi[:, None, None, None] * B
-    r = float(np.abs(G - np.swapaxes(np.swapaxes(G, 0, 1), -1, -2)).max()) / max(float(np.abs(G).max()), 1e-300)
-    norms = float(np.abs(pi[:, None] * N - (pi[:, None] * N).T).max()) / max(float((pi[:, None] * N).max()), 1e-300)
-    return residual_verdict(r, 64 * EPS * n * O.shape[-1], f"π_i B_ij = π_j B_jiᵀ (norms balanced to {norms:.1e})")
+    lhs, rhs = _F.evaluate(balance, {"pi": pi, "B": B, "n": n, "d": d})
+    r = float(np.abs(lhs - rhs).max()) / max(float(np.abs(lhs).max()), 1e-300)
+    nl, nr = _F.evaluate(norms, {"pi": pi, "B": B, "n": n, "d": d})
+    gap = float(np.abs(nl - nr).max()) / max(float(np.abs(nl).max()), 1e-300)
+    return residual_verdict(
+        r, 64 * EPS * n * d, f"π_i B_ij = π_j B_jiᵀ (the registry's formula; norms balanced to {gap:.1e})"
+    )
+
+
+# ------------------------------------------------------------------------------------------------
+# what T3's witnesses state about their data, evaluated exactly
+# ------------------------------------------------------------------------------------------------
+def _rational(v):
+    return [_rational(x) for x in v] if isinstance(v, (list, tuple)) else sp.Rational(v)
+
+
+def exact_value(expr, data, n: int, d: int):
+    """``expr`` (a formula over ``n``, ``d`` with ``Indexed`` data ``P``, ``O``, ``pi``, ``x``) at the
+    exact witness data (``x``: token-major, ``n·d`` entries), by SymPy: the sums expanded at the
+    sizes, every entry replaced by its rational value."""
+    vals = {k: _rational(v) for k, v in data.items() if k in ("P", "O", "pi", "x")}
+    out = expr.xreplace({_F.n: sp.Integer(n), _F.d: sp.Integer(d)}).doit()
+    sub = {}
+    for e in out.atoms(sp.Indexed):
+        name, idx = e.base.label.name, [int(t) for t in e.indices]
+        v = vals[name]
+        if name == "x":
+            v = v[idx[0] * d + idx[1]]
+        else:
+            for t in idx:
+                v = v[t]
+        sub[e] = v
+    return sp.nsimplify(out.xreplace(sub))
+
+
+def exact_generator(data) -> sp.Matrix:
+    """``Δ = I − W`` of exact walk data, ``W`` with blocks ``P_ij O_ij``."""
+    from ..symbolic import walk_matrix
+
+    P, O = sp.Matrix(_rational(data["P"])), _rational(data["O"])
+    Ob = [[sp.Matrix(O[t][u]) for u in range(len(O))] for t in range(len(O))]
+    return sp.eye(P.shape[0] * Ob[0][0].shape[0]) - walk_matrix(P, Ob)
+
+
+def fact_verdict(fact, data) -> Verdict:
+    """A fact a witness states (a formula of :mod:`theory.formulas.laplacian`) on its exact data:
+    ``spec Δ = {…}`` holds iff the characteristic polynomial of ``Δ`` is ``Π (z − e)`` over the stated
+    set (so the set is all of the spectrum, each eigenvalue simple); a form identity iff its two sides
+    are equal. Exact (SymPy), so the verdict is certain."""
+    Dl = exact_generator(data)
+    nd = Dl.shape[0]
+    n = len(data["P"])
+    d = nd // n
+    if isinstance(fact.lhs, _FL.Spec):
+        z = sp.Symbol("z")
+        want = sp.prod([z - e for e in fact.rhs])
+        r = sp.simplify(sp.expand(Dl.charpoly(z).as_expr() - want))
+        gap = 0.0 if r == 0 else math.inf
+        return Verdict(r == 0, gap, 0.0, f"{fact.name}: charpoly(Δ) − Π(z − e) = {r} (exact)")
+    r = sp.simplify(exact_value(fact.lhs, data, n, d) - exact_value(fact.rhs, data, n, d))
+    return Verdict(r == 0, 0.0 if r == 0 else float(abs(r)), 0.0, f"{fact.name}: lhs − rhs = {r} (exact)")
+
+
+def witness_facts(witness) -> Verdict:
+    """Every formula a T3 witness's text states about its instance (its ``params`` with an ``lhs``),
+    each judged by :func:`fact_verdict`."""
+    facts = [f for f in witness.params.values() if hasattr(f, "lhs")]
+    if not facts:
+        return not_applicable(f"{witness.id} states no formula about its data")
+    return all_of(*(fact_verdict(f, witness.instance) for f in facts))

@@ -6,6 +6,7 @@ from __future__ import annotations
 from .. import cases as _cases
 from .. import derivations as _dv
 from .. import formulas as _F
+from ..formulas import laplacian as _FL
 from ..formulas import patterns as _FP
 from ..formulas import spectral as _FS
 from ..statements import Hypothesis, Note, Witness, latex_data
@@ -27,6 +28,22 @@ from .common import (
     make_conclusion,
 )
 
+_INV = _cases.T3_INVERSE_TRANSPORTS
+_NOPI = _cases.T3_KERNEL_WITHOUT_POSITIVE_PI
+_BUILD = {
+    "spectrum": _FL.spectrum,
+    "form": _FL.form_value,
+    "dirichlet": _FL.dirichlet_value,
+    "correction": _FL.correction_value,
+}
+
+
+def _facts(wid: str) -> dict:
+    """The formulas a T3 witness's text states about its data, built from the case data
+    (:data:`theory.cases.T3_WITNESS_FACTS`) and judged by :func:`theory.oracles.laplacian.witness_facts`."""
+    return {k: _BUILD[k](v) for k, v in _cases.T3_WITNESS_FACTS[wid].items()}
+
+
 T3: Theorem = Theorem(
     id="T3",
     title="When the generator is a random-walk connection Laplacian",
@@ -42,14 +59,16 @@ T3: Theorem = Theorem(
             witnesses=(
                 Witness(
                     "T3.a.w1",
-                    "$P=«P»$, $O=«O[0][1]»$, $\\pi = «pi»$: spec $\\{-1,3\\}$; at $x=(1,1)$ $\\langle x,\\Delta x\\rangle_\\pi = -1$ vs Dirichlet $0$ (L3.identity's correction term is $-1$)",
+                    "$P=«P»$, $O=«O[0][1]»$, $\\pi = «pi»$: «spectrum»; at $x = «x»$ the $\\pi$-form of $\\Delta$, «form», against the Dirichlet sum, «dirichlet» (L3.identity's correction term: «correction»)",
                     fails=("T3.spectrum", "T3.dirichlet"),
                     instance={
                         "kind": "walk",
                         "P": [[0, 2], [2, 0]],
                         "O": [[[[1]], [[1]]], [[[1]], [[1]]]],
                         "pi": ["1/2", "1/2"],
+                        "x": [1, 1],
                     },
+                    params=_facts("T3.a.w1"),
                     derivation="T3::drop (a) [P=[[0,2],[2,0]], O=1]: spec Delta = {-1, 3}",
                 ),
             ),
@@ -63,9 +82,10 @@ T3: Theorem = Theorem(
             witnesses=(
                 Witness(
                     "T3.b.w1",
-                    "directed 3-cycle $P = «P»$, $O = «O[0][1]»$: spec $\\{0, \\frac32 \\pm \\frac{\\sqrt3}{2} i\\}$, self-adjoint in no inner product",
+                    "directed 3-cycle $P = «P»$, $O = «O[0][1]»$: «spectrum», self-adjoint in no inner product",
                     fails=("T3.self_adjoint", "T3.spectrum"),
                     instance={"kind": "walk", "P": [[0, 1, 0], [0, 0, 1], [1, 0, 0]], "O": [[[[1]]] * 3] * 3},
+                    params=_facts("T3.b.w1"),
                     derivation="T3::drop (b) [directed 3-cycle",
                 ),
             ),
@@ -73,27 +93,27 @@ T3: Theorem = Theorem(
         Hypothesis(
             "T3.c1",
             "(c1) orthogonal",
-            "every $O_{ij}$ on the support ($P_{ij} \\ne 0$) is orthogonal: «orthogonal»",
+            "every $O_{ij}$ on the support (the nonzero entries of $P$) is orthogonal: «orthogonal»",
             predicate="orthogonal",
             params={"orthogonal": _F.ORTHOGONAL},
             witnesses=(
                 Witness(
                     "T3.c1.w1",
-                    "swap walk $P = «P»$, $O_{12} = O_{21} = «O[0][1]»$: spec $\\{-1, 3\\}$",
+                    "swap walk $P = «P»$, $O_{12} = O_{21} = «O[0][1]»$: «spectrum»",
                     fails=("T3.spectrum",),
                     instance={"kind": "walk", "P": [[0, 1], [1, 0]], "O": [[[[0]], [[2]]], [[[2]], [[0]]]]},
+                    params=_facts("T3.c1.w1"),
                     derivation="T3::drop orthogonality [swap, O=2]",
                 ),
                 Witness(
                     "T3.c1.w2",
-                    "keep $O_{ji} = O_{ij}^{-1}$ only (3-cycle, weights $\\frac12$, "
-                    + ", ".join(
-                        f"$O_{{{k[1:]}}} = {latex_data(_cases.T3_INVERSE_TRANSPORTS[k])}$"
-                        for k in ("O12", "O23", "O31")
-                    )
-                    + ", the derivation's data): a negative eigenvalue $\\approx "
-                    + str(_cases.T3_INVERSE_TRANSPORTS["negative_eigenvalue"])
-                    + "$ and a complex pair",
+                    "keep «inverse» only (3-cycle, weights $«weight»$, $O_{12} = «O12»$, $O_{23} = «O23»$, "
+                    "$O_{31} = «O31»$, the derivation's data): a negative eigenvalue, «negative», and a complex pair",
+                    params={
+                        "inverse": _FL.INVERSE,
+                        **{k: latex_data(_INV[k]) for k in ("weight", "O12", "O23", "O31")},
+                        "negative": _FL.negative_eigenvalue(_INV["negative_eigenvalue"], int(_INV["digits"])),
+                    },
                     derivation="T3::drop orthogonality keep O_ji=O_ij^-1 [3-cycle]: one negative real eigenvalue",
                 ),
             ),
@@ -107,13 +127,14 @@ T3: Theorem = Theorem(
             witnesses=(
                 Witness(
                     "T3.c2.w1",
-                    "swap walk $P = «P»$, $O_{12} = O_{21} = R$ a rotation ($R = «O[0][1]»$ here, $R(\\pi/3)$ in the derivation): complex spectrum",
+                    "swap walk $P = «P»$, $O_{12} = O_{21} = «O[0][1]»$, a rotation: complex spectrum, «spectrum» (the derivation checks another angle)",
                     fails=("T3.self_adjoint", "T3.spectrum"),
                     instance={
                         "kind": "walk",
                         "P": [[0, 1], [1, 0]],
                         "O": [[[[0, 0], [0, 0]], ROTATION], [ROTATION, [[0, 0], [0, 0]]]],
                     },
+                    params=_facts("T3.c2.w1"),
                     derivation="T3::drop O_ji=O_ij^T [swap",
                 ),
             ),
@@ -122,7 +143,7 @@ T3: Theorem = Theorem(
     conclusions=(
         make_conclusion(
             "T3.self_adjoint",
-            "$\\Delta = I - W$ is self-adjoint in $\\langle x,y\\rangle_\\pi$, entrywise: «self_adjoint» (at unit vectors $x$, $y$ the two sides are the entries of $(\\operatorname{diag}\\pi \\otimes I)\\Delta$ and of its transpose)",
+            "$\\Delta$, the generator of the conventions, is self-adjoint in their $\\pi$ inner product, entrywise: «self_adjoint» (at unit vectors $x$, $y$ the two sides are the entries of $\\Delta$ weighted by $\\pi$ and of its transpose)",
             predicate="walk_self_adjoint",
             params={"self_adjoint": _F.SELF_ADJOINT},
             tolerance=RELATIVE_TOLERANCE,
@@ -131,7 +152,7 @@ T3: Theorem = Theorem(
         ),
         make_conclusion(
             "T3.spectrum",
-            "spectrum real, in $[«lo», «hi»]$: with the Dirichlet form, $\\langle x,(2I-\\Delta)x\\rangle_\\pi$ is a sum of squares, entrywise: «upper_form»",
+            "spectrum real, in $[«lo», «hi»]$: with the Dirichlet form, the upper form (the $\\pi$-form of twice the identity less $\\Delta$) is a sum of squares, entrywise: «upper_form»",
             predicate="walk_spectrum",
             params={"lo": 0, "hi": 2, "upper_form": _F.UPPER_FORM},
             tolerance=SPECTRUM_TOLERANCE,
@@ -140,7 +161,7 @@ T3: Theorem = Theorem(
         ),
         make_conclusion(
             "T3.dirichlet",
-            "Dirichlet form $\\langle x,\\Delta x\\rangle_\\pi$ entrywise ($x_{i,a}$: component $a$ of token $i$, $O_{i,j,a,b}$: entry $(a,b)$ of $O_{ij}$): «dirichlet»",
+            "Dirichlet form (the $\\pi$-form of $\\Delta$) entrywise ($x_{i,a}$: component $a$ of token $i$, $O_{i,j,a,b}$: entry $(a,b)$ of $O_{ij}$): «dirichlet»",
             predicate="walk_dirichlet",
             params={"dirichlet": _F.DIRICHLET},
             tolerance=RELATIVE_TOLERANCE,
@@ -149,7 +170,7 @@ T3: Theorem = Theorem(
         ),
         make_conclusion(
             "T3.kernel",
-            "kernel = parallel sections: «parallel» on every edge ($P_{ij} \\ne 0$)",
+            "kernel = parallel sections: «parallel» on every edge (every nonzero entry of $P$)",
             predicate="walk_kernel_parallel",
             params={"parallel": _FS.PARALLEL},
             tolerance="null spaces by SVD at threshold 1e-9·‖·‖₂; equal dimension and ‖Δ Z‖, ‖C K‖ ≤ 1e-7",
@@ -158,18 +179,22 @@ T3: Theorem = Theorem(
         ),
         make_conclusion(
             "T3.flat",
-            "flat connection (transports $O_{ij} = R_i R_j^\\top$ with $R_i$ orthogonal, the premises below): $\\Delta$ is $(I-P)\\otimes I_d$ conjugated by $R = \\operatorname{diag}(R_i)$, entrywise: «flat»; $\\dim\\ker\\Delta = «kernel_dim_per_d»\\,d$ ($P$ irreducible)",
+            "flat connection (transports made of orthogonal $R_i$, the premises below): $\\Delta$ is the scalar generator of $P$ on every feature, conjugated by the $R_i$, entrywise: «flat»; as matrices, «flat_matrix»; «kernel_dim» ($P$ irreducible)",
             predicate="walk_flat",
-            params={"kernel_dim_per_d": 1, "flat": _FS.FLAT},
+            params={"flat": _FS.FLAT, "flat_matrix": _FL.FLAT_MATRIX, "kernel_dim": _FL.kernel_dimension(1)},
             tolerance=RELATIVE_TOLERANCE + "; rank threshold 1e-9",
             derivations=("T3::5. flat connection",),
             tests=(STATEMENT_TEST,),
         ),
         make_conclusion(
             "T3.scaled",
-            "scaled isometries $O_{ij} = s Q_{ij}$ ($Q$ satisfying (c1), (c2)): the Dirichlet form gains a multiple of $\\lVert x\\rVert_\\pi^2$: «scaled»; $\\operatorname{spec}\\Delta \\subset [«lo_s», «hi_s»]$",
+            "scaled isometries, «scaled_transport» ($Q$ satisfying (c1), (c2)): the Dirichlet form gains a multiple of the squared $\\pi$-norm of $x$: «scaled»; «scaled_spectrum»",
             predicate="walk_scaled",
-            params={"scaled": _FS.SCALED, "lo_s": _FS.SCALED_LO, "hi_s": _FS.SCALED_HI},
+            params={
+                "scaled_transport": _FL.SCALED_TRANSPORT,
+                "scaled": _FS.SCALED,
+                "scaled_spectrum": _FL.SCALED_SPECTRUM,
+            },
             tolerance=SPECTRUM_TOLERANCE + "; the form: " + RELATIVE_TOLERANCE,
             derivations=("T3::scaled O = sQ: <x,Delta x>_pi",),
             tests=(STATEMENT_TEST,),
@@ -178,10 +203,31 @@ T3: Theorem = Theorem(
     derivation=_dv.derive_t3,
     lemmas=("L3",),
     notes=(
-        "Weaker: the Dirichlet form and the kernel need only (a), orthogonal $O$ and a stationary $\\pi > 0$; then spec lies in the disk $|z-1| \\le 1$. Without a positive stationary $\\pi$ the kernel statement fails: $P=[[1,0],[.5,.5]]$, $d=1$, $O_{22}=-1$.",
-        "Gauge-free form on $B$: $B_{ij} = p_{ij} Q_{ij}$, $Q_{ij}$ orthogonal, $\\sum_j p_{ij} = 1$, $\\pi_i B_{ij} = \\pi_j B_{ji}^\\top$; balanced norms $\\pi_i\\lVert B_{ij}\\rVert = \\pi_j\\lVert B_{ji}\\rVert$ are not enough (the transports must match).",
+        Note(
+            "Weaker: the Dirichlet form and the kernel need only (a), orthogonal $O$ and a stationary $\\pi$ with "
+            "positive entries; then the spectrum lies in a disk: «disk». Without a positive stationary $\\pi$ the "
+            "kernel statement fails: $P = «P»$, $d = «d»$, $O_{22} = «O22»$, every other transport the identity.",
+            {
+                "disk": _FL.DISK,
+                "P": latex_data(_NOPI["P"]),
+                "d": latex_data(len(_NOPI["O"][0][0])),
+                "O22": latex_data(_NOPI["O"][1][1]),
+            },
+        ),
+        Note(
+            "Gauge-free form on the blocks $B_{ij}$ (of $W$): «gauge_free» with every $Q_{ij}$ orthogonal, «rows» "
+            "and «block_balance» (evaluated by `block_detailed_balance`); balanced norms, «norm_balance», are not "
+            "enough (the transports must match).",
+            {
+                "gauge_free": _FL.GAUGE_FREE,
+                "rows": _FL.GAUGE_FREE_ROWS,
+                "block_balance": _FL.BLOCK_BALANCE,
+                "norm_balance": _FL.NORM_BALANCE,
+            },
+        ),
     ),
-    symbolic_tests=(SYMBOLIC_TESTS,),
+    # the facts T3's witnesses and notes state, judged exactly on their data
+    symbolic_tests=(SYMBOLIC_TESTS, "tests/theory/test_laplacian_witnesses.py"),
     certificate_tests=(CERTIFICATE_TESTS,),
     numeric_tests=T3_NUMERIC_TESTS
     + (
