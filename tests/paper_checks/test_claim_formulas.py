@@ -94,7 +94,8 @@ def _hypotheses(params) -> dict[str, list]:
     env = _instance(params, A, Wo, Wv, x)
     hd = LS.hypothesis_defects(_t(A)[None], _t(Wo), _t(Wv))
     out = {k: [_measured(params[k], env, float(hd[k][0]))] for k in ("detailed_balance", "transpose_symmetry")}
-    out["orthogonality"] = [_measured(params["orthogonality"], env, float(hd["orthogonality"][0]))]
+    for key in ("orthogonality", "scaled_isometry"):
+        out[key] = [_measured(params[key], env, float(hd[key][0]))]
     out["self_adjoint"] = [_measured(params["self_adjoint"], env, float(hd["self_adjoint"][0]))]
     A2, *_ = _layer(1, stochastic=False)  # rows that do not sum to 1: a nonzero stochasticity defect
     env2 = _instance(params, A2, Wo, Wv, x)
@@ -345,6 +346,11 @@ CLAIM_FORMULA_MUTANTS = {
         "LAP",
         "transpose_symmetry",
         lambda f: f.edited(rhs=f.rhs.xreplace({_o(j, i, b, a): _o(j, i, a, b)})),
+    ),
+    "LAP scaled_isometry drop the weights P_ij": (
+        "LAP",
+        "scaled_isometry",
+        lambda f: f.edited(where=((FC.v_[i, j], FC.Indicator(FC._NORM_SQ > 0)),)),
     ),
     "LAP stochastic drop - 1": (
         "LAP",

@@ -44,8 +44,6 @@ class Norm(sp.Function):
     def _numpycode(self, printer):
         return "numpy.linalg.norm(" + printer._print(self.args[0]) + ")"
 
-    _pythoncode = _numpycode
-
 
 class SpectralRadius(sp.Function):
     """``ρ(W)``: the largest modulus of an eigenvalue."""
@@ -60,8 +58,6 @@ class SpectralRadius(sp.Function):
 
     def _numpycode(self, printer):
         return "numpy.max(numpy.abs(numpy.linalg.eigvals(" + printer._print(self.args[0]) + ")))"
-
-    _pythoncode = _numpycode
 
 
 class MaxOver(sp.Function):
@@ -85,8 +81,6 @@ class MaxOver(sp.Function):
         p = printer._print
         return f"builtins.max({p(e)} for {p(v)} in range({p(lo)}, {p(hi)} + 1))"
 
-    _pythoncode = _numpycode
-
 
 class Indicator(sp.Function):
     """``1[condition]``: 1 where the condition holds, 0 elsewhere."""
@@ -99,8 +93,6 @@ class Indicator(sp.Function):
 
     def _numpycode(self, printer):
         return "numpy.where(" + printer._print(self.args[0]) + ", 1.0, 0.0)"
-
-    _pythoncode = _numpycode
 
 
 class Tol(sp.Function):
@@ -117,8 +109,6 @@ class Tol(sp.Function):
     def _numpycode(self, printer):
         size = printer._print(self.args[0])
         return f"__import__('numerics.tolerance').tolerance.tol(__import__('torch').float32, {size})"
-
-    _pythoncode = _numpycode
 
 
 class Diag(sp.MatrixExpr):
@@ -137,8 +127,6 @@ class Diag(sp.MatrixExpr):
     def _numpycode(self, printer):
         return "numpy.diag(numpy.ravel(" + printer._print(self.args[0]) + "))"
 
-    _pythoncode = _numpycode
-
 
 class Eye(sp.Identity):
     """``I_d``: the identity of a symbolic size (numpy: ``eye(d)``)."""
@@ -148,8 +136,6 @@ class Eye(sp.Identity):
 
     def _numpycode(self, printer):
         return "numpy.eye(" + printer._print(self.rows) + ")"
-
-    _pythoncode = _numpycode
 
 
 class Sym(sp.MatrixExpr):
@@ -169,8 +155,6 @@ class Sym(sp.MatrixExpr):
         M = printer._print(self.args[0])
         return f"(0.5 * (({M}) + numpy.transpose({M})))"
 
-    _pythoncode = _numpycode
-
 
 class SignDiag(sp.MatrixExpr):
     """``sign(Λ)`` of a diagonal matrix, entrywise on the diagonal, with ``sign 0 = +1``."""
@@ -188,8 +172,6 @@ class SignDiag(sp.MatrixExpr):
     def _numpycode(self, printer):
         return "numpy.diag(numpy.where(numpy.diag(" + printer._print(self.args[0]) + ") >= 0, 1.0, -1.0))"
 
-    _pythoncode = _numpycode
-
 
 class SingularValue(sp.Function):
     """``σ_a(M)``: the ``a``-th singular value of ``M`` (descending, all ``min(rows, cols)`` of them)."""
@@ -206,8 +188,6 @@ class SingularValue(sp.Function):
     def _numpycode(self, printer):
         M, k = (printer._print(x) for x in self.args)
         return f"numpy.linalg.svd({M}, compute_uv=False)[{k}]"
-
-    _pythoncode = _numpycode
 
 
 class MinOver(sp.Function):
@@ -369,6 +349,19 @@ TRANSPOSE_DEFECT = Quantity(
     where=_TWO_WAY,
 )
 
+#: (c) item 6, the scaled-isometry defect: ``ι(O)² = d tr((OᵀO)²)/tr(OᵀO)² − 1`` (the CV of the ``d``
+#: squared singular values), averaged with the weights ``P_ij`` over the nonzero blocks
+_GRAM_SQ = sp.Sum(sp.Sum(O_[i, j, a, b] * O_[i, j, a, c], (a, 0, d - 1)) ** 2, (b, 0, d - 1), (c, 0, d - 1))
+_NORM_SQ = sp.Sum(O_[i, j, a, b] ** 2, (a, 0, d - 1), (b, 0, d - 1))
+v_ = shown_base("lap_v", "v")
+ISOMETRY_DEFECT = Quantity(
+    "scaled_isometry",
+    _label("lap_isometry", r"\delta_{\mathrm{c}}^{s}"),
+    sp.Sum(v_[i, j] * sp.sqrt(d * _GRAM_SQ / _NORM_SQ**2 - 1), (i, 0, n - 1), (j, 0, n - 1))
+    / sp.Sum(v_[i, j], (i, 0, n - 1), (j, 0, n - 1)),
+    where=((v_[i, j], P_[i, j] * Indicator(_NORM_SQ > 0)),),
+)
+
 #: (c) first half, the orthogonality defect ``Σ_ij P_ij ‖O_ijᵀO_ij − I‖_F/√d / Σ_ij P_ij``
 _ORTH_EDGE = sp.sqrt(
     sp.Sum(
@@ -512,6 +505,7 @@ LAP = {
         BALANCE_DEFECT,
         TRANSPOSE_DEFECT,
         ORTHOGONALITY_DEFECT,
+        ISOMETRY_DEFECT,
         SELF_ADJOINT_DEFECT,
         DIRICHLET_DEFECT,
         DIRICHLET_SPLIT,
@@ -581,8 +575,6 @@ class ClassName(sp.Atom):
 
     def _numpycode(self, printer):
         return str(E5_CLASSES.index(self.name.removeprefix("e5_")))
-
-    _pythoncode = _numpycode
 
 
 CLUSTER, COEXISTING = ClassName("e5_cluster"), ClassName("e5_coexisting")

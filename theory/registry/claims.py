@@ -142,7 +142,7 @@ CLAIMS: list[Claim] = [
             "«detailed_balance»; the same for the blocks $\\hat\\pi_i B_{ij}$ vs $\\hat\\pi_j B_{ji}^\\top$ "
             "($\\hat\\pi$ from the block norms); (c) the $P$-weighted transpose asymmetry over the two-way edges "
             "«transpose_symmetry», the orthogonality defect «orthogonality» and the scaled-isometry defect (CV of "
-            "all $d$ squared singular values of $O_{ij}$) — and each conclusion's status: «self_adjoint»; the "
+            "all $d$ squared singular values of $O_{ij}$) «scaled_isometry» — and each conclusion's status: «self_adjoint»; the "
             "Dirichlet identity on $x$, «dirichlet», since «dirichlet_split» for any $\\pi$-weighted walk; the "
             "spectral radius $\\rho(W)$ (T3.2 implies «radius»); the distances «distance» between the output "
             "«output» and the output $Y'$ of a walk $W'$ that satisfies the hypotheses: «W_rev» with «pi2» (its "
@@ -176,6 +176,7 @@ CLAIMS: list[Claim] = [
                 "detailed_balance",
                 "transpose_symmetry",
                 "orthogonality",
+                "scaled_isometry",
                 "self_adjoint",
             ),
             **_by("test_lap_dirichlet_defect_is_the_rendered_formula", "dirichlet", "dirichlet_split"),
