@@ -138,7 +138,7 @@ def _radius(params) -> dict[str, list]:
     out["radius_status"] = []
     for upper in (1 + t32 / 2, 1 + 2 * t32, 0.5):
         code = status((upper - 0.1, upper), SPEC["spectral_radius"].reference, t32) == STATUS_HOLDS
-        shown = FC.holds(params["radius_status"], {"W": upper * np.eye(N * D), "n": N})
+        shown = FC.holds(params["radius_status"], {"W": upper * np.eye(N * D), "lap_tol32": t32})
         out["radius_status"].append((float(code), float(shown)))
     return out
 

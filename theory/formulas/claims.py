@@ -10,7 +10,7 @@ The walk gauge ``P``, ``g``, ``O`` are T2's definitions (:data:`theory.formulas.
 
 Notation SymPy lacks, each with its LaTeX and its numpy evaluation: :class:`Norm` (Frobenius /
 Euclidean), :class:`MaxOver` (``max_i``), :class:`Diag`, :class:`Eye` (``I_d``), :class:`Sym`,
-:class:`SignDiag`, :class:`SpectralRadius`, :class:`Indicator`, :class:`Tol`, :class:`MinOver`.
+:class:`SignDiag`, :class:`SpectralRadius`, :class:`Indicator`, :class:`SingularValue`, :class:`MinOver`.
 """
 
 from __future__ import annotations
@@ -93,22 +93,6 @@ class Indicator(sp.Function):
 
     def _numpycode(self, printer):
         return "numpy.where(" + printer._print(self.args[0]) + ", 1.0, 0.0)"
-
-
-class Tol(sp.Function):
-    """``tol_float32(n)``: the rounding tolerance ``numerics.tolerance.tol(torch.float32, n)`` (the
-    model computes attention in float32)."""
-
-    nargs = 1
-    is_commutative = True
-    is_real = True
-
-    def _latex(self, printer, exp=None):
-        return r"\operatorname{tol}_{\mathrm{float32}}\left(" + printer._print(self.args[0]) + r"\right)"
-
-    def _numpycode(self, printer):
-        size = printer._print(self.args[0])
-        return f"__import__('numerics.tolerance').tolerance.tol(__import__('torch').float32, {size})"
 
 
 class Diag(sp.MatrixExpr):
@@ -420,7 +404,11 @@ DIRICHLET_SPLIT = Quantity(
 #: T3.2 (spec Δ ⊂ [0, 2]) implies ``ρ(W) ≤ 1``
 RADIUS_BOUND = Relation("radius", sp.LessThan(SpectralRadius(Wm), 1))
 #: the decision rule's status of the spectral radius
-RADIUS_STATUS = Relation("radius_status", sp.LessThan(SpectralRadius(Wm), 1 + Tol(n)))
+#: (``tol_float32(n)``: ``numerics.tolerance.tol(torch.float32, n)``, the instance gives its value)
+RADIUS_STATUS = Relation(
+    "radius_status",
+    sp.LessThan(SpectralRadius(Wm), 1 + _label("lap_tol32", r"\operatorname{tol}_{\mathrm{float32}}\left(n\right)")),
+)
 
 # ------------------------------------------------------------------------------------------------
 # LAP: distances to walks that satisfy the hypotheses (paper_checks.laplacian_stats.nearest_walk_distances)
