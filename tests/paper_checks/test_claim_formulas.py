@@ -63,16 +63,21 @@ def _instance(params, A, Wo, Wv, x) -> dict:
     """What the formulas are evaluated on: the sizes, the heads, ``T_h = W_O[h] W_V[h]`` (T1's layout),
     the input ``x``; the walk gauge ``P``, ``g``, ``O`` from the claim's own definitions; the walk's
     ``nd × nd`` matrix ``W`` (:data:`theory.formulas.walks.WALK_BLOCK`); ``π`` the stationary law of
-    ``P`` (oracle: a least-squares solve of ``πP = π``, ``Σπ = 1``)."""
+    ``P`` (:func:`_stationary`)."""
     env = {"n": N, "d": D, "H": H, "A": A, "T": np.einsum("hak,hkb->hab", Wo, Wv), "x": x}
     for key in ("P", "g", "O"):
         f = params[key]
         env[f.lhs.base.label.name] = tabulate(f.rhs, f.free, env)
     blocks = tabulate(FW.WALK_BLOCK.rhs, FW.WALK_BLOCK.free, env)
     env["W"] = blocks.transpose(0, 2, 1, 3).reshape(N * D, N * D)
-    M = np.vstack([env["P"].T - np.eye(N), np.ones((1, N))])
-    env["pi"] = np.linalg.lstsq(M, np.r_[np.zeros(N), 1.0], rcond=None)[0]
+    env["pi"] = _stationary(env["P"])
     return env
+
+
+def _stationary(P) -> np.ndarray:
+    """Oracle: the stationary law of a row-stochastic ``P`` (least squares of ``πP = π``, ``Σπ = 1``)."""
+    M = np.vstack([P.T - np.eye(len(P)), np.ones((1, len(P)))])
+    return np.linalg.lstsq(M, np.r_[np.zeros(len(P)), 1.0], rcond=None)[0]
 
 
 def _violation(rel, values) -> tuple:
@@ -96,6 +101,10 @@ def _hypotheses(params) -> dict[str, list]:
     out = {k: [_measured(params[k], env, float(hd[k][0]))] for k in ("detailed_balance", "transpose_symmetry")}
     for key in ("orthogonality", "scaled_isometry"):
         out[key] = [_measured(params[key], env, float(hd[key][0]))]
+    f = params["block_detailed_balance"]
+    norms = FC.environment(f.where[:3], env)  # B, its block norms N and their row sums r
+    env["lap_pin"] = _stationary(norms["lap_N"] / norms["lap_r"][:, None])
+    out["block_detailed_balance"] = [_measured(f, env, float(hd["block_detailed_balance"][0]))]
     out["self_adjoint"] = [_measured(params["self_adjoint"], env, float(hd["self_adjoint"][0]))]
     A2, *_ = _layer(1, stochastic=False)  # rows that do not sum to 1: a nonzero stochasticity defect
     env2 = _instance(params, A2, Wo, Wv, x)
@@ -341,6 +350,11 @@ CLAIM_FORMULA_MUTANTS = {
         "LAP",
         "orthogonality",
         lambda f: f.edited(rhs=f.rhs.xreplace({1 / sp.sqrt(d): 1 / d})),
+    ),
+    "LAP block_detailed_balance B_ji^T -> B_ji": (
+        "LAP",
+        "block_detailed_balance",
+        lambda f: f.edited(rhs=f.rhs.xreplace({FC.B_[j, i, b, a]: FC.B_[j, i, a, b]})),
     ),
     "LAP transpose_symmetry O_ji^T -> O_ji": (
         "LAP",

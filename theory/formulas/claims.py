@@ -22,8 +22,8 @@ from typing import Any
 import sympy as sp
 
 from .. import formulas as F
-from . import DIRICHLET_SUM, O_, P_, PI_FORM, Identity, a, b, c, d, i, j, n, pi_, x_
-from .walks import Label, Relation, shown_base
+from . import B_, DIRICHLET_SUM, O_, P_, PI_FORM, Identity, a, b, c, d, i, j, k, n, pi_, x_
+from .walks import DEF_B, Label, Relation, shown_base
 
 # ------------------------------------------------------------------------------------------------
 # notation
@@ -312,6 +312,26 @@ BALANCE_DEFECT = Quantity(
     where=((Fm, Diag(pim) * Pm),),
 )
 
+Nb_, r_, pih_, pin_ = (
+    shown_base(f"lap_{s}", t) for s, t in (("N", "N"), ("r", "r"), ("pih", r"\hat\pi"), ("pin", r"\pi'"))
+)
+_BLOCK_TERM = pih_[i] * B_[i, j, a, b], pih_[j] * B_[j, i, b, a]
+#: (b) for the blocks, gauge-free: ``π̂ ∝ π'/r`` with ``π'`` the stationary law of ``N_ij / r_i``
+BLOCK_BALANCE_DEFECT = Quantity(
+    "block_detailed_balance",
+    _label("lap_block_balance", r"\delta_{\mathrm{b}}^{B}"),
+    sp.sqrt(
+        sp.Sum((_BLOCK_TERM[0] - _BLOCK_TERM[1]) ** 2, (i, 0, n - 1), (j, 0, n - 1), (a, 0, d - 1), (b, 0, d - 1))
+        / sp.Sum((_BLOCK_TERM[0] + _BLOCK_TERM[1]) ** 2, (i, 0, n - 1), (j, 0, n - 1), (a, 0, d - 1), (b, 0, d - 1))
+    ),
+    where=(
+        (B_[i, j, a, b], DEF_B.rhs),
+        (Nb_[i, j], sp.sqrt(sp.Sum(B_[i, j, a, b] ** 2, (a, 0, d - 1), (b, 0, d - 1)))),
+        (r_[i], sp.Sum(Nb_[i, j], (j, 0, n - 1))),
+        (pih_[i], (pin_[i] / r_[i]) / sp.Sum(pin_[k] / r_[k], (k, 0, n - 1))),
+    ),
+)
+
 w_ = shown_base("lap_w", "w")
 _TWO_WAY = ((w_[i, j], (P_[i, j] + P_[j, i]) / 2 * Indicator(sp.And(P_[i, j] > 0, P_[j, i] > 0))),)
 
@@ -491,6 +511,7 @@ LAP = {
     for f in (
         STOCHASTIC_DEFECT,
         BALANCE_DEFECT,
+        BLOCK_BALANCE_DEFECT,
         TRANSPOSE_DEFECT,
         ORTHOGONALITY_DEFECT,
         ISOMETRY_DEFECT,

@@ -139,8 +139,8 @@ CLAIMS: list[Claim] = [
         statistic=(
             "per layer and prompt, on the layer's real input $x$ (rows $x_i$), in T2's walk gauge «P», «O» where "
             "«g», with $\\pi$ stationary and $W$ the walk: each hypothesis's defect — (a) «stochastic»; (b) "
-            "«detailed_balance»; the same for the blocks $\\hat\\pi_i B_{ij}$ vs $\\hat\\pi_j B_{ji}^\\top$ "
-            "($\\hat\\pi$ from the block norms); (c) the $P$-weighted transpose asymmetry over the two-way edges "
+            "«detailed_balance»; the same for the blocks, gauge-free, «block_detailed_balance» ($\\pi'$ the stationary "
+            "law of the block norms $N$ with rows normalised by $r$); (c) the $P$-weighted transpose asymmetry over the two-way edges "
             "«transpose_symmetry», the orthogonality defect «orthogonality» and the scaled-isometry defect (CV of "
             "all $d$ squared singular values of $O_{ij}$) «scaled_isometry» — and each conclusion's status: «self_adjoint»; the "
             "Dirichlet identity on $x$, «dirichlet», since «dirichlet_split» for any $\\pi$-weighted walk; the "
@@ -174,6 +174,7 @@ CLAIMS: list[Claim] = [
                 "O",
                 "stochastic",
                 "detailed_balance",
+                "block_detailed_balance",
                 "transpose_symmetry",
                 "orthogonality",
                 "scaled_isometry",
