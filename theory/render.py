@@ -193,13 +193,21 @@ def claim_markdown(c) -> str:
         "",
         f"*Empirical claim.* Source: {c.source} — measured by `{c.module}`.",
         "",
-        f"- **Statement**: {c.statement}",
-        f"- **Statistic**: {c.statistic}",
-        f"- **Null model**: {c.null_model}",
-        f"- **Decision rule**: {c.decision_rule}",
+        f"- **Statement**: {c.filled('statement')}",
+        f"- **Statistic**: {c.filled('statistic')}",
+        f"- **Null model**: {c.filled('null_model')}",
+        f"- **Decision rule**: {c.filled('decision_rule')}",
         f"- tests: {_paths(c.tests)}",
-        "",
     ]
+    if c.evaluated_by:  # which test evaluates each formula the texts cite, against the measured statistic
+        by_test: dict[str, list[str]] = {}
+        for key, test in c.evaluated_by.items():
+            by_test.setdefault(test, []).append(f"`{key}`")
+        lines.append(
+            f"- formulas evaluated against the statistics `{c.module}` computes: "
+            + "; ".join(f"{', '.join(keys)} by `{test}`" for test, keys in sorted(by_test.items()))
+        )
+    lines.append("")
     return "\n".join(lines)
 
 

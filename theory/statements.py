@@ -258,7 +258,8 @@ class Convention:
 class Claim:
     """An empirical claim (E1-E6): what is claimed, the statistic that measures it, the null model it
     is compared with and the decision rule that turns the comparison into a verdict; ``module``: the
-    paper_checks code that measures it."""
+    paper_checks code that measures it. Its texts cite formulas as ``«name»`` of ``params``, each
+    evaluated by the test ``evaluated_by`` names."""
 
     id: str
     title: str
@@ -269,6 +270,15 @@ class Claim:
     module: str
     source: str = ""
     tests: tuple[str, ...] = ()
+    #: the formulas the texts cite (``«name»``): expressions of :mod:`theory.formulas.claims`
+    params: Mapping[str, Any] = field(default_factory=dict)
+    #: formula name -> the test that evaluates it against the statistic ``module`` computes
+    evaluated_by: Mapping[str, str] = field(default_factory=dict)
+
+    def filled(self, part: str) -> str:
+        """The text ``part`` (``"statement"``, ``"statistic"``, ``"null_model"``, ``"decision_rule"``)
+        with its formulas rendered from their expressions."""
+        return fill(getattr(self, part), self.params)
 
 
 class Note(str):

@@ -3,8 +3,18 @@ decision rule)."""
 
 from __future__ import annotations
 
+from ..formulas import claims as _FC
+from ..formulas import walks as _FW
 from ..statements import Claim
 from .common import E12_RULE, NULL_RANDOM, SEED_A, SEED_B
+
+#: the test module that evaluates the claims' formulas against the statistics their modules compute
+_FORMULA_TESTS = "tests/paper_checks/test_claim_formulas.py"
+
+
+def _by(test: str, *keys: str) -> dict[str, str]:
+    return dict.fromkeys(keys, f"{_FORMULA_TESTS}::{test}")
+
 
 CLAIMS: list[Claim] = [
     Claim(
@@ -28,14 +38,16 @@ CLAIMS: list[Claim] = [
         "learned transports self-organize into approximate scaled isometries",
         statistic=(
             "singular-value coefficient of variation of each head's $T_h$ and of $T_\\Sigma$, Procrustes defect "
-            "$\\min_{s,Q}\\lVert T_\\Sigma - sQ\\rVert_F/\\lVert T_\\Sigma\\rVert_F$, data gain CV and the attention-weighted "
+            "over scales $s$ and orthogonal $Q$ «procrustes», data gain CV and the attention-weighted "
             "edge-transport defect (`paper_checks.measure.E2_STATS`); smaller supports the claim"
         ),
         null_model=NULL_RANDOM + "; plus spectrum-matched and flat-subspace baselines",
         decision_rule=E12_RULE,
         module="paper_checks.claims",
         source=SEED_A,
-        tests=("tests/paper_checks/test_known_answers.py", "tests/paper_checks/test_stats.py"),
+        tests=("tests/paper_checks/test_known_answers.py", "tests/paper_checks/test_stats.py", _FORMULA_TESTS),
+        params={"procrustes": _FC.PROCRUSTES},
+        evaluated_by=_by("test_e2_procrustes_defect_is_the_rendered_formula", "procrustes"),
     ),
     Claim(
         "E3",
@@ -79,8 +91,9 @@ CLAIMS: list[Claim] = [
         ),
         statistic=(
             "agreement fraction between the linear prediction (symbol $M(k)$, T6) and the simulated onset pattern "
-            "(coarse class and $|k|$) over a phase-diagram sweep, with a Wilson 95% interval; per component, the "
-            "fraction of cell pairs differing only in that component whose observed pattern differs"
+            "over a phase-diagram sweep (a cell agrees iff «agreement», $c$ the coarse classes, $k$ the wave numbers), "
+            "with a Wilson 95% interval; per component, the fraction of cell pairs differing only in that component "
+            "whose observed pattern differs"
         ),
         null_model="the same fraction computed on the predictions (what the linear theory alone implies)",
         decision_rule=(
@@ -90,7 +103,9 @@ CLAIMS: list[Claim] = [
         ),
         module="paper_checks.e5",
         source=SEED_B,
-        tests=("tests/paper_checks/test_e5_phase.py",),
+        tests=("tests/paper_checks/test_e5_phase.py", _FORMULA_TESTS),
+        params={"agreement": _FC.AGREEMENT},
+        evaluated_by=_by("test_e5_agreement_is_the_rendered_formula", "agreement"),
     ),
     Claim(
         "E6",
@@ -122,27 +137,22 @@ CLAIMS: list[Claim] = [
             "far each layer is from a walk that satisfies the hypotheses"
         ),
         statistic=(
-            "per layer and prompt, on the layer's real input $x$, with $P = \\frac1H\\sum_h A^h$, "
-            "$O_{ij} = \\sum_h (A^h_{ij}/P_{ij}) T_h$, $\\pi$ stationary: each hypothesis's defect — "
-            "$\\max_i|\\sum_j P_{ij} - 1|$; $\\lVert F - F^\\top\\rVert_F/\\lVert F + F^\\top\\rVert_F$, "
-            "$F = \\operatorname{diag}(\\pi)P$; the same for the blocks $\\hat\\pi_i B_{ij}$ vs "
-            "$\\hat\\pi_j B_{ji}^\\top$ ($\\hat\\pi$ from the block norms); the $P$-weighted transpose "
-            "asymmetry $\\lVert O_{ij} - O_{ji}^\\top\\rVert/\\lVert O_{ij} + O_{ji}^\\top\\rVert$, "
-            "orthogonality defect $\\lVert O_{ij}^\\top O_{ij} - I\\rVert_F/\\sqrt d$ and scaled-isometry "
-            "defect (CV of all $d$ squared singular values of $O_{ij}$) — and each conclusion's status: "
-            "$\\lVert \\Pi W - W^\\top \\Pi\\rVert_F/\\lVert \\Pi W + W^\\top \\Pi\\rVert_F$, the Dirichlet "
-            "identity on $x$ ($|a - b|/(a + b)$, $a - b = \\langle x, \\Delta x\\rangle_\\pi - \\tfrac12\\sum_{ij} "
-            "\\pi_i P_{ij}\\lVert x_i - O_{ij}x_j\\rVert^2$) and the spectral radius $\\rho(W)$ (T3.2 implies "
-            "$\\rho(W) \\le 1$); distances $\\lVert Wx - W'x\\rVert/\\lVert Wx\\rVert$ to "
-            "$W_{\\mathrm{rev}} = \\Pi''^{-1}\\tfrac12(\\Pi W + W^\\top\\Pi)$, $\\pi'' = \\tfrac12(\\pi \\odot r + "
-            "P^\\top\\pi)$ (stochastic, reversible w.r.t. $\\pi''$, $O''_{ji} = O''^\\top_{ij}$; for stationary "
-            "$\\pi$ the nearest $\\pi$-self-adjoint operator in the Hilbert–Schmidt norm of "
-            "$\\ell^2(\\pi)\\otimes\\mathbb R^d$) and to the best $P''\\otimes sQ$ over orthogonal involutions "
-            "$Q = Q^\\top = Q^{-1}$, $s \\ge 0$ (closed form $Q^* = U\\operatorname{sign}(\\Lambda)U^\\top$ from "
-            "$\\operatorname{sym}(Z^\\top Y) = U\\Lambda U^\\top$, $Z = P''X$, $Y = WX$, $s^* = \\sum|\\lambda|/\\lVert Z\\rVert_F^2$: "
-            "a T5 connection Laplacian, so an upper bound on the distance to all scaled connection Laplacians); "
-            "mean over layers; causal walks have no positive $\\pi$ (T4): $\\pi$-dependent defects undefined, "
-            "the distances use the PageRank law (`paper_checks.laplacian_stats`)"
+            "per layer and prompt, on the layer's real input $x$ (rows $x_i$), in T2's walk gauge «P», «O» where "
+            "«g», with $\\pi$ stationary and $W$ the walk: each hypothesis's defect — (a) «stochastic»; (b) "
+            "«detailed_balance»; the same for the blocks, gauge-free, «block_detailed_balance» ($\\pi'$ the stationary "
+            "law of the block norms $N$ with rows normalised by $r$); (c) the $P$-weighted transpose asymmetry over the two-way edges "
+            "«transpose_symmetry», the orthogonality defect «orthogonality» and the scaled-isometry defect (CV of "
+            "all $d$ squared singular values of $O_{ij}$) «scaled_isometry» — and each conclusion's status: «self_adjoint»; the "
+            "Dirichlet identity on $x$, «dirichlet», since «dirichlet_split» for any $\\pi$-weighted walk; the "
+            "spectral radius $\\rho(W)$ (T3.2 implies «radius»); the distances «distance» between the output "
+            "«output» and the output $Y'$ of a walk $W'$ that satisfies the hypotheses: «W_rev» with «pi2» (its "
+            "walk «P2» is stochastic, «rev_stochastic», and reversible w.r.t. $\\pi''$, «rev_balance», its "
+            "transports satisfy «rev_transpose»; for stationary $\\pi$ it is the nearest $\\pi$-self-adjoint "
+            "operator in the Hilbert–Schmidt norm of $\\ell^2(\\pi; \\mathbb{R}^d)$), and the best «involution_walk» "
+            "over orthogonal involutions «involution» and scales «scale» (closed form «Q_star» from «eigen», «Z», "
+            "«s_star»: a T5 connection Laplacian, so an upper bound on the distance to all scaled connection "
+            "Laplacians); mean over layers; causal walks have no positive $\\pi$ (T4): $\\pi$-dependent defects "
+            "undefined, the distances use the PageRank law (`paper_checks.laplacian_stats`)"
         ),
         null_model=NULL_RANDOM,
         decision_rule=(
@@ -150,10 +160,49 @@ CLAIMS: list[Claim] = [
             "interval of the effect (trained − null) lies below 0; 'not reproduced' if above 0 or entirely "
             "within ±5% of |null|; otherwise 'inconclusive' (`paper_checks.inference.decide`); separately a "
             "status per statistic: 'holds' iff the trained interval lies at or below tol(float32, n) (the "
-            "model computes softmax in float32; $\\rho(W)$ against $1 + $ tol)"
+            "model computes softmax in float32; the spectral radius: «radius_status»)"
         ),
         module="paper_checks.laplacian_check",
         source=SEED_A,
-        tests=("tests/paper_checks/test_laplacian_check.py",),
+        tests=("tests/paper_checks/test_laplacian_check.py", _FORMULA_TESTS),
+        params={"P": _FW.DEF_P, "g": _FW.DEF_G, "O": _FW.DEF_O, **_FC.LAP},
+        evaluated_by={
+            **_by(
+                "test_lap_hypothesis_defects_are_the_rendered_formulas",
+                "P",
+                "g",
+                "O",
+                "stochastic",
+                "detailed_balance",
+                "block_detailed_balance",
+                "transpose_symmetry",
+                "orthogonality",
+                "scaled_isometry",
+                "self_adjoint",
+            ),
+            **_by("test_lap_dirichlet_defect_is_the_rendered_formula", "dirichlet", "dirichlet_split"),
+            **_by("test_lap_spectral_radius_is_the_rendered_formula", "radius", "radius_status"),
+            **_by(
+                "test_lap_reversible_walk_is_the_rendered_formula",
+                "output",
+                "distance",
+                "pi2",
+                "P2",
+                "W_rev",
+                "rev_transpose",
+                "rev_stochastic",
+                "rev_balance",
+            ),
+            **_by(
+                "test_lap_involution_fit_is_the_rendered_formula",
+                "involution_walk",
+                "involution",
+                "scale",
+                "Z",
+                "eigen",
+                "Q_star",
+                "s_star",
+            ),
+        },
     ),
 ]
