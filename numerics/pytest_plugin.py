@@ -4,7 +4,7 @@ After ``pip install connwalk`` any project's pytest loads it (disable with
 ``-p no:numerics.pytest_plugin``); this repository's ``tests/conftest.py`` names it in
 ``pytest_plugins`` as well, which pytest skips when the entry point already loaded it.
 
-* ``@pytest.mark.theorem("T3")`` tags a test (the marker is registered here, so ``--strict-markers``
+* ``@pytest.mark.theorem("T3")`` tags a test (``theorem("T2", "T3")`` tags it with both) (the marker is registered here, so ``--strict-markers``
   accepts it); ``pytest --theorem T3`` runs only those tests; at the end a table per theorem is
   printed (symbolic ✓/✗, property examples, worst residual, necessity counterexamples, tests
   passed/failed); ``--theorem-json PATH`` writes it as JSON. Works with pytest-xdist. Tests record
@@ -182,7 +182,8 @@ def pytest_configure(config):
 
 
 def _theorem_ids(item) -> list[str]:
-    return [m.args[0] for m in item.iter_markers("theorem") if m.args]
+    """Every id of every ``theorem`` marker (``theorem("T2", "T3")`` tags both)."""
+    return [tid for m in item.iter_markers("theorem") for tid in m.args]
 
 
 def pytest_collection_modifyitems(config, items):

@@ -85,6 +85,26 @@ def test_theorem_option_deselects_other_tests():
     assert linked.user_properties == [("theorem", "T3"), ("theorem", "T4")]
 
 
+def test_one_marker_with_several_ids_tags_each():
+    """One marker naming T2 and T3 is selected by ``--theorem T3`` as well as by T2."""
+    import types
+
+    import numerics.pytest_plugin as cf
+
+    mark = types.SimpleNamespace(args=("T2", "T3"))
+    item = types.SimpleNamespace(
+        iter_markers=lambda name: iter([mark] if name == "theorem" else []), user_properties=[], nodeid="t::x"
+    )
+    other = types.SimpleNamespace(iter_markers=lambda name: iter([]), user_properties=[], nodeid="t::y")
+    deselected: list = []
+    cfg = _FakeConfig(**{"--theorem": ["T3"]})
+    cfg.hook = types.SimpleNamespace(pytest_deselected=lambda items: deselected.extend(items))
+    keep = [item, other]
+    cf.pytest_collection_modifyitems(cfg, keep)
+    assert keep == [item] and deselected == [other]
+    assert item.user_properties == [("theorem", "T2"), ("theorem", "T3")]
+
+
 class _FakeConfig:
     def __init__(self, **opts):
         self.opts = opts

@@ -12,7 +12,13 @@ import pytest
 from theory.registry import THEOREMS
 
 ROOT = Path(__file__).resolve().parents[2]
-MARK = re.compile(r'theorem\("(T\d+)"\)')
+MARK = re.compile(r"theorem\(([^()]*)\)")
+MARK_ID = re.compile(r'"([TL]\d+)"')
+
+
+def _tagged(text: str) -> set[str]:
+    """The theorem/lemma ids of every ``theorem("T2", "T3")`` marker written with literal ids."""
+    return {tid for args in MARK.findall(text) for tid in MARK_ID.findall(args)}
 
 
 def _named(t) -> set[str]:
@@ -32,10 +38,14 @@ def test_every_tagged_test_file_is_named_by_its_theorem():
     unlisted = []
     for path in sorted((ROOT / "tests").rglob("test_*.py")):
         rel = path.relative_to(ROOT).as_posix()
-        for tid in sorted(set(MARK.findall(path.read_text(encoding="utf-8")))):
+        for tid in sorted(_tagged(path.read_text(encoding="utf-8"))):
             if tid in by_id and rel not in by_id[tid]:
                 unlisted.append((tid, rel))
     assert not unlisted, f"tests tagged with a theorem that the registry does not list: {unlisted}"
+
+
+def test_the_tag_scan_reads_every_literal_id_of_a_marker():
+    assert _tagged('@pytest.mark.theorem("T2", "T3", "T6")\nX = pytest.mark.theorem("L1")') == {"T2", "T3", "T6", "L1"}
 
 
 # ---------------------------------------------------------------------------------------------
