@@ -279,7 +279,10 @@ def _kernel_element(
             # a fresh start per direction: a single-vector Krylov space from the previous start holds
             # only that start's component in a multiple null space, i.e. the direction already found
             v0 = np.random.default_rng([seed, K.shape[1]]).standard_normal(N)
-            lam1, vec, rho = deflated_smallest(DtD, K, dn_up, N, n, d, meter, v0)
+            # with no null direction yet, stopping once σ_1(Δ) > thr·‖Δ‖ is decided gives dim ker Δ = 0,
+            # whose bound does not use σ_1; past one, σ_{k+1} is the gap of the bound: the 1e-4 rule
+            level = None if K.shape[1] else thr * dn_up
+            lam1, vec, rho = deflated_smallest(DtD, K, dn_up, N, n, d, meter, v0, level)
             lo, hi = math.sqrt(max(lam1 - rho, 0.0)), math.sqrt(max(lam1 + rho, 0.0))
             Kc, top = extended_basis(K, vec, Dfn, n, d)
             if top <= thr * dn_up or lo <= thr * dn_up:  # not decided by the bound of ‖Δ‖
