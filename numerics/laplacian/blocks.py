@@ -160,10 +160,11 @@ def tsqr(chunks, m: int, dtype, device, batch=()) -> torch.Tensor:
 
 
 #: numbers per temporary of the row-chunked sums (``edge_energy``, the per-edge norms, the factor of
-#: ``C X``): about 1 MiB, cache-sized. Measured at ``n = 64, d = 64, H = 4`` (one thread, three
-#: probes): ``edge_energy`` 6–11 ms in chunks of 5 rows, 17–30 ms in one chunk of 64 (6 MiB
-#: temporaries: memory traffic and page faults, not arithmetic)
-CACHE_ELEMS = 1 << 17
+#: ``C X``): 4 MiB instead of ``chunk_elems`` (32 MiB). Measured at ``n = 64, d = 64, H = 4``, one
+#: thread, same process, temporaries capped at 2^17 / 2^18 / 2^19 / 2^20 / ``chunk_elems`` numbers: the
+#: algebraic checks 22 / 19 / 20 / 19 / 28 ms, the factor of ``C X`` on 32 sections 196 / 191 / 122 /
+#: 121 / 177 ms (memory traffic and page faults of the large temporaries, not arithmetic)
+CACHE_ELEMS = 1 << 19
 
 
 class FactoredBlocks:

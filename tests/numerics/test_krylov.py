@@ -11,9 +11,8 @@ from types import SimpleNamespace
 import numpy as np
 import torch
 
-from numerics.laplacian import diagnose
+from numerics.laplacian import diagnose, krylov
 from numerics.laplacian.factored import diagnose_factored
-from numerics.laplacian import krylov
 from numerics.laplacian.krylov import arnoldi_ends, lanczos_ends
 from numerics.laplacian.lanczos import DECIDED_RTOL, Meter, deflated_smallest
 from numerics.walk import ConnectionWalk
