@@ -265,7 +265,9 @@ class FactoredBlocks:
 
     # -------------------------------------------------------------- the block-algebra interface
     def norms(self) -> torch.Tensor:
-        return self._norms(self._factor("T"), lambda i0, i1: self.a[..., i0:i1, :])
+        if "norms" not in self._R:  # read by three checks: computed once
+            self._R["norms"] = self._norms(self._factor("T"), lambda i0, i1: self.a[..., i0:i1, :])
+        return self._R["norms"]
 
     @property
     def terms(self) -> int:
@@ -289,7 +291,9 @@ class FactoredBlocks:
         return tol(F64, self.H) * self.block_scale()
 
     def transport_norms(self) -> torch.Tensor:
-        return self._norms(self._factor("T"), lambda i0, i1: self.w[..., i0:i1, :])
+        if "transport_norms" not in self._R:  # read by two checks: computed once
+            self._R["transport_norms"] = self._norms(self._factor("T"), lambda i0, i1: self.w[..., i0:i1, :])
+        return self._R["transport_norms"]
 
     def balance_defect(self, pi: torch.Tensor) -> torch.Tensor:
         a, aT = self.a, self.a.transpose(-1, -2)
