@@ -407,9 +407,16 @@ class FactoredBlocks:
         the edge Gram ``G``): the cost of two ``W`` products instead of ``n²d`` per probe, but with
         the rounding ``eps·‖C‖²·‖x‖`` of the expansion (use :meth:`constraints_gram_apply` where
         ``‖Cx‖ ≪ ‖C‖‖x‖`` matters)."""
+        dx, mx = self.constraints_gram_split(x)
+        return dx - mx - self._coef_apply(self.w, x, transpose=True)
+
+    def constraints_gram_split(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(deg_k x_k + G_k x_k, Σ_j O_kj x_j)`` for one walk, ``x`` ``(p, n, d)``: the terms of
+        :meth:`constraints_gram_fast` but the transposed one, which a symmetric form ``Xᵀ CᵀC X``
+        gets as the transpose of ``Xᵀ(Σ_j O_kj X_j)`` (one walk-like product instead of two)."""
         deg = self.sup.to(F64).sum(-1)
         Gx = (self._edge_gram() @ x.permute(1, 2, 0)).permute(2, 0, 1)  # one d×d by d×p product per token
-        return deg[:, None] * x + Gx - self._coef_apply(self.w, x) - self._coef_apply(self.w, x, transpose=True)
+        return deg[:, None] * x + Gx, self._coef_apply(self.w, x)
 
     def constraints_gram_apply(self, x: torch.Tensor) -> torch.Tensor:
         """``CᵀC x`` for one walk, ``x`` ``(p, n, d)``: ``(Cx)_ij = x_i − O_ij x_j`` on the support,

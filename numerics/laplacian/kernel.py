@@ -46,9 +46,9 @@ residual whose verdict was already certified. Now:
   ``norm_C_bound``; on the random ``n = 64, d = 64, H = 4`` walk this drops the kernel part from
   495 to 381 products;
 * *sections, Gram first*: ``G = Qᵀ(CᵀC Q)`` by the edge-Gram expansion (two ``W``-like products
-  per section, blocked; error ``δ = tol(float64, n·d)·‖C‖²``), eigenpairs ``(λ_k, u_k)``; then
-  ``σ'_k ∈ [√(λ_k − 2δ), √(λ_k + δ)]``. Only the directions with ``λ_k`` below
-  ``min((4·thr·‖C‖(‖C‖ + s_T)/s_T)², 100δ) + 2δ`` — those the Gram cannot tell from the threshold —
+  per section, blocked, one where a T3 hypothesis fails; error ``δ = tol(float64, n·d)·‖C‖²``),
+  eigenpairs ``(λ_k, u_k)``; ``σ'_k ∈ [√(λ_k − 2δ), √(λ_k + δ)]``. Only the directions with ``λ_k``
+  below ``min((4·thr·‖C‖(‖C‖ + s_T)/s_T)², 100δ) + 2δ`` — those the Gram cannot tell from the threshold —
   get the eps·‖C‖-accurate row-chunked factor (``k_S`` columns instead of ``m``; none on a
   generic walk, the ``dim ker`` ones on a T3 walk). The bounds above keep their form with these
   intervals (Courant–Fischer on ``span[Q u_S, …]``; the cross terms of the two blocks are ≤ δ);
@@ -94,11 +94,10 @@ LOBPCG without a preconditioner (none is at hand) for the search: on the random 
 smallest eigenvalue of ``ΔᵀΔ`` to 1e-4 took 260 products at block size 1 (ARPACK: 282), 670 / 1136
 at block sizes 4 / 8, and more time than ARPACK in each case.
 
-Issue 22: on the random ``n = 64`` walk the kernel part went from 381 to 325 products (the ``σ_1``
-stop above) with cheaper Krylov bookkeeping (:mod:`numerics.laplacian.krylov`) and the Gram columns
-from contiguous fields (strided ones made each ``CᵀC`` product up to 1.7× slower). Kept: the loose
-Ritz value of ``‖C‖`` (the sections' Gram would give a lower bound far below it, changing the
-flatness residual's value), the Gram block of 16 (8 / 16 / 32 columns: 16 / 19 / 21 ms, noise).
+Issue 22, random ``n = 64`` walk: kernel products 381 → 261 (the ``σ_1`` stop; the Gram at one product
+per section, :func:`~numerics.laplacian.sections.sections_gram`), cheaper Krylov bookkeeping, contiguous
+Gram columns (strided: each ``CᵀC`` product up to 1.7× slower). Kept: the loose Ritz value of ``‖C‖``
+(the Gram's ``λ_max`` is far below ``‖C‖²``: the flatness residual's value would change).
 
 The previous route stays as ``route="arpack"`` (:func:`kernel_element_arpack`, the benchmark's
 baseline): parallel sections from the factor of ``C Q`` on every section; ``ker Δ`` from those plus
@@ -140,6 +139,7 @@ from numerics.laplacian.sections import (
     parallel_count,
     section_tree,
     sections_basis,
+    sections_gram,
     sections_in_kernel,
     subspace_bound,
 )
@@ -213,7 +213,8 @@ def _kernel_element(
         # parallel sections: Rayleigh–Ritz of CᵀC on the root-fixed sections (Gram, error δ)
         Q, s_T, tf = sections_basis(e, e.sup.numpy())
         facts.update(tf)
-        AQ = _gram_columns(e, Q, meter, block)
+        AQ = _gram_columns(e, Q, meter, block) if search_limit is None else None  # kept for sharpening
+        G = Q.T @ AQ if AQ is not None else sections_gram(e, Q, meter, block)
     except OverBudget as exc:
         return _undecided(
             f"undecided: max_matvecs = {limit} reached ({exc} products) before the parallel sections were counted",
@@ -221,7 +222,6 @@ def _kernel_element(
             meter,
         )
     m = Q.shape[1]
-    G = Q.T @ AQ
     lam, U = torch.linalg.eigh(0.5 * (G + G.T))
     delta = tol(F64, N) * cn_up**2  # rounding of the expansion CᵀC x (eps·‖C‖²·‖x‖, with room)
     # refine what the Gram cannot resolve near the thresholds (below 100δ), never more
