@@ -55,8 +55,8 @@ CHECK_EVERY = 2
 #: Arnoldi steps between two Ritz checks of :func:`arnoldi_ends` (a dense ``eig`` of the projected
 #: matrix, up to 60 × 60: about ten products' time at ``n·d = 4096``). Measured on the random
 #: ``n = 64, d = 64, H = 4`` walk (its four extremes to the spectrum checks' rounding error, one
-#: thread, same process): 4 steps 69 products in 419 products' time, 8 steps 73 in 379, 12 steps 77
-#: in 486 (before the residual screen: 4 steps 652, 8 steps 472)
+#: thread, same process, time in units of one ``apply``): 4 steps 69 products in 419 applies' time,
+#: 8 steps 73 in 379, 12 steps 77 in 486 (before the residual screen: 4 steps 652, 8 steps 472)
 ARNOLDI_CHECK_EVERY = 8
 
 __all__ = ["lanczos_ends", "ritz_extreme", "arnoldi_ends"]
@@ -93,7 +93,8 @@ def lanczos_ends(
     :data:`CHECK_EVERY` steps (and at each restart, at the cap, and when the space turns invariant;
     between checks the plain Lanczos continuation, which spans the same space) and stops when
     ``done(end, θ, ρ, anorm)`` for every pair (``anorm``: largest ``|θ|``), when the space is
-    invariant, or (``converged`` False) after ``max_products`` products."""
+    invariant, or (``converged`` False) after ``max_products`` products. A check computes the
+    explicit residuals only past the screen (:func:`_certainly_pending`)."""
     max_dim = min(max(max_dim, 3 * k), N)
     keep = max(keep, 2 * k)
     dev = v0.device
@@ -225,7 +226,8 @@ def arnoldi_ends(
     key (explicit Krylov–Schur). Among Ritz values whose scores tie (within ``tie``, e.g. the real
     eigenvalues of a ``max |Im|`` key) the one with the smallest residual is taken. Stops when
     ``done(name, θ, ρ, ‖G‖)`` for every key, when the space is invariant, or (``converged`` False)
-    after ``max_products`` products."""
+    after ``max_products`` products. Checks every :data:`ARNOLDI_CHECK_EVERY` steps, computing the
+    explicit residuals only past the screen (:func:`_certainly_pending`)."""
     max_dim = min(max_dim, N)
     dev = v0.device
     V, AV = _basis(N, max_dim, dev), _basis(N, max_dim, dev)
