@@ -14,9 +14,15 @@ HF's eager softmax runs in float32) when installed, else random factors of that 
 time and the peak extra memory of ``method="factored"`` (``VmHWM`` reset through
 ``/proc/self/clear_refs`` before the call; target ≤ 1 GiB).
 
+``--three`` (issue 22): instead of the parts above, ``diagnose`` time ÷ one ``apply`` time for the
+three sizes (``n = 64, d = 64, H = 4``; MiniLM-sized ``n = 128, d = 384, H = 12``; ``n = 512, d = 64,
+H = 4``) with the per-check breakdown, in one run — the report of ``bench_diagnose_kernel.py
+--three`` (run by it: ``--only-new`` and ``--threads`` pass through).
+
 Usage: ``python benchmarks/bench_diagnose.py [--n 64] [--d 64] [--heads 4] [--part 1|2|both]
-[--random-layer] [--threads 1] [--dense-cache FILE]``. ``--dense-cache``: the dense runs are read from
-FILE when present (else run and saved there), so the factored side can be re-measured alone.
+[--random-layer] [--threads 1] [--dense-cache FILE]`` or ``python benchmarks/bench_diagnose.py --three
+[--only-new] [--threads 1]``. ``--dense-cache``: the dense runs are read from FILE when present (else
+run and saved there), so the factored side can be re-measured alone.
 """
 
 from __future__ import annotations
@@ -173,7 +179,13 @@ def main(argv=None) -> int:
     ap.add_argument("--threads", type=int, default=None)
     ap.add_argument("--dense-cache", default=None, help="part 1: load / save the dense runs here (they take ~25 min)")
     ap.add_argument("--no-kernel", action="store_true", help="part 2: skip the Lanczos null-space checks")
+    ap.add_argument("--three", action="store_true", help="the three sizes: bench_diagnose_kernel.py --three")
+    ap.add_argument("--only-new", action="store_true", help="--three: the current routes only")
     args = ap.parse_args(argv)
+    if args.three:
+        from benchmarks.bench_diagnose_kernel import main as kernel_main  # imports this module's walks
+
+        return kernel_main(["--three", "--threads", str(args.threads or 1)] + (["--only-new"] if args.only_new else []))
     if args.threads:
         torch.set_num_threads(args.threads)
     if args.part in ("1", "both"):

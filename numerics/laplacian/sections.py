@@ -1,7 +1,7 @@
 r"""The parallel sections of a factored walk and the pieces both kernel routes share
 (:mod:`numerics.laplacian.kernel` and its baseline :mod:`numerics.laplacian.kernel_arpack`): the BFS
 section tree of the support, the root-fixed sections basis (a section is fixed by its value at one
-token per closed class), the row-chunked factor of ``C Q``, the lower bound of ``σ(C)`` through the
+token per closed class), the Gram of ``C`` on them, the row-chunked factor of ``C Q``, the lower bound of ``σ(C)`` through the
 tree rows, the Krylov Ritz refinement, the count of parallel sections with its straddle rule and the
 sections that lie in ``ker Δ``."""
 
@@ -21,6 +21,7 @@ __all__ = [
     "edge_transports",
     "sections_basis",
     "constraints_factor",
+    "sections_gram",
     "lower_bound",
     "krylov_ritz",
     "parallel_count",
@@ -115,6 +116,22 @@ def constraints_factor(e: FactoredBlocks, X: torch.Tensor) -> torch.Tensor:
         rows = y.permute(1, 2, 3, 0).reshape(-1, k)
         R = torch.linalg.qr(torch.cat([R, rows]), mode="r")[1]
     return R
+
+
+def sections_gram(e: FactoredBlocks, Q: torch.Tensor, meter, block: int) -> torch.Tensor:
+    """``Qᵀ CᵀC Q`` ``(m, m)`` by the edge-Gram expansion of :meth:`FactoredBlocks.constraints_gram_fast`
+    with one walk-like product per column, ``block`` columns at a time: ``Qᵀ(D Q) − A − Aᵀ`` with
+    ``A = Qᵀ(Σ_j O_kj Q_j)``, since ``Qᵀ(Σ_i O_ikᵀ Q_i) = Aᵀ`` (the same terms, the same rounding
+    order of magnitude). ``meter``: a :class:`numerics.laplacian.lanczos.Meter` (checked per block)."""
+    n, d = e.n, e.d
+    N, m = Q.shape
+    S, A = torch.empty(m, m, dtype=F64), torch.empty(m, m, dtype=F64)
+    Qt = Q.T.contiguous()  # contiguous fields for the products
+    for c0 in range(0, m, block):
+        meter.check()
+        dx, mx = e.constraints_gram_split(Qt[c0 : c0 + block].reshape(-1, n, d))
+        S[:, c0 : c0 + block], A[:, c0 : c0 + block] = Q.T @ dx.reshape(-1, N).T, Q.T @ mx.reshape(-1, N).T
+    return S - A - A.T
 
 
 def lower_bound(sigma: float, s_T: float, c: float) -> float:

@@ -6,13 +6,15 @@ for restarts (every verdict equal, the Ritz residuals within the checks' roundin
 from __future__ import annotations
 
 import math
+from types import SimpleNamespace
 
 import numpy as np
 import torch
 
-from numerics.laplacian import diagnose
+from numerics.laplacian import diagnose, krylov
 from numerics.laplacian.factored import diagnose_factored
 from numerics.laplacian.krylov import arnoldi_ends, lanczos_ends
+from numerics.laplacian.lanczos import DECIDED_RTOL, Meter, deflated_smallest
 from numerics.walk import ConnectionWalk
 
 F = torch.float64
@@ -128,3 +130,80 @@ def test_spectrum_krylov_route_agrees_with_the_dense_spectrum():
     facts = Dk.extra["spectrum_facts"][0]
     assert facts["arnoldi"]  # a non-normal walk: Arnoldi decided some component
     assert facts["matvecs"] < Da.extra["spectrum_facts"][0]["matvecs"]
+
+
+def _runs_with_and_without_the_screen(monkeypatch, run):
+    """``run()`` with the residual screen and with every check's residuals computed explicitly."""
+    screened = run()
+    with monkeypatch.context() as m:
+        m.setattr(krylov, "_certainly_pending", lambda *a: False)
+        explicit = run()
+    return screened, explicit
+
+
+def test_the_residual_screen_never_moves_a_stop(monkeypatch):
+    """The screen (``‖f‖·|s_j|`` from the Krylov relation) only skips explicit residuals of pairs that
+    certainly fail ``done``: with and without it, Lanczos (restarted, both ends) and Arnoldi
+    (restarted, four keys) stop after the same products with the same Ritz values and residuals
+    (the explicit ones, against LAPACK)."""
+    rng = np.random.default_rng(4)
+    N = 300
+    Q, _ = np.linalg.qr(rng.standard_normal((N, N)))
+    A = (Q * np.sort(np.concatenate([[-3.0, -2.9], rng.uniform(-2.0, 2.0, N - 4), [2.5, 4.0]]))) @ Q.T
+    A = 0.5 * (A + A.T)
+    v0 = torch.from_numpy(rng.standard_normal(N))
+
+    def lanczos():
+        count = [0]
+        out, ok = lanczos_ends(_op(A, count), N, v0, ("min", "max"), lambda *a: a[2] <= 1e-10, max_dim=20, keep=6)
+        return count[0], [(t, rho) for end in ("min", "max") for t, _, rho in out[end]]
+
+    (c1, r1), (c2, r2) = _runs_with_and_without_the_screen(monkeypatch, lanczos)
+    assert c1 == c2 and c1 > 20 and np.allclose(r1, r2, rtol=0, atol=1e-12)
+    ref = np.linalg.eigvalsh(A)
+    assert abs(r1[0][0] - ref[0]) <= 1e-9 and abs(r1[1][0] - ref[-1]) <= 1e-9
+    B = rng.standard_normal((200, 200)) / math.sqrt(200)
+    B[:3, :3] += np.array([[1.6, 0.9, 0.0], [-0.9, 1.6, 0.0], [0.0, 0.0, -1.8]])
+    keys = {"im": lambda x: np.abs(x.imag), "low": lambda x: x.real, "high": lambda x: -x.real, "mod": np.abs}
+    w0 = torch.from_numpy(rng.standard_normal(200))
+
+    def arnoldi():
+        count = [0]
+        out, ok = arnoldi_ends(_op(B, count), 200, w0, keys, lambda *a: a[2] <= 1e-10, max_dim=30, tie=1e-10)
+        return count[0], [(out[k][0].real, out[k][0].imag, out[k][1]) for k in keys]
+
+    (c1, a1), (c2, a2) = _runs_with_and_without_the_screen(monkeypatch, arnoldi)
+    assert c1 == c2 and c1 > 30 and np.allclose(a1, a2, rtol=0, atol=1e-12)
+
+
+def test_the_sigma_1_search_stops_once_decided_with_a_true_lower_bound():
+    """``deflated_smallest`` with a ``level``: stops once ``ρ ≤ DECIDED_RTOL·θ`` and ``θ − ρ > level²``,
+    in fewer products than the 1e-4 rule, and ``θ − ρ`` is below the true smallest eigenvalue
+    (LAPACK). A rule on ``θ − ρ > level²`` alone stops at the first pair with ``ρ < θ``, unconverged
+    (here ``ρ ≈ 0.15·θ``; on the benchmark's random walk after 2 products, with ``θ − ρ`` 50 times
+    the true ``σ_1²``). Without a level, or with one above the eigenvalue, the search runs to the
+    1e-4 rule."""
+    rng = np.random.default_rng(5)
+    N = 400
+    Q, _ = np.linalg.qr(rng.standard_normal((N, N)))
+    lam = np.sort(np.concatenate([[1e-3], rng.uniform(0.05, 4.0, N - 1)]))
+    A = torch.from_numpy((Q * lam) @ Q.T)
+    e = SimpleNamespace(counter=[0])
+
+    def DtD(x):  # (p, n, d) fields, n·d = N
+        e.counter[0] += x.shape[0]
+        return (A @ x.reshape(x.shape[0], N).T).T.reshape(x.shape)
+
+    K = torch.zeros(N, 0, dtype=F)
+    v0 = rng.standard_normal(N)
+
+    def search(level):
+        e.counter[0] = 0
+        t, _, rho = deflated_smallest(DtD, K, 2.0, N, 20, 20, Meter(e, 10**6), v0, level)
+        return t, rho, e.counter[0]
+
+    t4, rho4, c4 = search(None)
+    assert rho4 <= 1e-4 * t4 and abs(t4 - lam[0]) <= 1e-6
+    t, rho, c = search(1e-12)
+    assert c < c4 and rho <= DECIDED_RTOL * t and 0 < t - rho <= lam[0]
+    assert search(math.sqrt(2 * lam[0]))[2] == c4  # not decided above the level: the 1e-4 rule

@@ -234,6 +234,26 @@ def test_gram_columns_equal_the_literal_product_at_every_block_size(block):
     assert float((got - want).abs().max()) <= 1e-12 * float(want.abs().max())
 
 
+@pytest.mark.parametrize("block", [1, 7, lk.GRAM_BLOCK, 40])
+def test_sections_gram_equals_the_literal_form_with_one_product_per_column(block):
+    """``Qᵀ CᵀC Q`` with the transposed term taken as a transpose (``sections_gram``) against
+    ``(C Q)ᵀ(C Q)`` with ``C`` assembled entry by entry, on a non-reversible walk with random head
+    transports (``Σ_j O_kj`` and its transpose differ), at one walk-like product per column."""
+    from numerics.laplacian.blocks import element, factored_blocks
+    from numerics.laplacian.lanczos import Meter
+    from numerics.laplacian.sections import sections_gram
+
+    w = random_heads(4, 20, 2, 3, scale=2.0)
+    e = element(factored_blocks(w.to(dtype=F)), 0)
+    C = literal_C(w)
+    Q = torch.linalg.qr(torch.randn(w.n * w.d, 33, generator=torch.Generator().manual_seed(6), dtype=F))[0]
+    want = (C @ Q).T @ (C @ Q)
+    c0 = e.counter[0]
+    got = sections_gram(e, Q, Meter(e, 10**6), block)
+    assert e.counter[0] - c0 == Q.shape[1]
+    assert float((got - want).abs().max()) <= 1e-12 * float(want.abs().max())
+
+
 @pytest.mark.parametrize("seed", range(4))
 def test_norm_bounds_are_above_the_literal_norms(seed):
     """The certified upper bounds of ``‖Δ‖`` and ``‖C‖`` (no products) against the SVDs of ``Δ`` and
