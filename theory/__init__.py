@@ -16,7 +16,8 @@ Three packages, each a room with one door (its ``__init__``), and the modules th
   stated rules of :mod:`theory.rewrite` (index swap, hypotheses as rewrite rules).
 * :mod:`theory.formulas` — one SymPy expression per identity (rendered, evaluated by the oracles,
   proved): the machinery and the T3/T4 forms in the package itself, ``formulas.walks`` (conventions,
-  L1, L2, L4, T1, T2) and ``formulas.spectral`` (T3-T6).
+  L1, L2, L4, T1, T2), ``formulas.spectral`` (T3-T6) and ``formulas.reversibility`` (T4's support and
+  criterion, T5's Laplacian, kernel and witness facts).
 
 Below them: :mod:`theory.statements` (the data types of statements), :mod:`theory.cases` (the
 reference data statements carry), :mod:`theory.symbolic` / :mod:`theory.steps` / :mod:`theory.rewrite`

@@ -130,8 +130,8 @@ def p_is_head_mean(inst, params) -> Verdict:
 
 def softmax_full_support(inst, params) -> Verdict:
     """T4.softmax: the attention the registry's formula ``params["attention"]`` defines on the instance
-    (its mask ``μ``: ``-∞`` above the diagonal for a causal one) has every entry positive, and
-    ``n ≥ n_min``."""
+    (its mask ``μ``: ``-∞`` above the diagonal for a causal one) satisfies the registry's
+    ``no_mask``, ``positive`` and ``size`` (:func:`theory.oracles.spectral.t4_support`)."""
     X, M = np.asarray(inst["X"], float), np.asarray(inst["M"], float)
     n, d = X.shape
     mu = mask_offsets(inst, n)
@@ -139,8 +139,9 @@ def softmax_full_support(inst, params) -> Verdict:
     ident = params["attention"]
     env = _F.environment(ident, {"X": X, "M": M, "mu": mu, "d_k": dk, "n": n, "d": d})
     A = _F.tabulate(ident.rhs, ident.free, env)
-    ok = bool((A > 0).all()) and n >= int(params["n_min"])
-    support = Verdict(ok, 0.0 if ok else 1.0, 0.0, f"mask={inst.get('mask')}, min A_ij = {float(A.min()):.2e}, n={n}")
+    from .spectral import t4_support  # (that module imports this one)
+
+    support = t4_support(A, mu, params, f"mask={inst.get('mask')}")
     if inst.get("W_Q") is None:  # no layer weights: M is given directly
         return support
     WQ, WK = np.asarray(inst["W_Q"], float), np.asarray(inst["W_K"], float)
