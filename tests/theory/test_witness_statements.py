@@ -141,6 +141,7 @@ def test_witness_text_mutant_is_rejected(name):
     record(wid.split(".")[0], counterexample=f"witness text mutant rejected: {name}")
 
 
+@pytest.mark.theorem("T4", "T5")
 def test_every_witness_formula_is_checked():
     """Each T4/T5 instance witness whose text cites a formula (its ``params``) is checked here."""
     cited = {
