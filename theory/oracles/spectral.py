@@ -13,7 +13,6 @@ import numpy as np
 from .. import formulas as _F
 from ..formulas import reversibility as _FR
 from ..formulas import spectral as _FS
-from ..formulas import walks as _FW
 from .instances import (
     EPS,
     Verdict,
@@ -36,6 +35,7 @@ from .laplacian import (
 )
 from .walks import (
     multiset_distance,
+    relation_verdict,
 )
 
 
@@ -380,33 +380,8 @@ def same_span(U: np.ndarray, V: np.ndarray, key: str) -> Verdict:
 
 
 # ------------------------------------------------------------------------------------------------
-# T4: the hypothesis' support and size, the criterion's "if" and its affinely collinear case
+# T4: the criterion's "if" and its affinely collinear case
 # ------------------------------------------------------------------------------------------------
-def relation_verdict(rel, values, what: str) -> Verdict:
-    """A registry relation (:class:`theory.formulas.walks.Relation`) at every value of its free
-    indices: holds iff its margin is positive (strict) / nonnegative everywhere; residual: the worst
-    violation."""
-    m, strict = _FW.margin(rel, values)
-    m = np.asarray(m, float)
-    ok = bool((m > 0).all() if strict else (m >= 0).all())
-    return Verdict(
-        ok, 0.0 if ok else float(np.max(-m, initial=0.0)) or 1.0, 0.0, f"{what}: {rel.name} (the registry's formula)"
-    )
-
-
-def t4_support(A: np.ndarray, mu: np.ndarray, params, what: str) -> Verdict:
-    """T4.softmax's support: the registry's ``no_mask`` (``μ = 0``, exactly, on the instance's
-    offsets ``mu``), ``positive`` (every ``A_ij > 0``) and ``size`` (``n ≥ 3``)."""
-    n = A.shape[0]
-    lhs, rhs = _F.evaluate(params["no_mask"], {"mu": mu, "n": n})
-    no_mask = residual_verdict(float(np.abs(lhs - rhs).max()), 0.0, f"{what}: max |μ_ij − formula| (no_mask)")
-    return all_of(
-        no_mask,
-        relation_verdict(params["positive"], {"A": A, "n": n}, f"{what}, min A_ij = {float(A.min()):.2e}"),
-        relation_verdict(params["size"], {"n": n}, f"n = {n}"),
-    )
-
-
 def t4_collinear(inst, params, t: float) -> Verdict:
     """T4.criterion, "symmetric scores are not necessary": the instance's tokens moved onto the line
     ``x_i = p + t_i v`` of the registry's ``collinear`` (``p = x_0``, ``v = (1, …, d)``, ``t_i = i / (n − 1)``)
