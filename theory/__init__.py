@@ -16,8 +16,10 @@ Three packages, each a room with one door (its ``__init__``), and the modules th
   stated rules of :mod:`theory.rewrite` (index swap, hypotheses as rewrite rules).
 * :mod:`theory.formulas` — one SymPy expression per identity (rendered, evaluated by the oracles,
   proved): the machinery and the T3/T4 forms in the package itself, ``formulas.walks`` (conventions,
-  L1, L2, L4, T1, T2), ``formulas.spectral`` (T3-T6) and ``formulas.patterns`` (T6's
-  matrix-level pattern selection, with the notation SymPy lacks: spectral abscissa, argmax over k).
+  L1, L2, L4, T1, T2), ``formulas.spectral`` (T3-T6), ``formulas.laplacian`` (T3's matrix forms and
+  witness facts), ``formulas.reversibility`` (T4's support and criterion, T5's Laplacian, kernel and
+  witness facts) and ``formulas.patterns`` (T6's matrix-level pattern selection, with the notation SymPy
+  lacks: spectral abscissa, argmax over k); ``formulas.claims`` holds the claims' statistics.
 
 Below them: :mod:`theory.statements` (the data types of statements), :mod:`theory.cases` (the
 reference data statements carry), :mod:`theory.symbolic` / :mod:`theory.steps` / :mod:`theory.rewrite`

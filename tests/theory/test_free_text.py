@@ -134,7 +134,7 @@ def registry_texts() -> dict[str, list[tuple[str, str]]]:
 
 #: entries whose texts still carry hand-typed formulas (the conversion in progress; each must still
 #: have at least one, so the list shrinks as they are converted and cannot go stale)
-PENDING: frozenset[str] = frozenset({"conventions", "L1", "L3", "T1", "T2", "T4", "T5"})
+PENDING: frozenset[str] = frozenset({"conventions", "L1", "L3", "T1", "T2"})
 
 
 def _entries() -> list[str]:

@@ -24,6 +24,7 @@ from theory import formulas as F
 from theory import oracles, registry
 from theory.formulas import laplacian as FL
 from theory.formulas import patterns as FP
+from theory.formulas import reversibility as FR
 from theory.formulas import spectral as FS
 from theory.formulas import walks as FW
 from theory.registry import get
@@ -214,6 +215,37 @@ MUTANTS = {
         where=(*FS.KOLMOGOROV.where[:-1], (F.Ma_[F.a, F.b], (F.M_[F.a, F.b] + F.M_[F.b, F.a]) / 2)),
     ),
     "T4 causal mask dropped (mu = 0)": lambda: _formula_mutant("T4", "T4.causal", "mask", rhs=sp.S.Zero),
+    "T4 converse pi_i = A_0i / A_i0 -> A_i0 / A_0i": lambda: _formula_mutant(
+        "T4", "T4.criterion", "converse", where=_where(FR.CONVERSE, F.pi_[F.i], F.A_[F.i, 0] / F.A_[0, F.i])
+    ),
+    "T4 converse without its premise (balanced cycles)": lambda: _formula_mutant(
+        "T4", "T4.criterion", "converse", premises=()
+    ),
+    "T4 collinear: antisymmetric part M_a -> symmetric part": lambda: _formula_mutant(
+        "T4",
+        "T4.criterion",
+        "collinear",
+        where=_where(FR.COLLINEAR, F.Ma_[F.a, F.b], (F.M_[F.a, F.b] + F.M_[F.b, F.a]) / 2),
+    ),
+    "T4 collinear x_i = p + t_i v -> p + t_i v + t_i^2 w (w: v shifted)": lambda: _formula_mutant(
+        "T4",
+        "T4.criterion",
+        "collinear",
+        where=_where(
+            FR.COLLINEAR,
+            F.X_[F.i, F.a],
+            FR.p_[F.a] + FR.t_[F.i] * FR.v_[F.a] + FR.t_[F.i] ** 2 * FR.v_[sp.Mod(F.a + 1, F.d)],
+        ),
+    ),
+    "T4 criterion no mask mu = 0 -> mu_ij = -[j > i]": lambda: _formula_mutant(
+        "T4", "T4.criterion", "no_mask", rhs=sp.Piecewise((-1, F.j > F.i), (0, True))
+    ),
+    "T4 triangle no mask mu = 0 -> mu_ij = -[j > i]": lambda: _formula_mutant(
+        "T4", "T4.triangle", "no_mask", rhs=sp.Piecewise((-1, F.j > F.i), (0, True))
+    ),
+    "T4 causal size n >= 2 -> n >= 1": lambda: _formula_mutant(
+        "T4", "T4.causal", "size", rel=sp.GreaterThan(F.n, 1, evaluate=False)
+    ),
     "T6 symbol zeta^m -> 2 zeta^m": lambda: _formula_mutant(
         "T6", "T6.selection", "symbol", rhs=_x(FS.SYMBOL.rhs, F.zeta**F.m, 2 * F.zeta**F.m)
     ),
@@ -260,6 +292,23 @@ MUTANTS = {
     ),
     "T5 laplacian: self-adjoint <Dx,y>_pi -> <Dx,y>": lambda: _formula_mutant(
         "T5", "T5.laplacian", "self_adjoint", rhs=_x(F.SELF_ADJOINT.rhs, F.pi_[F.i], 1)
+    ),
+    "T5 laplacian: Delta = I - A (x) T -> I - T (x) A": lambda: _formula_mutant(
+        "T5", "T5.laplacian", "laplacian", rhs=FR.Eye(F.n * F.d) - sp.KroneckerProduct(F.T_m, F.A_m)
+    ),
+    "T5 laplacian: walk O_ij = T -> -T": lambda: _formula_mutant("T5", "T5.laplacian", "walk_o", rhs=-FR.WALK_O.rhs),
+    "T5 laplacian: walk P = A -> A^T": lambda: _formula_mutant("T5", "T5.laplacian", "walk_p", rhs=F.A_m[F.j, F.i]),
+    "T5 spectrum: Delta = I - A (x) T -> I + A (x) T": lambda: _formula_mutant(
+        "T5", "T5.spectrum", "laplacian", rhs=FR.Eye(F.n * F.d) + sp.KroneckerProduct(F.A_m, F.T_m)
+    ),
+    "T5 kernel space: 1 (x) Fix(T) -> 1 (x) Fix(-T)": lambda: _formula_mutant(
+        "T5", "T5.kernel", "kernel_space", rhs=sp.KroneckerProduct(FR.Ones(F.n, 1), FR.Fix(-F.T_m))
+    ),
+    "T5 kernel space: 1 (x) Fix(T) -> Fix(T) (x) 1": lambda: _formula_mutant(
+        "T5", "T5.kernel", "kernel_space", rhs=sp.KroneckerProduct(FR.Fix(F.T_m), FR.Ones(F.n, 1))
+    ),
+    "T5 kernel: Delta = I - A (x) T -> I - T (x) A": lambda: _formula_mutant(
+        "T5", "T5.kernel", "laplacian", rhs=FR.Eye(F.n * F.d) - sp.KroneckerProduct(F.T_m, F.A_m)
     ),
     "T1 A (x) T -> T (x) A": lambda: _formula_mutant(
         "T1", "T1.walk", "stacked", rhs=sp.KroneckerProduct(F.T_m, F.A_m) * F.Vec(F.X_m.T)
@@ -445,6 +494,24 @@ HYPOTHESIS_MUTANTS = {
             "W_K": [[1.0, 2.0]],
         },
     ),
+    "T4 softmax n >= 3 -> n >= 4": (
+        "T4.softmax",
+        "size",
+        lambda f: f.edited(rel=sp.GreaterThan(F.n, 4)),
+        {"X": [[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]], "M": [[1.0, 2.0], [0.0, 1.0]]},
+    ),
+    "T4 softmax A_ij > 0 -> A_ij > 1/2": (
+        "T4.softmax",
+        "positive",
+        lambda f: f.edited(rel=sp.StrictGreaterThan(F.A_[F.i, F.j], sp.S.Half)),
+        {"X": [[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]], "M": [[1.0, 2.0], [0.0, 1.0]]},
+    ),
+    "T4 softmax no mask mu = 0 -> mu_ij = -1": (
+        "T4.softmax",
+        "no_mask",
+        lambda f: f.edited(rhs=sp.S.NegativeOne),
+        {"X": [[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]], "M": [[1.0, 2.0], [0.0, 1.0]]},
+    ),
     "T5 involution T^T T = I -> 2I": (
         "T5.involution",
         "orthogonal",
@@ -505,9 +572,23 @@ ORACLE_FORMULA_MUTANTS = [
     "T3 scaled spec in [1 - s, 1 + s] -> [1 - s^2, 1 + s^2]",
     "T5 laplacian: Dirichlet 1/2 -> 1",
     "T5 laplacian: self-adjoint <Dx,y>_pi -> <Dx,y>",
+    "T5 laplacian: Delta = I - A (x) T -> I - T (x) A",
+    "T5 laplacian: walk O_ij = T -> -T",
+    "T5 laplacian: walk P = A -> A^T",
+    "T5 spectrum: Delta = I - A (x) T -> I + A (x) T",
+    "T5 kernel space: 1 (x) Fix(T) -> 1 (x) Fix(-T)",
+    "T5 kernel space: 1 (x) Fix(T) -> Fix(T) (x) 1",
+    "T5 kernel: Delta = I - A (x) T -> I - T (x) A",
     "T4 causal mask -oo -> -1",
     "T4 causal mask dropped (mu = 0)",
     "T4 criterion only if: antisymmetric part M_a -> symmetric part",
+    "T4 converse pi_i = A_0i / A_i0 -> A_i0 / A_0i",
+    "T4 converse without its premise (balanced cycles)",
+    "T4 collinear: antisymmetric part M_a -> symmetric part",
+    "T4 collinear x_i = p + t_i v -> p + t_i v + t_i^2 w (w: v shifted)",
+    "T4 criterion no mask mu = 0 -> mu_ij = -[j > i]",
+    "T4 triangle no mask mu = 0 -> mu_ij = -[j > i]",
+    "T4 causal size n >= 2 -> n >= 1",
     "T6 symbol zeta^m -> 2 zeta^m",
     "T6 symbol: sum over heads -> head 0 only",
     "T6 rotating e^{i theta} -> e^{-i theta}",

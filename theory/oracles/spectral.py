@@ -12,11 +12,13 @@ import numpy as np
 
 from .. import formulas as _F
 from ..formulas import patterns as _FP
+from ..formulas import reversibility as _FR
 from ..formulas import spectral as _FS
 from .instances import (
     EPS,
     Verdict,
     all_of,
+    dense_walk,
     form_scale,
     mask_offsets,
     not_applicable,
@@ -34,11 +36,21 @@ from .laplacian import (
 )
 from .walks import (
     multiset_distance,
+    relation_verdict,
 )
 
 
 def sha_laplacian(inst, params) -> Verdict:
-    return all_of(walk_self_adjoint(inst, params), walk_spectrum_interval(inst, params), walk_dirichlet(inst, params))
+    """T5.laplacian: the walk the registry's formulas ``walk_p``, ``walk_o`` define (``P = A``,
+    ``O_ij = T``), whose ``I − W`` is the registry's ``laplacian`` (``Δ = I − A ⊗ T``), is
+    π-self-adjoint with the spectrum in ``[lo, hi]`` and the Dirichlet form (T3's oracles)."""
+    walk, kron = sha_walk(inst, params)
+    return all_of(
+        kron,
+        walk_self_adjoint(walk, params),
+        walk_spectrum_interval(walk, params),
+        walk_dirichlet(walk, params),
+    )
 
 
 def walk_spectrum(inst, params) -> Verdict:
@@ -61,9 +73,7 @@ def walk_spectrum(inst, params) -> Verdict:
 
 def eig_count(T: np.ndarray, value: float) -> int:
     """Geometric multiplicity of ``value`` (threshold relative to ``max(‖T‖₂, 1)``)."""
-    return int(
-        null_space(T - value * np.eye(T.shape[0]), rel=1e-9, scale=max(float(np.linalg.norm(T, 2)), 1.0)).shape[1]
-    )
+    return int(eigenspace(T, value).shape[1])
 
 
 def _eigen_coefficient(ident):
@@ -92,7 +102,7 @@ def t5_spectrum(inst, params) -> Verdict:
         if coef is None:
             return Verdict(False, math.inf, 1e-6, f"{key}: the formula's right side is not a multiple of u ⊗ f")
         want += [complex(coef(la)) for la in lam] * mult
-        F_ = null_space(T - sigma * np.eye(d), scale=max(float(np.linalg.norm(T, 2)), 1.0))
+        F_ = eigenspace(T, sigma)
         worst = 0.0
         for col in range(F_.shape[1]):
             for q in range(n):
@@ -100,7 +110,7 @@ def t5_spectrum(inst, params) -> Verdict:
                 lhs, rhs = _F.evaluate(ident, values)
                 worst = max(worst, float(np.abs(lhs - rhs).max()))
         parts.append(residual_verdict(worst, 1e-6, f"{key}: Δ(u ⊗ f) = the formula's eigenvalue · (u ⊗ f)"))
-    got = np.linalg.eigvals(np.eye(n * d) - np.kron(A, T))
+    got = np.linalg.eigvals(sha_generator(A, T, params))
     parts.append(
         residual_verdict(
             multiset_distance(got, np.array(want)), 1e-6, f"dim Fix T = {fix}, dim(−1) = {minus}; multiset distance"
@@ -112,7 +122,8 @@ def t5_spectrum(inst, params) -> Verdict:
 def t5_kernel(inst, params) -> Verdict:
     """T5.kernel: the registry's formula ``params["kernel"]`` (``Δ(1 ⊗ f) = 0``) evaluated at once on
     a basis ``f`` of the eigenspace of ``T`` its premise names (``T f = σ f``, ``σ`` read from the
-    formula), and ``dim ker Δ`` (SVD) equal to that eigenspace's dimension: then ``ker Δ = 1 ⊗`` it."""
+    formula), and the spaces of ``params["kernel_space"]`` (``ker Δ = 1 ⊗ Fix(T)``, ``Δ`` from
+    ``params["laplacian"]``) equal: the same dimension and the same span."""
     import sympy as sp
 
     A, T = np.asarray(inst["A"], float), np.asarray(inst["T"], float)
@@ -122,8 +133,7 @@ def t5_kernel(inst, params) -> Verdict:
     if len(sigmas) != 1 or sigmas[0].has(sp.Indexed):
         return Verdict(False, math.inf, 0.0, "kernel: the formula names no eigenspace T f = σ f")
     sigma = float(sigmas[0])
-    F_ = null_space(T - sigma * np.eye(d), scale=max(float(np.linalg.norm(T, 2)), 1.0))
-    K = null_space(np.eye(n * d) - np.kron(A, T))
+    F_ = eigenspace(T, sigma)
     worst = 0.0
     if F_.shape[1]:
         lhs, rhs = _F.evaluate(ident, {"A": A, "T": T, "f": F_, "n": n, "d": d})
@@ -131,11 +141,8 @@ def t5_kernel(inst, params) -> Verdict:
     contained = residual_verdict(
         worst, 64 * EPS * n * d, f"Δ(1 ⊗ f) = 0 on the {sigma:g}-eigenspace of T (the registry's formula)"
     )
-    same = K.shape[1] == F_.shape[1]
-    dims = Verdict(
-        same, 0.0 if same else 1.0, 0.0, f"dim ker Δ = {K.shape[1]}, dim 1 ⊗ ({sigma:g}-eigenspace) = {F_.shape[1]}"
-    )
-    return all_of(contained, dims)
+    values = {"Delta": sha_generator(A, T, params), "A": A, "T": T, "n": n, "d": d}
+    return all_of(contained, same_span(*_F.evaluate(params["kernel_space"], values), "kernel_space"))
 
 
 def _t4_values(inst, mu=None) -> dict:
@@ -148,7 +155,7 @@ def _t4_values(inst, mu=None) -> dict:
 def t4_triangle(inst, params) -> Verdict:
     """T4's triangle formula (``params["triangle"]``: the registry's SymPy expression, with its
     definitions of ``S``, ``Z``, ``A``, ``Ma``) on every triple of the unmasked softmax attention."""
-    values = _t4_values(inst)
+    values = _t4_values(inst, _no_mask({**inst, "mask": None}, params))
     n = values["n"]
     ident = params.get("triangle", _F.T4_TRIANGLE)
     lhs, rhs = _F.evaluate(ident, values)
@@ -164,15 +171,20 @@ def t4_symmetric_reversible(inst, params) -> Verdict:
     registry, with their premise ``M_ab = M_ba`` and definitions ``S``, ``Z``, ``A``) evaluated on the
     instance as drawn — ``M`` is not symmetrised here (:func:`premised`)."""
     n = np.asarray(inst["X"]).shape[0]
-    values = _t4_values(inst, mask_offsets(inst, n))
+    values = _t4_values(inst, _no_mask(inst, params))
     t = 64 * EPS * n
-    return all_of(
-        *(
-            premised(params.get(key, default), values, key, t, "π_i ∝ Z_i")
-            for key, default in (("balance", _F.T4_BALANCE), ("stationary", _F.T4_STATIONARY))
-        ),
-        t4_only_if(inst, params.get("kolmogorov", _FS.KOLMOGOROV), t),
-    )
+    parts = [
+        premised(params.get(key, default), values, key, t, "π_i ∝ Z_i")
+        for key, default in (("balance", _F.T4_BALANCE), ("stationary", _F.T4_STATIONARY))
+    ]
+    parts.append(t4_only_if(inst, params.get("kolmogorov", _FS.KOLMOGOROV), t))
+    if "converse" in params and inst.get("mask") is None:  # "if", and the affinely collinear case
+        ident = params["converse"]
+        parts.append(
+            premised(ident, values, "converse", t, "balanced cycles ⇒ reversible", _balance_scale(ident, values))
+        )
+        parts.append(t4_collinear(inst, params, t))
+    return all_of(*parts)
 
 
 def t4_only_if(inst, ident, t: float) -> Verdict:
@@ -200,17 +212,27 @@ def t4_query_bias(inst, params) -> Verdict:
 
 
 def t4_causal(inst, params) -> Verdict:
-    """T4.causal: the attention of T4.softmax's formula (:data:`theory.formulas.spectral.ATTENTION`)
-    with the causal mask ``params["mask"]`` (whatever mask the instance carries) has an edge
-    ``A_ij > 0 = A_ji``, which forces ``π_i = 0`` under detailed balance (``n ≥ n_min``)."""
-    n = np.asarray(inst["X"]).shape[0]
-    if n < int(params["n_min"]):
-        return not_applicable(f"n < {params['n_min']}")
-    values = _t4_values(inst, mask_offsets({"mask": "causal"}, n, params["mask"]))
-    ident = _FS.ATTENTION
-    A = _F.tabulate(ident.rhs, ident.free, _F.environment(ident, values))
-    one_way = bool(((A > 0) & (A.T == 0)).any())
-    return Verdict(one_way, 0.0 if one_way else 1.0, 0.0, "an edge with A_ij > 0 = A_ji (forces π_i = 0)")
+    """T4.causal: for every size ``m ≤ n`` the registry's ``size`` admits, the attention of
+    T4.softmax's formula (:data:`theory.formulas.spectral.ATTENTION`) on the first ``m`` tokens with
+    the causal mask ``params["mask"]`` (whatever mask the instance carries) has an edge
+    ``A_ij > 0 = A_ji``, which forces ``π_i = 0`` under detailed balance."""
+    X = np.asarray(inst["X"], float)
+    n = X.shape[0]
+    sizes = [m for m in range(1, n + 1) if relation_verdict(params["size"], {"n": m}, f"n = {m}").holds]
+    if not sizes:
+        return not_applicable(f"n = {n}: no size up to it satisfies the registry's size")
+    ident, missing = _FS.ATTENTION, []
+    for m in sizes:
+        values = _t4_values({**inst, "X": X[:m]}, mask_offsets({"mask": "causal"}, m, params["mask"]))
+        A = _F.tabulate(ident.rhs, ident.free, _F.environment(ident, values))
+        if not ((A > 0) & (A.T == 0)).any():
+            missing.append(m)
+    return Verdict(
+        not missing,
+        float(len(missing)),
+        0.0,
+        f"an edge with A_ij > 0 = A_ji (forces π_i = 0) at sizes {sizes}; none at {missing}",
+    )
 
 
 def ring_instance(inst) -> tuple[np.ndarray, np.ndarray]:
@@ -335,3 +357,103 @@ def t6_rotating(inst, params) -> Verdict:
     return residual_verdict(
         worst / max(1.0, rho), 64 * EPS * n, "max_k ‖(M(k) − I)z − σ_z(k)z‖, z = (1, −i) (the registry's formula)"
     )
+
+
+# ------------------------------------------------------------------------------------------------
+# T5: the single-head walk and generator from the registry's formulas (theory.formulas.reversibility)
+# ------------------------------------------------------------------------------------------------
+def eigenspace(T: np.ndarray, value: float) -> np.ndarray:
+    """Orthonormal basis of the eigenspace of ``T`` for ``value`` (threshold relative to
+    ``max(‖T‖₂, 1)``); ``Fix(T)`` of the formulas is ``eigenspace(T, 1)``."""
+    T = np.asarray(T, float)
+    return null_space(T - value * np.eye(T.shape[0]), rel=1e-9, scale=max(float(np.linalg.norm(T, 2)), 1.0))
+
+
+def sha_generator(A: np.ndarray, T: np.ndarray, params) -> np.ndarray:
+    """``Δ``: the right side of the registry's formula ``params["laplacian"]`` (default
+    :data:`theory.formulas.reversibility.LAPLACIAN`, ``I − A ⊗ T``) on ``A``, ``T``."""
+    ident = params.get("laplacian", _FR.LAPLACIAN)
+    values = {"A": A, "T": T, "n": A.shape[0], "d": T.shape[0]}
+    return np.asarray(_F.tabulate(ident.rhs, (), values), float)
+
+
+def sha_walk(inst, params) -> tuple[dict, Verdict]:
+    """The connection walk of a single head: ``P``, ``O`` tabulated from the registry's formulas
+    ``params["walk_p"]``, ``params["walk_o"]`` (``P = A``, ``O_ij = T``), and the verdict that its
+    ``I − W`` (dense, by block loops) is the registry's ``laplacian`` (``Δ = I − A ⊗ T``)."""
+    A, T = np.asarray(inst["A"], float), np.asarray(inst["T"], float)
+    n, d = A.shape[0], T.shape[0]
+    values = {"A": A, "T": T, "n": n, "d": d}
+    P = np.asarray(_F.tabulate(params["walk_p"].rhs, params["walk_p"].free, values), float)
+    O = np.asarray(_F.tabulate(params["walk_o"].rhs, params["walk_o"].free, values), float)
+    walk = {"kind": "walk", "P": P, "O": O}
+    lhs, rhs = _F.evaluate(params["laplacian"], {**values, "Delta": np.eye(n * d) - dense_walk(P, O)})
+    scale = max(1.0, float(np.abs(A).sum(-1).max() * np.abs(T).sum(-1).max()))
+    kron = residual_verdict(
+        float(np.abs(lhs - rhs).max()) / scale,
+        64 * EPS * n * d,
+        "I − W of the walk (P, O) vs Δ (the registry's formulas)",
+    )
+    return walk, kron
+
+
+def same_span(U: np.ndarray, V: np.ndarray, key: str) -> Verdict:
+    """Two spaces given by bases (columns; orthonormalised here) are equal: the same dimension and
+    ``‖Π_U − Π_V‖₂`` (the orthogonal projectors) within the rounding of the bases."""
+    U, V = np.atleast_2d(U), np.atleast_2d(V)
+    if U.shape[0] != V.shape[0]:
+        return Verdict(False, math.inf, 0.0, f"{key}: spaces of dimensions {U.shape[0]} and {V.shape[0]}")
+    qu, qv = (np.linalg.qr(B)[0] if B.shape[1] else B for B in (U, V))
+    if qu.shape[1] != qv.shape[1]:
+        return Verdict(False, 1.0, 0.0, f"{key}: dimensions {qu.shape[1]} vs {qv.shape[1]}")
+    gap = float(np.linalg.norm(qu @ qu.T - qv @ qv.T, 2)) if qu.size else 0.0
+    return residual_verdict(gap, 1e-6, f"{key}: equal dimension {qu.shape[1]}, ‖Π_U − Π_V‖₂ (the registry's formula)")
+
+
+# ------------------------------------------------------------------------------------------------
+# T4: the criterion's "if" and its affinely collinear case
+# ------------------------------------------------------------------------------------------------
+def t4_collinear(inst, params, t: float) -> Verdict:
+    """T4.criterion, "symmetric scores are not necessary": the instance's tokens moved onto the line
+    ``x_i = p + t_i v`` of the registry's ``collinear`` (``p = x_0``, ``v = (1, …, d)``, ``t_i = i / (n − 1)``)
+    make the triangle's right side vanish for the instance's ``M`` (symmetric or not), and on them
+    the two sides of the registry's ``converse`` agree (reversible with ``π_i = A_0i / A_i0``; its
+    premise is what ``collinear`` states, so it is not re-tested against rounding here)."""
+    values = _t4_values(inst, _no_mask(inst, params))
+    X, n = values["X"], values["n"]
+    ident = params["collinear"]
+    line = {k: v for k, v in values.items() if k != "X"}
+    line.update(p=X[0], v=np.arange(1.0, X.shape[1] + 1), t=np.linspace(0.0, 1.0, n))
+    on_line = {**values, "X": _F.environment(ident, line)["X"]}
+    converse = params["converse"]
+    lhs, rhs = _F.evaluate(converse, on_line)
+    return all_of(
+        premised(ident, line, "collinear", t, "the triangle form on affinely collinear tokens", _score_scale(on_line)),
+        residual_verdict(
+            float(np.abs(lhs - rhs).max()) / _balance_scale(converse, on_line),
+            t,
+            "converse on affinely collinear tokens, any M (the registry's formulas)",
+        ),
+    )
+
+
+def _score_scale(values) -> float:
+    """``1 + max |S_ij|``: the rounding scale of a log-domain quantity of T4's attention."""
+    return 1 + float(np.abs(_F.environment(_FS.ATTENTION, values)["S"]).max())
+
+
+def _balance_scale(ident, values) -> float:
+    """The rounding scale of a product ``π_i A_ij`` of T4's attention: its largest value times
+    ``1 + max |S_ij|`` (the relative error of ``A`` grows with the scores)."""
+    lhs, _ = _F.evaluate(ident.edited(premises=()), values)
+    return max(float(np.abs(lhs).max()), 1e-300) * _score_scale(values)
+
+
+def _no_mask(inst, params) -> np.ndarray:
+    """The mask offsets ``μ`` of an instance: a causal one's (:func:`mask_offsets`), else the
+    registry's ``no_mask`` (``μ = 0``) tabulated."""
+    n = np.asarray(inst["X"]).shape[0]
+    if inst.get("mask") is not None or "no_mask" not in params:
+        return mask_offsets(inst, n)
+    ident = params["no_mask"]
+    return np.asarray(_F.tabulate(ident.rhs, ident.free, {"n": n}), float) + np.zeros((n, n))

@@ -130,8 +130,8 @@ def p_is_head_mean(inst, params) -> Verdict:
 
 def softmax_full_support(inst, params) -> Verdict:
     """T4.softmax: the attention the registry's formula ``params["attention"]`` defines on the instance
-    (its mask ``μ``: ``-∞`` above the diagonal for a causal one) has every entry positive, and
-    ``n ≥ n_min``."""
+    (its mask ``μ``: ``-∞`` above the diagonal for a causal one) satisfies the registry's
+    ``no_mask``, ``positive`` and ``size`` (:func:`t4_support`)."""
     X, M = np.asarray(inst["X"], float), np.asarray(inst["M"], float)
     n, d = X.shape
     mu = mask_offsets(inst, n)
@@ -139,8 +139,7 @@ def softmax_full_support(inst, params) -> Verdict:
     ident = params["attention"]
     env = _F.environment(ident, {"X": X, "M": M, "mu": mu, "d_k": dk, "n": n, "d": d})
     A = _F.tabulate(ident.rhs, ident.free, env)
-    ok = bool((A > 0).all()) and n >= int(params["n_min"])
-    support = Verdict(ok, 0.0 if ok else 1.0, 0.0, f"mask={inst.get('mask')}, min A_ij = {float(A.min()):.2e}, n={n}")
+    support = t4_support(A, mu, params, f"mask={inst.get('mask')}")
     if inst.get("W_Q") is None:  # no layer weights: M is given directly
         return support
     WQ, WK = np.asarray(inst["W_Q"], float), np.asarray(inst["W_K"], float)
@@ -152,6 +151,31 @@ def softmax_full_support(inst, params) -> Verdict:
         float(np.abs(lhs - rhs).max()), 64 * EPS * scale, "max |M_ab − (W_Q^T W_K)_ab| (the registry's formula)"
     )
     return all_of(support, notation)
+
+
+def relation_verdict(rel, values, what: str) -> Verdict:
+    """A registry relation (:class:`theory.formulas.walks.Relation`) at every value of its free
+    indices: holds iff its margin is positive (strict) / nonnegative everywhere; residual: the worst
+    violation."""
+    m, strict = _FW.margin(rel, values)
+    m = np.asarray(m, float)
+    ok = bool((m > 0).all() if strict else (m >= 0).all())
+    return Verdict(
+        ok, 0.0 if ok else float(np.max(-m, initial=0.0)) or 1.0, 0.0, f"{what}: {rel.name} (the registry's formula)"
+    )
+
+
+def t4_support(A: np.ndarray, mu: np.ndarray, params, what: str) -> Verdict:
+    """T4.softmax's support: the registry's ``no_mask`` (``μ = 0``, exactly, on the instance's
+    offsets ``mu``), ``positive`` (every ``A_ij > 0``) and ``size`` (``n ≥ 3``)."""
+    n = A.shape[0]
+    lhs, rhs = _F.evaluate(params["no_mask"], {"mu": mu, "n": n})
+    no_mask = residual_verdict(float(np.abs(lhs - rhs).max()), 0.0, f"{what}: max |μ_ij − formula| (no_mask)")
+    return all_of(
+        no_mask,
+        relation_verdict(params["positive"], {"A": A, "n": n}, f"{what}, min A_ij = {float(A.min()):.2e}"),
+        relation_verdict(params["size"], {"n": n}, f"n = {n}"),
+    )
 
 
 def circulant(inst, params) -> Verdict:

@@ -101,7 +101,7 @@ SCOPES: dict[str, tuple[str, tuple[str, ...]]] = {
     ),
     "T4.triangle": ("all n, d", ("general: Kolmogorov triangle",)),
     "T4.criterion": (
-        "'if' (symmetric scores): all n, d; 'only if' (`kolmogorov`, Kolmogorov cycles): n = 3 in SymPy, evaluated by the predicate on drawn instances",
+        "'if' for symmetric scores: all n, d; 'if' in general (`converse`, Kolmogorov) and affinely collinear tokens (`collinear`; at n = 3 also in SymPy): evaluated by the predicate on drawn instances; 'only if' (`kolmogorov`, Kolmogorov cycles): n = 3 in SymPy, evaluated by the predicate on drawn instances",
         (
             "general: symmetric M",
             "general: symmetric scores => detailed balance",
@@ -110,13 +110,13 @@ SCOPES: dict[str, tuple[str, tuple[str, ...]]] = {
     ),
     "T4.query_bias": ("all n, d", ("general: symmetric scores + query bias",)),
     "T4.causal": ("{sized}", ()),
-    "T5.laplacian": ("{sized}", ()),
+    "T5.laplacian": ("{sized}; Δ = I − A ⊗ T as the walk P = A, O_ij = T: checked numerically only", ()),
     "T5.spectrum": (
         "the eigenvectors u ⊗ f and their eigenvalues: all n, d; completeness with multiplicities: {sized} (generic A)",
         ("general: on Fix(T)", "general: on the -1 space"),
     ),
     "T5.kernel": (
-        "1 ⊗ Fix(T) lies in the kernel: all n, d; equal dimensions (irreducible A): checked numerically only",
+        "1 ⊗ Fix(T) lies in the kernel: all n, d; ker Δ = 1 ⊗ Fix(T) (equal spaces, irreducible A): checked numerically only",
         ("general: Delta(1 (x) f) = 0",),
     ),
     "T5.non_orthogonal": ("{sized}", ()),

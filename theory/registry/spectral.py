@@ -8,6 +8,7 @@ from .. import derivations as _dv
 from .. import formulas as _F
 from ..formulas import laplacian as _FL
 from ..formulas import patterns as _FP
+from ..formulas import reversibility as _FR
 from ..formulas import spectral as _FS
 from ..statements import Hypothesis, Note, Witness, latex_data
 from ..theorem import Source, Theorem
@@ -240,6 +241,10 @@ T3: Theorem = Theorem(
 )
 
 
+#: T5: the interval of the spectrum (T5.laplacian states it, T5.non_orthogonal and T5.involution.w2 cite it)
+T5_INTERVAL: dict = {"lo": 0, "hi": 2}
+
+
 SPECTRAL_THEOREMS: list[Theorem] = [
     T3,
     Theorem(
@@ -251,9 +256,17 @@ SPECTRAL_THEOREMS: list[Theorem] = [
             Hypothesis(
                 "T4.softmax",
                 "softmax",
-                "softmax attention «attention» with the bilinear form «qk» ($W_Q, W_K \\in \\mathbb R^{d_k \\times d}$) and full support (no mask: $\\mu = 0$, every $A_{ij} > 0$), $n \\ge «n_min»$",
+                "softmax attention «attention» with the bilinear form «qk» («shape_q», «shape_k») and full support (no mask, «no_mask», every weight positive, «positive»), «size»",
                 predicate="softmax_full_support",
-                params={"attention": _FS.ATTENTION, "qk": _FS.QK, "n_min": 3},
+                params={
+                    "attention": _FS.ATTENTION,
+                    "qk": _FS.QK,
+                    "shape_q": _FR.SHAPE_WQ,
+                    "shape_k": _FR.SHAPE_WK,
+                    "no_mask": _FR.NO_MASK,
+                    "positive": _FR.POSITIVE,
+                    "size": _FR.SOFTMAX_SIZE,
+                },
                 witnesses=(
                     Witness(
                         "T4.softmax.w1",
@@ -272,17 +285,24 @@ SPECTRAL_THEOREMS: list[Theorem] = [
         conclusions=(
             make_conclusion(
                 "T4.triangle",
-                "Kolmogorov triangle identity for every triple $i, j, k$ (with $S$, $Z$, $A$ as below, no mask: $\\mu = 0$): «triangle»",
+                "Kolmogorov triangle identity for every triple $i, j, k$ (with $S$, $Z$, $A$ as below, no mask: «no_mask»): «triangle»",
                 predicate="t4_triangle",
-                params={"triangle": _F.T4_TRIANGLE},
+                params={"triangle": _F.T4_TRIANGLE, "no_mask": _FR.NO_MASK},
                 tolerance=RELATIVE_TOLERANCE,
                 derivations=("T4::Kolmogorov triangle (0,1,2)",),
                 tests=(STATEMENT_TEST,),
             ),
             make_conclusion(
                 "T4.criterion",
-                "$A$ is reversible iff the right side of T4.triangle vanishes on every triple ($M_a$ vanishes on $\\operatorname{span}\\{x_j - x_i\\}$); only if — a reversible $A$ with a positive $\\pi$ balances every cycle (Kolmogorov): «kolmogorov»; symmetric scores suffice — detailed balance with $\\pi_i \\propto Z_i$: «balance» ($\\mu$: the mask, $0$ without one), and $\\pi$ is stationary: «stationary»; symmetric scores are not necessary (affinely collinear tokens; $n = 2$)",
-                params={"balance": _F.T4_BALANCE, "stationary": _F.T4_STATIONARY, "kolmogorov": _FS.KOLMOGOROV},
+                "$A$ is reversible iff the right side of T4.triangle vanishes on every triple (the antisymmetric part $M_a$ of $M$ vanishes on the differences of the tokens); if — Kolmogorov's criterion, with $\\pi$ carried along the edges from token 0: «converse»; only if — a reversible $A$ with a positive $\\pi$ balances every cycle (Kolmogorov): «kolmogorov»; symmetric scores suffice — detailed balance with $\\pi_i \\propto Z_i$: «balance» ($\\mu$: the mask, «no_mask» without one), and $\\pi$ is stationary: «stationary»; symmetric scores are not necessary — for affinely collinear tokens (any two tokens are) the right side vanishes whatever $M$: «collinear», so the 'if' above applies",
+                params={
+                    "balance": _F.T4_BALANCE,
+                    "stationary": _F.T4_STATIONARY,
+                    "kolmogorov": _FS.KOLMOGOROV,
+                    "converse": _FR.CONVERSE,
+                    "collinear": _FR.COLLINEAR,
+                    "no_mask": _FR.NO_MASK,
+                },
                 predicate="t4_symmetric_reversible",
                 tolerance=RELATIVE_TOLERANCE,
                 derivations=(
@@ -303,17 +323,19 @@ SPECTRAL_THEOREMS: list[Theorem] = [
             ),
             make_conclusion(
                 "T4.causal",
-                "causal attention (T4.softmax's attention with the mask «mask») is never reversible with a positive $\\pi$ ($n \\ge «n_min»$)",
+                "causal attention (T4.softmax's attention with the mask «mask») is never reversible with a positive $\\pi$ («size»)",
                 predicate="t4_causal",
-                params={"mask": _FS.MASK, "n_min": 2},
+                params={"mask": _FS.MASK, "size": _FR.CAUSAL_SIZE},
                 tolerance="exact: an edge $i \\to j$ with $A_{ij} > 0 = A_{ji}$ (detailed balance then forces $\\pi_i = 0$)",
                 derivations=("T4::causal mask",),
                 tests=(STATEMENT_TEST,),
             ),
         ),
         derivation=_dv.derive_t4,
-        notes=("RoPE: reversible when $W_Q = W_K$; symmetric $M$ alone is not enough.",),
-        symbolic_tests=(SYMBOLIC_TESTS,),
+        notes=(
+            "RoPE: reversible when the query and key projections are one matrix; a symmetric $M$ alone is not enough (`tests/numerics/test_reversibility.py`).",
+        ),
+        symbolic_tests=(SYMBOLIC_TESTS, "tests/theory/test_witness_statements.py"),
         certificate_tests=(CERTIFICATE_TESTS,),
         numeric_tests=(
             "tests/numerics/test_reversibility.py",
@@ -324,7 +346,7 @@ SPECTRAL_THEOREMS: list[Theorem] = [
     ),
     Theorem(
         id="T5",
-        title="Single head: when $I - A\\otimes T$ is a connection Laplacian",
+        title="Single head: when $\\Delta$ is a connection Laplacian",
         kind="theorem",
         source=Source(SEED_A, CLAIM_LAP, "THEOREMS.md T5"),
         hypotheses=(
@@ -336,28 +358,31 @@ SPECTRAL_THEOREMS: list[Theorem] = [
                 witnesses=(
                     Witness(
                         "T5.softmax.w1",
-                        "$A = «A»$ (not full support, reducible), $T = «T»$: $\\dim\\ker\\Delta = 2 > \\dim \\operatorname{Fix} T$",
+                        "$A = «A»$ (not full support, reducible), $T = «T»$: «excess» ($\\dim\\ker\\Delta = «kernel_dim»$, $\\dim\\operatorname{Fix}T = «fix_dim»$)",
                         fails=("T5.kernel",),
-                        instance={"kind": "sha", "A": [[1, 0], [0, 1]], "T": REFLECTION},
+                        instance={"kind": "sha", "A": [[1, 0], [0, 1]], "T": REFLECTION, "kernel_dim": 2, "fix_dim": 1},
+                        params={"excess": _FR.KERNEL_EXCESS},
                     ),
                 ),
             ),
             Hypothesis(
                 "T5.reversible",
                 "reversible",
-                "the walk $P = A$ is reversible: «balance» for some positive $\\pi$",
+                "the walk «walk_p» is reversible: «balance» for some positive $\\pi$",
                 predicate="reversible",
-                params={"balance": _F.BALANCE},
+                params={"walk_p": _FR.WALK_P, "balance": _F.BALANCE},
                 witnesses=(
                     Witness(
                         "T5.reversible.w1",
-                        "non-reversible $A = «A»$ (a triangle ratio $3 \\ne 1$), $T = «T»$: not $\\pi$-self-adjoint",
+                        "non-reversible $A = «A»$ (its triangle ratio «ratio», $r = «cycle_ratio»$: «unbalanced»), $T = «T»$: not $\\pi$-self-adjoint",
                         fails=("T5.laplacian",),
                         instance={
                             "kind": "sha",
                             "A": [["1/2", "1/4", "1/4"], ["1/8", "1/2", "3/8"], ["1/4", "1/4", "1/2"]],
                             "T": REFLECTION,
+                            "cycle_ratio": 3,
                         },
+                        params={"ratio": _FR.CYCLE_RATIO, "unbalanced": _FR.UNBALANCED},
                     ),
                 ),
             ),
@@ -376,10 +401,11 @@ SPECTRAL_THEOREMS: list[Theorem] = [
                     ),
                     Witness(
                         "T5.involution.w2",
-                        "$A = «A»$, $T = «T»$ ($T^2 = I$, not orthogonal): real spectrum in $[0,2]$ but not $\\pi$-self-adjoint",
+                        "$A = «A»$, $T = «T»$ («involution», not orthogonal): real spectrum in $[«lo», «hi»]$ but not $\\pi$-self-adjoint",
                         fails=("T5.laplacian",),
                         instance={"kind": "sha", "A": [["3/5", "2/5"], ["1/5", "4/5"]], "T": [[1, 1], [0, -1]]},
                         derivation="T5::non-orthogonal involution",
+                        params={"involution": _FR.INVOLUTION, **T5_INTERVAL},
                     ),
                 ),
             ),
@@ -387,9 +413,16 @@ SPECTRAL_THEOREMS: list[Theorem] = [
         conclusions=(
             make_conclusion(
                 "T5.laplacian",
-                "$\\Delta = I - A\\otimes T$ (the walk $P = A$, $O_{ij} = T$) is a connection Laplacian — $\\pi$-self-adjoint, «self_adjoint», real spectrum in $[«lo», «hi»]$, the Dirichlet form «dirichlet» — iff $A$ is reversible and $T$ an orthogonal involution (up to a global gauge)",
+                "«laplacian» (the walk «walk_p», «walk_o») is a connection Laplacian — $\\pi$-self-adjoint, «self_adjoint», real spectrum in $[«lo», «hi»]$, the Dirichlet form «dirichlet» — iff $A$ is reversible and $T$ an orthogonal involution (up to a global gauge)",
                 predicate="sha_laplacian",
-                params={"lo": 0, "hi": 2, "self_adjoint": _F.SELF_ADJOINT, "dirichlet": _F.DIRICHLET},
+                params={
+                    **T5_INTERVAL,
+                    "self_adjoint": _F.SELF_ADJOINT,
+                    "dirichlet": _F.DIRICHLET,
+                    "laplacian": _FR.LAPLACIAN,
+                    "walk_p": _FR.WALK_P,
+                    "walk_o": _FR.WALK_O,
+                },
                 tolerance=RELATIVE_TOLERANCE + "; " + SPECTRUM_TOLERANCE,
                 derivations=(
                     "T5::reversible A, T = I - 2 Pi_U: Delta pi-self-adjoint",
@@ -399,18 +432,18 @@ SPECTRAL_THEOREMS: list[Theorem] = [
             ),
             make_conclusion(
                 "T5.spectrum",
-                "$\\operatorname{spec}\\Delta$, $\\Delta = I - A \\otimes T$, with algebraic multiplicities: for every eigenpair $(\\lambda, u)$ of $A$, on $\\operatorname{Fix}(T)$ «on_fix» and on the $-1$ eigenspace «on_minus» (component $(i, a)$ of $\\Delta(u \\otimes f)$)",
+                "the spectrum of «laplacian», with algebraic multiplicities: for every eigenpair $(\\lambda, u)$ of $A$ and eigenvector $f$ of $T$, the vector with components $u_i f_a$ is an eigenvector — for $f$ in $\\operatorname{Fix}(T)$ «on_fix», and for $f$ reversed by $T$ «on_minus» (the left sides: its component $(i, a)$ under $\\Delta$)",
                 predicate="t5_spectrum",
-                params={"on_fix": _F.T5_ON_FIX, "on_minus": _F.T5_ON_MINUS},
+                params={"on_fix": _F.T5_ON_FIX, "on_minus": _F.T5_ON_MINUS, "laplacian": _FR.LAPLACIAN},
                 tolerance="multisets matched by optimal assignment; distance ≤ 1e-6",
                 derivations=("T5::spec(I - kron(A,T))",),
                 tests=(STATEMENT_TEST,),
             ),
             make_conclusion(
                 "T5.kernel",
-                "$\\ker\\Delta = \\mathbf 1 \\otimes \\operatorname{Fix}(T)$ for irreducible $A$: every $\\mathbf 1 \\otimes f$, $f \\in \\operatorname{Fix}(T)$, is in the kernel (component $(i, a)$ of $\\Delta(\\mathbf 1 \\otimes f)$): «kernel», and the dimensions are equal",
+                "«kernel_space» for irreducible $A$ (with «laplacian»): the section equal to a fixed vector $f$ of $T$ at every token is in the kernel (its component $(i, a)$ under $\\Delta$): «kernel», and the dimensions are equal",
                 predicate="t5_kernel",
-                params={"kernel": _FS.T5_KERNEL},
+                params={"kernel": _FS.T5_KERNEL, "kernel_space": _FR.KERNEL_SPACE, "laplacian": _FR.LAPLACIAN},
                 tolerance="null space by SVD at threshold 1e-9; equal dimension and containment",
                 derivations=("T3::4. parallel section",),
                 tests=(STATEMENT_TEST,),
@@ -418,14 +451,14 @@ SPECTRAL_THEOREMS: list[Theorem] = [
             make_conclusion(
                 "T5.non_orthogonal",
                 "a non-orthogonal involution has real spectrum in $[«lo», «hi»]$ but fails $\\pi$-self-adjointness and the Dirichlet form (T5.laplacian's formulas)",
-                params={"lo": 0, "hi": 2},
+                params=T5_INTERVAL,
                 derivations=("T5::non-orthogonal involution",),
                 tests=("tests/numerics/test_necessity.py::test_t5_non_orthogonal_involution_explicit",),
             ),
         ),
         derivation=_dv.derive_t5,
         lemmas=("L3", "L4"),
-        symbolic_tests=(SYMBOLIC_TESTS,),
+        symbolic_tests=(SYMBOLIC_TESTS, "tests/theory/test_witness_statements.py"),
         certificate_tests=(CERTIFICATE_TESTS,),
         numeric_tests=T3_NUMERIC_TESTS + ("tests/numerics/test_involution.py", "tests/numerics/test_statements.py"),
         necessity_tests=(NECESSITY_TESTS,),
