@@ -18,6 +18,7 @@ import sys
 from pathlib import Path
 
 from .registry import CLAIMS, CONVENTIONS, EVALUATED_BY_TESTS, THEOREMS
+from .statements import rendered
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_OUTPUT = REPO_ROOT / "THEOREMS.md"
@@ -68,7 +69,9 @@ def _links(items) -> str:
 def theorem_markdown(t) -> str:
     """Markdown section for one registered theorem (``$...$`` math, GitHub renders it)."""
     lines = [f"## {t.id} — {t.title}", ""]
-    lines.append(f"*{t.kind.capitalize()}.* Source: {t.source.seed} — claim: “{t.source.claim}” ({t.source.section}).")
+    lines.append(
+        f"*{t.kind.capitalize()}.* Source: {t.source.seed} — claim: “{rendered(t.source.claim)}” ({t.source.section})."
+    )
     lines.append("")
     lines.append("**Hypotheses**")
     lines.append("")
@@ -123,7 +126,7 @@ def theorem_markdown(t) -> str:
         lines.append("**Notes**")
         lines.append("")
         for note in t.notes:
-            lines.append(f"- {note}")
+            lines.append(f"- {rendered(note)}")
     lines.append("")
     lines.append(
         # the public import path: theory.derivations re-exports the derive_* of its submodules
@@ -283,7 +286,7 @@ def theorem_latex(t) -> str:
         lines.append(f"  \\item {latex_text(c.text)}")
     lines.append("\\end{enumerate}")
     for note in t.notes:
-        lines.append(f"\\emph{{Note.}} {latex_text(note)}")
+        lines.append(f"\\emph{{Note.}} {latex_text(rendered(note))}")
     lines.append(f"\\end{{{env}}}")
     return "\n".join(lines) + "\n"
 

@@ -247,11 +247,33 @@ class Convention:
     @property
     def text(self) -> str:
         out = fill(self.statement, self.params)
-        if self.evaluated_by:
-            out += " (evaluated by " + ", ".join(f"`{p}`" for p in self.evaluated_by) + ")"
+        if self.evaluated_by:  # (``unevaluated``, if any: the formulas a named test evaluates instead)
+            tested = f"; {self.unevaluated}" if self.unevaluated else ""
+            out += " (evaluated by " + ", ".join(f"`{p}`" for p in self.evaluated_by) + tested + ")"
         elif self.unevaluated:
             out += f" (not evaluated by an oracle: {self.unevaluated})"
         return out
+
+
+class Note(str):
+    """A note (or a source quote) whose formulas are placeholders ``«name»`` of ``params``: the string
+    itself is the template (what the registry's text checks read), :attr:`text` the rendered note."""
+
+    params: Mapping[str, Any]
+
+    def __new__(cls, template: str, params: Mapping[str, Any]) -> Note:
+        out = super().__new__(cls, template)
+        out.params = dict(params)
+        return out
+
+    @property
+    def text(self) -> str:
+        return fill(self, self.params)
+
+
+def rendered(s: str) -> str:
+    """A registry string as THEOREMS.md shows it: a :class:`Note`'s rendered text, else itself."""
+    return s.text if isinstance(s, Note) else s
 
 
 @dataclass(frozen=True)

@@ -21,27 +21,123 @@ def walk_component(seed: int, n: int = 3, d: int = 2):
     return P / P.sum(1, keepdims=True), rng.normal(size=(n, n, d, d)), rng.normal(size=(n, d))
 
 
+def literal_walk(P, O):
+    """``W`` with block ``(i, j) = P_ij O_ij`` (token-major), by explicit block loops."""
+    n, d = P.shape[0], O.shape[-1]
+    W = np.zeros((n * d, n * d))
+    for i in range(n):
+        for j in range(n):
+            W[i * d : (i + 1) * d, j * d : (j + 1) * d] = P[i, j] * O[i, j]
+    return W
+
+
+def sized_matrix(expr, W, n: int, d: int):
+    """A matrix formula over ``W`` (``Δ = I - W``) at the sizes ``n``, ``d`` (numpy prints an identity
+    only at a fixed size), evaluated by ``lambdify`` at the matrix ``W``."""
+    return F.tabulate(expr.subs({F.n: n, F.d: d}), (), {"W": W})
+
+
 @pytest.mark.parametrize("seed", [0, 1])
 def test_dense_walk_is_the_conventions_walk(seed):
+    """The oracles' ``dense_walk`` evaluates the conventions' shape and block formulas; the walk,
+    the generator and ``Δ = I - W`` (componentwise and as matrices) agree with literal block loops."""
     P, O, x = walk_component(seed)
     n, d = x.shape
     values = {"P": P, "O": O, "x": x, "n": n, "d": d}
-    W = oracles.dense_walk(P, O)
+    W = literal_walk(P, O)
+    assert np.array_equal(oracles.dense_walk(P, O), W)
     lhs = F.tabulate(FW.WALK.rhs, FW.WALK.free, values)
     assert np.allclose(lhs.reshape(-1), W @ x.reshape(-1), rtol=0, atol=1e-12)
     gen = F.tabulate(FW.GENERATOR.rhs, FW.GENERATOR.free, values)
     assert np.allclose(gen.reshape(-1), x.reshape(-1) - W @ x.reshape(-1), rtol=0, atol=1e-12)
-    blocks = F.tabulate(FW.WALK_BLOCK.rhs, FW.WALK_BLOCK.free, values)  # (i, j, a, b)
-    assert np.allclose(blocks.transpose(0, 2, 1, 3).reshape(n * d, n * d), W, rtol=0, atol=0)
+    assert np.array_equal(sized_matrix(FW.GENERATOR_MATRIX.rhs, W, n, d), np.eye(n * d) - W)
+    assert FW.SHAPE_W.dims({"n": n, "d": d}) == W.shape
+
+
+@pytest.mark.parametrize("edit", ["block transposed", "blocks feature-major", "Delta = I + W"])
+def test_walk_formula_edits_change_the_dense_walk(monkeypatch, edit):
+    """``dense_walk`` reads the conventions' formulas: an edit of the block formula (its value or its
+    placement) changes it, and an edit of ``Δ`` is caught by the test above's comparison."""
+    P, O, _ = walk_component(4)
+    n, d = P.shape[0], O.shape[-1]
+    W = literal_walk(P, O)
+    if edit == "Delta = I + W":
+        bad = FW.GENERATOR_MATRIX.edited(rhs=sp.Identity(F.n * F.d) + FW.W_m)
+        assert not np.array_equal(sized_matrix(bad.rhs, W, n, d), np.eye(n * d) - W)
+        return
+    blk = FW.WALK_BLOCK
+    if edit == "block transposed":
+        bad = blk.edited(rhs=blk.rhs.xreplace({F.O_[F.i, F.j, F.a, F.b]: F.O_[F.i, F.j, F.b, F.a]}))
+    else:
+        bad = blk.edited(lhs=FW.Wb[F.a * F.n + F.i, F.b * F.n + F.j])
+    monkeypatch.setattr(FW, "WALK_BLOCK", bad)
+    assert not np.allclose(oracles.dense_walk(P, O), W)
 
 
 def test_pi_inner_product_is_the_conventions():
+    """The oracles' ``pi_inner_product`` evaluates the conventions' ``PI_INNER`` on the tokens that
+    ``STACK_ENTRY`` reads: against the literal sum ``Σ_i π_i x_i·y_i`` of token-major slices."""
     _, _, x = walk_component(2)
     y = np.random.default_rng(3).normal(size=x.shape)
     pi = np.array([0.2, 0.3, 0.5])
-    values = {"pi": pi, "x": x, "y": y, "n": 3, "d": 2}
-    got = float(F.tabulate(FW.PI_INNER.rhs, (), values))
-    assert got == pytest.approx(oracles.pi_inner_product(x.reshape(-1), y.reshape(-1), pi, 2), abs=1e-14)
+    xs, ys = x.reshape(-1), y.reshape(-1)
+    want = sum(pi[i] * float(xs[2 * i : 2 * i + 2] @ ys[2 * i : 2 * i + 2]) for i in range(3))
+    assert oracles.pi_inner_product(xs, ys, pi, 2) == pytest.approx(want, abs=1e-14)
+    assert np.array_equal(oracles.tokens(xs, 3, 2), x)
+    bad = FW.STACK_ENTRY.edited(lhs=FW.x_vec[F.a * F.n + F.i, 0])  # feature-major entries
+    pos = FW.broadcast(bad.lhs.indices[0], bad.free, {"n": 3, "d": 2})
+    assert not np.array_equal(xs[pos], x)
+    bad = FW.PI_INNER.edited(rhs=FW.PI_INNER.rhs.xreplace({F.pi_[F.i]: 1}))
+    assert float(F.tabulate(bad.rhs, (), {"pi": pi, "x": x, "y": y, "n": 3, "d": 2})) != pytest.approx(want)
+
+
+def test_stacking_evaluates_the_entry_formula():
+    X = np.arange(6.0).reshape(3, 2)
+    assert np.array_equal(oracles.stack(X, "token-major"), np.array([0.0, 1.0, 2.0, 3.0, 4.0, 5.0]))
+
+
+def biased_layer(stochastic: bool = True):
+    """A single head with value and output biases, computed literally (``nn.Linear``: ``y = W x + b``)."""
+    rng = np.random.default_rng(7)
+    n, d, d_h = 3, 2, 2
+    A = rng.random((n, n))
+    if stochastic:
+        A /= A.sum(1, keepdims=True)
+    X, W_V, W_O = rng.normal(size=(n, d)), rng.normal(size=(d_h, d)), rng.normal(size=(d, d_h))
+    b_V, b_O = rng.normal(size=d_h), rng.normal(size=d)
+    Y = (A @ (X @ W_V.T + b_V)) @ W_O.T + b_O
+    return {"A": A, "X": X, "W_V": W_V, "W_O": W_O, "b_V": b_V, "b_O": b_O, "n": n, "d": d}, Y
+
+
+def bias_residual(bias, output, stochastic: bool = True) -> float:
+    """The conventions' bias formulas evaluated on the layer: ``c`` from ``bias``, then the output
+    ``Σ_j A_ij T x_j + c`` (``T = W_O W_V``) against the literal biased layer."""
+    v, Y = biased_layer(stochastic)
+    c = F.tabulate(bias.rhs, (), {"W_O": v["W_O"], "b_V": v["b_V"][:, None], "b_O": v["b_O"][:, None]})
+    values = {"A": v["A"], "T": v["W_O"] @ v["W_V"], "x": v["X"], "c": np.reshape(c, -1), "n": v["n"], "d": v["d"]}
+    return float(np.abs(F.tabulate(output.rhs, output.free, values) - Y).max())
+
+
+def test_bias_formulas_give_the_biased_layer_output():
+    assert bias_residual(FW.BIAS, FW.BIAS_OUTPUT) < 1e-12
+    # the premise (row-stochastic A) is needed, and edits of either formula are rejected
+    assert bias_residual(FW.BIAS, FW.BIAS_OUTPUT, stochastic=False) > 1e-3
+    assert bias_residual(FW.BIAS.edited(rhs=FW.b_O), FW.BIAS_OUTPUT) > 1e-3
+    c_a = sp.IndexedBase("c")[F.a]
+    assert bias_residual(FW.BIAS, FW.BIAS_OUTPUT.edited(rhs=FW.BIAS_OUTPUT.rhs - c_a)) > 1e-3
+
+
+@pytest.mark.parametrize("n", [3, 5, 8])
+def test_fourier_modes_diagonalise_the_ring_shift(n):
+    """The conventions' modes ``φ_k`` and ``ζ``: ``φ_k(j) = ζ^j``, and ``φ_k`` is an eigenvector of the
+    ring shift ``(Sv)_j = v_{j+1 mod n}`` (numpy roll) with eigenvalue ``ζ``; the modes are orthogonal."""
+    phi = F.tabulate(FW.FOURIER_MODE.rhs, FW.FOURIER_MODE.free, {"n": n})
+    zeta = F.tabulate(FW.ZETA.rhs, (FW.kk,), {"n": n})
+    assert np.allclose(np.roll(phi, -1, axis=1), zeta[:, None] * phi, rtol=0, atol=1e-12)
+    assert np.allclose(phi, zeta[:, None] ** np.arange(n)[None, :], rtol=0, atol=1e-12)
+    assert np.allclose(phi @ phi.conj().T, n * np.eye(n), rtol=0, atol=1e-9)
+    bad = F.tabulate(FW.ZETA.rhs.xreplace({sp.I: -sp.I}), (FW.kk,), {"n": n})
+    assert not np.allclose(np.roll(phi, -1, axis=1), bad[:, None] * phi, rtol=0, atol=1e-6)
 
 
 def test_conventions_cite_the_objects_the_oracles_evaluate():
@@ -64,7 +160,9 @@ def test_a_convention_is_rendered_from_its_expression():
     c = next(c for c in CONVENTIONS if "layout" in c.params)
     md = render.render_markdown(theorems=[], claims=[])
     assert "T = W_{O} W_{V}" in c.text and c.text in md
-    edited = Convention(c.statement, {"layout": c.params["layout"].edited(rhs=FW.W_V.T * FW.W_O.T)}, c.evaluated_by)
+    edited = Convention(
+        c.statement, {**c.params, "layout": c.params["layout"].edited(rhs=FW.W_V.T * FW.W_O.T)}, c.evaluated_by
+    )
     assert "W_{V}^{T} W_{O}^{T}" in edited.text and "W_{O} W_{V}" not in edited.text
 
 
