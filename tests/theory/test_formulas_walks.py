@@ -311,3 +311,124 @@ def test_cancel_quotient_lowers_a_power_by_one():
     assert R.prove(lhs, 1 / Z, [R.cancel_quotient()]) == 0
     assert R.prove(lhs, 1 / Z**2, [R.cancel_quotient()]) != 0  # one power, not two
     assert R.prove(lhs, 1 / Z, []) != 0  # the rule is what proves it
+
+
+# ------------------------------------------------------------------------------------------------
+# T2's notes and convention witness, L3's positivity and source quote, L1's cross reference
+# ------------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("H,H_kv", [(8, 2), (6, 3), (4, 4), (12, 4), (5, 1)])
+def test_gqa_formula_is_the_kv_head_map(H, H_kv):
+    """T2's note: query head ``h`` reads kv head ``⌊h / (H / H_kv)⌋``, judged against the library's map."""
+    from numerics.attention import kv_head_map
+
+    gqa = get("T2").notes[0].params["gqa"]
+    got = F.tabulate(gqa.rhs, gqa.free, {"H": H, "H_kv": H_kv}).astype(int).tolist()
+    assert got == kv_head_map(H, H_kv)
+    if H_kv not in (1, H):  # edits: the kv heads taken round-robin, or the group size inverted
+        for bad in (sp.Mod(F.h, FW.H_kv), sp.floor(F.h / FW.H_kv)):
+            assert F.tabulate(bad, gqa.free, {"H": H, "H_kv": H_kv}).astype(int).tolist() != got
+
+
+def test_head_rank_note():
+    """T2's note: ``rank(W_O W_V) ≤ d_h`` and, for a narrow head ``d_h < d``, ``T_h`` is not orthogonal."""
+    note = get("T2").notes[0]
+    rank, narrow = note.params["rank"], note.params["narrow"]
+    for seed in range(3):
+        rng = np.random.default_rng(seed)
+        d, d_h = 4, 2
+        values = {"W_O": rng.normal(size=(d, d_h)), "W_V": rng.normal(size=(d_h, d)), "d_h": d_h, "d": d}
+        assert FW.margin(rank, values)[0] >= 0 and FW.margin(narrow, values)[0] > 0
+        T = values["W_O"] @ values["W_V"]
+        assert np.abs(T.T @ T - np.eye(d)).max() > 0.1  # not orthogonal
+        assert FW.margin(rank.edited(rel=sp.LessThan(rank.rel.lhs, FW.d_h - 1)), values)[0] < 0
+        assert FW.margin(narrow.edited(rel=sp.StrictLessThan(F.d, FW.d_h)), values)[0] < 0
+
+
+def test_off_support_note_is_what_t2_gated_walk_evaluates():
+    """T2's note: off support (every head 0 at ``(i, j)``) the gates are 0/0; ``t2_gated_walk``
+    finds those entries with the note's formula: an edit (only head 1 must vanish; never) is rejected."""
+    off = get("T2").notes[1].params["off_support"]
+    Ts = np.array([[[1.0, 2.0], [0.0, 1.0]], [[0.0, -1.0], [1.0, 0.0]]])
+    causal = {"As": np.array([[[1.0, 0.0], [0.5, 0.5]], [[1.0, 0.0], [0.25, 0.75]]]), "Ts": Ts}
+    head0 = {"As": np.array([[[1.0, 0.0], [0.5, 0.5]], [[0.5, 0.5], [0.25, 0.75]]]), "Ts": Ts}
+    for inst in (causal, head0):
+        assert oracles.t2_gated_walk(inst, {"off_support": off}).holds
+    assert not oracles.t2_gated_walk(causal, {"off_support": off.edited(rhs=sp.S.NegativeOne)}).holds
+    only0 = off.edited(lhs=F.Ah_[0, F.i, F.j])
+    assert oracles.t2_gated_walk(head0, {"off_support": only0}).fails
+
+
+def test_t2_convention_witness_names_the_block_without_transport():
+    """T2.convention.w1: with ``P = A^1`` the block ``B_12`` is nonzero where ``P_12`` vanishes (the
+    witness's formula, evaluated on its instance); with the head mean ``P`` no such block exists."""
+    w = get("T2").hypothesis("T2.convention").witnesses[0]
+    inst = oracles.build(w.instance)
+    rel = w.params["no_transport"]
+
+    def where(rel, P):
+        values = {"A": inst["As"], "T": inst["Ts"], "P": P, "n": 2, "d": 2, "H": 2}
+        return F.tabulate(rel.rel, rel.free, F.environment(rel, values)).astype(bool)
+
+    assert where(rel, inst["P"])[0, 1] and not where(rel, inst["As"].mean(0)).any()
+    ne, eq = rel.rel.args[1], rel.rel.args[0]  # (sympy orders And's arguments: P = 0 first)
+    assert isinstance(ne, sp.Ne) and isinstance(eq, sp.Eq)
+    for bad in (sp.And(sp.Eq(*ne.args), eq), sp.And(ne, sp.Ne(*eq.args))):
+        assert not where(rel.edited(rel=bad), inst["P"])[0, 1]
+
+
+def balanced_substochastic(seed: int, n: int = 3, d: int = 2):
+    """A detailed-balanced walk (``π_i P_ij`` symmetric) with arbitrary row sums and orthogonal,
+    transpose-compatible transports, drawn literally."""
+    rng = np.random.default_rng(seed)
+    S = rng.random((n, n))
+    S = S + S.T
+    pi = rng.random(n) + 0.5
+    P = S / pi[:, None]
+    O = np.zeros((n, n, d, d))
+    for i in range(n):
+        O[i, i] = np.eye(d)
+        for j in range(i + 1, n):
+            Q, _ = np.linalg.qr(rng.normal(size=(d, d)))
+            O[i, j], O[j, i] = Q, Q.T
+    return P, O, pi, rng.normal(size=(n, d))
+
+
+_ROW_SUM = sp.Sum(F.P_[F.i, F.j], (F.j, 0, F.n - 1))  # r_i: the edit 1 - r_i -> 1 + r_i
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_l3_source_correction_is_the_lemma_gap(seed):
+    """L3's source quote: the correction term is ``<x, (I - W)x>_π − ½ Σ π_i P_ij |x_i − O_ij x_j|²``
+    (literal numpy, dense W) on a balanced walk whose rows do not sum to 1; edits are rejected."""
+    P, O, pi, x = balanced_substochastic(seed)
+    n, d = x.shape
+    W, xs = literal_walk(P, O), x.reshape(-1)
+    form = float(xs @ (np.repeat(pi, d) * (xs - W @ xs)))
+    half = 0.5 * sum(pi[i] * P[i, j] * float(np.sum((x[i] - O[i, j] @ x[j]) ** 2)) for i in range(n) for j in range(n))
+    correction = get("L3").source.claim.params["correction"].expr
+    values = {"P": P, "pi": pi, "x": x, "n": n, "d": d}
+    assert float(F.tabulate(correction, (), values)) == pytest.approx(form - half, rel=1e-12, abs=1e-12)
+    for bad in (correction.xreplace({F.pi_[F.i]: 1}), correction.xreplace({_ROW_SUM: -_ROW_SUM})):
+        assert float(F.tabulate(bad, (), values)) != pytest.approx(form - half, rel=1e-6)
+
+
+def test_l3_positive_weights_are_what_reversible_evaluates():
+    """L3.balance's ``π_i > 0`` is the relation ``reversible`` (T3.b) evaluates: a zero weight fails it,
+    and its edits (``≥``, ``> 1``) change the verdict."""
+    positive = get("L3").hypothesis("L3.balance").params["positive"]
+    assert positive is FW.PI_POSITIVE
+    lazy = {"P": np.eye(2), "O": np.tile(np.eye(2), (2, 2, 1, 1)), "pi": np.array([0.0, 1.0])}
+    half = {**lazy, "pi": np.array([0.5, 0.5])}
+    assert not oracles.reversible(lazy, {}).holds and oracles.reversible(half, {}).holds
+    assert oracles.reversible(lazy, {"positive": positive.edited(rel=sp.GreaterThan(F.pi_[F.i], 0))}).holds
+    assert not oracles.reversible(half, {"positive": positive.edited(rel=sp.StrictGreaterThan(F.pi_[F.i], 1))}).holds
+
+
+def test_cross_references_are_the_cited_operators():
+    """L1, T1.spectrum and the conventions cite ``A ⊗ T`` as the operator of L1's and T1's identities
+    (one object), and ``T ⊗ A`` as L1's feature-major one."""
+    ops = {F.L1_TOKEN_MAJOR.rhs.args[0], F.SHA_STACKED.rhs.args[0]}
+    assert ops == {FW.KRON_AT.expr} and FW.KRON_TA.expr == F.L1_FEATURE_MAJOR.rhs.args[0]
+    assert get("L1").conclusion("L1.token_major").params["kron"] is FW.KRON_AT
+    assert get("T1").conclusion("T1.spectrum").params["kron"] is FW.KRON_AT
+    assert FW.KRON_AT.markdown() == "$A \\otimes T$" and FW.KRON_TA.markdown() == "$T \\otimes A$"

@@ -387,6 +387,19 @@ HYPOTHESIS_MUTANTS = {
         lambda f: f.edited(where=((f.where[0][0], f.where[0][1].xreplace({F.dk: 1})), *f.where[1:])),
         _T1_SOFTMAX,
     ),
+    "T1 softmax d_k = d -> d_k = 1": ("T1.factorisation", "dk", lambda f: f.edited(rhs=sp.S.One), _T1_SOFTMAX),
+    "T1 softmax no mask mu_ij = 0 -> mu_ij = j": (
+        "T1.factorisation",
+        "no_mask",
+        lambda f: f.edited(rhs=F.j),
+        _T1_SOFTMAX,
+    ),
+    "T1 layout W_V in R^{d_h x d} -> R^{d x d_h}": (
+        "T1.transport",
+        "W_V",
+        lambda f: FW.Shape("W_V", FW.W_V.T),
+        {"T": [[1.0, 2.0], [3.0, 6.0]], "W_O": [[1.0], [3.0]], "W_V": [[1.0, 2.0]]},
+    ),
     "T2 convention P = mean -> sum": (
         "T2.convention",
         "convention",

@@ -51,8 +51,9 @@ def reversible(inst, params) -> Verdict:
     P, O = walk_view(inst)
     pi = walk_pi(inst, P)
     n = P.shape[0]
-    positive, _ = _FW.margin(params.get("positive", _FW.PI_POSITIVE), {"pi": pi, "n": n})
-    if positive.min() <= 1e-12 * max(pi.max(), 1e-300):  # π > 0 (the registry's relation), beyond rounding
+    positive, strict = _FW.margin(params.get("positive", _FW.PI_POSITIVE), {"pi": pi, "n": n})
+    floor = 1e-12 * max(pi.max(), 1e-300)  # π > 0 (the registry's relation), beyond rounding
+    if (positive.min() <= floor) if strict else (positive.min() < -floor):
         return Verdict(False, math.inf, 0.0, f"no positive π (min π = {pi.min():.2e})")
     one_way = ((P > 0) & (P.T == 0)).any()
     lhs, rhs = _F.evaluate(params.get("balance", _F.BALANCE), walk_values(P, O, pi))

@@ -52,9 +52,9 @@ WALK_THEOREMS: list[Theorem] = [
             Hypothesis(
                 "T1.transport",
                 "transport",
-                "torch `nn.Linear` layout (weights out × in, column vectors): «layout»",
+                "torch `nn.Linear` layout (weights out × in, «W_V», «W_O»; column vectors): «layout»",
                 predicate="t1_transport_layout",
-                params={"layout": _FW.LAYOUT},
+                params={"layout": _FW.LAYOUT, "W_V": _FW.SHAPE_W_V, "W_O": _FW.SHAPE_W_O},
                 witnesses=(
                     Witness(
                         "T1.transport.w1",
