@@ -432,3 +432,21 @@ def test_cross_references_are_the_cited_operators():
     assert get("L1").conclusion("L1.token_major").params["kron"] is FW.KRON_AT
     assert get("T1").conclusion("T1.spectrum").params["kron"] is FW.KRON_AT
     assert FW.KRON_AT.markdown() == "$A \\otimes T$" and FW.KRON_TA.markdown() == "$T \\otimes A$"
+
+
+def test_test_evaluated_walk_formulas_are_registered_with_existing_tests():
+    """Every formula of the walk side's notes, source quotes and witnesses that a test evaluates is
+    listed in ``registry.EVALUATED_BY_TESTS`` with a test of this module that exists."""
+    from theory import registry
+
+    cited = {
+        "L3.source": get("L3").source.claim.params,
+        "T2.convention.w1": get("T2").hypothesis("T2.convention").witnesses[0].params,
+        "T2.note0": get("T2").notes[0].params,
+    }
+    for key, params in cited.items():
+        listed = registry.EVALUATED_BY_TESTS[key]
+        assert set(listed) == set(params), key
+        for test, _ in listed.values():
+            path, name = test.split("::")
+            assert path == "tests/theory/test_formulas_walks.py" and callable(globals()[name]), test

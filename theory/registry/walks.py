@@ -217,7 +217,7 @@ WALK_THEOREMS: list[Theorem] = [
                 {"gqa": _FW.GQA, "rank": _FW.HEAD_RANK, "narrow": _FW.NARROW},
             ),
             Note(
-                "Off support, «off_support» (e.g. a causal mask), the gates «g» divide zero by zero and $O_{ij}$ is arbitrary.",
+                "Off support, «off_support» (e.g. a causal mask), the gates «g» divide zero by zero and $O_{ij}$ is arbitrary (`t2_gated_walk` and `t2_special` find these entries with this formula).",
                 {"off_support": _FW.OFF_SUPPORT, "g": _FW.DEF_G},
             ),
         ),
