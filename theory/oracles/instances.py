@@ -1,6 +1,8 @@
 """Oracle foundations: the :class:`Verdict` type, exact registered data -> float64 instances
-(:func:`build`) and the literal dense definitions of a connection walk (matrix, stationary law,
-null spaces, Dirichlet form) that the predicates of :mod:`theory.oracles` share.
+(:func:`build`, the layer transport by the registry's layout formulas) and the dense objects of a
+connection walk that the predicates of :mod:`theory.oracles` share: its matrix, the token view of a
+stacked vector and the π inner product evaluated from the conventions' formulas
+(:mod:`theory.formulas.walks`), the stationary law, null spaces, the Dirichlet form's scale.
 
 Imports neither torch nor numerics (see :mod:`theory.oracles`).
 """
@@ -197,7 +199,7 @@ def build(instance: Mapping[str, Any]) -> dict:
 
 
 # ---------------------------------------------------------------------------------------------
-# walks: literal dense definitions
+# walks: the dense walk (the conventions' formulas evaluated), stationary law, null spaces
 # ---------------------------------------------------------------------------------------------
 def walk_view(inst: Mapping) -> tuple[np.ndarray, np.ndarray]:
     """``(P, O)`` of a walk instance; a single head ``(A, T)`` is the walk ``P = A``, ``O_ij = T``."""
