@@ -238,6 +238,9 @@ MUTANTS = {
     "T1 block P = A -> A^T": lambda: _formula_mutant(
         "T1", "T1.walk", "block", where=((F.P_[F.i, F.j], F.A_m[F.j, F.i]), FW.T1_BLOCK.where[1])
     ),
+    "T1 spectrum operator A (x) T -> A (x) T^2": lambda: _formula_mutant(
+        "T1", "T1.spectrum", "kron", expr=sp.KroneckerProduct(F.A_m, F.T_m * F.T_m)
+    ),
     "T1 spectrum lambda_i mu_a -> lambda_i + mu_a": lambda: _formula_mutant(
         "T1", "T1.spectrum", "spectrum", rhs=FW.lam_A[F.i] + FW.mu_T[F.a]
     ),
@@ -470,6 +473,7 @@ def test_hypothesis_formula_mutant_is_rejected(name):
 #: sizes to refute them): rejected on drawn instances only
 ORACLE_FORMULA_MUTANTS = [
     "T1 spectrum lambda_i mu_a -> lambda_i + mu_a",
+    "T1 spectrum operator A (x) T -> A (x) T^2",
     "T2 gauge support P' > 0 -> P' >= 0",
     "T2 gauge support where B_ij != 0 -> where B_ij = 0",
     "T2 constant T_Sigma = sum_h T_h -> T_1",

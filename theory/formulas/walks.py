@@ -318,6 +318,9 @@ class Term:
     def markdown(self) -> str:
         return f"${F._tex(self.expr)}$"
 
+    def edited(self, **changes: Any) -> Term:
+        return Term(changes.get("name", self.name), changes.get("expr", self.expr))
+
     def __str__(self) -> str:
         return f"formula {self.name}"
 

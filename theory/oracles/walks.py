@@ -275,10 +275,11 @@ def multiset_distance(got: np.ndarray, want: np.ndarray) -> float:
 
 
 def kron_spectrum(inst, params) -> Verdict:
-    """The eigenvalues of ``A ⊗ T`` against the registry's formula ``params["spectrum"]`` (``λ_i μ_a``
+    """The eigenvalues of ``params["kron"]`` (``A ⊗ T``) against the registry's formula ``params["spectrum"]`` (``λ_i μ_a``
     tabulated over the eigenvalues of ``A``, ``T``), as multisets."""
     A, T = np.asarray(inst["A"], float), np.asarray(inst["T"], float)
-    got = np.linalg.eigvals(np.kron(A, T))
+    kron = params.get("kron", _FW.KRON_AT)  # the operator the statement names, evaluated
+    got = np.linalg.eigvals(np.asarray(_F.tabulate(kron.expr, (), {"A": A, "T": T}), float))
     values = {"lambda": np.linalg.eigvals(A), "mu": np.linalg.eigvals(T), "n": A.shape[0], "d": T.shape[0]}
     spectrum = params.get("spectrum", _FW.KRON_EIGENVALUES)
     want = np.asarray(_F.tabulate(spectrum.rhs, spectrum.free, values), complex).reshape(-1)
