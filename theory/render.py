@@ -18,6 +18,7 @@ import sys
 from pathlib import Path
 
 from .registry import CLAIMS, CONVENTIONS, EVALUATED_BY_TESTS, THEOREMS
+from .statements import rendered
 from .steps import INSTANCES, TITLES
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -77,10 +78,19 @@ def _links(items) -> str:
     return ", ".join(f"`{p}`" for p in items) if items else "—"
 
 
+def _tested(key: str) -> str:
+    """`` (`name` evaluated by `test`: what)`` for the formulas of a note, source quote or witness that
+    a test evaluates (``EVALUATED_BY_TESTS[key]``), else empty."""
+    by = EVALUATED_BY_TESTS.get(key, {})
+    return " (" + "; ".join(f"`{k}` evaluated by `{test}` {what}" for k, (test, what) in by.items()) + ")" if by else ""
+
+
 def theorem_markdown(t) -> str:
     """Markdown section for one registered theorem (``$...$`` math, GitHub renders it)."""
     lines = [f"## {t.id} — {t.title}", ""]
-    lines.append(f"*{t.kind.capitalize()}.* Source: {t.source.seed} — claim: “{t.source.claim}” ({t.source.section}).")
+    lines.append(
+        f"*{t.kind.capitalize()}.* Source: {t.source.seed} — claim: “{rendered(t.source.claim)}” ({t.source.section}){_tested(t.id + '.source')}."
+    )
     lines.append("")
     lines.append("**Hypotheses**")
     lines.append("")
@@ -93,7 +103,7 @@ def theorem_markdown(t) -> str:
                 where.append(f"instance `{w.instance['kind']}`" + (f", breaks {', '.join(w.fails)}" if w.fails else ""))
             if w.derivation:
                 where.append(f"derivation step “{_step_title(t, w.derivation)}”")
-            lines.append(f"  - necessity witness `{w.id}`: {w.text} ({'; '.join(where)})")
+            lines.append(f"  - necessity witness `{w.id}`: {w.text} ({'; '.join(where)}){_tested(w.id)}")
     lines.append("")
     lines.append("**Conclusions**")
     lines.append("")
@@ -134,8 +144,8 @@ def theorem_markdown(t) -> str:
         lines.append("")
         lines.append("**Notes**")
         lines.append("")
-        for note in t.notes:
-            lines.append(f"- {note}")
+        for q, note in enumerate(t.notes):
+            lines.append(f"- {rendered(note)}{_tested(f'{t.id}.note{q}')}")
     lines.append("")
     lines.append(
         # the public import path: theory.derivations re-exports the derive_* of its submodules
@@ -305,7 +315,7 @@ def theorem_latex(t) -> str:
         lines.append(f"  \\item {latex_text(c.text)}")
     lines.append("\\end{enumerate}")
     for note in t.notes:
-        lines.append(f"\\emph{{Note.}} {latex_text(note)}")
+        lines.append(f"\\emph{{Note.}} {latex_text(rendered(note))}")
     lines.append(f"\\end{{{env}}}")
     return "\n".join(lines) + "\n"
 

@@ -247,11 +247,17 @@ class Convention:
     @property
     def text(self) -> str:
         out = fill(self.statement, self.params)
-        if self.evaluated_by:
-            out += " (evaluated by " + ", ".join(f"`{p}`" for p in self.evaluated_by) + ")"
+        if self.evaluated_by:  # (``unevaluated``, if any: the formulas a named test evaluates instead)
+            tested = f"; {self.unevaluated}" if self.unevaluated else ""
+            out += " (evaluated by " + ", ".join(f"`{p}`" for p in self.evaluated_by) + tested + ")"
         elif self.unevaluated:
             out += f" (not evaluated by an oracle: {self.unevaluated})"
         return out
+
+
+def rendered(s: str) -> str:
+    """A registry string as THEOREMS.md shows it (a :class:`Note` is its rendered text already)."""
+    return str(s)
 
 
 @dataclass(frozen=True)
@@ -297,3 +303,8 @@ class Note(str):
 
     def __reduce__(self):  # copy / pickle rebuild from the template, not from the filled text
         return (Note, (self.statement, self.params))
+
+    @property
+    def text(self) -> str:
+        """The rendered text (the string itself)."""
+        return str(self)

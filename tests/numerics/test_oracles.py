@@ -208,3 +208,20 @@ def test_t2_gauge_judges_a_tiny_transport_at_unit_scale():
     inst = {"kind": "mha", "As": np.full((1, 2, 2), 0.5), "Ts": np.full((1, 1, 1), 3.90355048e-259)}
     v = oracles.t2_gauge(inst, get("T2").conclusion("T2.gauge").params)
     assert v.holds and not v.undecided and v.residual == 0.0
+
+
+@pytest.mark.theorem("T3")
+def test_t3_self_adjoint_scales_by_its_terms_on_a_nearly_absorbing_state():
+    """A reversible 2-state walk (drawn by Hypothesis in the gate's search) whose dominant state has
+    ``Δ ≈ 0``: every entry of ``(diag π ⊗ I)Δ`` is small, so a residual measured against that
+    maximum (1e-16 / 2e-3) failed a true statement; measured against the terms it sums it holds, and
+    dropping π from the formula is still rejected."""
+    from theory import formulas as F
+
+    P = np.array([[0.17705339788992458, 0.8229466021100754], [0.0017538886088879439, 0.9982461113911121]])
+    inst = {"kind": "walk", "P": P, "O": np.array([-1.0, 1.0, 1.0, 1.0]).reshape(2, 2, 1, 1)}
+    params = get("T3").conclusion("T3.self_adjoint").params
+    assert oracles.reversible(inst, {}).holds and oracles.walk_self_adjoint(inst, params).holds
+    ident = params["self_adjoint"]
+    no_pi = ident.edited(rhs=ident.rhs.xreplace({F.pi_[F.i]: 1}))
+    assert oracles.walk_self_adjoint(inst, {"self_adjoint": no_pi}).fails

@@ -321,6 +321,9 @@ MUTANTS = {
     "T1 block P = A -> A^T": lambda: _formula_mutant(
         "T1", "T1.walk", "block", where=((F.P_[F.i, F.j], F.A_m[F.j, F.i]), FW.T1_BLOCK.where[1])
     ),
+    "T1 spectrum operator A (x) T -> A (x) T^2": lambda: _formula_mutant(
+        "T1", "T1.spectrum", "kron", expr=sp.KroneckerProduct(F.A_m, F.T_m * F.T_m)
+    ),
     "T1 spectrum lambda_i mu_a -> lambda_i + mu_a": lambda: _formula_mutant(
         "T1", "T1.spectrum", "spectrum", rhs=FW.lam_A[F.i] + FW.mu_T[F.a]
     ),
@@ -470,6 +473,19 @@ HYPOTHESIS_MUTANTS = {
         lambda f: f.edited(where=((f.where[0][0], f.where[0][1].xreplace({F.dk: 1})), *f.where[1:])),
         _T1_SOFTMAX,
     ),
+    "T1 softmax d_k = d -> d_k = 1": ("T1.factorisation", "dk", lambda f: f.edited(rhs=sp.S.One), _T1_SOFTMAX),
+    "T1 softmax no mask mu_ij = 0 -> mu_ij = j": (
+        "T1.factorisation",
+        "no_mask",
+        lambda f: f.edited(rhs=F.j),
+        _T1_SOFTMAX,
+    ),
+    "T1 layout W_V in R^{d_h x d} -> R^{d x d_h}": (
+        "T1.transport",
+        "W_V",
+        lambda f: FW.Shape("W_V", FW.W_V.T),
+        {"T": [[1.0, 2.0], [3.0, 6.0]], "W_O": [[1.0], [3.0]], "W_V": [[1.0, 2.0]]},
+    ),
     "T2 convention P = mean -> sum": (
         "T2.convention",
         "convention",
@@ -558,6 +574,7 @@ def test_hypothesis_formula_mutant_is_rejected(name):
 #: sizes to refute them): rejected on drawn instances only
 ORACLE_FORMULA_MUTANTS = [
     "T1 spectrum lambda_i mu_a -> lambda_i + mu_a",
+    "T1 spectrum operator A (x) T -> A (x) T^2",
     "T2 gauge support P' > 0 -> P' >= 0",
     "T2 gauge support where B_ij != 0 -> where B_ij = 0",
     "T2 constant T_Sigma = sum_h T_h -> T_1",

@@ -18,6 +18,7 @@ import sympy as sp
 
 from .. import formulas as F
 from . import H, Identity, a, b, d, h, i, j, n
+from . import spectral as FS
 
 # ------------------------------------------------------------------------------------------------
 # machinery: displayed names, inequalities
@@ -218,7 +219,23 @@ class Shape:
 
     def markdown(self) -> str:
         r, q = self.sym.shape
-        return f"${F._tex(self.sym)} \\in \\mathbb{{{self.field}}}^{{{F._tex(r)} \\times {F._tex(q)}}}$"
+        space = F._tex(r) if q == 1 else f"{F._tex(r)} \\times {F._tex(q)}"  # a column vector: R^r
+        return f"${F._tex(self.sym)} \\in \\mathbb{{{self.field}}}^{{{space}}}$"
+
+    def dims(self, sizes: Mapping[str, int]) -> tuple[int, ...]:
+        """The array shape the formula states at the sizes ``sizes`` (``{"n": 3, "d": 2}``); a
+        column vector is a 1-d array."""
+        r, q = (
+            int(sp.sympify(x).subs({s: int(sizes[s.name]) for s in sp.sympify(x).free_symbols})) for x in self.sym.shape
+        )
+        return (r,) if self.sym.shape[1] == 1 else (r, q)
+
+    def mismatch(self, value: Any, sizes: Mapping[str, int]) -> str:
+        """Empty when ``value`` has the shape the formula states at ``sizes``, else what differs."""
+        import numpy as np
+
+        want, got = self.dims(sizes), np.shape(value)
+        return "" if tuple(got) == want else f"{self.name}: shape {tuple(got)}, the formula states {want}"
 
     def __str__(self) -> str:
         return f"formula {self.name}"
@@ -285,3 +302,99 @@ _CHARPOLY_KRON = sp.Determinant(zs * sp.Identity(n * d) - sp.KroneckerProduct(F.
 L4_RESULTANT = Identity("resultant", _CHARPOLY_KRON, Res(p_T(mus), mus**n * p_A(zs / mus)))
 #: ... and as the product over the eigenvalue pairs (``λ_i`` of ``A``, ``μ_a`` of ``T``, with multiplicity)
 L4_PRODUCT = Identity("product", _CHARPOLY_KRON, sp.Product(zs - lam_A[i] * mu_T[a], (i, 0, n - 1), (a, 0, d - 1)))
+
+# ------------------------------------------------------------------------------------------------
+# the conventions' and T1/T2's notation: cross references, shapes, definitions the oracles evaluate
+# ------------------------------------------------------------------------------------------------
+
+
+class Term:
+    """A cross reference: a subexpression another formula contains (``A ⊗ T`` of L1's token-major
+    identity), rendered from that very object (one home)."""
+
+    def __init__(self, name: str, expr: Any):
+        self.name, self.expr = name, expr
+
+    def markdown(self) -> str:
+        return f"${F._tex(self.expr)}$"
+
+    def edited(self, **changes: Any) -> Term:
+        return Term(changes.get("name", self.name), changes.get("expr", self.expr))
+
+    def __str__(self) -> str:
+        return f"formula {self.name}"
+
+
+def broadcast(expr, free: tuple[sp.Symbol, ...], values: Mapping[str, Any]):
+    """``expr`` (free of ``Sum``) at every value of the indices ``free`` at once: one call of its
+    ``lambdify`` with the indices as broadcasting integer grids (``P[i, j]`` indexes the array)."""
+    import numpy as np
+
+    names = F._names(expr)
+    grids = dict(zip((x.name for x in free), np.ix_(*(np.arange(F._size(x, values)) for x in free)), strict=True))
+    out = F._compiled(expr, names)(*(grids[nm] if nm in grids else values[nm] for nm in names))
+    return np.broadcast_to(out, tuple(F._size(x, values) for x in free))
+
+
+#: L1 / T1 / the conventions: the token-major operator ``A ⊗ T`` and the feature-major ``T ⊗ A``
+KRON_AT = Term("kron", F.L1_TOKEN_MAJOR.rhs.args[0])
+KRON_TA = Term("kron_feature", F.L1_FEATURE_MAJOR.rhs.args[0])
+#: a token ``x_i ∈ R^d`` (row ``i`` of ``X``)
+SHAPE_TOKEN = Shape("x_i", sp.MatrixSymbol("x_i", d, 1))
+#: the walk's ``nd × nd`` matrix (its entries: :data:`WALK_BLOCK`) and a ``d × d`` transport
+SHAPE_W = Shape("W", sp.MatrixSymbol("W", n * d, n * d))
+SHAPE_O = Shape("O_ij", sp.MatrixSymbol("O_{ij}", d, d))
+#: ``nn.Linear`` weights (out × in)
+SHAPE_W_V, SHAPE_W_O = Shape("W_V", W_V), Shape("W_O", W_O)
+W_m = sp.MatrixSymbol("W", n * d, n * d)
+#: the generator ``Δ = I - W`` (its components: :data:`GENERATOR`)
+GENERATOR_MATRIX = Identity("Delta", sp.MatrixSymbol("Delta", n * d, n * d), sp.Identity(n * d) - W_m)
+#: T1.transport's witness: the row-vector layout ``T = (W_O W_V)^T`` used with ``nn.Linear`` weights
+ROW_LAYOUT = Identity("row_layout", F.T_m, sp.Transpose(W_O * W_V))
+#: T1.factorisation / the conventions: the key width is the model width, and no mask
+DK_IS_D = Identity("dk", F.dk, d)
+NO_MASK = Identity("no_mask", F.mu_[i, j], sp.S.Zero, (i, j))
+#: the Fourier modes' root of unity (T6 writes the mode as ``ζ^j``)
+ZETA = Identity("zeta", F.zeta, sp.exp(2 * sp.pi * sp.I * kk / n))
+#: L3: the detailed-balance weights are positive
+PI_POSITIVE = Relation("positive", sp.StrictGreaterThan(F.pi_[i], 0), (i,))
+#: L3's source: the stochasticity correction (the last term of :data:`theory.formulas.DIRICHLET_CORRECTED`)
+L3_CORRECTION = Term("correction", next(x for x in F.DIRICHLET_CORRECTED.rhs.args if isinstance(x, sp.Sum)))
+
+#: T2.convention's witness: a nonzero block where the walk matrix vanishes (no ``O_ij`` exists)
+NO_TRANSPORT = Relation(
+    "no_transport",
+    sp.And(sp.Ne(sp.Sum(B[i, j, a, b] ** 2, (a, 0, d - 1), (b, 0, d - 1)), 0), sp.Eq(P[i, j], 0)),
+    (i, j),
+    (_B_DEF,),
+)
+#: T2's note: off support every head vanishes (there the gates are 0/0)
+OFF_SUPPORT = Identity("off_support", sp.Sum(Ah[h, i, j], (h, 0, H - 1)), sp.S.Zero, (i, j))
+#: T2's note: GQA, query head ``h`` reads kv head ``⌊h / (H / H_kv)⌋``
+H_kv = sp.Symbol("H_kv", integer=True, positive=True)
+kv_ = shown_base("kv", r"\operatorname{kv}")
+GQA = Identity("gqa", kv_[h], sp.floor(h / (H / H_kv)), (h,))
+
+
+class Rank(sp.Function):
+    """``rank M`` (rendered ``\\operatorname{rank}``; evaluated by ``numpy.linalg.matrix_rank``)."""
+
+    nargs = 1
+    is_integer = True
+    is_nonnegative = True
+
+    def _latex(self, printer):
+        return r"\operatorname{rank}\left(" + printer._print(self.args[0]) + r"\right)"
+
+    def _numpycode(self, printer):
+        return "numpy.linalg.matrix_rank(" + printer._print(self.args[0]) + ")"
+
+    _pythoncode = _numpycode
+
+
+#: T2's note: a head's transport ``T_h = W_O W_V`` has rank at most ``d_h`` ...
+HEAD_RANK = Relation("rank", sp.LessThan(Rank(W_O * W_V), d_h))
+#: ... which is below ``d`` for a narrow head (so ``T_h`` is never orthogonal)
+NARROW = Relation("narrow", sp.StrictLessThan(d_h, d))
+#: L3's witness / T3.scaled: the scaled transports ``O_ij = s Q_ij`` (the substitution T3.scaled's formula makes)
+SCALED_O = Identity("scaled_O", F.O_[i, j, a, b], FS.s_ * FS.Q_[i, j, a, b], (i, j, a, b))

@@ -45,6 +45,7 @@ from .instances import (  # noqa: F401
     softmax_rows,
     spectrum_in,
     stationary,
+    tokens,
     walk_pi,
     walk_view,
 )

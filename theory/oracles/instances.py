@@ -1,6 +1,8 @@
 """Oracle foundations: the :class:`Verdict` type, exact registered data -> float64 instances
-(:func:`build`) and the literal dense definitions of a connection walk (matrix, stationary law,
-null spaces, Dirichlet form) that the predicates of :mod:`theory.oracles` share.
+(:func:`build`, the layer transport by the registry's layout formulas) and the dense objects of a
+connection walk that the predicates of :mod:`theory.oracles` share: its matrix, the token view of a
+stacked vector and the π inner product evaluated from the conventions' formulas
+(:mod:`theory.formulas.walks`), the stationary law, null spaces, the Dirichlet form's scale.
 
 Imports neither torch nor numerics (see :mod:`theory.oracles`).
 """
@@ -144,6 +146,18 @@ def mask_offsets(inst: Mapping, n: int, mask=None) -> np.ndarray:
     return np.asarray(tabulate(ident.rhs, ident.free, {"n": n}), float)
 
 
+def layout_transport(layout: str, W_O: np.ndarray, W_V: np.ndarray) -> np.ndarray:
+    """The transport of a layer with ``nn.Linear`` weights under ``layout``: ``"column"`` (T1.transport's
+    ``LAYOUT``, ``T = W_O W_V``) or ``"row"`` (its witness's ``ROW_LAYOUT``, ``T = (W_O W_V)^T``), the
+    registry's formula evaluated."""
+    from ..formulas import walks as _FW
+
+    formulas = {"column": _FW.LAYOUT, "row": _FW.ROW_LAYOUT}
+    if layout not in formulas:
+        raise ValueError(f"layout: unknown {layout!r} (expected one of {sorted(formulas)})")
+    return np.asarray(tabulate(formulas[layout].rhs, (), {"W_O": W_O, "W_V": W_V}), float)
+
+
 def build(instance: Mapping[str, Any]) -> dict:
     """Float64 instance from a witness's exact data (see the module docstring for the kinds)."""
     kind = instance["kind"]
@@ -157,7 +171,7 @@ def build(instance: Mapping[str, Any]) -> dict:
     elif kind == "sha_layers":
         A, X, WV, WO = (arr(instance[k]) for k in ("A", "X", "W_V", "W_O"))
         out.update(A=A, X=X, W_V=WV, W_O=WO)
-        out["T"] = WO @ WV if instance.get("layout", "column") == "column" else (WO @ WV).T
+        out["T"] = layout_transport(instance.get("layout", "column"), WO, WV)
         out["Y"] = A @ (X @ WV.T) @ WO.T  # nn.Linear: V = X W_Vᵀ, Y = A V W_Oᵀ
     elif kind == "sha_reuse":
         X0, X1, M, T = (arr(instance[k]) for k in ("X0", "X1", "M", "T"))
@@ -185,7 +199,7 @@ def build(instance: Mapping[str, Any]) -> dict:
 
 
 # ---------------------------------------------------------------------------------------------
-# walks: literal dense definitions
+# walks: the dense walk (the conventions' formulas evaluated), stationary law, null spaces
 # ---------------------------------------------------------------------------------------------
 def walk_view(inst: Mapping) -> tuple[np.ndarray, np.ndarray]:
     """``(P, O)`` of a walk instance; a single head ``(A, T)`` is the walk ``P = A``, ``O_ij = T``."""
@@ -197,13 +211,28 @@ def walk_view(inst: Mapping) -> tuple[np.ndarray, np.ndarray]:
 
 
 def dense_walk(P: np.ndarray, O: np.ndarray) -> np.ndarray:
-    """``W`` with block ``(i, j) = P_ij O_ij`` (token-major), by explicit block loops."""
+    """``W``: the conventions' formulas evaluated (:mod:`theory.formulas.walks`): the shape
+    ``SHAPE_W`` (``nd × nd``) and ``WALK_BLOCK``, whose left side places entry ``(i, j, a, b)`` (token-major)
+    and whose right side ``P_ij O_ij`` is its value."""
+    from ..formulas import walks as _FW
+
     n, d = P.shape[0], O.shape[-1]
-    W = np.zeros((n * d, n * d))
-    for i in range(n):
-        for j in range(n):
-            W[i * d : (i + 1) * d, j * d : (j + 1) * d] = P[i, j] * O[i, j]
+    values = {"P": P, "O": O, "n": n, "d": d}
+    free = _FW.WALK_BLOCK.free
+    rows, cols = (_FW.broadcast(e, free, values) for e in _FW.WALK_BLOCK.lhs.indices)
+    W = np.zeros(_FW.SHAPE_W.dims(values))
+    W[rows, cols] = _FW.broadcast(_FW.WALK_BLOCK.rhs, free, values)
     return W
+
+
+def tokens(x: np.ndarray, n: int, d: int) -> np.ndarray:
+    """The ``(n, d)`` tokens of a stacked ``x``: the conventions' ``STACK_ENTRY`` evaluated (entry
+    ``i d + a`` of ``x`` is component ``a`` of token ``i``; trailing axes of ``x`` are kept)."""
+    from ..formulas import walks as _FW
+
+    entry = _FW.STACK_ENTRY
+    pos = _FW.broadcast(entry.lhs.indices[0], entry.free, {"n": n, "d": d})
+    return np.asarray(x)[pos]
 
 
 def stationary(P: np.ndarray) -> np.ndarray:
@@ -258,7 +287,12 @@ def polarization_probes(n: int, d: int) -> np.ndarray:
 
 
 def pi_inner_product(x, y, pi, d):
-    return float(sum(pi[i] * x[i * d : (i + 1) * d] @ y[i * d : (i + 1) * d] for i in range(len(pi))))
+    """``<x, y>_π`` of stacked vectors: the conventions' ``PI_INNER`` evaluated."""
+    from ..formulas import walks as _FW
+
+    n = len(pi)
+    values = {"pi": pi, "x": tokens(x, n, d), "y": tokens(y, n, d), "n": n, "d": d}
+    return float(tabulate(_FW.PI_INNER.rhs, (), values))
 
 
 def dirichlet_scale(P, O, pi, x, d) -> float:

@@ -51,7 +51,9 @@ def reversible(inst, params) -> Verdict:
     P, O = walk_view(inst)
     pi = walk_pi(inst, P)
     n = P.shape[0]
-    if pi.min() <= 1e-12 * max(pi.max(), 1e-300):
+    positive, strict = _FW.margin(params.get("positive", _FW.PI_POSITIVE), {"pi": pi, "n": n})
+    floor = 1e-12 * max(pi.max(), 1e-300)  # π > 0 (the registry's relation), beyond rounding
+    if (positive.min() <= floor) if strict else (positive.min() < -floor):
         return Verdict(False, math.inf, 0.0, f"no positive π (min π = {pi.min():.2e})")
     one_way = ((P > 0) & (P.T == 0)).any()
     lhs, rhs = _F.evaluate(params.get("balance", _F.BALANCE), walk_values(P, O, pi))
@@ -106,7 +108,8 @@ def heads_stochastic(inst, params) -> Verdict:
     on the instance, and no negative entry."""
     As = np.asarray(inst["As"] if "As" in inst else inst["A0"], float)
     H, n, _ = As.shape
-    neg = float(np.clip(-As, 0, None).max())
+    nonneg = params.get("nonneg", _FW.WALK_NONNEG)  # every head is a walk matrix (the conventions' relation)
+    neg = max(float(np.clip(-_FW.margin(nonneg, {"P": A, "n": n})[0], 0, None).max()) for A in As)
     lhs, rhs = _F.evaluate(params.get("heads", _F.HEADS_STOCHASTIC), {"A": As, "n": n, "H": H})
     r = max(float(np.abs(lhs - rhs).max()), neg)
     return residual_verdict(
@@ -195,6 +198,14 @@ def t1_transport_layout(inst, params) -> Verdict:
     if "W_O" not in inst:
         return not_applicable("no layer weights")
     T, WO, WV = (np.asarray(inst[k], float) for k in ("T", "W_O", "W_V"))
+    sizes = {"d": T.shape[0], "d_h": WV.shape[0]}  # nn.Linear weights (out × in): the conventions' shapes
+    wrong = [
+        w
+        for key, sh, v in (("W_V", _FW.SHAPE_W_V, WV), ("W_O", _FW.SHAPE_W_O, WO))
+        if (w := params.get(key, sh).mismatch(v, sizes))
+    ]
+    if wrong:
+        return Verdict(False, math.inf, 0.0, "; ".join(wrong))
     lhs, rhs = _F.evaluate(params.get("layout", _FW.LAYOUT), {"T": T, "W_O": WO, "W_V": WV})
     if lhs.shape != rhs.shape:
         return Verdict(False, math.inf, 0.0, f"layout: shapes {lhs.shape} vs {rhs.shape}")
@@ -213,7 +224,10 @@ def t1_same_input(inst, params) -> Verdict:
         return not_applicable("no score matrix M")
     A, X, M = (np.asarray(inst[k], float) for k in ("A", "X", "M"))
     n, d = X.shape
-    values = {"X": X, "M": M, "n": n, "d": d, "d_k": float(d), "mu": np.zeros((n, n))}
+    sizes = {"n": n, "d": d}
+    dk, no_mask = params.get("dk", _FW.DK_IS_D), params.get("no_mask", _FW.NO_MASK)
+    mu = _FW.broadcast(no_mask.rhs, no_mask.free, sizes)  # the hypothesis' d_k and mask, evaluated
+    values = {"X": X, "M": M, **sizes, "d_k": float(_F.tabulate(dk.rhs, (), sizes)), "mu": mu}
     with np.errstate(over="ignore", invalid="ignore"):
         lhs, rhs = _F.evaluate(params.get("softmax", _FW.SOFTMAX), {**values, "A": A})
     return residual_verdict(
@@ -227,8 +241,11 @@ def t1_same_input(inst, params) -> Verdict:
 # conclusions
 # ---------------------------------------------------------------------------------------------
 def stack(X: np.ndarray, stacking: str) -> np.ndarray:
-    if stacking == "token-major":
-        return X.reshape(-1)  # vec(Xᵀ): token i occupies entries i·d … (i+1)·d − 1
+    if stacking == "token-major":  # vec(Xᵀ): the conventions' STACK_ENTRY, entry i·d + a is X_ia
+        entry = _FW.STACK_ENTRY
+        x = np.empty(X.size)
+        x[_FW.broadcast(entry.lhs.indices[0], entry.free, {"n": X.shape[0], "d": X.shape[1]})] = X
+        return x
     if stacking == "feature-major":
         return X.T.reshape(-1)  # vec(X): feature k occupies entries k·n … (k+1)·n − 1
     raise ValueError(f"stacking: unknown convention {stacking!r}")
@@ -240,6 +257,11 @@ def t1_walk(inst, params) -> Verdict:
     A, T, X = (np.asarray(inst[k], float) for k in ("A", "T", "X"))
     Y = np.asarray(inst["Y"], float) if inst.get("Y") is not None else A @ X @ T.T
     values = {"A": A, "T": T, "X": X, "Y": Y}
+    sizes = {"n": A.shape[0], "d": T.shape[0]}  # the tokens are the rows of X (the conventions' shapes)
+    token = params.get("x_i", _FW.SHAPE_TOKEN)
+    wrong = [w for w in (params.get("X", _FW.SHAPE_X).mismatch(X, sizes), *(token.mismatch(x, sizes) for x in X)) if w]
+    if wrong:
+        return Verdict(False, math.inf, 0.0, "; ".join(wrong))
     scale = max(1.0, float(np.abs(A).sum(-1).max() * np.abs(T).sum(-1).max() * np.abs(X).max()))
     tol = 64 * EPS * A.shape[0] * T.shape[0]
     parts = []
@@ -277,10 +299,11 @@ def multiset_distance(got: np.ndarray, want: np.ndarray) -> float:
 
 
 def kron_spectrum(inst, params) -> Verdict:
-    """The eigenvalues of ``A ⊗ T`` against the registry's formula ``params["spectrum"]`` (``λ_i μ_a``
+    """The eigenvalues of ``params["kron"]`` (``A ⊗ T``) against the registry's formula ``params["spectrum"]`` (``λ_i μ_a``
     tabulated over the eigenvalues of ``A``, ``T``), as multisets."""
     A, T = np.asarray(inst["A"], float), np.asarray(inst["T"], float)
-    got = np.linalg.eigvals(np.kron(A, T))
+    kron = params.get("kron", _FW.KRON_AT)  # the operator the statement names, evaluated
+    got = np.linalg.eigvals(np.asarray(_F.tabulate(kron.expr, (), {"A": A, "T": T}), float))
     values = {"lambda": np.linalg.eigvals(A), "mu": np.linalg.eigvals(T), "n": A.shape[0], "d": T.shape[0]}
     spectrum = params.get("spectrum", _FW.KRON_EIGENVALUES)
     want = np.asarray(_F.tabulate(spectrum.rhs, spectrum.free, values), complex).reshape(-1)
@@ -300,6 +323,13 @@ def _heads_values(As: np.ndarray, Ts: np.ndarray, **extra) -> dict:
     return {"A": As, "T": Ts, "n": As.shape[1], "d": Ts.shape[-1], "H": As.shape[0], **extra}
 
 
+def off_support(As: np.ndarray, params) -> np.ndarray:
+    """Where every head vanishes (T2's note ``params["off_support"]``, evaluated exactly): there the gates are 0/0."""
+    ident = params.get("off_support", _FW.OFF_SUPPORT)
+    lhs, rhs = _F.evaluate(ident, {"A": As, "n": As.shape[1], "H": As.shape[0]})
+    return np.asarray(lhs == rhs)
+
+
 def t2_gated_walk(inst, params) -> Verdict:
     """T2's formulas (``params["rows"]``, ``["gates"]``, ``["blocks"]``: SymPy expressions of the
     registry, with their definitions of ``P``, ``g``, ``O``, ``B``) evaluated on the instance; an
@@ -310,7 +340,7 @@ def t2_gated_walk(inst, params) -> Verdict:
     values = {"A": As, "T": Ts, "P": inst.get("P"), "n": n, "d": Ts.shape[-1], "H": H}
     scale = max(1.0, float(np.abs(Ts).max()) * H)
     t = 64 * EPS * H * n
-    off = As.sum(0) == 0
+    off = off_support(As, params)
     parts = []
     rows = params.get("rows", _F.T2_ROWS)
     lhs, rhs = _F.evaluate(rows, values)
@@ -437,7 +467,7 @@ def t2_special(inst, params) -> Verdict:
     not applicable where none does. Off support (every ``A^h_ij = 0``) ``O_ij`` is arbitrary."""
     As, Ts = np.asarray(inst["As"], float), np.asarray(inst["Ts"], float)
     values = _heads_values(As, Ts)
-    off = As.sum(0) == 0
+    off = off_support(As, params)
     t = 64 * EPS * As.shape[0] * As.shape[1]
     scale = max(1.0, float(np.abs(Ts).max()) * As.shape[0])
     parts = []

@@ -134,6 +134,7 @@ SCOPES: dict[str, tuple[str, tuple[str, ...]]] = {
 }
 
 
+_FW_TESTS = "tests/theory/test_formulas_walks.py"
 #: formulas a conclusion renders that its predicate does not evaluate but a test does (the test,
 #: and what it judges the formula against); THEOREMS.md says so
 EVALUATED_BY_TESTS: dict[str, dict[str, tuple[str, str]]] = {
@@ -143,6 +144,24 @@ EVALUATED_BY_TESTS: dict[str, dict[str, tuple[str, str]]] = {
             "against the velocity of `numerics.dynamics.MHADynamics`, whose autograd Jacobian it compares with J,"
             " at a state off the base state with the literal softmax attention",
         ),
+    },
+    # the walk side's formulas outside conclusions (notes, source quotes, witnesses), by the text's id
+    "L3.source": {
+        "correction": (
+            f"{_FW_TESTS}::test_l3_source_correction_is_the_lemma_gap",
+            "against the literal gap between the π-form of I − W and the Dirichlet form on a balanced walk",
+        ),
+    },
+    "T2.convention.w1": {
+        "no_transport": (
+            f"{_FW_TESTS}::test_t2_convention_witness_names_the_block_without_transport",
+            "on the witness's instance (holds at B_12; nowhere with the head mean P)",
+        ),
+    },
+    "T2.note0": {
+        "gqa": (f"{_FW_TESTS}::test_gqa_formula_is_the_kv_head_map", "against `numerics.attention.kv_head_map`"),
+        "rank": (f"{_FW_TESTS}::test_head_rank_note", "on random narrow heads"),
+        "narrow": (f"{_FW_TESTS}::test_head_rank_note", "on random narrow heads"),
     },
     "T6.selection": {
         "velocity": (

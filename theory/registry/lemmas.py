@@ -6,7 +6,7 @@ from .. import derivations as _dv
 from .. import formulas as _F
 from ..formulas import spectral as _FS
 from ..formulas import walks as _FW
-from ..statements import Hypothesis, Witness
+from ..statements import Hypothesis, Note, Witness
 from ..theorem import Source, Theorem
 from .common import SYMBOLIC_TESTS, make_conclusion
 
@@ -39,8 +39,8 @@ LEMMAS: list[Theorem] = [
         conclusions=(
             make_conclusion(
                 "L1.token_major",
-                "«token_major» (token-major stacking; T1.walk states the blocks of $A\\otimes T$)",
-                params={"token_major": _F.L1_TOKEN_MAJOR},
+                "«token_major» (token-major stacking; T1.walk states the blocks of «kron»)",
+                params={"token_major": _F.L1_TOKEN_MAJOR, "kron": _FW.KRON_AT},
                 derivations=("L1::token-major",),
                 tests=("tests/theory/test_derivations.py::test_stacking_lemma_other_sizes",),
             ),
@@ -92,13 +92,20 @@ LEMMAS: list[Theorem] = [
         id="L3",
         title="Dirichlet identity with a stochasticity correction",
         kind="lemma",
-        source=Source("(lemma)", "general correction term $\\sum_i \\pi_i (1-r_i)|x_i|^2$", "THEOREMS.md T3"),
+        source=Source(
+            "(lemma)",
+            Note(
+                "general correction term «correction» (the row sums $r_i$ written out)",
+                {"correction": _FW.L3_CORRECTION},
+            ),
+            "THEOREMS.md T3",
+        ),
         hypotheses=(
             Hypothesis(
                 "L3.balance",
                 "detailed balance",
-                "«balance» with $\\pi > 0$; row sums arbitrary",
-                params={"balance": _F.BALANCE},
+                "«balance» with «positive»; row sums arbitrary",
+                params={"balance": _F.BALANCE, "positive": _FW.PI_POSITIVE},
                 witnesses=(
                     Witness(
                         "L3.balance.w1",
@@ -115,9 +122,9 @@ LEMMAS: list[Theorem] = [
                 witnesses=(
                     Witness(
                         "L3.metric.w1",
-                        "scaled transports $O = sQ$ add a multiple of $\\lVert x\\rVert_\\pi^2$ (T3.scaled): «scaled»",
+                        "scaled transports, «scaled_O» with every $Q_{ij}$ orthogonal, add a multiple of the squared π-norm of $x$ (T3.scaled): «scaled»",
                         derivation="T3::scaled O = sQ: the (1-s^2)/2 term is needed",
-                        params={"scaled": _FS.SCALED},
+                        params={"scaled": _FS.SCALED, "scaled_O": _FW.SCALED_O},
                     ),
                 ),
             ),
@@ -125,7 +132,7 @@ LEMMAS: list[Theorem] = [
         conclusions=(
             make_conclusion(
                 "L3.identity",
-                "$\\langle x, (I-W)x\\rangle_\\pi$ = Dirichlet form + a stochasticity correction (rows need not sum to 1), entrywise: «identity»",
+                "the π-form of the generator equals the Dirichlet form plus a stochasticity correction (rows need not sum to 1), entrywise: «identity»",
                 params={"identity": _F.DIRICHLET_CORRECTED},
                 derivations=("L3::<x,(I-W)x>_pi = Dirichlet + sum_i pi_i (1-r_i)|x_i|^2",),
                 tests=("tests/theory/test_derivations.py::test_derivation_reaches_exact_zero",),

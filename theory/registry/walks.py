@@ -5,7 +5,7 @@ from __future__ import annotations
 from .. import derivations as _dv
 from .. import formulas as _F
 from ..formulas import walks as _FW
-from ..statements import Hypothesis, Witness
+from ..statements import Hypothesis, Note, Witness
 from ..theorem import Source, Theorem
 from .common import (
     CERTIFICATE_TESTS,
@@ -30,14 +30,15 @@ WALK_THEOREMS: list[Theorem] = [
             Hypothesis(
                 "T1.factorisation",
                 "factorisation",
-                "the attention is taken at the input it multiplies (the identity is a factorisation, not linearity in $X$): «softmax» at the instance's $X$, $d_k = d$, no mask ($\\mu = 0$)",
+                "the attention is taken at the input it multiplies (the identity is a factorisation, not linearity in $X$): «softmax» at the instance's $X$, with «dk» and no mask, «no_mask»",
                 predicate="t1_same_input",
-                params={"softmax": _FW.SOFTMAX},
+                params={"softmax": _FW.SOFTMAX, "dk": _FW.DK_IS_D, "no_mask": _FW.NO_MASK},
                 witnesses=(
                     Witness(
                         "T1.factorisation.w1",
-                        "softmax attention frozen at $X_0 = «X0»$ applied to $X_1 = «X1»$ (scores $M = «M»$, $T = «T»$): $\\mathrm{SHA}(X_1) \\ne (A(X_0)\\otimes T) x_1$",
+                        "softmax attention frozen at $X_0 = «X0»$ applied to $X_1 = «X1»$ (scores $M = «M»$, $T = «T»$): with $A$ taken at $X_0$ and $X$ at $X_1$, T1.walk's «stacked» fails",
                         fails=("T1.walk",),
+                        params={"stacked": _F.SHA_STACKED},
                         instance={
                             "kind": "sha_reuse",
                             "X0": [[1, 0], [0, 1], [1, 1]],
@@ -51,14 +52,15 @@ WALK_THEOREMS: list[Theorem] = [
             Hypothesis(
                 "T1.transport",
                 "transport",
-                "torch `nn.Linear` layout (weights out × in, column vectors): «layout»",
+                "torch `nn.Linear` layout (weights out × in, «W_V», «W_O»; column vectors): «layout»",
                 predicate="t1_transport_layout",
-                params={"layout": _FW.LAYOUT},
+                params={"layout": _FW.LAYOUT, "W_V": _FW.SHAPE_W_V, "W_O": _FW.SHAPE_W_O},
                 witnesses=(
                     Witness(
                         "T1.transport.w1",
-                        "row-vector layout $T = (W_O W_V)^\\top$ used with `nn.Linear` weights $W_V = «W_V»$, $W_O = «W_O»$ ($A = «A»$, $X = «X»$)",
+                        "row-vector layout «row_layout» used with `nn.Linear` weights $W_V = «W_V»$, $W_O = «W_O»$ ($A = «A»$, $X = «X»$)",
                         fails=("T1.walk",),
+                        params={"row_layout": _FW.ROW_LAYOUT},
                         instance={
                             "kind": "sha_layers",
                             "A": [["1/2", "1/2", 0], [0, "1/3", "2/3"], ["1/4", "1/4", "1/2"]],
@@ -83,9 +85,9 @@ WALK_THEOREMS: list[Theorem] = [
             ),
             make_conclusion(
                 "T1.spectrum",
-                "the eigenvalues $\\nu$ of $A\\otimes T$, with algebraic multiplicities and suitably ordered, are «spectrum» ($\\lambda_i$, $\\mu_a$: those of $A$, $T$; any square $A$, $T$)",
+                "the eigenvalues $\\nu$ of «kron», with algebraic multiplicities and suitably ordered, are «spectrum» ($\\lambda_i$, $\\mu_a$: those of $A$, $T$; any square $A$, $T$)",
                 predicate="kron_spectrum",
-                params={"spectrum": _FW.KRON_EIGENVALUES},
+                params={"spectrum": _FW.KRON_EIGENVALUES, "kron": _FW.KRON_AT},
                 tolerance="multisets matched by optimal assignment; distance ≤ 1e-6·max(1, ‖A‖‖T‖) (eigenvalues of non-normal matrices are only √ε-accurate)",
                 derivations=("L4::charpoly(kron(A,T))",),
                 tests=(STATEMENT_TEST,),
@@ -137,7 +139,8 @@ WALK_THEOREMS: list[Theorem] = [
                 witnesses=(
                     Witness(
                         "T2.convention.w1",
-                        "$P = A^1 = «P»$ with $A^1_{12} = «As[0][0][1]» < A^2_{12} = «As[1][0][1]»$ ($T_1 = «Ts[0]»$, $T_2 = «Ts[1]»$): $B_{12} \\ne 0 = P_{12}$, no $O_{12}$ exists",
+                        "$P = A^1 = «P»$ with $A^1_{12} = «As[0][0][1]»$, $A^2_{12} = «As[1][0][1]»$ ($T_1 = «Ts[0]»$, $T_2 = «Ts[1]»$): «no_transport» holds for the block $B_{12}$ (nonzero where $P_{12}$ vanishes), so no $O_{12}$ exists",
+                        params={"no_transport": _FW.NO_TRANSPORT},
                         fails=("T2.walk",),
                         instance={
                             "kind": "mha",
@@ -152,7 +155,7 @@ WALK_THEOREMS: list[Theorem] = [
         conclusions=(
             make_conclusion(
                 "T2.walk",
-                "$P$ is row-stochastic: «rows»; the gates are convex: «gates»; and the walk's blocks are the heads' blocks exactly: «blocks» (head $h$: $A^h = A_{h,\\cdot,\\cdot}$, $T_h = T_{h,\\cdot,\\cdot}$)",
+                "$P$ is row-stochastic: «rows»; the gates are convex: «gates»; and the walk's blocks are the heads' blocks exactly: «blocks» (head $h$: $A^h$ and $T_h$ are the slices $A_{h,\\cdot,\\cdot}$, $T_{h,\\cdot,\\cdot}$ of the stacked heads)",
                 predicate="t2_gated_walk",
                 params={"rows": _F.T2_ROWS, "gates": _F.T2_GATES, "blocks": _F.T2_BLOCKS},
                 tolerance=RELATIVE_TOLERANCE,
@@ -193,7 +196,7 @@ WALK_THEOREMS: list[Theorem] = [
             ),
             make_conclusion(
                 "T2.counterexample",
-                "counterexample ($A^1 = «A1|tex»$, $A^2 = «A2|tex»$, $T_1 = «T1|tex»$, $T_2 = «T2|tex»$): $B_{11} = «B11|tex»$ and $B_{12} = «B12|tex»$ are linearly independent; the nearest Kronecker product misses by $«miss_exact|tex» \\approx «miss»$ («digits» decimals)",
+                "counterexample ($A^1 = «A1|tex»$, $A^2 = «A2|tex»$, $T_1 = «T1|tex»$, $T_2 = «T2|tex»$): $B_{11} = «B11|tex»$ and $B_{12} = «B12|tex»$ are linearly independent; the nearest Kronecker product misses by $«miss_exact|tex»$, «miss» when rounded to «digits» decimals",
                 predicate="t2_counterexample",
                 params=T2_COUNTEREXAMPLE_PARAMS,
                 tolerance="exact value (mpmath, 40 digits) within 1e-30 of `miss_exact`; the rounded `miss` within half a unit of its last decimal",
@@ -209,8 +212,14 @@ WALK_THEOREMS: list[Theorem] = [
         derivation=_dv.derive_t2,
         lemmas=("L1",),
         notes=(
-            "GQA: query head $h$ reads kv head $h // (H/H_{kv})$; $\\operatorname{rank} T_h \\le d_h$, so a single head is never orthogonal when $d_h < d$.",
-            "Off support (all $A^h_{ij} = 0$, e.g. a causal mask) the gates are $0/0$ and $O_{ij}$ is arbitrary.",
+            Note(
+                "GQA: query head $h$ reads the kv head «gqa»; a head's transport has «rank», so a single head is never orthogonal when «narrow».",
+                {"gqa": _FW.GQA, "rank": _FW.HEAD_RANK, "narrow": _FW.NARROW},
+            ),
+            Note(
+                "Off support, «off_support» (e.g. a causal mask), the gates «g» divide zero by zero and $O_{ij}$ is arbitrary (`t2_gated_walk` and `t2_special` find these entries with this formula).",
+                {"off_support": _FW.OFF_SUPPORT, "g": _FW.DEF_G},
+            ),
         ),
         symbolic_tests=(SYMBOLIC_TESTS,),
         certificate_tests=(CERTIFICATE_TESTS,),
