@@ -132,11 +132,6 @@ def registry_texts() -> dict[str, list[tuple[str, str]]]:
     return out
 
 
-#: entries whose texts still carry hand-typed formulas (the conversion in progress; each must still
-#: have at least one, so the list shrinks as they are converted and cannot go stale)
-PENDING: frozenset[str] = frozenset()
-
-
 def _entries() -> list[str]:
     return list(registry_texts())
 
@@ -144,14 +139,7 @@ def _entries() -> list[str]:
 @pytest.mark.parametrize("entry", _entries())
 def test_no_formula_is_free_text(entry):
     found = [(where, span) for where, text in registry_texts()[entry] for span in free_formulas(text)]
-    if entry in PENDING:
-        assert found, f"{entry} has no free-text formula left: remove it from PENDING"
-    else:
-        assert not found, f"{entry}: formulas typed by hand (render them from an expression): {found}"
-
-
-def test_pending_entries_exist():
-    assert set(PENDING) <= set(_entries())
+    assert not found, f"{entry}: formulas typed by hand (render them from an expression): {found}"
 
 
 @pytest.mark.parametrize(
