@@ -15,9 +15,9 @@ from __future__ import annotations
 
 import sympy as sp
 
-from . import X_, Identity, c, d, j, k, n, shown, zeta
+from . import X_, Identity, c, d, j, n, shown, zeta
 from .spectral import k_star, sigma_, xstar_
-from .walks import shown_base
+from .walks import ZETA, shown_base
 
 
 # ------------------------------------------------------------------------------------------------
@@ -162,8 +162,8 @@ phi_m = shown("phi", r"\varphi_k", n, 1)
 phi_ = shown_base("phi", r"\varphi_k")
 v_m = sp.MatrixSymbol("v", d, 1)
 
-#: ``ζ = e^{2πik/n}``: the ``k``-th root of unity of the ring
-ROOT = Identity("root", zeta, sp.exp(2 * sp.pi * sp.I * k / n))
+#: ``ζ = e^{2πik/n}``: the ``k``-th root of unity of the ring (the conventions' formula, one home)
+ROOT = ZETA
 #: T6.fourier: ``J(φ_k ⊗ v) = φ_k ⊗ (M(k) - I)v`` with the Fourier mode ``φ_k(j) = ζ^j``
 EIGENPAIR = Identity(
     "eigenpair",

@@ -18,7 +18,6 @@ import sympy as sp
 
 from .. import formulas as F
 from . import H, Identity, a, b, d, h, i, j, n
-from . import spectral as FS
 
 # ------------------------------------------------------------------------------------------------
 # machinery: displayed names, inequalities
@@ -396,5 +395,3 @@ class Rank(sp.Function):
 HEAD_RANK = Relation("rank", sp.LessThan(Rank(W_O * W_V), d_h))
 #: ... which is below ``d`` for a narrow head (so ``T_h`` is never orthogonal)
 NARROW = Relation("narrow", sp.StrictLessThan(d_h, d))
-#: L3's witness / T3.scaled: the scaled transports ``O_ij = s Q_ij`` (the substitution T3.scaled's formula makes)
-SCALED_O = Identity("scaled_O", F.O_[i, j, a, b], FS.s_ * FS.Q_[i, j, a, b], (i, j, a, b))

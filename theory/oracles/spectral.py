@@ -352,7 +352,7 @@ def t6_rotating(inst, params) -> Verdict:
         return not_applicable(f"premise of rotating (T = ρR(θ)) violated by the instance (gap {gap:.1e})")
     worst = 0.0
     for k in range(n):
-        lhs, rhs = _F.evaluate(ident, {**base, "zeta": np.exp(2j * np.pi * k / n)})
+        lhs, rhs = _F.evaluate(ident, {**base, **_ring_values(A0, T, k)})
         worst = max(worst, float(np.abs(lhs - rhs).max()))
     return residual_verdict(
         worst / max(1.0, rho), 64 * EPS * n, "max_k ‖(M(k) − I)z − σ_z(k)z‖, z = (1, −i) (the registry's formula)"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from .. import derivations as _dv
 from .. import formulas as _F
+from ..formulas import laplacian as _FL
 from ..formulas import spectral as _FS
 from ..formulas import walks as _FW
 from ..statements import Hypothesis, Note, Witness
@@ -124,7 +125,7 @@ LEMMAS: list[Theorem] = [
                         "L3.metric.w1",
                         "scaled transports, «scaled_O» with every $Q_{ij}$ orthogonal, add a multiple of the squared π-norm of $x$ (T3.scaled): «scaled»",
                         derivation="T3::scaled O = sQ: the (1-s^2)/2 term is needed",
-                        params={"scaled": _FS.SCALED, "scaled_O": _FW.SCALED_O},
+                        params={"scaled": _FS.SCALED, "scaled_O": _FL.SCALED_TRANSPORT},
                     ),
                 ),
             ),
