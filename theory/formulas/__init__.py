@@ -159,14 +159,20 @@ def tabulate(expr, indices, env: Mapping[str, Any]) -> np.ndarray:
     return out.reshape(shape + out.shape[1:])
 
 
-def environment(ident: Identity, values: Mapping[str, Any]) -> dict[str, Any]:
-    """``values`` plus every ``where`` definition of ``ident``, tabulated in order; a value the
-    instance gives under a defined name is kept (e.g. T2's walk matrix ``P`` in another gauge)."""
+def _head_name(head) -> str:
+    return head.base.label.name if isinstance(head, sp.Indexed) else head.name
+
+
+def environment(ident, values: Mapping[str, Any]) -> dict[str, Any]:
+    """``values`` plus every ``where`` definition of ``ident`` (an object with ``where``, or the
+    ``(head, body)`` pairs themselves), tabulated in order: an ``Indexed`` head over its indices, a
+    ``Symbol`` / ``MatrixSymbol`` head whole; a value the instance gives under a defined name is kept
+    (e.g. T2's walk matrix ``P`` in another gauge)."""
     env = dict(values)
-    for head, expr in ident.where:
-        name = head.base.label.name
+    for head, expr in getattr(ident, "where", ident):
+        name = _head_name(head)
         if values.get(name) is None:
-            env[name] = tabulate(expr, head.indices, env)
+            env[name] = tabulate(expr, tuple(head.indices) if isinstance(head, sp.Indexed) else (), env)
     return env
 
 

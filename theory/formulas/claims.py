@@ -243,19 +243,8 @@ class Expression:
         return f"formula {self.name}"
 
 
-def _head_name(head) -> str:
-    return head.base.label.name if isinstance(head, sp.Indexed) else head.name
-
-
-def environment(where, values: Mapping[str, Any]) -> dict[str, Any]:
-    """``values`` plus every ``where`` definition, evaluated in order (an ``Indexed`` head over its
-    indices, a ``Symbol`` / ``MatrixSymbol`` head whole); a value ``values`` gives is kept."""
-    env = dict(values)
-    for head, expr in where:
-        name = _head_name(head)
-        if values.get(name) is None:
-            env[name] = F.tabulate(expr, tuple(head.indices) if isinstance(head, sp.Indexed) else (), env)
-    return env
+#: the ``where`` definitions evaluated in order (:func:`theory.formulas.environment`, one home)
+environment = F.environment
 
 
 def value(expr, values: Mapping[str, Any], free=(), where=()):

@@ -66,7 +66,7 @@ def margin(rel: Relation, values: Mapping[str, Any]):
     """``lhs - rhs`` of ``rel`` over its free indices, signed so that the relation holds where it is
     ``≥ 0`` (``>``: ``> 0``); ``(margin, strict)``. An implication ``condition ⇒ relation`` has the
     margin of its relation where the condition holds and ``+∞`` elsewhere."""
-    env = F.environment(rel, values)  # type: ignore[arg-type]  # (only .where is read)
+    env = F.environment(rel, values)
     if isinstance(rel.rel, sp.Implies):  # ``condition ⇒ relation``: holds (margin +∞) where the condition fails
         cond, consequent = rel.rel.args
         m, strict = margin(rel.edited(rel=consequent), values)
