@@ -9,7 +9,7 @@ measuring code's number under the symbol's name, so :func:`evaluate` returns mea
 The walk gauge ``P``, ``g``, ``O`` are T2's definitions (:data:`theory.formulas.walks.DEF_P`, ...).
 
 Notation SymPy lacks, each with its LaTeX and its numpy evaluation: :class:`Norm` (Frobenius /
-Euclidean), :class:`MaxOver` (``max_i``), :class:`Diag`, :class:`Eye` (``I_d``), :class:`Sym`,
+Euclidean), :class:`MaxOver` (``max_i``), :class:`Diag`, :class:`theory.formulas.notation.Eye` (``I``), :class:`Sym`,
 :class:`SignDiag`, :class:`SpectralRadius`, :class:`Indicator`, :class:`SingularValue`, :class:`MinOver`.
 """
 
@@ -23,6 +23,7 @@ import sympy as sp
 
 from .. import formulas as F
 from . import B_, DIRICHLET_SUM, O_, P_, PI_FORM, Identity, a, b, c, d, i, j, k, n, pi_, x_
+from .notation import Eye
 from .walks import DEF_B, Label, Relation, shown_base
 
 # ------------------------------------------------------------------------------------------------
@@ -110,16 +111,6 @@ class Diag(sp.MatrixExpr):
 
     def _numpycode(self, printer):
         return "numpy.diag(numpy.ravel(" + printer._print(self.args[0]) + "))"
-
-
-class Eye(sp.Identity):
-    """``I_d``: the identity of a symbolic size (numpy: ``eye(d)``)."""
-
-    def _latex(self, printer):
-        return "I_{" + printer._print(self.rows) + "}"
-
-    def _numpycode(self, printer):
-        return "numpy.eye(" + printer._print(self.rows) + ")"
 
 
 class Sym(sp.MatrixExpr):

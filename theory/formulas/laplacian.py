@@ -2,9 +2,9 @@
 transports and their spectral interval, and the facts T3's necessity witnesses state about their
 data (spectra, forms at a probe, the negative eigenvalue of the inverse-transport case).
 
-The notation SymPy lacks is written here once: :class:`Spec` (``spec M``), :class:`KernelDim`
-(``dim ker M``), :class:`Within` (``S ⊆ I``) and :class:`Approx` (``a ≈ b``), each rendered by
-``sympy.latex``. The oracles of :mod:`theory.oracles.laplacian` evaluate these expressions: matrix
+The notation SymPy lacks is written here once: :class:`Spec` (``spec M``), :class:`Within`
+(``S ⊆ I``) and :class:`Approx` (``a ≈ b``), each rendered by ``sympy.latex``; ``dim ker M`` is
+``Dim(Ker(M))`` of :mod:`theory.formulas.notation`. The oracles of :mod:`theory.oracles.laplacian` evaluate these expressions: matrix
 expressions by :func:`matrix_value` (``lambdify`` at the instance's sizes), a witness's facts exactly
 on its rational data (:func:`theory.oracles.laplacian.witness_facts`).
 """
@@ -33,6 +33,7 @@ from . import (
     pi_,
     shown,
 )
+from .notation import Dim, Ker
 from .spectral import Q_, SCALED_HI, SCALED_LO, s_
 from .walks import Relation
 
@@ -48,15 +49,6 @@ class Spec(sp.Function):
 
     def _latex(self, printer):
         return r"\operatorname{spec} " + printer._print(self.args[0])
-
-
-class KernelDim(sp.Function):
-    """``dim ker M`` (evaluated by the oracles with the rank rule of :mod:`theory.rounding`)."""
-
-    nargs = 1
-
-    def _latex(self, printer):
-        return r"\dim\ker " + printer._print(self.args[0])
 
 
 class Within(sp.Function):
@@ -112,7 +104,7 @@ FLAT_MATRIX = Identity("flat_matrix", Delta, R_m * sp.KroneckerProduct(sp.Identi
 
 def kernel_dimension(per_d) -> Identity:
     """T3.flat: ``dim ker Δ = per_d · d`` (``per_d``: the registry's number, 1 for irreducible ``P``)."""
-    return Identity("kernel_dim", KernelDim(Delta), sp.Integer(per_d) * d)
+    return Identity("kernel_dim", Dim(Ker(Delta)), sp.Integer(per_d) * d)
 
 
 #: T3.scaled: the transports are scaled isometries, ``O_ij = s Q_ij`` (entry ``(a, b)``)

@@ -16,93 +16,13 @@ from __future__ import annotations
 import sympy as sp
 
 from . import A_, O_, P_, T4_TRIANGLE, X_, A_m, Identity, T_m, a, b, d, i, j, mu_, n, pi_
+from .notation import Dim, Eye, Fix, Ker, Ones
 from .spectral import d_key
 from .walks import Relation, Shape
 
 # ------------------------------------------------------------------------------------------------
 # notation: matrices of symbolic size, kernels, fixed spaces, dimensions
 # ------------------------------------------------------------------------------------------------
-
-
-class Eye(sp.Identity):
-    """The identity matrix ``I`` of a symbolic size (``numpy.eye`` once the size is a number)."""
-
-    def _latex(self, printer):
-        return "I"
-
-    def _numpycode(self, printer):
-        return f"numpy.eye({printer._print(self.rows)})"
-
-    _pythoncode = _numpycode
-
-
-class Ones(sp.OneMatrix):
-    """The all-ones column ``𝟏`` of a symbolic length."""
-
-    def _latex(self, printer):
-        return r"\mathbf{1}"
-
-    def _numpycode(self, printer):
-        return f"numpy.ones(({printer._print(self.rows)}, {printer._print(self.cols)}))"
-
-    _pythoncode = _numpycode
-
-
-_basis_columns = sp.Symbol("r", integer=True, nonnegative=True)
-
-
-class Ker(sp.MatrixExpr):
-    """``ker M``: evaluated as an orthonormal basis (columns) of the numerical null space."""
-
-    def __new__(cls, M):
-        return super().__new__(cls, sp.sympify(M))
-
-    @property
-    def shape(self):
-        return (self.args[0].shape[1], _basis_columns)
-
-    def _latex(self, printer):
-        return r"\ker " + printer._print(self.args[0])
-
-    def _numpycode(self, printer):
-        return f"{printer._module_format('theory.oracles.instances.null_space')}({printer._print(self.args[0])})"
-
-    _pythoncode = _numpycode
-
-
-class Fix(sp.MatrixExpr):
-    """``Fix(T) = ker(T - I)``: evaluated as an orthonormal basis of the eigenspace for 1
-    (:func:`theory.oracles.spectral.eigenspace`)."""
-
-    def __new__(cls, M):
-        return super().__new__(cls, sp.sympify(M))
-
-    @property
-    def shape(self):
-        return (self.args[0].shape[0], _basis_columns)
-
-    def _latex(self, printer):
-        return r"\operatorname{Fix}\left(" + printer._print(self.args[0]) + r"\right)"
-
-    def _numpycode(self, printer):
-        return f"{printer._module_format('theory.oracles.spectral.eigenspace')}({printer._print(self.args[0])}, 1.0)"
-
-    _pythoncode = _numpycode
-
-
-class Dim(sp.Expr):
-    """``dim V`` of a space given by a basis (:class:`Ker`, :class:`Fix`): its number of columns."""
-
-    is_integer = True
-    is_nonnegative = True
-
-    def _latex(self, printer):
-        return r"\dim " + printer._print(self.args[0])
-
-    def _numpycode(self, printer):
-        return f"numpy.shape({printer._print(self.args[0])})[1]"
-
-    _pythoncode = _numpycode
 
 
 # ------------------------------------------------------------------------------------------------
