@@ -30,3 +30,13 @@ def test_known_theorem_ids_include_the_claims():
 
     known = cf.known_theorem_ids()
     assert set(claim_ids()) <= set(known) and "T3" in known and "L1" in known
+
+
+def test_a_claims_own_tests_run_under_its_id():
+    """``pytest --theorem LAP`` runs the tests the claim lists (the registry links them to its id)."""
+    from theory.registry import linked_tests
+
+    links = linked_tests()
+    missing = [(c.id, p) for c in CLAIMS for p in c.tests if c.id not in links.get(p, set())]
+    assert not missing, missing
+    assert any(c.tests for c in CLAIMS)

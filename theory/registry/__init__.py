@@ -248,7 +248,7 @@ _CLAIMS_BY_ID = {c.id: c for c in CLAIMS}
 
 
 def linked_tests() -> dict[str, set[str]]:
-    """Test path (a file, or ``file::test``) -> the ids whose registry entry links it: every test
+    """Test path (a file, or ``file::test``) -> the ids (theorems and claims) whose registry entry links it: every test
     whose failure reveals a wrong statement or implementation of X (the pytest plugin tags them
     with X, so ``pytest --theorem X`` runs them all; :data:`UNLINKED` tests are left out)."""
     out: dict[str, set[str]] = {}
@@ -257,6 +257,9 @@ def linked_tests() -> dict[str, set[str]]:
         paths += [p for c in t.conclusions for p in c.tests]
         for p in paths:
             out.setdefault(p, set()).add(t.id)
+    for cl in CLAIMS:  # a claim's own tests (the module that measures it, its formulas' tests)
+        for p in cl.tests:
+            out.setdefault(p, set()).add(cl.id)
     return out
 
 
