@@ -214,10 +214,27 @@ def parse_transport(spec: str) -> torch.Tensor:
     )
 
 
-EXAMPLES = {
-    "ex1": (["4:1.5"], ["diag:1,-3"]),
-    "ex3": (["7:1.5", "-4:1.5"], ["matrix:-1,-3;3,0", "matrix:-1,-1;3,-1"]),
-}
+def _example(centres, width, transports) -> tuple[list[str], list[str]]:
+    """A reference case of :mod:`theory.cases` as ``--kernel`` / ``--transport`` specs (one home for
+    its numbers: the registry's T6 notes render the same data)."""
+    from fractions import Fraction
+
+    w = float(Fraction(width))
+    return [f"{c}:{w:g}" for c in centres], [
+        "matrix:" + ";".join(",".join(str(x) for x in row) for row in T) for T in transports
+    ]
+
+
+def _examples() -> dict[str, tuple[list[str], list[str]]]:
+    from theory.cases import T6_EX1, T6_EX3
+
+    return {
+        "ex1": _example([T6_EX1["centre"]], T6_EX1["width"], [T6_EX1["T"]]),
+        "ex3": _example(T6_EX3["centres"], T6_EX3["width"], T6_EX3["T"]),
+    }
+
+
+EXAMPLES = _examples()
 
 
 def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.ArgumentParser:
