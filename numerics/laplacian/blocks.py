@@ -25,7 +25,8 @@ The interface (each returns ``(..., n, n)`` unless said):
 * ``transpose_defect()`` ``‖O_ji − O_ijᵀ‖_F``;
 * ``gram_defect(c)`` ``‖c_ij² O_ijᵀ O_ij − I‖_F`` for a scaling ``c`` ``(..., n, n)``;
 * ``apply(x)`` ``(Wx)`` for ``x`` ``(..., p, n, d)``; ``edge_energy(π, x)``
-  ``½ Σ_ij π_i P_ij ‖x_i − O_ij x_j‖²`` ``(..., p)``.
+  ``½ Σ_ij π_i P_ij ‖x_i − O_ij x_j‖²`` ``(..., p)`` (the factored algebra also has
+  ``transported_energy(π, x)``, ``Σ_ij π_i P_ij ‖O_ij x_j‖²`` from the heads, or None).
 
 Tolerances all come from :func:`numerics.tolerance.tol` with ``tdt`` the precision the walk was
 given in (see :func:`numerics.laplacian.diagnose` for ``attention_dtype``).
@@ -361,6 +362,21 @@ class FactoredBlocks:
             wt = (pi[..., i0:i1, None] * self.P[..., i0:i1, :] * self.sup[..., i0:i1, :])[..., None, :, :]
             E = E + 0.5 * (wt * (diff**2).sum(-1)).sum((-1, -2))
         return E
+
+    def transported_energy(self, pi: torch.Tensor, x: torch.Tensor) -> torch.Tensor | None:
+        """``Σ_ij π_i P_ij ‖O_ij x_j‖²`` ``(..., p)`` from the heads: ``Σ_j Σ_hg c^hg_j M^hg_j`` with
+        ``c^hg_j = Σ_i π_i P_ij w^h_ij w^g_ij`` and ``M^hg_j = ⟨T_h x_j, T_g x_j⟩`` (``H²n(n + pd)``
+        work, no ``n²d`` temporary); None for an edges-form walk or ``H² > n·d`` (the literal
+        :meth:`edge_energy` is then as cheap). The term of the expansion
+        ``E = ½Σ π_i r_i‖x_i‖² − ⟨x, Wx⟩_π + ½·this`` that :func:`numerics.laplacian.checks.check_dirichlet`
+        uses where it decides (its docstring: the rounding bound and the fallback)."""
+        if self.exact or self.n * self.d < self.H**2:
+            return None
+        wt = pi[..., :, None] * self.P * self.sup
+        c = torch.einsum("...ij,...hij,...gij->...hgj", wt, self.w, self.w)
+        Y = self._tx(x)  # (..., p, H, n, d)
+        M = torch.einsum("...phjd,...pgjd->...phgj", Y, Y)
+        return torch.einsum("...hgj,...phgj->...p", c, M)
 
     def constraints_apply(self, x: torch.Tensor) -> torch.Tensor:
         """``C x`` ``(p, n, n, d)`` for one walk (``n²d`` per probe: small walks only)."""
