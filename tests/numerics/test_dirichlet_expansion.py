@@ -122,3 +122,22 @@ def test_near_the_tolerance_the_literal_sum_decides():
     calls2 = _spy(fb2)
     _dirichlet(fb2, 1.0 + 100 * lo)
     assert not calls2
+
+
+def test_a_batch_of_low_rank_walks():
+    """Batched ``A`` with ``T_h = W_O[h] W_V[h]``: each element's residual is its own definition."""
+    g = torch.Generator().manual_seed(6)
+    n, d, H, k = 5, 4, 2, 3
+    A = torch.softmax(torch.randn(2, H, n, n, generator=g, dtype=F), -1)
+    W_O, W_V = torch.randn(H, d, k, generator=g, dtype=F), torch.randn(H, k, d, generator=g, dtype=F)
+    fb = factored_blocks(ConnectionWalk.from_factors(A, W_O, W_V))
+    calls = _spy(fb)
+    st = stationary(fb.P, F)
+    c = check_dirichlet(fb, st, torch.tensor([False, False]), torch.ones(2, dtype=F), F, 3, 0)
+    assert not calls
+    x = probe_fields((2,), n, d, 3, 0, torch.device("cpu")).numpy()
+    T = (W_O @ W_V).numpy()
+    for b in range(2):
+        ref = _oracle(A[b].numpy(), T, st.pi[b].numpy(), x[b], 1.0)
+        assert abs(float(c.residual[b]) - ref) <= tol(F, n * n * d) * max(ref, 1.0)
+        assert bool(c.fails[b])
