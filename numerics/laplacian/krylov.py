@@ -85,6 +85,14 @@ def _basis(N: int, m: int, dev) -> torch.Tensor:
     return torch.empty(m, N, dtype=F64, device=dev).T
 
 
+def _times(V: torch.Tensor, X: torch.Tensor) -> torch.Tensor:
+    """``V X`` for a basis stored column by column (:func:`_basis`), computed as ``(Xᵀ Vᵀ)ᵀ``, a
+    product of row-major operands whose result is again stored column by column: at ``N = 4096``,
+    ``V`` ``N × 60``, ``X`` ``60 × 20``, one thread, 0.86 → 0.26 ms (the restarts and the Ritz
+    vectors of the checks)."""
+    return (X.T @ V.T).T
+
+
 def lanczos_ends(
     op, N: int, v0: torch.Tensor, ends, done, max_dim: int = 40, keep: int = 8, max_products=None, k: int = 1
 ):
@@ -192,7 +200,7 @@ def _thick_restart(V: torch.Tensor, AV: torch.Tensor, Hm: torch.Tensor, th, S, j
     idx = sorted(set(range(kk) if "min" in ends else ()) | set(range(j - kk, j) if "max" in ends else ()))
     sel = S[:, idx]
     j = len(idx)
-    V[:, :j], AV[:, :j] = V @ sel, AV @ sel
+    V[:, :j], AV[:, :j] = _times(V, sel), _times(AV, sel)
     Hm.zero_()
     Hm[:j, :j] = torch.diag(th[idx])
     return j
@@ -290,11 +298,11 @@ def arnoldi_ends(
                 Y = U[:, sv > 1e-8 * sv[0]]
                 k = Y.shape[1]
                 Yt = torch.from_numpy(np.ascontiguousarray(Y)).to(device=dev)
-                V[:, :k], AV[:, :k] = V @ Yt, AV @ Yt
+                V[:, :k], AV[:, :k] = _times(V, Yt), _times(AV, Yt)
                 G[:k, :k] = Y.T @ G[:j, :j] @ Y
                 G[k:, :] = 0.0
                 G[:, k:] = 0.0
-                Rk = AV[:, :k] - V[:, :k] @ torch.from_numpy(np.ascontiguousarray(G[:k, :k])).to(device=dev)
+                Rk = AV[:, :k] - _times(V[:, :k], torch.from_numpy(np.ascontiguousarray(G[:k, :k])).to(device=dev))
                 r = Rk[:, int(torch.linalg.vector_norm(Rk, dim=0).argmax())]
                 j = k
                 r, nr, _ = _orth_step(V, j, r)
@@ -328,7 +336,7 @@ def _ritz_residuals(V: torch.Tensor, AV: torch.Tensor, th: np.ndarray, S: np.nda
     real arithmetic."""
     c = len(th)
     X = torch.from_numpy(np.ascontiguousarray(np.concatenate([S.real, S.imag], axis=1))).to(V.device)
-    VX, AX = V @ X, AV @ X
+    VX, AX = _times(V, X), _times(AV, X)
     tr = torch.tensor(th.real, dtype=F64, device=V.device)
     ti = torch.tensor(th.imag, dtype=F64, device=V.device)
     re = AX[:, :c] - VX[:, :c] * tr + VX[:, c:] * ti
