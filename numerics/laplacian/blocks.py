@@ -25,7 +25,8 @@ The interface (each returns ``(..., n, n)`` unless said):
 * ``transpose_defect()`` ``‖O_ji − O_ijᵀ‖_F``;
 * ``gram_defect(c)`` ``‖c_ij² O_ijᵀ O_ij − I‖_F`` for a scaling ``c`` ``(..., n, n)``;
 * ``apply(x)`` ``(Wx)`` for ``x`` ``(..., p, n, d)``; ``edge_energy(π, x)``
-  ``½ Σ_ij π_i P_ij ‖x_i − O_ij x_j‖²`` ``(..., p)``.
+  ``½ Σ_ij π_i P_ij ‖x_i − O_ij x_j‖²`` ``(..., p)`` (the factored algebra also has
+  ``transported_energy(π, x)``, ``Σ_ij π_i P_ij ‖O_ij x_j‖²`` from the heads, or None).
 
 Tolerances all come from :func:`numerics.tolerance.tol` with ``tdt`` the precision the walk was
 given in (see :func:`numerics.laplacian.diagnose` for ``attention_dtype``).
@@ -362,6 +363,21 @@ class FactoredBlocks:
             E = E + 0.5 * (wt * (diff**2).sum(-1)).sum((-1, -2))
         return E
 
+    def transported_energy(self, pi: torch.Tensor, x: torch.Tensor) -> torch.Tensor | None:
+        """``Σ_ij π_i P_ij ‖O_ij x_j‖²`` ``(..., p)`` from the heads: ``Σ_j Σ_hg c^hg_j M^hg_j`` with
+        ``c^hg_j = Σ_i π_i P_ij w^h_ij w^g_ij`` and ``M^hg_j = ⟨T_h x_j, T_g x_j⟩`` (``H²n(n + pd)``
+        work, no ``n²d`` temporary); None for an edges-form walk or ``H² > n·d`` (the literal
+        :meth:`edge_energy` is then as cheap). The term of the expansion
+        ``E = ½Σ π_i r_i‖x_i‖² − ⟨x, Wx⟩_π + ½·this`` that :func:`numerics.laplacian.checks.check_dirichlet`
+        uses where it decides (its docstring: the rounding bound and the fallback)."""
+        if self.exact or self.n * self.d < self.H**2:
+            return None
+        wt = pi[..., :, None] * self.P * self.sup
+        c = torch.einsum("...ij,...hij,...gij->...hgj", wt, self.w, self.w)
+        Y = self._tx(x)  # (..., p, H, n, d)
+        M = torch.einsum("...phjd,...pgjd->...phgj", Y, Y)
+        return torch.einsum("...hgj,...phgj->...p", c, M)
+
     def constraints_apply(self, x: torch.Tensor) -> torch.Tensor:
         """``C x`` ``(p, n, n, d)`` for one walk (``n²d`` per probe: small walks only)."""
         Y = self._tx(x)
@@ -371,6 +387,8 @@ class FactoredBlocks:
         """``Σ_h c^h x T_hᵀ`` (``transpose``: ``Σ_h c^hᵀ x T_h``) for one walk, ``c`` ``(H, n, n)``,
         ``x`` ``(p, n, d)`` (with factors through ``W_V``, ``W_O``)."""
         self.counter[0] += x[..., 0, 0].numel()
+        if x.shape[0] > 1 and not self.exact:
+            return self._coef_apply_block(c.transpose(-1, -2) if transpose else c, x, transpose)
         cc = (c.transpose(-1, -2) if transpose else c).unsqueeze(-4)
         if self.W_O is not None:
             if transpose:
@@ -378,6 +396,28 @@ class FactoredBlocks:
             return ((cc @ (x.unsqueeze(-3) @ self.W_V.transpose(-1, -2))) @ self.W_O.transpose(-1, -2)).sum(-3)  # type: ignore[union-attr]
         T = self.T if transpose else self.T.transpose(-1, -2)
         return (cc @ (x.unsqueeze(-3) @ T.unsqueeze(-4))).sum(-3)
+
+    def _coef_apply_block(self, cc: torch.Tensor, x: torch.Tensor, transpose: bool) -> torch.Tensor:
+        """:meth:`_coef_apply` for a block of ``p > 1`` fields as plain matrix products: ``Z =
+        x·[L_1 … L_H]`` (every head at once), ``U^h = cc^h Z^h`` (one product per head over all ``p``
+        fields) and ``Σ_h U^h R_h`` (one product), with ``x T_hᵀ = x W_V[h]ᵀ W_O[h]ᵀ``
+        (``transpose``: ``x T_h = x W_O[h] W_V[h]``); without factors ``L_h = T_hᵀ`` (``T_h``) and
+        ``Σ_h U^h``. The broadcast form materialises ``x`` once per head and multiplies ``p·H``
+        small matrices: measured at ``n = d = 64, H = 4``, ``p = 16``, one thread, a product and
+        its transpose, four rounds: with factors (head dimension 16) 1.7–1.9 → 0.82–0.86 ms,
+        without 3.9–7.8 (median 7.5) → 4.8–5.3 ms (the sections' Gram, the block Krylov products)."""
+        p, n, d, H = x.shape[0], self.n, self.d, self.H
+        W_O, W_V = self.W_O, self.W_V
+        if W_O is not None and W_V is not None:
+            L, R = (W_O, W_V) if transpose else (W_V.transpose(-1, -2), W_O.transpose(-1, -2))
+        else:
+            L, R = (self.T if transpose else self.T.transpose(-1, -2)), None
+        k = L.shape[-1]
+        Z = (x.reshape(p * n, d) @ L.permute(1, 0, 2).reshape(d, H * k)).reshape(p, n, H, k)
+        U = torch.bmm(cc, Z.permute(2, 1, 0, 3).reshape(H, n, p * k)).reshape(H, n, p, k)
+        if R is None:
+            return U.sum(0).permute(1, 0, 2)
+        return (U.permute(2, 1, 0, 3).reshape(p * n, H * k) @ R.reshape(H * k, d)).reshape(p, n, d)
 
     def _edge_gram(self) -> torch.Tensor:
         """``G_k = Σ_i O_ikᵀ O_ik`` ``(n, d, d)`` over the support, for one walk: from the head

@@ -30,7 +30,11 @@ Ritz values to 1e-14. What changed, with what it saved:
   continuation, computed anyway) and computes the explicit residuals (two ``N × j`` products per
   pair, 1.3 ms per Arnoldi check) only when no wanted pair certainly fails ``done``; decisions are
   still taken on explicit residuals only, so the stops are the same (``tests/numerics/test_krylov.py``);
-* Arnoldi checks every :data:`ARNOLDI_CHECK_EVERY` steps instead of 4.
+* Arnoldi checks every :data:`ARNOLDI_CHECK_EVERY` steps instead of 4;
+* each product is stored as a column (``AV[:, j] = y[:, 0]``), not as an ``(N, 1)`` slice: the slice
+  assignment took 17 µs against 3 µs per step at ``N = 4096`` (about 340 steps per diagnose of the
+  random walk; bitwise the same basis), and each new basis vector is divided by its norm in place
+  (``torch.div(…, out=V[:, j])``: no temporary and copy).
 
 Rejected (measured the same way): checking Lanczos every 3 or 4 steps (the ``ΔᵀΔ`` search 43 ms
 either way vs 41 ms at 2), scipy's partial eigensolvers for the projected matrix (at ``j = 60``
@@ -82,6 +86,14 @@ def _basis(N: int, m: int, dev) -> torch.Tensor:
     return torch.empty(m, N, dtype=F64, device=dev).T
 
 
+def _times(V: torch.Tensor, X: torch.Tensor) -> torch.Tensor:
+    """``V X`` for a basis stored column by column (:func:`_basis`), computed as ``(Xᵀ Vᵀ)ᵀ``, a
+    product of row-major operands whose result is again stored column by column: at ``N = 4096``,
+    ``V`` ``N × 60``, ``X`` ``60 × 20``, one thread, 0.86 → 0.26 ms (the restarts and the Ritz
+    vectors of the checks)."""
+    return (X.T @ V.T).T
+
+
 def lanczos_ends(
     op, N: int, v0: torch.Tensor, ends, done, max_dim: int = 40, keep: int = 8, max_products=None, k: int = 1
 ):
@@ -100,7 +112,7 @@ def lanczos_ends(
     dev = v0.device
     V, AV = _basis(N, max_dim, dev), _basis(N, max_dim, dev)
     V[:, 0] = v0.to(F64) / torch.linalg.vector_norm(v0.to(F64))
-    AV[:, :1] = op(V[:, :1])
+    AV[:, 0] = op(V[:, :1])[:, 0]
     Hm = torch.zeros(max_dim, max_dim, dtype=F64, device=dev)
     Hm[0, 0] = V[:, 0] @ AV[:, 0]
     j, products, force = 1, 1, False
@@ -112,7 +124,7 @@ def lanczos_ends(
             if nf <= 1e-10 * n0:  # invariant: check now
                 force = True
                 continue
-            _expand(op, V, AV, Hm, j, f / nf)
+            _expand(op, V, AV, Hm, j, f, nf)
             products += 1
             j += 1
             continue
@@ -133,7 +145,7 @@ def lanczos_ends(
                 if j >= max_dim:  # thick restart: the `keep` Ritz vectors nearest each wanted end (f ⊥ them)
                     j = _thick_restart(V, AV, Hm, th, S, j, keep, ends)
                     f, nf, _ = _orth_step(V, j, f)
-                _expand(op, V, AV, Hm, j, f / nf)
+                _expand(op, V, AV, Hm, j, f, nf)
                 products += 1
                 j += 1
                 continue
@@ -159,7 +171,7 @@ def lanczos_ends(
         r, nr, _ = _orth_step(V, j, r)
         if nr <= 1e-10 * rho:  # invariant subspace: the Ritz pairs are exact up to rounding
             return out, True
-        _expand(op, V, AV, Hm, j, r / nr)
+        _expand(op, V, AV, Hm, j, r, nr)
         products += 1
         j += 1
 
@@ -189,17 +201,18 @@ def _thick_restart(V: torch.Tensor, AV: torch.Tensor, Hm: torch.Tensor, th, S, j
     idx = sorted(set(range(kk) if "min" in ends else ()) | set(range(j - kk, j) if "max" in ends else ()))
     sel = S[:, idx]
     j = len(idx)
-    V[:, :j], AV[:, :j] = V @ sel, AV @ sel
+    V[:, :j], AV[:, :j] = _times(V, sel), _times(AV, sel)
     Hm.zero_()
     Hm[:j, :j] = torch.diag(th[idx])
     return j
 
 
-def _expand(op, V: torch.Tensor, AV: torch.Tensor, Hm: torch.Tensor, j: int, v: torch.Tensor) -> None:
-    """Column ``j`` of the Lanczos basis: ``v``, ``op(v)`` and the new row / column of ``VᵀAV``
-    (``V[:, :j+1]ᵀ op(v)``, mirrored; also the Gram–Schmidt coefficients of the next step)."""
-    V[:, j] = v
-    AV[:, j : j + 1] = op(V[:, j : j + 1])
+def _expand(op, V: torch.Tensor, AV: torch.Tensor, Hm: torch.Tensor, j: int, r: torch.Tensor, nr: float) -> None:
+    """Column ``j`` of the Lanczos basis: ``v = r / nr`` (written in place), ``op(v)`` and the new
+    row / column of ``VᵀAV`` (``V[:, :j+1]ᵀ op(v)``, mirrored; also the Gram–Schmidt coefficients
+    of the next step)."""
+    torch.div(r, nr, out=V[:, j])
+    AV[:, j] = op(V[:, j : j + 1])[:, 0]
     h = V[:, : j + 1].T @ AV[:, j]
     Hm[j, : j + 1], Hm[: j + 1, j] = h, h
 
@@ -233,7 +246,7 @@ def arnoldi_ends(
     V, AV = _basis(N, max_dim, dev), _basis(N, max_dim, dev)
     G = np.zeros((max_dim, max_dim))
     V[:, 0] = v0.to(F64) / torch.linalg.vector_norm(v0.to(F64))
-    AV[:, :1] = op(V[:, :1])
+    AV[:, 0] = op(V[:, :1])[:, 0]
     G[0, 0] = float(V[:, 0] @ AV[:, 0])
     j, products, invariant = 1, 1, False
     cap = float("inf") if max_products is None else max_products
@@ -262,8 +275,8 @@ def arnoldi_ends(
                     groups, done, gnorm, j
                 ):
                     if j < max_dim:  # certainly pending: continue the sequence with f
-                        V[:, j] = f / nf
-                        AV[:, j : j + 1] = op(V[:, j : j + 1])
+                        torch.div(f, nf, out=V[:, j])
+                        AV[:, j] = op(V[:, j : j + 1])[:, 0]
                         products += 1
                         _extend(G, V, AV, j)
                         j += 1
@@ -287,18 +300,18 @@ def arnoldi_ends(
                 Y = U[:, sv > 1e-8 * sv[0]]
                 k = Y.shape[1]
                 Yt = torch.from_numpy(np.ascontiguousarray(Y)).to(device=dev)
-                V[:, :k], AV[:, :k] = V @ Yt, AV @ Yt
+                V[:, :k], AV[:, :k] = _times(V, Yt), _times(AV, Yt)
                 G[:k, :k] = Y.T @ G[:j, :j] @ Y
                 G[k:, :] = 0.0
                 G[:, k:] = 0.0
-                Rk = AV[:, :k] - V[:, :k] @ torch.from_numpy(np.ascontiguousarray(G[:k, :k])).to(device=dev)
+                Rk = AV[:, :k] - _times(V[:, :k], torch.from_numpy(np.ascontiguousarray(G[:k, :k])).to(device=dev))
                 r = Rk[:, int(torch.linalg.vector_norm(Rk, dim=0).argmax())]
                 j = k
                 r, nr, _ = _orth_step(V, j, r)
                 if nr <= 1e-12 * max(gnorm, 1e-300):
                     return out, True
-                V[:, j] = r / nr
-                AV[:, j : j + 1] = op(V[:, j : j + 1])
+                torch.div(r, nr, out=V[:, j])
+                AV[:, j] = op(V[:, j : j + 1])[:, 0]
                 products += 1
                 _extend(G, V, AV, j)
                 j += 1
@@ -307,8 +320,8 @@ def arnoldi_ends(
         if nr <= 1e-12 * max(float(np.abs(G[:j, :j]).max()), 1e-300):
             invariant = True  # the Ritz pairs are exact up to rounding: one last check
             continue
-        V[:, j] = r / nr
-        AV[:, j : j + 1] = op(V[:, j : j + 1])
+        torch.div(r, nr, out=V[:, j])
+        AV[:, j] = op(V[:, j : j + 1])[:, 0]
         products += 1
         _extend(G, V, AV, j)
         j += 1
@@ -325,7 +338,7 @@ def _ritz_residuals(V: torch.Tensor, AV: torch.Tensor, th: np.ndarray, S: np.nda
     real arithmetic."""
     c = len(th)
     X = torch.from_numpy(np.ascontiguousarray(np.concatenate([S.real, S.imag], axis=1))).to(V.device)
-    VX, AX = V @ X, AV @ X
+    VX, AX = _times(V, X), _times(AV, X)
     tr = torch.tensor(th.real, dtype=F64, device=V.device)
     ti = torch.tensor(th.imag, dtype=F64, device=V.device)
     re = AX[:, :c] - VX[:, :c] * tr + VX[:, c:] * ti

@@ -329,3 +329,41 @@ def test_the_bounded_fallback_keeps_the_sections_when_the_search_is_capped(monke
     assert bool(torch.isnan(kp.residual)) and kp.reason.startswith("undecided") and int(D.kernel_dim) == -1
     assert int(D.parallel_dim) == kC == 0
     assert not bool(D.flat.holds) and not bool(torch.isnan(D.flat.residual))
+
+
+@pytest.mark.parametrize("factors", [False, True])
+@pytest.mark.parametrize("transpose", [False, True])
+def test_coefficient_products_of_a_block_are_the_literal_sums(factors, transpose):
+    """``Σ_h c^h x T_hᵀ`` (``transpose``: ``Σ_h c^hᵀ x T_h``) on a block of fields — the
+    three-product form of ``FactoredBlocks._coef_apply_block`` — against the sums written edge by
+    edge in numpy, for head transports and for low-rank factors ``T_h = W_O[h] W_V[h]``."""
+    import numpy as np
+
+    from numerics.laplacian.blocks import element, factored_blocks
+
+    g = torch.Generator().manual_seed(7)
+    H, n, d, k, p = 3, 5, 4, 2, 3
+    A = torch.softmax(torch.randn(H, n, n, generator=g, dtype=F), -1)
+    if factors:
+        W_O, W_V = torch.randn(H, d, k, generator=g, dtype=F), torch.randn(H, k, d, generator=g, dtype=F)
+        w, T = ConnectionWalk.from_factors(A, W_O, W_V), (W_O @ W_V).numpy()
+    else:
+        Tt = torch.randn(H, d, d, generator=g, dtype=F)
+        w, T = ConnectionWalk.from_mha(A, Tt), Tt.numpy()
+    e = element(factored_blocks(w), 0)
+    c = torch.randn(H, n, n, generator=g, dtype=F)
+    x = torch.randn(p, n, d, generator=g, dtype=F)
+    cn, xn = c.numpy(), x.numpy()
+    want = np.zeros((p, n, d))
+    for q in range(p):
+        for h in range(H):
+            for i in range(n):
+                for j in range(n):
+                    if transpose:
+                        want[q, j] += cn[h, i, j] * T[h].T @ xn[q, i]
+                    else:
+                        want[q, i] += cn[h, i, j] * T[h] @ xn[q, j]
+    c0 = e.counter[0]
+    got = e._coef_apply(c, x, transpose=transpose).numpy()
+    assert e.counter[0] - c0 == p
+    assert np.abs(got - want).max() <= tol(F, H * n * d, scale=float(np.abs(want).max()))
