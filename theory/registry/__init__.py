@@ -110,7 +110,10 @@ SCOPES: dict[str, tuple[str, tuple[str, ...]]] = {
     ),
     "T4.query_bias": ("all n, d", ("general: symmetric scores + query bias",)),
     "T4.causal": ("{sized}", ()),
-    "T5.laplacian": ("{sized}; the generator as the walk with the attention as walk matrix and the transport on every edge: checked numerically only", ()),
+    "T5.laplacian": (
+        "{sized}; the generator as the walk with the attention as walk matrix and the transport on every edge: checked numerically only",
+        (),
+    ),
     "T5.spectrum": (
         "the eigenvectors (an eigenvector of A tensored with one of T) and their eigenvalues: all n, d; completeness with multiplicities: {sized} (generic A)",
         ("general: on Fix(T)", "general: on the -1 space"),

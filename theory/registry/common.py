@@ -45,7 +45,9 @@ SPECTRUM_TOLERANCE = (
 )
 #: a quadratic form's relative residual within ``«tol_form»``
 FORM_TOLERANCE = f"relative residual of the form «tol_form» ({EPSILON})"
-_RANK = "by SVD: a singular value $\\sigma$, relative to the larger of 1 and the largest, counts as zero when «tol_rank»"
+_RANK = (
+    "by SVD: a singular value $\\sigma$, relative to the larger of 1 and the largest, counts as zero when «tol_rank»"
+)
 
 
 def relative(bound: _FT.Tolerance) -> tuple[str, dict]:
