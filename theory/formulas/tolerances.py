@@ -12,13 +12,14 @@ quadratic form, ``n`` for a softmax row, ...).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
 import sympy as sp
 
-from . import H, d, n, tabulate
+from . import H, _compiled, _names, d, n
 
 #: the float64 machine epsilon (its value: :data:`EPS`)
 eps = sp.Symbol("varepsilon", positive=True)
@@ -64,10 +65,20 @@ class Tolerance:
     def markdown(self) -> str:
         return f"${self.quantity} \\le {sp.latex(self.bound)}$"
 
+    @functools.cached_property
+    def _function(self):
+        names = _names(self.bound)
+        return names, _compiled(self.bound, names)
+
     def value(self, values: Mapping[str, Any] | None = None, **sizes: Any) -> float:
-        """The threshold on the instance: ``bound`` evaluated (``lambdify``) with ``ε`` = :data:`EPS`
-        and the sizes / data ``values`` it names."""
-        return float(tabulate(self.bound, (), {"varepsilon": EPS, **(values or {}), **sizes}))
+        """The threshold on the instance: ``bound`` evaluated (``lambdify``, as every formula) with
+        ``ε`` = :data:`EPS` and the sizes / data ``values`` it names (``KeyError`` for a missing one)."""
+        names, f = self._function
+        env = {"varepsilon": EPS, **(values or {}), **sizes}
+        missing = [nm for nm in names if nm not in env]
+        if missing:
+            raise KeyError(f"tolerance {self.name} needs values for {missing}")
+        return float(f(*(env[nm] for nm in names)))
 
     def edited(self, **changes: Any) -> Tolerance:
         """A copy with some fields replaced (tolerance mutants are built this way)."""
