@@ -109,12 +109,12 @@ def theorem_markdown(t) -> str:
     lines.append("")
     for k, c in enumerate(t.conclusions, 1):
         lines.append(f"{k}. (`{c.id}`) {c.text}")
-        plain = {k: v for k, v in c.params.items() if k not in c.formulas}
+        plain = {k: v for k, v in c.params.items() if k not in c.formulas and k not in c.tolerances}
         if c.predicate:
             lines.append(
                 f"   - predicate `{c.predicate}`"
                 + (f" with {_params(plain)}" if plain else "")
-                + (f"; tolerance: {c.tolerance}" if c.tolerance else "")
+                + (f"; tolerance: {c.tolerance_text}" if c.tolerance else "")
             )
         if c.formulas:
             by_tests = EVALUATED_BY_TESTS.get(c.id, {})

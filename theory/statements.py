@@ -6,7 +6,8 @@ A theorem's hypotheses and conclusions are objects, not free text:
   name of an executable ``predicate`` (a function of :mod:`theory.oracles`, judged there in dense
   float64 / mpmath / exact ``Fraction`` — never by the numerics code the theorem is about) with its
   ``params``, and the necessity ``witnesses`` showing the hypothesis cannot be dropped.
-* :class:`Conclusion` — the same, plus the tolerance rule of its predicate, the derivation steps
+* :class:`Conclusion` — the same, plus the tolerance rule of its predicate (its thresholds ``«name»``
+  of ``params``: :class:`theory.formulas.tolerances.Tolerance` expressions the oracle evaluates), the derivation steps
   (``"T3::2. <x,(2I-Delta)x>_pi"``: a check of ``theory.derivations`` whose name starts with the
   text after ``::``) that prove it symbolically and the property tests (``path::test_name``) that
   exercise it.
@@ -224,8 +225,23 @@ class Conclusion:
 
     @property
     def formulas(self) -> dict[str, Any]:
-        """The formula params (objects with a ``markdown`` method), by name."""
-        return {k: v for k, v in self.params.items() if callable(getattr(v, "markdown", None))}
+        """The formula params (objects with a ``markdown`` method), by name; a tolerance is not one."""
+        return {
+            k: v
+            for k, v in self.params.items()
+            if callable(getattr(v, "markdown", None)) and not getattr(v, "is_tolerance", False)
+        }
+
+    @property
+    def tolerances(self) -> dict[str, Any]:
+        """The tolerance params (:class:`theory.formulas.tolerances.Tolerance`: the threshold of a check
+        as a SymPy expression the oracle evaluates), by name."""
+        return {k: v for k, v in self.params.items() if getattr(v, "is_tolerance", False)}
+
+    @property
+    def tolerance_text(self) -> str:
+        """The tolerance rule with its thresholds (``«name»``) rendered from their expressions."""
+        return fill(self.tolerance, self.params)
 
     def with_params(self, **changes: Any) -> Conclusion:
         """A copy with some params replaced (statement mutants are built this way)."""

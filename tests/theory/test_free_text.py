@@ -111,6 +111,7 @@ def _theorem_texts(t) -> list[tuple[str, str]]:
         out.append((hyp.id, hyp.statement))
         out += [(w.id, w.statement) for w in hyp.witnesses]
     out += [(c.id, c.statement) for c in t.conclusions]
+    out += [(f"{c.id}.tolerance", c.tolerance) for c in t.conclusions if c.tolerance]
     # a note with placeholders (theory.statements.Note) is checked as its template
     out += [(f"{t.id}.note{q}", getattr(note, "statement", note)) for q, note in enumerate(t.notes)]
     return out
@@ -191,6 +192,56 @@ def test_notation_and_bindings_are_not_formulas(span):
 )
 def test_hand_typed_formulas_are_found(span):
     assert free_formulas(f"text ${span}$ text") == [span]
+
+
+#: a relation or operation sign typed in prose (outside ``$...$`` and placeholders): a formula written
+#: in unicode instead of rendered from an expression
+_UNICODE_FORMULA = re.compile(r"[=<>≤≥≠≈·×⊗⊕‖∈∉⊂⊆⇔⇒→↦−±√∑Σ∏∞]")
+#: a size binding of a proof scope (``n = 2..3``, ``n = d = H = 2``, ``d = 1..2``): words, not a formula
+_SIZES = re.compile(r"\b(?:[ndHk]|heads|ring)(?:\s*=\s*[ndHk])*\s*=\s*\d+(?:\.\.\d+)?")
+
+
+def unicode_formulas(text: str) -> list[str]:
+    """The relation/operation signs of ``text`` outside its ``$...$`` spans and ``«placeholders»``."""
+    prose = _PLACEHOLDER.sub(" ", _SPAN.sub(" ", text))
+    return _UNICODE_FORMULA.findall(prose)
+
+
+def _tolerances_and_scopes() -> list[tuple[str, str]]:
+    out = []
+    for tid in registry.ids():
+        for c in registry.get(tid).conclusions:
+            out += [(f"{c.id}.tolerance", c.tolerance), (f"{c.id}.scope", _SIZES.sub("", c.scope))]
+    return out
+
+
+def test_tolerances_and_scopes_have_no_unicode_formula():
+    """A conclusion's tolerance text cites its thresholds as ``«name»`` (expressions its oracle
+    evaluates: :mod:`theory.formulas.tolerances`) and its proof scope says in words what is proved;
+    neither types a formula (``≤ 1e-9·‖W‖₂``, ``u ⊗ f``, ``Δ = I − A ⊗ T``) in prose."""
+    found = [(where, unicode_formulas(text)) for where, text in _tolerances_and_scopes()]
+    found = [(where, signs) for where, signs in found if signs]
+    assert not found, found
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "relative residual ≤ 64·ε·(size)",
+        "distance ≤ 1e-6·max(1, ‖A‖‖T‖)",
+        "miss ≤ 1e-9 ⇔ every block",
+        "an edge with A_ij > 0 = A_ji",
+        "the eigenvectors u ⊗ f",
+        "Δ = I − A ⊗ T as the walk",
+    ],
+)
+def test_unicode_formulas_are_found(text):
+    assert unicode_formulas(text)
+
+
+def test_placeholders_spans_and_sizes_are_not_unicode_formulas():
+    assert not unicode_formulas("relative residual «tol» ($\\varepsilon$: the machine epsilon; $x = y$ aside)")
+    assert not _UNICODE_FORMULA.search(_SIZES.sub("", "the stated instance (n = d = H = 2); n = 2..3, d = 1..2"))
 
 
 #: what a formula-free title or description may not contain (a relation, an operation, a sub/superscript, a brace,

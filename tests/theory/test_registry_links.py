@@ -161,10 +161,13 @@ def test_predicates_and_params_resolve():
             assert placeholders(s.statement) <= set(s.params), (s.id, placeholders(s.statement), sorted(s.params))
         for c in t.conclusions:  # every formula a conclusion holds is rendered in its statement
             assert set(c.formulas) <= placeholders(c.statement), (c.id, sorted(c.formulas))
+            # ... and every tolerance (the thresholds its predicate evaluates) in its tolerance text
+            assert set(c.tolerances) == placeholders(c.tolerance), (c.id, sorted(c.tolerances))
         if t.kind == "theorem":  # every theorem has at least one executable conclusion
             assert any(c.predicate for c in t.conclusions), t.id
     spectrum = get("T3").conclusion("T3.spectrum")
-    assert {k: v for k, v in spectrum.params.items() if k not in spectrum.formulas} == {"lo": 0, "hi": 2}
+    plain = {k: v for k, v in spectrum.params.items() if k not in spectrum.formulas and k not in spectrum.tolerances}
+    assert plain == {"lo": 0, "hi": 2}
     assert set(spectrum.formulas) == {"upper_form"}
 
 

@@ -335,9 +335,9 @@ def form_scale(P, O, pi, X) -> np.ndarray:
     return np.maximum(scale, 1e-300)
 
 
-def spectrum_in(ev: np.ndarray, lo: float, hi: float, W: np.ndarray) -> Verdict:
-    nd = max(W.shape[0], 1)
-    t = 1e-9 * nd * max(1.0, float(np.linalg.norm(W, 2)) if W.size else 1.0)
+def spectrum_in(ev: np.ndarray, lo: float, hi: float, t: float) -> Verdict:
+    """The eigenvalues ``ev`` (of ``I - W``) real and in ``[lo, hi]`` within ``t`` (the registry's
+    tolerance, :data:`theory.formulas.tolerances.SPECTRUM`, evaluated by the caller)."""
     im = float(np.abs(ev.imag).max()) if ev.size else 0.0
     out = float(np.clip(np.maximum(lo - ev.real, ev.real - hi), 0, None).max()) if ev.size else 0.0
     return residual_verdict(max(im, out), t, f"spec in [{lo:g}, {hi:g}]: max |Im| {im:.2e}, outside by {out:.2e}")

@@ -16,6 +16,7 @@ import sympy as sp
 from .. import formulas as _F
 from ..formulas import laplacian as _FL
 from ..formulas import spectral as _FS
+from ..formulas import tolerances as _FT
 from ..rounding import unresolved_by_square
 from .instances import (
     EPS,
@@ -54,7 +55,7 @@ def walk_self_adjoint(inst, params) -> Verdict:
     scale = max(float(np.abs(lhs).max()), float(np.abs(terms).max()), 1e-300)
     return residual_verdict(
         np.abs(lhs - rhs).max() / scale,
-        64 * EPS * n * d,
+        params.get("tol", _FT.OPERATOR).value(n=n, d=d),  # the registry's tolerance
         "max_pq |<e_p, Δe_q>_π − <Δe_p, e_q>_π| / max_i π_i (1 + Σ_j |P_ij||O_ij|) (the registry's formula)",
     )
 
@@ -62,7 +63,16 @@ def walk_self_adjoint(inst, params) -> Verdict:
 def walk_spectrum_interval(inst, params) -> Verdict:
     P, O = walk_view(inst)
     W = dense_walk(P, O)
-    return spectrum_in(np.linalg.eigvals(np.eye(W.shape[0]) - W), float(params["lo"]), float(params["hi"]), W)
+    lo, hi = float(params["lo"]), float(params["hi"])
+    return spectrum_in(
+        np.linalg.eigvals(np.eye(W.shape[0]) - W), lo, hi, spectrum_tol(params, W, P.shape[0], O.shape[-1])
+    )
+
+
+def spectrum_tol(params, W: np.ndarray, n: int, d: int) -> float:
+    """The registry's ``params["tol_spectrum"]`` (default :data:`theory.formulas.tolerances.SPECTRUM`)
+    on the dense walk ``W`` of ``n`` tokens of ``d`` features."""
+    return params.get("tol_spectrum", _FT.SPECTRUM).value({"W": W if W.size else np.zeros((1, 1))}, n=n, d=d)
 
 
 def walk_dirichlet(inst, params) -> Verdict:
@@ -78,7 +88,9 @@ def walk_dirichlet(inst, params) -> Verdict:
         nx = pi_inner_product(x, x, pi, d)
         worst = max(worst, abs(float(lhs) - float(rhs)) / max(dirichlet_scale(P, O, pi, x, d) + nx, 1e-300))
     return residual_verdict(
-        worst, 64 * EPS * n * d * n, "|<x,Δx>_π − Dirichlet| / scale over 3 probes (the registry's formula)"
+        worst,
+        params.get("tol_form", _FT.FORM).value(n=n, d=d),  # the registry's tolerance
+        "|<x,Δx>_π − Dirichlet| / scale over 3 probes (the registry's formula)",
     )
 
 
@@ -102,7 +114,8 @@ def walk_kernel_parallel(inst, params) -> Verdict:
     n, d = P.shape[0], O.shape[-1]
     Dl = np.eye(n * d) - dense_walk(P, O)
     C = gauge_constraints(P, O, params.get("parallel"))
-    rel = 64 * EPS * n * d  # the rounding level of an n·d-dimensional operator, as for every tolerance
+    rel = params.get("tol_rank", _FT.KERNEL_RANK).value(n=n, d=d)  # the registry's SVD threshold
+    tol = params.get("tol", _FT.KERNEL).value()  # the registry's tolerance on the two kernels
     dn = max(float(np.linalg.norm(Dl, 2)), 1.0)
     cn = max(float(np.linalg.norm(C, 2)), 1.0) if C.size else 1.0
     K, kd_lo, kd_hi, _ = null_space_interval(Dl, rel)
@@ -111,7 +124,7 @@ def walk_kernel_parallel(inst, params) -> Verdict:
     r2 = float(np.linalg.norm(C @ K, 2)) / cn if K.size and C.size else 0.0
     dims = f"dim ker Δ = {K.shape[1]}, dim parallel sections = {Z.shape[1]}"
     if K.shape[1] == Z.shape[1]:
-        return residual_verdict(max(r1, r2), 1e-7, dims)
+        return residual_verdict(max(r1, r2), tol, dims)
     why = ""
     if kd_lo != kd_hi or kc_lo != kc_hi:
         why = f"a dimension is not decided by its singular values (ker Δ ∈ [{kd_lo}, {kd_hi}], ker C ∈ [{kc_lo}, {kc_hi}])"
@@ -128,8 +141,8 @@ def walk_kernel_parallel(inst, params) -> Verdict:
     elif r1 <= rel * cn * max(float(P.sum(1).max()), 1.0) / dn:
         why = f"the extra parallel sections have ‖ΔZ‖/‖Δ‖ = {r1:.1e}, below what C resolves"
     if why:
-        return Verdict(False, math.nan, 1e-7, f"{dims}: undecided: {why}", undecided=True)
-    return Verdict(False, math.inf, 1e-7, dims)
+        return Verdict(False, math.nan, tol, f"{dims}: undecided: {why}", undecided=True)
+    return Verdict(False, math.inf, tol, dims)
 
 
 def walk_flat(inst, params) -> Verdict:
@@ -146,7 +159,8 @@ def walk_flat(inst, params) -> Verdict:
     E = np.eye(n * d).reshape(n, d, n * d)
     values = {"P": P, "O": O, "R": R, "x": E, "n": n, "d": d}
     what = "Δ = R((I−P)⊗I)Rᵀ at every unit vector (entries O(1): P stochastic, R orthogonal)"
-    form = premised(params["flat"], values, "flat", 64 * EPS * n * d, what, scale=1.0)
+    tol = params.get("tol", _FT.OPERATOR).value(n=n, d=d)  # the registry's tolerance
+    form = premised(params["flat"], values, "flat", tol, what, scale=1.0)
     Dl = np.eye(n * d) - dense_walk(P, O)
     forms = [form]
     if params.get("flat_matrix") is not None:
@@ -155,8 +169,8 @@ def walk_flat(inst, params) -> Verdict:
             Rb[t * d : (t + 1) * d, t * d : (t + 1) * d] = R[t]
         ident, mats = params["flat_matrix"], {"Delta": Dl, "P": P, "R": Rb, "n": n, "d": d}
         gap = np.abs(_FL.matrix_value(ident.lhs, mats) - _FL.matrix_value(ident.rhs, mats)).max()
-        forms.append(residual_verdict(float(gap), 64 * EPS * n * d, "flat_matrix: the registry's matrix formula"))
-    _, k_lo, k_hi, _ = null_space_interval(Dl)
+        forms.append(residual_verdict(float(gap), tol, "flat_matrix: the registry's matrix formula"))
+    _, k_lo, k_hi, _ = null_space_interval(Dl, params.get("tol_rank", _FT.RANK).value())
     want = int(_F.tabulate(params["kernel_dim"].rhs, (), {"d": d}))
     dim = (
         Verdict(True, 0.0, 0.0, f"dim ker Δ = {want}, stated {want}")
@@ -188,10 +202,10 @@ def walk_scaled(inst, params) -> Verdict:
     lhs, rhs = _F.evaluate(params["scaled"], {"pi": pi, "P": P, "Q": Q, "s": s, "x": X, "n": n, "d": d})
     form = residual_verdict(
         float((np.abs(lhs - rhs) / form_scale(P, s * Q, pi, X)).max()),
-        64 * EPS * n * d * n,
+        params.get("tol_form", _FT.FORM).value(n=n, d=d),  # the registry's tolerance
         "|<x,Δx>_π − scaled Dirichlet form| / scale on the polarization probes (the registry's formula)",
     )
-    return all_of(spectrum_in(np.linalg.eigvals(np.eye(W.shape[0]) - W), lo, hi, W), form)
+    return all_of(spectrum_in(np.linalg.eigvals(np.eye(W.shape[0]) - W), lo, hi, spectrum_tol(params, W, n, d)), form)
 
 
 def block_detailed_balance(inst, params) -> Verdict:

@@ -14,6 +14,7 @@ from .. import formulas as _F
 from ..formulas import patterns as _FP
 from ..formulas import reversibility as _FR
 from ..formulas import spectral as _FS
+from ..formulas import tolerances as _FT
 from .instances import (
     EPS,
     Verdict,
@@ -65,7 +66,7 @@ def walk_spectrum(inst, params) -> Verdict:
     lhs, rhs = _F.evaluate(params["upper_form"], {"pi": pi, "P": P, "O": O, "x": X, "n": n, "d": d})
     form = residual_verdict(
         float((np.abs(lhs - rhs) / form_scale(P, O, pi, X)).max()),
-        64 * EPS * n * d * n,
+        params.get("tol_form", _FT.FORM).value(n=n, d=d),  # the registry's tolerance
         "|<x,(2I−Δ)x>_π − sum of squares| / scale on the polarization probes (the registry's formula)",
     )
     return all_of(walk_spectrum_interval(inst, params), form)
@@ -95,12 +96,13 @@ def t5_spectrum(inst, params) -> Verdict:
     n, d = A.shape[0], T.shape[0]
     lam, U = np.linalg.eig(A)
     fix, minus = eig_count(T, 1.0), eig_count(T, -1.0)
+    tol = params.get("tol", _FT.EIGEN).value()  # the registry's tolerance
     parts, want = [], []
     for key, default, sigma, mult in (("on_fix", _F.T5_ON_FIX, 1.0, fix), ("on_minus", _F.T5_ON_MINUS, -1.0, minus)):
         ident = params.get(key, default)
         coef = _eigen_coefficient(ident)
         if coef is None:
-            return Verdict(False, math.inf, 1e-6, f"{key}: the formula's right side is not a multiple of u ⊗ f")
+            return Verdict(False, math.inf, tol, f"{key}: the formula's right side is not a multiple of u ⊗ f")
         want += [complex(coef(la)) for la in lam] * mult
         F_ = eigenspace(T, sigma)
         worst = 0.0
@@ -109,11 +111,11 @@ def t5_spectrum(inst, params) -> Verdict:
                 values = {"A": A, "T": T, "u": U[:, q], "f": F_[:, col], "lambda": lam[q], "n": n, "d": d}
                 lhs, rhs = _F.evaluate(ident, values)
                 worst = max(worst, float(np.abs(lhs - rhs).max()))
-        parts.append(residual_verdict(worst, 1e-6, f"{key}: Δ(u ⊗ f) = the formula's eigenvalue · (u ⊗ f)"))
+        parts.append(residual_verdict(worst, tol, f"{key}: Δ(u ⊗ f) = the formula's eigenvalue · (u ⊗ f)"))
     got = np.linalg.eigvals(sha_generator(A, T, params))
     parts.append(
         residual_verdict(
-            multiset_distance(got, np.array(want)), 1e-6, f"dim Fix T = {fix}, dim(−1) = {minus}; multiset distance"
+            multiset_distance(got, np.array(want)), tol, f"dim Fix T = {fix}, dim(−1) = {minus}; multiset distance"
         )
     )
     return all_of(*parts)
@@ -133,16 +135,19 @@ def t5_kernel(inst, params) -> Verdict:
     if len(sigmas) != 1 or sigmas[0].has(sp.Indexed):
         return Verdict(False, math.inf, 0.0, "kernel: the formula names no eigenspace T f = σ f")
     sigma = float(sigmas[0])
-    F_ = eigenspace(T, sigma)
+    F_ = eigenspace(T, sigma, params.get("tol_rank", _FT.RANK).value())
     worst = 0.0
     if F_.shape[1]:
         lhs, rhs = _F.evaluate(ident, {"A": A, "T": T, "f": F_, "n": n, "d": d})
         worst = float(np.abs(lhs - rhs).max()) / max(1.0, float(np.abs(A).sum(-1).max() * np.abs(T).sum(-1).max()))
     contained = residual_verdict(
-        worst, 64 * EPS * n * d, f"Δ(1 ⊗ f) = 0 on the {sigma:g}-eigenspace of T (the registry's formula)"
+        worst,
+        params.get("tol", _FT.OPERATOR).value(n=n, d=d),
+        f"Δ(1 ⊗ f) = 0 on the {sigma:g}-eigenspace of T (the registry's formula)",
     )
     values = {"Delta": sha_generator(A, T, params), "A": A, "T": T, "n": n, "d": d}
-    return all_of(contained, same_span(*_F.evaluate(params["kernel_space"], values), "kernel_space"))
+    span_tol = params.get("tol_span", _FT.SPAN).value()
+    return all_of(contained, same_span(*_F.evaluate(params["kernel_space"], values), "kernel_space", span_tol))
 
 
 def _t4_values(inst, mu=None) -> dict:
@@ -162,7 +167,9 @@ def t4_triangle(inst, params) -> Verdict:
     S = _F.environment(ident, values)["S"]
     worst = float(np.abs(lhs - rhs).max()) / (1 + float(np.abs(S).max()))
     return residual_verdict(
-        worst, 64 * EPS * n, "|log triangle ratio − stated form| / (1 + max|S|) (the registry's formula)"
+        worst,
+        params.get("tol", _FT.ROW).value(n=n),
+        "|log triangle ratio − stated form| / (1 + max|S|) (the registry's formula)",
     )
 
 
@@ -172,7 +179,7 @@ def t4_symmetric_reversible(inst, params) -> Verdict:
     instance as drawn — ``M`` is not symmetrised here (:func:`premised`)."""
     n = np.asarray(inst["X"]).shape[0]
     values = _t4_values(inst, _no_mask(inst, params))
-    t = 64 * EPS * n
+    t = params.get("tol", _FT.ROW).value(n=n)  # the registry's tolerance
     parts = [
         premised(params.get(key, default), values, key, t, "π_i ∝ Z_i")
         for key, default in (("balance", _F.T4_BALANCE), ("stationary", _F.T4_STATIONARY))
@@ -208,7 +215,8 @@ def t4_query_bias(inst, params) -> Verdict:
     n = np.asarray(inst["X"]).shape[0]
     beta = np.asarray(inst["beta"], float) if inst.get("beta") is not None else np.linspace(-1, 1, n)
     values = {**_t4_values(inst), "beta": beta}
-    return premised(params["query_bias"], values, "query_bias", 64 * EPS * n, "π_i ∝ e^{β_i} Σ_j e^{S_ij+β_j}")
+    t = params.get("tol", _FT.ROW).value(n=n)  # the registry's tolerance
+    return premised(params["query_bias"], values, "query_bias", t, "π_i ∝ e^{β_i} Σ_j e^{S_ij+β_j}")
 
 
 def t4_causal(inst, params) -> Verdict:
@@ -300,7 +308,9 @@ def t6_fourier(inst, params) -> Verdict:
                 lhs, rhs = _F.evaluate(pair, {**values, "J": J, "Mk": Mk, "v": np.eye(d)[col]})
                 worst = max(worst, float(np.abs(lhs - rhs).max()) / scale)
     return residual_verdict(
-        worst, 64 * EPS * n * H * d, "max_k ‖J(φ_k⊗v) − φ_k⊗(M(k) − I)v‖ / ‖J‖ (the registry's formulas)"
+        worst,
+        params.get("tol", _FT.RING).value(n=n, H=H, d=d),
+        "max_k ‖J(φ_k⊗v) − φ_k⊗(M(k) − I)v‖ / ‖J‖ (the registry's formulas)",
     )
 
 
@@ -323,7 +333,9 @@ def t6_selection(inst, params) -> Verdict:
     lhs, rhs = _F.evaluate(params["abscissa"], env)
     sig, dense = float(lhs), float(rhs)
     growth = residual_verdict(
-        abs(sig - dense) / max(1.0, abs(dense)), 1e-8, f"Re σ(k*) = {sig:.6g} vs max Re eig J = {dense:.6g}"
+        abs(sig - dense) / max(1.0, abs(dense)),
+        params.get("tol_growth", _FT.GROWTH).value(),  # the registry's tolerance
+        f"Re σ(k*) = {sig:.6g} vs max Re eig J = {dense:.6g}",
     )
     if "conjugate" not in params:
         return growth
@@ -331,7 +343,7 @@ def t6_selection(inst, params) -> Verdict:
     scale = max(1.0, float(np.abs(env["Mk"]).max()))
     conj = residual_verdict(
         float(np.abs(lhs - rhs).max()) / scale,
-        64 * EPS * n * A0.shape[0] * d,
+        params.get("tol", _FT.RING).value(n=n, H=A0.shape[0], d=d),  # the registry's tolerance
         "max_k ‖M(−k) − conj M(k)‖ (the registry's formula)",
     )
     return all_of(growth, conj)
@@ -355,18 +367,22 @@ def t6_rotating(inst, params) -> Verdict:
         lhs, rhs = _F.evaluate(ident, {**base, **_ring_values(A0, T, k)})
         worst = max(worst, float(np.abs(lhs - rhs).max()))
     return residual_verdict(
-        worst / max(1.0, rho), 64 * EPS * n, "max_k ‖(M(k) − I)z − σ_z(k)z‖, z = (1, −i) (the registry's formula)"
+        worst / max(1.0, rho),
+        params.get("tol", _FT.ROW).value(n=n),
+        "max_k ‖(M(k) − I)z − σ_z(k)z‖, z = (1, −i) (the registry's formula)",
     )
 
 
 # ------------------------------------------------------------------------------------------------
 # T5: the single-head walk and generator from the registry's formulas (theory.formulas.reversibility)
 # ------------------------------------------------------------------------------------------------
-def eigenspace(T: np.ndarray, value: float) -> np.ndarray:
-    """Orthonormal basis of the eigenspace of ``T`` for ``value`` (threshold relative to
-    ``max(‖T‖₂, 1)``); ``Fix(T)`` of the formulas is ``eigenspace(T, 1)``."""
+def eigenspace(T: np.ndarray, value: float, rel: float | None = None) -> np.ndarray:
+    """Orthonormal basis of the eigenspace of ``T`` for ``value`` (threshold ``rel``, default
+    :data:`theory.formulas.tolerances.RANK`, relative to ``max(‖T‖₂, 1)``); ``Fix(T)`` of the
+    formulas is ``eigenspace(T, 1)``."""
     T = np.asarray(T, float)
-    return null_space(T - value * np.eye(T.shape[0]), rel=1e-9, scale=max(float(np.linalg.norm(T, 2)), 1.0))
+    rel = _FT.RANK.value() if rel is None else rel
+    return null_space(T - value * np.eye(T.shape[0]), rel=rel, scale=max(float(np.linalg.norm(T, 2)), 1.0))
 
 
 def sha_generator(A: np.ndarray, T: np.ndarray, params) -> np.ndarray:
@@ -391,15 +407,17 @@ def sha_walk(inst, params) -> tuple[dict, Verdict]:
     scale = max(1.0, float(np.abs(A).sum(-1).max() * np.abs(T).sum(-1).max()))
     kron = residual_verdict(
         float(np.abs(lhs - rhs).max()) / scale,
-        64 * EPS * n * d,
+        params.get("tol", _FT.OPERATOR).value(n=n, d=d),  # the registry's tolerance
         "I − W of the walk (P, O) vs Δ (the registry's formulas)",
     )
     return walk, kron
 
 
-def same_span(U: np.ndarray, V: np.ndarray, key: str) -> Verdict:
+def same_span(U: np.ndarray, V: np.ndarray, key: str, tol: float | None = None) -> Verdict:
     """Two spaces given by bases (columns; orthonormalised here) are equal: the same dimension and
-    ``‖Π_U − Π_V‖₂`` (the orthogonal projectors) within the rounding of the bases."""
+    ``‖Π_U − Π_V‖₂`` (the orthogonal projectors) within the rounding of the bases (``tol``, default
+    :data:`theory.formulas.tolerances.SPAN`)."""
+    tol = _FT.SPAN.value() if tol is None else tol
     U, V = np.atleast_2d(U), np.atleast_2d(V)
     if U.shape[0] != V.shape[0]:
         return Verdict(False, math.inf, 0.0, f"{key}: spaces of dimensions {U.shape[0]} and {V.shape[0]}")
@@ -407,7 +425,7 @@ def same_span(U: np.ndarray, V: np.ndarray, key: str) -> Verdict:
     if qu.shape[1] != qv.shape[1]:
         return Verdict(False, 1.0, 0.0, f"{key}: dimensions {qu.shape[1]} vs {qv.shape[1]}")
     gap = float(np.linalg.norm(qu @ qu.T - qv @ qv.T, 2)) if qu.size else 0.0
-    return residual_verdict(gap, 1e-6, f"{key}: equal dimension {qu.shape[1]}, ‖Π_U − Π_V‖₂ (the registry's formula)")
+    return residual_verdict(gap, tol, f"{key}: equal dimension {qu.shape[1]}, ‖Π_U − Π_V‖₂ (the registry's formula)")
 
 
 # ------------------------------------------------------------------------------------------------

@@ -14,6 +14,7 @@ import sympy as sp
 
 from .. import formulas as _F
 from ..formulas import spectral as _FS
+from ..formulas import tolerances as _FT
 from ..formulas import walks as _FW
 from .instances import (
     EPS,
@@ -263,7 +264,7 @@ def t1_walk(inst, params) -> Verdict:
     if wrong:
         return Verdict(False, math.inf, 0.0, "; ".join(wrong))
     scale = max(1.0, float(np.abs(A).sum(-1).max() * np.abs(T).sum(-1).max() * np.abs(X).max()))
-    tol = 64 * EPS * A.shape[0] * T.shape[0]
+    tol = params.get("tol", _FT.OPERATOR).value(n=A.shape[0], d=T.shape[0])  # the registry's tolerance
     parts = []
     for key in ("sha", "stacked"):
         ident = params.get(key, getattr(_F, {"sha": "SHA", "stacked": "SHA_STACKED"}[key]))
@@ -307,8 +308,8 @@ def kron_spectrum(inst, params) -> Verdict:
     values = {"lambda": np.linalg.eigvals(A), "mu": np.linalg.eigvals(T), "n": A.shape[0], "d": T.shape[0]}
     spectrum = params.get("spectrum", _FW.KRON_EIGENVALUES)
     want = np.asarray(_F.tabulate(spectrum.rhs, spectrum.free, values), complex).reshape(-1)
-    scale = max(1.0, float(np.linalg.norm(A, 2) * np.linalg.norm(T, 2)))
-    return residual_verdict(multiset_distance(got, want) / scale, 1e-6, "multiset distance spec(A⊗T) vs {λ_i μ_k}")
+    tol = params.get("tol", _FT.KRON_SPECTRUM).value({"A": A, "T": T})  # the registry's tolerance
+    return residual_verdict(multiset_distance(got, want), tol, "multiset distance spec(A⊗T) vs {λ_i μ_k}")
 
 
 def heads_B(As: np.ndarray, Ts: np.ndarray) -> np.ndarray:
@@ -339,7 +340,7 @@ def t2_gated_walk(inst, params) -> Verdict:
     H, n, _ = As.shape
     values = {"A": As, "T": Ts, "P": inst.get("P"), "n": n, "d": Ts.shape[-1], "H": H}
     scale = max(1.0, float(np.abs(Ts).max()) * H)
-    t = 64 * EPS * H * n
+    t = params.get("tol", _FT.HEADS).value(n=n, H=H)  # the registry's tolerance
     off = off_support(As, params)
     parts = []
     rows = params.get("rows", _F.T2_ROWS)
@@ -369,13 +370,13 @@ def rearranged_blocks(B: np.ndarray) -> np.ndarray:
     return np.stack([B[i, j].reshape(-1) for i in range(n) for j in range(n)])  # rows vec(B_ij)
 
 
-def kronecker_constant(B: np.ndarray) -> tuple[bool, float]:
-    """``(constant, miss)``: is ``B = P ⊗ T`` with ``P ≥ 0`` (nearest-Kronecker miss ≤ 1e-9·‖B‖_F,
-    Van Loan rearrangement, and the leading factor of one sign)?"""
-    normB = max(float(np.linalg.norm(B)), 1e-300)
+def kronecker_constant(B: np.ndarray, tolerance=None) -> tuple[bool, float]:
+    """``(constant, miss)``: is ``B = P ⊗ T`` with ``P ≥ 0`` (Van Loan rearrangement: the
+    nearest-Kronecker miss and the leading factor's negative part within ``tolerance``, default
+    :data:`theory.formulas.tolerances.KRONECKER`, evaluated on ``B``)?"""
     U, s, Vh = np.linalg.svd(rearranged_blocks(B), full_matrices=False)
     miss = float(np.sqrt((s[1:] ** 2).sum()))
-    thr = 1e-9 * normB
+    thr = (tolerance or _FT.KRONECKER).value({"B": B})
     p = U[:, 0] * s[0]
     p = p if p.sum() >= 0 else -p
     return bool(miss <= thr and float(p.min()) >= -thr), miss
@@ -402,8 +403,8 @@ def t2_constant_criterion(inst, params) -> Verdict:
         coeff, _ = _FW.margin(params.get("nonneg", _FW.CONSTANT_NONNEG), _F.environment(constant, values))
     B = np.asarray(lhs, float)
     rhs = np.nan_to_num(rhs, nan=0.0)  # c = 0/0 only where T_Σ = 0, and then c·T_Σ = 0 for every c
-    thr = 1e-9 * max(float(np.linalg.norm(B)), 1e-300)
-    kron_const, miss = kronecker_constant(B)
+    thr = params.get("tol", _FT.KRONECKER).value({"B": B})  # the registry's tolerance
+    kron_const, miss = kronecker_constant(B, params.get("tol"))
     worst = float(np.sqrt(((lhs - rhs) ** 2).sum((-1, -2))).max())
     cmin = float(np.nan_to_num(coeff, nan=0.0).min())
     crit = worst <= thr and cmin >= -thr
@@ -411,7 +412,7 @@ def t2_constant_criterion(inst, params) -> Verdict:
     parts = [Verdict(kron_const == crit, 0.0 if kron_const == crit else 1.0, 0.0, detail)]
     if _independent(Ts):
         el, er = _F.evaluate(params.get("equal_heads", _FW.EQUAL_HEADS), values)
-        equal = float(np.abs(el - er).max()) <= 1e-9 * max(float(np.abs(As).max()), 1e-300)
+        equal = float(np.abs(el - er).max()) <= params.get("tol_heads", _FT.EQUAL_HEADS).value({"A": As})
         ok = kron_const == equal
         parts.append(Verdict(ok, 0.0 if ok else 1.0, 0.0, f"independent T_h: heads equal {equal}"))
     return all_of(*parts)
@@ -440,7 +441,7 @@ def t2_gauge(inst, params) -> Verdict:
     B = heads_B(As, Ts)
     on = np.abs(B).max((-1, -2)) > 0
     ident = params.get("gauge", _FW.GAUGE)
-    t = 64 * EPS * n * As.shape[0]
+    t = params.get("tol", _FT.HEADS).value(n=n, H=As.shape[0])  # the registry's tolerance
     scale = max(1.0, float(np.abs(B).max()))
     parts = []
     for Pg in gauges:
@@ -468,7 +469,7 @@ def t2_special(inst, params) -> Verdict:
     As, Ts = np.asarray(inst["As"], float), np.asarray(inst["Ts"], float)
     values = _heads_values(As, Ts)
     off = off_support(As, params)
-    t = 64 * EPS * As.shape[0] * As.shape[1]
+    t = params.get("tol", _FT.HEADS).value(n=As.shape[1], H=As.shape[0])  # the registry's tolerance
     scale = max(1.0, float(np.abs(Ts).max()) * As.shape[0])
     parts = []
     for key, dflt in (("shared_A", _FW.SHARED_A), ("shared_T", _FW.SHARED_T), ("cancelling", _FW.CANCELLING)):
@@ -515,6 +516,6 @@ def t2_counterexample(inst, params) -> Verdict:
     return all_of(
         Verdict(all(stated), 0.0 if all(stated) else 1.0, 0.0, "stated B_11, B_12"),
         Verdict(rank2, 0.0 if rank2 else 1.0, 0.0, "B_11, B_12 linearly independent"),
-        residual_verdict(exact_res, 1e-30, detail),
+        residual_verdict(exact_res, params.get("tol", _FT.EXACT).value(), detail),
         residual_verdict(rounded_res, half_ulp, "rounded value"),
     )

@@ -92,11 +92,11 @@ SCOPES: dict[str, tuple[str, tuple[str, ...]]] = {
     "T3.dirichlet": ("all n, d", ("general: Dirichlet identity",)),
     "T3.kernel": ("{sized}", ()),
     "T3.flat": (
-        "the form Delta = R((I-P)(x)I)R^T: all n, d; dim ker Delta = d (P irreducible): {sized}",
+        "the generator as the scalar one of P on every feature, conjugated by the orthogonal frames: all n, d; the kernel of dimension d (P irreducible): {sized}",
         ("general: flat connection",),
     ),
     "T3.scaled": (
-        "the form: all n, d; the interval [1 - s, 1 + s] (Rayleigh-quotient argument): checked numerically only",
+        "the form: all n, d; the spectral interval (Rayleigh-quotient argument): checked numerically only",
         ("general: scaled isometries",),
     ),
     "T4.triangle": ("all n, d", ("general: Kolmogorov triangle",)),
@@ -110,13 +110,16 @@ SCOPES: dict[str, tuple[str, tuple[str, ...]]] = {
     ),
     "T4.query_bias": ("all n, d", ("general: symmetric scores + query bias",)),
     "T4.causal": ("{sized}", ()),
-    "T5.laplacian": ("{sized}; Δ = I − A ⊗ T as the walk P = A, O_ij = T: checked numerically only", ()),
+    "T5.laplacian": (
+        "{sized}; the generator as the walk with the attention as walk matrix and the transport on every edge: checked numerically only",
+        (),
+    ),
     "T5.spectrum": (
-        "the eigenvectors u ⊗ f and their eigenvalues: all n, d; completeness with multiplicities: {sized} (generic A)",
+        "the eigenvectors (an eigenvector of A tensored with one of T) and their eigenvalues: all n, d; completeness with multiplicities: {sized} (generic A)",
         ("general: on Fix(T)", "general: on the -1 space"),
     ),
     "T5.kernel": (
-        "1 ⊗ Fix(T) lies in the kernel: all n, d; ker Δ = 1 ⊗ Fix(T) (equal spaces, irreducible A): checked numerically only",
+        "the constant sections with values fixed by T lie in the kernel: all n, d; the kernel is exactly these sections (equal spaces, irreducible A): checked numerically only",
         ("general: Delta(1 (x) f) = 0",),
     ),
     "T5.non_orthogonal": ("{sized}", ()),

@@ -4,6 +4,7 @@ seed claims' wordings, tolerance texts, the ``make_conclusion`` conclusion build
 from __future__ import annotations
 
 from .. import cases as _cases
+from ..formulas import tolerances as _FT
 from ..statements import Conclusion
 
 SEED_A = "Seed A: *From Self-Attention to Connection Laplacian: A Unified Operator View of Transformers* (arXiv 2607.10677; seeds/000_5bdc14e69496fe14.txt, seeds/002_3d12162842770432.txt)"
@@ -33,19 +34,85 @@ T3_NUMERIC_TESTS = (
     "tests/numerics/test_reversibility.py",
     "tests/numerics/test_graphs.py",
 )
-RELATIVE_TOLERANCE = "relative residual ≤ 64·ε·(size) (ε = float64 machine epsilon; size = number of summed terms)"
+#: what the tolerances' symbols are (their expressions: :mod:`theory.formulas.tolerances`)
+EPSILON = "$\\varepsilon$: the float64 machine epsilon; $n$, $d$, $H$: the instance's sizes"
+#: a relative residual within ``«tol»`` (the conclusion's ``params["tol"]``)
+RELATIVE_TOLERANCE = f"relative residual «tol» ({EPSILON})"
+#: the eigenvalues of ``I - W`` within ``«tol_spectrum»`` of the interval
 SPECTRUM_TOLERANCE = (
-    "eigenvalues of the dense float64 matrix: |Im| and the distance outside the interval ≤ 1e-9·nd·max(1, ‖W‖₂)"
+    "eigenvalues of the dense float64 matrix: the largest imaginary part and the distance outside the interval "
+    "«tol_spectrum» ($W$: the dense walk matrix)"
+)
+#: a quadratic form's relative residual within ``«tol_form»``
+FORM_TOLERANCE = f"relative residual of the form «tol_form» ({EPSILON})"
+_RANK = (
+    "by SVD: a singular value $\\sigma$, relative to the larger of 1 and the largest, counts as zero when «tol_rank»"
+)
+
+
+def relative(bound: _FT.Tolerance) -> tuple[str, dict]:
+    """The tolerance rule "relative residual «tol»" with ``tol`` the expression ``bound``."""
+    return RELATIVE_TOLERANCE, {"tol": bound}
+
+
+#: tolerance rules ``(text, params)``: the text cites each threshold ``«name»`` of the params
+#: (:class:`theory.formulas.tolerances.Tolerance`: the expression the conclusion's oracle evaluates)
+SPECTRUM_RULE = (
+    SPECTRUM_TOLERANCE + "; " + FORM_TOLERANCE,
+    {"tol_spectrum": _FT.SPECTRUM, "tol_form": _FT.FORM},
+)
+FORM_RULE = (FORM_TOLERANCE, {"tol_form": _FT.FORM})
+KERNEL_RULE = (
+    f"null spaces of $\\Delta$ and of the constraints $C$ {_RANK}; equal dimension, and the residual of each "
+    f"basis under the other operator, relative to its norm, «tol» ({EPSILON})",
+    {"tol_rank": _FT.KERNEL_RANK, "tol": _FT.KERNEL},
+)
+FLAT_RULE = (RELATIVE_TOLERANCE + f"; the kernel {_RANK}", {"tol": _FT.OPERATOR, "tol_rank": _FT.RANK})
+SHA_LAPLACIAN_RULE = (
+    RELATIVE_TOLERANCE + "; " + FORM_TOLERANCE + "; " + SPECTRUM_TOLERANCE,
+    {"tol": _FT.OPERATOR, "tol_form": _FT.FORM, "tol_spectrum": _FT.SPECTRUM},
+)
+EIGEN_RULE = (
+    "multisets matched by optimal assignment, and the eigenpair identities entrywise: distance «tol»",
+    {"tol": _FT.EIGEN},
+)
+T5_KERNEL_RULE = (
+    f"eigenspaces of $T$ {_RANK}; containment: relative residual «tol» ({EPSILON}); equal spaces: equal "
+    "dimension and the distance of their orthogonal projectors «tol_span»",
+    {"tol": _FT.OPERATOR, "tol_rank": _FT.RANK, "tol_span": _FT.SPAN},
+)
+SELECTION_RULE = (
+    "the growth rate against the dense Jacobian's, relative to the larger of 1 and its size, «tol_growth»; "
+    "the conjugation: " + RELATIVE_TOLERANCE,
+    {"tol": _FT.RING, "tol_growth": _FT.GROWTH},
+)
+KRON_SPECTRUM_RULE = (
+    "multisets matched by optimal assignment: distance «tol» (eigenvalues of non-normal matrices are only "
+    "accurate to the square root of the machine epsilon)",
+    {"tol": _FT.KRON_SPECTRUM},
+)
+CONSTANT_RULE = (
+    "the nearest-Kronecker miss and every block's distance to its multiple of the transports' sum (and the "
+    "coefficients' negative parts) within «tol», the two tests agreeing; heads equal within «tol_heads»",
+    {"tol": _FT.KRONECKER, "tol_heads": _FT.EQUAL_HEADS},
+)
+EXACT_RULE = (
+    "the mpmath value (40 digits) differs from `miss_exact` by «tol»; the rounded `miss` within half a unit "
+    "of its last decimal",
+    {"tol": _FT.EXACT},
 )
 
 
 def make_conclusion(id, statement, *, derivations=(), tests=(), predicate=None, params=None, tolerance="", scope=""):
+    """A :class:`Conclusion`; ``tolerance``: its text, or a rule ``(text, tolerance params)`` whose
+    thresholds join ``params``."""
+    text, bounds = (tolerance, {}) if isinstance(tolerance, str) else tolerance
     return Conclusion(
         id=id,
         statement=statement,
         predicate=predicate,
-        params=dict(params or {}),
-        tolerance=tolerance,
+        params={**(params or {}), **bounds},
+        tolerance=text,
         derivations=tuple(derivations),
         tests=tuple(tests),
         scope=scope,

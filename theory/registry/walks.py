@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from .. import derivations as _dv
 from .. import formulas as _F
+from ..formulas import tolerances as _FT
 from ..formulas import walks as _FW
 from ..statements import Hypothesis, Note, Witness
 from ..theorem import Source, Theorem
@@ -11,13 +12,16 @@ from .common import (
     CERTIFICATE_TESTS,
     CLAIM_MHA,
     CLAIM_SHA,
+    CONSTANT_RULE,
+    EXACT_RULE,
+    KRON_SPECTRUM_RULE,
     NECESSITY_TESTS,
-    RELATIVE_TOLERANCE,
     SEED_A,
     STATEMENT_TEST,
     SYMBOLIC_TESTS,
     T2_COUNTEREXAMPLE_PARAMS,
     make_conclusion,
+    relative,
 )
 
 WALK_THEOREMS: list[Theorem] = [
@@ -79,7 +83,7 @@ WALK_THEOREMS: list[Theorem] = [
                 "«sha», i.e. «stacked» (**token-major** stacking, `X.reshape(-1)`): the connection walk whose blocks are «block»",
                 predicate="t1_walk",
                 params={"sha": _F.SHA, "stacked": _F.SHA_STACKED, "block": _FW.T1_BLOCK},
-                tolerance=RELATIVE_TOLERANCE,
+                tolerance=relative(_FT.OPERATOR),
                 derivations=("T1::SHA(X) = kron(A,T) x (token-major)", "T1::kron(A,T) = walk with P = A, O_ij = T"),
                 tests=(STATEMENT_TEST,),
             ),
@@ -88,7 +92,7 @@ WALK_THEOREMS: list[Theorem] = [
                 "the eigenvalues $\\nu$ of «kron», with algebraic multiplicities and suitably ordered, are «spectrum» ($\\lambda_i$, $\\mu_a$: those of $A$, $T$; any square $A$, $T$)",
                 predicate="kron_spectrum",
                 params={"spectrum": _FW.KRON_EIGENVALUES, "kron": _FW.KRON_AT},
-                tolerance="multisets matched by optimal assignment; distance ≤ 1e-6·max(1, ‖A‖‖T‖) (eigenvalues of non-normal matrices are only √ε-accurate)",
+                tolerance=KRON_SPECTRUM_RULE,
                 derivations=("L4::charpoly(kron(A,T))",),
                 tests=(STATEMENT_TEST,),
             ),
@@ -158,7 +162,7 @@ WALK_THEOREMS: list[Theorem] = [
                 "$P$ is row-stochastic: «rows»; the gates are convex: «gates»; and the walk's blocks are the heads' blocks exactly: «blocks» (head $h$: $A^h$ and $T_h$ are the slices $A_{h,\\cdot,\\cdot}$, $T_{h,\\cdot,\\cdot}$ of the stacked heads)",
                 predicate="t2_gated_walk",
                 params={"rows": _F.T2_ROWS, "gates": _F.T2_GATES, "blocks": _F.T2_BLOCKS},
-                tolerance=RELATIVE_TOLERANCE,
+                tolerance=relative(_FT.HEADS),
                 derivations=(
                     "T2::P = mean_h A^h is row-stochastic",
                     "T2::gates are convex",
@@ -172,7 +176,7 @@ WALK_THEOREMS: list[Theorem] = [
                 "gauge: any other row-stochastic walk matrix $P'$, positive on every nonzero block: «support», works with its own transports: «gauge»",
                 predicate="t2_gauge",
                 params={"gauge": _FW.GAUGE, "support": _FW.GAUGE_SUPPORT},
-                tolerance=RELATIVE_TOLERANCE,
+                tolerance=relative(_FT.HEADS),
                 derivations=("T2::gauge",),
                 tests=("tests/numerics/test_walk_t2.py", STATEMENT_TEST),
             ),
@@ -181,7 +185,7 @@ WALK_THEOREMS: list[Theorem] = [
                 "constant transport (the blocks a Kronecker product, one transport for every edge) iff every block is a nonnegative multiple of the transports' sum: «constant» with «nonneg»; with linearly independent $T_h$ iff all heads attend alike: «equal_heads»",
                 predicate="t2_constant_criterion",
                 params={"constant": _FW.CONSTANT, "nonneg": _FW.CONSTANT_NONNEG, "equal_heads": _FW.EQUAL_HEADS},
-                tolerance="nearest-Kronecker miss ≤ 1e-9·‖B‖_F ⇔ every B_ij within 1e-9·‖B‖_F of its projection on T_Σ (coefficient ≥ 0)",
+                tolerance=CONSTANT_RULE,
                 derivations=("T2::constant transport with independent T_h",),
                 tests=(STATEMENT_TEST,),
             ),
@@ -190,7 +194,7 @@ WALK_THEOREMS: list[Theorem] = [
                 "shared attention: «shared_A»; shared transport: «shared_T»; cancelling heads: «cancelling», while $P$ (the head mean) is unchanged",
                 predicate="t2_special",
                 params={"shared_A": _FW.SHARED_A, "shared_T": _FW.SHARED_T, "cancelling": _FW.CANCELLING},
-                tolerance=RELATIVE_TOLERANCE,
+                tolerance=relative(_FT.HEADS),
                 derivations=("T2::shared A across heads", "T2::shared T across heads", "T2::cancelling heads"),
                 tests=("tests/numerics/test_walk_t2.py", STATEMENT_TEST),
             ),
@@ -199,7 +203,7 @@ WALK_THEOREMS: list[Theorem] = [
                 "counterexample ($A^1 = «A1|tex»$, $A^2 = «A2|tex»$, $T_1 = «T1|tex»$, $T_2 = «T2|tex»$): $B_{11} = «B11|tex»$ and $B_{12} = «B12|tex»$ are linearly independent; the nearest Kronecker product misses by $«miss_exact|tex»$, «miss» when rounded to «digits» decimals",
                 predicate="t2_counterexample",
                 params=T2_COUNTEREXAMPLE_PARAMS,
-                tolerance="exact value (mpmath, 40 digits) within 1e-30 of `miss_exact`; the rounded `miss` within half a unit of its last decimal",
+                tolerance=EXACT_RULE,
                 derivations=(
                     "T2::counterexample: B_11",
                     "T2::counterexample: B_12",
