@@ -121,7 +121,7 @@ CLAIMS: list[Claim] = [
         null_model="baseline arms (absolute PE, zero relative bias, misaligned prior) sharing seeds and data with the aligned arm",
         decision_rule=(
             "per baseline: 'reproduced' if the 95% paired t-interval of the effect lies above 0, "
-            "'not reproduced' if its upper end is ≤ 0, 'inconclusive' otherwise"
+            "'not reproduced' if its upper end is at most 0, 'inconclusive' otherwise"
         ),
         module="paper_checks.e6",
         source=SEED_B,
