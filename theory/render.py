@@ -164,7 +164,9 @@ def theorem_markdown(t) -> str:
             "numeric": "rounded value, numeric",
         }
         for k, (kind, name, *detail) in enumerate(t.steps, 1):
-            lines.append(f"{k}. {TITLES[name]} ({kinds[kind]}" + "".join(f"; {x}" for x in detail) + ")")
+            lines.append(
+                f"{k}. {TITLES[name]} ({kinds[kind]}" + "".join(f"; the derivation reports `{x}`" for x in detail) + ")"
+            )
         lines.append("")
     if t.general is not None:
         lines.append(
