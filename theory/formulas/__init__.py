@@ -115,7 +115,9 @@ class Identity:
 # ------------------------------------------------------------------------------------------------
 # numeric evaluation: lambdify of the very expressions above
 # ------------------------------------------------------------------------------------------------
-def _names(expr) -> tuple[str, ...]:
+def value_names(expr) -> tuple[str, ...]:
+    """The names of the values ``expr`` is evaluated on (its symbols and matrix symbols, sorted): the
+    arguments of :func:`compiled`."""
     out = set()
     for s in expr.free_symbols:
         if isinstance(s, sp.Indexed):
@@ -126,11 +128,13 @@ def _names(expr) -> tuple[str, ...]:
 
 
 @functools.lru_cache(maxsize=512)
-def _compiled(expr, names: tuple[str, ...]):
+def compiled(expr, names: tuple[str, ...]):
+    """``lambdify`` of ``expr`` over ``names`` (numpy), compiled once per expression."""
     return sp.lambdify([sp.Symbol(nm) for nm in names], expr, modules=["numpy"])
 
 
-def _size(idx, env) -> int:
+def index_size(idx, env) -> int:
+    """The range of the index symbol ``idx`` on the instance ``env`` (its size by :data:`RANGE`)."""
     return int(env[RANGE[idx].name])
 
 
@@ -139,15 +143,15 @@ def tabulate(expr, indices, env: Mapping[str, Any]) -> np.ndarray:
     when ``indices`` is empty)."""
     import numpy as np
 
-    names = _names(expr)
+    names = value_names(expr)
     idx_names = {x.name for x in indices}
     missing = [nm for nm in names if nm not in env and nm not in idx_names]
     if missing:
         raise KeyError(f"formula needs values for {missing}")
-    f = _compiled(expr, names)
+    f = compiled(expr, names)
     if not indices:
         return np.asarray(f(*(env[nm] for nm in names)))
-    shape = tuple(_size(x, env) for x in indices)
+    shape = tuple(index_size(x, env) for x in indices)
     pos = {x.name: p for p, x in enumerate(indices)}
     vals = [
         np.asarray(f(*(combo[pos[nm]] if nm in pos else env[nm] for nm in names)))

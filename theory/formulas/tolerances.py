@@ -19,7 +19,7 @@ from typing import Any
 
 import sympy as sp
 
-from . import H, _compiled, _names, d, n
+from . import H, compiled, d, n, value_names
 
 #: the float64 machine epsilon (its value: :data:`EPS`)
 eps = sp.Symbol("varepsilon", positive=True)
@@ -67,8 +67,8 @@ class Tolerance:
 
     @functools.cached_property
     def _function(self):
-        names = _names(self.bound)
-        return names, _compiled(self.bound, names)
+        names = value_names(self.bound)
+        return names, compiled(self.bound, names)
 
     def value(self, values: Mapping[str, Any] | None = None, **sizes: Any) -> float:
         """The threshold on the instance: ``bound`` evaluated (``lambdify``, as every formula) with

@@ -329,10 +329,10 @@ def broadcast(expr, free: tuple[sp.Symbol, ...], values: Mapping[str, Any]):
     ``lambdify`` with the indices as broadcasting integer grids (``P[i, j]`` indexes the array)."""
     import numpy as np
 
-    names = F._names(expr)
-    grids = dict(zip((x.name for x in free), np.ix_(*(np.arange(F._size(x, values)) for x in free)), strict=True))
-    out = F._compiled(expr, names)(*(grids[nm] if nm in grids else values[nm] for nm in names))
-    return np.broadcast_to(out, tuple(F._size(x, values) for x in free))
+    names = F.value_names(expr)
+    grids = dict(zip((x.name for x in free), np.ix_(*(np.arange(F.index_size(x, values)) for x in free)), strict=True))
+    out = F.compiled(expr, names)(*(grids[nm] if nm in grids else values[nm] for nm in names))
+    return np.broadcast_to(out, tuple(F.index_size(x, values) for x in free))
 
 
 #: L1 / T1 / the conventions: the token-major operator ``A ⊗ T`` and the feature-major ``T ⊗ A``
