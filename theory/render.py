@@ -18,7 +18,6 @@ import sys
 from pathlib import Path
 
 from .registry import CLAIMS, CONVENTIONS, EVALUATED_BY_TESTS, THEOREMS
-from .statements import rendered
 from .steps import INSTANCES, TITLES
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -89,7 +88,7 @@ def theorem_markdown(t) -> str:
     """Markdown section for one registered theorem (``$...$`` math, GitHub renders it)."""
     lines = [f"## {t.id} — {t.title}", ""]
     lines.append(
-        f"*{t.kind.capitalize()}.* Source: {t.source.seed} — claim: “{rendered(t.source.claim)}” ({t.source.section}){_tested(t.id + '.source')}."
+        f"*{t.kind.capitalize()}.* Source: {t.source.seed} — claim: “{t.source.claim}” ({t.source.section}){_tested(t.id + '.source')}."
     )
     lines.append("")
     lines.append("**Hypotheses**")
@@ -145,7 +144,7 @@ def theorem_markdown(t) -> str:
         lines.append("**Notes**")
         lines.append("")
         for q, note in enumerate(t.notes):
-            lines.append(f"- {rendered(note)}{_tested(f'{t.id}.note{q}')}")
+            lines.append(f"- {note}{_tested(f'{t.id}.note{q}')}")
     lines.append("")
     lines.append(
         # the public import path: theory.derivations re-exports the derive_* of its submodules
@@ -317,7 +316,7 @@ def theorem_latex(t) -> str:
         lines.append(f"  \\item {latex_text(c.text)}")
     lines.append("\\end{enumerate}")
     for note in t.notes:
-        lines.append(f"\\emph{{Note.}} {latex_text(rendered(note))}")
+        lines.append(f"\\emph{{Note.}} {latex_text(note)}")
     lines.append(f"\\end{{{env}}}")
     return "\n".join(lines) + "\n"
 

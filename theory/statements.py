@@ -271,11 +271,6 @@ class Convention:
         return out
 
 
-def rendered(s: str) -> str:
-    """A registry string as THEOREMS.md shows it (a :class:`Note` is its rendered text already)."""
-    return str(s)
-
-
 @dataclass(frozen=True)
 class Claim:
     """An empirical claim (E1-E6): what is claimed, the statistic that measures it, the null model it
@@ -319,8 +314,3 @@ class Note(str):
 
     def __reduce__(self):  # copy / pickle rebuild from the template, not from the filled text
         return (Note, (self.statement, self.params))
-
-    @property
-    def text(self) -> str:
-        """The rendered text (the string itself)."""
-        return str(self)

@@ -344,7 +344,7 @@ CLAIM_FORMULA_MUTANTS = {
     "LAP detailed_balance F - F^T -> F + F^T": (
         "LAP",
         "detailed_balance",
-        lambda f: f.edited(rhs=FC.Norm(_Fm + _Fm.T) / FC.Norm(_Fm + _Fm.T)),
+        lambda f: f.edited(rhs=FC.NormF(_Fm + _Fm.T) / FC.NormF(_Fm + _Fm.T)),
     ),
     "LAP orthogonality sqrt(d) -> d": (
         "LAP",
@@ -374,7 +374,7 @@ CLAIM_FORMULA_MUTANTS = {
     "LAP self_adjoint W^T Pi -> W Pi": (
         "LAP",
         "self_adjoint",
-        lambda f: f.edited(rhs=FC.Norm(_Pi * _W - _W * _Pi) / FC.Norm(_Pi * _W + _W * _Pi)),
+        lambda f: f.edited(rhs=FC.NormF(_Pi * _W - _W * _Pi) / FC.NormF(_Pi * _W + _W * _Pi)),
     ),
     "LAP dirichlet_split 1/2 -> 1": (
         "LAP",
@@ -396,7 +396,7 @@ CLAIM_FORMULA_MUTANTS = {
     "LAP s_star ||Z||^2 -> ||Z||": (
         "LAP",
         "s_star",
-        lambda f: f.edited(rhs=f.rhs.xreplace({FC.Norm(FC.Zm) ** -2: 1 / FC.Norm(FC.Zm)})),
+        lambda f: f.edited(rhs=f.rhs.xreplace({FC.NormF(FC.Zm) ** -2: 1 / FC.NormF(FC.Zm)})),
     ),
     "LAP Q_star sign(Lambda) -> Lambda": ("LAP", "Q_star", lambda f: f.edited(rhs=FC.Um * FC.Lam * FC.Um.T)),
     "LAP P drop 1/H": ("LAP", "P", lambda f: f.edited(rhs=f.rhs * FW.H)),

@@ -8,7 +8,7 @@ A statistic is a :class:`Quantity`: ``symbol = expression`` with ``where`` defin
 measuring code's number under the symbol's name, so :func:`evaluate` returns measured vs formula).
 The walk gauge ``P``, ``g``, ``O`` are T2's definitions (:data:`theory.formulas.walks.DEF_P`, ...).
 
-Notation SymPy lacks, each with its LaTeX and its numpy evaluation: :class:`Norm` (Frobenius /
+Notation SymPy lacks, each with its LaTeX and its numpy evaluation: :class:`theory.formulas.notation.NormF` (Frobenius /
 Euclidean), :class:`MaxOver` (``max_i``), :class:`Diag`, :class:`theory.formulas.notation.Eye` (``I``), :class:`Sym`,
 :class:`SignDiag`, :class:`SpectralRadius`, :class:`Indicator`, :class:`SingularValue`, :class:`MinOver`.
 """
@@ -23,27 +23,12 @@ import sympy as sp
 
 from .. import formulas as F
 from . import B_, DIRICHLET_SUM, O_, P_, PI_FORM, Identity, a, b, c, d, i, j, k, n, pi_, x_
-from .notation import Eye
+from .notation import Eye, NormF
 from .walks import DEF_B, Label, Relation, shown_base
 
 # ------------------------------------------------------------------------------------------------
 # notation
 # ------------------------------------------------------------------------------------------------
-
-
-class Norm(sp.Function):
-    """``‖M‖_F``: the Frobenius norm of a matrix (the Euclidean norm of a vector)."""
-
-    nargs = 1
-    is_commutative = True
-    is_real = True
-
-    def _latex(self, printer, exp=None):
-        out = r"\left\lVert " + printer._print(self.args[0]) + r"\right\rVert_F"
-        return out if exp is None else out + "^{" + exp + "}"
-
-    def _numpycode(self, printer):
-        return "numpy.linalg.norm(" + printer._print(self.args[0]) + ")"
 
 
 class SpectralRadius(sp.Function):
@@ -288,7 +273,7 @@ Fm = sp.MatrixSymbol("F", n, n)
 BALANCE_DEFECT = Quantity(
     "detailed_balance",
     _label("lap_balance", r"\delta_{\mathrm{b}}"),
-    Norm(Fm - Fm.T) / Norm(Fm + Fm.T),
+    NormF(Fm - Fm.T) / NormF(Fm + Fm.T),
     where=((Fm, Diag(pim) * Pm),),
 )
 
@@ -371,7 +356,7 @@ _PI_DEF = (Pi, sp.KroneckerProduct(Diag(pim), Eye(d)))
 SELF_ADJOINT_DEFECT = Quantity(
     "self_adjoint",
     _label("lap_self_adjoint", r"\delta_{\mathrm{sa}}"),
-    Norm(Pi * Wm - Wm.T * Pi) / Norm(Pi * Wm + Wm.T * Pi),
+    NormF(Pi * Wm - Wm.T * Pi) / NormF(Pi * Wm + Wm.T * Pi),
     where=(_PI_DEF,),
 )
 
@@ -422,7 +407,7 @@ OUTPUT = Quantity(
 Ym = F.shown("lap_Y", "Y", n, d)
 Ypm = F.shown("lap_Yp", "Y'", n, d)
 #: the relative output change ``‖Y − Y'‖_F / ‖Y‖_F`` of another walk ``W'`` (``Y' = W'x``)
-DISTANCE = Quantity("distance", _label("lap_distance", r"\delta_{W'}"), Norm(Ym - Ypm) / Norm(Ym))
+DISTANCE = Quantity("distance", _label("lap_distance", r"\delta_{W'}"), NormF(Ym - Ypm) / NormF(Ym))
 
 pi2_ = shown_base("lap_pi2", r"\pi''")
 #: ``π'' = ½(π ⊙ r + Pᵀπ)``, ``r_i = Σ_j P_ij``
@@ -483,7 +468,7 @@ EIGEN = Quantity("eigen", Sym(Zm.T * Ym), Um * Lam * Um.T)
 #: the closed form ``Q* = U sign(Λ) Uᵀ`` ...
 Q_STAR = Quantity("Q_star", Qstar, Um * SignDiag(Lam) * Um.T)
 #: ... and ``s* = Σ_a |λ_a| / ‖Z‖_F²`` (``λ_a = Λ_aa``)
-S_STAR = Quantity("s_star", sstar, sp.Sum(sp.Abs(lam_[a]), (a, 0, d - 1)) / Norm(Zm) ** 2)
+S_STAR = Quantity("s_star", sstar, sp.Sum(sp.Abs(lam_[a]), (a, 0, d - 1)) / NormF(Zm) ** 2)
 
 #: every LAP formula, by its key in the claim's params
 LAP = {
@@ -525,7 +510,7 @@ TSm = F.shown("e2_TS", r"T_{\Sigma}", d, d)
 sigma_ = shown_base("e2_sigma", r"\sigma")
 #: the Procrustes defect over scales ``s`` and orthogonal ``Q``, and its closed form from the
 #: singular values (the minimiser: ``Q`` the polar factor of ``T_Σ``, ``s = Σσ/d``)
-PROCRUSTES_INNER = Norm(sp.MatAdd(TSm, -s_ * Qm, evaluate=False)) / Norm(TSm)
+PROCRUSTES_INNER = NormF(sp.MatAdd(TSm, -s_ * Qm, evaluate=False)) / NormF(TSm)
 PROCRUSTES = Quantity(
     "procrustes",
     MinOver(PROCRUSTES_INNER, s_, Qm),

@@ -26,6 +26,7 @@ from . import (
     a,
     b,
     c,
+    compiled,
     d,
     i,
     j,
@@ -77,20 +78,21 @@ R_m = shown("R", r"\operatorname{diag}\left(R_{i}\right)", n * d, n * d)
 
 
 @functools.lru_cache(maxsize=64)
-def _matrix_function(expr, n_: int, d_: int):
+def _at_sizes(expr, n_: int, d_: int):
+    """``expr`` with the sizes fixed (SymPy cannot print a symbolic-size identity) and the names of
+    its matrices."""
     fixed = expr.xreplace({n: sp.Integer(n_), d: sp.Integer(d_)})
-    names = tuple(sorted({s.name for s in fixed.free_symbols if isinstance(s, sp.MatrixSymbol)}))
-    return names, sp.lambdify([sp.Symbol(nm) for nm in names], fixed, modules=["numpy"])
+    return fixed, tuple(sorted({s.name for s in fixed.free_symbols if isinstance(s, sp.MatrixSymbol)}))
 
 
 def matrix_value(expr, values: Mapping[str, Any]):
-    """The matrix expression ``expr`` at the instance's sizes ``values["n"]``, ``values["d"]``
-    (``lambdify`` after fixing the sizes: SymPy cannot print a symbolic-size identity; compiled once
-    per expression and sizes) on the instance's matrices (by name)."""
+    """The matrix expression ``expr`` at the instance's sizes ``values["n"]``, ``values["d"]`` on the
+    instance's matrices (by name): :func:`theory.formulas.compiled` (``lambdify``, compiled once) of
+    the expression with the sizes fixed."""
     import numpy as np
 
-    names, f = _matrix_function(expr, int(values["n"]), int(values["d"]))
-    return np.asarray(f(*(np.asarray(values[nm], float) for nm in names)), float)
+    fixed, names = _at_sizes(expr, int(values["n"]), int(values["d"]))
+    return np.asarray(compiled(fixed, names)(*(np.asarray(values[nm], float) for nm in names)), float)
 
 
 # ------------------------------------------------------------------------------------------------

@@ -1,6 +1,6 @@
 """Notation SymPy lacks, written once for every formulas module: the identity and the all-ones column
-of a symbolic size, the kernel and the fixed space of a matrix (evaluated as orthonormal bases) and the
-dimension of a space given by a basis. Each renders with ``_latex`` and evaluates with ``_numpycode``."""
+of a symbolic size, the kernel and the fixed space of a matrix (evaluated as orthonormal bases), the
+dimension of a space given by a basis, and the Frobenius and spectral norms. Each renders with ``_latex`` and evaluates with ``_numpycode``."""
 
 from __future__ import annotations
 
@@ -84,5 +84,40 @@ class Dim(sp.Expr):
 
     def _numpycode(self, printer):
         return f"numpy.shape({printer._print(self.args[0])})[1]"
+
+    _pythoncode = _numpycode
+
+
+class NormF(sp.Function):
+    """``‖M‖_F``: the Frobenius norm of a value (every entry of an array, whatever its shape; the
+    Euclidean norm of a vector)."""
+
+    nargs = 1
+    is_commutative = True
+    is_real = True
+
+    def _latex(self, printer, exp=None):
+        out = r"\left\lVert " + printer._print(self.args[0]) + r"\right\rVert_F"
+        return out if exp is None else out + "^{" + exp + "}"
+
+    def _numpycode(self, printer):
+        return "numpy.linalg.norm(" + printer._print(self.args[0]) + ")"
+
+    _pythoncode = _numpycode
+
+
+class Norm2(sp.Function):
+    """``‖M‖₂``: the spectral norm (largest singular value) of a matrix."""
+
+    nargs = 1
+    is_commutative = True
+    is_real = True
+
+    def _latex(self, printer, exp=None):
+        out = r"\left\lVert " + printer._print(self.args[0]) + r"\right\rVert_{2}"
+        return out if exp is None else out + "^{" + exp + "}"
+
+    def _numpycode(self, printer):
+        return "numpy.linalg.norm(" + printer._print(self.args[0]) + ", 2)"
 
     _pythoncode = _numpycode

@@ -19,35 +19,13 @@ from typing import Any
 
 import sympy as sp
 
+from ..rounding import EPS64
 from . import H, compiled, d, n, value_names
+from .notation import Norm2, NormF
 
 #: the float64 machine epsilon (its value: :data:`EPS`)
 eps = sp.Symbol("varepsilon", positive=True)
-EPS = 2.0**-52
-
-
-class Norm2(sp.Function):
-    """``‖M‖₂``: the spectral norm (largest singular value) of a matrix symbol's value."""
-
-    def _latex(self, printer):
-        return r"\left\lVert " + printer._print(self.args[0]) + r"\right\rVert_{2}"
-
-    def _numpycode(self, printer):
-        return "numpy.linalg.norm(" + printer._print(self.args[0]) + ", 2)"
-
-    _pythoncode = _numpycode
-
-
-class NormF(sp.Function):
-    """``‖M‖_F``: the Frobenius norm of a value (every entry of an array, whatever its shape)."""
-
-    def _latex(self, printer):
-        return r"\left\lVert " + printer._print(self.args[0]) + r"\right\rVert_{F}"
-
-    def _numpycode(self, printer):
-        return "numpy.linalg.norm(numpy.ravel(" + printer._print(self.args[0]) + "))"
-
-    _pythoncode = _numpycode
+EPS = EPS64
 
 
 @dataclass(frozen=True)

@@ -18,10 +18,10 @@ from typing import Any
 import numpy as np
 
 from ..formulas import evaluate, premise_residuals, tabulate
-from ..rounding import HOLDS, ROUNDING_SAFETY, UNDECIDED, combine, decide, rank_interval, rounding_error
+from ..rounding import EPS64, HOLDS, ROUNDING_SAFETY, UNDECIDED, combine, decide, rank_interval, rounding_error
 from ..rounding import status as decision_status
 
-EPS = float(np.finfo(np.float64).eps)
+EPS = EPS64
 
 
 @dataclass(frozen=True)
