@@ -22,7 +22,7 @@ from numerics.laplacian.result import Check, make_check
 from numerics.markov import StationaryInfo, stationary_info
 from numerics.tolerance import tol
 from numerics.validate import as_tensor, check_finite
-from theory.rounding import rounding_error
+from theory.rounding import decide, rounding_error
 
 F64 = torch.float64
 
@@ -289,9 +289,21 @@ def _gram_error(blocks: Blocks, c: torch.Tensor, rel_c: torch.Tensor | None = No
     return edge_error(blocks, mag, blocks.d)
 
 
-def transport_scale(blocks: Blocks, tdt: torch.dtype) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """Walk-gauge common scale ``s`` with ``O_ij = s Q_ij``, ``Q_ij`` orthogonal: returns
-    ``(transport_scale (NaN if not common), common (bool), s_max)``."""
+def _norm_error(blocks: Blocks) -> torch.Tensor:
+    """Relative error of each computed block norm ``‖B_ij‖`` (and of ``‖O_ij‖ = ‖B_ij‖/P_ij``):
+    ``rounding_error(terms + d + 1)·ρ_ij`` with ``ρ_ij = block_scale/‖B_ij‖``, the cancellation ratio
+    of the heads (0 off the support and on zero blocks)."""
+    Bn = _floored_norms(blocks)
+    mask = blocks.sup & (Bn > 0)
+    rho = torch.where(mask, blocks.block_scale() / torch.where(mask, Bn, torch.ones_like(Bn)), torch.zeros_like(Bn))
+    return rounding_error(blocks.terms + blocks.d + 1, 1.0) * rho
+
+
+def transport_scale(blocks: Blocks, tdt: torch.dtype) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Walk-gauge common scale ``s`` with ``O_ij = s Q_ij``, ``Q_ij`` orthogonal, decided with the
+    error of the computed norms and Gram defects (the heads' cancellation, as in
+    :func:`check_scaled_isometry`): returns ``(transport_scale (NaN unless certainly common),
+    common (certainly), s_max, undecided (neither certainly common nor certainly not))``."""
     d, sup = blocks.d, blocks.sup
     s_edge = blocks.transport_norms() / math.sqrt(d)
     s_max = _masked_max(s_edge, sup, (-1, -2))
@@ -300,8 +312,14 @@ def transport_scale(blocks: Blocks, tdt: torch.dtype) -> tuple[torch.Tensor, tor
     s_safe = torch.where(s_max > 0, s_max, torch.ones_like(s_max))
     c = (1 / s_safe)[..., None, None].expand_as(blocks.P)
     qorth = _masked_max(blocks.gram_defect(c), sup, (-1, -2))
-    common = ((s_max - s_min) <= tol(tdt, d, scale=_fmax(s_safe))) & (qorth <= tol(tdt, d, scale=float(d)))
-    return torch.where(common, s_max, torch.full_like(s_max, float("nan"))), common, s_max
+    rel = _norm_error(blocks)
+    rel_max = rel.amax((-1, -2)) if rel.numel() else torch.zeros_like(s_max)
+    # s_max and s_min are each known to a relative rel_max; the Gram defect to _gram_error
+    hs, fs = decide(s_max - s_min, tol(tdt, d, scale=_fmax(s_safe)), 2 * rel_max * s_max)
+    hq, fq = decide(qorth, tol(tdt, d, scale=float(d)), _gram_error(blocks, c, rel))
+    common, not_common = hs & hq, fs | fq
+    undecided = ~common & ~not_common
+    return torch.where(common, s_max, torch.full_like(s_max, float("nan"))), common, s_max, undecided
 
 
 def check_scaled_isometry(blocks: Blocks, tdt: torch.dtype) -> tuple[Check, torch.Tensor]:
@@ -322,10 +340,7 @@ def check_scaled_isometry(blocks: Blocks, tdt: torch.dtype) -> tuple[Check, torc
     # β_ij = ‖B_ij‖/√d is known to rounding_error(terms + d², block_scale): a relative error
     # ρ_ij·that (ρ = block_scale/‖B‖, the cancellation ratio of the heads) carried into c = P/β
     # and into the row sums
-    bs = blocks.block_scale()
-    Bn = beta * math.sqrt(d)
-    rho = torch.where(mask, bs / torch.where(mask, Bn, torch.ones_like(Bn)), torch.zeros_like(Bn))
-    rel_beta = rounding_error(blocks.terms + d + 1, 1.0) * rho
+    rel_beta = _norm_error(blocks)
     err = max(_gram_error(blocks, c, rel_beta), float(rel_beta.max()) * (n + 1) if rel_beta.numel() else 0.0)
     return make_check(
         "scaled_isometry",
@@ -358,11 +373,20 @@ def probe_fields(batch, n: int, d: int, probes: int, seed: int, device) -> torch
 
 
 def check_dirichlet(
-    blocks: Blocks, st: Stationary, common: torch.Tensor, s_max: torch.Tensor, tdt: torch.dtype, probes: int, seed: int
+    blocks: Blocks,
+    st: Stationary,
+    common: torch.Tensor,
+    s_max: torch.Tensor,
+    tdt: torch.dtype,
+    probes: int,
+    seed: int,
+    scale_undecided: torch.Tensor | None = None,
 ) -> Check:
     """T3.3 on seeded probes: ``|<x, Δx>_π − E(x) − ½(1 − s²)‖x‖²_π|`` relative to the magnitudes of
     every summed term (``s`` the common walk-gauge transport scale, 1 if none). ``E`` is the literal
-    edge sum (``blocks.edge_energy``) unless the head expansion decides (:func:`_dirichlet_expanded`)."""
+    edge sum (``blocks.edge_energy``) unless the head expansion decides (:func:`_dirichlet_expanded`).
+    Where ``scale_undecided`` (:func:`transport_scale` could not tell whether the scale is common),
+    the identity to check is not determined: the check is undecided, with the reason."""
     n, d = blocks.n, blocks.d
     batch = blocks.P.shape[:-2]
     x = probe_fields(batch, n, d, probes, seed, blocks.P.device)
@@ -381,13 +405,11 @@ def check_dirichlet(
         E = blocks.edge_energy(st.safe, x)
         rel = ((lhs - E - corr).abs() / (pre + E.abs()).clamp(min=1e-300)).amax(-1)
     rel = torch.where(st.defined, rel, torch.full_like(rel, float("nan")))
-    return make_check(
-        "dirichlet",
-        rel,
-        t_d,
-        None if bool(st.defined.all()) else "π undefined",
-        error=error,
-    )
+    reasons = [] if bool(st.defined.all()) else ["π undefined"]
+    if scale_undecided is not None and bool(scale_undecided.any()):
+        rel = torch.where(scale_undecided, torch.full_like(rel, float("nan")), rel)
+        reasons.append("undecided: whether the transports share one scale s is within rounding (the heads cancel)")
+    return make_check("dirichlet", rel, t_d, "; ".join(reasons) or None, error=error)
 
 
 def _dirichlet_expanded(blocks, st: Stationary, x, Bx, parts, t_d: float, error: float):
@@ -475,7 +497,7 @@ def algebraic_checks(blocks: Blocks, P: torch.Tensor, tdt, pi, probes: int, seed
     bdb, bpi = check_block_detailed_balance(blocks, tdt)
     orth, onorm = check_orthogonal(blocks, tdt)
     ts = check_transpose_symmetric(blocks, tdt, onorm)
-    t_scale, common, s_max = transport_scale(blocks, tdt)
+    t_scale, common, s_max, scale_undecided = transport_scale(blocks, tdt)
     si, scale = check_scaled_isometry(blocks, tdt)
     return {
         "stochastic": check_stochastic(P, tdt_p),
@@ -487,7 +509,7 @@ def algebraic_checks(blocks: Blocks, P: torch.Tensor, tdt, pi, probes: int, seed
         "metric_compatible": check_metric_compatible(orth, ts),
         "scaled_isometry": si,
         "self_adjoint": check_self_adjoint(blocks, st, tdt),
-        "dirichlet": check_dirichlet(blocks, st, common, s_max, tdt, probes, seed),
+        "dirichlet": check_dirichlet(blocks, st, common, s_max, tdt, probes, seed, scale_undecided),
         "_st": st,
         "_bpi": bpi,
         "_scale": scale,

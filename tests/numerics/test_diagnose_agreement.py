@@ -503,3 +503,21 @@ def test_kernel_checks_over_the_memory_rule_fall_back_to_bounded_lanczos(monkeyp
     assert fact.parallel_dim.tolist() == dense.parallel_dim.tolist()
     d_flat, f_flat = float(dense.checks()["flat"].residual), float(fact.checks()["flat"].residual)
     assert abs(d_flat - f_flat) <= 1e-6 * max(d_flat, 1.0)
+
+
+def test_cancelling_heads_leave_the_common_scale_and_the_dirichlet_check_undecided_on_both_paths():
+    """Regression (found by an untuned seed): one token, three heads whose transports nearly cancel
+    (``-1.4531 + 1 + 0.5 = 0.0469``). The dense path's ``O`` is an exact scaled isometry, the
+    factored Gram expansion carries the heads' cancellation (residual 1.7e-13 > tol); the common
+    scale was decided two-valued, so the Dirichlet identity was checked with ``s`` on one path and
+    with ``s = 1`` on the other (holds vs fails, residual 0.1995). Both now say undecided, within the
+    heads' cancellation error, as the scaled-isometry check already did."""
+    w = ConnectionWalk.from_mha(
+        torch.ones(3, 1, 1, dtype=torch.float64),
+        torch.tensor([-1.4531, 1.0, 0.5], dtype=torch.float64).reshape(3, 1, 1),
+    )
+    Dd, Df = diagnose(w, method="dense"), diagnose(w, method="factored")
+    assert_agree(Dd, Df)
+    for D in (Dd, Df):
+        assert bool(D.scaled_isometry.undecided.all()) and bool(D.dirichlet.undecided.all())
+        assert "share one scale" in D.dirichlet.reason

@@ -792,7 +792,7 @@ def test_metric_compatibility_checks_on_known_transports(kind):
     alg3 = _algebras(ConnectionWalk.from_edges(P, 2 * O))[kind]
     orth3, _ = check_orthogonal(alg3, F)
     assert float(orth3.residual) == pytest.approx(3 * math.sqrt(2), abs=1e-12)
-    ts_, common, s_max = transport_scale(alg3, F)
+    ts_, common, s_max, _ = transport_scale(alg3, F)
     assert bool(common) and float(ts_) == pytest.approx(2.0, abs=1e-13)
     si, s = check_scaled_isometry(alg3, F)
     assert bool(si.holds) and float(s) == pytest.approx(2.0, abs=1e-13)
@@ -809,7 +809,7 @@ def test_balance_self_adjointness_and_dirichlet(kind):
     bdb, bpi = check_block_detailed_balance(alg, F)
     assert bool(bdb.holds) and torch.allclose(bpi, st_.pi, atol=tol(F, 3))
     assert bool(check_self_adjoint(alg, st_, F).holds)
-    _, common, s_max = transport_scale(alg, F)
+    _, common, s_max, _ = transport_scale(alg, F)
     assert bool(check_dirichlet(alg, st_, common, s_max, F, 3, 0).holds)
     # a 3-cycle is stationary (uniform π) but not reversible: self-adjointness fails by
     # max ‖π_i B_ij − π_j B_jiᵀ‖_F = (1/3)·‖Q‖_F = √2/3
@@ -822,7 +822,7 @@ def test_balance_self_adjointness_and_dirichlet(kind):
     sw = torch.tensor([[0, 2.0], [2.0, 0]], dtype=F)
     algs = _algebras(ConnectionWalk.from_edges(sw, torch.eye(1, dtype=F)))[kind]
     sts = stationary(sw, F)
-    _, cm, sm = transport_scale(algs, F)
+    _, cm, sm, _ = transport_scale(algs, F)
     assert not bool(check_dirichlet(algs, sts, cm, sm, F, 3, 0).holds)
 
 
@@ -1110,23 +1110,23 @@ def test_transport_scale_common_and_not_common():
     P = np.full((2, 2), 0.5)
     R = rot(0.3)
     O = np.stack([np.stack([2 * np.eye(2), 2 * R]), np.stack([3 * R.T, 2 * np.eye(2)])])
-    ts_, common, s_max = transport_scale(_blocks(P, O), F)
+    ts_, common, s_max, _ = transport_scale(_blocks(P, O), F)
     assert not bool(common) and bool(torch.isnan(ts_)) and float(s_max) == pytest.approx(3.0, rel=1e-14, abs=0)
     # equal Frobenius scales, but not a multiple of an orthogonal matrix
     Sh = np.array([[1.0, 1.0], [0.0, 1.0]]) * math.sqrt(2 / 3)  # ‖Sh‖_F = √2
     O2 = np.broadcast_to(Sh, (2, 2, 2, 2)).copy()
-    ts2, common2, s2 = transport_scale(_blocks(P, O2), F)
+    ts2, common2, s2, _ = transport_scale(_blocks(P, O2), F)
     assert not bool(common2) and float(s2) == pytest.approx(1.0, rel=1e-14, abs=0)
-    ts3, common3, _ = transport_scale(_blocks(P, 0.5 * np.broadcast_to(R, (2, 2, 2, 2)).copy()), F)
+    ts3, common3, _, _ = transport_scale(_blocks(P, 0.5 * np.broadcast_to(R, (2, 2, 2, 2)).copy()), F)
     assert bool(common3) and float(ts3) == pytest.approx(0.5, rel=1e-14, abs=0)
     # regression: on a sparse support the off-support zeros are not edge scales (s_min was 0 there,
     # so no sparse walk had a common scale and the Dirichlet check dropped its ½(1 − s²) term)
     Ps = np.array([[0.5, 0.5, 0.0], [0.25, 0.5, 0.25], [0.0, 0.5, 0.5]])
-    ts4, common4, s4 = transport_scale(_blocks(Ps, 0.5 * np.broadcast_to(R, (3, 3, 2, 2)).copy()), F)
+    ts4, common4, s4, _ = transport_scale(_blocks(Ps, 0.5 * np.broadcast_to(R, (3, 3, 2, 2)).copy()), F)
     assert bool(common4) and float(ts4) == pytest.approx(0.5, rel=1e-14, abs=0)
     Os = 0.5 * np.broadcast_to(R, (3, 3, 2, 2)).copy()
     Os[1, 2] *= 1.5  # one edge scale 0.75: not common
-    ts5, common5, s5 = transport_scale(_blocks(Ps, Os), F)
+    ts5, common5, s5, _ = transport_scale(_blocks(Ps, Os), F)
     assert not bool(common5) and float(s5) == pytest.approx(0.75, rel=1e-14, abs=0)
 
 
@@ -1180,12 +1180,12 @@ def test_dirichlet_reason_when_pi_undefined_and_tolerance():
     P = np.array([[2.0, 0.0], [0.0, 3.0]])  # reducible, not stochastic: π undefined
     bl = _blocks(P, np.ones((2, 2, 1, 1)))
     st_ = stationary(host(P), F)
-    _, common, s_max = transport_scale(bl, F)
+    _, common, s_max, _ = transport_scale(bl, F)
     c = check_dirichlet(bl, st_, common, s_max, F, 2, 0)
     assert c.reason == "π undefined" and bool(torch.isnan(c.residual)) and not bool(c.holds)
     R = np.array([[0.5, 0.5], [0.5, 0.5]])
     blr = _blocks(R, np.broadcast_to(rot(0.2), (2, 2, 2, 2)).copy())
-    _, cm, sm = transport_scale(blr, F)
+    _, cm, sm, _ = transport_scale(blr, F)
     cr = check_dirichlet(blr, stationary(host(R), F), cm, sm, F, 2, 0)
     assert cr.tol == tol(F, 4) and cr.reason is None and bool(cr.holds)
 
@@ -1198,7 +1198,7 @@ def test_dirichlet_identity_defect_of_a_non_stochastic_walk():
     P = np.array([[0.0, 2.0], [2.0, 0.0]])
     bl = _blocks(P, np.ones((2, 2, 1, 1)))
     st_ = stationary(host(P), F)
-    _, common, s_max = transport_scale(bl, F)
+    _, common, s_max, _ = transport_scale(bl, F)
     c = check_dirichlet(bl, st_, common, s_max, F, 3, 7)
     x = probe_fields((), 2, 1, 3, 7, torch.device("cpu")).numpy()[..., 0]  # (3, 2)
     pi = np.array([0.5, 0.5])
