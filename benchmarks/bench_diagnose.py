@@ -14,12 +14,18 @@ HF's eager softmax runs in float32) when installed, else random factors of that 
 time and the peak extra memory of ``method="factored"`` (``VmHWM`` reset through
 ``/proc/self/clear_refs`` before the call; target ≤ 1 GiB).
 
+``--auto``: ``method="auto"``'s choice checked against both paths timed on the same walk (best of two
+calls, one thread): random and reversible walks with ``H = 4``, random ones with ``H = 12`` and ``H > d``,
+edges-form walks, ``n·d`` from 16 to 1024; prints dense ÷ factored time, which path is faster, which one
+``diagnosis.auto_method`` picks, and whether they agree (a pick within 25 % of the faster one counts as
+agreeing: on a shared machine two runs of one path differ by that much).
+
 ``--three`` (issue 22): instead of the parts above, ``diagnose`` time ÷ one ``apply`` time for the
 three sizes (``n = 64, d = 64, H = 4``; MiniLM-sized ``n = 128, d = 384, H = 12``; ``n = 512, d = 64,
 H = 4``) with the per-check breakdown, in one run — the report of ``bench_diagnose_kernel.py
 --three`` (run by it: ``--only-new`` and ``--threads`` pass through).
 
-Usage: ``python benchmarks/bench_diagnose.py [--n 64] [--d 64] [--heads 4] [--part 1|2|both]
+Usage: ``python benchmarks/bench_diagnose.py --auto [--threads 1]``, ``python benchmarks/bench_diagnose.py [--n 64] [--d 64] [--heads 4] [--part 1|2|both]
 [--random-layer] [--threads 1] [--dense-cache FILE]`` or ``python benchmarks/bench_diagnose.py --three
 [--only-new] [--threads 1]``. ``--dense-cache``: the dense runs are read from FILE when present (else
 run and saved there), so the factored side can be re-measured alone.
@@ -64,6 +70,60 @@ def random_walk(n, d, H, seed=1):
         torch.randn(H, d, dh, generator=g, dtype=F) / math.sqrt(d),
         torch.randn(H, dh, d, generator=g, dtype=F) / math.sqrt(d),
     )
+
+
+def edges_walk(n, d, seed=2):
+    """An edges-form walk: softmax ``P``, Gaussian transports ``O_ij``."""
+    g = torch.Generator().manual_seed(seed)
+    P = torch.softmax(torch.randn(n, n, generator=g, dtype=F), -1)
+    return ConnectionWalk.from_edges(P, torch.randn(n, n, d, d, generator=g, dtype=F))
+
+
+AUTO_CASES = (
+    [
+        ("random H=4", lambda n, d: random_walk(n, d, 4), nd)
+        for nd in ((4, 4), (8, 8), (16, 8), (16, 16), (32, 16), (32, 32))
+    ]
+    + [("reversible H=4", lambda n, d: reversible_walk(n, d, 4), nd) for nd in ((8, 8), (16, 8), (16, 16), (32, 16))]
+    + [("random H=12", lambda n, d: random_walk(n, d, 12), nd) for nd in ((16, 8), (16, 16), (16, 32), (32, 32))]
+    + [("random H=64", lambda n, d: random_walk(n, d, 64), nd) for nd in ((16, 16), (16, 32), (32, 16))]
+    + [("edges", edges_walk, nd) for nd in ((4, 4), (8, 4), (8, 8), (16, 8), (32, 8), (64, 8), (32, 16))]
+)
+
+
+def auto_report() -> int:
+    """``--auto`` (module docstring): returns the number of sizes where auto's pick is over 25 % slower."""
+    from numerics.laplacian.diagnosis import auto_method
+
+    def best(w, method):
+        out = math.inf
+        for _ in range(2):
+            t0 = time.perf_counter()
+            diagnose(w, method=method)
+            out = min(out, time.perf_counter() - t0)
+        return out
+
+    diagnose(random_walk(8, 4, 2))
+    diagnose(random_walk(8, 4, 2), method="factored", assemble_max=0)
+    bad = 0
+    print(
+        f"{'walk':16s} {'n':>4s} {'d':>4s} {'n·d':>5s} {'dense s':>9s} {'fact s':>9s} {'dense/fact':>10s}  faster   auto"
+    )
+    for label, make, (n, d) in AUTO_CASES:
+        w = make(n, d)
+        H = w.n_heads if w.kind == "heads" else d * d
+        td, tf = best(w, "dense"), best(w, "factored")
+        pick = auto_method(n, d, H, 1024)
+        faster = "dense" if td <= tf else "factored"
+        ok = (td if pick == "dense" else tf) <= 1.25 * min(td, tf)
+        bad += not ok
+        print(
+            f"{label:16s} {n:4d} {d:4d} {n * d:5d} {td:9.4f} {tf:9.4f} {td / tf:10.2f}  {faster:8s} {pick:8s}"
+            f"{'' if ok else '  <- auto is the slower path'}",
+            flush=True,
+        )
+    print(f"auto picked a path over 25 % slower at {bad} of {len(AUTO_CASES)} sizes")
+    return bad
 
 
 def dense_record(Dd, td: float) -> dict:
@@ -181,7 +241,12 @@ def main(argv=None) -> int:
     ap.add_argument("--no-kernel", action="store_true", help="part 2: skip the Lanczos null-space checks")
     ap.add_argument("--three", action="store_true", help="the three sizes: bench_diagnose_kernel.py --three")
     ap.add_argument("--only-new", action="store_true", help="--three: the current routes only")
+    ap.add_argument("--auto", action="store_true", help="method='auto''s pick vs both paths timed")
     args = ap.parse_args(argv)
+    if args.auto:
+        torch.set_num_threads(args.threads or 1)
+        auto_report()
+        return 0
     if args.three:
         from benchmarks.bench_diagnose_kernel import main as kernel_main  # imports this module's walks
 
