@@ -36,7 +36,7 @@ residual whose verdict was already certified. Now:
 
 * ``‖Δ‖``, ``‖C‖``: Lanczos to relative 1e-8 (they only scale thresholds). A walk that fails a T3
   hypothesis (not edges form) starts instead from certified upper bounds without products
-  (:func:`numerics.laplacian.sections.norm_bounds`) and a Ritz value of ``‖C‖`` to relative 1e-3
+  (:func:`numerics.laplacian.sections.norm_bounds`) and a Ritz value of ``‖C‖`` to relative 1e-2
   (a lower bound at any residual): each decision uses the lower end on its holding side and the
   upper end on its failing side, and the 1e-8 norms are computed where that does not decide (a
   possible parallel section or a direction the Gram leaves to the refined factor, a straddling
@@ -486,8 +486,11 @@ def _kernel_element_lanczos(
 
 
 #: relative residual of the Ritz value of ‖C‖ of a walk failing T3 (a lower bound at any residual;
-#: decisions use it only on their holding side, the certified upper bound on the failing side)
-NORM_RTOL_BOUNDED = 1e-3
+#: decisions use it only on their holding side, the certified upper bound on the failing side). On the
+#: random ``n = 64, d = 64, H = 4`` walk 1e-3 took 26 Lanczos steps (``CᵀC`` products), 1e-2 takes 20:
+#: ‖C‖ 29.8372 → 29.8312 (−0.02 %), so the flatness residual, an upper bound, 0.71958 → 0.71972; the
+#: same on ``n = 512``
+NORM_RTOL_BOUNDED = 1e-2
 #: default cap on the kernel route's products with ``W``/``Wᵀ``/coefficient operators per walk
 MAX_MATVECS = 10_000
 #: least budget of the optional searches of a walk that fails a T3 hypothesis (module docstring):
