@@ -196,20 +196,28 @@ def _reset_hwm() -> bool:
         return False
 
 
+def minilm_layer0():
+    """The walk of the real first MiniLM layer on 128 tokens (float64 weights), or None with the reason
+    printed when the optional ``minilm`` checkpoint is not usable."""
+    try:
+        from numerics.models.registry import load
+
+        h = load("minilm", dtype=F, device="cpu")
+        ids = h.tokenize(["The quick brown fox jumps over the lazy dog. " * 20], 128)
+        return next(iter(h.layers(ids, keep={0}))).walk()
+    except Exception as exc:  # the model is optional: the callers fall back or skip
+        print(f"(minilm not usable: {exc})")
+        return None
+
+
 def part2(random_layer: bool, kernel: bool = True):
     w, src, kw = None, "random", {}
     if not random_layer:
-        try:
-            from numerics.models.registry import load
-
-            h = load("minilm", dtype=F, device="cpu")
-            ids = h.tokenize(["The quick brown fox jumps over the lazy dog. " * 20], 128)
-            cap = next(iter(h.layers(ids, keep={0})))
-            w = cap.walk()
+        w = minilm_layer0()
+        if w is not None:
             src, kw = "minilm layer 0 (real, float64 weights)", {"attention_dtype": torch.float32}
-            del h
-        except Exception as exc:  # the model is optional: fall back to random factors
-            print(f"(minilm not usable: {exc}; using random factors)")
+        else:
+            print("(using random factors)")
     if w is None:
         w = random_walk(128, 384, 12)
     print(f"== part 2: {src}: {w}")

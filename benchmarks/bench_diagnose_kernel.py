@@ -22,7 +22,8 @@ factors set float32 tolerances, about 0.4·‖Δ‖ at this size, where every ke
 threshold on either route). ``--threads`` (default 1).
 
 ``--three``: the issue's three sizes in one run (``n = 64``, MiniLM-sized, ``n = 512``; the same
-as ``--large --minilm``).
+as ``--large --minilm``), plus the real first MiniLM layer on 128 tokens (``attention_dtype`` float32,
+as HF's eager softmax) when the optional ``minilm`` checkpoint is installed.
 
 Usage: ``python benchmarks/bench_diagnose_kernel.py [--three] [--large] [--minilm] [--minilm32]
 [--only-new] [--threads 1]``.
@@ -39,7 +40,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import torch
 
-from benchmarks.bench_diagnose import random_walk, reversible_walk
+from benchmarks.bench_diagnose import minilm_layer0, random_walk, reversible_walk
 from numerics.laplacian import diagnose
 from numerics.laplacian.blocks import factored_blocks
 from numerics.laplacian.factored import diagnose_factored
@@ -136,6 +137,10 @@ def main(argv=None) -> int:
     case("reversible n=64 d=64 H=4", reversible_walk(64, 64, 4), args.only_new)
     if args.minilm:
         case("MiniLM-sized random n=128 d=384 H=12 float64", random_walk(128, 384, 12), args.only_new)
+    if args.three:  # the real layer of that size when the optional checkpoint is installed
+        w = minilm_layer0()
+        if w is not None:
+            case("real MiniLM layer 0, 128 tokens, float64", w, args.only_new, attention_dtype=torch.float32)
     if args.large:
         case("random softmax n=512 d=64 H=4", random_walk(512, 64, 4), args.only_new)
     if args.minilm32:
