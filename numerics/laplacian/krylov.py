@@ -48,6 +48,7 @@ import math
 
 import numpy as np
 import torch
+from scipy.linalg import lapack
 
 F64 = torch.float64
 EPS = float(torch.finfo(F64).eps)
@@ -99,11 +100,11 @@ def lanczos_ends(
 ):
     """``({end: [(θ, y, ρ), …]}, converged)``: the ``k`` Ritz pairs nearest each end in ``ends`` ⊆
     ``("min", "max")`` (nearest first) of a symmetric matrix-free ``op`` (``(N, p) → (N, p)``) by
-    thick-restart Lanczos: Rayleigh–Ritz on ``span[V]`` with ``op(V)`` kept, expanded by the current
-    residual (twice orthogonalised: the Krylov space in exact arithmetic), restarted from the
-    ``max(keep, 2k)`` Ritz vectors nearest each wanted end at ``max_dim``. Checks every
-    :data:`CHECK_EVERY` steps (and at each restart, at the cap, and when the space turns invariant;
-    between checks the plain Lanczos continuation, which spans the same space) and stops when
+    thick-restart Lanczos with full reorthogonalisation: the three-term recurrence, once
+    reorthogonalised against the basis (twice by the DGKS criterion), with ``op(V)`` kept, restarted
+    from the ``max(keep, 2k)`` Ritz vectors nearest each wanted end at ``max_dim`` (the projected
+    matrix is tridiagonal, with an arrow after a restart). Checks every :data:`CHECK_EVERY` steps (and
+    at each restart, at the cap, and when the space turns invariant) and stops when
     ``done(end, θ, ρ, anorm)`` for every pair (``anorm``: largest ``|θ|``), when the space is
     invariant, or (``converged`` False) after ``max_products`` products. A check computes the
     explicit residuals only past the screen (:func:`_certainly_pending`)."""
@@ -113,67 +114,83 @@ def lanczos_ends(
     V, AV = _basis(N, max_dim, dev), _basis(N, max_dim, dev)
     V[:, 0] = v0.to(F64) / torch.linalg.vector_norm(v0.to(F64))
     AV[:, 0] = op(V[:, :1])[:, 0]
-    Hm = torch.zeros(max_dim, max_dim, dtype=F64, device=dev)
-    Hm[0, 0] = V[:, 0] @ AV[:, 0]
-    j, products, force = 1, 1, False
+    T = np.zeros((max_dim, max_dim))  # VᵀAV (host): tridiagonal, with an arrow after a restart
+    T[0, 0] = float(V[:, 0] @ AV[:, 0])
+    j, products, lo = 1, 1, 0  # lo: the first nonzero row of T's column j − 1
+    restarted = False  # T is tridiagonal until the first restart
     cap = float("inf") if max_products is None else max_products
     while True:
-        if not (force or j % CHECK_EVERY == 0 or j >= max_dim or j >= N or products >= cap):
-            # between checks: the Lanczos continuation (the residuals of all Ritz pairs are parallel to it)
-            f, nf, n0 = _orth_step(V, j, AV[:, j - 1], Hm[:j, j - 1])
-            if nf <= 1e-10 * n0:  # invariant: check now
-                force = True
-                continue
-            _expand(op, V, AV, Hm, j, f, nf)
+        more = j < N and products < cap
+        f, nf, n0 = _lanczos_continuation(V, AV, T, j, lo) if more else (None, 0.0, 1.0)
+        invariant = more and nf <= 1e-10 * n0
+        if more and not invariant and j % CHECK_EVERY and j < max_dim:  # between checks
+            lo = _lanczos_expand(op, V, AV, T, j, f, nf, arrow=False)
             products += 1
             j += 1
             continue
-        force = False
-        th, S = torch.linalg.eigh(Hm[:j, :j])
-        anorm = float(th.abs().max())
         wanted = [
             (end, i)
             for end in ends
             for i in (range(min(k, j)) if end == "min" else range(j - 1, max(j - 1 - k, -1), -1))
         ]
-        if j < N and products < cap:
-            # the screen: op V = V H + f e_jᵀ (f the continuation), so ‖f‖·|s_j| estimates each Ritz residual
-            f, nf, n0 = _orth_step(V, j, AV[:, j - 1], Hm[:j, j - 1])
-            est, tl = (nf * S[j - 1].abs()).tolist(), th.tolist()
-            groups = [[(end, tl[i], est[i])] for end, i in wanted]
-            if nf > 1e-10 * n0 and (j < k or _certainly_pending(groups, done, anorm, j)):
-                if j >= max_dim:  # thick restart: the `keep` Ritz vectors nearest each wanted end (f ⊥ them)
-                    j = _thick_restart(V, AV, Hm, th, S, j, keep, ends)
-                    f, nf, _ = _orth_step(V, j, f)
-                _expand(op, V, AV, Hm, j, f, nf)
-                products += 1
-                j += 1
-                continue
-        out: dict = {}
-        pending = [] if j >= k else [(math.inf, None)]
-        for end, i in wanted:
-            y, Ay, t = V[:, :j] @ S[:, i], AV[:, :j] @ S[:, i], float(th[i])
-            r = Ay - t * y
-            rho = float(torch.linalg.vector_norm(r))
-            out.setdefault(end, []).append((t, y, rho))
-            if not done(end, t, rho, anorm):
-                pending.append((rho, r))
-        if not pending or j >= N:
-            return out, True
-        if products >= cap:
-            return out, False
-        if j >= max_dim:  # thick restart: the `keep` Ritz vectors nearest each wanted end
-            j = _thick_restart(V, AV, Hm, th, S, j, keep, ends)
-        rho, r = max((p for p in pending if p[1] is not None), key=lambda p: p[0], default=(math.inf, None))
-        if r is None:  # fewer than k pairs yet: the last Krylov vector continues the sequence
-            r = AV[:, j - 1]
-            rho = float(torch.linalg.vector_norm(r))
-        r, nr, _ = _orth_step(V, j, r)
-        if nr <= 1e-10 * rho:  # invariant subspace: the Ritz pairs are exact up to rounding
-            return out, True
-        _expand(op, V, AV, Hm, j, r, nr)
+        th, S, anorm = _ritz_pairs(T, j, not restarted, [i for _, i in wanted])
+        pend = j < k
+        if more and not invariant:
+            # the screen: op V = V T + f e_jᵀ, so ‖f‖·|s_j| estimates each Ritz residual
+            groups = [[(end, float(th[c]), nf * abs(float(S[j - 1, c])))] for c, (end, _) in enumerate(wanted)]
+            pend = pend or _certainly_pending(groups, done, anorm, j)
+        if not pend or not more or invariant:
+            out: dict = {}
+            Sw = torch.from_numpy(S).to(dev)
+            Y, AY = _times(V[:, :j], Sw), _times(AV[:, :j], Sw)
+            for c, (end, _) in enumerate(wanted):
+                t = float(th[c])
+                rho = float(torch.linalg.vector_norm(AY[:, c] - t * Y[:, c]))
+                out.setdefault(end, []).append((t, Y[:, c], rho))
+                pend |= not done(end, t, rho, anorm)
+            if not pend or j >= N or invariant:
+                return out, True
+            if not more:
+                return out, False
+        arrow = j >= max_dim
+        if arrow:  # thick restart: the `keep` Ritz vectors nearest each wanted end (f ⊥ them)
+            assert f is not None
+            j = _thick_restart(V, AV, T, j, keep, ends, not restarted)
+            f, nf, _ = _orth_step(V, j, f)
+            restarted = True
+        lo = _lanczos_expand(op, V, AV, T, j, f, nf, arrow)
         products += 1
         j += 1
+
+
+def _lanczos_continuation(V: torch.Tensor, AV: torch.Tensor, T: np.ndarray, j: int, lo: int):
+    """``(f, ‖f‖, ‖op(v)‖)`` for the last basis vector ``v = V[:, j−1]``: ``f = op(v) − V T[:, j−1]``
+    (the three-term recurrence; the arrow after a restart), reorthogonalised against ``V[:, :j]``
+    (once, twice by the DGKS criterion: :func:`_orth_step`)."""
+    c = T[lo:j, j - 1]
+    if j - lo <= 2:
+        f = torch.add(AV[:, j - 1], V[:, j - 1], alpha=-float(c[-1]))
+        if j - lo == 2:
+            f.sub_(V[:, j - 2], alpha=float(c[0]))
+    else:
+        f = torch.addmv(AV[:, j - 1], V[:, lo:j], torch.from_numpy(c).to(V.device), alpha=-1.0)
+    f, nf, n1 = _orth_step(V, j, f)
+    return f, nf, math.sqrt(float(c @ c) + n1 * n1)
+
+
+def _lanczos_expand(op, V: torch.Tensor, AV: torch.Tensor, T: np.ndarray, j: int, f, nf: float, arrow: bool) -> int:
+    """Column ``j`` of the Lanczos basis: ``v = f / ‖f‖`` (written in place), ``op(v)`` and column
+    ``j`` of ``T``: ``β = ‖f‖`` and ``α = vᵀop(v)``, or after a restart (``arrow``) the whole column
+    ``V[:, :j+1]ᵀ op(v)``; returns the first nonzero row of that column."""
+    torch.div(f, nf, out=V[:, j])
+    AV[:, j] = op(V[:, j : j + 1])[:, 0]
+    if arrow:
+        h = (V[:, : j + 1].T @ AV[:, j]).cpu().numpy()
+        T[: j + 1, j], T[j, : j + 1] = h, h
+        return 0
+    T[j - 1, j] = T[j, j - 1] = nf
+    T[j, j] = float(V[:, j] @ AV[:, j])
+    return j - 1
 
 
 def _screen_slack(j: int, anorm: float) -> float:
@@ -194,27 +211,66 @@ def _certainly_pending(groups, done, anorm: float, j: int) -> bool:
     return any(not any(done(key, t, max(0.5 * est - slack, 0.0), anorm) for key, t, est in g) for g in groups)
 
 
-def _thick_restart(V: torch.Tensor, AV: torch.Tensor, Hm: torch.Tensor, th, S, j: int, keep: int, ends) -> int:
+def _thick_restart(V: torch.Tensor, AV: torch.Tensor, T: np.ndarray, j: int, keep: int, ends, tri: bool) -> int:
     """Restart of :func:`lanczos_ends` on the ``keep`` Ritz vectors nearest each wanted end (in
-    place); returns the new basis size."""
+    place): ``T`` becomes their Ritz values' diagonal; returns the new basis size."""
     kk = min(keep, j)
     idx = sorted(set(range(kk) if "min" in ends else ()) | set(range(j - kk, j) if "max" in ends else ()))
-    sel = S[:, idx]
+    th, S, _ = _ritz_pairs(T, j, tri, idx)
+    sel = torch.from_numpy(S).to(V.device)
     j = len(idx)
     V[:, :j], AV[:, :j] = _times(V, sel), _times(AV, sel)
-    Hm.zero_()
-    Hm[:j, :j] = torch.diag(th[idx])
+    T[:] = 0.0
+    T[:j, :j] = np.diag(th)
     return j
 
 
-def _expand(op, V: torch.Tensor, AV: torch.Tensor, Hm: torch.Tensor, j: int, r: torch.Tensor, nr: float) -> None:
-    """Column ``j`` of the Lanczos basis: ``v = r / nr`` (written in place), ``op(v)`` and the new
-    row / column of ``VᵀAV`` (``V[:, :j+1]ᵀ op(v)``, mirrored; also the Gram–Schmidt coefficients
-    of the next step)."""
-    torch.div(r, nr, out=V[:, j])
-    AV[:, j] = op(V[:, j : j + 1])[:, 0]
-    h = V[:, : j + 1].T @ AV[:, j]
-    Hm[j, : j + 1], Hm[: j + 1, j] = h, h
+def _ritz_pairs(T: np.ndarray, j: int, tri: bool, idx: list) -> tuple[np.ndarray, np.ndarray, float]:
+    """``(θ, S, max |θ|)``: the eigenvalues of the symmetric ``T[:j, :j]`` with the (ascending) indices
+    ``idx`` and their unit eigenvectors (the columns of ``S``), and the largest eigenvalue modulus,
+    by LAPACK's subset solvers: bisection and inverse iteration (``dstebz``, ``dstein``) while
+    ``T`` is tridiagonal (``tri``), ``dsyevr`` with an index range after a restart (the arrow)."""
+    runs: list = []  # contiguous index ranges
+    for i in idx:
+        if runs and runs[-1][1] == i - 1:
+            runs[-1][1] = i
+        else:
+            runs.append([i, i])
+    ends = [r for r in ([0, 0], [j - 1, j - 1]) if not any(a <= r[0] <= b for a, b in runs)]
+    if tri:
+        d, e = np.diag(T[:j, :j]).copy(), np.diag(T[:j, :j], 1).copy()
+        ws, bs = [], []
+        for a, b in runs + ends:
+            m, w, iblock, isplit, info = lapack.dstebz(d, e, 2, 0.0, 0.0, a + 1, b + 1, 0.0, "B")
+            if info or m != b - a + 1:
+                raise np.linalg.LinAlgError(f"dstebz: info {info}, {m} of {b - a + 1} eigenvalues")
+            o = np.argsort(w[:m], kind="stable")  # ascending (a split T lists them block by block)
+            ws.append(w[:m][o])
+            bs.append(iblock[:m][o])
+        nv = len(idx)
+        vals, blocks = np.concatenate(ws), np.concatenate(bs)[:nv]
+        th = vals[:nv]
+        order = np.lexsort((th, blocks))  # dstein takes them block by block, ascending in each
+        ib = np.zeros(j, dtype=blocks.dtype)
+        ib[:nv] = blocks[order]
+        z, info = lapack.dstein(d, e, th[order], ib, isplit)
+        if info:
+            raise np.linalg.LinAlgError(f"dstein: info {info}")
+        S = np.empty((j, nv))
+        S[:, order] = z[:, :nv]
+    else:
+        ths, Ss, ws = [], [], []
+        for a, b in runs + ends:
+            vec = [a, b] in runs
+            w, z, m, _, info = lapack.dsyevr(T[:j, :j], compute_v=int(vec), range="I", il=a + 1, iu=b + 1)
+            if info or m != b - a + 1:
+                raise np.linalg.LinAlgError(f"dsyevr: info {info}, {m} of {b - a + 1} eigenvalues")
+            ws.append(w[:m])
+            if vec:
+                ths.append(w[:m])
+                Ss.append(z[:, :m])
+        th, S, vals = np.concatenate(ths), np.ascontiguousarray(np.concatenate(Ss, axis=1)), np.concatenate(ws)
+    return th, S, float(np.abs(vals).max())
 
 
 def ritz_extreme(op, N: int, v0: torch.Tensor, smallest: bool, rtol: float, max_dim: int = 40, keep: int = 8):
