@@ -67,18 +67,23 @@ ARNOLDI_CHECK_EVERY = 8
 __all__ = ["lanczos_ends", "ritz_extreme", "arnoldi_ends"]
 
 
-def _orth_step(V: torch.Tensor, j: int, r: torch.Tensor, c=None) -> tuple[torch.Tensor, float, float]:
-    """``(r', ‖r'‖, ‖r‖)``: ``r`` orthogonalised against ``V[:, :j]`` (classical Gram–Schmidt,
+def _orth_step(V: torch.Tensor, j: int, r: torch.Tensor, c=None):
+    """``(r', ‖r'‖, ‖r‖, d)``: ``r`` orthogonalised against ``V[:, :j]`` (classical Gram–Schmidt,
     repeated when the first pass removed more than ``1 − 1/√2`` of its norm: the
     Daniel–Gragg–Kaufman–Stewart criterion). ``c``: the first pass's coefficients ``V[:, :j]ᵀ r``
-    when already at hand (the continuation of a Krylov sequence: the projected matrix's last column)."""
+    when already at hand (the continuation of a Krylov sequence: the projected matrix's last column);
+    ``d``: the coefficients removed beyond ``c`` (None when no pass beyond ``c`` ran)."""
+    Vj = V[:, :j]
     n0 = float(torch.linalg.vector_norm(r))
-    r = r - V[:, :j] @ (V[:, :j].T @ r if c is None else c)
+    d = Vj.T @ r if c is None else None
+    r = torch.addmv(r, Vj, c if d is None else d, alpha=-1.0)
     nr = float(torch.linalg.vector_norm(r))
     if nr < 0.7071 * n0:
-        r = r - V[:, :j] @ (V[:, :j].T @ r)
+        d2 = Vj.T @ r
+        r = torch.addmv(r, Vj, d2, alpha=-1.0)
         nr = float(torch.linalg.vector_norm(r))
-    return r, nr, n0
+        d = d2 if d is None else d + d2
+    return r, nr, n0, d
 
 
 def _basis(N: int, m: int, dev) -> torch.Tensor:
@@ -156,7 +161,7 @@ def lanczos_ends(
         if arrow:  # thick restart: the `keep` Ritz vectors nearest each wanted end (f ⊥ them)
             assert f is not None
             j = _thick_restart(V, AV, T, j, keep, ends, not restarted)
-            f, nf, _ = _orth_step(V, j, f)
+            f, nf, _, _ = _orth_step(V, j, f)
             restarted = True
         lo = _lanczos_expand(op, V, AV, T, j, f, nf, arrow)
         products += 1
@@ -174,7 +179,7 @@ def _lanczos_continuation(V: torch.Tensor, AV: torch.Tensor, T: np.ndarray, j: i
             f.sub_(V[:, j - 2], alpha=float(c[0]))
     else:
         f = torch.addmv(AV[:, j - 1], V[:, lo:j], torch.from_numpy(c).to(V.device), alpha=-1.0)
-    f, nf, n1 = _orth_step(V, j, f)
+    f, nf, n1, _ = _orth_step(V, j, f)
     return f, nf, math.sqrt(float(c @ c) + n1 * n1)
 
 
@@ -226,8 +231,8 @@ def _thick_restart(V: torch.Tensor, AV: torch.Tensor, T: np.ndarray, j: int, kee
 
 
 def _ritz_pairs(T: np.ndarray, j: int, tri: bool, idx: list) -> tuple[np.ndarray, np.ndarray, float]:
-    """``(θ, S, max |θ|)``: the eigenvalues of the symmetric ``T[:j, :j]`` with the (ascending) indices
-    ``idx`` and their unit eigenvectors (the columns of ``S``), and the largest eigenvalue modulus,
+    """``(θ, S, max |θ|)``: the eigenvalues of the symmetric ``T[:j, :j]`` with the indices ``idx``
+    (of the ascending spectrum) and their unit eigenvectors (the columns of ``S``), and the largest eigenvalue modulus,
     by LAPACK's subset solvers: bisection and inverse iteration (``dstebz``, ``dstein``) while
     ``T`` is tridiagonal (``tri``), ``dsyevr`` with an index range after a restart (the arrow)."""
     runs: list = []  # contiguous index ranges
@@ -238,26 +243,32 @@ def _ritz_pairs(T: np.ndarray, j: int, tri: bool, idx: list) -> tuple[np.ndarray
             runs.append([i, i])
     ends = [r for r in ([0, 0], [j - 1, j - 1]) if not any(a <= r[0] <= b for a, b in runs)]
     if tri:
-        d, e = np.diag(T[:j, :j]).copy(), np.diag(T[:j, :j], 1).copy()
+        d, e = T.diagonal()[:j].copy(), T.diagonal(1)[: j - 1].copy()
         ws, bs = [], []
         for a, b in runs + ends:
             m, w, iblock, isplit, info = lapack.dstebz(d, e, 2, 0.0, 0.0, a + 1, b + 1, 0.0, "B")
             if info or m != b - a + 1:
                 raise np.linalg.LinAlgError(f"dstebz: info {info}, {m} of {b - a + 1} eigenvalues")
-            o = np.argsort(w[:m], kind="stable")  # ascending (a split T lists them block by block)
-            ws.append(w[:m][o])
-            bs.append(iblock[:m][o])
+            ws.append(w[:m])
+            bs.append(iblock)
         nv = len(idx)
-        vals, blocks = np.concatenate(ws), np.concatenate(bs)[:nv]
-        th = vals[:nv]
-        order = np.lexsort((th, blocks))  # dstein takes them block by block, ascending in each
-        ib = np.zeros(j, dtype=blocks.dtype)
-        ib[:nv] = blocks[order]
-        z, info = lapack.dstein(d, e, th[order], ib, isplit)
+        if len(runs) == 1 and isplit[0] == j:  # one run, T unreduced: dstebz's output as dstein takes it
+            th = ws[0]
+            z, info = lapack.dstein(d, e, th, bs[0], isplit)
+            S = z[:, :nv]
+        else:  # dstein takes them block by block, ascending in each
+            srt = [np.argsort(w, kind="stable") for w in ws[: len(runs)]]  # a split T: listed by block
+            th = np.concatenate([w[o] for w, o in zip(ws, srt)])
+            bl = np.concatenate([ib[: len(w)][o] for ib, w, o in zip(bs, ws, srt)])
+            order = np.lexsort((th, bl))
+            ib = np.zeros(j, dtype=bl.dtype)
+            ib[:nv] = bl[order]
+            z, info = lapack.dstein(d, e, th[order], ib, isplit)
+            S = np.empty((j, nv))
+            S[:, order] = z[:, :nv]
         if info:
             raise np.linalg.LinAlgError(f"dstein: info {info}")
-        S = np.empty((j, nv))
-        S[:, order] = z[:, :nv]
+        vals = np.concatenate(ws)
     else:
         ths, Ss, ws = [], [], []
         for a, b in runs + ends:
@@ -290,13 +301,16 @@ def arnoldi_ends(
 ):
     """``({name: (θ, ρ)}, converged)``: for each ``keys[name]`` (a score of complex eigenvalues,
     numpy-vectorised) the Ritz value of a non-symmetric matrix-free ``op`` with the largest score
-    and its residual norm, from one Krylov space: Arnoldi with ``op(V)`` kept, restarted at
-    ``max_dim`` from the real invariant span of the ``keep // len(keys)`` best Ritz vectors of each
-    key (explicit Krylov–Schur). Among Ritz values whose scores tie (within ``tie``, e.g. the real
-    eigenvalues of a ``max |Im|`` key) the one with the smallest residual is taken. Stops when
-    ``done(name, θ, ρ, ‖G‖)`` for every key, when the space is invariant, or (``converged`` False)
-    after ``max_products`` products. Checks every :data:`ARNOLDI_CHECK_EVERY` steps, computing the
-    explicit residuals only past the screen (:func:`_certainly_pending`)."""
+    and its residual norm, from one Krylov space: Arnoldi (classical Gram–Schmidt, repeated by the
+    DGKS criterion; the projected matrix ``G`` is Hessenberg, with a full row after a restart) with
+    ``op(V)`` kept, restarted at ``max_dim`` from the real invariant span of the ``keep // len(keys)``
+    best Ritz vectors of each key (explicit Krylov–Schur). Among Ritz values whose scores tie (within
+    ``tie``, e.g. the real eigenvalues of a ``max |Im|`` key) the one with the smallest residual is
+    taken. Stops when ``done(name, θ, ρ, ‖G‖)`` for every key, when the space is invariant, or
+    (``converged`` False) after ``max_products`` products. Checks every :data:`ARNOLDI_CHECK_EVERY`
+    steps: the Ritz values (``eigvals``) and, by inverse iteration, the vectors of the candidates
+    only (all of them by ``eig`` at a restart), computing the explicit residuals only past the
+    screen (:func:`_certainly_pending`)."""
     max_dim = min(max_dim, N)
     dev = v0.device
     V, AV = _basis(N, max_dim, dev), _basis(N, max_dim, dev)
@@ -304,89 +318,134 @@ def arnoldi_ends(
     V[:, 0] = v0.to(F64) / torch.linalg.vector_norm(v0.to(F64))
     AV[:, 0] = op(V[:, :1])[:, 0]
     G[0, 0] = float(V[:, 0] @ AV[:, 0])
-    j, products, invariant = 1, 1, False
+    j, products = 1, 1
     cap = float("inf") if max_products is None else max_products
     per = max(keep // max(len(keys), 1), 2)
     out: dict = {}
     while True:
-        check = invariant or j >= max_dim or j >= N or j % ARNOLDI_CHECK_EVERY == 0 or products >= cap
-        if check:
-            th, S = np.linalg.eig(G[:j, :j])
-            S = S / np.linalg.norm(S, axis=0)
-            gnorm = float(np.abs(th).max())
-            pending, best_sets, picks = False, [], {}
-            for name, score in keys.items():
-                sc = score(th)
-                order = np.argsort(-sc)
-                best_sets.append(order[:per])
-                # ties (within ``tie``, e.g. the real eigenvalues of a max |Im| key): the smallest residual
-                picks[name] = [int(i) for i in order[:8] if sc[i] >= sc[order[0]] - tie]
-            f = None
-            if not (invariant or j >= N or products >= cap):
-                # the screen (as in lanczos_ends): op V = V G + f e_jᵀ, ‖f‖·|s_j| estimates each residual
-                f, nf, n0 = _orth_step(V, j, AV[:, j - 1], torch.from_numpy(G[:j, j - 1]).to(V.device))
-                est = nf * np.abs(S[j - 1])
-                groups = [[(name, complex(th[i]), float(est[i])) for i in picks[name]] for name in keys]
-                if nf > 1e-12 * max(float(np.abs(G[:j, :j]).max()), 1e-300) and _certainly_pending(
-                    groups, done, gnorm, j
-                ):
-                    if j < max_dim:  # certainly pending: continue the sequence with f
-                        torch.div(f, nf, out=V[:, j])
-                        AV[:, j] = op(V[:, j : j + 1])[:, 0]
-                        products += 1
-                        _extend(G, V, AV, j)
-                        j += 1
-                        continue
-                    pending = True
-            cols = [] if pending else sorted({i for c in picks.values() for i in c})
-            rho_of = dict(zip(cols, _ritz_residuals(V[:, :j], AV[:, :j], th[cols], S[:, cols]))) if cols else {}
-            for name in keys if cols else ():
+        more = j < N and products < cap
+        f, nf = _arnoldi_continuation(V, AV, G, j) if more else (None, 0.0)
+        invariant = more and nf <= 1e-12 * max(float(np.abs(G[:j, :j]).max()), 1e-300)
+        if more and not invariant and j % ARNOLDI_CHECK_EVERY and j < max_dim:  # between checks
+            _arnoldi_expand(op, V, AV, G, j, f, nf, row=False)
+            products += 1
+            j += 1
+            continue
+        Gj = G[:j, :j]
+        restart = more and not invariant and j >= max_dim
+        if restart:  # every vector is needed for the restart
+            th, S = np.linalg.eig(Gj)
+        else:
+            th = torch.linalg.eigvals(torch.from_numpy(Gj)).numpy()
+        gnorm = float(np.abs(th).max())
+        best_sets, picks = [], {}
+        for name, score in keys.items():
+            sc = score(th)
+            order = np.argsort(-sc)
+            best_sets.append(order[:per])
+            # ties (within ``tie``, e.g. the real eigenvalues of a max |Im| key): the smallest residual
+            picks[name] = [int(i) for i in order[:8] if sc[i] >= sc[order[0]] - tie]
+        cols = sorted({i for c in picks.values() for i in c})
+        Sc = S[:, cols] if restart else _eigenvectors(Gj, th[cols], gnorm)
+        Sc = Sc / np.linalg.norm(Sc, axis=0)
+        pending = False
+        if more and not invariant:
+            # the screen (as in lanczos_ends): op V = V G + f e_jᵀ, ‖f‖·|s_j| estimates each residual
+            est = dict(zip(cols, (nf * np.abs(Sc[j - 1])).tolist()))
+            groups = [[(name, complex(th[i]), est[i]) for i in picks[name]] for name in keys]
+            pending = _certainly_pending(groups, done, gnorm, j)
+            if pending and not restart:  # certainly pending: continue the sequence with f
+                _arnoldi_expand(op, V, AV, G, j, f, nf, row=False)
+                products += 1
+                j += 1
+                continue
+        if not pending:
+            rho_of = dict(zip(cols, _ritz_residuals(V[:, :j], AV[:, :j], th[cols], Sc)))
+            for name in keys:
                 rho, i = min((rho_of[i], i) for i in picks[name])
                 out[name] = (complex(th[i]), rho)
                 pending |= not done(name, complex(th[i]), rho, gnorm)
-            if not pending or j >= N or invariant:
-                return out, True
-            if products >= cap:
-                return out, False
-            if j >= max_dim:  # restart on the real span of the wanted Ritz vectors
-                idx = sorted(set(np.concatenate(best_sets).tolist()))
-                idx = sorted(set(idx) | {int(np.argmin(np.abs(th - np.conj(th[i])))) for i in idx})
-                B = np.concatenate([S[:, idx].real, S[:, idx].imag], axis=1)
-                U, sv, _ = np.linalg.svd(B, full_matrices=False)
-                Y = U[:, sv > 1e-8 * sv[0]]
-                k = Y.shape[1]
-                Yt = torch.from_numpy(np.ascontiguousarray(Y)).to(device=dev)
-                V[:, :k], AV[:, :k] = _times(V, Yt), _times(AV, Yt)
-                G[:k, :k] = Y.T @ G[:j, :j] @ Y
-                G[k:, :] = 0.0
-                G[:, k:] = 0.0
-                Rk = AV[:, :k] - _times(V[:, :k], torch.from_numpy(np.ascontiguousarray(G[:k, :k])).to(device=dev))
-                r = Rk[:, int(torch.linalg.vector_norm(Rk, dim=0).argmax())]
-                j = k
-                r, nr, _ = _orth_step(V, j, r)
-                if nr <= 1e-12 * max(gnorm, 1e-300):
-                    return out, True
-                torch.div(r, nr, out=V[:, j])
-                AV[:, j] = op(V[:, j : j + 1])[:, 0]
-                products += 1
-                _extend(G, V, AV, j)
-                j += 1
-                continue
-        r, nr, _ = _orth_step(V, j, AV[:, j - 1], torch.from_numpy(G[:j, j - 1]).to(V.device))
-        if nr <= 1e-12 * max(float(np.abs(G[:j, :j]).max()), 1e-300):
-            invariant = True  # the Ritz pairs are exact up to rounding: one last check
+        if not pending or j >= N or invariant:
+            return out, True
+        if products >= cap:
+            return out, False
+        if not restart:
+            _arnoldi_expand(op, V, AV, G, j, f, nf, row=False)
+            products += 1
+            j += 1
             continue
-        torch.div(r, nr, out=V[:, j])
-        AV[:, j] = op(V[:, j : j + 1])[:, 0]
+        # restart on the real span of the wanted Ritz vectors
+        idx = sorted(set(np.concatenate(best_sets).tolist()))
+        idx = sorted(set(idx) | {int(np.argmin(np.abs(th - np.conj(th[i])))) for i in idx})
+        S = S / np.linalg.norm(S, axis=0)
+        B = np.concatenate([S[:, idx].real, S[:, idx].imag], axis=1)
+        U, sv, _ = np.linalg.svd(B, full_matrices=False)
+        Y = U[:, sv > 1e-8 * sv[0]]
+        k = Y.shape[1]
+        Yt = torch.from_numpy(np.ascontiguousarray(Y)).to(device=dev)
+        V[:, :k], AV[:, :k] = _times(V, Yt), _times(AV, Yt)
+        G[:k, :k] = Y.T @ Gj @ Y
+        G[k:, :] = 0.0
+        G[:, k:] = 0.0
+        Rk = AV[:, :k] - _times(V[:, :k], torch.from_numpy(np.ascontiguousarray(G[:k, :k])).to(device=dev))
+        r = Rk[:, int(torch.linalg.vector_norm(Rk, dim=0).argmax())]
+        j = k
+        r, nr, _, _ = _orth_step(V, j, r)
+        if nr <= 1e-12 * max(gnorm, 1e-300):
+            return out, True
+        _arnoldi_expand(op, V, AV, G, j, r, nr, row=True)
         products += 1
-        _extend(G, V, AV, j)
         j += 1
 
 
-def _extend(G: np.ndarray, V: torch.Tensor, AV: torch.Tensor, j: int) -> None:
-    """The new row and column ``j`` of ``G = VᵀAV``."""
+def _arnoldi_continuation(V: torch.Tensor, AV: torch.Tensor, G: np.ndarray, j: int):
+    """``(f, ‖f‖)``: ``op(v) − V G[:j, j−1]`` for the last basis vector ``v = V[:, j−1]`` (the
+    projection computed with it), reorthogonalised by the DGKS criterion (:func:`_orth_step`), whose
+    coefficients are added to that column of ``G``."""
+    f, nf, _, d = _orth_step(V, j, AV[:, j - 1], torch.from_numpy(G[:j, j - 1]).to(V.device))
+    if d is not None:
+        G[:j, j - 1] += d.cpu().numpy()
+    return f, nf
+
+
+def _arnoldi_expand(op, V: torch.Tensor, AV: torch.Tensor, G: np.ndarray, j: int, f, nf: float, row: bool) -> None:
+    """Column ``j`` of the Arnoldi basis: ``v = f / ‖f‖`` (in place), ``op(v)``, its projection
+    ``G[:j+1, j] = V[:, :j+1]ᵀ op(v)`` (the next continuation's Gram–Schmidt coefficients) and row
+    ``j`` of ``G``: ``‖f‖`` below the diagonal (Hessenberg), or after a restart (``row``) the whole
+    row ``vᵀ op(V[:, :j])``."""
+    torch.div(f, nf, out=V[:, j])
+    AV[:, j] = op(V[:, j : j + 1])[:, 0]
     G[: j + 1, j] = (V[:, : j + 1].T @ AV[:, j]).cpu().numpy()
-    G[j, :j] = (V[:, j] @ AV[:, :j]).cpu().numpy()
+    if row:
+        G[j, :j] = (V[:, j] @ AV[:, :j]).cpu().numpy()
+    else:
+        G[j, j - 1] = nf
+
+
+def _eigenvectors(G: np.ndarray, th: np.ndarray, gnorm: float) -> np.ndarray:
+    """Unit eigenvectors of the real ``G`` for its (computed) eigenvalues ``th``, one column each, by
+    two steps of inverse iteration from a fixed vector (LAPACK ``zgetrf``/``zgetrs``; a pivot below
+    ``eps·‖G‖`` is replaced by it, as LAPACK's ``hsein`` does); an eigenvalue whose conjugate came
+    before gets that vector's conjugate."""
+    j = G.shape[0]
+    out = np.empty((j, len(th)), dtype=complex)
+    small = EPS * max(gnorm, float(np.abs(G).max()), 1e-300)
+    done_at: dict = {}
+    for c, t in enumerate(th.tolist()):
+        if t.conjugate() in done_at:
+            out[:, c] = out[:, done_at[t.conjugate()]].conj()
+            done_at.setdefault(t, c)
+            continue
+        lu, piv, _ = lapack.zgetrf(G - t * np.eye(j))
+        d = np.einsum("ii->i", lu)
+        d[np.abs(d) < small] = small
+        x = np.ones(j, dtype=complex)
+        for _ in range(2):
+            x, _ = lapack.zgetrs(lu, piv, x)
+            x /= np.linalg.norm(x)
+        out[:, c] = x
+        done_at.setdefault(t, c)
+    return out
 
 
 def _ritz_residuals(V: torch.Tensor, AV: torch.Tensor, th: np.ndarray, S: np.ndarray) -> list:
