@@ -235,8 +235,9 @@ def _ritz_pairs(T: np.ndarray, j: int, tri: bool, idx: list) -> tuple[np.ndarray
     (of the ascending spectrum) and their unit eigenvectors (the columns of ``S``), and the largest eigenvalue modulus,
     by LAPACK's subset solvers: bisection and inverse iteration (``dstebz``, ``dstein``) while
     ``T`` is tridiagonal (``tri``), ``dsyevr`` with an index range after a restart (the arrow)."""
+    uniq = sorted(set(idx))
     runs: list = []  # contiguous index ranges
-    for i in idx:
+    for i in uniq:
         if runs and runs[-1][1] == i - 1:
             runs[-1][1] = i
         else:
@@ -251,7 +252,7 @@ def _ritz_pairs(T: np.ndarray, j: int, tri: bool, idx: list) -> tuple[np.ndarray
                 raise np.linalg.LinAlgError(f"dstebz: info {info}, {m} of {b - a + 1} eigenvalues")
             ws.append(w[:m])
             bs.append(iblock)
-        nv = len(idx)
+        nv = len(uniq)
         if len(runs) == 1 and isplit[0] == j:  # one run, T unreduced: dstebz's output as dstein takes it
             th = ws[0]
             z, info = lapack.dstein(d, e, th, bs[0], isplit)
@@ -281,6 +282,10 @@ def _ritz_pairs(T: np.ndarray, j: int, tri: bool, idx: list) -> tuple[np.ndarray
                 ths.append(w[:m])
                 Ss.append(z[:, :m])
         th, S, vals = np.concatenate(ths), np.ascontiguousarray(np.concatenate(Ss, axis=1)), np.concatenate(ws)
+    if uniq != idx:
+        pos = {i: p for p, i in enumerate(uniq)}
+        sel = [pos[i] for i in idx]
+        th, S = th[sel], S[:, sel]
     return th, S, float(np.abs(vals).max())
 
 
