@@ -48,6 +48,7 @@ import math
 
 import numpy as np
 import torch
+from scipy.linalg import lapack
 
 F64 = torch.float64
 EPS = float(torch.finfo(F64).eps)
@@ -66,18 +67,23 @@ ARNOLDI_CHECK_EVERY = 8
 __all__ = ["lanczos_ends", "ritz_extreme", "arnoldi_ends"]
 
 
-def _orth_step(V: torch.Tensor, j: int, r: torch.Tensor, c=None) -> tuple[torch.Tensor, float, float]:
-    """``(r', ‖r'‖, ‖r‖)``: ``r`` orthogonalised against ``V[:, :j]`` (classical Gram–Schmidt,
+def _orth_step(V: torch.Tensor, j: int, r: torch.Tensor, c=None):
+    """``(r', ‖r'‖, ‖r‖, d)``: ``r`` orthogonalised against ``V[:, :j]`` (classical Gram–Schmidt,
     repeated when the first pass removed more than ``1 − 1/√2`` of its norm: the
     Daniel–Gragg–Kaufman–Stewart criterion). ``c``: the first pass's coefficients ``V[:, :j]ᵀ r``
-    when already at hand (the continuation of a Krylov sequence: the projected matrix's last column)."""
+    when already at hand (the continuation of a Krylov sequence: the projected matrix's last column);
+    ``d``: the coefficients removed beyond ``c`` (None when no pass beyond ``c`` ran)."""
+    Vj = V[:, :j]
     n0 = float(torch.linalg.vector_norm(r))
-    r = r - V[:, :j] @ (V[:, :j].T @ r if c is None else c)
+    d = Vj.T @ r if c is None else None
+    r = torch.addmv(r, Vj, c if d is None else d, alpha=-1.0)
     nr = float(torch.linalg.vector_norm(r))
     if nr < 0.7071 * n0:
-        r = r - V[:, :j] @ (V[:, :j].T @ r)
+        d2 = Vj.T @ r
+        r = torch.addmv(r, Vj, d2, alpha=-1.0)
         nr = float(torch.linalg.vector_norm(r))
-    return r, nr, n0
+        d = d2 if d is None else d + d2
+    return r, nr, n0, d
 
 
 def _basis(N: int, m: int, dev) -> torch.Tensor:
@@ -99,11 +105,11 @@ def lanczos_ends(
 ):
     """``({end: [(θ, y, ρ), …]}, converged)``: the ``k`` Ritz pairs nearest each end in ``ends`` ⊆
     ``("min", "max")`` (nearest first) of a symmetric matrix-free ``op`` (``(N, p) → (N, p)``) by
-    thick-restart Lanczos: Rayleigh–Ritz on ``span[V]`` with ``op(V)`` kept, expanded by the current
-    residual (twice orthogonalised: the Krylov space in exact arithmetic), restarted from the
-    ``max(keep, 2k)`` Ritz vectors nearest each wanted end at ``max_dim``. Checks every
-    :data:`CHECK_EVERY` steps (and at each restart, at the cap, and when the space turns invariant;
-    between checks the plain Lanczos continuation, which spans the same space) and stops when
+    thick-restart Lanczos with full reorthogonalisation: the three-term recurrence, once
+    reorthogonalised against the basis (twice by the DGKS criterion), with ``op(V)`` kept, restarted
+    from the ``max(keep, 2k)`` Ritz vectors nearest each wanted end at ``max_dim`` (the projected
+    matrix is tridiagonal, with an arrow after a restart). Checks every :data:`CHECK_EVERY` steps (and
+    at each restart, at the cap, and when the space turns invariant) and stops when
     ``done(end, θ, ρ, anorm)`` for every pair (``anorm``: largest ``|θ|``), when the space is
     invariant, or (``converged`` False) after ``max_products`` products. A check computes the
     explicit residuals only past the screen (:func:`_certainly_pending`)."""
@@ -113,67 +119,83 @@ def lanczos_ends(
     V, AV = _basis(N, max_dim, dev), _basis(N, max_dim, dev)
     V[:, 0] = v0.to(F64) / torch.linalg.vector_norm(v0.to(F64))
     AV[:, 0] = op(V[:, :1])[:, 0]
-    Hm = torch.zeros(max_dim, max_dim, dtype=F64, device=dev)
-    Hm[0, 0] = V[:, 0] @ AV[:, 0]
-    j, products, force = 1, 1, False
+    T = np.zeros((max_dim, max_dim))  # VᵀAV (host): tridiagonal, with an arrow after a restart
+    T[0, 0] = float(V[:, 0] @ AV[:, 0])
+    j, products, lo = 1, 1, 0  # lo: the first nonzero row of T's column j − 1
+    restarted = False  # T is tridiagonal until the first restart
     cap = float("inf") if max_products is None else max_products
     while True:
-        if not (force or j % CHECK_EVERY == 0 or j >= max_dim or j >= N or products >= cap):
-            # between checks: the Lanczos continuation (the residuals of all Ritz pairs are parallel to it)
-            f, nf, n0 = _orth_step(V, j, AV[:, j - 1], Hm[:j, j - 1])
-            if nf <= 1e-10 * n0:  # invariant: check now
-                force = True
-                continue
-            _expand(op, V, AV, Hm, j, f, nf)
+        more = j < N and products < cap
+        f, nf, n0 = _lanczos_continuation(V, AV, T, j, lo) if more else (None, 0.0, 1.0)
+        invariant = more and nf <= 1e-10 * n0
+        if more and not invariant and j % CHECK_EVERY and j < max_dim:  # between checks
+            lo = _lanczos_expand(op, V, AV, T, j, f, nf, arrow=False)
             products += 1
             j += 1
             continue
-        force = False
-        th, S = torch.linalg.eigh(Hm[:j, :j])
-        anorm = float(th.abs().max())
         wanted = [
             (end, i)
             for end in ends
             for i in (range(min(k, j)) if end == "min" else range(j - 1, max(j - 1 - k, -1), -1))
         ]
-        if j < N and products < cap:
-            # the screen: op V = V H + f e_jᵀ (f the continuation), so ‖f‖·|s_j| estimates each Ritz residual
-            f, nf, n0 = _orth_step(V, j, AV[:, j - 1], Hm[:j, j - 1])
-            est, tl = (nf * S[j - 1].abs()).tolist(), th.tolist()
-            groups = [[(end, tl[i], est[i])] for end, i in wanted]
-            if nf > 1e-10 * n0 and (j < k or _certainly_pending(groups, done, anorm, j)):
-                if j >= max_dim:  # thick restart: the `keep` Ritz vectors nearest each wanted end (f ⊥ them)
-                    j = _thick_restart(V, AV, Hm, th, S, j, keep, ends)
-                    f, nf, _ = _orth_step(V, j, f)
-                _expand(op, V, AV, Hm, j, f, nf)
-                products += 1
-                j += 1
-                continue
-        out: dict = {}
-        pending = [] if j >= k else [(math.inf, None)]
-        for end, i in wanted:
-            y, Ay, t = V[:, :j] @ S[:, i], AV[:, :j] @ S[:, i], float(th[i])
-            r = Ay - t * y
-            rho = float(torch.linalg.vector_norm(r))
-            out.setdefault(end, []).append((t, y, rho))
-            if not done(end, t, rho, anorm):
-                pending.append((rho, r))
-        if not pending or j >= N:
-            return out, True
-        if products >= cap:
-            return out, False
-        if j >= max_dim:  # thick restart: the `keep` Ritz vectors nearest each wanted end
-            j = _thick_restart(V, AV, Hm, th, S, j, keep, ends)
-        rho, r = max((p for p in pending if p[1] is not None), key=lambda p: p[0], default=(math.inf, None))
-        if r is None:  # fewer than k pairs yet: the last Krylov vector continues the sequence
-            r = AV[:, j - 1]
-            rho = float(torch.linalg.vector_norm(r))
-        r, nr, _ = _orth_step(V, j, r)
-        if nr <= 1e-10 * rho:  # invariant subspace: the Ritz pairs are exact up to rounding
-            return out, True
-        _expand(op, V, AV, Hm, j, r, nr)
+        th, S, anorm = _ritz_pairs(T, j, not restarted, [i for _, i in wanted])
+        pend = j < k
+        if more and not invariant:
+            # the screen: op V = V T + f e_jᵀ, so ‖f‖·|s_j| estimates each Ritz residual
+            groups = [[(end, float(th[c]), nf * abs(float(S[j - 1, c])))] for c, (end, _) in enumerate(wanted)]
+            pend = pend or _certainly_pending(groups, done, anorm, j)
+        if not pend or not more or invariant:
+            out: dict = {}
+            Sw = torch.from_numpy(S).to(dev)
+            Y, AY = _times(V[:, :j], Sw), _times(AV[:, :j], Sw)
+            for c, (end, _) in enumerate(wanted):
+                t = float(th[c])
+                rho = float(torch.linalg.vector_norm(AY[:, c] - t * Y[:, c]))
+                out.setdefault(end, []).append((t, Y[:, c], rho))
+                pend |= not done(end, t, rho, anorm)
+            if not pend or j >= N or invariant:
+                return out, True
+            if not more:
+                return out, False
+        arrow = j >= max_dim
+        if arrow:  # thick restart: the `keep` Ritz vectors nearest each wanted end (f ⊥ them)
+            assert f is not None
+            j = _thick_restart(V, AV, T, j, keep, ends, not restarted)
+            f, nf, _, _ = _orth_step(V, j, f)
+            restarted = True
+        lo = _lanczos_expand(op, V, AV, T, j, f, nf, arrow)
         products += 1
         j += 1
+
+
+def _lanczos_continuation(V: torch.Tensor, AV: torch.Tensor, T: np.ndarray, j: int, lo: int):
+    """``(f, ‖f‖, ‖op(v)‖)`` for the last basis vector ``v = V[:, j−1]``: ``f = op(v) − V T[:, j−1]``
+    (the three-term recurrence; the arrow after a restart), reorthogonalised against ``V[:, :j]``
+    (once, twice by the DGKS criterion: :func:`_orth_step`)."""
+    c = T[lo:j, j - 1]
+    if j - lo <= 2:
+        f = torch.add(AV[:, j - 1], V[:, j - 1], alpha=-float(c[-1]))
+        if j - lo == 2:
+            f.sub_(V[:, j - 2], alpha=float(c[0]))
+    else:
+        f = torch.addmv(AV[:, j - 1], V[:, lo:j], torch.from_numpy(c).to(V.device), alpha=-1.0)
+    f, nf, n1, _ = _orth_step(V, j, f)
+    return f, nf, math.sqrt(float(c @ c) + n1 * n1)
+
+
+def _lanczos_expand(op, V: torch.Tensor, AV: torch.Tensor, T: np.ndarray, j: int, f, nf: float, arrow: bool) -> int:
+    """Column ``j`` of the Lanczos basis: ``v = f / ‖f‖`` (written in place), ``op(v)`` and column
+    ``j`` of ``T``: ``β = ‖f‖`` and ``α = vᵀop(v)``, or after a restart (``arrow``) the whole column
+    ``V[:, :j+1]ᵀ op(v)``; returns the first nonzero row of that column."""
+    torch.div(f, nf, out=V[:, j])
+    AV[:, j] = op(V[:, j : j + 1])[:, 0]
+    if arrow:
+        h = (V[:, : j + 1].T @ AV[:, j]).cpu().numpy()
+        T[: j + 1, j], T[j, : j + 1] = h, h
+        return 0
+    T[j - 1, j] = T[j, j - 1] = nf
+    T[j, j] = float(V[:, j] @ AV[:, j])
+    return j - 1
 
 
 def _screen_slack(j: int, anorm: float) -> float:
@@ -194,27 +216,77 @@ def _certainly_pending(groups, done, anorm: float, j: int) -> bool:
     return any(not any(done(key, t, max(0.5 * est - slack, 0.0), anorm) for key, t, est in g) for g in groups)
 
 
-def _thick_restart(V: torch.Tensor, AV: torch.Tensor, Hm: torch.Tensor, th, S, j: int, keep: int, ends) -> int:
+def _thick_restart(V: torch.Tensor, AV: torch.Tensor, T: np.ndarray, j: int, keep: int, ends, tri: bool) -> int:
     """Restart of :func:`lanczos_ends` on the ``keep`` Ritz vectors nearest each wanted end (in
-    place); returns the new basis size."""
+    place): ``T`` becomes their Ritz values' diagonal; returns the new basis size."""
     kk = min(keep, j)
     idx = sorted(set(range(kk) if "min" in ends else ()) | set(range(j - kk, j) if "max" in ends else ()))
-    sel = S[:, idx]
+    th, S, _ = _ritz_pairs(T, j, tri, idx)
+    sel = torch.from_numpy(S).to(V.device)
     j = len(idx)
     V[:, :j], AV[:, :j] = _times(V, sel), _times(AV, sel)
-    Hm.zero_()
-    Hm[:j, :j] = torch.diag(th[idx])
+    T[:] = 0.0
+    T[:j, :j] = np.diag(th)
     return j
 
 
-def _expand(op, V: torch.Tensor, AV: torch.Tensor, Hm: torch.Tensor, j: int, r: torch.Tensor, nr: float) -> None:
-    """Column ``j`` of the Lanczos basis: ``v = r / nr`` (written in place), ``op(v)`` and the new
-    row / column of ``VᵀAV`` (``V[:, :j+1]ᵀ op(v)``, mirrored; also the Gram–Schmidt coefficients
-    of the next step)."""
-    torch.div(r, nr, out=V[:, j])
-    AV[:, j] = op(V[:, j : j + 1])[:, 0]
-    h = V[:, : j + 1].T @ AV[:, j]
-    Hm[j, : j + 1], Hm[: j + 1, j] = h, h
+def _ritz_pairs(T: np.ndarray, j: int, tri: bool, idx: list) -> tuple[np.ndarray, np.ndarray, float]:
+    """``(θ, S, max |θ|)``: the eigenvalues of the symmetric ``T[:j, :j]`` with the indices ``idx``
+    (of the ascending spectrum) and their unit eigenvectors (the columns of ``S``), and the largest eigenvalue modulus,
+    by LAPACK's subset solvers: bisection and inverse iteration (``dstebz``, ``dstein``) while
+    ``T`` is tridiagonal (``tri``), ``dsyevr`` with an index range after a restart (the arrow)."""
+    uniq = sorted(set(idx))
+    runs: list = []  # contiguous index ranges
+    for i in uniq:
+        if runs and runs[-1][1] == i - 1:
+            runs[-1][1] = i
+        else:
+            runs.append([i, i])
+    ends = [r for r in ([0, 0], [j - 1, j - 1]) if not any(a <= r[0] <= b for a, b in runs)]
+    if tri:
+        d, e = T.diagonal()[:j].copy(), T.diagonal(1)[: j - 1].copy()
+        ws, bs = [], []
+        for a, b in runs + ends:
+            m, w, iblock, isplit, info = lapack.dstebz(d, e, 2, 0.0, 0.0, a + 1, b + 1, 0.0, "B")
+            if info or m != b - a + 1:
+                raise np.linalg.LinAlgError(f"dstebz: info {info}, {m} of {b - a + 1} eigenvalues")
+            ws.append(w[:m])
+            bs.append(iblock)
+        nv = len(uniq)
+        if len(runs) == 1 and isplit[0] == j:  # one run, T unreduced: dstebz's output as dstein takes it
+            th = ws[0]
+            z, info = lapack.dstein(d, e, th, bs[0], isplit)
+            S = z[:, :nv]
+        else:  # dstein takes them block by block, ascending in each
+            srt = [np.argsort(w, kind="stable") for w in ws[: len(runs)]]  # a split T: listed by block
+            th = np.concatenate([w[o] for w, o in zip(ws, srt)])
+            bl = np.concatenate([ib[: len(w)][o] for ib, w, o in zip(bs, ws, srt)])
+            order = np.lexsort((th, bl))
+            ib = np.zeros(j, dtype=bl.dtype)
+            ib[:nv] = bl[order]
+            z, info = lapack.dstein(d, e, th[order], ib, isplit)
+            S = np.empty((j, nv))
+            S[:, order] = z[:, :nv]
+        if info:
+            raise np.linalg.LinAlgError(f"dstein: info {info}")
+        vals = np.concatenate(ws)
+    else:
+        ths, Ss, ws = [], [], []
+        for a, b in runs + ends:
+            vec = [a, b] in runs
+            w, z, m, _, info = lapack.dsyevr(T[:j, :j], compute_v=int(vec), range="I", il=a + 1, iu=b + 1)
+            if info or m != b - a + 1:
+                raise np.linalg.LinAlgError(f"dsyevr: info {info}, {m} of {b - a + 1} eigenvalues")
+            ws.append(w[:m])
+            if vec:
+                ths.append(w[:m])
+                Ss.append(z[:, :m])
+        th, S, vals = np.concatenate(ths), np.ascontiguousarray(np.concatenate(Ss, axis=1)), np.concatenate(ws)
+    if uniq != idx:
+        pos = {i: p for p, i in enumerate(uniq)}
+        sel = [pos[i] for i in idx]
+        th, S = th[sel], S[:, sel]
+    return th, S, float(np.abs(vals).max())
 
 
 def ritz_extreme(op, N: int, v0: torch.Tensor, smallest: bool, rtol: float, max_dim: int = 40, keep: int = 8):
@@ -234,13 +306,16 @@ def arnoldi_ends(
 ):
     """``({name: (θ, ρ)}, converged)``: for each ``keys[name]`` (a score of complex eigenvalues,
     numpy-vectorised) the Ritz value of a non-symmetric matrix-free ``op`` with the largest score
-    and its residual norm, from one Krylov space: Arnoldi with ``op(V)`` kept, restarted at
-    ``max_dim`` from the real invariant span of the ``keep // len(keys)`` best Ritz vectors of each
-    key (explicit Krylov–Schur). Among Ritz values whose scores tie (within ``tie``, e.g. the real
-    eigenvalues of a ``max |Im|`` key) the one with the smallest residual is taken. Stops when
-    ``done(name, θ, ρ, ‖G‖)`` for every key, when the space is invariant, or (``converged`` False)
-    after ``max_products`` products. Checks every :data:`ARNOLDI_CHECK_EVERY` steps, computing the
-    explicit residuals only past the screen (:func:`_certainly_pending`)."""
+    and its residual norm, from one Krylov space: Arnoldi (classical Gram–Schmidt, repeated by the
+    DGKS criterion; the projected matrix ``G`` is Hessenberg, with a full row after a restart) with
+    ``op(V)`` kept, restarted at ``max_dim`` from the real invariant span of the ``keep // len(keys)``
+    best Ritz vectors of each key (explicit Krylov–Schur). Among Ritz values whose scores tie (within
+    ``tie``, e.g. the real eigenvalues of a ``max |Im|`` key) the one with the smallest residual is
+    taken. Stops when ``done(name, θ, ρ, ‖G‖)`` for every key, when the space is invariant, or
+    (``converged`` False) after ``max_products`` products. Checks every :data:`ARNOLDI_CHECK_EVERY`
+    steps: the Ritz values (``eigvals``) and, by inverse iteration, the vectors of the candidates
+    only (all of them by ``eig`` at a restart), computing the explicit residuals only past the
+    screen (:func:`_certainly_pending`)."""
     max_dim = min(max_dim, N)
     dev = v0.device
     V, AV = _basis(N, max_dim, dev), _basis(N, max_dim, dev)
@@ -248,89 +323,134 @@ def arnoldi_ends(
     V[:, 0] = v0.to(F64) / torch.linalg.vector_norm(v0.to(F64))
     AV[:, 0] = op(V[:, :1])[:, 0]
     G[0, 0] = float(V[:, 0] @ AV[:, 0])
-    j, products, invariant = 1, 1, False
+    j, products = 1, 1
     cap = float("inf") if max_products is None else max_products
     per = max(keep // max(len(keys), 1), 2)
     out: dict = {}
     while True:
-        check = invariant or j >= max_dim or j >= N or j % ARNOLDI_CHECK_EVERY == 0 or products >= cap
-        if check:
-            th, S = np.linalg.eig(G[:j, :j])
-            S = S / np.linalg.norm(S, axis=0)
-            gnorm = float(np.abs(th).max())
-            pending, best_sets, picks = False, [], {}
-            for name, score in keys.items():
-                sc = score(th)
-                order = np.argsort(-sc)
-                best_sets.append(order[:per])
-                # ties (within ``tie``, e.g. the real eigenvalues of a max |Im| key): the smallest residual
-                picks[name] = [int(i) for i in order[:8] if sc[i] >= sc[order[0]] - tie]
-            f = None
-            if not (invariant or j >= N or products >= cap):
-                # the screen (as in lanczos_ends): op V = V G + f e_jᵀ, ‖f‖·|s_j| estimates each residual
-                f, nf, n0 = _orth_step(V, j, AV[:, j - 1], torch.from_numpy(G[:j, j - 1]).to(V.device))
-                est = nf * np.abs(S[j - 1])
-                groups = [[(name, complex(th[i]), float(est[i])) for i in picks[name]] for name in keys]
-                if nf > 1e-12 * max(float(np.abs(G[:j, :j]).max()), 1e-300) and _certainly_pending(
-                    groups, done, gnorm, j
-                ):
-                    if j < max_dim:  # certainly pending: continue the sequence with f
-                        torch.div(f, nf, out=V[:, j])
-                        AV[:, j] = op(V[:, j : j + 1])[:, 0]
-                        products += 1
-                        _extend(G, V, AV, j)
-                        j += 1
-                        continue
-                    pending = True
-            cols = [] if pending else sorted({i for c in picks.values() for i in c})
-            rho_of = dict(zip(cols, _ritz_residuals(V[:, :j], AV[:, :j], th[cols], S[:, cols]))) if cols else {}
-            for name in keys if cols else ():
+        more = j < N and products < cap
+        f, nf = _arnoldi_continuation(V, AV, G, j) if more else (None, 0.0)
+        invariant = more and nf <= 1e-12 * max(float(np.abs(G[:j, :j]).max()), 1e-300)
+        if more and not invariant and j % ARNOLDI_CHECK_EVERY and j < max_dim:  # between checks
+            _arnoldi_expand(op, V, AV, G, j, f, nf, row=False)
+            products += 1
+            j += 1
+            continue
+        Gj = G[:j, :j]
+        restart = more and not invariant and j >= max_dim
+        if restart:  # every vector is needed for the restart
+            th, S = np.linalg.eig(Gj)
+        else:
+            th = torch.linalg.eigvals(torch.from_numpy(Gj)).numpy()
+        gnorm = float(np.abs(th).max())
+        best_sets, picks = [], {}
+        for name, score in keys.items():
+            sc = score(th)
+            order = np.argsort(-sc)
+            best_sets.append(order[:per])
+            # ties (within ``tie``, e.g. the real eigenvalues of a max |Im| key): the smallest residual
+            picks[name] = [int(i) for i in order[:8] if sc[i] >= sc[order[0]] - tie]
+        cols = sorted({i for c in picks.values() for i in c})
+        Sc = S[:, cols] if restart else _eigenvectors(Gj, th[cols], gnorm)
+        Sc = Sc / np.linalg.norm(Sc, axis=0)
+        pending = False
+        if more and not invariant:
+            # the screen (as in lanczos_ends): op V = V G + f e_jᵀ, ‖f‖·|s_j| estimates each residual
+            est = dict(zip(cols, (nf * np.abs(Sc[j - 1])).tolist()))
+            groups = [[(name, complex(th[i]), est[i]) for i in picks[name]] for name in keys]
+            pending = _certainly_pending(groups, done, gnorm, j)
+            if pending and not restart:  # certainly pending: continue the sequence with f
+                _arnoldi_expand(op, V, AV, G, j, f, nf, row=False)
+                products += 1
+                j += 1
+                continue
+        if not pending:
+            rho_of = dict(zip(cols, _ritz_residuals(V[:, :j], AV[:, :j], th[cols], Sc)))
+            for name in keys:
                 rho, i = min((rho_of[i], i) for i in picks[name])
                 out[name] = (complex(th[i]), rho)
                 pending |= not done(name, complex(th[i]), rho, gnorm)
-            if not pending or j >= N or invariant:
-                return out, True
-            if products >= cap:
-                return out, False
-            if j >= max_dim:  # restart on the real span of the wanted Ritz vectors
-                idx = sorted(set(np.concatenate(best_sets).tolist()))
-                idx = sorted(set(idx) | {int(np.argmin(np.abs(th - np.conj(th[i])))) for i in idx})
-                B = np.concatenate([S[:, idx].real, S[:, idx].imag], axis=1)
-                U, sv, _ = np.linalg.svd(B, full_matrices=False)
-                Y = U[:, sv > 1e-8 * sv[0]]
-                k = Y.shape[1]
-                Yt = torch.from_numpy(np.ascontiguousarray(Y)).to(device=dev)
-                V[:, :k], AV[:, :k] = _times(V, Yt), _times(AV, Yt)
-                G[:k, :k] = Y.T @ G[:j, :j] @ Y
-                G[k:, :] = 0.0
-                G[:, k:] = 0.0
-                Rk = AV[:, :k] - _times(V[:, :k], torch.from_numpy(np.ascontiguousarray(G[:k, :k])).to(device=dev))
-                r = Rk[:, int(torch.linalg.vector_norm(Rk, dim=0).argmax())]
-                j = k
-                r, nr, _ = _orth_step(V, j, r)
-                if nr <= 1e-12 * max(gnorm, 1e-300):
-                    return out, True
-                torch.div(r, nr, out=V[:, j])
-                AV[:, j] = op(V[:, j : j + 1])[:, 0]
-                products += 1
-                _extend(G, V, AV, j)
-                j += 1
-                continue
-        r, nr, _ = _orth_step(V, j, AV[:, j - 1], torch.from_numpy(G[:j, j - 1]).to(V.device))
-        if nr <= 1e-12 * max(float(np.abs(G[:j, :j]).max()), 1e-300):
-            invariant = True  # the Ritz pairs are exact up to rounding: one last check
+        if not pending or j >= N or invariant:
+            return out, True
+        if products >= cap:
+            return out, False
+        if not restart:
+            _arnoldi_expand(op, V, AV, G, j, f, nf, row=False)
+            products += 1
+            j += 1
             continue
-        torch.div(r, nr, out=V[:, j])
-        AV[:, j] = op(V[:, j : j + 1])[:, 0]
+        # restart on the real span of the wanted Ritz vectors
+        idx = sorted(set(np.concatenate(best_sets).tolist()))
+        idx = sorted(set(idx) | {int(np.argmin(np.abs(th - np.conj(th[i])))) for i in idx})
+        S = S / np.linalg.norm(S, axis=0)
+        B = np.concatenate([S[:, idx].real, S[:, idx].imag], axis=1)
+        U, sv, _ = np.linalg.svd(B, full_matrices=False)
+        Y = U[:, sv > 1e-8 * sv[0]]
+        k = Y.shape[1]
+        Yt = torch.from_numpy(np.ascontiguousarray(Y)).to(device=dev)
+        V[:, :k], AV[:, :k] = _times(V, Yt), _times(AV, Yt)
+        G[:k, :k] = Y.T @ Gj @ Y
+        G[k:, :] = 0.0
+        G[:, k:] = 0.0
+        Rk = AV[:, :k] - _times(V[:, :k], torch.from_numpy(np.ascontiguousarray(G[:k, :k])).to(device=dev))
+        r = Rk[:, int(torch.linalg.vector_norm(Rk, dim=0).argmax())]
+        j = k
+        r, nr, _, _ = _orth_step(V, j, r)
+        if nr <= 1e-12 * max(gnorm, 1e-300):
+            return out, True
+        _arnoldi_expand(op, V, AV, G, j, r, nr, row=True)
         products += 1
-        _extend(G, V, AV, j)
         j += 1
 
 
-def _extend(G: np.ndarray, V: torch.Tensor, AV: torch.Tensor, j: int) -> None:
-    """The new row and column ``j`` of ``G = VᵀAV``."""
+def _arnoldi_continuation(V: torch.Tensor, AV: torch.Tensor, G: np.ndarray, j: int):
+    """``(f, ‖f‖)``: ``op(v) − V G[:j, j−1]`` for the last basis vector ``v = V[:, j−1]`` (the
+    projection computed with it), reorthogonalised by the DGKS criterion (:func:`_orth_step`), whose
+    coefficients are added to that column of ``G``."""
+    f, nf, _, d = _orth_step(V, j, AV[:, j - 1], torch.from_numpy(G[:j, j - 1]).to(V.device))
+    if d is not None:
+        G[:j, j - 1] += d.cpu().numpy()
+    return f, nf
+
+
+def _arnoldi_expand(op, V: torch.Tensor, AV: torch.Tensor, G: np.ndarray, j: int, f, nf: float, row: bool) -> None:
+    """Column ``j`` of the Arnoldi basis: ``v = f / ‖f‖`` (in place), ``op(v)``, its projection
+    ``G[:j+1, j] = V[:, :j+1]ᵀ op(v)`` (the next continuation's Gram–Schmidt coefficients) and row
+    ``j`` of ``G``: ``‖f‖`` below the diagonal (Hessenberg), or after a restart (``row``) the whole
+    row ``vᵀ op(V[:, :j])``."""
+    torch.div(f, nf, out=V[:, j])
+    AV[:, j] = op(V[:, j : j + 1])[:, 0]
     G[: j + 1, j] = (V[:, : j + 1].T @ AV[:, j]).cpu().numpy()
-    G[j, :j] = (V[:, j] @ AV[:, :j]).cpu().numpy()
+    if row:
+        G[j, :j] = (V[:, j] @ AV[:, :j]).cpu().numpy()
+    else:
+        G[j, j - 1] = nf
+
+
+def _eigenvectors(G: np.ndarray, th: np.ndarray, gnorm: float) -> np.ndarray:
+    """Unit eigenvectors of the real ``G`` for its (computed) eigenvalues ``th``, one column each, by
+    two steps of inverse iteration from a fixed vector (LAPACK ``zgetrf``/``zgetrs``; a pivot below
+    ``eps·‖G‖`` is replaced by it, as LAPACK's ``hsein`` does); an eigenvalue whose conjugate came
+    before gets that vector's conjugate."""
+    j = G.shape[0]
+    out = np.empty((j, len(th)), dtype=complex)
+    small = EPS * max(gnorm, float(np.abs(G).max()), 1e-300)
+    done_at: dict = {}
+    for c, t in enumerate(th.tolist()):
+        if t.conjugate() in done_at:
+            out[:, c] = out[:, done_at[t.conjugate()]].conj()
+            done_at.setdefault(t, c)
+            continue
+        lu, piv, _ = lapack.zgetrf(G - t * np.eye(j))
+        d = np.einsum("ii->i", lu)
+        d[np.abs(d) < small] = small
+        x = np.ones(j, dtype=complex)
+        for _ in range(2):
+            x, _ = lapack.zgetrs(lu, piv, x)
+            x /= np.linalg.norm(x)
+        out[:, c] = x
+        done_at.setdefault(t, c)
+    return out
 
 
 def _ritz_residuals(V: torch.Tensor, AV: torch.Tensor, th: np.ndarray, S: np.ndarray) -> list:

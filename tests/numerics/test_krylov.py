@@ -207,3 +207,57 @@ def test_the_sigma_1_search_stops_once_decided_with_a_true_lower_bound():
     t, rho, c = search(1e-12)
     assert c < c4 and rho <= DECIDED_RTOL * t and 0 < t - rho <= lam[0]
     assert search(math.sqrt(2 * lam[0]))[2] == c4  # not decided above the level: the 1e-4 rule
+
+
+def _tridiagonal(d, e):
+    return np.diag(d) + np.diag(e, 1) + np.diag(e, -1)
+
+
+def test_the_subset_ritz_pairs_match_a_dense_eigendecomposition():
+    """The checks' Ritz pairs (``krylov._ritz_pairs``: LAPACK ``dstebz``/``dstein`` on the tridiagonal
+    projected matrix, ``dsyevr`` index ranges on the arrow after a restart) against
+    ``numpy.linalg.eigh`` of the explicit matrix: the eigenvalues with the asked indices (in the asked
+    order, both ends, descending as a ``max`` end asks them), orthonormal eigenvectors ``T s = θ s``
+    and the largest eigenvalue modulus, also for a tridiagonal matrix that splits into blocks (zero
+    off-diagonals) with double eigenvalues."""
+    rng = np.random.default_rng(6)
+    j = 30
+    d, e = rng.uniform(-2.0, 1.0, j), rng.uniform(0.1, 1.0, j - 1)
+    tri = _tridiagonal(d, e)
+    e2 = e.copy()
+    e2[[9, 19]] = 0.0  # three blocks, the last a copy of the first: each of its eigenvalues twice
+    d2 = d.copy()
+    d2[20:], e2[20:] = d[:10], e[:9]
+    split = _tridiagonal(d2, e2)
+    arrow = tri.copy()
+    arrow[:8, :8] = np.diag(np.sort(rng.uniform(-3.0, 3.0, 8)))
+    arrow[8, :8] = arrow[:8, 8] = rng.standard_normal(8)  # row 8 after a restart on 8 Ritz vectors
+    for M, is_tri in ((tri, True), (split, True), (arrow, False)):
+        T = np.zeros((40, 40))
+        T[:j, :j] = M
+        ref = np.linalg.eigvalsh(M)
+        for idx in ([0], [j - 1], [0, j - 1], [0, 1, 2], [j - 1, j - 2, j - 3], [0, 1, j - 1, j - 2]):
+            th, S, anorm = krylov._ritz_pairs(T, j, is_tri, idx)
+            assert np.allclose(th, ref[idx], rtol=0, atol=1e-13), (is_tri, idx)
+            assert abs(anorm - np.abs(ref).max()) <= 1e-13
+            assert np.abs(S.T @ S - np.eye(len(idx))).max() <= 1e-12, (is_tri, idx)  # orthonormal
+            assert np.abs(M @ S - S * th).max() <= 1e-12, (is_tri, idx)
+
+
+def test_the_candidate_eigenvectors_by_inverse_iteration():
+    """Arnoldi's candidate Ritz vectors (``krylov._eigenvectors``: inverse iteration on the projected
+    matrix at its computed eigenvalues) against the explicit definition ``G s = θ s`` (``‖s‖ = 1``),
+    for a conjugate pair (the second vector the conjugate of the first), a real eigenvalue, and a
+    matrix whose eigenvalue is exact in floating point (a vanishing pivot)."""
+    rng = np.random.default_rng(7)
+    G = np.triu(rng.standard_normal((25, 25)), -1)
+    z = np.linalg.eigvals(G)
+    pair = z[np.argmax(z.imag)]
+    real = z[np.abs(z.imag) == 0][:1]
+    th = np.concatenate([[pair, np.conj(pair)], real])
+    S = krylov._eigenvectors(G, th, float(np.abs(z).max()))
+    assert np.allclose(np.linalg.norm(S, axis=0), 1.0, rtol=0, atol=1e-13)
+    assert np.abs(G @ S - S * th).max() <= 1e-12
+    D = np.diag([3.0, 1.0, -2.0]) + np.triu(np.ones((3, 3)), 1)  # exact eigenvalues 3, 1, −2
+    S = krylov._eigenvectors(D, np.array([1.0 + 0j]), 3.0)
+    assert np.abs(D @ S[:, 0] - S[:, 0]).max() <= 1e-14 and abs(np.linalg.norm(S[:, 0]) - 1) <= 1e-14
