@@ -241,8 +241,7 @@ class FactoredBlocks:
             m = 2 * H
         else:  # "gram": columns vec(T_hᵀT_k + T_kᵀT_h) (h < k), vec(T_hᵀT_h), then vec I
             hh, kk = torch.triu_indices(H, H, device=T.device)
-            S = self._pair_products(hh, kk)  # (..., pairs, d, d): T_hᵀ T_k
-            S = S + (hh != kk).to(T.dtype)[:, None, None] * S.transpose(-1, -2)
+            S = self._pair_sums(hh, kk)
             eye = torch.eye(d, dtype=T.dtype, device=T.device)
             ca = max(1, min(d, self.chunk_elems // max(len(hh) * d, 1)))
 
@@ -262,6 +261,12 @@ class FactoredBlocks:
         """The factor of ``[vec T_h]`` alone: the leading ``H × H`` block of the ``"TTt"`` factor (a QR's
         leading columns are the QR of those columns; one factorisation instead of two)."""
         return self._factor("TTt")[..., : self.H, : self.H]
+
+    def _pair_sums(self, hh: torch.Tensor, kk: torch.Tensor) -> torch.Tensor:
+        """``T_hᵀ T_k + T_kᵀ T_h`` (``h ≠ k``) and ``T_hᵀ T_h`` (``h = k``) ``(..., pairs, d, d)``: the terms
+        of ``OᵀO`` over head pairs ``h ≤ k``."""
+        S = self._pair_products(hh, kk)
+        return S + (hh != kk).to(S.dtype)[:, None, None] * S.transpose(-1, -2)
 
     def _pair_products(self, hh: torch.Tensor, kk: torch.Tensor) -> torch.Tensor:
         """``T_hᵀ T_k`` for the index pairs ``(hh, kk)``; with factors
@@ -481,13 +486,19 @@ class FactoredBlocks:
             O = self.w.reshape(d, d, n, n).permute(2, 3, 0, 1)
             G = torch.einsum("ikab,ikac->kbc", O, O)
         else:
-            g = torch.einsum("hik,gik->hgk", self.w, self.w).reshape(H * H, n)
-            G = torch.zeros(n, d * d, dtype=F64, device=self.P.device)
-            hh, kk = (t.reshape(-1) for t in torch.meshgrid(torch.arange(H), torch.arange(H), indexing="ij"))
-            step = max(1, min(H * H, self.chunk_elems // max(d * d, 1)))
-            for p0 in range(0, H * H, step):  # one (n × pairs)·(pairs × d²) product per block of head pairs
-                pp = self._pair_products(hh[p0 : p0 + step], kk[p0 : p0 + step]).reshape(-1, d * d)
-                G += g[p0 : p0 + step].T @ pp
+            # G_k = Σ_{h≤g} g^hg_k S_hg with g^hg_k = Σ_i w^h_ik w^g_ik and the symmetrised pairs S_hg of
+            # the Gram factor (H(H+1)/2 products instead of H²); g as one batched product on a contiguous
+            # copy, G as the first block's product (a zeroed n·d² accumulator cost 2 ms in page faults).
+            # Measured at n = d = 64, H = 4, one thread, alternated in one process: 2.9 → 0.56 ms
+            hh, kk = torch.triu_indices(H, H, device=self.P.device)
+            wk = self.w.movedim(-1, -3).contiguous()  # (n_k, H, n_i)
+            g = (wk @ wk.transpose(-1, -2))[:, hh, kk]  # (n, pairs)
+            G = None
+            step = max(1, min(len(hh), self.chunk_elems // max(d * d, 1)))
+            for p0 in range(0, len(hh), step):  # one (n × pairs)·(pairs × d²) product per block of head pairs
+                pp = self._pair_sums(hh[p0 : p0 + step], kk[p0 : p0 + step]).reshape(-1, d * d)
+                part = g[:, p0 : p0 + step] @ pp
+                G = part if G is None else G.add_(part)
             G = G.reshape(n, d, d)
         self._R["edge_gram"] = G
         return G

@@ -1292,3 +1292,27 @@ def test_factored_algebra_second_call_with_other_weights_matches_literal_loops(c
                     gram[b, i, j] = fro(c[b, i, j] ** 2 * O[i, j].T @ O[i, j] - np.eye(d))
         np.testing.assert_allclose(fb.balance_defect(torch.tensor(pi)).numpy(), bal, rtol=0, atol=atol)
         np.testing.assert_allclose(fb.gram_defect(torch.tensor(c)).numpy(), gram, rtol=0, atol=atol)
+
+
+def test_factored_components_are_networkx_weak_components():
+    """``n_components`` of the factored path: one for an irreducible walk (read off the π solve's
+    classes, no second graph search), else the weak components of the support; judged by networkx on
+    an irreducible walk, two disconnected blocks and a weakly connected walk with a transient token."""
+    import networkx as nx
+
+    from numerics.laplacian import diagnose
+
+    g = torch.Generator().manual_seed(5)
+    full = torch.softmax(torch.randn(2, 4, 4, generator=g, dtype=F), -1)
+    two = full * torch.block_diag(torch.ones(2, 2, dtype=F), torch.ones(2, 2, dtype=F))
+    transient = full.clone()
+    transient[:, 1:, 0] = 0.0  # token 0 is left and never entered again
+    for A, want_irreducible in ((full, True), (two, False), (transient, False)):
+        A = A / A.sum(-1, keepdim=True)
+        w = ConnectionWalk.from_mha(A, torch.randn(2, 2, 2, generator=g, dtype=F))
+        D = diagnose(w, method="factored", spectrum=False, kernel=False)
+        G = nx.DiGraph()
+        G.add_nodes_from(range(4))
+        G.add_edges_from((i, j) for i in range(4) for j in range(4) if float(A.mean(0)[i, j]) > 0)
+        assert int(D.n_components) == nx.number_weakly_connected_components(G)
+        assert nx.is_strongly_connected(G) == want_irreducible
