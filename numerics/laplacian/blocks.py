@@ -240,6 +240,9 @@ class FactoredBlocks:
             )
             m = 2 * H
         else:  # "gram": columns vec(T_hᵀT_k + T_kᵀT_h) (h < k), vec(T_hᵀT_h), then vec I
+            # (tried: the d(d+1)/2 entries a ≤ b only, off-diagonal ones times √2 — every column is
+            # symmetric — half the rows for the QR, but the gather of those entries cost more: 0.60 →
+            # 0.66 ms at d = 64, H = 4, alternated in one process)
             hh, kk = torch.triu_indices(H, H, device=T.device)
             S = self._pair_sums(hh, kk)
             eye = torch.eye(d, dtype=T.dtype, device=T.device)
