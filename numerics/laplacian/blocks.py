@@ -166,12 +166,27 @@ def tsqr(chunks, m: int, dtype, device, batch=()) -> torch.Tensor:
 #: algebraic checks 22 / 19 / 20 / 19 / 28 ms, the factor of ``C X`` on 32 sections 196 / 191 / 122 /
 #: 121 / 177 ms (memory traffic and page faults of the large temporaries, not arithmetic)
 CACHE_ELEMS = 1 << 19
+#: numbers per difference ``x_i − O_ij x_j`` of :meth:`FactoredBlocks.edge_energy` (768 KiB: the chunk
+#: and its square stay in a 1 MiB L2 cache). Measured at ``n = d = 64``, three probes, one thread,
+#: alternated in one process: 21 rows a chunk (``CACHE_ELEMS``) 4.6 ms, 10 rows 3.8, 9 rows 2.2, 8 rows
+#: (this cap) 1.7, 6 rows 2.2 (the literal Dirichlet sum, which decides the reversible walks)
+EDGE_ELEMS = 96 << 10
 
 
 class FactoredBlocks:
     """The block algebra (:class:`Blocks`) for ``B_ij = Σ_h a^h_ij T_h``:
     ``P`` ``(..., n, n)``, ``a`` ``(..., H, n, n)``, ``T`` ``(H, d, d)`` or ``(..., H, d, d)``
-    (all float64). ``chunk_elems`` bounds the size of every temporary."""
+    (all float64). ``chunk_elems`` bounds the size of every temporary.
+
+    Per-edge norms are ``‖R c_ij‖₂`` summed as squares along the factor's rows (``torch.linalg.vector_norm``
+    over that leading dimension took 0.37 ms where the sum takes 0.02, at ``m = 4…11``, ``n = 64``).
+    Where the products of a factor with every edge's coefficients fit in one chunk they are kept:
+    the two π's of :meth:`balance_defect` and the three scalings of :meth:`gram_defect` reweight
+    them, and :meth:`norms` reads the leading block of the ``[T_h, T_hᵀ]`` factor (no factor of
+    ``[T_h]`` alone). The algebraic checks of the random ``n = d = 64, H = 4`` walk: 11.3 → 8.4 ms
+    (the norm sums), 13.3 → 8.1 ms with the π solves of :func:`numerics.markov.stationary_core`,
+    then 22.7 → 13.4 ms with the kept products (alternated in one process, loads differ between
+    the three runs)."""
 
     def __init__(
         self,
@@ -203,10 +218,10 @@ class FactoredBlocks:
         self._R: dict = {}
 
     # -------------------------------------------------------------- triangular factors
-    def _row_chunk(self, per_row: int) -> int:
-        """Rows per chunk of a row-chunked sum: temporaries of at most ``min(chunk_elems,
-        CACHE_ELEMS)`` numbers."""
-        return max(1, min(self.n, min(self.chunk_elems, CACHE_ELEMS) // max(per_row, 1)))
+    def _row_chunk(self, per_row: int, cap: int = CACHE_ELEMS) -> int:
+        """Rows per chunk of a row-chunked sum: temporaries of at most ``min(chunk_elems, cap)``
+        numbers."""
+        return max(1, min(self.n, min(self.chunk_elems, cap) // max(per_row, 1)))
 
     def _factor(self, key: str) -> torch.Tensor:
         if key in self._R:
@@ -214,10 +229,7 @@ class FactoredBlocks:
         T, d, H = self.T, self.d, self.H
         tb = T.shape[:-3]
         ca = max(1, min(d, self.chunk_elems // max(H * H * d, 1)))  # rows a of the d×d matrices per chunk
-        if key == "T":  # columns vec T_h
-            chunks = (T[..., :, a0 : a0 + ca, :].reshape(*tb, H, -1).transpose(-1, -2) for a0 in range(0, d, ca))
-            m = H
-        elif key == "TTt":  # columns vec T_h, then vec T_hᵀ
+        if key == "TTt":  # columns vec T_h, then vec T_hᵀ
             Tt = T.transpose(-1, -2)
             chunks = (
                 torch.cat(
@@ -228,9 +240,11 @@ class FactoredBlocks:
             )
             m = 2 * H
         else:  # "gram": columns vec(T_hᵀT_k + T_kᵀT_h) (h < k), vec(T_hᵀT_h), then vec I
+            # (tried: the d(d+1)/2 entries a ≤ b only, off-diagonal ones times √2 — every column is
+            # symmetric — half the rows for the QR, but the gather of those entries cost more: 0.60 →
+            # 0.66 ms at d = 64, H = 4, alternated in one process)
             hh, kk = torch.triu_indices(H, H, device=T.device)
-            S = self._pair_products(hh, kk)  # (..., pairs, d, d): T_hᵀ T_k
-            S = S + (hh != kk).to(T.dtype)[:, None, None] * S.transpose(-1, -2)
+            S = self._pair_sums(hh, kk)
             eye = torch.eye(d, dtype=T.dtype, device=T.device)
             ca = max(1, min(d, self.chunk_elems // max(len(hh) * d, 1)))
 
@@ -245,6 +259,17 @@ class FactoredBlocks:
         R = tsqr(chunks, m, T.dtype, T.device, tb)
         self._R[key] = R
         return R
+
+    def _lead(self) -> torch.Tensor:
+        """The factor of ``[vec T_h]`` alone: the leading ``H × H`` block of the ``"TTt"`` factor (a QR's
+        leading columns are the QR of those columns; one factorisation instead of two)."""
+        return self._factor("TTt")[..., : self.H, : self.H]
+
+    def _pair_sums(self, hh: torch.Tensor, kk: torch.Tensor) -> torch.Tensor:
+        """``T_hᵀ T_k + T_kᵀ T_h`` (``h ≠ k``) and ``T_hᵀ T_h`` (``h = k``) ``(..., pairs, d, d)``: the terms
+        of ``OᵀO`` over head pairs ``h ≤ k``."""
+        S = self._pair_products(hh, kk)
+        return S + (hh != kk).to(S.dtype)[:, None, None] * S.transpose(-1, -2)
 
     def _pair_products(self, hh: torch.Tensor, kk: torch.Tensor) -> torch.Tensor:
         """``T_hᵀ T_k`` for the index pairs ``(hh, kk)``; with factors
@@ -261,13 +286,18 @@ class FactoredBlocks:
         step = self._row_chunk(R.shape[-1] * self.n * 2)
         for i0 in range(0, self.n, step):
             c = coef(i0, min(i0 + step, self.n))
-            out[..., i0 : i0 + step, :] = torch.linalg.vector_norm(torch.einsum("...rm,...mij->...rij", R, c), dim=-3)
+            y = (R @ c.flatten(-2)).unflatten(-1, c.shape[-2:])
+            out[..., i0 : i0 + step, :] = (y * y).sum(-3).sqrt()
         return out
 
     # -------------------------------------------------------------- the block-algebra interface
     def norms(self) -> torch.Tensor:
         if "norms" not in self._R:  # read by three checks: computed once
-            self._R["norms"] = self._norms(self._factor("T"), lambda i0, i1: self.a[..., i0:i1, :])
+            if self._whole(2 * self.H):  # the products balance_defect reuses
+                U = self._products("R11 a", self._lead(), self.a)
+                self._R["norms"] = (U * U).sum(-3).sqrt()
+            else:
+                self._R["norms"] = self._norms(self._lead(), lambda i0, i1: self.a[..., i0:i1, :])
         return self._R["norms"]
 
     @property
@@ -287,19 +317,39 @@ class FactoredBlocks:
     def norm_floor(self) -> torch.Tensor:
         """Rounding level of ``‖Σ_h a^h_ij T_h‖_F``: ``tol(float64, H)·Σ_h |a^h_ij| ‖T_h‖_F``; 0 for
         an edges-form walk (its unit-matrix coefficients are the entries themselves: no sum)."""
-        if self.exact:
-            return torch.zeros_like(self.P)
-        return tol(F64, self.H) * self.block_scale()
+        if "norm_floor" not in self._R:  # read by four checks: computed once
+            self._R["norm_floor"] = torch.zeros_like(self.P) if self.exact else tol(F64, self.H) * self.block_scale()
+        return self._R["norm_floor"]
 
     def transport_norms(self) -> torch.Tensor:
         if "transport_norms" not in self._R:  # read by two checks: computed once
-            self._R["transport_norms"] = self._norms(self._factor("T"), lambda i0, i1: self.w[..., i0:i1, :])
+            self._R["transport_norms"] = self._norms(self._lead(), lambda i0, i1: self.w[..., i0:i1, :])
         return self._R["transport_norms"]
+
+    def _whole(self, m: int) -> bool:
+        """Whether the products of an ``m``-column factor with every edge's coefficients fit in one
+        chunk: they are then kept, and a second call with other weights (π, ``c``) only rescales them."""
+        return self._row_chunk(m * self.n * 2) >= self.n
+
+    def _products(self, key: str, R: torch.Tensor, X: torch.Tensor) -> torch.Tensor:
+        """``R X_ij`` ``(..., r, n, n)`` for coefficients ``X`` ``(..., m, n, n)``, kept under ``key``."""
+        if key not in self._R:
+            self._R[key] = (R @ X.flatten(-2)).unflatten(-1, X.shape[-2:])
+        return self._R[key]
 
     def balance_defect(self, pi: torch.Tensor) -> torch.Tensor:
         a, aT = self.a, self.a.transpose(-1, -2)
+        R, H = self._factor("TTt"), self.H
+        if self._whole(2 * H):
+            # R [π_i a_ij; −π_j a_ji] = π_i R₁₁ a_ij − π_j R[:, H:] a_ji (R upper triangular: R₁₁ = R[:H, :H])
+            U = self._products("R11 a", self._lead(), a)
+            V = self._products("R2 aT", R[..., :, H:], aT)
+            r = U.shape[-3]
+            top = pi[..., None, :, None] * U - pi[..., None, None, :] * V[..., :r, :, :]
+            bot = pi[..., None, None, :] * V[..., r:, :, :]
+            return ((top * top).sum(-3) + (bot * bot).sum(-3)).sqrt()
         return self._norms(
-            self._factor("TTt"),
+            R,
             lambda i0, i1: torch.cat(
                 [pi[..., None, i0:i1, None] * a[..., i0:i1, :], -pi[..., None, None, :] * aT[..., i0:i1, :]], -3
             ),
@@ -311,13 +361,19 @@ class FactoredBlocks:
 
     def gram_defect(self, c: torch.Tensor) -> torch.Tensor:
         hh, kk = torch.triu_indices(self.H, self.H, device=self.P.device)
+        R = self._factor("gram")
+        if self._whole(R.shape[-1]):
+            # R [c² w^h w^k; −1] = c² (R[:, :−1] [w^h w^k]) − R[:, −1]: the products are kept, each call rescales
+            Y = self._products("gram w w", R[..., :, :-1], self.w[..., hh, :, :] * self.w[..., kk, :, :])
+            y = (c**2)[..., None, :, :] * Y - R[..., :, -1:, None]
+            return (y * y).sum(-3).sqrt()
 
         def coef(i0, i1):
             w = self.w[..., i0:i1, :]
             pair = w[..., hh, :, :] * w[..., kk, :, :] * (c[..., None, i0:i1, :] ** 2)
             return torch.cat([pair, -torch.ones_like(pair[..., :1, :, :])], -3)
 
-        return self._norms(self._factor("gram"), coef)
+        return self._norms(R, coef)
 
     def _tx(self, x: torch.Tensor) -> torch.Tensor:
         """``T_h x_j`` ``(..., p, H, n, d)`` for ``x`` ``(..., p, n, d)``."""
@@ -355,7 +411,7 @@ class FactoredBlocks:
         Y = self._tx(x)
         p = x.shape[-3]
         E = torch.zeros(*x.shape[:-2], dtype=F64, device=x.device)
-        step = self._row_chunk(p * self.n * self.d * 2)
+        step = self._row_chunk(p * self.n * self.d, EDGE_ELEMS)
         for i0 in range(0, self.n, step):
             i1 = min(i0 + step, self.n)
             diff = x[..., i0:i1, None, :] - self._transported(Y, i0, i1)
@@ -372,11 +428,14 @@ class FactoredBlocks:
         uses where it decides (its docstring: the rounding bound and the fallback)."""
         if self.exact or self.n * self.d < self.H**2:
             return None
+        # batched products over the target token j on contiguous copies: the three einsums took 0.74 ms,
+        # this 0.42 (n = d = 64, H = 4, three probes, one thread, alternated in one process)
         wt = pi[..., :, None] * self.P * self.sup
-        c = torch.einsum("...ij,...hij,...gij->...hgj", wt, self.w, self.w)
-        Y = self._tx(x)  # (..., p, H, n, d)
-        M = torch.einsum("...phjd,...pgjd->...phgj", Y, Y)
-        return torch.einsum("...hgj,...phgj->...p", c, M)
+        A = (wt[..., None, :, :] * self.w).movedim(-1, -3).contiguous()  # (..., n_j, H, n_i)
+        c = A @ self.w.movedim(-1, -3).transpose(-1, -2).contiguous()  # (..., n_j, H, H)
+        Y = self._tx(x).transpose(-3, -2).contiguous()  # (..., p, n_j, H, d)
+        M = Y @ Y.transpose(-1, -2)  # (..., p, n_j, H, H): ⟨T_h x_j, T_g x_j⟩
+        return (c[..., None, :, :, :] * M).sum((-1, -2, -3))
 
     def constraints_apply(self, x: torch.Tensor) -> torch.Tensor:
         """``C x`` ``(p, n, n, d)`` for one walk (``n²d`` per probe: small walks only)."""
@@ -430,13 +489,19 @@ class FactoredBlocks:
             O = self.w.reshape(d, d, n, n).permute(2, 3, 0, 1)
             G = torch.einsum("ikab,ikac->kbc", O, O)
         else:
-            g = torch.einsum("hik,gik->hgk", self.w, self.w).reshape(H * H, n)
-            G = torch.zeros(n, d * d, dtype=F64, device=self.P.device)
-            hh, kk = (t.reshape(-1) for t in torch.meshgrid(torch.arange(H), torch.arange(H), indexing="ij"))
-            step = max(1, min(H * H, self.chunk_elems // max(d * d, 1)))
-            for p0 in range(0, H * H, step):  # one (n × pairs)·(pairs × d²) product per block of head pairs
-                pp = self._pair_products(hh[p0 : p0 + step], kk[p0 : p0 + step]).reshape(-1, d * d)
-                G += g[p0 : p0 + step].T @ pp
+            # G_k = Σ_{h≤g} g^hg_k S_hg with g^hg_k = Σ_i w^h_ik w^g_ik and the symmetrised pairs S_hg of
+            # the Gram factor (H(H+1)/2 products instead of H²); g as one batched product on a contiguous
+            # copy, G as the first block's product (a zeroed n·d² accumulator cost 2 ms in page faults).
+            # Measured at n = d = 64, H = 4, one thread, alternated in one process: 2.9 → 0.56 ms
+            hh, kk = torch.triu_indices(H, H, device=self.P.device)
+            wk = self.w.movedim(-1, -3).contiguous()  # (n_k, H, n_i)
+            g = (wk @ wk.transpose(-1, -2))[:, hh, kk]  # (n, pairs)
+            G = None
+            step = max(1, min(len(hh), self.chunk_elems // max(d * d, 1)))
+            for p0 in range(0, len(hh), step):  # one (n × pairs)·(pairs × d²) product per block of head pairs
+                pp = self._pair_sums(hh[p0 : p0 + step], kk[p0 : p0 + step]).reshape(-1, d * d)
+                part = g[:, p0 : p0 + step] @ pp
+                G = part if G is None else G.add_(part)
             G = G.reshape(n, d, d)
         self._R["edge_gram"] = G
         return G

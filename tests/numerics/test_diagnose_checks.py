@@ -1266,3 +1266,53 @@ def test_transpose_symmetric_on_a_batch_with_one_way_edges():
     assert float(ts.residual[1]) == 0.0
     assert ts.reason == "support not symmetric: checked on two-way edges only"
     assert orth.residual.shape == (2,) and bool(orth.holds.all())
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_factored_algebra_second_call_with_other_weights_matches_literal_loops(case):
+    """``balance_defect`` and ``gram_defect`` keep their products with the edges' coefficients and a
+    later call only reweights them (the algebraic checks call them with two π's and three scalings):
+    every call of a sequence against the literal loops."""
+    P, a, T, fac = _heads_case(3, **CASES[case])
+    fb = _fb(P, a, T, fac, 1 << 22)
+    H, n, d = a.shape[-3], a.shape[-1], T.shape[-1]
+    g = np.random.default_rng(4)
+    fro = np.linalg.norm
+    lit = [_literal(P[b], a[b], T[b] if T.ndim == 4 else T) for b in range(2)]
+    scale = max(max(float(np.abs(B).max()), float(np.abs(O).max())) for B, O in lit)
+    atol = tol(F, H * d * d, scale=max(scale, 1.0) ** 2 * 16)
+    for _ in range(3):
+        pi = g.uniform(0.1, 1.0, (2, n))
+        c = g.uniform(0.1, 2.0, (2, n, n))
+        bal, gram = np.zeros((2, n, n)), np.zeros((2, n, n))
+        for b, (B, O) in enumerate(lit):
+            for i in range(n):
+                for j in range(n):
+                    bal[b, i, j] = fro(pi[b, i] * B[i, j] - pi[b, j] * B[j, i].T)
+                    gram[b, i, j] = fro(c[b, i, j] ** 2 * O[i, j].T @ O[i, j] - np.eye(d))
+        np.testing.assert_allclose(fb.balance_defect(torch.tensor(pi)).numpy(), bal, rtol=0, atol=atol)
+        np.testing.assert_allclose(fb.gram_defect(torch.tensor(c)).numpy(), gram, rtol=0, atol=atol)
+
+
+def test_factored_components_are_networkx_weak_components():
+    """``n_components`` of the factored path: one for an irreducible walk (read off the π solve's
+    classes, no second graph search), else the weak components of the support; judged by networkx on
+    an irreducible walk, two disconnected blocks and a weakly connected walk with a transient token."""
+    import networkx as nx
+
+    from numerics.laplacian import diagnose
+
+    g = torch.Generator().manual_seed(5)
+    full = torch.softmax(torch.randn(2, 4, 4, generator=g, dtype=F), -1)
+    two = full * torch.block_diag(torch.ones(2, 2, dtype=F), torch.ones(2, 2, dtype=F))
+    transient = full.clone()
+    transient[:, 1:, 0] = 0.0  # token 0 is left and never entered again
+    for A, want_irreducible in ((full, True), (two, False), (transient, False)):
+        A = A / A.sum(-1, keepdim=True)
+        w = ConnectionWalk.from_mha(A, torch.randn(2, 2, 2, generator=g, dtype=F))
+        D = diagnose(w, method="factored", spectrum=False, kernel=False)
+        G = nx.DiGraph()
+        G.add_nodes_from(range(4))
+        G.add_edges_from((i, j) for i in range(4) for j in range(4) if float(A.mean(0)[i, j]) > 0)
+        assert int(D.n_components) == nx.number_weakly_connected_components(G)
+        assert nx.is_strongly_connected(G) == want_irreducible

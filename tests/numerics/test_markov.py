@@ -538,3 +538,25 @@ def test_stationary_info_handles_every_batch_element_after_irreducible_and_ill_c
         info = stationary_info(batch)
         torch.testing.assert_close(info.pi[1], torch.tensor([0.5, 0.5, 0.0], dtype=torch.float64), rtol=0, atol=1e-15)
     assert bool(torch.isnan(stationary_info(torch.stack([ill, red])).pi[0]).all())
+
+
+def test_stationary_core_reuses_given_classes_only_on_the_same_support():
+    """The diagnostics hand the walk's classes to the block-norm walk's solve: they are reused when
+    the supports agree and recomputed otherwise (a hint from another support never changes the
+    answer). Oracles: a rank-one chain ``1vᵀ`` has π = v; two closed 2-state blocks have π uniform,
+    two closed classes."""
+    from numerics.markov import stationary_core
+
+    v = torch.tensor([0.1, 0.2, 0.3, 0.4], dtype=F)
+    full = stationary_core(torch.full((4, 4), 0.25, dtype=F))
+    assert bool(full.irreducible) and torch.equal(full.classes[0], torch.ones(4, 4, dtype=torch.bool))
+    # same (full) support, other weights: the reused classes give the rank-one chain's π
+    one = stationary_core(v.expand(4, 4).clone(), classes=full.classes)
+    assert bool(one.irreducible) and int(one.n_closed) == 1
+    np.testing.assert_allclose(one.pi.numpy(), v.numpy(), rtol=0, atol=tol(F, 4))
+    # another support: the full support's classes (one class) must not be taken for it
+    blocks = torch.tensor([[0.5, 0.5, 0, 0], [0.5, 0.5, 0, 0], [0, 0, 0.5, 0.5], [0, 0, 0.5, 0.5]], dtype=F)
+    two = stationary_core(blocks, classes=full.classes)
+    assert not bool(two.irreducible) and int(two.n_closed) == 2 and not bool(two.unique)
+    np.testing.assert_allclose(two.pi.numpy(), np.full(4, 0.25), rtol=0, atol=tol(F, 4))
+    assert "2 closed classes" in two.reasons[0]
