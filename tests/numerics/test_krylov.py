@@ -261,3 +261,40 @@ def test_the_candidate_eigenvectors_by_inverse_iteration():
     D = np.diag([3.0, 1.0, -2.0]) + np.triu(np.ones((3, 3)), 1)  # exact eigenvalues 3, 1, −2
     S = krylov._eigenvectors(D, np.array([1.0 + 0j]), 3.0)
     assert np.abs(D @ S[:, 0] - S[:, 0]).max() <= 1e-14 and abs(np.linalg.norm(S[:, 0]) - 1) <= 1e-14
+
+
+def test_the_torch_steps_agree_with_the_numpy_steps(monkeypatch):
+    """A basis on the CPU steps on numpy views (``krylov.NUMPY_STEPS``); a basis on another device
+    (cuda) steps in torch. Both, run here on the CPU: Lanczos (restarted, both ends, k = 2) and
+    Arnoldi (restarted, four keys) stop after the same products with the same Ritz values, which
+    are LAPACK's (``eigvalsh`` / ``eigvals`` of the explicit matrix), and the torch run's
+    vectors are tensors."""
+    rng = np.random.default_rng(8)
+    N = 240
+    Q, _ = np.linalg.qr(rng.standard_normal((N, N)))
+    A = (Q * np.sort(np.concatenate([[-3.0, -2.9], rng.uniform(-2.0, 2.0, N - 4), [2.5, 4.0]]))) @ Q.T
+    A = 0.5 * (A + A.T)
+    B = rng.standard_normal((N, N)) / math.sqrt(N)
+    B[:3, :3] += np.array([[1.6, 0.9, 0.0], [-0.9, 1.6, 0.0], [0.0, 0.0, -1.8]])
+    v0 = torch.from_numpy(rng.standard_normal(N))
+    keys = {"im": lambda x: np.abs(x.imag), "low": lambda x: x.real, "high": lambda x: -x.real, "mod": np.abs}
+
+    def runs():
+        c1, c2 = [0], [0]
+        done = lambda *a: a[2] <= 1e-10
+        lz, ok1 = lanczos_ends(_op(A, c1), N, v0, ("min", "max"), done, max_dim=20, keep=6, max_products=2000, k=2)
+        ar, ok2 = arnoldi_ends(_op(B, c2), N, v0, keys, done, max_dim=30, max_products=2000, tie=1e-10)
+        assert ok1 and ok2 and c1[0] > 20 and c2[0] > 30  # both restarted
+        assert all(isinstance(y, torch.Tensor) for pairs in lz.values() for _, y, _ in pairs)
+        zs = [(ar[k][0].real, abs(ar[k][0].imag)) for k in keys]  # a conjugate pair ties: either member
+        return (c1[0], c2[0]), [t for end in ("min", "max") for t, _, _ in lz[end]], zs
+
+    fast = runs()
+    monkeypatch.setattr(krylov, "NUMPY_STEPS", False)
+    slow = runs()
+    assert fast[0] == slow[0]
+    assert np.allclose(fast[1], slow[1], rtol=0, atol=1e-12) and np.allclose(fast[2], slow[2], rtol=0, atol=1e-12)
+    ref = np.linalg.eigvalsh(A)
+    assert np.allclose(slow[1], [ref[0], ref[1], ref[-1], ref[-2]], rtol=0, atol=1e-9)
+    z = np.linalg.eigvals(B)
+    assert all(np.abs(z - complex(*zz)).min() <= 1e-8 for zz in slow[2])
