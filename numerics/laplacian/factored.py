@@ -185,10 +185,20 @@ def diagnose_factored(
     else:
         n_comp = weak_components(sup | sup.transpose(-1, -2))
     extra = {"method": "factored", "tolerance_dtype": str(tdt_p or tdt), "H": fb.H}
+    starts: dict = {}  # the spectrum's Arnoldi spaces hand the kernel search its start (spectral.null_start)
     t0, c0 = time.perf_counter(), fb.counter[0]
     if spectrum:
         (s_int, s_disk, s_sc), facts = spectrum_factored(
-            fb, st.safe, st.positive, scale, si, tdt, assemble_max=assemble_max, seed=seed, route=spectrum_route
+            fb,
+            st.safe,
+            st.positive,
+            scale,
+            si,
+            tdt,
+            assemble_max=assemble_max,
+            seed=seed,
+            route=spectrum_route,
+            starts=starts,
         )
         extra.update(facts)
     else:
@@ -212,6 +222,7 @@ def diagnose_factored(
             dirichlet=dirichlet_terms(fb, hyp),
             rest_matvecs=fb.counter[0],
             route=kernel_route,
+            starts=starts,
         )
         if kfacts:
             extra["kernel_facts"] = kfacts

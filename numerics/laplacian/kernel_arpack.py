@@ -1,6 +1,8 @@
-r"""The previous kernel route of the factored diagnostics (``route="arpack"``), kept as the baseline
-of ``benchmarks/bench_diagnose_kernel.py``: the factor of ``C Q`` on all root-fixed sections and an
-unbounded ARPACK search for further null directions of ``Δ``."""
+r"""The ARPACK-based kernel routes of the factored diagnostics: the previous route (``route="arpack"``),
+kept as the baseline of ``benchmarks/bench_diagnose_kernel.py`` — the factor of ``C Q`` on all
+root-fixed sections and an unbounded ARPACK search for further null directions of ``Δ`` — and the
+bounded-memory fallback of both routes (:func:`kernel_element_bounded`: a walk whose sections basis
+does not fit the memory rule)."""
 
 from __future__ import annotations
 
@@ -10,6 +12,8 @@ import numpy as np
 import torch
 
 from numerics.laplacian.blocks import FactoredBlocks
+from numerics.laplacian.krylov import lanczos_ends
+from numerics.laplacian.lanczos import Meter, OverBudget
 from numerics.laplacian.sections import (
     constraints_factor,
     extended_basis,
@@ -25,8 +29,9 @@ from numerics.laplacian.spectral import sym_extreme
 from numerics.tolerance import tol
 
 F64 = torch.float64
+EPS23 = float(torch.finfo(F64).eps) ** (2 / 3)
 
-__all__ = ["kernel_element_arpack", "ARPACK_MAX_CHUNKS"]
+__all__ = ["kernel_element_arpack", "kernel_element_bounded", "undecided", "ARPACK_MAX_CHUNKS"]
 
 ARPACK_MAX_CHUNKS = 16  # the previous route's rule (route="arpack")
 
@@ -129,3 +134,106 @@ def kernel_element_arpack(e: FactoredBlocks, n_comp: int, tdt, k_max: int, seed:
 
 #: the sections path's float64 entries (:func:`sections_fit`, ``m = d·classes`` basis columns);
 #: above this many times ``chunk_elems`` it is not used
+
+
+def undecided(why: str, facts: dict, meter: Meter):
+    """The tuple of a walk whose kernel checks stopped at their cap: both undecided with ``why``."""
+    facts["decided"], facts["matvecs"] = False, meter.used
+    return math.nan, math.nan, why, math.nan, why, -1, -1, facts
+
+
+def kernel_element_bounded(
+    e: FactoredBlocks, n_comp: int, tdt, k_max: int, seed: int, limit: int | None = None, search: int | None = None
+):
+    """The bounded-memory fallback (a full layer: ``d·classes`` sections do not fit): the ``k_max``
+    smallest eigenpairs of ``ΔᵀΔ`` and ``CᵀC`` by Lanczos, ``O(k_max·n·d)`` memory. Null spaces are
+    counted with the threshold ``max(tol, √tol(float64))`` (squared singular values); a null space that
+    reaches ``k_max`` is undefined, and a failing flatness residual beyond ``σ_{k_max}`` is the lower
+    bound ``σ_{k_max}/‖C‖`` (undefined when that bound is under the threshold). Same tuple as
+    :func:`numerics.laplacian.kernel._kernel_element`. ``limit``: cap on the products (past it: undecided); ``search``: the
+    smaller cap of ``Δ``'s eigenpairs for a walk that fails a T3 hypothesis."""
+    from scipy.sparse.linalg import ArpackNoConvergence
+
+    n, d = e.n, e.d
+    N = n * d
+    fact = {"method": "lanczos (sections basis over the memory rule)", "k_max": k_max}
+    meter = Meter(e, 1 << 62 if limit is None else limit)
+
+    def capped(fn):
+        return lambda x: (meter.check(), fn(x))[1]
+
+    DtD = capped(lambda x: (lambda y: y - e.apply_t(y))(x - e.apply(x)))
+    Dfn = lambda x: x - e.apply(x)
+    CtC = capped(e.constraints_gram_fast)
+    k = min(k_max, N - 1)
+    cnt = [0]
+    try:  # the parallel sections (C's smallest pairs to machine precision: the flat residual) and the norms
+        lamC, VC, _ = sym_extreme(CtC, N, n, d, "SA", cnt, seed, k=k)
+        dn = max(float(sym_extreme(DtD, N, n, d, "LA", cnt, seed, tol=1e-8)[0][0].clamp(min=0).sqrt()), 1.0)
+        cn = max(float(sym_extreme(CtC, N, n, d, "LA", cnt, seed, tol=1e-8)[0][0].clamp(min=0).sqrt()), 1.0)
+    except ArpackNoConvergence as exc:  # a cluster of small singular values
+        msg = f"undefined: Lanczos for the {k} smallest singular values did not converge ({exc})"
+        return math.nan, 0.0, msg, math.nan, msg, 0, 0, fact
+    except OverBudget as exc:
+        return undecided(
+            f"undecided: the bounded Lanczos route stopped at its cap of {meter.cap} products ({exc})", fact, meter
+        )
+    over: str | None = None
+    meter.soft(search)
+    try:  # Δ's smallest pairs: only told from the threshold (relative 1e-4), within the search's cap
+        # thick-restart Lanczos with ARPACK's relative rule (ρ ≤ 1e-4·max(|θ|, eps^{2/3}·‖ΔᵀΔ‖)):
+        # ARPACK's own restarts spent several times the products on the same rule
+        pairs = lanczos_ends(
+            lambda X: DtD(X.T.reshape(-1, n, d)).reshape(-1, N).T,
+            N,
+            torch.from_numpy(np.random.default_rng(seed).standard_normal(N)),
+            ("min",),
+            lambda _e, t, rho, an: rho <= 1e-4 * max(abs(t), EPS23 * an),
+            k=k,
+        )[0]["min"]
+        lamD = torch.tensor([t for t, _, _ in pairs], dtype=F64)
+        VD = torch.stack([y for _, y, _ in pairs], 1)
+    except OverBudget as exc:  # the parallel sections and flatness stay decided; ker Δ is not
+        over = f"undecided: Δ's eigenpairs stopped at their cap of {meter.cap} products ({exc})"
+        lamD, VD = torch.zeros(0, dtype=F64), torch.zeros(N, 0, dtype=F64)
+    CtC = e.constraints_gram_fast  # past the searches: the remaining products are not capped
+    sD, sC = lamD.clamp(min=0).sqrt(), lamC.clamp(min=0).sqrt()
+    thr = max(tol(tdt, N), math.sqrt(tol(F64, N)))
+    kD, kC = int((sD <= thr * dn).sum()), int((sC <= thr * cn).sum())
+    why: str | None = None
+    if kD == sD.numel() or kC == sC.numel():
+        why = (
+            f"undefined: a null space reaches the k_max = {sD.numel()} eigenpairs computed "
+            f"(dim ker Δ ≥ {kD} or dim parallel ≥ {kC}); raise k_max"
+        )
+    K, Z = VD[:, :kD], VC[:, :kC]
+    r1 = float(torch.linalg.matrix_norm(Dfn(Z.T.reshape(-1, n, d)).reshape(kC, N).T, ord=2)) / dn if kC else 0.0
+    r2 = (
+        float(torch.linalg.eigvalsh(K.T @ CtC(K.T.reshape(-1, n, d)).reshape(kD, N).T).max().clamp(min=0).sqrt()) / cn
+        if kD
+        else 0.0
+    )
+    r = math.nan if why else max(r1, r2)
+    bnd = thr
+    if 0 < kD < sD.numel():  # Wedin / Davis–Kahan, as on the dense path
+        bnd = max(bnd, thr * dn / float(sD[kD]))
+    if 0 < kC < sC.numel():
+        bnd = max(bnd, thr * cn / float(sC[kC]))
+    need = int(n_comp) * d
+    fwhy: str | None = None
+    if need == 0:
+        fl = 0.0
+    elif need <= sC.numel():
+        fl = float(sC[need - 1]) / cn
+    else:  # σ_need ≥ σ_k: a lower bound; certain failure only when it already exceeds the threshold
+        fl = float(sC[-1]) / cn
+        fwhy = (
+            f"flat: σ_{need} of C not computed (k_max = {sC.numel()}); residual is the lower bound σ_{sC.numel()}/‖C‖"
+        )
+        if fl <= thr:
+            fl = math.nan
+    fact.update(norm_Delta=dn, norm_C=cn, matvecs=meter.used)
+    if over:
+        fact["decided"] = False
+        return math.nan, bnd, over, fl, fwhy, -1, kC, fact
+    return r, bnd, why, fl, fwhy, kD, kC, fact

@@ -362,7 +362,16 @@ def ritz_extreme(op, N: int, v0: torch.Tensor, smallest: bool, rtol: float, max_
 
 
 def arnoldi_ends(
-    op, N: int, v0: torch.Tensor, keys: dict, done, max_dim: int = 60, keep: int = 24, max_products=None, tie=0.0
+    op,
+    N: int,
+    v0: torch.Tensor,
+    keys: dict,
+    done,
+    max_dim: int = 60,
+    keep: int = 24,
+    max_products=None,
+    tie=0.0,
+    on_exit=None,
 ):
     """``({name: (θ, ρ)}, converged)``: for each ``keys[name]`` (a score of complex eigenvalues,
     numpy-vectorised) the Ritz value of a non-symmetric matrix-free ``op`` with the largest score
@@ -375,7 +384,8 @@ def arnoldi_ends(
     (``converged`` False) after ``max_products`` products. Checks every :data:`ARNOLDI_CHECK_EVERY`
     steps: the Ritz values (``eigvals``) and, by inverse iteration, the vectors of the candidates
     only (all of them by ``eig`` at a restart), computing the explicit residuals only past the
-    screen (:func:`_certainly_pending`)."""
+    screen (:func:`_certainly_pending`). ``on_exit(V, op(V))``, when given, sees the final basis
+    (``N × j``, orthonormal columns) and its products before the return."""
     max_dim = min(max_dim, N)
     dev = v0.device
     B = _Basis(N, max_dim, dev)
@@ -387,6 +397,12 @@ def arnoldi_ends(
     cap = float("inf") if max_products is None else max_products
     per = max(keep // max(len(keys), 1), 2)
     out: dict = {}
+
+    def finish(converged: bool):
+        if on_exit is not None:
+            on_exit(V[:, :j], AV[:, :j])
+        return out, converged
+
     while True:
         more = j < N and products < cap
         f, nf = _arnoldi_continuation(B, G, j) if more else (None, 0.0)
@@ -431,9 +447,9 @@ def arnoldi_ends(
                 out[name] = (complex(th[i]), rho)
                 pending |= not done(name, complex(th[i]), rho, gnorm)
         if not pending or j >= N or invariant:
-            return out, True
+            return finish(True)
         if products >= cap:
-            return out, False
+            return finish(False)
         if not restart:
             _arnoldi_expand(op, B, G, j, f, nf, row=False)
             products += 1
@@ -457,7 +473,7 @@ def arnoldi_ends(
         j = k
         r, nr, _, _ = _orth_step(B.v, j, B.step(r))
         if nr <= 1e-12 * max(gnorm, 1e-300):
-            return out, True
+            return finish(True)
         _arnoldi_expand(op, B, G, j, r, nr, row=True)
         products += 1
         j += 1

@@ -91,8 +91,11 @@ def spectrum_factored(
     assemble_max: int = 32,
     seed: int = 0,
     route: str = "krylov",
+    starts: dict | None = None,
 ):
     """``(interval, disk, scaled)`` checks and ``extra`` facts (module docstring), per batch element.
+    ``starts``: where the Krylov route's Arnoldi runs, ``starts[b]`` receives the best approximate null
+    vector of ``Δ`` in its final Krylov space (:func:`null_start`), the start of the kernel search.
 
     Each check's residual is a max of components (``max |Im z|``, how far ``Re z`` leaves the
     interval at either end, ``max |z − 1| − 1``). Each component has a Bendixson upper bound; a
@@ -150,7 +153,7 @@ def spectrum_factored(
         def arnoldi(comp, e=e, wanted=wanted, cnt=cnt, err=err_b, skip=skip):
             if comp not in ritz:
                 if route == "krylov":  # every component that may be needed, from one Krylov space of W
-                    ritz.update(_arnoldi_krylov(e, wanted, seed, cnt, err, skip))
+                    ritz.update(_arnoldi_krylov(e, wanted, seed, cnt, err, skip, starts, b))
                 else:
                     ritz[comp] = _arnoldi_extreme(e, comp, seed, cnt)
             return ritz[comp]
@@ -459,12 +462,33 @@ _SCORES = {
 }
 
 
-def _arnoldi_krylov(e: FactoredBlocks, comps, seed: int, cnt: list, err: float, skip=None) -> dict:
+def null_start(V: torch.Tensor, AV: torch.Tensor) -> torch.Tensor:
+    """The unit vector ``y = V s`` of the span of ``V`` (orthonormal columns, ``AV = W V``) with the
+    smallest ``‖Δ y‖ = ‖(V − AV) s‖``: ``s`` the eigenvector of the smallest eigenvalue of the Gram
+    ``(V − AV)ᵀ(V − AV)`` (a start vector: its accuracy does not enter any decision), on the host.
+
+    Why (issue 22): the Arnoldi space of ``W`` is a GMRES-like space for ``Δ = I − W`` — polynomials
+    in ``W`` that make ``(I − W) p(W) v0`` small — so its best vector leans on the smallest singular
+    directions of ``Δ``, and the kernel search (Lanczos on ``ΔᵀΔ``) started there needs fewer steps
+    to the same Ritz value. Measured (same stopping rule, ``σ_1(Δ)`` equal to 6 digits): random
+    ``n = 64, d = 64, H = 4`` walks 72 → 44, 58 → 38, 90 → 74 steps; ``n = 512`` 80 → 54;
+    MiniLM-sized 322 → 146; ``n = 24, d = 24, H = 12`` 60 → 28 (the start with a tenth of the seeded
+    random vector added, as the kernel uses it)."""
+    D = V - AV
+    _, U = torch.linalg.eigh(D.T @ D)
+    y = V @ U[:, 0]
+    return (y / torch.linalg.vector_norm(y)).cpu()
+
+
+def _arnoldi_krylov(
+    e: FactoredBlocks, comps, seed: int, cnt: list, err: float, skip=None, starts: dict | None = None, b: int = 0
+) -> dict:
     """The components ``comps`` of :func:`_arnoldi_extreme` from one restarted Arnoldi run on ``W``
     (:func:`~numerics.laplacian.krylov.arnoldi_ends`), each Ritz value to backward error ``ρ ≤ err``
     (an exact eigenvalue of ``W + E``, ``‖E‖ ≤ err``: the accuracy
     :func:`~numerics.laplacian.checks.spectrum_error` states for the dense solver). Falls back to
-    :func:`_arnoldi_extreme` past :data:`KRYLOV_CAP` products."""
+    :func:`_arnoldi_extreme` past :data:`KRYLOV_CAP` products. ``starts``: receives ``starts[b]``, the
+    :func:`null_start` of the final Krylov space."""
     n, d = e.n, e.d
     N = n * d
     v0 = torch.from_numpy(np.random.default_rng(seed).standard_normal(N)).to(e.a.device)
@@ -476,7 +500,8 @@ def _arnoldi_krylov(e: FactoredBlocks, comps, seed: int, cnt: list, err: float, 
     done = (lambda _c, _z, rho, _g: rho <= err) if skip is None else skip.done
     order = comps if skip is None else skip.order  # a candidate's references are checked before it
     keys = {c: _SCORES[c] for c in order}
-    out, ok = arnoldi_ends(op, N, v0, keys, done, max_products=KRYLOV_CAP, tie=err)
+    keep = None if starts is None else (lambda V, AV: starts.__setitem__(b, null_start(V, AV)))
+    out, ok = arnoldi_ends(op, N, v0, keys, done, max_products=KRYLOV_CAP, tie=err, on_exit=keep)
     if not ok:
         if skip is not None:
             skip.dropped.clear()

@@ -367,3 +367,53 @@ def test_coefficient_products_of_a_block_are_the_literal_sums(factors, transpose
     got = e._coef_apply(c, x, transpose=transpose).numpy()
     assert e.counter[0] - c0 == p
     assert np.abs(got - want).max() <= tol(F, H * n * d, scale=float(np.abs(want).max()))
+
+
+def test_null_start_is_the_smallest_singular_direction_of_delta_on_the_space():
+    """spectral.null_start against numpy's SVD of ``V − WV`` (float64, an explicit dense W): the unit
+    vector of span V with the smallest ``‖(I − W) y‖``."""
+    import numpy as np
+
+    from numerics.laplacian.spectral import null_start
+
+    g = torch.Generator().manual_seed(3)
+    N, m = 40, 9
+    W = torch.randn(N, N, generator=g, dtype=F) / math.sqrt(N) + 0.9 * torch.eye(N, dtype=F)
+    V = torch.linalg.qr(torch.randn(N, m, generator=g, dtype=F))[0]
+    y = null_start(V, W @ V)
+    D = (V - W @ V).numpy()
+    s_min = np.linalg.svd(D, compute_uv=False)[-1]
+    assert abs(float(torch.linalg.vector_norm(y)) - 1.0) <= 1e-14
+    assert float(torch.linalg.vector_norm(y - V @ (V.T @ y))) <= 1e-13  # in span V
+    assert abs(float(torch.linalg.vector_norm(y - W @ y)) - s_min) <= 1e-12 * np.linalg.norm(D, 2)
+
+
+@pytest.mark.parametrize("n, d, H, seed", [(12, 8, 4, 1), (10, 6, 3, 2), (16, 12, 4, 3)])
+def test_the_search_starts_from_the_spectrums_arnoldi_space(monkeypatch, n, d, H, seed):
+    """Random walks (the spectrum's Arnoldi runs): the σ_1(Δ) search started from that space's best
+    approximate null vector decides the same dimensions in fewer products than from the seeded
+    random start alone (null_start replaced by 'no start')."""
+    import numerics.laplacian.spectral as ls
+
+    w = random_heads(n, d, H, seed)
+    kD, kC, _, _ = literal_dims(w)
+    D1 = factored(w)
+    monkeypatch.setattr(ls, "null_start", lambda V, AV: None)
+    D0 = factored(w)
+    assert (int(D1.kernel_dim), int(D1.parallel_dim)) == (int(D0.kernel_dim), int(D0.parallel_dim)) == (kD, kC)
+    assert D1.extra["matvecs"]["kernel"] < D0.extra["matvecs"]["kernel"]
+
+
+def test_a_null_direction_outside_the_sections_is_found_from_the_arnoldi_start():
+    """The walk of the capped-search test (dim ker Δ = 2, no parallel section) with the spectrum on,
+    so the search starts from the Arnoldi space: it still finds both null directions."""
+    g = torch.Generator().manual_seed(10)
+    n, d = 3, 2
+    P = torch.softmax(torch.randn(n, n, generator=g, dtype=F), -1)
+    O = torch.randn(n, n, d, d, generator=g, dtype=F)
+    O[0, 0] = torch.eye(d, dtype=F) / P[0, 0]
+    O[1:, 0] = 0.0
+    w = ConnectionWalk.from_edges(P, O)
+    assert literal_dims(w)[:2] == (2, 0)
+    D = factored(w)
+    assert (int(D.kernel_dim), int(D.parallel_dim)) == (2, 0) and not bool(D.kernel_parallel.holds)
