@@ -319,6 +319,8 @@ def _ritz_pairs(T: np.ndarray, j: int, tri: bool, idx: list) -> tuple[np.ndarray
     (of the ascending spectrum) and their unit eigenvectors (the columns of ``S``), and the largest eigenvalue modulus,
     by LAPACK's subset solvers: bisection and inverse iteration (``dstebz``, ``dstein``) while
     ``T`` is tridiagonal (``tri``), ``dsyevr`` with an index range after a restart (the arrow)."""
+    if j == 1:  # (LAPACK's wrappers take no empty off-diagonal)
+        return np.full(len(idx), T[0, 0]), np.ones((1, len(idx))), abs(float(T[0, 0]))
     uniq = sorted(set(idx))
     runs: list = []  # contiguous index ranges
     for i in uniq:
