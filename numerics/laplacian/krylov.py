@@ -13,34 +13,57 @@ its fixed machine-precision rule spent 2–3× the products on the spectrum chec
 per step cost more than the products at ``n·d ≥ 3e4``. Vectors stay on ``v0``'s device.
 Imports nothing from the package.
 
-The bookkeeping per step (issue 22: at ``n·d = 4096`` it cost twice the products). Measured on the
-random ``n = 64, d = 64, H = 4`` walk, one thread, the previous and the current solver in the same
-process on the same operator: the 100-step search for the smallest eigenvalue of ``ΔᵀΔ`` 70 → 49 ms,
-the four Arnoldi extremes of ``W`` (69 products) 58 → 38 ms, with the same products and the same
-Ritz values to 1e-14. What changed, with what it saved:
+The bookkeeping per step (issue 22: at ``n·d = 4096`` it cost twice the products), first pass.
+Measured on the random ``n = 64, d = 64, H = 4`` walk, one thread, the previous and the current
+solver in the same process on the same operator: the 100-step search for the smallest eigenvalue of
+``ΔᵀΔ`` 70 → 49 ms, the four Arnoldi extremes of ``W`` (69 products) 58 → 38 ms, with the same
+products and the same Ritz values to 1e-14:
 
 * the bases are stored column by column (:func:`_basis`): the operators get contiguous fields
   (strided ones made an ``apply`` 1.2× and a ``CᵀC`` product 1.7× slower);
-* the continuation's first Gram–Schmidt pass uses the projected matrix's last column, already
-  computed by the previous expansion (one ``N × j`` product less per step); the symmetrising
-  second product of the Lanczos projection is dropped (the mirrored column is symmetric by
-  construction);
 * the **residual screen** (:func:`_certainly_pending`): a check first estimates every Ritz
   residual from the Krylov relation ``op V = V G + f e_jᵀ`` as ``‖f‖·|s_j|`` (``f`` is the
   continuation, computed anyway) and computes the explicit residuals (two ``N × j`` products per
   pair, 1.3 ms per Arnoldi check) only when no wanted pair certainly fails ``done``; decisions are
   still taken on explicit residuals only, so the stops are the same (``tests/numerics/test_krylov.py``);
 * Arnoldi checks every :data:`ARNOLDI_CHECK_EVERY` steps instead of 4;
-* each product is stored as a column (``AV[:, j] = y[:, 0]``), not as an ``(N, 1)`` slice: the slice
-  assignment took 17 µs against 3 µs per step at ``N = 4096`` (about 340 steps per diagnose of the
-  random walk; bitwise the same basis), and each new basis vector is divided by its norm in place
-  (``torch.div(…, out=V[:, j])``: no temporary and copy).
+* each product is stored as a column (``AV[:, j] = y[:, 0]``), not as an ``(N, 1)`` slice (17 µs
+  against 3 µs per step at ``N = 4096``), and each new basis vector is divided by its norm in place.
 
-Rejected (measured the same way): checking Lanczos every 3 or 4 steps (the ``ΔᵀΔ`` search 43 ms
-either way vs 41 ms at 2), scipy's partial eigensolvers for the projected matrix (at ``j = 60``
-a subset ``evr`` for one end plus the other end's value 175 µs vs 211 µs for the full ``eigh``, not
-worth a second code path), Arnoldi with ``max_dim`` 40 (96 products, slower) or 80 (3 % faster,
-within the noise)."""
+Second pass (in-process A/B, old and new alternated, ``process_time`` medians over 9–11 rounds on a
+loaded 2-core machine): per step at ``N = 4096`` with a trivial operator (``j ≤ 60``) Lanczos
+0.32 → 0.18 ms, Arnoldi 0.23 → 0.18 ms; on the random walk the ker Δ search (72 products)
+44 → 31 ms, the Arnoldi run on ``W`` (73 products) 33 → 29 ms, every Krylov run of a diagnose
+123 → 98 ms, ``diagnose_factored`` 140 → 125 ms. Every run of ``diagnose`` on the random and the
+reversible ``n = 64`` walks makes the same products and stops at the same step, with Ritz values
+within 1.4e-13 relative (the zero eigenvalues of ``H_S`` within ``eps·‖op‖``). What changed:
+
+* Lanczos is the textbook one with full reorthogonalisation: the three-term recurrence (``O(N)``)
+  and one reorthogonalisation pass against the whole basis, repeated by the DGKS criterion (it
+  only removes rounding, so it rarely repeats): two ``N × j`` products per step instead of four
+  (the projection ``Vᵀop(v)``, the first pass with those coefficients, and the DGKS pass that
+  nearly always ran, since the projection removes most of ``op(v)``). The projected matrix is
+  then tridiagonal, with an arrow after a thick restart (its column computed explicitly once),
+  kept on the host;
+* the checks' Ritz pairs come from LAPACK's subset solvers (:func:`_ritz_pairs`): bisection and
+  inverse iteration (``dstebz``, ``dstein``) for the wanted pairs and the other end's value while
+  the matrix is tridiagonal (35 µs at ``j = 40`` against 108 µs for ``eigh``; inside a run, with
+  cold caches, 40–60 µs against 100–300 µs), ``dsyevr`` index ranges on the arrow;
+* Arnoldi's projected matrix is Hessenberg (its row computed only after a restart: one ``N × j``
+  product less per step), with the DGKS coefficients added to its column (as ARPACK does); a check
+  takes the Ritz values by ``eigvals`` (torch's: 0.48 ms at ``j = 56`` against 1.15 ms for numpy's
+  ``eig``) and the vectors of the candidates only, by inverse iteration (:func:`_eigenvectors`,
+  about 75 µs per conjugate pair); a full ``eig`` only at a restart;
+* on the CPU the per-step arithmetic runs on numpy views of the basis (:class:`_Basis`): a
+  Lanczos step's dozen small operations 90 → 71 µs; other devices keep the torch steps.
+
+Rejected (measured the same way): checking Lanczos every 3 or 4 steps (first pass: the ``ΔᵀΔ``
+search 43 ms either way vs 41 ms at 2); ``dsyevr`` subsets on the tridiagonal matrix too (at
+``j = 60`` one end plus the other end's value 127 µs, ``dstebz``/``dstein`` 45 µs, ``eigh`` 147 µs); inverse
+iteration through scipy's ``lu_factor``/``lu_solve`` (their argument checks: 0.9 ms per Arnoldi
+check, as much as the ``eig`` it replaced) and numpy's ``eigvals`` (0.82 ms at ``j = 60`` against
+torch's 0.55 ms); Arnoldi with ``max_dim`` 40 (96 products, slower) or 80 (3 % faster, within
+the noise)."""
 
 from __future__ import annotations
 
@@ -58,8 +81,9 @@ EPS = float(torch.finfo(F64).eps)
 #: search of a random ``n = 64, d = 64, H = 4`` walk took 51 ms checking every step, 46–47 ms every
 #: second step with the same products; at most ``CHECK_EVERY − 1`` products past the stopping point)
 CHECK_EVERY = 2
-#: Arnoldi steps between two Ritz checks of :func:`arnoldi_ends` (a dense ``eig`` of the projected
-#: matrix, up to 60 × 60: about ten products' time at ``n·d = 4096``). Measured on the random
+#: Arnoldi steps between two Ritz checks of :func:`arnoldi_ends` (then a dense ``eig`` of the projected
+#: matrix, up to 60 × 60: about ten products' time at ``n·d = 4096``; now ``eigvals`` and the
+#: candidates' vectors, about half of that). Measured on the random
 #: ``n = 64, d = 64, H = 4`` walk (its four extremes to the spectrum checks' rounding error, one
 #: thread, same process, time in units of one ``apply``): 4 steps 69 products in 419 applies' time,
 #: 8 steps 73 in 379, 12 steps 77 in 486 (before the residual screen: 4 steps 652, 8 steps 472)
@@ -295,6 +319,8 @@ def _ritz_pairs(T: np.ndarray, j: int, tri: bool, idx: list) -> tuple[np.ndarray
     (of the ascending spectrum) and their unit eigenvectors (the columns of ``S``), and the largest eigenvalue modulus,
     by LAPACK's subset solvers: bisection and inverse iteration (``dstebz``, ``dstein``) while
     ``T`` is tridiagonal (``tri``), ``dsyevr`` with an index range after a restart (the arrow)."""
+    if j == 1:  # (LAPACK's wrappers take no empty off-diagonal)
+        return np.full(len(idx), T[0, 0]), np.ones((1, len(idx))), abs(float(T[0, 0]))
     uniq = sorted(set(idx))
     runs: list = []  # contiguous index ranges
     for i in uniq:

@@ -298,3 +298,22 @@ def test_the_torch_steps_agree_with_the_numpy_steps(monkeypatch):
     assert np.allclose(slow[1], [ref[0], ref[1], ref[-1], ref[-2]], rtol=0, atol=1e-9)
     z = np.linalg.eigvals(B)
     assert all(np.abs(z - complex(*zz)).min() <= 1e-8 for zz in slow[2])
+
+
+def test_the_smallest_spaces():
+    """``N = 1, 2, 3``: the whole space is the Krylov space (a one-vector basis too: LAPACK's
+    wrappers take no empty off-diagonal); Lanczos (both ends, and ``k = 2`` at one) and Arnoldi give
+    LAPACK's eigenvalues with zero residual up to rounding."""
+    rng = np.random.default_rng(9)
+    for N in (1, 2, 3):
+        A = rng.standard_normal((N, N))
+        Sym = A + A.T
+        ref = np.linalg.eigvalsh(Sym)
+        v0 = torch.ones(N, dtype=F)
+        out, ok = lanczos_ends(_op(Sym, [0]), N, v0, ("min", "max"), lambda *a: a[2] <= 1e-12)
+        assert ok and abs(out["min"][0][0] - ref[0]) <= 1e-12 and abs(out["max"][0][0] - ref[-1]) <= 1e-12
+        out, ok = lanczos_ends(_op(Sym, [0]), N, v0, ("max",), lambda *a: a[2] <= 1e-12, k=2)
+        assert ok and np.allclose([t for t, _, _ in out["max"]], ref[::-1][:2], rtol=0, atol=1e-12)
+        out, ok = arnoldi_ends(_op(A, [0]), N, v0, {"mod": np.abs}, lambda *a: a[2] <= 1e-12)
+        z = np.linalg.eigvals(A)
+        assert ok and abs(abs(out["mod"][0]) - np.abs(z).max()) <= 1e-12 and out["mod"][1] <= 1e-12
