@@ -9,15 +9,20 @@ operator densely; and the Lanczos / operator helpers the kernel checks
 
 Each spectral residual is a max of components; an Arnoldi component certainly below a converged
 component of every check it feeds is left unconverged (:class:`_Skip`, with the reason in
-``extra['spectrum_facts'][b]['not_converged']``). Measured on the random ``n = 64, d = 64, H = 4``
-walk (one thread, the previous and this module alternated in one process, ``process_time``
-medians of 9): the Arnoldi run stopped after 48 products instead of 73 (``low`` and ``high``,
-Bendixson bounds 0.84 and 1.01 below the ``im`` component 1.026 of ``spectrum_interval``, from one
-10-step Lanczos refinement of ``H_S``), the spectrum checks 66.1 → 51.9 ms, residuals the same to
-5e-13 (within the Ritz values' backward error ``err`` = 6.6e-12). Rejected: converging the
-Bendixson extremes to ``err`` before Arnoldi (40 Lanczos steps on ``H_S``, 24 ms, more than the
-15 ms Arnoldi saves); taking an extreme within ``ρ`` of a 2-step Ritz value (``θ_min = 0.70``,
-``ρ = 0.43`` while ``λ_min = −0.655``: hence the margin :data:`SKIP_MARGIN` and the settled-value rule).
+``extra['spectrum_facts'][b]['not_converged']``). Measured on random ``n = 64, d = 64, H = 4``
+walks (``benchmarks/bench_diagnose.py: random_walk``, one thread, the previous and this module
+alternated in one process, ``process_time`` medians): on the benchmark's walk (seed 1) the Arnoldi
+run stops after 48 products instead of 73 (``low`` and ``high``, Bendixson bounds 0.84 and 1.01,
+below the ``im`` component 1.026 of ``spectrum_interval``, from one 10-product Lanczos refinement
+of ``H_S``), the spectrum checks 50.5 → 34.7 ms (15 rounds; 145 → 140 applies); on seeds 2, 3, 5,
+6 −3 to −4 ms (Arnoldi 73, 73, 66, 64 → 56, 60, 56, 56 products); seeds 4, 7–10 the same products.
+Residuals the same to 5e-13 (within the Ritz values' backward error ``err`` = 6.6e-12: both runs
+stop at ``ρ ≤ err``, at different steps). Rejected: converging the Bendixson extremes to ``err``
+before Arnoldi (40 Lanczos steps on ``H_S``, 24 ms, more than Arnoldi saves); taking an extreme
+within ``ρ`` of a 2-step Ritz value (``θ_min = 0.70``, ``ρ = 0.43`` while ``λ_min = −0.655``:
+hence the margin :data:`SKIP_MARGIN` and the settled-value rule); refining where the candidate
+was about to converge (:data:`SKIP_PENDING`) or where only the residual screen's estimates had
+converged the references (seed 10: 18 products for nothing).
 Imports :mod:`~numerics.laplacian.result`, :mod:`~numerics.laplacian.blocks`,
 :mod:`~numerics.laplacian.checks` and :mod:`~numerics.laplacian.krylov` from the package."""
 
@@ -320,6 +325,12 @@ SKIP_MARGIN = 4.0
 SKIP_CAP = 24
 
 
+#: a candidate of :class:`_Skip` whose Arnoldi residual is within this factor of ``err`` is left to
+#: converge (no refinement). Ten random ``n = 64, d = 64, H = 4`` walks (seeds 1–10): without it,
+#: refinements (8–14 products of ``H_S``, each an ``apply`` and an ``apply_t``: about 7 Arnoldi
+#: steps' time) were spent at 2, 3 and 7 × err (the residual screen's estimates) on candidates that
+#: converged at the next check anyway (products saved: 0, 4, 4); the useful ones at 20 × err and above
+SKIP_PENDING = 10.0
 #: the Lanczos end that bounds each component a :class:`_Skip` may leave unconverged (``H_S`` for
 #: ``low`` / ``high``, ``K_SᵀK_S`` for ``im``)
 _SKIP_ENDS = {"low": "min", "high": "max", "im": "max"}
@@ -343,10 +354,14 @@ class _Skip:
     have converged) and stops at success, at ``ρ ≤ err``, when hopeless (a Ritz value lies inside
     the spectrum, so ``U_k ≥`` its value already) or after :data:`SKIP_CAP` products.
     ``dropped``: the candidates whose last ``done`` said so, with their bounds and the residual
-    components below which they lie (``extra['spectrum_facts'][b]['not_converged']``)."""
+    components below which they lie (``extra['spectrum_facts'][b]['not_converged']``). A verdict
+    cannot change through a drop: ``v_k > U_k + err`` and ``U_k`` is taken no lower than the bound
+    of the first Lanczos run, above ``t_b`` (the candidate is wanted), so ``v_k`` alone already fails
+    the check; if the extreme were not within the margin only the residual's value would be low."""
 
     def __init__(self, e: FactoredBlocks, p, seed: int, cnt: list, bounds: dict, wanted, s_b: float, err: float):
         self.e, self.p, self.seed, self.cnt, self.s_b, self.err = e, p, seed, cnt, s_b, err
+        self.first = bounds
         self.comps = {k: [c for c in wanted if c in bnd] for k, bnd in bounds.items()}
         self.feeds = {c: [k for k in bounds if c in self.comps[k]] for c in wanted}
         cand = {
@@ -360,6 +375,8 @@ class _Skip:
         self.state: dict = {}  # reference -> its Ritz value of W in the current pass (None: not converged)
         self.refined: dict = {}  # candidate -> (θ, ρ) of its refined extreme
         self.dropped: dict = {}
+        self.step = 0  # Arnoldi products so far
+        self.seen: dict = {}  # candidate -> the step of its first sight with converged references
 
     def done(self, c: str, z: complex, rho: float, _g: float) -> bool:
         if c in self.refs:
@@ -372,8 +389,18 @@ class _Skip:
         if v is None:
             return False
         if c not in self.refined:
+            if rho <= SKIP_PENDING * self.err:
+                return False  # about to converge: a refinement would cost more than it saves
+            if self.seen.get(c) != self.step:
+                # first sight in this Ritz check: the residual screen's pass, whose references may
+                # pass on estimates only; "done" lets the check compute the explicit residuals, and
+                # the explicit pass (same step) decides. Where a check has no screen (an invariant
+                # space, n·d steps, the cap) the run ends there whatever this says
+                self.seen[c] = self.step
+                return True
             self._refine(c, v)
-        bound = {k: self._bound(c, k, *self.refined[c]) for k in v}
+        # not below the first run's Ritz value (inside the spectrum, above t_b: so v_k fails the check alone)
+        bound = {k: max(self._bound(c, k, *self.refined[c]), self.first[k][c]) for k in v}
         if all(bound[k] + self.err < v[k] for k in v):
             theta, r = self.refined[c]
             self.dropped[c] = {
@@ -396,18 +423,21 @@ class _Skip:
         return _component(k, c, complex(x), self.s_b)
 
     def _refine(self, c: str, v: dict) -> None:
-        """Refine the extreme of ``c`` (one Lanczos run; for ``low`` / ``high`` also the other end of
-        ``H_S`` when that is a candidate whose references have converged) against the residual
-        components ``v``. ``ρ`` is taken as ``max(ρ, |θ − θ_prev|)``: the Ritz value must also have
-        settled since the previous check (an early Ritz value may be far from the extreme)."""
+        """Refine the extreme of ``c`` against the residual components ``v`` by one Lanczos run
+        from the seeded start (with the other end of ``H_S`` when that is a candidate pending in the
+        same check: on the random walk 10 products for both instead of 10 + 8). ``ρ`` is taken as
+        ``max(ρ, |θ − θ_prev|)``: the Ritz value must also have settled since the previous check
+        (an early Ritz value may be far from the extreme). Not from the Ritz vectors
+        :func:`_extremes_krylov` reached (2–6 products fewer on four random ``n = 64`` walks): from
+        a Ritz vector the first Ritz values move little, so settling says less (seed 3: ``θ_max``
+        2.25 with ``max(ρ, move)`` 0.14 after 4 products, the extreme ≥ 2.59)."""
         e, n, d = self.e, self.e.n, self.e.d
         Hs, KtK, _, _ = _pi_operators(e, self.p)
         want = {c: v}
-        if c != "im":
-            for o in ("low", "high"):
-                vo = self._reference_values(o) if o != c and o in self.feeds and o not in self.refs else None
-                if vo and o not in self.refined:
-                    want[o] = vo
+        for o in () if c == "im" else ("low", "high"):
+            vo = self._reference_values(o) if o not in want and self.seen.get(o) == self.step else None
+            if vo is not None and o not in self.refs and o not in self.refined:
+                want[o] = vo
         ends = {_SKIP_ENDS[o]: o for o in want}
         hist: dict = {end: [] for end in ends}
 
@@ -421,12 +451,11 @@ class _Skip:
             o, vo = ends[end], want[ends[end]]
             if rho <= self.err or any(self._bound(o, k, t, 0.0) + self.err >= vo[k] for k in vo):
                 return True  # converged, or hopeless (the Ritz value lies inside the spectrum)
-            r = eff(end, t, rho)
-            return all(self._bound(o, k, t, r) + self.err < vo[k] for k in vo)
+            return all(self._bound(o, k, t, eff(end, t, rho)) + self.err < vo[k] for k in vo)
 
         v0 = torch.from_numpy(np.random.default_rng(self.seed).standard_normal(n * d)).to(e.a.device)
-        fn = KtK if c == "im" else Hs
-        out, _ = lanczos_ends(_block_op(fn, n, d, self.cnt), n * d, v0, tuple(ends), done, max_products=SKIP_CAP)
+        op = _block_op(KtK if c == "im" else Hs, n, d, self.cnt)
+        out, _ = lanczos_ends(op, n * d, v0, tuple(ends), done, max_products=SKIP_CAP)
         for end, o in ends.items():
             theta, _, rho = out[end][0]
             self.refined[o] = (float(theta), eff(end, theta, rho))
@@ -471,6 +500,8 @@ def _arnoldi_krylov(e: FactoredBlocks, comps, seed: int, cnt: list, err: float, 
 
     def op(X):
         cnt[0] += X.shape[1]
+        if skip is not None:
+            skip.step += X.shape[1]
         return e.apply(X.T.reshape(-1, n, d)).reshape(-1, N).T
 
     done = (lambda _c, _z, rho, _g: rho <= err) if skip is None else skip.done
