@@ -9,15 +9,23 @@ operator densely; and the Lanczos / operator helpers the kernel checks
 
 Each spectral residual is a max of components; an Arnoldi component certainly below a converged
 component of every check it feeds is left unconverged (:class:`_Skip`, with the reason in
-``extra['spectrum_facts'][b]['not_converged']``). Measured on the random ``n = 64, d = 64, H = 4``
-walk (one thread, the previous and this module alternated in one process, ``process_time``
-medians of 9): the Arnoldi run stopped after 48 products instead of 73 (``low`` and ``high``,
-Bendixson bounds 0.84 and 1.01 below the ``im`` component 1.026 of ``spectrum_interval``, from one
-10-step Lanczos refinement of ``H_S``), the spectrum checks 66.1 → 51.9 ms, residuals the same to
-5e-13 (within the Ritz values' backward error ``err`` = 6.6e-12). Rejected: converging the
-Bendixson extremes to ``err`` before Arnoldi (40 Lanczos steps on ``H_S``, 24 ms, more than the
-15 ms Arnoldi saves); taking an extreme within ``ρ`` of a 2-step Ritz value (``θ_min = 0.70``,
-``ρ = 0.43`` while ``λ_min = −0.655``: hence the margin :data:`SKIP_MARGIN` and the settled-value rule).
+``extra['spectrum_facts'][b]['not_converged']``). Measured on random ``n = 64, d = 64, H = 4``
+walks (``benchmarks/bench_diagnose.py: random_walk``, one thread, the previous and this module
+alternated in one process, ``process_time`` medians): on the benchmark's walk (seed 1) the Arnoldi
+run stops after 48 products instead of 73 (``low`` and ``high``, Bendixson bounds 0.84 and 1.01,
+below the ``im`` component 1.026 of ``spectrum_interval``, from one 10-product Lanczos refinement
+of ``H_S``), the spectrum checks 50.5 → 34.7 ms (15 rounds; 145 → 140 applies); on seeds 2, 3, 5,
+6 −3 to −4 ms (Arnoldi 73, 73, 66, 64 → 56, 60, 56, 56 products); seeds 4, 7–10 the same products.
+Residuals the same to 5e-13 (within the Ritz values' backward error ``err`` = 6.6e-12: both runs
+stop at ``ρ ≤ err``, at different steps). Rejected: converging the Bendixson extremes to ``err``
+before Arnoldi (40 Lanczos steps on ``H_S``, 24 ms, more than Arnoldi saves); taking an extreme
+within ``ρ`` of a 2-step Ritz value (``θ_min = 0.70``, ``ρ = 0.43`` while ``λ_min = −0.655``:
+hence the margin :data:`SKIP_MARGIN` and the settled-value rule); refining where the candidate
+was about to converge (:data:`SKIP_PENDING`) or where only the residual screen's estimates had
+converged the references (seed 10: 18 products for nothing). The ``‖W‖`` Lanczos run stops on the
+Kato–Temple bound (:func:`_top_norm_done`): seeds 1–3 24, 26, 26 → 18, 20, 18 products of
+``WᵀW``, 11.9, 11.8, 13.6 → 9.0, 8.5, 8.4 ms (11 rounds), ``‖W‖`` the same to 1.2e-14 relative
+(so every tolerance and error bound reported).
 Imports :mod:`~numerics.laplacian.result`, :mod:`~numerics.laplacian.blocks`,
 :mod:`~numerics.laplacian.checks` and :mod:`~numerics.laplacian.krylov` from the package."""
 
@@ -259,7 +267,8 @@ KRYLOV_CAP = 3000
 def _extremes_krylov(e: FactoredBlocks, p: torch.Tensor, seed: int, cnt: list, tdt, s_b: float | None):
     """As :func:`_extremes_arpack`, each quantity to the accuracy its decision can use: ``‖W‖``
     first, to within the spectrum checks' rounding error at that norm
-    (:func:`~numerics.laplacian.checks.spectrum_error`: it sets the tolerance ``t_b``); then each
+    (:func:`~numerics.laplacian.checks.spectrum_error`: it sets the tolerance ``t_b``; stopped on
+    the Kato–Temple bound, :func:`_top_norm_done`); then each
     Bendixson extreme until either it is within that error ``err`` (Ritz residual ``ρ ≤ err`` for an
     eigenvalue, ``√(θ+ρ) − √θ ≤ err`` for a norm: it then differs from the exact one by less than
     the error the check already allows for) or every residual component it bounds is certainly
@@ -273,8 +282,8 @@ def _extremes_krylov(e: FactoredBlocks, p: torch.Tensor, seed: int, cnt: list, t
     Hs, KtK, MtM, WtW = _pi_operators(e, p)
     v0 = torch.from_numpy(np.random.default_rng(seed).standard_normal(N)).to(e.a.device)
 
-    def solve(fn, ends, done):
-        out, ok = lanczos_ends(_block_op(fn, n, d, cnt), N, v0, ends, done, max_products=KRYLOV_CAP)
+    def solve(fn, ends, done, k=1):
+        out, ok = lanczos_ends(_block_op(fn, n, d, cnt), N, v0, ends, done, max_products=KRYLOV_CAP, k=k)
         if not ok:
             which, k = ("BE", 2) if len(ends) == 2 else ("LA", 1)
             vals, _, r = sym_extreme(fn, N, n, d, which, cnt, seed, k=k)
@@ -284,7 +293,7 @@ def _extremes_krylov(e: FactoredBlocks, p: torch.Tensor, seed: int, cnt: list, t
     def norm_done(acc):  # √θ to within acc(√θ)
         return lambda _k, t, rho, _an: rho <= (lambda a: a * a + 2 * a * math.sqrt(max(t, 0.0)))(acc(max(t, 0.0)))
 
-    w = solve(WtW, ("max",), norm_done(lambda t: spectrum_error(N, math.sqrt(t))))["max"]
+    w = solve(WtW, ("max",), _top_norm_done(lambda t: spectrum_error(N, math.sqrt(t))), k=2)["max"]
     wn = math.sqrt(max(w[0], 0.0))
     err, t_b = spectrum_error(N, wn), tol(tdt, N, scale=max(wn, 1.0))
     # where each extreme enters: low = off − λ_min, high = λ_max − off (interval; scaled when computed)
@@ -299,6 +308,36 @@ def _extremes_krylov(e: FactoredBlocks, p: torch.Tensor, seed: int, cnt: list, t
     m = solve(MtM, ("max",), lambda *a: norm_done(lambda _t: err)(*a) or sq(a[1]) - 1 > t_b)["max"]
     r_max = max(h["min"][2], h["max"][2], k[2], m[2])
     return h["min"][0], h["max"][0], sq(k[0]), sq(m[0]), wn, r_max
+
+
+#: the margin on the second Ritz pair's residual in :func:`_top_norm_done` (``α = θ₂ + 4ρ₂``)
+TEMPLE_MARGIN = 4.0
+
+
+def _top_norm_done(acc):
+    """``done`` of :func:`~numerics.laplacian.krylov.lanczos_ends` with ``k = 2`` at the top of a
+    positive semidefinite operator (``‖W‖² = λ₁(WᵀW)``): ``√θ₁`` within ``acc(√θ₁)`` of ``√λ₁``
+    (``λ₁ − θ₁ ≤ a² + 2a√θ₁``), where ``λ₁ − θ₁ ≤ ρ₁`` (the rule so far) or, sharper, the Kato–Temple
+    bound ``λ₁ − θ₁ ≤ ρ₁² / (θ₁ − α)`` with ``α = θ₂ + 4ρ₂ ≥ λ₂`` (the second Ritz value within
+    ``ρ₂`` of ``λ₂``, the convention every extreme here uses, with a margin of 4). Lanczos passes
+    the pairs top first in each check (screen or explicit), so the top's call is recorded and
+    answers "done" and the second's call decides for both (the run continues from the second's
+    residual, parallel to the top's: the same Krylov space). Measured on the random
+    ``n = 64, d = 64, H = 4`` walk: 24 → 18 products of ``WᵀW``, ``√θ₁`` the same to 1.3e-14
+    relative (``ρ₁ = 9e-7``, ``θ₁ − α = 0.85``: the bound 1e-12 against the 3.5e-11 allowed)."""
+    top: list = []
+
+    def done(_end, t, rho, _an):
+        if not top:
+            top.append((t, rho))
+            return True
+        t1, r1 = top.pop()
+        a = acc(max(t1, 0.0))
+        alpha = t + TEMPLE_MARGIN * rho
+        gain = r1 if alpha >= t1 else min(r1, r1 * r1 / (t1 - alpha))
+        return gain <= a * a + 2 * a * math.sqrt(max(t1, 0.0))
+
+    return done
 
 
 def _block_op(fn, n: int, d: int, cnt: list):
@@ -323,6 +362,12 @@ SKIP_MARGIN = 4.0
 SKIP_CAP = 24
 
 
+#: a candidate of :class:`_Skip` whose Arnoldi residual is within this factor of ``err`` is left to
+#: converge (no refinement). Ten random ``n = 64, d = 64, H = 4`` walks (seeds 1–10): without it,
+#: refinements (8–14 products of ``H_S``, each an ``apply`` and an ``apply_t``: about 7 Arnoldi
+#: steps' time) were spent at 2, 3 and 7 × err (the residual screen's estimates) on candidates that
+#: converged at the next check anyway (products saved: 0, 4, 4); the useful ones at 20 × err and above
+SKIP_PENDING = 10.0
 #: the Lanczos end that bounds each component a :class:`_Skip` may leave unconverged (``H_S`` for
 #: ``low`` / ``high``, ``K_SᵀK_S`` for ``im``)
 _SKIP_ENDS = {"low": "min", "high": "max", "im": "max"}
@@ -346,10 +391,14 @@ class _Skip:
     have converged) and stops at success, at ``ρ ≤ err``, when hopeless (a Ritz value lies inside
     the spectrum, so ``U_k ≥`` its value already) or after :data:`SKIP_CAP` products.
     ``dropped``: the candidates whose last ``done`` said so, with their bounds and the residual
-    components below which they lie (``extra['spectrum_facts'][b]['not_converged']``)."""
+    components below which they lie (``extra['spectrum_facts'][b]['not_converged']``). A verdict
+    cannot change through a drop: ``v_k > U_k + err`` and ``U_k`` is taken no lower than the bound
+    of the first Lanczos run, above ``t_b`` (the candidate is wanted), so ``v_k`` alone already fails
+    the check; if the extreme were not within the margin only the residual's value would be low."""
 
     def __init__(self, e: FactoredBlocks, p, seed: int, cnt: list, bounds: dict, wanted, s_b: float, err: float):
         self.e, self.p, self.seed, self.cnt, self.s_b, self.err = e, p, seed, cnt, s_b, err
+        self.first = bounds
         self.comps = {k: [c for c in wanted if c in bnd] for k, bnd in bounds.items()}
         self.feeds = {c: [k for k in bounds if c in self.comps[k]] for c in wanted}
         cand = {
@@ -363,6 +412,8 @@ class _Skip:
         self.state: dict = {}  # reference -> its Ritz value of W in the current pass (None: not converged)
         self.refined: dict = {}  # candidate -> (θ, ρ) of its refined extreme
         self.dropped: dict = {}
+        self.step = 0  # Arnoldi products so far
+        self.seen: dict = {}  # candidate -> the step of its first sight with converged references
 
     def done(self, c: str, z: complex, rho: float, _g: float) -> bool:
         if c in self.refs:
@@ -375,8 +426,18 @@ class _Skip:
         if v is None:
             return False
         if c not in self.refined:
+            if rho <= SKIP_PENDING * self.err:
+                return False  # about to converge: a refinement would cost more than it saves
+            if self.seen.get(c) != self.step:
+                # first sight in this Ritz check: the residual screen's pass, whose references may
+                # pass on estimates only; "done" lets the check compute the explicit residuals, and
+                # the explicit pass (same step) decides. Where a check has no screen (an invariant
+                # space, n·d steps, the cap) the run ends there whatever this says
+                self.seen[c] = self.step
+                return True
             self._refine(c, v)
-        bound = {k: self._bound(c, k, *self.refined[c]) for k in v}
+        # not below the first run's Ritz value (inside the spectrum, above t_b: so v_k fails the check alone)
+        bound = {k: max(self._bound(c, k, *self.refined[c]), self.first[k][c]) for k in v}
         if all(bound[k] + self.err < v[k] for k in v):
             theta, r = self.refined[c]
             self.dropped[c] = {
@@ -399,18 +460,21 @@ class _Skip:
         return _component(k, c, complex(x), self.s_b)
 
     def _refine(self, c: str, v: dict) -> None:
-        """Refine the extreme of ``c`` (one Lanczos run; for ``low`` / ``high`` also the other end of
-        ``H_S`` when that is a candidate whose references have converged) against the residual
-        components ``v``. ``ρ`` is taken as ``max(ρ, |θ − θ_prev|)``: the Ritz value must also have
-        settled since the previous check (an early Ritz value may be far from the extreme)."""
+        """Refine the extreme of ``c`` against the residual components ``v`` by one Lanczos run
+        from the seeded start (with the other end of ``H_S`` when that is a candidate pending in the
+        same check: on the random walk 10 products for both instead of 10 + 8). ``ρ`` is taken as
+        ``max(ρ, |θ − θ_prev|)``: the Ritz value must also have settled since the previous check
+        (an early Ritz value may be far from the extreme). Not from the Ritz vectors
+        :func:`_extremes_krylov` reached (2–6 products fewer on four random ``n = 64`` walks): from
+        a Ritz vector the first Ritz values move little, so settling says less (seed 3: ``θ_max``
+        2.25 with ``max(ρ, move)`` 0.14 after 4 products, the extreme ≥ 2.59)."""
         e, n, d = self.e, self.e.n, self.e.d
         Hs, KtK, _, _ = _pi_operators(e, self.p)
         want = {c: v}
-        if c != "im":
-            for o in ("low", "high"):
-                vo = self._reference_values(o) if o != c and o in self.feeds and o not in self.refs else None
-                if vo and o not in self.refined:
-                    want[o] = vo
+        for o in () if c == "im" else ("low", "high"):
+            vo = self._reference_values(o) if o not in want and self.seen.get(o) == self.step else None
+            if vo is not None and o not in self.refs and o not in self.refined:
+                want[o] = vo
         ends = {_SKIP_ENDS[o]: o for o in want}
         hist: dict = {end: [] for end in ends}
 
@@ -424,12 +488,11 @@ class _Skip:
             o, vo = ends[end], want[ends[end]]
             if rho <= self.err or any(self._bound(o, k, t, 0.0) + self.err >= vo[k] for k in vo):
                 return True  # converged, or hopeless (the Ritz value lies inside the spectrum)
-            r = eff(end, t, rho)
-            return all(self._bound(o, k, t, r) + self.err < vo[k] for k in vo)
+            return all(self._bound(o, k, t, eff(end, t, rho)) + self.err < vo[k] for k in vo)
 
         v0 = torch.from_numpy(np.random.default_rng(self.seed).standard_normal(n * d)).to(e.a.device)
-        fn = KtK if c == "im" else Hs
-        out, _ = lanczos_ends(_block_op(fn, n, d, self.cnt), n * d, v0, tuple(ends), done, max_products=SKIP_CAP)
+        op = _block_op(KtK if c == "im" else Hs, n, d, self.cnt)
+        out, _ = lanczos_ends(op, n * d, v0, tuple(ends), done, max_products=SKIP_CAP)
         for end, o in ends.items():
             theta, _, rho = out[end][0]
             self.refined[o] = (float(theta), eff(end, theta, rho))
@@ -495,6 +558,8 @@ def _arnoldi_krylov(
 
     def op(X):
         cnt[0] += X.shape[1]
+        if skip is not None:
+            skip.step += X.shape[1]
         return e.apply(X.T.reshape(-1, n, d)).reshape(-1, N).T
 
     done = (lambda _c, _z, rho, _g: rho <= err) if skip is None else skip.done

@@ -1,9 +1,12 @@
-"""The spectrum checks' Krylov route leaves an Arnoldi component unconverged only where it cannot
-change a residual (:class:`numerics.laplacian.spectral._Skip`): each residual is a max of
-components, and a component whose refined Bendixson bound lies below a converged component of
-every check it feeds is certainly not the max. Judged against the eigenvalues of the walk's matrix
-built here as ``Σ_h A_h ⊗ T_h`` (numpy LAPACK): the residual reported is the max the full route
-reports, a dropped component is below it, and a component that *is* the max is never dropped."""
+"""The spectrum checks' Krylov route (:mod:`numerics.laplacian.spectral`) against the eigenvalues
+and the norm of the walk's matrix built here as ``Σ_h A_h ⊗ T_h`` (numpy LAPACK).
+
+It leaves an Arnoldi component unconverged only where it cannot change a residual (``_Skip``):
+each residual is a max of components, and a component whose refined Bendixson bound lies below a
+converged component of every check it feeds is certainly not the max. The residual reported is
+the max the full route reports, a dropped component is below it, and a component that *is* the
+max is never dropped. ``‖W‖`` (the checks' tolerance and error bound) is as accurate as the route
+promises although its Lanczos run stops on the Kato–Temple bound."""
 
 from __future__ import annotations
 
@@ -14,6 +17,8 @@ import pytest
 import torch
 
 from numerics.laplacian import diagnose
+from numerics.laplacian.checks import spectrum_error
+from numerics.tolerance import tol
 from numerics.walk import ConnectionWalk
 
 F = torch.float64
@@ -80,3 +85,24 @@ def test_a_candidate_that_is_the_max_is_converged(seed, scale):
     comp, want, dropped = _check_against_the_oracle(seed, scale)
     top = max(("im", "low", "high"), key=comp.get)
     assert comp[top] == want["spectrum_interval"] and top not in dropped
+
+
+def test_the_norm_of_w_behind_the_tolerance_is_within_the_stated_error():
+    """``n·d = 240``, three random heads (restarted Lanczos): the ``‖W‖`` inside each spectral
+    check's tolerance ``tol(float64, N, scale=‖W‖)`` and error ``spectrum_error(N, ‖W‖)`` is within
+    ``spectrum_error(N, ‖W‖)`` of the largest singular value numpy finds, although the run stops on
+    the Kato–Temple bound (a rule that stopped at the first check is 0.61 off)."""
+    g = torch.Generator().manual_seed(3)
+    n, d = 24, 10
+    A = torch.softmax(2 * torch.randn(3, n, n, generator=g, dtype=F), -1)
+    T = torch.randn(3, d, d, generator=g, dtype=F) / math.sqrt(d)
+    W = sum(np.kron(A[h].numpy(), T[h].numpy()) for h in range(3))
+    norm = float(np.linalg.norm(W, 2))
+    N = n * d
+    assert norm > 1.0  # the tolerance's scale is ‖W‖ itself
+    D = diagnose(ConnectionWalk.from_mha(A, T), method="factored")
+    for name in ("spectrum_interval", "spectrum_disk"):
+        c = D.checks()[name]
+        wn = c.tol / tol(F, N, scale=1.0)
+        assert abs(wn - norm) <= spectrum_error(N, norm), (name, wn, norm)
+        assert math.isclose(c.error, spectrum_error(N, norm), rel_tol=1e-12), (name, c.error)
