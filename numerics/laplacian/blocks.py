@@ -505,13 +505,13 @@ class FactoredBlocks:
             hh, kk = torch.triu_indices(H, H, device=self.P.device)
             wk = self.w.movedim(-1, -3).contiguous()  # (n_k, H, n_i)
             g = (wk @ wk.transpose(-1, -2))[:, hh, kk]  # (n, pairs)
-            G = None
             step = max(1, min(len(hh), self.chunk_elems // max(d * d, 1)))
+            parts: list[torch.Tensor] = []
             for p0 in range(0, len(hh), step):  # one (n × pairs)·(pairs × d²) product per block of head pairs
                 pp = self._pair_sums(hh[p0 : p0 + step], kk[p0 : p0 + step]).reshape(-1, d * d)
                 part = g[:, p0 : p0 + step] @ pp
-                G = part if G is None else G.add_(part)
-            G = G.reshape(n, d, d)
+                parts = [parts[0].add_(part)] if parts else [part]
+            G = parts[0].reshape(n, d, d)
         self._R["edge_gram"] = G
         return G
 
