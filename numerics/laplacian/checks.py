@@ -6,8 +6,9 @@ Tolerances all come from :func:`numerics.tolerance.tol` with ``tdt`` the precisi
 given in (see :func:`numerics.laplacian.diagnose` for ``attention_dtype``).
 
 Cost (the benchmark's random and reversible ``n = d = 64, H = 4`` walks, one thread, old and new
-alternated in one process, ``process_time`` medians): :func:`algebraic_checks` 17.7 → 11.1 ms and
-27.5 → 15.8 ms. The work saved is in the block algebra (per-edge norms as sums of squares, products
+alternated in one process, ``process_time`` medians of 15–21 rounds, four runs under different
+loads): :func:`algebraic_checks` with :func:`numerics.laplacian.factored.dirichlet_terms` 13.3 → 6.9
+to 17.1 → 10.9 ms (ratio 0.52–0.64) and 23.4 → 11.3 to 24.2 → 14.7 ms (0.48–0.61). The work saved is in the block algebra (per-edge norms as sums of squares, products
 kept for the second π and the three Gram scalings, one ``[T, Tᵀ]`` factor, the literal Dirichlet sum
 in L2-sized chunks: :mod:`numerics.laplacian.blocks`) and in the two π solves
 (:func:`numerics.markov.stationary_core`: the block-norm walk reuses the walk's communicating

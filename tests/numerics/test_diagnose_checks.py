@@ -1316,3 +1316,20 @@ def test_factored_components_are_networkx_weak_components():
         G.add_edges_from((i, j) for i in range(4) for j in range(4) if float(A.mean(0)[i, j]) > 0)
         assert int(D.n_components) == nx.number_weakly_connected_components(G)
         assert nx.is_strongly_connected(G) == want_irreducible
+
+
+def test_row_norms_of_one_row_are_absolute_values_at_any_size():
+    """An edges-form walk with ``d = 1`` has one coefficient per block: its norm is ``|B_ij|`` even
+    where a square underflows (the dense path's norm of a 1×1 block; found by the agreement test on
+    ``P = [[1, 7.6e-239], [1, 0]]``), and several rows are the literal root of the sum of squares."""
+    from numerics.laplacian.blocks import row_norms
+
+    P = torch.tensor([[1.0, 7.5962e-239], [1.0, 0.0]], dtype=F)
+    w = ConnectionWalk.from_edges(P, torch.ones(2, 2, 1, 1, dtype=F))
+    fb = factored_blocks(w)
+    assert fb.exact and fb.H == 1
+    np.testing.assert_array_equal(fb.norms().numpy(), P.numpy())
+    np.testing.assert_array_equal(fb.transport_norms().numpy(), (P > 0).to(F).numpy())
+    y = torch.tensor([[[3.0]], [[4.0]], [[12.0]]], dtype=F)
+    assert row_norms(y).shape == (1, 1) and float(row_norms(y)) == 13.0
+    assert float(row_norms(-y[:1])) == 3.0
