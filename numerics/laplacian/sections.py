@@ -118,19 +118,36 @@ def constraints_factor(e: FactoredBlocks, X: torch.Tensor) -> torch.Tensor:
     return R
 
 
+#: most columns of ``CᵀC Q`` gathered before they are projected on ``Q`` (:func:`sections_gram`)
+GRAM_SPAN = 64
+
+
 def sections_gram(e: FactoredBlocks, Q: torch.Tensor, meter, block: int) -> torch.Tensor:
     """``Qᵀ CᵀC Q`` ``(m, m)`` by the edge-Gram expansion of :meth:`FactoredBlocks.constraints_gram_fast`
     with one walk-like product per column, ``block`` columns at a time: ``Qᵀ(D Q) − A − Aᵀ`` with
     ``A = Qᵀ(Σ_j O_kj Q_j)``, since ``Qᵀ(Σ_i O_ikᵀ Q_i) = Aᵀ`` (the same terms, the same rounding
-    order of magnitude). ``meter``: a :class:`numerics.laplacian.lanczos.Meter` (checked per block)."""
+    order of magnitude). ``meter``: a :class:`numerics.laplacian.lanczos.Meter` (checked per block).
+
+    The products' columns are gathered, up to :data:`GRAM_SPAN` (and ``chunk_elems / (n·d)``) of
+    them, before one projection ``Qᵀ(·)``: projecting each block of ``block`` columns read all of
+    ``Q`` once per block — at the MiniLM size (``m = 384``, ``n·d = 49152``, blocks of 5 columns
+    under the memory rule) 77 passes over 151 MB. Measured, one thread, same process: MiniLM-sized
+    random layer 6.8 → 2.5–3.4 s; ``n = 64, d = 64, H = 4`` unchanged (13.7 vs 14.7 ms, one span); the
+    Gram the same to 2.4e-14 relative."""
     n, d = e.n, e.d
     N, m = Q.shape
     S, A = torch.empty(m, m, dtype=F64), torch.empty(m, m, dtype=F64)
     Qt = Q.T.contiguous()  # contiguous fields for the products
-    for c0 in range(0, m, block):
-        meter.check()
-        dx, mx = e.constraints_gram_split(Qt[c0 : c0 + block].reshape(-1, n, d))
-        S[:, c0 : c0 + block], A[:, c0 : c0 + block] = Q.T @ dx.reshape(-1, N).T, Q.T @ mx.reshape(-1, N).T
+    span = max(block, min(m, GRAM_SPAN, e.chunk_elems // max(N, 1)))
+    Db, Mb = torch.empty(span, N, dtype=F64), torch.empty(span, N, dtype=F64)
+    for s0 in range(0, m, span):
+        s1 = min(s0 + span, m)
+        for c0 in range(s0, s1, block):
+            c1 = min(c0 + block, s1)
+            meter.check()
+            dx, mx = e.constraints_gram_split(Qt[c0:c1].reshape(-1, n, d))
+            Db[c0 - s0 : c1 - s0], Mb[c0 - s0 : c1 - s0] = dx.reshape(-1, N), mx.reshape(-1, N)
+        S[:, s0:s1], A[:, s0:s1] = Qt @ Db[: s1 - s0].T, Qt @ Mb[: s1 - s0].T
     return S - A - A.T
 
 

@@ -234,14 +234,18 @@ def test_gram_columns_equal_the_literal_product_at_every_block_size(block):
     assert float((got - want).abs().max()) <= 1e-12 * float(want.abs().max())
 
 
-@pytest.mark.parametrize("block", [1, 7, lk.GRAM_BLOCK, 40])
-def test_sections_gram_equals_the_literal_form_with_one_product_per_column(block):
+@pytest.mark.parametrize("block, span", [(1, 64), (7, 64), (lk.GRAM_BLOCK, 64), (40, 64), (1, 5), (4, 10), (7, 9)])
+def test_sections_gram_equals_the_literal_form_with_one_product_per_column(monkeypatch, block, span):
     """``Qᵀ CᵀC Q`` with the transposed term taken as a transpose (``sections_gram``) against
     ``(C Q)ᵀ(C Q)`` with ``C`` assembled entry by entry, on a non-reversible walk with random head
-    transports (``Σ_j O_kj`` and its transpose differ), at one walk-like product per column."""
+    transports (``Σ_j O_kj`` and its transpose differ), at one walk-like product per column; the
+    projections gathered over spans of columns (several spans, spans not a multiple of the block)."""
+    import numerics.laplacian.sections as ls
     from numerics.laplacian.blocks import element, factored_blocks
     from numerics.laplacian.lanczos import Meter
     from numerics.laplacian.sections import sections_gram
+
+    monkeypatch.setattr(ls, "GRAM_SPAN", span)
 
     w = random_heads(4, 20, 2, 3, scale=2.0)
     e = element(factored_blocks(w.to(dtype=F)), 0)
