@@ -47,17 +47,18 @@ def section_tree(sup: np.ndarray):
     parent = np.full(n, -1, dtype=np.int64)
     root_of = np.full(n, -1, dtype=np.int64)
     depth = np.zeros(n, dtype=np.int64)
-    queue = list(roots)
-    for r_idx, r in enumerate(roots):
-        root_of[r] = r_idx
-    head = 0
-    while head < len(queue):
-        u = queue[head]
-        head += 1
-        for i in map(int, np.nonzero(sup[:, u])[0]):
-            if root_of[i] < 0:
-                parent[i], root_of[i], depth[i] = u, root_of[u], depth[u] + 1
-                queue.append(i)
+    root_of[roots] = np.arange(len(roots))
+    # the FIFO breadth-first search from all roots at once, one level at a time: a new token's parent
+    # is the first token of the level (queue order) with an edge to it, and the next level keeps the
+    # queue's order (by that parent's position, then by index) — the tree of the token-by-token
+    # queue (tests/numerics/test_diagnose_agreement.py compares them), without a Python loop per token
+    level = np.asarray(roots, dtype=np.int64)
+    while level.size:
+        reach = sup[:, level] & (root_of < 0)[:, None]
+        new = np.nonzero(reach.any(1))[0]
+        pos = reach[new].argmax(1)
+        parent[new], root_of[new], depth[new] = level[pos], root_of[level[pos]], depth[level[pos]] + 1
+        level = new[np.lexsort((new, pos))]
     return roots, parent, root_of, depth
 
 

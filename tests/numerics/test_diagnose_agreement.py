@@ -482,6 +482,42 @@ def test_section_tree_and_lower_bound():
     assert lower_bound(math.inf, 0.7, 3.0) == 0.7
 
 
+def _queue_bfs(sup, roots):
+    """The literal token-by-token FIFO search: ``(parent, root_of, depth)``."""
+    n = sup.shape[0]
+    parent, root_of, depth = np.full(n, -1), np.full(n, -1), np.zeros(n, dtype=np.int64)
+    queue = list(roots)
+    for r_idx, r in enumerate(roots):
+        root_of[r] = r_idx
+    head = 0
+    while head < len(queue):
+        u = queue[head]
+        head += 1
+        for i in range(n):
+            if sup[i, u] and root_of[i] < 0:
+                parent[i], root_of[i], depth[i] = u, root_of[u], depth[u] + 1
+                queue.append(i)
+    return parent, root_of, depth
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_section_tree_is_the_token_by_token_search(seed):
+    """The level-at-a-time search of ``section_tree`` gives the tree of the literal FIFO queue, on
+    sparse random supports with several closed classes and transient tokens (and roots that are not
+    in increasing order)."""
+    from numerics.laplacian.kernel import section_tree
+
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(3, 40))
+    sup = rng.random((n, n)) < rng.choice([0.05, 0.15, 0.4])
+    perm = rng.permutation(n)
+    sup = sup[perm][:, perm]
+    roots, parent, root_of, depth = section_tree(sup)
+    want = _queue_bfs(sup, roots)
+    assert parent.tolist() == want[0].tolist() and root_of.tolist() == want[1].tolist()
+    assert depth.tolist() == want[2].tolist() and (root_of >= 0).all()
+
+
 def test_kernel_checks_over_the_memory_rule_fall_back_to_bounded_lanczos(monkeypatch):
     """A full layer's sections basis does not fit the memory rule (MiniLM: (H + 4)·d·n·d ≈ 3e8
     entries): the kernel/flat checks then run the O(k_max·n·d) Lanczos route. Forced here on a walk
