@@ -53,7 +53,7 @@ FACTORED_OPTIONS = {
 }
 #: the ``n·d`` up to which the dense path is the faster one for a walk with ``H ≤ d`` terms per
 #: block (:func:`auto_method`)
-AUTO_MAX_ND = 192
+AUTO_MAX_ND = 96
 
 
 # ---------------------------------------------------------------------------------------------
@@ -103,11 +103,13 @@ def auto_method(n: int, d: int, H: int, max_dense: int, auto_max_nd: int | None 
     parallel-section / flatness checks, so the factored path is the only complete one. Below it,
     dense when ``n·d ≤ AUTO_MAX_ND·max(1, H/d)``: the dense path costs ``O((n·d)³)`` whatever ``H``,
     the factored one a few hundred products of cost ``O(H·n·d·(n + d))`` plus ``O(H²n²)`` for the
-    algebraic checks. Measured (one thread, both paths on the same walk, dense ÷ factored time):
-    ``H = 4`` random heads 0.4 at ``n·d = 128``, 1.6 at 256, 5.3 at 512, 16 at 1024 (reversible heads:
-    1.1, 3.0, 10, 33); ``H = 12`` 0.5 at 128, 1.0–1.6 at 256, 7.0 at 512; ``H = 32, d = 16`` 0.7 at
-    256; ``H = 64`` 1.0 (``d = 16``) and 1.9 (``d = 32``) at 512; edges form (``H = d²``) 0.03–0.06
-    from ``n·d = 64`` to 512."""
+    algebraic checks. Measured by ``python benchmarks/bench_diagnose.py --auto`` (one thread, both
+    paths on the same walk, best of two, dense ÷ factored time; issue 22's faster factored path
+    moved the switch from 192 to 96): ``H = 4`` random heads 0.42 at ``n·d = 64``, 1.2 at 128, 5.5
+    at 256, 17 at 512, 59 at 1024 (reversible heads: 0.52, 1.16, 5.1, 9.3); ``H = 12`` 1.08 at 128
+    (``d = 8``), 2.5 at 256, 22 at 512; ``H = 64`` 0.66 at 256 (``d = 16``), 1.8 (``d = 16``) and 2.2
+    (``d = 32``) at 512; edges form (``H = d²``) 0.07–0.85 from ``n·d = 32`` to 512. With this rule
+    auto's pick is the faster path, or within 25 % of it, at every one of those 24 sizes."""
     if auto_max_nd is not None:
         return "dense" if n * d <= auto_max_nd else "factored"
     if n * d > max_dense:
@@ -152,7 +154,7 @@ def diagnose(
     ``"factored"`` (:func:`numerics.laplacian.factored.diagnose_factored`; ``factored_options``
     go there; an edges-form walk needs ``d⁴ + 3·n²d²`` numbers there, refused like the dense path
     over the budget) or ``"auto"`` (:func:`auto_method`: the faster path that computes every check —
-    factored above ``max_dense``; below it dense when ``n·d ≤ 192·max(1, H/d)``, ``H`` the heads or
+    factored above ``max_dense``; below it dense when ``n·d ≤ 96·max(1, H/d)``, ``H`` the heads or
     ``d²`` for an edges-form walk; an explicit ``auto_max_nd``: dense exactly when
     ``n·d ≤ auto_max_nd``).
     ``probes``: number of seeded random test fields for the Dirichlet identity. ``max_dense``

@@ -655,9 +655,11 @@ def test_parallel_sections_just_missed_by_delta_are_ambiguous():
 @pytest.mark.parametrize(
     "n, d, H, max_dense, auto_max_nd, expected",
     [
-        (16, 8, 4, 1024, None, "dense"),  # n·d = 128 ≤ 192
-        (16, 16, 4, 1024, None, "factored"),  # 256 > 192: few heads, the factored path is faster
-        (16, 16, 32, 1024, None, "dense"),  # H/d = 2: dense up to 384
+        (12, 8, 4, 1024, None, "dense"),  # n·d = 96 ≤ 96
+        (16, 8, 4, 1024, None, "factored"),  # 128 > 96: few heads, the factored path is faster
+        (12, 16, 32, 1024, None, "dense"),  # H/d = 2: dense up to 192
+        (13, 16, 32, 1024, None, "factored"),
+        (16, 16, 16, 1024, None, "factored"),  # H/d = 1: 256 > 96
         (32, 16, 256, 1024, None, "dense"),  # edges form (H = d²): dense up to max_dense
         (64, 32, 1024, 4096, None, "dense"),
         (64, 32, 1024, 1024, None, "factored"),  # above max_dense only the factored path is complete
@@ -665,9 +667,10 @@ def test_parallel_sections_just_missed_by_delta_are_ambiguous():
         (8, 8, 4, 1024, 64, "dense"),  # an explicit auto_max_nd is the switch
         (8, 8, 4, 1024, 63, "factored"),
         (8, 8, 4, 32, 1000, "dense"),
-        (24, 8, 4, 1024, None, "dense"),  # n·d = 192 exactly: the bound is inclusive
-        (500, 1, 4, 1024, None, "dense"),  # d = 1: H/d = 4, dense up to 768
-        (800, 1, 4, 1024, None, "factored"),
+        (12, 8, 4, 1024, None, "dense"),  # n·d = 96 exactly: the bound is inclusive
+        (13, 8, 4, 1024, None, "factored"),
+        (384, 1, 4, 1024, None, "dense"),  # d = 1: H/d = 4, dense up to 384
+        (385, 1, 4, 1024, None, "factored"),
     ],
 )
 def test_auto_picks_the_path_of_the_stated_rule(n, d, H, max_dense, auto_max_nd, expected):
@@ -675,8 +678,8 @@ def test_auto_picks_the_path_of_the_stated_rule(n, d, H, max_dense, auto_max_nd,
 
 
 def test_auto_counts_a_heads_walk_by_its_heads_and_an_edges_walk_by_d_squared():
-    """n = 16, d = 16 (n·d = 256): 4 heads are past the dense bound 192, an edges-form walk (d² = 256
-    terms per block) is not (192·16)."""
+    """n = 16, d = 16 (n·d = 256): 4 heads are past the dense bound 96, an edges-form walk (d² = 256
+    terms per block) is not (96·16)."""
     g = torch.Generator().manual_seed(0)
     A = torch.softmax(torch.randn(4, 16, 16, generator=g, dtype=F), -1)
     T = torch.randn(4, 16, 16, generator=g, dtype=F) / 4
