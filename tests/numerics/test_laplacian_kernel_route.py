@@ -191,18 +191,24 @@ def test_the_cap_gives_undecided_with_its_reason():
     assert factored(w).extra["kernel_facts"][0]["decided"]
 
 
-def test_the_search_of_a_walk_failing_t3_is_capped_by_the_other_checks(monkeypatch):
-    """ker Δ outside the parallel sections (a token that keeps its value and is read by no one; O not
-    orthogonal, so no certificate): the search finds it with the default budget; with the spectrum
-    skipped (the other checks spend 3 products) and the floor lowered to 5 it stops, undecided,
-    naming the failed T3 hypothesis as the reason for the cap; an explicit max_matvecs lifts it."""
+def null_outside_sections() -> ConnectionWalk:
+    """A token that keeps its value and is read by no one, ``O`` not orthogonal: ``dim ker Δ = 2``
+    outside the parallel sections (there are none), no Dirichlet certificate."""
     g = torch.Generator().manual_seed(10)
     n, d = 3, 2
     P = torch.softmax(torch.randn(n, n, generator=g, dtype=F), -1)
     O = torch.randn(n, n, d, d, generator=g, dtype=F)
     O[0, 0] = torch.eye(d, dtype=F) / P[0, 0]
     O[1:, 0] = 0.0
-    w = ConnectionWalk.from_edges(P, O)
+    return ConnectionWalk.from_edges(P, O)
+
+
+def test_the_search_of_a_walk_failing_t3_is_capped_by_the_other_checks(monkeypatch):
+    """ker Δ outside the parallel sections (a token that keeps its value and is read by no one; O not
+    orthogonal, so no certificate): the search finds it with the default budget; with the spectrum
+    skipped (the other checks spend 3 products) and the floor lowered to 5 it stops, undecided,
+    naming the failed T3 hypothesis as the reason for the cap; an explicit max_matvecs lifts it."""
+    w = null_outside_sections()
     kD, kC, _, _ = literal_dims(w)
     assert (kD, kC) == (2, 0)
     D = factored(w, spectrum=False)
@@ -411,13 +417,7 @@ def test_the_search_starts_from_the_spectrums_arnoldi_space(monkeypatch, n, d, H
 def test_a_null_direction_outside_the_sections_is_found_from_the_arnoldi_start():
     """The walk of the capped-search test (dim ker Δ = 2, no parallel section) with the spectrum on,
     so the search starts from the Arnoldi space: it still finds both null directions."""
-    g = torch.Generator().manual_seed(10)
-    n, d = 3, 2
-    P = torch.softmax(torch.randn(n, n, generator=g, dtype=F), -1)
-    O = torch.randn(n, n, d, d, generator=g, dtype=F)
-    O[0, 0] = torch.eye(d, dtype=F) / P[0, 0]
-    O[1:, 0] = 0.0
-    w = ConnectionWalk.from_edges(P, O)
+    w = null_outside_sections()
     assert literal_dims(w)[:2] == (2, 0)
     D = factored(w)
     assert (int(D.kernel_dim), int(D.parallel_dim)) == (2, 0) and not bool(D.kernel_parallel.holds)
