@@ -12,7 +12,7 @@ import numpy as np
 import torch
 
 from numerics.laplacian.blocks import FactoredBlocks
-from numerics.laplacian.krylov import lanczos_ends
+from numerics.laplacian.krylov import block_op, lanczos_ends
 from numerics.laplacian.lanczos import Meter, OverBudget
 from numerics.laplacian.sections import (
     constraints_factor,
@@ -184,7 +184,7 @@ def kernel_element_bounded(
         # thick-restart Lanczos with ARPACK's relative rule (ρ ≤ 1e-4·max(|θ|, eps^{2/3}·‖ΔᵀΔ‖)):
         # ARPACK's own restarts spent several times the products on the same rule
         pairs = lanczos_ends(
-            lambda X: DtD(X.T.reshape(-1, n, d)).reshape(-1, N).T,
+            block_op(DtD, n, d),
             N,
             torch.from_numpy(np.random.default_rng(seed).standard_normal(N)),
             ("min",),
@@ -207,12 +207,8 @@ def kernel_element_bounded(
             f"(dim ker Δ ≥ {kD} or dim parallel ≥ {kC}); raise k_max"
         )
     K, Z = VD[:, :kD], VC[:, :kC]
-    r1 = float(torch.linalg.matrix_norm(Dfn(Z.T.reshape(-1, n, d)).reshape(kC, N).T, ord=2)) / dn if kC else 0.0
-    r2 = (
-        float(torch.linalg.eigvalsh(K.T @ CtC(K.T.reshape(-1, n, d)).reshape(kD, N).T).max().clamp(min=0).sqrt()) / cn
-        if kD
-        else 0.0
-    )
+    r1 = float(torch.linalg.matrix_norm(block_op(Dfn, n, d)(Z), ord=2)) / dn if kC else 0.0
+    r2 = float(torch.linalg.eigvalsh(K.T @ block_op(CtC, n, d)(K)).max().clamp(min=0).sqrt()) / cn if kD else 0.0
     r = math.nan if why else max(r1, r2)
     bnd = thr
     if 0 < kD < sD.numel():  # Wedin / Davis–Kahan, as on the dense path

@@ -89,7 +89,7 @@ CHECK_EVERY = 2
 #: 8 steps 73 in 379, 12 steps 77 in 486 (before the residual screen: 4 steps 652, 8 steps 472)
 ARNOLDI_CHECK_EVERY = 8
 
-__all__ = ["lanczos_ends", "ritz_extreme", "arnoldi_ends"]
+__all__ = ["lanczos_ends", "ritz_extreme", "arnoldi_ends", "block_op"]
 
 
 #: the per-step vector arithmetic of a basis on the CPU runs on numpy views of the same memory
@@ -168,6 +168,18 @@ def _basis(N: int, m: int, dev) -> torch.Tensor:
     """An ``(N, m)`` basis stored column by column (each column contiguous: the operators get
     contiguous fields — strided ones made the factored products up to 1.7× slower)."""
     return torch.empty(m, N, dtype=F64, device=dev).T
+
+
+def block_op(fn, n: int, d: int, counter: list | None = None):
+    """A map ``fn`` of ``(p, n, d)`` fields as the map of ``(n·d, p)`` blocks the solvers here take
+    (each column one field), adding the columns to ``counter[0]`` when given."""
+
+    def op(X):
+        if counter is not None:
+            counter[0] += X.shape[1]
+        return fn(X.T.reshape(-1, n, d)).reshape(-1, n * d).T
+
+    return op
 
 
 def _times(V: torch.Tensor, X: torch.Tensor) -> torch.Tensor:

@@ -12,7 +12,7 @@ import numpy as np
 import torch
 
 from numerics.laplacian.blocks import FactoredBlocks
-from numerics.laplacian.krylov import EPS, lanczos_ends, ritz_extreme
+from numerics.laplacian.krylov import EPS, block_op, lanczos_ends, ritz_extreme
 
 F64 = torch.float64
 #: ``(max_dim, keep)`` of the thick-restart Lanczos of the ker Δ search (:func:`ritz_extreme`); on
@@ -59,9 +59,11 @@ def operator_norm(op, N: int, n: int, d: int, seed: int, meter: Meter, rtol: flo
     value, so never above the norm at any ``rtol``."""
     v0 = torch.from_numpy(np.random.default_rng(seed).standard_normal(N))
 
+    apply = block_op(op, n, d)
+
     def opm(X):
         meter.check()
-        return op(X.T.reshape(-1, n, d)).reshape(-1, N).T
+        return apply(X)
 
     lam = ritz_extreme(opm, N, v0, False, rtol)[0]
     return max(math.sqrt(max(lam, 0.0)), 1.0)
@@ -78,13 +80,15 @@ def deflated_smallest(DtD, K: torch.Tensor, dn: float, N: int, n: int, d: int, m
     and the eigenvalue within ``ρ`` of ``θ`` (there always is one) is the smallest one; the
     remaining steps would only sharpen a value that no verdict uses."""
 
+    apply = block_op(DtD, n, d)
+
     def op(X):
         meter.check()
         if K.shape[1]:
             c = K.T @ X
-            out = DtD((X - K @ c).T.reshape(-1, n, d)).reshape(-1, N).T
+            out = apply(X - K @ c)
             return out - K @ (K.T @ out) + dn**2 * (K @ c)
-        return DtD(X.T.reshape(-1, n, d)).reshape(-1, N).T
+        return apply(X)
 
     floor = EPS ** (2 / 3)
     lv2 = math.inf if level is None else level**2

@@ -13,6 +13,7 @@ import numpy as np
 import torch
 
 from numerics.laplacian.blocks import FactoredBlocks
+from numerics.laplacian.krylov import block_op
 
 F64 = torch.float64
 
@@ -167,7 +168,7 @@ def krylov_ritz(e: FactoredBlocks, Q: torch.Tensor, k: int, max_cols: int, rel: 
     :class:`numerics.laplacian.lanczos.Meter` whose cap ends the search early (with the Ritz pair reached so far)."""
     n, d = e.n, e.d
     N = Q.shape[0]
-    G_apply = lambda X: e.constraints_gram_fast(X.T.reshape(-1, n, d)).reshape(-1, N).T
+    G_apply = block_op(e.constraints_gram_fast, n, d)
     V, AV = Q, (G_apply(Q) if AQ is None else AQ)
     G = V.T @ AV
     last = Q.shape[1]
@@ -216,7 +217,7 @@ def sections_in_kernel(Dfn, Z: torch.Tensor, n: int, d: int, thr_d: float, dn: f
     N, kC = Z.shape
     if not kC:
         return 0.0, torch.zeros(N, 0, dtype=F64)
-    DZ = Dfn(Z.T.reshape(kC, n, d)).reshape(kC, N).T
+    DZ = block_op(Dfn, n, d)(Z)
     _, sZ, VhZ = torch.linalg.svd(DZ, full_matrices=False)
     return float(sZ[0]) / dn, Z @ VhZ.T.flip(1)[:, : int((sZ <= thr_d * dn).sum())]
 
@@ -227,7 +228,7 @@ def extended_basis(K: torch.Tensor, vec: torch.Tensor, Dfn, n: int, d: int) -> t
     residual (eps·‖Δ‖²)."""
     v = vec - K @ (K.T @ vec)
     Kc = torch.cat([K, (v / torch.linalg.vector_norm(v))[:, None]], 1)
-    sv = torch.linalg.svdvals(Dfn(Kc.T.reshape(-1, n, d)).reshape(Kc.shape[1], n * d).T)
+    sv = torch.linalg.svdvals(block_op(Dfn, n, d)(Kc))
     return Kc, float(sv[0])
 
 

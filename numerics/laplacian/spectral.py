@@ -38,7 +38,7 @@ import torch
 
 from numerics.laplacian.blocks import FactoredBlocks, element
 from numerics.laplacian.checks import spectrum_error
-from numerics.laplacian.krylov import arnoldi_ends, lanczos_ends
+from numerics.laplacian.krylov import arnoldi_ends, block_op, lanczos_ends
 from numerics.laplacian.result import Check, make_check
 from numerics.tolerance import tol
 
@@ -83,7 +83,7 @@ def sym_extreme(fn, N, n, d, which: str, counter, seed: int, k: int = 1, max_res
         # (the callers report the check undefined with the reason)
         vals, vecs = eigsh(op, k=k, which=which, v0=v0, tol=1e-12, ncv=min(N, 2 * ncv), maxiter=max_restarts)
     V = torch.from_numpy(vecs)
-    res = torch.linalg.vector_norm(fn(V.T.reshape(-1, n, d)).reshape(k, N).T - V * torch.from_numpy(vals), dim=0)
+    res = torch.linalg.vector_norm(block_op(fn, n, d)(V) - V * torch.from_numpy(vals), dim=0)
     order = np.argsort(vals)
     return torch.from_numpy(vals[order]), V[:, order], res[order]
 
@@ -283,7 +283,7 @@ def _extremes_krylov(e: FactoredBlocks, p: torch.Tensor, seed: int, cnt: list, t
     v0 = torch.from_numpy(np.random.default_rng(seed).standard_normal(N)).to(e.a.device)
 
     def solve(fn, ends, done, k=1):
-        out, ok = lanczos_ends(_block_op(fn, n, d, cnt), N, v0, ends, done, max_products=KRYLOV_CAP, k=k)
+        out, ok = lanczos_ends(block_op(fn, n, d, cnt), N, v0, ends, done, max_products=KRYLOV_CAP, k=k)
         if not ok:
             which, k = ("BE", 2) if len(ends) == 2 else ("LA", 1)
             vals, _, r = sym_extreme(fn, N, n, d, which, cnt, seed, k=k)
@@ -338,16 +338,6 @@ def _top_norm_done(acc):
         return gain <= a * a + 2 * a * math.sqrt(max(t1, 0.0))
 
     return done
-
-
-def _block_op(fn, n: int, d: int, cnt: list):
-    """``fn`` (a map of ``(p, n, d)`` fields) as a map of ``(n·d, p)`` blocks, counting products."""
-
-    def op(X):
-        cnt[0] += X.shape[1]
-        return fn(X.T.reshape(-1, n, d)).reshape(-1, n * d).T
-
-    return op
 
 
 #: the margin on a Lanczos residual ``ρ`` when a refined Bendixson extreme shows that an Arnoldi
@@ -491,7 +481,7 @@ class _Skip:
             return all(self._bound(o, k, t, eff(end, t, rho)) + self.err < vo[k] for k in vo)
 
         v0 = torch.from_numpy(np.random.default_rng(self.seed).standard_normal(n * d)).to(e.a.device)
-        op = _block_op(KtK if c == "im" else Hs, n, d, self.cnt)
+        op = block_op(KtK if c == "im" else Hs, n, d, self.cnt)
         out, _ = lanczos_ends(op, n * d, v0, tuple(ends), done, max_products=SKIP_CAP)
         for end, o in ends.items():
             theta, _, rho = out[end][0]
@@ -556,11 +546,12 @@ def _arnoldi_krylov(
     N = n * d
     v0 = torch.from_numpy(np.random.default_rng(seed).standard_normal(N)).to(e.a.device)
 
+    apply = block_op(e.apply, n, d, cnt)
+
     def op(X):
-        cnt[0] += X.shape[1]
         if skip is not None:
             skip.step += X.shape[1]
-        return e.apply(X.T.reshape(-1, n, d)).reshape(-1, N).T
+        return apply(X)
 
     done = (lambda _c, _z, rho, _g: rho <= err) if skip is None else skip.done
     order = comps if skip is None else skip.order  # a candidate's references are checked before it
