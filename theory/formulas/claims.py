@@ -23,7 +23,7 @@ import sympy as sp
 
 from .. import formulas as F
 from . import B_, DIRICHLET_SUM, O_, P_, PI_FORM, Identity, a, b, c, d, i, j, k, n, pi_, x_
-from .notation import Eye, NormF
+from .notation import Delimited, Eye, MatrixOf, NormF
 from .walks import DEF_B, Label, Relation, shown_base
 
 # ------------------------------------------------------------------------------------------------
@@ -31,19 +31,12 @@ from .walks import DEF_B, Label, Relation, shown_base
 # ------------------------------------------------------------------------------------------------
 
 
-class SpectralRadius(sp.Function):
+class SpectralRadius(Delimited):
     """``ρ(W)``: the largest modulus of an eigenvalue."""
 
-    nargs = 1
-    is_commutative = True
     is_real = True
-
-    def _latex(self, printer, exp=None):
-        out = r"\rho\left(" + printer._print(self.args[0]) + r"\right)"
-        return out if exp is None else out + "^{" + exp + "}"
-
-    def _numpycode(self, printer):
-        return "numpy.max(numpy.abs(numpy.linalg.eigvals(" + printer._print(self.args[0]) + ")))"
+    tex_left, tex_right = r"\rho\left(", r"\right)"
+    numpy_code = "numpy.max(numpy.abs(numpy.linalg.eigvals({})))"
 
 
 class MaxOver(sp.Function):
@@ -68,24 +61,14 @@ class MaxOver(sp.Function):
         return f"builtins.max({p(e)} for {p(v)} in range({p(lo)}, {p(hi)} + 1))"
 
 
-class Indicator(sp.Function):
+class Indicator(Delimited):
     """``1[condition]``: 1 where the condition holds, 0 elsewhere."""
 
-    nargs = 1
-    is_commutative = True
-
-    def _latex(self, printer, exp=None):
-        return r"\mathbb{1}\left[" + printer._print(self.args[0]) + r"\right]"
-
-    def _numpycode(self, printer):
-        return "numpy.where(" + printer._print(self.args[0]) + ", 1.0, 0.0)"
+    tex_left, tex_right, numpy_code = r"\mathbb{1}\left[", r"\right]", "numpy.where({}, 1.0, 0.0)"
 
 
-class Diag(sp.MatrixExpr):
+class Diag(MatrixOf):
     """``diag(v)``: the diagonal matrix of the vector ``v`` (``n × 1``)."""
-
-    def __new__(cls, v):
-        return super().__new__(cls, sp.sympify(v))
 
     @property
     def shape(self):
@@ -98,15 +81,8 @@ class Diag(sp.MatrixExpr):
         return "numpy.diag(numpy.ravel(" + printer._print(self.args[0]) + "))"
 
 
-class Sym(sp.MatrixExpr):
+class Sym(MatrixOf):
     """``sym(M) = (M + Mᵀ)/2``: the symmetric part of a square matrix."""
-
-    def __new__(cls, M):
-        return super().__new__(cls, sp.sympify(M))
-
-    @property
-    def shape(self):
-        return self.args[0].shape
 
     def _latex(self, printer):
         return r"\operatorname{sym}\left(" + printer._print(self.args[0]) + r"\right)"
@@ -116,15 +92,8 @@ class Sym(sp.MatrixExpr):
         return f"(0.5 * (({M}) + numpy.transpose({M})))"
 
 
-class SignDiag(sp.MatrixExpr):
+class SignDiag(MatrixOf):
     """``sign(Λ)`` of a diagonal matrix, entrywise on the diagonal, with ``sign 0 = +1``."""
-
-    def __new__(cls, M):
-        return super().__new__(cls, sp.sympify(M))
-
-    @property
-    def shape(self):
-        return self.args[0].shape
 
     def _latex(self, printer):
         return r"\operatorname{sign}\left(" + printer._print(self.args[0]) + r"\right)"

@@ -1,6 +1,8 @@
 """Notation SymPy lacks, written once for every formulas module: the identity and the all-ones column
 of a symbolic size, the kernel and the fixed space of a matrix (evaluated as orthonormal bases), the
-dimension of a space given by a basis, and the Frobenius and spectral norms. Each renders with ``_latex`` and evaluates with ``_numpycode``."""
+dimension of a space given by a basis, and the Frobenius and spectral norms. Each renders with ``_latex`` and evaluates with ``_numpycode``.
+The two bases the formulas modules' own notation builds on: :class:`Delimited` (a number from one
+argument, rendered between delimiters) and :class:`MatrixOf` (a matrix from one matrix argument)."""
 
 from __future__ import annotations
 
@@ -31,14 +33,41 @@ class Ones(sp.OneMatrix):
     _pythoncode = _numpycode
 
 
-_basis_columns = sp.Symbol("r", integer=True, nonnegative=True)
+class Delimited(sp.Function):
+    """A number computed from one argument, rendered ``left arg right`` (a power outside) and
+    evaluated by ``numpy`` code with ``{}`` for the argument; subclasses set the three strings."""
+
+    nargs = 1
+    is_commutative = True
+    tex_left = tex_right = numpy_code = ""
+
+    def _latex(self, printer, exp=None):
+        out = self.tex_left + printer._print(self.args[0]) + self.tex_right
+        return out if exp is None else out + "^{" + exp + "}"
+
+    def _numpycode(self, printer):
+        return self.numpy_code.format(printer._print(self.args[0]))
+
+    _pythoncode = _numpycode
 
 
-class Ker(sp.MatrixExpr):
-    """``ker M``: evaluated as an orthonormal basis (columns) of the numerical null space."""
+class MatrixOf(sp.MatrixExpr):
+    """A matrix expression of one matrix argument, of that argument's shape unless a subclass says
+    otherwise."""
 
     def __new__(cls, M):
         return super().__new__(cls, sp.sympify(M))
+
+    @property
+    def shape(self):
+        return self.args[0].shape
+
+
+_basis_columns = sp.Symbol("r", integer=True, nonnegative=True)
+
+
+class Ker(MatrixOf):
+    """``ker M``: evaluated as an orthonormal basis (columns) of the numerical null space."""
 
     @property
     def shape(self):
@@ -53,12 +82,9 @@ class Ker(sp.MatrixExpr):
     _pythoncode = _numpycode
 
 
-class Fix(sp.MatrixExpr):
+class Fix(MatrixOf):
     """``Fix(T) = ker(T - I)``: evaluated as an orthonormal basis of the eigenspace for 1
     (:func:`theory.oracles.spectral.eigenspace`)."""
-
-    def __new__(cls, M):
-        return super().__new__(cls, sp.sympify(M))
 
     @property
     def shape(self):
@@ -88,36 +114,16 @@ class Dim(sp.Expr):
     _pythoncode = _numpycode
 
 
-class NormF(sp.Function):
+class NormF(Delimited):
     """``‖M‖_F``: the Frobenius norm of a value (every entry of an array, whatever its shape; the
     Euclidean norm of a vector)."""
 
-    nargs = 1
-    is_commutative = True
     is_real = True
-
-    def _latex(self, printer, exp=None):
-        out = r"\left\lVert " + printer._print(self.args[0]) + r"\right\rVert_F"
-        return out if exp is None else out + "^{" + exp + "}"
-
-    def _numpycode(self, printer):
-        return "numpy.linalg.norm(" + printer._print(self.args[0]) + ")"
-
-    _pythoncode = _numpycode
+    tex_left, tex_right, numpy_code = r"\left\lVert ", r"\right\rVert_F", "numpy.linalg.norm({})"
 
 
-class Norm2(sp.Function):
+class Norm2(Delimited):
     """``‖M‖₂``: the spectral norm (largest singular value) of a matrix."""
 
-    nargs = 1
-    is_commutative = True
     is_real = True
-
-    def _latex(self, printer, exp=None):
-        out = r"\left\lVert " + printer._print(self.args[0]) + r"\right\rVert_{2}"
-        return out if exp is None else out + "^{" + exp + "}"
-
-    def _numpycode(self, printer):
-        return "numpy.linalg.norm(" + printer._print(self.args[0]) + ", 2)"
-
-    _pythoncode = _numpycode
+    tex_left, tex_right, numpy_code = r"\left\lVert ", r"\right\rVert_{2}", "numpy.linalg.norm({}, 2)"

@@ -16,6 +16,7 @@ from __future__ import annotations
 import sympy as sp
 
 from . import X_, Identity, c, d, j, n, shown, zeta
+from .notation import MatrixOf
 from .spectral import k_star, sigma_, xstar_
 from .walks import ZETA, shown_base
 
@@ -23,16 +24,9 @@ from .walks import ZETA, shown_base
 # ------------------------------------------------------------------------------------------------
 # notation SymPy lacks
 # ------------------------------------------------------------------------------------------------
-class MinusI(sp.MatrixExpr):
+class MinusI(MatrixOf):
     """``X - I`` (``I`` the identity of ``X``'s size; SymPy's ``Identity`` of a symbolic size does
     not lambdify), for one matrix or a family."""
-
-    def __new__(cls, X):
-        return super().__new__(cls, sp.sympify(X))
-
-    @property
-    def shape(self):
-        return self.args[0].shape
 
     def _entry(self, p, q, **kwargs):
         return self.args[0][p, q] - sp.KroneckerDelta(p, q)
@@ -113,15 +107,8 @@ class AtK(sp.Expr):
         return f"numpy.asarray({f})[int({value})]"
 
 
-class Conj(sp.MatrixExpr):
+class Conj(MatrixOf):
     """The entrywise complex conjugate ``\\overline{X}``."""
-
-    def __new__(cls, X):
-        return super().__new__(cls, sp.sympify(X))
-
-    @property
-    def shape(self):
-        return self.args[0].shape
 
     def _entry(self, p, q, **kwargs):
         return sp.conjugate(self.args[0][p, q])
@@ -133,16 +120,9 @@ class Conj(sp.MatrixExpr):
         return f"numpy.conjugate({printer._print(self.args[0])})"
 
 
-class MinusK(sp.MatrixExpr):
+class MinusK(MatrixOf):
     """The family ``F(-k)`` (``-k`` modulo the ring size) of a family ``F(k)``, displayed ``M(-k)``
     for the symbol."""
-
-    def __new__(cls, F):
-        return super().__new__(cls, sp.sympify(F))
-
-    @property
-    def shape(self):
-        return self.args[0].shape
 
     def _latex(self, printer):
         return printer._print(self.args[0]).replace("(k)", "(-k)")

@@ -21,7 +21,7 @@ import sympy as sp
 
 from ..rounding import EPS64
 from . import H, compiled, d, n, value_names
-from .notation import Norm2, NormF
+from .notation import Delimited, Norm2, NormF
 
 #: the float64 machine epsilon (its value: :data:`EPS`)
 eps = sp.Symbol("varepsilon", positive=True)
@@ -97,16 +97,10 @@ KERNEL = Tolerance("kernel", sp.Float(1e-7))
 EXACT = Tolerance("exact", sp.Float(1e-30), r"\delta")
 
 
-class MaxAbs(sp.Function):
+class MaxAbs(Delimited):
     """``max |M|``: the largest absolute entry of a value."""
 
-    def _latex(self, printer):
-        return r"\max\left\lvert " + printer._print(self.args[0]) + r"\right\rvert"
-
-    def _numpycode(self, printer):
-        return "numpy.max(numpy.abs(" + printer._print(self.args[0]) + "))"
-
-    _pythoncode = _numpycode
+    tex_left, tex_right, numpy_code = r"\max\left\lvert ", r"\right\rvert", "numpy.max(numpy.abs({}))"
 
 
 #: heads attend alike: ``|A^h - A^1|`` entrywise, relative to the largest attention weight

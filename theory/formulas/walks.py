@@ -18,6 +18,7 @@ import sympy as sp
 
 from .. import formulas as F
 from . import H, Identity, a, b, d, h, i, j, n
+from .notation import Delimited
 
 # ------------------------------------------------------------------------------------------------
 # machinery: displayed names, inequalities
@@ -375,20 +376,12 @@ kv_ = shown_base("kv", r"\operatorname{kv}")
 GQA = Identity("gqa", kv_[h], sp.floor(h / (H / H_kv)), (h,))
 
 
-class Rank(sp.Function):
+class Rank(Delimited):
     """``rank M`` (rendered ``\\operatorname{rank}``; evaluated by ``numpy.linalg.matrix_rank``)."""
 
-    nargs = 1
     is_integer = True
     is_nonnegative = True
-
-    def _latex(self, printer):
-        return r"\operatorname{rank}\left(" + printer._print(self.args[0]) + r"\right)"
-
-    def _numpycode(self, printer):
-        return "numpy.linalg.matrix_rank(" + printer._print(self.args[0]) + ")"
-
-    _pythoncode = _numpycode
+    tex_left, tex_right, numpy_code = r"\operatorname{rank}\left(", r"\right)", "numpy.linalg.matrix_rank({})"
 
 
 #: T2's note: a head's transport ``T_h = W_O W_V`` has rank at most ``d_h`` ...
