@@ -231,15 +231,7 @@ class Collector:
         }
 
 
-HYP_KEYS = (
-    "stochastic",
-    "detailed_balance",
-    "block_detailed_balance",
-    "transpose_symmetry",
-    "orthogonality",
-    "scaled_isometry",
-    "self_adjoint",
-)
+HYP_KEYS = LS.HYPOTHESES + ("self_adjoint",)
 
 
 def settings(resolved: dict) -> dict:

@@ -439,17 +439,21 @@ Q_STAR = Quantity("Q_star", Qstar, Um * SignDiag(Lam) * Um.T)
 #: ... and ``s* = Σ_a |λ_a| / ‖Z‖_F²`` (``λ_a = Λ_aa``)
 S_STAR = Quantity("s_star", sstar, sp.Sum(sp.Abs(lam_[a]), (a, 0, d - 1)) / NormF(Zm) ** 2)
 
+#: the LAP hypothesis defects, (a)–(f) and self-adjointness (one test evaluates them together)
+LAP_HYPOTHESES = (
+    STOCHASTIC_DEFECT,
+    BALANCE_DEFECT,
+    BLOCK_BALANCE_DEFECT,
+    TRANSPOSE_DEFECT,
+    ORTHOGONALITY_DEFECT,
+    ISOMETRY_DEFECT,
+    SELF_ADJOINT_DEFECT,
+)
 #: every LAP formula, by its key in the claim's params
 LAP = {
     f.name: f
     for f in (
-        STOCHASTIC_DEFECT,
-        BALANCE_DEFECT,
-        BLOCK_BALANCE_DEFECT,
-        TRANSPOSE_DEFECT,
-        ORTHOGONALITY_DEFECT,
-        ISOMETRY_DEFECT,
-        SELF_ADJOINT_DEFECT,
+        *LAP_HYPOTHESES,
         DIRICHLET_DEFECT,
         DIRICHLET_SPLIT,
         RADIUS_BOUND,
