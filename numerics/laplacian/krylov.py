@@ -191,7 +191,16 @@ def _times(V: torch.Tensor, X: torch.Tensor) -> torch.Tensor:
 
 
 def lanczos_ends(
-    op, N: int, v0: torch.Tensor, ends, done, max_dim: int = 40, keep: int = 8, max_products=None, k: int = 1
+    op,
+    N: int,
+    v0: torch.Tensor,
+    ends,
+    done,
+    max_dim: int = 40,
+    keep: int = 8,
+    max_products=None,
+    k: int = 1,
+    per_end: bool = False,
 ):
     """``({end: [(θ, y, ρ), …]}, converged)``: the ``k`` Ritz pairs nearest each end in ``ends`` ⊆
     ``("min", "max")`` (nearest first) of a symmetric matrix-free ``op`` (``(N, p) → (N, p)``) by
@@ -202,8 +211,13 @@ def lanczos_ends(
     at each restart, at the cap, and when the space turns invariant) and stops when
     ``done(end, θ, ρ, anorm)`` for every pair (``anorm``: largest ``|θ|``), when the space is
     invariant, or (``converged`` False) after ``max_products`` products. A check computes the
-    explicit residuals only past the screen (:func:`_certainly_pending`)."""
+    explicit residuals only past the screen (:func:`_certainly_pending`). ``per_end``: ``done(end,
+    [(θ, ρ), …], anorm)`` decides each end from all its pairs at once (nearest first; a rule that
+    uses the next pair, e.g. Kato–Temple), monotone in every ``ρ``."""
     max_dim = min(max(max_dim, 3 * k), N)
+    if per_end:  # the screen and the checks below ask per pair: a pair is done when its end is
+        by_end = done
+        done = None
     keep = max(keep, 2 * k)
     dev = v0.device
     B = _Basis(N, max_dim, dev)
@@ -232,8 +246,20 @@ def lanczos_ends(
         pend = j < k
         if more and not invariant:
             # the screen: op V = V T + f e_jᵀ, so ‖f‖·|s_j| estimates each Ritz residual
-            groups = [[(end, float(th[c]), nf * abs(float(S[j - 1, c])))] for c, (end, _) in enumerate(wanted)]
-            pend = pend or _certainly_pending(groups, done, anorm, j)
+            est = [nf * abs(float(S[j - 1, c])) for c in range(len(wanted))]
+            if per_end:
+                slack = _screen_slack(j, anorm)
+                pend = pend or any(
+                    not by_end(
+                        e,
+                        [(float(th[c]), max(0.5 * est[c] - slack, 0.0)) for c, (w, _) in enumerate(wanted) if w == e],
+                        anorm,
+                    )
+                    for e in ends
+                )
+            else:
+                groups = [[(end, float(th[c]), est[c])] for c, (end, _) in enumerate(wanted)]
+                pend = pend or _certainly_pending(groups, done, anorm, j)
         if not pend or not more or invariant:
             out: dict = {}
             Sw = torch.from_numpy(S).to(dev)
@@ -242,7 +268,10 @@ def lanczos_ends(
                 t = float(th[c])
                 rho = float(torch.linalg.vector_norm(AY[:, c] - t * Y[:, c]))
                 out.setdefault(end, []).append((t, Y[:, c], rho))
-                pend |= not done(end, t, rho, anorm)
+                if not per_end:
+                    pend |= not done(end, t, rho, anorm)
+            if per_end:
+                pend |= any(not by_end(e, [(t, rho) for t, _, rho in out[e]], anorm) for e in out)
             if not pend or j >= N or invariant:
                 return out, True
             if not more:

@@ -282,8 +282,9 @@ def _extremes_krylov(e: FactoredBlocks, p: torch.Tensor, seed: int, cnt: list, t
     Hs, KtK, MtM, WtW = _pi_operators(e, p)
     v0 = torch.from_numpy(np.random.default_rng(seed).standard_normal(N)).to(e.a.device)
 
-    def solve(fn, ends, done, k=1):
-        out, ok = lanczos_ends(block_op(fn, n, d, cnt), N, v0, ends, done, max_products=KRYLOV_CAP, k=k)
+    def solve(fn, ends, done, k=1, per_end=False):
+        op = block_op(fn, n, d, cnt)
+        out, ok = lanczos_ends(op, N, v0, ends, done, max_products=KRYLOV_CAP, k=k, per_end=per_end)
         if not ok:
             which, k = ("BE", 2) if len(ends) == 2 else ("LA", 1)
             vals, _, r = sym_extreme(fn, N, n, d, which, cnt, seed, k=k)
@@ -293,7 +294,7 @@ def _extremes_krylov(e: FactoredBlocks, p: torch.Tensor, seed: int, cnt: list, t
     def norm_done(acc):  # √θ to within acc(√θ)
         return lambda _k, t, rho, _an: rho <= (lambda a: a * a + 2 * a * math.sqrt(max(t, 0.0)))(acc(max(t, 0.0)))
 
-    w = solve(WtW, ("max",), _top_norm_done(lambda t: spectrum_error(N, math.sqrt(t))), k=2)["max"]
+    w = solve(WtW, ("max",), _top_norm_done(lambda t: spectrum_error(N, math.sqrt(t))), k=2, per_end=True)["max"]
     wn = math.sqrt(max(w[0], 0.0))
     err, t_b = spectrum_error(N, wn), tol(tdt, N, scale=max(wn, 1.0))
     # where each extreme enters: low = off − λ_min, high = λ_max − off (interval; scaled when computed)
@@ -315,26 +316,22 @@ TEMPLE_MARGIN = 4.0
 
 
 def _top_norm_done(acc):
-    """``done`` of :func:`~numerics.laplacian.krylov.lanczos_ends` with ``k = 2`` at the top of a
-    positive semidefinite operator (``‖W‖² = λ₁(WᵀW)``): ``√θ₁`` within ``acc(√θ₁)`` of ``√λ₁``
-    (``λ₁ − θ₁ ≤ a² + 2a√θ₁``), where ``λ₁ − θ₁ ≤ ρ₁`` (the rule so far) or, sharper, the Kato–Temple
-    bound ``λ₁ − θ₁ ≤ ρ₁² / (θ₁ − α)`` with ``α = θ₂ + 4ρ₂ ≥ λ₂`` (the second Ritz value within
-    ``ρ₂`` of ``λ₂``, the convention every extreme here uses, with a margin of 4). Lanczos passes
-    the pairs top first in each check (screen or explicit), so the top's call is recorded and
-    answers "done" and the second's call decides for both (the run continues from the second's
-    residual, parallel to the top's: the same Krylov space). Measured on the random
-    ``n = 64, d = 64, H = 4`` walk: 24 → 18 products of ``WᵀW``, ``√θ₁`` the same to 1.3e-14
-    relative (``ρ₁ = 9e-7``, ``θ₁ − α = 0.85``: the bound 1e-12 against the 3.5e-11 allowed)."""
-    top: list = []
+    """The per-end ``done`` of :func:`~numerics.laplacian.krylov.lanczos_ends` (``k = 2``,
+    ``per_end``) at the top of a positive semidefinite operator (``‖W‖² = λ₁(WᵀW)``): ``√θ₁`` within
+    ``acc(√θ₁)`` of ``√λ₁`` (``λ₁ − θ₁ ≤ a² + 2a√θ₁``), where ``λ₁ − θ₁ ≤ ρ₁`` (the rule so far) or,
+    sharper, the Kato–Temple bound ``λ₁ − θ₁ ≤ ρ₁² / (θ₁ − α)`` with ``α = θ₂ + 4ρ₂ ≥ λ₂`` (the second
+    Ritz value within ``ρ₂`` of ``λ₂``, the convention every extreme here uses, with a margin of 4;
+    with one pair only, the first rule). Measured on the random ``n = 64, d = 64, H = 4`` walk:
+    24 → 18 products of ``WᵀW``, ``√θ₁`` the same to 1.3e-14 relative (``ρ₁ = 9e-7``,
+    ``θ₁ − α = 0.85``: the bound 1e-12 against the 3.5e-11 allowed)."""
 
-    def done(_end, t, rho, _an):
-        if not top:
-            top.append((t, rho))
-            return True
-        t1, r1 = top.pop()
+    def done(_end, pairs, _an):
+        t1, r1 = pairs[0]
+        gain = r1
+        if len(pairs) > 1:
+            alpha = pairs[1][0] + TEMPLE_MARGIN * pairs[1][1]
+            gain = r1 if alpha >= t1 else min(r1, r1 * r1 / (t1 - alpha))
         a = acc(max(t1, 0.0))
-        alpha = t + TEMPLE_MARGIN * rho
-        gain = r1 if alpha >= t1 else min(r1, r1 * r1 / (t1 - alpha))
         return gain <= a * a + 2 * a * math.sqrt(max(t1, 0.0))
 
     return done

@@ -317,3 +317,33 @@ def test_the_smallest_spaces():
         out, ok = arnoldi_ends(_op(A, [0]), N, v0, {"mod": np.abs}, lambda *a: a[2] <= 1e-12)
         z = np.linalg.eigvals(A)
         assert ok and abs(abs(out["mod"][0]) - np.abs(z).max()) <= 1e-12 and out["mod"][1] <= 1e-12
+
+
+def test_a_per_end_rule_sees_every_pair_of_its_end_at_every_check():
+    """``per_end``: the rule gets an end's pairs together, nearest first, in the screen and in the
+    explicit checks alike, from the first check on (one pair while the space holds fewer than ``k``);
+    the Kato–Temple rule of the spectrum's ‖W‖ run then stops with the top eigenvalue within its
+    stated accuracy (dense eigvalsh of the explicit matrix)."""
+    from numerics.laplacian.spectral import _top_norm_done
+
+    rng = np.random.default_rng(4)
+    N = 200
+    Q, _ = np.linalg.qr(rng.standard_normal((N, N)))
+    lam = np.sort(np.concatenate([rng.uniform(0.0, 2.0, N - 1), [3.0]]))
+    A = (Q * lam) @ Q.T
+    A = 0.5 * (A + A.T)
+    top = float(np.linalg.eigvalsh(A)[-1])
+    seen = []
+    rule = _top_norm_done(lambda s: 1e-9 * s)
+
+    def done(end, pairs, an):
+        assert end == "max" and 1 <= len(pairs) <= 2
+        assert all(pairs[i][0] >= pairs[i + 1][0] for i in range(len(pairs) - 1))  # nearest the top first
+        seen.append(len(pairs))
+        return rule(end, pairs, an)
+
+    v0 = torch.from_numpy(rng.standard_normal(N))
+    out, ok = lanczos_ends(_op(A, [0]), N, v0, ("max",), done, k=2, per_end=True, max_products=500)
+    t = out["max"][0][0]
+    assert ok and 2 in seen
+    assert abs(math.sqrt(t) - math.sqrt(top)) <= 1e-9 * math.sqrt(top) + 1e-15
