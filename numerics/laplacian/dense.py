@@ -18,10 +18,9 @@ import numpy as np
 import torch
 
 from numerics.laplacian.blocks import DenseBlocks
-from numerics.laplacian.checks import algebraic_checks, spectrum_checks, spectrum_error
+from numerics.laplacian.checks import algebraic_checks, spectrum_checks, spectrum_error, support_components
 from numerics.laplacian.forms import apply_constraints, parallel_svd
 from numerics.laplacian.result import Check, LaplacianDiagnostics, assemble, make_check, skipped
-from numerics.markov import weak_components
 from numerics.tolerance import tol
 from numerics.walk import ConnectionWalk
 from theory.rounding import unresolved_by_square
@@ -182,7 +181,7 @@ def diagnose_dense(
     blocks = DenseBlocks(P, w.blocks().to(F64), O, block_scale=bscale, terms=terms)
     hyp = algebraic_checks(blocks, P, tdt, pi, probes, seed, tdt_p)
     st, si, scale = hyp["_st"], hyp["scaled_isometry"], hyp["_scale"]
-    n_comp = weak_components(sup | sup.transpose(-1, -2))
+    n_comp = support_components(st, sup)
     nd = n * d
     spectrum = kernel_dim = parallel_dim = None
     if nd <= max_dense:

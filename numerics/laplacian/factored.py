@@ -70,11 +70,10 @@ import torch
 
 from numerics.errors import ParameterError
 from numerics.laplacian.blocks import FactoredBlocks, factored_blocks
-from numerics.laplacian.checks import algebraic_checks
+from numerics.laplacian.checks import algebraic_checks, support_components
 from numerics.laplacian.kernel import MAX_MATVECS, kernel_factored
 from numerics.laplacian.result import assemble, skipped
 from numerics.laplacian.spectral import spectrum_factored
-from numerics.markov import weak_components
 from numerics.tolerance import tol
 
 F64 = torch.float64
@@ -178,12 +177,7 @@ def diagnose_factored(
     seconds, matvecs = {"algebraic": time.perf_counter() - t0}, {"algebraic": fb.counter[0]}
     st, si, scale = hyp["_st"], hyp["scaled_isometry"], hyp["_scale"]
     sup = fb.sup
-    if bool(st.info.irreducible.all()):
-        # one communicating class (the π solve found it on this support) is one weak component:
-        # no second graph search (scipy's, 0.3 ms)
-        n_comp = torch.ones(fb.batch, dtype=torch.int64, device=P.device)
-    else:
-        n_comp = weak_components(sup | sup.transpose(-1, -2))
+    n_comp = support_components(st, sup)
     extra = {"method": "factored", "tolerance_dtype": str(tdt_p or tdt), "H": fb.H}
     starts: dict = {}  # the spectrum's Arnoldi spaces hand the kernel search its start (spectral.null_start)
     t0, c0 = time.perf_counter(), fb.counter[0]

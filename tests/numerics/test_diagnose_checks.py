@@ -1295,9 +1295,10 @@ def test_factored_algebra_second_call_with_other_weights_matches_literal_loops(c
 
 
 def test_factored_components_are_networkx_weak_components():
-    """``n_components`` of the factored path: one for an irreducible walk (read off the π solve's
-    classes, no second graph search), else the weak components of the support; judged by networkx on
-    an irreducible walk, two disconnected blocks and a weakly connected walk with a transient token."""
+    """``n_components`` of both paths (``checks.support_components``): one for an irreducible walk
+    (read off the π solve's classes, no second graph search), else the weak components of the
+    support; judged by networkx on an irreducible walk, two disconnected blocks and a weakly
+    connected walk with a transient token."""
     import networkx as nx
 
     from numerics.laplacian import diagnose
@@ -1310,12 +1311,12 @@ def test_factored_components_are_networkx_weak_components():
     for A, want_irreducible in ((full, True), (two, False), (transient, False)):
         A = A / A.sum(-1, keepdim=True)
         w = ConnectionWalk.from_mha(A, torch.randn(2, 2, 2, generator=g, dtype=F))
-        D = diagnose(w, method="factored", spectrum=False, kernel=False)
         G = nx.DiGraph()
         G.add_nodes_from(range(4))
         G.add_edges_from((i, j) for i in range(4) for j in range(4) if float(A.mean(0)[i, j]) > 0)
-        assert int(D.n_components) == nx.number_weakly_connected_components(G)
         assert nx.is_strongly_connected(G) == want_irreducible
+        for D in (diagnose(w, method="factored", spectrum=False, kernel=False), diagnose(w, method="dense")):
+            assert int(D.n_components) == nx.number_weakly_connected_components(G)
 
 
 def test_row_norms_of_one_row_are_absolute_values_at_any_size():
