@@ -151,7 +151,6 @@ from numerics.laplacian.spectral import dense_operator
 from numerics.tolerance import tol
 
 F64 = torch.float64
-EPS23 = float(torch.finfo(F64).eps) ** (2 / 3)
 
 __all__ = ["kernel_factored", "section_tree", "constraints_factor", "lower_bound"]
 

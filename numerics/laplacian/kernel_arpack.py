@@ -12,7 +12,7 @@ import numpy as np
 import torch
 
 from numerics.laplacian.blocks import FactoredBlocks
-from numerics.laplacian.krylov import block_op, lanczos_ends
+from numerics.laplacian.krylov import arpack_rule, block_op, lanczos_ends
 from numerics.laplacian.lanczos import Meter, OverBudget
 from numerics.laplacian.sections import (
     constraints_factor,
@@ -29,7 +29,6 @@ from numerics.laplacian.spectral import sym_extreme
 from numerics.tolerance import tol
 
 F64 = torch.float64
-EPS23 = float(torch.finfo(F64).eps) ** (2 / 3)
 
 __all__ = ["kernel_element_arpack", "kernel_element_bounded", "undecided", "ARPACK_MAX_CHUNKS"]
 
@@ -188,7 +187,7 @@ def kernel_element_bounded(
             N,
             torch.from_numpy(np.random.default_rng(seed).standard_normal(N)),
             ("min",),
-            lambda _e, t, rho, an: rho <= 1e-4 * max(abs(t), EPS23 * an),
+            arpack_rule(1e-4),
             k=k,
         )[0]["min"]
         lamD = torch.tensor([t for t, _, _ in pairs], dtype=F64)

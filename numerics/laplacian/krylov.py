@@ -89,7 +89,7 @@ CHECK_EVERY = 2
 #: 8 steps 73 in 379, 12 steps 77 in 486 (before the residual screen: 4 steps 652, 8 steps 472)
 ARNOLDI_CHECK_EVERY = 8
 
-__all__ = ["lanczos_ends", "ritz_extreme", "arnoldi_ends", "block_op"]
+__all__ = ["lanczos_ends", "ritz_extreme", "arnoldi_ends", "block_op", "arpack_rule"]
 
 
 #: the per-step vector arithmetic of a basis on the CPU runs on numpy views of the same memory
@@ -416,15 +416,18 @@ def _ritz_pairs(T: np.ndarray, j: int, tri: bool, idx: list) -> tuple[np.ndarray
     return th, S, float(np.abs(vals).max())
 
 
+def arpack_rule(rtol: float):
+    """ARPACK's relative stopping rule as a ``done`` of :func:`lanczos_ends`:
+    ``ρ ≤ rtol·max(|θ|, eps^{2/3}·‖op‖_est)`` (``‖op‖_est`` the largest ``|θ|``)."""
+    return lambda _end, t, rho, an: rho <= rtol * max(abs(t), EPS ** (2 / 3) * an)
+
+
 def ritz_extreme(op, N: int, v0: torch.Tensor, smallest: bool, rtol: float, max_dim: int = 40, keep: int = 8):
     """``(θ, y, ρ)``: the smallest (``smallest``) or largest eigenvalue of a symmetric matrix-free
-    ``op`` by :func:`lanczos_ends`, stopped at ``ρ ≤ rtol·max(|θ|, eps^{2/3}·‖op‖_est)`` (ARPACK's
-    relative rule); the cap on products is the caller's (its ``op`` raises)."""
-    floor = EPS ** (2 / 3)
+    ``op`` by :func:`lanczos_ends`, stopped at :func:`arpack_rule` ``(rtol)``; the cap on products is
+    the caller's (its ``op`` raises)."""
     end = "min" if smallest else "max"
-    res, _ = lanczos_ends(
-        op, N, v0, (end,), lambda _e, t, rho, an: rho <= rtol * max(abs(t), floor * an), max_dim, keep
-    )
+    res, _ = lanczos_ends(op, N, v0, (end,), arpack_rule(rtol), max_dim, keep)
     return res[end][0]
 
 

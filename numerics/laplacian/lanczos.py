@@ -12,7 +12,7 @@ import numpy as np
 import torch
 
 from numerics.laplacian.blocks import FactoredBlocks
-from numerics.laplacian.krylov import EPS, block_op, lanczos_ends, ritz_extreme
+from numerics.laplacian.krylov import arpack_rule, block_op, lanczos_ends, ritz_extreme
 
 F64 = torch.float64
 #: ``(max_dim, keep)`` of the thick-restart Lanczos of the ker Δ search (:func:`ritz_extreme`); on
@@ -90,11 +90,11 @@ def deflated_smallest(DtD, K: torch.Tensor, dn: float, N: int, n: int, d: int, m
             return out - K @ (K.T @ out) + dn**2 * (K @ c)
         return apply(X)
 
-    floor = EPS ** (2 / 3)
     lv2 = math.inf if level is None else level**2
+    relative = arpack_rule(1e-4)
 
-    def done(_e, t, rho, an):
-        return rho <= 1e-4 * max(abs(t), floor * an) or (rho <= DECIDED_RTOL * t and t - rho > lv2)
+    def done(end, t, rho, an):
+        return relative(end, t, rho, an) or (rho <= DECIDED_RTOL * t and t - rho > lv2)
 
     out, _ = lanczos_ends(op, N, torch.as_tensor(v0), ("min",), done, *SEARCH_BASIS)
     return out["min"][0]
