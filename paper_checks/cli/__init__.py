@@ -12,6 +12,12 @@ The command-line front ends live together in this package: this module (the ``co
 ``paper-checks`` and ``analyze``; the job itself is :mod:`paper_checks.main_job`) and
 :mod:`paper_checks.cli.patterns`. ``python -m paper_checks.cli`` is the same command.
 
+``--help`` (of the command and of every subcommand) and every argument error answer without importing
+torch, SymPy or transformers: the parsers and the option bounds (:data:`OPTIONS`) are standard library
+only, and each command imports its work after its options are checked (on a terminal, a first line on
+stderr says what it is loading). :func:`main` restores what it changes in the process (torch threads,
+default dtype, RNG states, warning filters: :func:`paper_checks.cli.parser.preserved_state`).
+
 Exit status: 0 success; 2 bad input (unknown claim / model, corpus too short, an ``--out`` that is a
 file, an existing directory that is not a report of this suite, or a report holding files it did not
 write, ...), with a one-line error on stderr naming the option as typed and nothing written; every
@@ -26,30 +32,31 @@ import signal
 import sys
 import time
 
-from numerics.contracts import Int, declare
 from numerics.errors import ConnwalkError
 from paper_checks.cli import conform as conform_cli
 from paper_checks.cli import patterns as patterns_cli
-from paper_checks.cli.parser import Parser
-from paper_checks.main_job import CLAIMS, JobConfig, check_claims, check_model_name, default_models, run_job
-from paper_checks.report import check_out_dir, verdict_table
-from paper_checks.stats import SINK_TAU
+from paper_checks.cli.parser import IntOption, OptionTable, Parser, Progress, preserved_state, readdress
 
 #: the shortest ``--length``: on ``n ≤ 1/SINK_TAU`` tokens a uniform walk (what a random-init null model
 #: nearly is) gives every key the mass ``1/n ≥ SINK_TAU``, so every position is a sink and the sink-aware
-#: statistics have no tokens left
-MIN_LENGTH = int(1 / SINK_TAU) + 1
+#: statistics have no tokens left. ``int(1 / paper_checks.stats.SINK_TAU) + 1``, written out so that the
+#: parser imports no torch (a test holds the two equal).
+MIN_LENGTH = 6
 
-#: the declared kinds of the numeric options of ``paper-checks`` and ``analyze`` (checked before any work)
-OPTIONS = declare(
+#: the claim names ``--claims`` lists in its help (``paper_checks.main_job.CLAIMS``; a test holds them equal)
+CLAIM_NAMES = ("E1", "E2", "E3", "E4", "E5", "E6", "LAP")
+
+#: the declared kinds of the numeric options of ``paper-checks`` and ``analyze`` (checked before any
+#: heavy import; standard library only)
+OPTIONS = OptionTable(
     "connwalk paper-checks",
     **{
-        "--seed": Int(lo=0, hi=2**32 - 1),
-        "--prompts": Int(lo=2, optional=True),
-        "--length": Int(lo=MIN_LENGTH, optional=True),
-        "--null-seeds": Int(lo=1, optional=True),
-        "--n-boot": Int(lo=1, optional=True),
-        "--threads": Int(lo=1, hi=4096),
+        "--seed": IntOption(lo=0, hi=2**32 - 1),
+        "--prompts": IntOption(lo=2, optional=True),
+        "--length": IntOption(lo=MIN_LENGTH, optional=True),
+        "--null-seeds": IntOption(lo=1, optional=True),
+        "--n-boot": IntOption(lo=1, optional=True),
+        "--threads": IntOption(lo=1, hi=4096),
     },
 )
 
@@ -76,23 +83,26 @@ def _common(p: argparse.ArgumentParser) -> None:
 
 
 def check_options(args) -> None:
-    """Every option of ``paper-checks`` / ``analyze`` before any work (raises naming the option)."""
-    OPTIONS.validate({opt: getattr(args, opt[2:].replace("-", "_")) for opt in OPTIONS.specs})
-    if args.command == "paper-checks":
+    """Every option of ``paper-checks`` / ``analyze`` before any work (raises naming the option): the
+    numeric bounds and ``--out`` first (standard library and numpy only), then the claim and model
+    names (these read the model registry, which imports torch)."""
+    from paper_checks.report import check_out_dir
+
+    OPTIONS.validate(OPTIONS.values(args))
+    if args.out is not None:
         check_out_dir(args.out)
-        if args.claims is not None:
-            check_claims(args.claims)
+    from paper_checks.main_job import check_claims, check_model_name
+
+    if args.claims is not None:
+        check_claims(args.claims)
+    if args.command == "paper-checks":
         for m in args.models or []:
             check_model_name(m)
     else:
-        if args.out is not None:
-            check_out_dir(args.out)
-        if args.claims is not None:
-            check_claims(args.claims)
         try:
             check_model_name(args.model)
         except ConnwalkError as exc:
-            raise type(exc)(str(exc).split(": ", 1)[-1], argument="model") from None
+            raise readdress(exc, {"--models": "model"}) from None
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -108,7 +118,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="model names (default: minilm smollm2-135m, plus the scale set when installed); "
         "also local HF directories, .gguf files, synthetic:* test models",
     )
-    pc.add_argument("--claims", nargs="+", default=None, help=f"claims to check (default: all of {' '.join(CLAIMS)})")
+    pc.add_argument(
+        "--claims", nargs="+", default=None, help=f"claims to check (default: all of {' '.join(CLAIM_NAMES)})"
+    )
     _common(pc)
     an = sub.add_parser("analyze", help="E1/E2 (or --claims ...) statistics and verdicts for one model")
     an.add_argument("model", help="model name (as for --models)")
@@ -125,7 +137,9 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _config(args, models, claims) -> JobConfig:
+def _config(args, models, claims):
+    from paper_checks.main_job import JobConfig
+
     return JobConfig(
         models=models,
         claims=claims,
@@ -151,7 +165,8 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError:  # not the main thread: leave signals alone
         previous = None
     try:
-        return _run(parser, args)
+        with preserved_state(imported_only=True):  # what the caller had imported; the commands add the rest
+            return _run(parser, args)
     except Terminated:
         print("connwalk: terminated (SIGTERM); nothing was written", file=sys.stderr)
         return 143
@@ -166,33 +181,45 @@ def main(argv: list[str] | None = None) -> int:
 def _run(parser, args) -> int:
     try:
         if args.command in ("paper-checks", "analyze"):
-            check_options(args)
-            import torch
+            OPTIONS.validate(OPTIONS.values(args))  # the bounds before anything is imported
+            Progress(f"connwalk {args.command}", not args.no_progress)(
+                "loading torch, the models' registry and the job"
+            )
+            with preserved_state():
+                check_options(args)
+                import torch
 
-            torch.set_num_threads(args.threads)
-        if args.command == "paper-checks":
-            cfg = _config(args, args.models or default_models(), args.claims or list(CLAIMS))
-            t0 = time.perf_counter()
-            rows, _ = run_job(cfg, args.out)
-            print(verdict_table(rows))
-            print(f"\nreport written to {args.out} ({time.perf_counter() - t0:.1f} s)")
-            return 0
-        if args.command == "analyze":
-            cfg = _config(args, [args.model], args.claims or ["E1", "E2"])
-            try:
-                rows, _ = run_job(cfg, args.out)
-            except ConnwalkError as exc:  # analyze has no --models: its model is the positional MODEL
-                if exc.argument != "--models":
-                    raise
-                raise type(exc)(str(exc).split(": ", 1)[-1], argument="model") from None
-            print(verdict_table(rows))
-            return 0
+                torch.set_num_threads(args.threads)
+                return _job(args)
         func = getattr(args, "func", None)
-        if func is not None:  # subcommands registered by colleagues' add_parser
+        if func is not None:  # subcommands registered by add_parser (patterns, conform, ...): each module's
+            # add_parser imports nothing heavy; its run(args) imports its work after checking its options
             rc = func(args)
             return int(rc or 0)
         parser.error(f"unknown command {args.command!r}")
     except ConnwalkError as exc:
         print(f"connwalk: error: {exc}", file=sys.stderr)
         return 2
+    return 0
+
+
+def _job(args) -> int:
+    from paper_checks.main_job import CLAIMS, default_models, run_job
+    from paper_checks.report import verdict_table
+
+    if args.command == "paper-checks":
+        cfg = _config(args, args.models or default_models(), args.claims or list(CLAIMS))
+        t0 = time.perf_counter()
+        rows, _ = run_job(cfg, args.out)
+        print(verdict_table(rows))
+        print(f"\nreport written to {args.out} ({time.perf_counter() - t0:.1f} s)")
+        return 0
+    cfg = _config(args, [args.model], args.claims or ["E1", "E2"])
+    try:
+        rows, _ = run_job(cfg, args.out)
+    except ConnwalkError as exc:  # analyze has no --models: its model is the positional MODEL
+        if exc.argument != "--models":
+            raise
+        raise readdress(exc, {"--models": "model"}) from None
+    print(verdict_table(rows))
     return 0

@@ -1,32 +1,105 @@
 r"""``connwalk conform MODULE_OR_MODEL``: the conformance kit (:mod:`numerics.conformance`) as a command,
 for a CI step in another repository. Prints the conformance table (one row per draw and layer: T2's
-identity, T3's and T5's hypotheses) and exits
+identity, T3's and T5's hypotheses) and exits 0 (conforms), 1 (a draw fails T2; the shrunk
+counterexample under the table) or 2 (bad input, one line on stderr): :data:`DESCRIPTION` and
+:data:`EPILOG` are the ``--help`` text, written for the terminal.
 
-* 0 when the module is the walk it claims to be (no draw fails T2; undecided draws are reported),
-* 1 when a draw fails T2 (the shrunk counterexample is printed under the table),
-* 2 on bad input, with one line on stderr: a name that is no model, a module path that does not
-  import, a factory that raises, an object that is not an attention module, a model that does not
-  fit in memory, a bad option.
-
-``MODULE_OR_MODEL`` is ``package.module:factory`` (a callable returning the module, called without
-arguments; or ``package.module:attribute`` naming the module itself), or anything
-:func:`numerics.models.registry.load` accepts: a model name (``minilm``, ``smollm2-135m``,
-``tiny:llama``, ``random:minilm``), a local Hugging Face directory, a ``.gguf`` file.
+This module imports only the standard library (and :mod:`numerics.errors`): ``conform --help`` and
+every option error answer without torch. :func:`run` checks every option first (bounds, ``--json``'s
+location), then imports the kit, checks ``--max-length`` × ``--max-batch`` against the memory budget,
+resolves the target and runs the kit, reporting each layer's progress on a terminal's stderr.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import inspect
 import json
 import os
 import re
 import sys
+import tempfile
+import time
 
 from numerics.errors import ConnwalkError, MemoryBudgetError, ModelError, ParameterError
+from paper_checks.cli.parser import IntOption, OptionTable, Progress, preserved_state, readdress
 
 _FACTORY = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
 _REGISTRY_PREFIXES = ("random", "tiny", "synthetic")
+TARGET = "MODULE_OR_MODEL"
+
+#: the bounds of the numeric options, checked before any import of torch (``--max-length`` and
+#: ``--max-batch`` are also checked against the memory budget once the kit is loaded)
+MAX_EXAMPLES = 10_000
+OPTIONS = OptionTable(
+    "connwalk conform",
+    **{
+        "--examples": IntOption(lo=1, hi=MAX_EXAMPLES),
+        "--seed": IntOption(lo=0, hi=2**32 - 1),
+        "--max-length": IntOption(lo=1, hi=1_000_000),
+        "--max-batch": IntOption(lo=1, hi=10_000),
+    },
+)
+
+#: the kit's parameter names → the options the user typed
+OPTION_NAMES = {
+    "examples": "--examples",
+    "seed": "--seed",
+    "max_length": "--max-length",
+    "max_batch": "--max-batch",
+    "layers": "--layers",
+    "hypotheses": "--no-hypotheses",
+}
+
+#: the kit's fields of an extraction, in the words of the user whose module produced them
+FIELDS = {
+    "module": "the module",
+    "A": "the attention the module reported",
+    "W_O": "its output projection weight",
+    "W_V": "its value projection weight",
+    "b_O": "its output projection bias",
+    "b_V": "its value projection bias",
+    "values": "the value states the module reported",
+    "output": "the module's output",
+    "X": "the module's input",
+}
+
+DESCRIPTION = """\
+Is this attention module (or every attention layer of this model) the
+connection walk it claims to be? The kit runs the module on seeded random
+inputs (batch sizes, lengths, key padding and causal masks, drawn by
+Hypothesis) in eval mode (dropout off; the training flag is restored
+afterwards) and checks, per draw and per layer, T2's identity: the module's
+output equals the walk built from the attention the module reports for that
+call and the weights it claims (value and output projections, biases),
+recomputed in float64 against a rounding bound stated from the module's
+dtype. It also reports which of T3's and T5's hypotheses the heads satisfy.
+
+MODULE_OR_MODEL is one of
+  package.module:factory    a function returning the module (no arguments)
+  package.module:Class      a class whose constructor takes no arguments
+  package.module:attribute  the module object itself
+  a model name              minilm, smollm2-135m, tiny:llama, random:minilm
+  a Hugging Face directory or a .gguf file
+
+Replaying a failure: the counterexample printed under the table is the
+failing draw shrunk to a minimal one (batch, length, masks, layer, worst
+token). The same --seed and --examples draw the same inputs again, so the
+same command reproduces it."""
+
+EPILOG = """\
+exit status:
+  0  the module conforms: no draw fails T2 (undecided draws are reported)
+  1  a draw fails T2; the shrunk counterexample is printed under the table
+  2  bad input, with one line on stderr: an option out of range, a --json
+     file that cannot be written, a target that does not import or is not
+     an attention module, a factory or class that raises or needs
+     arguments, a model or draw over the memory budget (environment
+     variable CONNWALK_MEMORY_BUDGET, e.g. 8G)
+
+example (a CI step):
+  connwalk conform mypkg.attention:build --examples 50 --json conform.json"""
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
@@ -34,25 +107,120 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     p = subparsers.add_parser(
         "conform",
         help="is this attention module / model the connection walk it claims (T2)? exit 1 if not",
-        description=__doc__.split("\n\n")[0],
+        description=DESCRIPTION,
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("target", metavar="MODULE_OR_MODEL", help="package.module:factory, a model name, HF dir or .gguf")
-    p.add_argument("--examples", type=int, default=10, help="Hypothesis draws (default 10)")
+    p.add_argument(
+        "target", metavar=TARGET, help="package.module:factory (or :Class, :attribute), a model name, HF dir or .gguf"
+    )
+    p.add_argument("--examples", type=int, default=10, help=f"Hypothesis draws, 1..{MAX_EXAMPLES} (default 10)")
     p.add_argument("--seed", type=int, default=0, help="seed of the draws (default 0)")
-    p.add_argument("--max-length", type=int, default=8, help="longest drawn sequence (default 8)")
+    p.add_argument(
+        "--max-length", type=int, default=8, help="longest drawn sequence (default 8; capped at a model's context)"
+    )
     p.add_argument("--max-batch", type=int, default=2, help="largest drawn batch (default 2)")
-    p.add_argument("--layers", type=int, nargs="+", default=None, help="layers of a whole model (default all)")
+    p.add_argument(
+        "--layers", type=int, nargs="+", default=None, metavar="I", help="layers of a whole model (default all)"
+    )
     p.add_argument("--dtype", choices=("float32", "float64"), default="float32", help="dtype of a loaded model")
     p.add_argument("--no-hypotheses", action="store_true", help="T2 only (skip T3/T5 hypotheses)")
-    p.add_argument("--json", default=None, metavar="PATH", help="also write the report as JSON")
+    p.add_argument(
+        "--json", default=None, metavar="PATH", help="also write the report as JSON to this file (not a directory)"
+    )
+    p.add_argument("--no-progress", action="store_true", help="no progress lines on stderr")
     p.set_defaults(func=run)
     return p
 
 
+# ------------------------------------------------------------------ option checks (standard library)
+def check_json_path(path: str | None) -> None:
+    """``--json PATH`` must name a file that can be written: its directory exists and is writable
+    (tried with a temporary file, removed at once), the path is not a directory, an existing file is
+    writable. Nothing is left behind."""
+    if path is None:
+        return
+    if not isinstance(path, str) or not path.strip():
+        raise ParameterError(f"expected a file path, got {path!r}", argument="--json")
+    if os.path.isdir(path):
+        raise ParameterError(
+            f"{path!r} is a directory; give a file path such as {path}/conform.json", argument="--json"
+        )
+    parent = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(parent):
+        raise ParameterError(f"the directory {parent!r} does not exist (create it first)", argument="--json")
+    try:
+        if os.path.exists(path):
+            with open(path, "a"):
+                pass
+        else:
+            fd, probe = tempfile.mkstemp(dir=parent, prefix=".connwalk-probe-")
+            os.close(fd)
+            os.unlink(probe)
+    except OSError as exc:
+        raise ParameterError(f"cannot write {path!r}: {exc.strerror or exc}", argument="--json") from None
+
+
+def check_options(args) -> None:
+    """Every option that needs no torch, before anything heavy is imported (raises naming the option)."""
+    OPTIONS.validate(OPTIONS.values(args))
+    for i in args.layers or []:
+        IntOption(lo=0).check("--layers", i)
+    check_json_path(args.json)
+
+
+# ------------------------------------------------------------------ memory (after the kit is loaded)
+def draw_bytes(max_batch: int, max_length: int, heads: int = 1, layers: int = 1, itemsize: int = 4) -> int:
+    """Bytes of the largest draw's attention: the module's scores and probabilities of every checked
+    layer (``layers`` × ``(B, H, n, n)`` in the module's dtype, held until the draw is judged) plus
+    the float64 reference of one layer (its copy of the attention and of its absolute value)."""
+    per = max_batch * heads * max_length * max_length
+    return per * (layers * 2 * itemsize + 2 * 8)
+
+
+def _dims(obj) -> tuple[int, int, int | None, int]:
+    """(heads, layers, context, itemsize) of ``obj`` where it says them; 1, 1, None, 4 otherwise."""
+    h = getattr(obj, "n_heads", None) or getattr(obj, "num_heads", None)
+    n_layers = getattr(obj, "n_layers", None)
+    model = getattr(obj, "model", obj)
+    cfg = getattr(model, "config", None)
+    ctx = None
+    if cfg is not None:
+        h = h or getattr(cfg, "num_attention_heads", None) or getattr(cfg, "n_head", None)
+        n_layers = n_layers or getattr(cfg, "num_hidden_layers", None) or getattr(cfg, "n_layer", None)
+        ctx = getattr(cfg, "max_position_embeddings", None) or getattr(cfg, "n_positions", None)
+    itemsize = 4
+    try:
+        p = next(iter(model.parameters()))
+        itemsize = p.element_size()
+    except (AttributeError, StopIteration, TypeError):
+        pass
+    ints = [v if isinstance(v, int) and v > 0 else None for v in (h, n_layers, ctx)]
+    return ints[0] or 1, ints[1] or 1, ints[2], itemsize
+
+
+def check_draw_memory(args, obj=None) -> None:
+    """The largest draw against the memory budget (``CONNWALK_MEMORY_BUDGET``): before loading with one
+    head and one layer (a lower bound), again once the target is resolved with its own sizes."""
+    from numerics.validate import check_memory
+
+    heads, layers, ctx, itemsize = _dims(obj) if obj is not None else (1, 1, None, 8 if args.dtype == "float64" else 4)
+    if args.layers:
+        layers = len(set(args.layers))
+    n = min(args.max_length, ctx) if ctx else args.max_length
+    what = f"the largest draw's attention (batch {args.max_batch}, tokens {n}, heads {heads}, layers {layers})"
+    check_memory(
+        "--max-length",
+        draw_bytes(args.max_batch, n, heads, layers, itemsize),
+        what,
+        "a smaller --max-length or --max-batch",
+    )
+
+
+# ------------------------------------------------------------------ the target
 def resolve(target: str, dtype: str = "float32"):
-    """The object ``target`` names (module docstring); every failure is a :class:`ConnwalkError`
-    naming ``MODULE_OR_MODEL``."""
-    arg = "MODULE_OR_MODEL"
+    """The object ``target`` names (``--help``); every failure is a :class:`ConnwalkError` naming
+    ``MODULE_OR_MODEL``. A class is instantiated when its constructor needs no arguments."""
     head = target.split(":", 1)[0]
     if _FACTORY.match(target) and head not in _REGISTRY_PREFIXES and not os.path.exists(target):
         mod_name, attr = target.split(":")
@@ -60,18 +228,16 @@ def resolve(target: str, dtype: str = "float32"):
             mod = importlib.import_module(mod_name)
         except Exception as exc:
             raise ModelError(
-                f"{target}: module {mod_name!r} does not import ({type(exc).__name__}: {exc})", argument=arg
+                f"{target}: module {mod_name!r} does not import ({type(exc).__name__}: {exc})", argument=TARGET
             ) from None
         if not hasattr(mod, attr):
-            raise ModelError(f"{target}: module {mod_name!r} has no attribute {attr!r}", argument=arg)
+            raise ModelError(f"{target}: module {mod_name!r} has no attribute {attr!r}", argument=TARGET)
         obj = getattr(mod, attr)
+        if isinstance(obj, type):
+            _check_no_arguments(target, obj)
+            return _call(target, obj, "the class")
         if callable(obj) and not hasattr(obj, "forward") and not hasattr(obj, "connwalk_attention"):
-            try:
-                obj = obj()
-            except MemoryError:
-                raise MemoryBudgetError(f"{target}: the factory ran out of memory", argument=arg) from None
-            except Exception as exc:
-                raise ModelError(f"{target}: the factory raised {type(exc).__name__}: {exc}", argument=arg) from None
+            return _call(target, obj, "the factory")
         return obj
     import torch
 
@@ -80,33 +246,125 @@ def resolve(target: str, dtype: str = "float32"):
     try:
         return load(target, dtype=getattr(torch, dtype), device="cpu")
     except ConnwalkError as exc:
-        raise type(exc)(f"{target}: {str(exc).split(': ', 1)[-1]}", argument=arg) from None
+        raise type(exc)(f"{target}: {str(exc).split(': ', 1)[-1]}", argument=TARGET) from None
     except MemoryError:
-        raise MemoryBudgetError(f"{target}: the model does not fit in memory", argument=arg) from None
+        raise MemoryBudgetError(f"{target}: the model does not fit in memory", argument=TARGET) from None
 
 
-def run(args) -> int:
-    from numerics.conformance import check_attention
-
-    obj = resolve(args.target, args.dtype)
+def _check_no_arguments(target: str, cls: type) -> None:
     try:
-        rep = check_attention(
-            obj,
-            examples=args.examples,
-            seed=args.seed,
-            max_length=args.max_length,
-            max_batch=args.max_batch,
-            layers=args.layers,
-            hypotheses=not args.no_hypotheses,
+        sig = inspect.signature(cls)
+    except (TypeError, ValueError):  # no signature to read: calling it says
+        return
+    needed = [
+        p.name
+        for p in sig.parameters.values()
+        if p.default is inspect.Parameter.empty
+        and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
+    ]
+    if needed:
+        raise ModelError(
+            f"{target}: the class needs constructor arguments ({', '.join(needed)}); name a function that "
+            f"builds the module instead (package.module:factory)",
+            argument=TARGET,
         )
-    except ParameterError as exc:  # name the option as typed
-        opt = "--" + str(exc.argument).replace("_", "-")
-        raise ParameterError(str(exc).split(": ", 1)[-1], argument=opt) from None
+
+
+def _call(target: str, fn, what: str):
+    try:
+        return fn()
     except MemoryError:
-        raise MemoryBudgetError(f"{args.target}: out of memory while checking", argument="MODULE_OR_MODEL") from None
-    print(rep.table())
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump(rep.as_dict(), f, indent=1, default=str)
+        raise MemoryBudgetError(f"{target}: {what} ran out of memory", argument=TARGET) from None
+    except Exception as exc:
+        raise ModelError(f"{target}: {what} raised {type(exc).__name__}: {exc}", argument=TARGET) from None
+
+
+# ------------------------------------------------------------------ progress
+def _with_progress(adapter, progress, examples: int):
+    """Make ``adapter.extract`` report each layer of each draw to ``progress`` (at most one line a
+    second, so that a whole model on a terminal shows which layer and draw it is at)."""
+    inner = adapter.extract
+    state = {"draw": 0, "last": 0.0}
+
+    class Reported(list):
+        def __iter__(self):
+            for i, ex in enumerate(list.__iter__(self)):
+                now = time.perf_counter()
+                if now - state["last"] >= 1.0:
+                    state["last"] = now
+                    d = state["draw"]
+                    phase = (
+                        f"draw {d}/{examples}" if d <= examples else f"shrinking a failing draw (try {d - examples})"
+                    )
+                    progress(f"{phase}: layer {i + 1}/{len(self)}")
+                yield ex
+
+    def extract(draw):
+        state["draw"] += 1
+        return Reported(inner(draw))
+
+    adapter.extract = extract
+    return adapter
+
+
+# ------------------------------------------------------------------ run
+def run(args) -> int:
+    """``connwalk conform`` for parsed ``args``: 0 conforms, 1 fails T2; bad input raises a
+    :class:`ConnwalkError` naming the option, the environment variable or ``MODULE_OR_MODEL`` as the
+    user typed it (never a field of the kit), before any work."""
+    check_options(args)
+    progress = Progress("connwalk conform", not args.no_progress)
+    progress("loading torch and the conformance kit")
+    with preserved_state():
+        try:
+            check_draw_memory(args)
+            progress(f"loading {args.target}")
+            obj = resolve(args.target, args.dtype)
+            check_draw_memory(args, obj)
+            rep = _check(args, obj, progress)
+        except ConnwalkError as exc:
+            raise readdress(exc, OPTION_NAMES, fallback=TARGET, prefix=f"{args.target}: ", fields=FIELDS) from None
+        except MemoryError:
+            raise MemoryBudgetError(f"{args.target}: out of memory while checking", argument=TARGET) from None
+        print(rep.table())
+        if args.json:
+            _write_json(args.json, rep.as_dict())
     sys.stdout.flush()
     return 0 if rep.conforms else 1
+
+
+def _check(args, obj, progress):
+    from numerics import conformance
+
+    adapter = None
+    adapter_for = getattr(conformance, "adapter_for", None)
+    if adapter_for is not None:
+        adapter = _with_progress(adapter_for(obj, layers=args.layers), progress, args.examples)
+    progress(f"checking {args.examples} draws" + (f" of {adapter.name}" if adapter is not None else ""))
+    return conformance.check_attention(
+        obj,
+        examples=args.examples,
+        seed=args.seed,
+        max_length=args.max_length,
+        max_batch=args.max_batch,
+        layers=args.layers,
+        hypotheses=not args.no_hypotheses,
+        **({"adapter": adapter} if adapter is not None else {}),
+    )
+
+
+def _write_json(path: str, data: dict) -> None:
+    """Write ``data`` to ``path`` through a temporary file in its directory (no half-written report)."""
+    parent = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(dir=parent, prefix=".connwalk-", suffix=".json")
+    try:
+        mask = os.umask(0)
+        os.umask(mask)
+        os.chmod(tmp, 0o666 & ~mask)  # a plain new file's mode, not mkstemp's 0600
+        with os.fdopen(fd, "w") as f:
+            json.dump(data, f, indent=1, default=str)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise

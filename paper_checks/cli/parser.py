@@ -1,6 +1,42 @@
-"""The argument parser shared by the command-line front ends of :mod:`paper_checks.cli`."""
+"""What the command-line front ends of :mod:`paper_checks.cli` share, all of it standard library only
+(so that ``--help`` and every argument error answer without importing torch, SymPy or transformers):
+
+* :class:`Parser`: argparse with a one-line usage error, exit 2;
+* :class:`IntOption` / :class:`FloatOption` / :class:`OptionTable`: the declared bounds of the numeric
+  options, checked before any heavy import (errors name the option as typed);
+* :func:`readdress`: a library error re-addressed to what the user typed (an option, an environment
+  variable, the command's target) instead of a library parameter or an internal field;
+* :class:`Progress`: one line per stage on stderr when stderr is a terminal;
+* :func:`preserved_state`: what an entry point changes in the process (torch threads, default dtype,
+  RNG states, warning filters) restored on the way out.
+"""
+
+from __future__ import annotations
 
 import argparse
+import contextlib
+import math
+import os
+import random
+import re
+import sys
+import time
+import warnings
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+
+from numerics.errors import ConnwalkError, ParameterError
+
+__all__ = [
+    "Parser",
+    "IntOption",
+    "FloatOption",
+    "OptionTable",
+    "readdress",
+    "is_environment_variable",
+    "Progress",
+    "preserved_state",
+]
 
 
 class Parser(argparse.ArgumentParser):
@@ -8,3 +44,165 @@ class Parser(argparse.ArgumentParser):
 
     def error(self, message):
         self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
+# ------------------------------------------------------------------ declared option bounds
+@dataclass(frozen=True)
+class IntOption:
+    """An integer option in ``[lo, hi]`` (``None``: unbounded); ``optional``: ``None`` allowed."""
+
+    lo: int | None = None
+    hi: int | None = None
+    optional: bool = False
+
+    def check(self, name: str, value) -> None:
+        if value is None and self.optional:
+            return
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ParameterError(f"expected an integer, got {value!r}", argument=name)
+        if self.lo is not None and value < self.lo:
+            raise ParameterError(f"must be >= {self.lo}, got {value}", argument=name)
+        if self.hi is not None and value > self.hi:
+            raise ParameterError(f"must be <= {self.hi}, got {value}", argument=name)
+
+
+@dataclass(frozen=True)
+class FloatOption:
+    """A finite real option, ``> lo`` (``closed``: ``>= lo``), optionally nonzero."""
+
+    lo: float | None = None
+    closed: bool = False
+    nonzero: bool = False
+
+    def check(self, name: str, value) -> None:
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise ParameterError(f"expected a real number, got {value!r}", argument=name)
+        if not math.isfinite(value):
+            raise ParameterError(f"must be a finite number, got {value}", argument=name)
+        if self.lo is not None and (value < self.lo or (value == self.lo and not self.closed)):
+            raise ParameterError(f"must be {'>=' if self.closed else '>'} {self.lo}, got {value}", argument=name)
+        if self.nonzero and value == 0:
+            raise ParameterError("must be nonzero", argument=name)
+
+
+class OptionTable:
+    """The numeric options of one command (``--name`` → kind), checked in declaration order by
+    :meth:`validate` before any work; ``after(values)`` checks rules between options."""
+
+    def __init__(self, command: str, *, after: Callable[[dict], None] | None = None, **specs):
+        self.command = command
+        self.specs: dict[str, IntOption | FloatOption] = dict(specs)
+        self.after = after
+
+    def values(self, args: argparse.Namespace) -> dict:
+        return {opt: getattr(args, opt[2:].replace("-", "_")) for opt in self.specs}
+
+    def validate(self, values: dict) -> None:
+        for opt, spec in self.specs.items():
+            spec.check(opt, values[opt])
+        if self.after is not None:
+            self.after(values)
+
+
+# ------------------------------------------------------------------ error addresses
+_ENV = re.compile(r"^[A-Z][A-Z0-9]*(_[A-Z0-9]+)+$")
+
+
+def is_environment_variable(name: str | None) -> bool:
+    """An upper-case ``NAME_WITH_UNDERSCORES`` that is set in the environment or is one of connwalk's
+    own (``CONNWALK_…``): what the user set, never an option (``W_O`` is a field, not a variable)."""
+    return bool(name) and bool(_ENV.match(name)) and (name in os.environ or name.startswith("CONNWALK_"))
+
+
+def readdress(
+    exc: ConnwalkError,
+    options: dict[str, str],
+    *,
+    fallback: str | None = None,
+    prefix: str = "",
+    fields: dict[str, str] | None = None,
+):
+    """``exc`` addressed to what the user typed (same type): a library parameter in ``options`` →
+    that option; an environment variable → itself (it is what the user set); an option or the
+    ``fallback`` itself → unchanged; any other name (an internal field such as ``A`` or ``W_O``) →
+    ``fallback``, the message after ``prefix`` (e.g. the target as typed) and what the field is in
+    words (``fields``; else the field in parentheses); without a fallback, ``exc`` unchanged."""
+    arg = exc.argument
+    if arg is None or arg == fallback or arg in options.values() or arg.startswith("-"):
+        return exc  # already what the user typed (an option, the target) or no address at all
+    msg = str(exc)
+    if arg and msg.startswith(f"{arg}: "):
+        msg = msg[len(arg) + 2 :]
+    if arg in options:
+        new, text = options[arg], msg
+    elif is_environment_variable(arg):
+        return exc
+    elif fallback is not None:
+        desc = (fields or {}).get(arg)
+        new, text = fallback, (f"{prefix}{desc}: {msg}" if desc else f"{prefix}{msg} (in {arg})")
+    else:
+        return exc
+    try:
+        out = type(exc)(text, argument=new)
+    except TypeError:  # a subclass with another constructor: keep the family
+        out = ConnwalkError(text, argument=new)
+    return out
+
+
+# ------------------------------------------------------------------ progress
+class Progress:
+    """Stage lines on stderr (``connwalk conform: loading torch …``) while a command works; shown when
+    ``enabled`` and stderr is a terminal (a CI log or a captured stderr keeps the one-line error
+    contract), or always with ``force``."""
+
+    def __init__(self, prog: str, enabled: bool = True, *, force: bool = False, stream=None):
+        self.prog = prog
+        self.stream = stream if stream is not None else sys.stderr
+        tty = bool(getattr(self.stream, "isatty", lambda: False)())
+        self.enabled = enabled and (tty or force)
+        self.t0 = time.perf_counter()
+
+    def __call__(self, message: str) -> None:
+        if self.enabled:
+            print(f"{self.prog}: [{time.perf_counter() - self.t0:5.1f} s] {message}", file=self.stream, flush=True)
+
+
+# ------------------------------------------------------------------ process state
+@contextlib.contextmanager
+def preserved_state(*, imported_only: bool = False) -> Iterator[None]:
+    """Run the body and restore what commands change in the process: torch's intra-op thread count,
+    default dtype, grad mode and CPU RNG state, numpy's and Python's global RNG states, and the
+    warning filters. torch and numpy are imported here (enter it after the arguments have been
+    checked: the body needs them anyway); ``imported_only``: only the state of those of the two that
+    are imported already (nothing heavy is imported; for a wrapper around argument checking)."""
+    if imported_only:
+        np = sys.modules.get("numpy")
+        torch = sys.modules.get("torch")
+    else:
+        import numpy as np
+        import torch
+    saved = {}
+    if torch is not None and hasattr(torch, "get_num_threads"):
+        saved["torch"] = (
+            torch.get_num_threads(),
+            torch.get_default_dtype(),
+            torch.random.get_rng_state(),
+            torch.is_grad_enabled(),
+        )
+    if np is not None and hasattr(np, "random"):
+        saved["numpy"] = np.random.get_state()  # noqa: NPY002 (the global state is what is kept)
+    py_rng = random.getstate()
+    try:
+        with warnings.catch_warnings():
+            yield
+    finally:
+        if "torch" in saved:
+            threads, dtype, rng, grad = saved["torch"]
+            if torch.get_num_threads() != threads:
+                torch.set_num_threads(threads)
+            torch.set_default_dtype(dtype)
+            torch.random.set_rng_state(rng)
+            torch.set_grad_enabled(grad)
+        if "numpy" in saved:
+            np.random.set_state(saved["numpy"])  # noqa: NPY002
+        random.setstate(py_rng)
