@@ -128,7 +128,7 @@ def readdress(
     ``fallback``, the message after ``prefix`` (e.g. the target as typed) and what the field is in
     words (``fields``; else the field in parentheses); without a fallback, ``exc`` unchanged."""
     arg = exc.argument
-    if arg is None or arg == fallback or arg in options.values() or arg.startswith("-"):
+    if arg is None or arg == fallback or (arg not in options and (arg in options.values() or arg.startswith("-"))):
         return exc  # already what the user typed (an option, the target) or no address at all
     msg = str(exc)
     if arg and msg.startswith(f"{arg}: "):

@@ -238,9 +238,9 @@ def run(args) -> int:
 def __getattr__(name: str):
     """``parse_kernel`` / ``parse_transport`` live with the work (they build tensors): imported on use."""
     if name in ("parse_kernel", "parse_transport"):
-        from paper_checks.cli import patterns_work
+        import paper_checks.cli.patterns_work as work
 
-        return getattr(patterns_work, name)
+        return getattr(work, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
