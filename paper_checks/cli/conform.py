@@ -20,7 +20,6 @@ import os
 import re
 import sys
 import tempfile
-import time
 
 from numerics.errors import ConnwalkError, MemoryBudgetError, ModelError, ParameterError
 from paper_checks.cli.parser import IntOption, OptionTable, Progress, preserved_state, readdress
@@ -281,26 +280,27 @@ def _call(target: str, fn, what: str):
 
 # ------------------------------------------------------------------ progress
 def _with_progress(adapter, progress, examples: int):
-    """Make ``adapter.extract`` report each layer of each draw to ``progress`` (at most one line a
-    second, so that a whole model on a terminal shows which layer and draw it is at)."""
+    """Make ``adapter.extract`` tell ``progress`` which draw and which layer the kit is at: each
+    layer's T2 check as it is judged, then the T3/T5 hypotheses of the draw's layers (the live
+    status line is rewritten every second in between, so a whole model is never silent)."""
     inner = adapter.extract
-    state = {"draw": 0, "last": 0.0}
+    state = {"draw": 0}
+
+    def where() -> str:
+        d = state["draw"]
+        return f"draw {d}/{examples}" if d <= examples else f"shrinking a failing draw (try {d - examples})"
 
     class Reported(list):
         def __iter__(self):
+            n = len(self)
             for i, ex in enumerate(list.__iter__(self)):
-                now = time.perf_counter()
-                if now - state["last"] >= 1.0:
-                    state["last"] = now
-                    d = state["draw"]
-                    phase = (
-                        f"draw {d}/{examples}" if d <= examples else f"shrinking a failing draw (try {d - examples})"
-                    )
-                    progress(f"{phase}: layer {i + 1}/{len(self)}")
+                progress.status(f"{where()}: layer {i + 1}/{n}: T2")
                 yield ex
+            progress.status(f"{where()}: T3/T5 hypotheses of its {n} layer{'s' if n != 1 else ''}")
 
     def extract(draw):
         state["draw"] += 1
+        progress.status(f"{where()}: running the module")
         return Reported(inner(draw))
 
     adapter.extract = extract
@@ -314,11 +314,11 @@ def run(args) -> int:
     user typed it (never a field of the kit), before any work."""
     check_options(args)
     progress = Progress("connwalk conform", not args.no_progress)
-    progress("loading torch and the conformance kit")
-    with preserved_state():
+    progress.status("loading torch and the conformance kit")
+    with preserved_state(), progress.live():
         try:
             check_draw_memory(args)
-            progress(f"loading {args.target}")
+            progress.status(f"loading {args.target}")
             obj = resolve(args.target, args.dtype)
             check_draw_memory(args, obj)
             rep = _check(args, obj, progress)
@@ -326,9 +326,9 @@ def run(args) -> int:
             raise readdress(exc, OPTION_NAMES, fallback=TARGET, prefix=f"{args.target}: ", fields=FIELDS) from None
         except MemoryError:
             raise MemoryBudgetError(f"{args.target}: out of memory while checking", argument=TARGET) from None
-        print(rep.table())
-        if args.json:
-            _write_json(args.json, rep.as_dict())
+    print(rep.table())
+    if args.json:
+        _write_json(args.json, rep.as_dict())
     sys.stdout.flush()
     return 0 if rep.conforms else 1
 

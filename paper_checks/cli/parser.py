@@ -20,6 +20,7 @@ import os
 import random
 import re
 import sys
+import threading
 import time
 import warnings
 from collections.abc import Callable, Iterator
@@ -151,9 +152,11 @@ def readdress(
 
 # ------------------------------------------------------------------ progress
 class Progress:
-    """Stage lines on stderr (``connwalk conform: loading torch …``) while a command works; shown when
-    ``enabled`` and stderr is a terminal (a CI log or a captured stderr keeps the one-line error
-    contract), or always with ``force``."""
+    """What a command is doing, on stderr, while it works: stage lines (``connwalk conform: [ 0.0 s]
+    loading torch …``) and one live status line rewritten in place (:meth:`status`; while
+    :meth:`live` runs, a ticker rewrites it every second with the elapsed time, so a long step is never
+    silent). Shown when ``enabled`` and stderr is a terminal (a CI log or a captured stderr keeps the
+    one-line error contract), or always with ``force``."""
 
     def __init__(self, prog: str, enabled: bool = True, *, force: bool = False, stream=None):
         self.prog = prog
@@ -161,10 +164,62 @@ class Progress:
         tty = bool(getattr(self.stream, "isatty", lambda: False)())
         self.enabled = enabled and (tty or force)
         self.t0 = time.perf_counter()
+        self._lock = threading.Lock()
+        self._status: str | None = None
+        self._shown = False  # a live line is on the screen (not yet ended by a newline)
+
+    def _line(self, message: str) -> str:
+        return f"{self.prog}: [{time.perf_counter() - self.t0:5.1f} s] {message}"
 
     def __call__(self, message: str) -> None:
-        if self.enabled:
-            print(f"{self.prog}: [{time.perf_counter() - self.t0:5.1f} s] {message}", file=self.stream, flush=True)
+        """A stage line (ends the live line first)."""
+        if not self.enabled:
+            return
+        with self._lock:
+            if self._shown:
+                self.stream.write("\n")
+                self._shown = False
+            self.stream.write(self._line(message) + "\n")
+            self.stream.flush()
+
+    def status(self, message: str) -> None:
+        """Set (and show) the live status line."""
+        self._status = message
+        self._show()
+
+    def _show(self) -> None:
+        if not self.enabled or self._status is None:
+            return
+        with self._lock:
+            self.stream.write("\r\x1b[K" + self._line(self._status))
+            self.stream.flush()
+            self._shown = True
+
+    @contextlib.contextmanager
+    def live(self, every: float = 1.0) -> Iterator[None]:
+        """Rewrite the status line every ``every`` seconds while the body runs; end it afterwards."""
+        if not self.enabled:
+            yield
+            return
+        stop = threading.Event()
+
+        def tick():
+            while not stop.wait(every):
+                self._show()
+
+        t = threading.Thread(target=tick, name="connwalk-progress", daemon=True)
+        t.start()
+        try:
+            yield
+        finally:
+            stop.set()
+            t.join()
+            with self._lock:
+                if self._shown:
+                    self.stream.write("\n")
+                    self.stream.flush()
+                    self._shown = False
+            self._status = None
 
 
 # ------------------------------------------------------------------ process state

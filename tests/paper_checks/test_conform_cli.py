@@ -272,10 +272,15 @@ def test_progress_per_layer_on_a_terminal(monkeypatch, capsys):
     err = Tty()
     monkeypatch.setattr(sys, "stderr", err)
     assert main(["conform", "tiny:gpt2", "--examples", "2", "--dtype", "float64"]) == 0
-    lines = err.getvalue().splitlines()
-    assert any("loading torch" in x for x in lines[:1]), lines
+    # stage lines and the live status line, rewritten in place (carriage return, erase to end of line)
+    lines = [x.replace("\x1b[K", "") for x in err.getvalue().replace("\r", "\n").splitlines() if x.strip("\x1b[K")]
+    assert all(x.startswith("connwalk conform: [") for x in lines), lines
+    assert "loading torch" in lines[0] and "[  0.0 s]" in lines[0], lines
     assert any("loading tiny:gpt2" in x for x in lines), lines
-    assert any("draw 1/2: layer 1/" in x for x in lines), lines
+    assert any("checking 2 draws of" in x for x in lines), lines
+    for draw in (1, 2):
+        for layer in (1, 2):  # tiny:gpt2 has two layers
+            assert any(f"draw {draw}/2: layer {layer}/2" in x for x in lines), lines
     err2 = Tty()
     monkeypatch.setattr(sys, "stderr", err2)
     assert main(["conform", "tiny:gpt2", "--examples", "2", "--dtype", "float64", "--no-progress"]) == 0
