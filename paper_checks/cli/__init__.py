@@ -12,10 +12,11 @@ The command-line front ends live together in this package: this module (the ``co
 ``paper-checks`` and ``analyze``; the job itself is :mod:`paper_checks.main_job`) and
 :mod:`paper_checks.cli.patterns`. ``python -m paper_checks.cli`` is the same command.
 
-``--help`` (of the command and of every subcommand) and every argument error answer without importing
-torch, SymPy or transformers: the parsers and the option bounds (:data:`OPTIONS`) are standard library
-only, and each command imports its work after its options are checked (on a terminal, a first line on
-stderr says what it is loading). :func:`main` restores what it changes in the process (torch threads,
+``--help`` (of the command and of every subcommand), a misspelt option and every out-of-range value answer
+without importing torch, SymPy or transformers: the parsers and the option bounds (:data:`OPTIONS`) are
+standard library only, and each command imports its work after those checks (on a terminal, a first line
+on stderr says what it is loading); model names and claims are checked against the registry (which needs
+torch) after that, still before any work. :func:`main` restores what it changes in the process (torch threads,
 default dtype, RNG states, warning filters: :func:`paper_checks.cli.parser.preserved_state`).
 
 Exit status: 0 success; 2 bad input (unknown claim / model, corpus too short, an ``--out`` that is a
