@@ -83,15 +83,20 @@ def _common(p: argparse.ArgumentParser) -> None:
     )
 
 
-def check_options(args) -> None:
-    """Every option of ``paper-checks`` / ``analyze`` before any work (raises naming the option): the
-    numeric bounds and ``--out`` first (standard library and numpy only), then the claim and model
-    names (these read the model registry, which imports torch)."""
+def check_light_options(args) -> None:
+    """The numeric bounds and ``--out`` (standard library and numpy: no torch is imported)."""
     from paper_checks.report import check_out_dir
 
     OPTIONS.validate(OPTIONS.values(args))
     if args.out is not None:
         check_out_dir(args.out)
+
+
+def check_options(args) -> None:
+    """Every option of ``paper-checks`` / ``analyze`` before any work (raises naming the option): the
+    numeric bounds and ``--out`` first (standard library and numpy only), then the claim and model
+    names (these read the model registry, which imports torch)."""
+    check_light_options(args)
     from paper_checks.main_job import check_claims, check_model_name
 
     if args.claims is not None:
@@ -182,7 +187,7 @@ def main(argv: list[str] | None = None) -> int:
 def _run(parser, args) -> int:
     try:
         if args.command in ("paper-checks", "analyze"):
-            OPTIONS.validate(OPTIONS.values(args))  # the bounds before anything is imported
+            check_light_options(args)  # the bounds and --out before anything heavy is imported
             Progress(f"connwalk {args.command}", not args.no_progress)(
                 "loading torch, the models' registry and the job"
             )

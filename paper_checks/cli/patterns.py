@@ -119,8 +119,20 @@ def _specs(args) -> tuple[list[str], list[str]]:
 
 def check_options(args) -> None:
     """Every option before any work; raises a :class:`ConnwalkError` naming the option as typed. The
-    bounds, the time/step rules and ``--out`` need no torch; the memory rule reads the budget
-    (``numerics.validate``) and is checked last."""
+    bounds, the time/step rules and ``--out`` need no torch (:func:`check_light_options`); the memory
+    rule reads the budget (``numerics.validate``) and is checked last."""
+    check_light_options(args)
+    H = len(_specs(args)[0])
+    # the dynamics form (H, n, n) attention scores (a few copies during an RK4 step)
+    from numerics.validate import check_memory
+
+    check_memory(
+        "--n", 8 * H * args.n * args.n * 8, f"the (H, n, n) attention of the simulation (n={args.n})", "a smaller --n"
+    )
+
+
+def check_light_options(args) -> None:
+    """The options that need no torch: bounds, ``--out``, the time/step rules."""
     OPTIONS.validate(OPTIONS.values(args))
     _check_out(args.out)
     if args.dynamics in ("flow", "sphere") and args.t_final < args.dt:
@@ -139,13 +151,6 @@ def check_options(args) -> None:
             f"needs {MIN_SAMPLES} layers), got {args.layers}",
             argument="--layers",
         )
-    H = len(_specs(args)[0])
-    # the dynamics form (H, n, n) attention scores (a few copies during an RK4 step)
-    from numerics.validate import check_memory
-
-    check_memory(
-        "--n", 8 * H * args.n * args.n * 8, f"the (H, n, n) attention of the simulation (n={args.n})", "a smaller --n"
-    )
 
 
 #: ``numerics.classify.MIN_SAMPLES`` (samples the observed class needs), written out so that checking
@@ -221,7 +226,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
 def run(args) -> int:
     """Execute ``connwalk patterns`` for parsed ``args``; raises :class:`ConnwalkError` (naming the
     option as typed) on bad input, before any work and before anything is written."""
-    OPTIONS.validate(OPTIONS.values(args))  # the bounds before anything heavy is imported
+    check_light_options(args)  # before anything heavy is imported
     progress = Progress("connwalk patterns")
     progress("loading torch and the toolkit")
     with preserved_state():

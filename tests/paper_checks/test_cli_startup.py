@@ -99,6 +99,9 @@ def test_help_imports_no_torch_sympy_transformers(sub):
         (["analyze", "minilm", "--threads", "0"], "--threads"),
         (["patterns", "--out", "{tmp}/p", "--n", "1"], "--n: must be >= 2"),
         (["patterns", "--out", "{tmp}/p", "--phase-grid", "1"], "--phase-grid"),
+        (["patterns", "--out", "{tmp}/p", "--t-final", "0.01"], "--t-final"),
+        (["paper-checks", "--out", "/proc/connwalk-report"], "--out"),
+        (["analyze", "minilm", "--out", "/proc/connwalk-report"], "--out"),
     ],
 )
 def test_argument_errors_exit_2_with_one_line_and_no_heavy_import(argv, needle, tmp_path):
