@@ -29,6 +29,7 @@ removed); 1 unexpected failure.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import signal
 import sys
 import time
@@ -188,11 +189,12 @@ def _run(parser, args) -> int:
     try:
         if args.command in ("paper-checks", "analyze"):
             check_light_options(args)  # the bounds and --out before anything heavy is imported
-            Progress(f"connwalk {args.command}", not args.no_progress)(
-                "loading torch, the models' registry and the job"
-            )
-            with preserved_state():
-                check_options(args)
+            progress = Progress(f"connwalk {args.command}", not args.no_progress)
+            with contextlib.ExitStack() as stack:
+                progress.status("loading torch, the model registry and the job")
+                with progress.live():  # the status line ticks while torch loads and the names are checked
+                    stack.enter_context(preserved_state())
+                    check_options(args)
                 import torch
 
                 torch.set_num_threads(args.threads)

@@ -32,6 +32,7 @@ are checked.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
 
@@ -228,10 +229,12 @@ def run(args) -> int:
     option as typed) on bad input, before any work and before anything is written."""
     check_light_options(args)  # before anything heavy is imported
     progress = Progress("connwalk patterns")
-    progress("loading torch and the toolkit")
-    with preserved_state():
-        check_options(args)
-        from paper_checks.cli.patterns_work import execute
+    progress.status("loading torch and the toolkit")
+    with contextlib.ExitStack() as stack:
+        with progress.live():  # the status line ticks while torch loads
+            stack.enter_context(preserved_state())
+            check_options(args)
+            from paper_checks.cli.patterns_work import execute
 
         kernels, transports = _specs(args)
         try:
