@@ -146,6 +146,8 @@ def check_json_path(path: str | None) -> None:
             f"{path!r} is a directory; give a file path such as {path}/conform.json", argument="--json"
         )
     parent = os.path.dirname(os.path.abspath(path))
+    if os.path.exists(parent) and not os.path.isdir(parent):
+        raise ParameterError(f"{parent!r} is not a directory", argument="--json")
     if not os.path.isdir(parent):
         raise ParameterError(f"the directory {parent!r} does not exist (create it first)", argument="--json")
     try:

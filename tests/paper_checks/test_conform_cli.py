@@ -140,12 +140,13 @@ def no_work(monkeypatch):
     monkeypatch.setattr(conform, "resolve", boom)
 
 
-@pytest.mark.parametrize("where", ["missing_dir", "existing_dir", "unwritable"])
+@pytest.mark.parametrize("where", ["missing_dir", "existing_dir", "unwritable", "under_a_file"])
 def test_json_location_refused_before_any_work(where, factories, tmp_path, capsys, no_work):
     path = {
         "missing_dir": str(tmp_path / "no" / "such" / "r.json"),
         "existing_dir": str(tmp_path),
         "unwritable": "/proc/connwalk-conform.json",
+        "under_a_file": str(factories / "user_factories.py" / "r.json"),
     }[where]
     before = sorted(p.name for p in tmp_path.iterdir())
     assert main(["conform", "user_factories:good", "--json", path]) == 2
