@@ -52,7 +52,7 @@ CLAIM_NAMES = ("E1", "E2", "E3", "E4", "E5", "E6", "LAP")
 #: heavy import; standard library only)
 OPTIONS = OptionTable(
     "connwalk paper-checks",
-    **{
+    {
         "--seed": IntOption(lo=0, hi=2**32 - 1),
         "--prompts": IntOption(lo=2, optional=True),
         "--length": IntOption(lo=MIN_LENGTH, optional=True),

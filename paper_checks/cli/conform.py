@@ -33,7 +33,7 @@ TARGET = "MODULE_OR_MODEL"
 MAX_EXAMPLES = 10_000
 OPTIONS = OptionTable(
     "connwalk conform",
-    **{
+    {
         "--examples": IntOption(lo=1, hi=MAX_EXAMPLES),
         "--seed": IntOption(lo=0, hi=2**32 - 1),
         "--max-length": IntOption(lo=1, hi=1_000_000),

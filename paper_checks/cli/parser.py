@@ -25,6 +25,7 @@ import time
 import warnings
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from typing import Any
 
 from numerics.errors import ConnwalkError, ParameterError
 
@@ -90,7 +91,9 @@ class OptionTable:
     """The numeric options of one command (``--name`` → kind), checked in declaration order by
     :meth:`validate` before any work; ``after(values)`` checks rules between options."""
 
-    def __init__(self, command: str, *, after: Callable[[dict], None] | None = None, **specs):
+    def __init__(
+        self, command: str, specs: dict[str, IntOption | FloatOption], *, after: Callable[[dict], None] | None = None
+    ):
         self.command = command
         self.specs: dict[str, IntOption | FloatOption] = dict(specs)
         self.after = after
@@ -112,7 +115,9 @@ _ENV = re.compile(r"^[A-Z][A-Z0-9]*(_[A-Z0-9]+)+$")
 def is_environment_variable(name: str | None) -> bool:
     """An upper-case ``NAME_WITH_UNDERSCORES`` that is set in the environment or is one of connwalk's
     own (``CONNWALK_…``): what the user set, never an option (``W_O`` is a field, not a variable)."""
-    return bool(name) and bool(_ENV.match(name)) and (name in os.environ or name.startswith("CONNWALK_"))
+    if not name or not _ENV.match(name):
+        return False
+    return name in os.environ or name.startswith("CONNWALK_")
 
 
 def readdress(
@@ -230,6 +235,8 @@ def preserved_state(*, imported_only: bool = False) -> Iterator[None]:
     warning filters. torch and numpy are imported here (enter it after the arguments have been
     checked: the body needs them anyway); ``imported_only``: only the state of those of the two that
     are imported already (nothing heavy is imported; for a wrapper around argument checking)."""
+    np: Any
+    torch: Any
     if imported_only:
         np = sys.modules.get("numpy")
         torch = sys.modules.get("torch")

@@ -52,8 +52,7 @@ def _option_rules(a: dict) -> None:
 #: name the option)
 OPTIONS = OptionTable(
     "connwalk patterns",
-    after=_option_rules,
-    **{
+    {
         "--n": IntOption(lo=2),
         "--t-final": FloatOption(lo=0.0),
         "--dt": FloatOption(lo=0.0),
@@ -64,6 +63,7 @@ OPTIONS = OptionTable(
         "--phase-grid": IntOption(lo=0),
         "--phase-rho": FloatOption(nonzero=True),
     },
+    after=_option_rules,
 )
 
 #: library argument names → the option the user typed (errors raised while simulating)

@@ -137,8 +137,8 @@ def _phase(args, observe: bool):
     n = args.n
     centers = torch.linspace(-n / 4, n / 4, m).tolist()
     thetas = torch.linspace(0.0, 180.0, m).tolist()
-    pred = [[None] * m for _ in range(m)]
-    obs = [[None] * m for _ in range(m)]
+    pred: list[list[str | None]] = [[None] * m for _ in range(m)]
+    obs: list[list[str | None]] = [[None] * m for _ in range(m)]
     for i, th in enumerate(thetas):
         T = parse_transport(f"blockrot:{args.phase_rho},{th}")[None]
         for j, c in enumerate(centers):
