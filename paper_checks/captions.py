@@ -82,15 +82,17 @@ def place(fname: str) -> str | None:
     return None if k is None else KINDS[k[0]][0]
 
 
-def caption(fname: str) -> tuple[str, str]:
+def caption(fname: str, models=()) -> tuple[str, str]:
     """``(title, what to look at)`` of ``fname``, each one line without ``[``, ``]`` or line breaks
-    (the title is the image's alt text)."""
+    (the title is the image's alt text). ``models``: the run's model names, so that a per-model figure
+    names its model as typed (``synthetic:enc``, not the file name's ``synthetic_enc``)."""
     k = _kind(fname)
     if k is None:
         title, look = f"figure {fname}", "a figure of this run of no kind the report knows"
     else:
         prefix, rest = k
-        x = rest.replace("_", " ") if prefix.startswith("e6") else rest
+        typed = {safe_name(m): str(m) for m in models}
+        x = typed.get(rest) or (rest.replace("_", " ") if prefix.startswith("e6") else rest)
         _, title, look = KINDS[prefix]
         title = title.format(x=x or "?")
     clean = str.maketrans({"[": "(", "]": ")", "\n": " ", "\r": " "})

@@ -320,11 +320,11 @@ def definitions_section(rows: list[StatResult]) -> str:
     return "\n".join(lines)
 
 
-def figure_lines(fname: str) -> list[str]:
+def figure_lines(fname: str, models=()) -> list[str]:
     """``fname`` shown in the report: the image with its title as alt text (the figure carries the
     same title), and under it one italic line saying what to look at
     (:func:`paper_checks.captions.caption`)."""
-    title, look = captions.caption(fname)
+    title, look = captions.caption(fname, models)
     return [f"![{title}]({fname})", "", f"*{look[:1].upper()}{look[1:]}.*", ""]
 
 
@@ -346,12 +346,13 @@ def render_markdown(
     last section of its own."""
     cfg = "\n".join(f"- {k}: `{v}`" for k, v in config.items())
     left = list(dict.fromkeys(figures))
+    names = list(dict.fromkeys(r.model for r in rows))
 
     def take(claim: str) -> list[str]:
         mine = [f for f in left if captions.place(f) == claim]
         for f in mine:
             left.remove(f)
-        return [line for f in mine for line in figure_lines(f)]
+        return [line for f in mine for line in figure_lines(f, names)]
 
     parts = [
         title(config, rows),
@@ -399,7 +400,7 @@ def render_markdown(
             if f not in left:
                 return []
             left.remove(f)
-            return ["", *figure_lines(f)]
+            return ["", *figure_lines(f, names)]
 
         parts += report_section(rows, figure=lap_figure)
     for claim in FIGURE_SECTIONS:
@@ -407,7 +408,7 @@ def render_markdown(
         if shown:
             parts += [FIGURE_SECTIONS[claim], "", *shown]
     if left:
-        parts += ["## Other figures", "", *[line for f in left for line in figure_lines(f)]]
+        parts += ["## Other figures", "", *[line for f in left for line in figure_lines(f, names)]]
     parts += ["## Definitions and rules", definitions_section(rows), ""]
     return "\n".join(parts)
 

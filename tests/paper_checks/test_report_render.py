@@ -165,6 +165,8 @@ def test_every_png_is_shown_in_its_section_with_a_caption(job):
     assert last("e2_synthetic_dec.png") == "## E2 transport baselines"
     assert all(last(n) == "## E5 phase diagrams" for n in pngs if n.startswith("e5_"))
     assert all(last(n) == "## E6 training curves" for n in pngs if n.startswith("e6"))
+    alt = {n: re.search(rf"^!\[([^\]]+)\]\({re.escape(n)}\)$", md, re.M).group(1) for n in pngs}
+    assert "synthetic:dec" in alt["lap_synthetic_dec.png"] and "synthetic:enc" in alt["e1_synthetic_enc.png"]
     assert under("lap_synthetic_dec.png", "## LAP: Laplacian reduction on real layers (T3 hypotheses and conclusions)")
     files = json.loads((out / "results.json").read_text())["files"]
     assert set(pngs) <= set(files)
