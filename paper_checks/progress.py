@@ -24,7 +24,7 @@ def ticker(total: int, progress: Progress | None) -> Callable[[int, str], None]:
 
     def tick(k: int = 1, what: str = "") -> None:
         nonlocal done
-        done = min(total, done + int(k))
+        done += int(k)
         if progress is not None:
             progress(done, total, what)
 
