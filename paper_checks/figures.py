@@ -13,8 +13,10 @@ import warnings
 import matplotlib.pyplot as plt
 import numpy as np
 
+from paper_checks.captions import figure_file
 from paper_checks.inference import boot_colmeans
 from paper_checks.measure import E1_STATS, VARIANTS
+from paper_checks.progress import ticker
 
 PNG_META = {"Software": None}
 
@@ -54,6 +56,13 @@ def layer_band(
     return mean, lo, hi
 
 
+def not_applicable(ax, text: str) -> None:
+    """A panel whose statistic does not exist for this model: its reason as text, no axes (an empty
+    frame with ticks would read as a measured zero)."""
+    ax.axis("off")
+    ax.text(0.5, 0.5, text, ha="center", va="center", transform=ax.transAxes, fontsize=9, color="0.3")
+
+
 def _band(ax, x, band, label, color, ls="-"):
     m, lo, hi = band
     ax.plot(x, m, ls, color=color, label=label, lw=1.5)
@@ -65,6 +74,10 @@ def plot_e1(run, path: Path, *, n_boot: int, seed: int) -> None:
     rng = np.random.default_rng([seed, 101])
     fig, axes = plt.subplots(2, 4, figsize=(16, 7))
     for ax, spec in zip(axes.flat, E1_STATS):
+        ax.set_title(spec.id, fontsize=9)
+        if all(np.isnan(t.e1[v][spec.id]).all() for v in VARIANTS):
+            not_applicable(ax, "not applicable: causal walk\n(never reversible, T4)")
+            continue
         for variant, color, ls in zip(VARIANTS, ("C0", "C1"), ("-", "--")):
             V = t.e1[variant][spec.id]
             K = V.shape[1]
@@ -79,17 +92,6 @@ def plot_e1(run, path: Path, *, n_boot: int, seed: int) -> None:
                 "0.4" if variant == "plain" else "0.7",
                 ls,
             )
-        if all(np.isnan(t.e1[v][spec.id]).all() for v in VARIANTS):
-            ax.text(
-                0.5,
-                0.5,
-                "undefined for causal walks\n(never reversible, T4)",
-                ha="center",
-                va="center",
-                transform=ax.transAxes,
-                fontsize=9,
-            )
-        ax.set_title(spec.id, fontsize=9)
         ax.set_xlabel("layer" + (" transition l→l+1" if spec.summary == "late_early_ratio" else ""))
         ax.set_ylabel(E1_YLABEL.get(spec.id, spec.id), fontsize=8)
     axes.flat[-1].axis("off")
@@ -183,27 +185,19 @@ def plot_lap(run, path: Path, *, n_boot: int, seed: int) -> bool:
     for ax, spec in zip(axes.flat, SPECS):
         Vt = res_t["stats"][spec.id]
         x = np.asarray(res_t["layers"][spec.id])
-        if Vt.shape[1] != len(x) or np.isnan(Vt).all():
-            ax.text(
-                0.5,
-                0.5,
-                "undefined (causal walk: no positive π, T4)",
-                ha="center",
-                va="center",
-                transform=ax.transAxes,
-                fontsize=8,
-            )
-        else:
-            _band(ax, x, layer_band([Vt], n_boot, rng), "trained", "C0")
-            Vn = [r["stats"][spec.id] for r in res_n]
-            if Vn:
-                _band(ax, x, layer_band(Vn, n_boot, rng), "random init", "0.4")
-            if spec.id == "spectral_radius":
-                ax.axhline(1.0, color="k", lw=0.6, ls=":", label="1 (T3.2 bound)")
-                bt = res_t.get("rho_lower_bound") or []
-                if len(bt) == len(x):
-                    ax.plot(x, bt, "v", color="C0", ms=5, label="ρ(Σ_h T_h), trained")
         ax.set_title(f"{spec.id} — {spec.kind} {spec.ref}", fontsize=8)
+        if Vt.shape[1] != len(x) or np.isnan(Vt).all():
+            not_applicable(ax, "not applicable: causal walk\n(no positive π, T4)")
+            continue
+        _band(ax, x, layer_band([Vt], n_boot, rng), "trained", "C0")
+        Vn = [r["stats"][spec.id] for r in res_n]
+        if Vn:
+            _band(ax, x, layer_band(Vn, n_boot, rng), "random init", "0.4")
+        if spec.id == "spectral_radius":
+            ax.axhline(1.0, color="k", lw=0.6, ls=":", label="1 (T3.2 bound)")
+            bt = res_t.get("rho_lower_bound") or []
+            if len(bt) == len(x):
+                ax.plot(x, bt, "v", color="C0", ms=5, label="ρ(Σ_h T_h), trained")
         ax.set_xlabel("layer", fontsize=8)
         ax.set_ylabel(LAP_YLABEL.get(spec.id, spec.id), fontsize=8)
         ax.tick_params(labelsize=7)
@@ -222,20 +216,23 @@ def plot_lap(run, path: Path, *, n_boot: int, seed: int) -> bool:
     return True
 
 
-def draw_all(runs, outdir: Path, *, n_boot: int, seed: int, claims: set[str]) -> list[str]:
+def draw_all(runs, outdir: Path, *, n_boot: int, seed: int, claims: set[str], progress=None) -> list[str]:
+    """Draw every per-model figure the claims need into ``outdir``; their file names
+    (:func:`paper_checks.captions.figure_file`, which the report's captions read).
+    ``progress(done, total, what)``, when given, is called after each figure."""
+    kinds = []
+    if claims & {"E1", "E3", "E4"}:
+        kinds.append(("e1", plot_e1))
+    if claims & {"E2", "E3", "E4"}:
+        kinds.append(("e2", plot_e2))
+    if "LAP" in claims:
+        kinds.append(("lap", plot_lap))
+    tick = ticker(len(runs) * len(kinds), progress)
     names = []
     for run in runs:
-        safe = "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in run.trained.name)
-        if "E1" in claims or "E3" in claims or "E4" in claims:
-            f = f"e1_{safe}.png"
-            plot_e1(run, outdir / f, n_boot=n_boot, seed=seed)
-            names.append(f)
-        if "E2" in claims or "E3" in claims or "E4" in claims:
-            f = f"e2_{safe}.png"
-            plot_e2(run, outdir / f, n_boot=n_boot, seed=seed)
-            names.append(f)
-        if "LAP" in claims:
-            f = f"lap_{safe}.png"
-            if plot_lap(run, outdir / f, n_boot=n_boot, seed=seed):
+        for kind, plot in kinds:
+            f = figure_file(kind, run.trained.name)
+            if plot(run, outdir / f, n_boot=n_boot, seed=seed) is not False:  # plot_lap: False = nothing drawn
                 names.append(f)
+            tick(1, f)
     return names

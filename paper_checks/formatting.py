@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import math
 
-__all__ = ["fmt", "fmt_sig", "fmt_ci"]
+__all__ = ["fmt", "fmt_sig", "fmt_ci", "md_cell", "md_row", "md_rule"]
 
 
 def fmt(x, digits: int = 3) -> str:
@@ -30,3 +30,20 @@ def fmt_sig(x, sig: int | None = None) -> str:
 
 def fmt_ci(ci, sig: int | None = None) -> str:
     return "—" if ci is None else f"[{fmt_sig(ci[0], sig)}, {fmt_sig(ci[1], sig)}]"
+
+
+def md_cell(x) -> str:
+    """``x`` as the text of one Markdown table cell: every ``|`` escaped (``\\|``; GitHub-flavoured
+    Markdown splits cells at every unescaped pipe, code spans included) and line breaks made spaces."""
+    text = " ".join(str(x).split("\n"))
+    return text.replace("\\|", "|").replace("|", "\\|")
+
+
+def md_row(cells) -> str:
+    """One Markdown table row of ``cells`` (each through :func:`md_cell`)."""
+    return "| " + " | ".join(md_cell(c) for c in cells) + " |"
+
+
+def md_rule(n: int) -> str:
+    """The delimiter row under a header of ``n`` cells."""
+    return "|" + "---|" * n

@@ -42,7 +42,7 @@ import torch
 from numerics.tolerance import tol
 from paper_checks import inference as I
 from paper_checks import laplacian_stats as LS
-from paper_checks.formatting import fmt, fmt_ci, fmt_sig
+from paper_checks.formatting import fmt, fmt_ci, fmt_sig, md_row, md_rule
 from paper_checks.measure import spread_layers
 from paper_checks.verdict import NOT_REPRODUCED, StatResult
 
@@ -127,7 +127,7 @@ SPECS: list[LapSpec] = [
         "ρ(W), largest |eigenvalue| of the walk (matrix-free ARPACK); spec Δ ⊂ [0, 2] implies ρ(W) ≤ 1",
         unit="prompts (first 2) × layers (first and last)",
         reference=1.0,
-        scale="|eigenvalue|, against 1; at least ρ(Σ_h T_h) on every prompt",
+        scale="largest eigenvalue modulus, against 1; at least ρ(Σ_h T_h) on every prompt",
     ),
     LapSpec(
         "dist_reversible",
@@ -285,7 +285,10 @@ def significant_digits(rel_tol: float) -> int:
 
 
 COMPARISON_CLOSER, COMPARISON_FARTHER = "closer than null", "farther than null"
-COMPARISON_SAME, COMPARISON_BOTH = "as close as null (within ±5%)", "both hold to rounding"
+COMPARISON_SAME = "as close as null (within ±5%)"
+#: both hold to rounding: the verdict is then "not reproduced" (the trained layer cannot be closer), and
+#: the row says so in the words of its verdict
+COMPARISON_BOTH = "not closer: both hold to rounding, nothing left to improve"
 COMPARISON_OPEN, COMPARISON_UNDEF = "undecided (interval includes 0)", "undefined"
 
 
@@ -434,8 +437,9 @@ TABLE_HEADER = (
 )
 
 
-def report_section(rows_: list[StatResult]) -> list[str]:
-    """Markdown lines of the ``LAP`` section (per model: defects trained vs null, statuses, per layer)."""
+def report_section(rows_: list[StatResult], figure=None) -> list[str]:
+    """Markdown lines of the ``LAP`` section (per model: defects trained vs null, statuses, per layer);
+    ``figure(model)``: lines showing that model's figure, placed at the end of its subsection."""
     lap = [r for r in rows_ if r.claim == CLAIM]
     if not lap:
         return []
@@ -468,11 +472,19 @@ def report_section(rows_: list[StatResult]) -> list[str]:
             x = r.extra
             k = x.get("significant_digits")
             parts.append(
-                f"| {r.statistic} | {x['kind']} ({x['ref']}) | {x.get('scale', '')} | "
-                f"{x['status_trained']} / {x['status_null']} | "
-                f"{fmt_sig(r.trained, k)} {fmt_ci(x['trained_interval'], k)} | "
-                f"{fmt_sig(r.null, k)} {fmt_ci(r.null_interval, k)} | "
-                f"{fmt_sig(r.effect, k)} {fmt_ci(r.interval, k)} | {x.get('comparison', '')} | **{r.verdict}** |"
+                md_row(
+                    [
+                        r.statistic,
+                        f"{x['kind']} ({x['ref']})",
+                        x.get("scale", ""),
+                        f"{x['status_trained']} / {x['status_null']}",
+                        f"{fmt_sig(r.trained, k)} {fmt_ci(x['trained_interval'], k)}",
+                        f"{fmt_sig(r.null, k)} {fmt_ci(r.null_interval, k)}",
+                        f"{fmt_sig(r.effect, k)} {fmt_ci(r.interval, k)}",
+                        x.get("comparison", ""),
+                        f"**{r.verdict}**",
+                    ]
+                )
             )
         ls = [r for r in mr if r.statistic == "dist_laplacian"]
         if ls and ls[0].extra.get("laplacian_scale") is not None:
@@ -500,15 +512,15 @@ def report_section(rows_: list[StatResult]) -> list[str]:
             "",
             "Per layer, trained / null (mean over prompts):",
             "",
-            "| layer | " + " | ".join(r.statistic for r in show) + " |",
-            "|---" * (len(show) + 1) + "|",
+            md_row(["layer", *(r.statistic for r in show)]),
+            md_rule(len(show) + 1),
         ]
         for k, layer in enumerate(layers):
             cells = []
             for r in show:
                 p = r.extra["per_layer"][k]
                 cells.append(f"{_fmt(p['trained'])} / {_fmt(p['null'])}")
-            parts.append(f"| {layer} | " + " | ".join(cells) + " |")
+            parts.append(md_row([layer, *cells]))
         sr = [r for r in mr if r.statistic == "spectral_radius"]
         if sr:
             x = sr[0].extra
@@ -530,5 +542,7 @@ def report_section(rows_: list[StatResult]) -> list[str]:
                 )
                 + " (2 prompts per layer: the interval only shows their spread).",
             ]
+        if figure is not None:
+            parts += figure(model)
         parts.append("")
     return parts

@@ -29,6 +29,7 @@ from paper_checks import claims as C
 from paper_checks import e5, e6, synthetic
 from paper_checks import laplacian_check as LAP
 from paper_checks.measure import measure
+from paper_checks.progress import stage_bar, ticker
 from paper_checks.report import check_out_dir, write_report
 from paper_checks.verdict import StatResult
 
@@ -36,6 +37,8 @@ CLAIMS = ("E1", "E2", "E3", "E4", "E5", "E6", LAP.CLAIM)
 EMBEDDED = ("minilm", "smollm2-135m")
 SCALE_SET = ("mpnet-base", "gemma3-270m")
 EXTERNAL = {"E5": e5, "E6": e6}
+#: the progress bar's name of each external stage
+STAGE_NAMES = {"E5": "E5 phase sweep", "E6": "E6 training"}
 
 #: library argument names → the option the user typed (errors raised while loading models / prompts)
 OPTION_NAMES = {
@@ -251,6 +254,17 @@ def _measure(h, ids, r: dict, seed: int, step, hooks, *, baselines: bool):
         raise
 
 
+def _takes(fn, name: str) -> bool:
+    """``fn`` accepts the keyword argument ``name`` (or any keyword)."""
+    import inspect
+
+    try:
+        params = inspect.signature(fn).parameters
+    except (TypeError, ValueError):
+        return False
+    return name in params or any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
+
+
 def _bar(total: int, enabled: bool):
     if not enabled:
         return None
@@ -305,13 +319,23 @@ def run_job(cfg: JobConfig, out: str | Path | None, *, log=print) -> tuple[list[
         if bar is not None:
             bar.close()
     rows: list[StatResult] = []
-    per_model = [row for run in runs for row in C.model_rows(run, n_boot=r["n_boot"], seed=cfg.seed)]
-    rows += [x for x in per_model if x.claim in claims]
-    if "E3" in claims:
-        rows += C.e3_rows(runs, seed=cfg.seed)
-    if "E4" in claims:
-        rows += C.e4_rows(runs)
-    rows += LAP.rows(runs, claims, n_boot=r["n_boot"], seed=cfg.seed)
+    t0 = time.perf_counter()
+    with stage_bar("verdicts", cfg.progress and bool(runs)) as progress:
+        tick = ticker(2 * len(runs), progress)
+        per_model = []
+        for run in runs:
+            per_model += C.model_rows(run, n_boot=r["n_boot"], seed=cfg.seed)
+            tick(1, f"{run.trained.name}: bootstrap intervals")
+        rows += [x for x in per_model if x.claim in claims]
+        if "E3" in claims:
+            rows += C.e3_rows(runs, seed=cfg.seed)
+        if "E4" in claims:
+            rows += C.e4_rows(runs)
+        for run in runs:
+            rows += LAP.rows([run], claims, n_boot=r["n_boot"], seed=cfg.seed)
+            tick(1, f"{run.trained.name}: LAP" if LAP.CLAIM in claims else "")
+    if runs:
+        timings["verdicts"] = time.perf_counter() - t0
     models_info = {
         run.trained.name: {
             k: getattr(run.trained, k)
@@ -327,7 +351,12 @@ def run_job(cfg: JobConfig, out: str | Path | None, *, log=print) -> tuple[list[
         if runs:
             from paper_checks.figures import draw_all
 
-            figs += draw_all(runs, tmp, n_boot=min(r["n_boot"], 300), seed=cfg.seed, claims=set(claims))
+            t0 = time.perf_counter()
+            with stage_bar("figures", cfg.progress, unit="figure") as progress:
+                figs += draw_all(
+                    runs, tmp, n_boot=min(r["n_boot"], 300), seed=cfg.seed, claims=set(claims), progress=progress
+                )
+            timings["figures"] = time.perf_counter() - t0
         for c in ("E5", "E6"):
             if c not in claims:
                 continue
@@ -339,7 +368,10 @@ def run_job(cfg: JobConfig, out: str | Path | None, *, log=print) -> tuple[list[
                 continue
             before = {p.name for p in tmp.iterdir()}
             t0 = time.perf_counter()
-            ext_rows = mod.run(tmp, quick=cfg.quick, seed=cfg.seed)
+            with stage_bar(STAGE_NAMES[c], cfg.progress) as progress:
+                # the hook's contract is run(out_dir, *, quick, seed); progress only where it takes one
+                more = {"progress": progress} if _takes(mod.run, "progress") else {}
+                ext_rows = mod.run(tmp, quick=cfg.quick, seed=cfg.seed, **more)
             timings[c] = time.perf_counter() - t0
             for row in ext_rows:  # wall-clock stays out of results.json (same seed, same bytes)
                 secs = row.extra.pop("seconds", None)
@@ -352,7 +384,7 @@ def run_job(cfg: JobConfig, out: str | Path | None, *, log=print) -> tuple[list[
     if out is not None:
         write_report(out, rows, config, figures=build, notes=notes, extra_json={"models": models_info}, timings=timings)
     if timings:  # wall-clock per stage: on stderr and in timings.json, never in results.json / report.md
-        stages = {k: v for k, v in timings.items() if k in handles or k in EXTERNAL}
+        stages = {k: v for k, v in timings.items() if k in handles or k in EXTERNAL or k in ("verdicts", "figures")}
         log("timings: " + ", ".join(f"{k} {v:.1f} s" for k, v in stages.items()), file=sys.stderr)
     else:
         for c in ("E5", "E6"):

@@ -19,8 +19,9 @@ from pathlib import Path
 import numpy as np
 
 from numerics.errors import ConnwalkError
-from paper_checks.formatting import fmt, fmt_ci, fmt_sig
-from paper_checks.verdict import VERDICTS, StatResult
+from paper_checks import captions
+from paper_checks.formatting import fmt, fmt_ci, fmt_sig, md_row, md_rule
+from paper_checks.verdict import INSUFFICIENT_SCALE, VERDICTS, StatResult
 
 
 class OutputPathError(ConnwalkError, ValueError):
@@ -192,36 +193,72 @@ def _json_safe(x):
     return x
 
 
+def _insufficient_line(claim: str, rows: list[StatResult]) -> str:
+    """One table row standing for every ``insufficient scale range`` row of ``claim``: the groups that
+    lack a second size, how many statistics, and why."""
+    groups = list(dict.fromkeys(r.model for r in rows))
+    stats = list(dict.fromkeys(r.statistic for r in rows))
+    why = (
+        f"all {len(stats)} statistics ({len(rows)} rows): each architecture kind here has one size, and "
+        f"{claim} compares consecutive sizes of one kind; install the scale set (or pass larger models) for {claim}"
+    )
+    return md_row([claim, "; ".join(groups), why, "—", "—", "—", "—", f"**{INSUFFICIENT_SCALE}**"])
+
+
 def verdict_table(rows: list[StatResult]) -> str:
     """Markdown table claim × model × statistic × trained / null / effect [CI] / verdict (values to the
-    digits their solver supports where a row says so: ``extra["significant_digits"]``)."""
-    lines = [
-        "| claim | model | statistic | trained | null | effect | 95% CI | verdict |",
-        "|---|---|---|---|---|---|---|---|",
-    ]
+    digits their solver supports where a row says so: ``extra["significant_digits"]``). The
+    ``insufficient scale range`` rows of a claim (E3 with one size per kind) are one line, where the
+    first of them stood, saying why (results.json keeps every row)."""
+    header = ["claim", "model", "statistic", "trained", "null", "effect", "95% CI", "verdict"]
+    lines = [md_row(header), md_rule(len(header))]
+    short = {}
     for r in rows:
+        if r.verdict == INSUFFICIENT_SCALE:
+            short.setdefault(r.claim, []).append(r)
+    done = set()
+    for r in rows:
+        if r.verdict == INSUFFICIENT_SCALE:
+            if r.claim not in done:
+                done.add(r.claim)
+                lines.append(_insufficient_line(r.claim, short[r.claim]))
+            continue
         k = r.extra.get("significant_digits")
+        cells = [r.claim, r.model, r.statistic, fmt_sig(r.trained, k), fmt_sig(r.null, k), fmt_sig(r.effect, k)]
+        lines.append(md_row([*cells, fmt_ci(r.interval, k), f"**{r.verdict}**"]))
+    return "\n".join(lines)
+
+
+def terminal_summary(rows: list[StatResult], out=None) -> str:
+    """What the job prints when it ends: per claim the counts of each verdict, and where the full table
+    is (``out``/report.md; the table itself goes only there)."""
+    claims = list(dict.fromkeys(r.claim for r in rows))
+    width = max((len(c) for c in claims), default=0)
+    lines = ["verdicts per claim (counts of rows):"]
+    for c in claims:
+        cnt = [(v, sum(1 for r in rows if r.claim == c and r.verdict == v)) for v in VERDICTS]
         lines.append(
-            f"| {r.claim} | {r.model} | {r.statistic} | {fmt_sig(r.trained, k)} | {fmt_sig(r.null, k)} | "
-            f"{fmt_sig(r.effect, k)} | {fmt_ci(r.interval, k)} | **{r.verdict}** |"
+            f"  {c:<{width}}  " + ", ".join(f"{n} {v}" for v, n in cnt if n) + f" ({sum(n for _, n in cnt)} rows)"
         )
+    if not claims:
+        lines.append("  (no rows)")
+    if out is not None:
+        lines.append(f"full table, figures and definitions: {Path(os.path.abspath(os.fspath(out))) / 'report.md'}")
     return "\n".join(lines)
 
 
 def summary_table(rows: list[StatResult]) -> str:
     claims = sorted({r.claim for r in rows}, key=lambda c: (len(c), c))
-    lines = ["| claim | " + " | ".join(VERDICTS) + " |", "|---" * (len(VERDICTS) + 1) + "|"]
+    lines = [md_row(["claim", *VERDICTS]), md_rule(len(VERDICTS) + 1)]
     for c in claims:
         cnt = [sum(1 for r in rows if r.claim == c and r.verdict == v) for v in VERDICTS]
-        lines.append(f"| {c} | " + " | ".join(str(k) for k in cnt) + " |")
+        lines.append(md_row([c, *cnt]))
     return "\n".join(lines)
 
 
 def baseline_table(rows: list[StatResult]) -> str:
-    lines = [
-        "| model | statistic | trained | random null | spectrum-matched | flat on own subspace |",
-        "|---|---|---|---|---|---|",
-    ]
+    header = ["model", "statistic", "trained", "random null", "spectrum-matched", "flat on own subspace"]
+    lines = [md_row(header), md_rule(len(header))]
     for r in rows:
         if r.claim != "E2":
             continue
@@ -229,45 +266,94 @@ def baseline_table(rows: list[StatResult]) -> str:
         sm = bl.get("spectrum_matched", {})
         fl = bl.get("flat_subspace", {})
         lines.append(
-            f"| {r.model} | {r.statistic} | {fmt(r.trained)} | {fmt(r.null)} {fmt_ci(r.null_interval)} | "
-            f"{fmt(sm.get('value'))} {fmt_ci(sm.get('interval'))} | "
-            f"{fmt(fl.get('value'))} {fmt_ci(fl.get('interval'))} |"
+            md_row(
+                [
+                    r.model,
+                    r.statistic,
+                    fmt(r.trained),
+                    f"{fmt(r.null)} {fmt_ci(r.null_interval)}",
+                    f"{fmt(sm.get('value'))} {fmt_ci(sm.get('interval'))}",
+                    f"{fmt(fl.get('value'))} {fmt_ci(fl.get('interval'))}",
+                ]
+            )
         )
     return "\n".join(lines)
 
 
 def trend_table(rows: list[StatResult]) -> str:
-    lines = [
-        "| model | statistic | Spearman ρ (depth) trained [95% CI] | ρ null | trained value [95% CI] |",
-        "|---|---|---|---|---|",
+    header = [
+        "model",
+        "statistic",
+        "Spearman ρ (depth) trained [95% CI]",
+        "ρ null",
+        "trained value [95% CI]",
     ]
+    lines = [md_row(header), md_rule(len(header))]
     for r in rows:
         if r.claim != "E1":
             continue
         e = r.extra
         lines.append(
-            f"| {r.model} | {r.statistic} | {fmt(e.get('spearman_trained'))} "
-            f"{fmt_ci(e.get('spearman_trained_interval'))} | {fmt(e.get('spearman_null'))} | "
-            f"{fmt(r.trained)} {fmt_ci(e.get('trained_interval'))} |"
+            md_row(
+                [
+                    r.model,
+                    r.statistic,
+                    f"{fmt(e.get('spearman_trained'))} {fmt_ci(e.get('spearman_trained_interval'))}",
+                    fmt(e.get("spearman_null")),
+                    f"{fmt(r.trained)} {fmt_ci(e.get('trained_interval'))}",
+                ]
+            )
         )
     return "\n".join(lines)
 
 
 def definitions_section(rows: list[StatResult]) -> str:
+    """One line per claim and statistic; ``insufficient scale range`` rows have none (they were not
+    computed: their one line in the verdict table says why)."""
     seen, lines = set(), []
     for r in rows:
         key = (r.claim, r.statistic.split(" [")[0])
-        if key in seen or not r.definition:
+        if key in seen or not r.definition or r.verdict == INSUFFICIENT_SCALE:
             continue
         seen.add(key)
         lines.append(f"- **{r.claim} `{key[1]}`**: {r.definition}. Rule: {r.rule}.")
     return "\n".join(lines)
 
 
+def figure_lines(fname: str, models=()) -> list[str]:
+    """``fname`` shown in the report: the image with its title as alt text (the figure carries the
+    same title), and under it one italic line saying what to look at
+    (:func:`paper_checks.captions.caption`)."""
+    title, look = captions.caption(fname, models)
+    return [f"![{title}]({fname})", "", f"*{look[:1].upper()}{look[1:]}.*", ""]
+
+
+#: the heading of a claim's figures when the claim has no section of its own in the report
+FIGURE_SECTIONS = {
+    "E1": "## E1 per-layer figures",
+    "E2": "## E2 transport figures",
+    "LAP": "## LAP per-layer figures",
+    "E5": "## E5 phase diagrams",
+    "E6": "## E6 training curves",
+}
+
+
 def render_markdown(
     rows: list[StatResult], config: dict, figures: list[str], notes: list[str], models: dict | None = None
 ) -> str:
+    """The report's text. Every figure in ``figures`` is shown once, with its caption, in the section of
+    its claim (the LAP figure of a model under that model's LAP table); a figure of no known kind in a
+    last section of its own."""
     cfg = "\n".join(f"- {k}: `{v}`" for k, v in config.items())
+    left = list(dict.fromkeys(figures))
+    names = list(dict.fromkeys(r.model for r in rows))
+
+    def take(claim: str) -> list[str]:
+        mine = [f for f in left if captions.place(f) == claim]
+        for f in mine:
+            left.remove(f)
+        return [line for f in mine for line in figure_lines(f, names)]
+
     parts = [
         title(config, rows),
         "",
@@ -302,16 +388,28 @@ def render_markdown(
             "",
             baseline_table(rows),
             "",
+            *take("E2"),
         ]
     if any(r.claim == "E1" for r in rows):
-        parts += ["## E1 depth trends", trend_table(rows), ""]
+        parts += ["## E1 depth trends", trend_table(rows), "", *take("E1")]
     if any(r.claim == "LAP" for r in rows):
         from paper_checks.laplacian_check import report_section
 
-        parts += report_section(rows)
+        def lap_figure(model: str) -> list[str]:
+            f = captions.figure_file("lap", model)
+            if f not in left:
+                return []
+            left.remove(f)
+            return ["", *figure_lines(f, names)]
+
+        parts += report_section(rows, figure=lap_figure)
+    for claim in FIGURE_SECTIONS:
+        shown = take(claim)
+        if shown:
+            parts += [FIGURE_SECTIONS[claim], "", *shown]
+    if left:
+        parts += ["## Other figures", "", *[line for f in left for line in figure_lines(f, names)]]
     parts += ["## Definitions and rules", definitions_section(rows), ""]
-    if figures:
-        parts += ["## Figures", *[f"![{f}]({f})" for f in figures], ""]
     return "\n".join(parts)
 
 

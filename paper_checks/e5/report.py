@@ -18,8 +18,9 @@ from paper_checks.e5.cells import (
     CLAIM,
     PhaseConfig,
 )
-from paper_checks.e5.sweep import run_sweep, transition
+from paper_checks.e5.sweep import run_sweep, transition, work_units
 from paper_checks.inference import wilson_interval
+from paper_checks.progress import ticker
 from paper_checks.verdict import INCONCLUSIVE, NOT_REPRODUCED, REPRODUCED, StatResult
 
 
@@ -228,7 +229,7 @@ _COLOURS = {
 _ABBR = {C_CLUSTER: "C", C_STATIONARY: "S", C_TRAVELLING: "T", C_STANDING: "St", C_COEXISTING: "Co", C_INCOHERENT: "I"}
 
 
-def _plot(sweep: dict, out_dir: Path) -> list[str]:
+def _plot(sweep: dict, out_dir: Path, progress=None) -> list[str]:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -290,6 +291,8 @@ def _plot(sweep: dict, out_dir: Path) -> list[str]:
         fig.savefig(path, dpi=90)
         plt.close(fig)
         paths.append(str(path))
+        if progress is not None:
+            progress(1, f"figure {path.name}")
     return paths
 
 
@@ -335,14 +338,19 @@ def configs(scale: str) -> PhaseConfig:
     raise ValueError(f"scale: expected one of {SCALES}, got {scale!r}")
 
 
-def run(out_dir, *, quick: bool = False, seed: int = 0, scale: str | None = None) -> list[StatResult]:
-    """Run the E5 sweep, write ``e5_phase_<dynamics>.png`` into ``out_dir``, return the rows."""
+def run(out_dir, *, quick: bool = False, seed: int = 0, scale: str | None = None, progress=None) -> list[StatResult]:
+    """Run the E5 sweep, write ``e5_phase_<dynamics>.png`` into ``out_dir``, return the rows.
+
+    ``progress(done, total, what)``, when given, is called after each step of the work (the sweep's
+    :func:`~paper_checks.e5.sweep.work_units`, then one per figure), ``total`` fixed from the start."""
     scale = scale or ("quick" if quick else "default")
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    sweep = run_sweep(replace(configs(scale), seed=seed))
+    cfg = replace(configs(scale), seed=seed)
+    tick = ticker(work_units(cfg) + len(cfg.dynamics), progress)
+    sweep = run_sweep(cfg, progress=tick)
     rows = _rows(sweep, scale)
-    pngs = _plot(sweep, out)
+    pngs = _plot(sweep, out, progress=tick)
     for r in rows:
         r.extra["pngs"] = pngs
     return rows

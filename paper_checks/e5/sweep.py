@@ -45,14 +45,26 @@ def agreement(pred_label: str, pred_k: int, obs_label: str, obs_k: int) -> bool:
     return pred_label in (C_CLUSTER, C_COEXISTING) or pred_k == obs_k
 
 
-def run_sweep(cfg: PhaseConfig, *, threshold_factors=(0.5, 2.0)) -> dict:
+def n_cells(cfg: PhaseConfig) -> int:
+    """The number of cells of ``cfg``'s sweep."""
+    return len(cfg.dynamics) * len(cfg.kernels) * len(cfg.thetas) * len(cfg.heads) * len(cfg.content)
+
+
+def work_units(cfg: PhaseConfig) -> int:
+    """The steps :func:`run_sweep` reports to its ``progress``: per cell its prediction and its
+    classification, per dynamics its batched simulation."""
+    return 2 * n_cells(cfg) + len(cfg.dynamics)
+
+
+def run_sweep(cfg: PhaseConfig, *, threshold_factors=(0.5, 2.0), progress=None) -> dict:
     """Simulate and classify every cell of ``cfg``; returns per-cell records and the agreement under
-    the default thresholds and under each variant (one threshold scaled by each factor)."""
+    the default thresholds and under each variant (one threshold scaled by each factor).
+    ``progress(k, what)``, when given, is called after each of the :func:`work_units` steps (``k = 1``)."""
     with torch_threads(1):  # tiny batched ops: one thread is fastest (and far faster on a loaded machine)
-        return _run_sweep(cfg, threshold_factors)
+        return _run_sweep(cfg, threshold_factors, progress or (lambda k, what: None))
 
 
-def _run_sweep(cfg: PhaseConfig, threshold_factors) -> dict:
+def _run_sweep(cfg: PhaseConfig, threshold_factors, progress) -> dict:
     t0 = time.perf_counter()
     cells = [
         Cell(k[0], th, H, c, dyn)
@@ -102,6 +114,7 @@ def _run_sweep(cfg: PhaseConfig, threshold_factors) -> dict:
                 except UnstableStepError as exc:
                     raise UnstableStepError(f"cell {c}: {exc}", argument="dt") from exc
             preds.append(p)
+            progress(1, f"{dyn_name}: linear prediction")
         bd = BatchedDynamics(dyns)
         X0 = (x_star + cfg.eps * xi).expand(len(group), cfg.n, 3).contiguous()
         if stack:
@@ -113,6 +126,7 @@ def _run_sweep(cfg: PhaseConfig, threshold_factors) -> dict:
             se = max(1, round(win / cfg.samples / cfg.dt))
             steps = se * math.ceil(total_t / cfg.dt / se)
             times, states = simulate_cells(bd, X0, dynamics="sphere", steps=steps, dt=cfg.dt, save_every=se)
+        progress(1, f"{dyn_name}: simulation of {len(group)} cells")
         for i, (c, p, tl) in enumerate(zip(group, preds, t_lins)):
             tr_states = states[:, i]
             lin_w = (tl / 2, tl)
@@ -157,6 +171,7 @@ def _run_sweep(cfg: PhaseConfig, threshold_factors) -> dict:
                     "stack_frozen": None if sel is None else bool(sel.frozen),
                 }
             )
+            progress(1, f"{dyn_name}: classification")
     return {
         "records": records,
         "variants": [v for v, _ in variants],

@@ -126,12 +126,18 @@ def _gpsa_logits(p: dict, x: torch.Tensor, rel: torch.Tensor, H: int, mlp: bool 
     return torch.einsum("gbd,gdc->gbc", pooled, p["Wc"]) + p["bc"][:, None]
 
 
-def train_gpsa(cfg: GPSAConfig, data: dict, *, seeds=None, device=None, threads: int | None = 1) -> dict:
+def gpsa_work_units(cfg: GPSAConfig) -> int:
+    """The steps :func:`train_gpsa` reports to its ``progress``: ``steps + 1`` (the last one evaluates)."""
+    return cfg.steps + 1
+
+
+def train_gpsa(cfg: GPSAConfig, data: dict, *, seeds=None, device=None, threads: int | None = 1, progress=None) -> dict:
+    """``progress(k, what)``, when given, is called after every step (:func:`gpsa_work_units`)."""
     with torch_threads(threads):
-        return _train_gpsa(cfg, data, seeds=seeds, device=device)
+        return _train_gpsa(cfg, data, seeds=seeds, device=device, progress=progress or (lambda k, what: None))
 
 
-def _train_gpsa(cfg: GPSAConfig, data: dict, *, seeds=None, device=None) -> dict:
+def _train_gpsa(cfg: GPSAConfig, data: dict, *, seeds=None, device=None, progress) -> dict:
     """Run E6(b) on ``data`` (from :func:`load_digits_tokens` / :func:`load_cifar10_tokens`).
 
     Members = arms × seeds × data sizes. Each member trains with Adam on minibatches of ``batch``
@@ -184,6 +190,7 @@ def _train_gpsa(cfg: GPSAConfig, data: dict, *, seeds=None, device=None) -> dict
             curves[:, ei] = evaluate()
             ei += 1
         if t == cfg.steps:
+            progress(1, f"E6(b) {data['name']}")
             break
         u = torch.rand(G, cfg.batch, generator=bgen).to(device)
         local = torch.minimum((u * Nt[:, None]).long(), (Nt[:, None] - 1).long())
@@ -194,6 +201,7 @@ def _train_gpsa(cfg: GPSAConfig, data: dict, *, seeds=None, device=None) -> dict
         loss = torch.nn.functional.cross_entropy(lg.reshape(-1, lg.shape[-1]), yb.reshape(-1), reduction="none")
         loss.reshape(G, -1).mean(-1).sum().backward()
         opt.step()
+        progress(1, f"E6(b) {data['name']}")
     by_arm = curves[:, :ei].reshape(A, S, K, ei)
     eval_steps = np.arange(ei) * cfg.eval_every
     hit = by_arm[:, :, -1, :] >= cfg.acc_threshold

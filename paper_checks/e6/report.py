@@ -7,9 +7,10 @@ from pathlib import Path
 import numpy as np
 
 from paper_checks.e6.data import load_cifar10_tokens, load_digits_tokens
-from paper_checks.e6.gpsa import BASELINES_B, GPSAConfig, train_gpsa
-from paper_checks.e6.shift import BASELINES_A, ShiftTaskConfig, train_shift_task
+from paper_checks.e6.gpsa import BASELINES_B, GPSAConfig, gpsa_work_units, train_gpsa
+from paper_checks.e6.shift import BASELINES_A, ShiftTaskConfig, shift_work_units, train_shift_task
 from paper_checks.inference import decide, paired_interval
+from paper_checks.progress import ticker
 from paper_checks.verdict import StatResult
 
 CLAIM = "E6"
@@ -240,20 +241,31 @@ def configs(scale: str) -> tuple[ShiftTaskConfig, GPSAConfig]:
 
 
 def run(
-    out_dir, *, quick: bool = False, seed: int = 0, scale: str | None = None, cifar_dir=None, device=None
+    out_dir,
+    *,
+    quick: bool = False,
+    seed: int = 0,
+    scale: str | None = None,
+    cifar_dir=None,
+    device=None,
+    progress=None,
 ) -> list[StatResult]:
     """Run E6(a) and E6(b); write ``e6a_shift.png`` and ``e6b_<dataset>.png`` into ``out_dir``.
 
     ``quick=True`` is the test setting (scale "quick"); otherwise ``scale`` (default "default";
     "full" for users with time). ``seed`` offsets every seed (seeds ``seed .. seed+S−1``).
-    ``cifar_dir``: a local CIFAR-10 python-pickle directory; when given, E6(b) also runs on it."""
+    ``cifar_dir``: a local CIFAR-10 python-pickle directory; when given, E6(b) also runs on it.
+    ``progress(done, total, what)``, when given, is called after every training step and figure,
+    ``total`` fixed from the start."""
     scale = scale or ("quick" if quick else "default")
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     cfg_a, cfg_b = configs(scale)
     rows: list[StatResult] = []
+    n_data = 1 + (cifar_dir is not None)
+    tick = ticker(shift_work_units(cfg_a) + n_data * gpsa_work_units(cfg_b) + 1 + n_data, progress)
 
-    ra = train_shift_task(cfg_a, seeds=range(seed, seed + cfg_a.seeds), device=device)
+    ra = train_shift_task(cfg_a, seeds=range(seed, seed + cfg_a.seeds), device=device, progress=tick)
     model_a = f"E6a-cyclic-shift(n={cfg_a.n},V={cfg_a.vocab},s={cfg_a.shift})"
     base_a = [b for b in BASELINES_A if b in ra["arms"]]
     rows += _step_rows(
@@ -276,12 +288,13 @@ def run(
         r.extra["seconds"] = ra["seconds"]
         r.extra["scale"] = scale
     pngs = _plot_a(ra, out)
+    tick(1, "E6(a) figure")
 
     datasets = [load_digits_tokens()]
     if cifar_dir is not None:
         datasets.append(load_cifar10_tokens(cifar_dir))
     for data in datasets:
-        rb = train_gpsa(cfg_b, data, seeds=range(seed, seed + cfg_b.seeds), device=device)
+        rb = train_gpsa(cfg_b, data, seeds=range(seed, seed + cfg_b.seeds), device=device, progress=tick)
         model_b = f"E6b-gpsa-{data['name']}"
         base_b = [b for b in BASELINES_B if b in rb["arms"]]
         rb_rows = _step_rows(
@@ -299,6 +312,7 @@ def run(
             r.extra["scale"] = scale
         rows += rb_rows
         pngs += _plot_b(rb, out)
+        tick(1, f"E6(b) {data['name']} figure")
     for r in rows:
         r.extra["pngs"] = pngs
     return rows

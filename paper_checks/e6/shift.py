@@ -139,12 +139,19 @@ def _shift_data(gen: torch.Generator, count: int, cfg: ShiftTaskConfig):
     return x, torch.roll(x, shifts=-cfg.shift, dims=-1)  # y_i = x_{(i+s) mod n}
 
 
-def train_shift_task(cfg: ShiftTaskConfig, *, seeds=None, device=None, threads: int | None = 1) -> dict:
+def shift_work_units(cfg: ShiftTaskConfig) -> int:
+    """The Adam steps :func:`train_shift_task` reports to its ``progress`` (at most; phase 1 may stop
+    early): phase 1's ``max_steps + 1``, then ``data_steps`` per data size."""
+    return cfg.max_steps + 1 + len(cfg.data_sizes) * cfg.data_steps
+
+
+def train_shift_task(cfg: ShiftTaskConfig, *, seeds=None, device=None, threads: int | None = 1, progress=None) -> dict:
+    """``progress(k, what)``, when given, is called after every Adam step (:func:`shift_work_units`)."""
     with torch_threads(threads):
-        return _train_shift_task(cfg, seeds=seeds, device=device)
+        return _train_shift_task(cfg, seeds=seeds, device=device, progress=progress or (lambda k, what: None))
 
 
-def _train_shift_task(cfg: ShiftTaskConfig, *, seeds=None, device=None) -> dict:
+def _train_shift_task(cfg: ShiftTaskConfig, *, seeds=None, device=None, progress) -> dict:
     """Run E6(a). Returns a dict with
 
     * ``"steps"``: {arm: array (S,)} first step t with held-out CE < ``loss_threshold`` (online: each
@@ -182,6 +189,8 @@ def _train_shift_task(cfg: ShiftTaskConfig, *, seeds=None, device=None) -> dict:
             break
         loss.sum().backward()
         opt.step()
+        progress(1, "E6(a) steps to threshold")
+    progress(cfg.max_steps + 1 - t, "E6(a) steps to threshold")  # the last step, and any an early stop skipped
     filled = curves.copy()
     for gi in range(A * S):  # freeze the curve after early stop (all members below threshold)
         nanpos = np.isnan(filled[gi])
@@ -208,6 +217,7 @@ def _train_shift_task(cfg: ShiftTaskConfig, *, seeds=None, device=None) -> dict:
             loss, _ = _ce_acc(_shift_logits(p, tx, n, V), ty)
             loss.sum().backward()
             opt.step()
+            progress(1, f"E6(a) accuracy at N = {N}")
         with torch.no_grad():
             acc[:, :, kk] = _ce_acc(_shift_logits(p, qx, n, V), qy)[1].cpu().numpy().reshape(A, S)
 

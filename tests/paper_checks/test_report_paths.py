@@ -4,6 +4,7 @@ directory's absolute path (that directory is renamed away when the report is com
 from __future__ import annotations
 
 import json
+import re
 
 from paper_checks.report import write_report
 
@@ -89,5 +90,5 @@ def test_every_figure_panel_has_axis_labels_and_lap_has_its_figure(tmp_path, mon
     assert missing == []
     assert (out / "lap_synthetic_enc.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     md = (out / "report.md").read_text()
-    assert "![lap_synthetic_enc.png](lap_synthetic_enc.png)" in md
+    assert re.search(r"^!\[LAP per layer for synthetic:enc[^\]]*\]\(lap_synthetic_enc\.png\)$", md, re.M)
     assert "lap_synthetic_enc.png" in json.loads((out / "results.json").read_text())["files"]
