@@ -213,13 +213,13 @@ def _run(parser, args) -> int:
 
 def _job(args) -> int:
     from paper_checks.main_job import CLAIMS, default_models, run_job
-    from paper_checks.report import verdict_table
+    from paper_checks.report import terminal_summary, verdict_table
 
     if args.command == "paper-checks":
         cfg = _config(args, args.models or default_models(), args.claims or list(CLAIMS))
         t0 = time.perf_counter()
         rows, _ = run_job(cfg, args.out)
-        print(verdict_table(rows))
+        print(terminal_summary(rows, args.out))  # the full table goes only to report.md
         print(f"\nreport written to {args.out} ({time.perf_counter() - t0:.1f} s)")
         return 0
     cfg = _config(args, [args.model], args.claims or ["E1", "E2"])

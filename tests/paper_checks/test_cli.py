@@ -202,3 +202,13 @@ def test_caveat_states_the_sizes_that_ran():
     assert "the one model here has 23M" in caveats({"minilm": {"n_params": 22_713_216}})[1]
     assert "the 2 models here all have 0.041M" in caveats({"a": {"n_params": 41_000}, "b": {"n_params": 41_000}})[1]
     assert "no pretrained model ran" in caveats({})[1]
+
+
+def test_terminal_prints_the_summary_and_the_report_has_the_table(tmp_path, capsys):
+    out = tmp_path / "summary"
+    assert _pc(out, models=["synthetic:enc"], claims=("E1",)) == 0
+    printed = capsys.readouterr().out
+    assert "| E1 |" not in printed  # the full table is not printed on the terminal
+    assert "E1 " in printed and "rows)" in printed  # per-claim counts
+    assert str(out.resolve() / "report.md") in printed
+    assert "| E1 | synthetic:enc |" in (out / "report.md").read_text()
