@@ -13,6 +13,7 @@ import pytest
 import torch
 
 from numerics.conformance import (
+    HYPOTHESES,
     T2_STATEMENT,
     ConformanceError,
     Extraction,
@@ -330,7 +331,9 @@ def test_report_table_and_dict():
     assert table.startswith("conformance of MeanAttention") and "T2 HOLDS" in table and "seed 5" in table
     data = rep.as_dict()
     assert data["conforms"] is True and data["counterexample"] is None and len(data["draws"]) == 3
-    assert set(data["draws"][0]) == {"draw", "input", "layer", "T2", "T3", "T5"}
+    assert set(data["draws"][0]) == {"draw", "input", "layer", "decided_by", "hypotheses", "T2", "T3", "T5"}
+    assert data["verdict"] == "conforms" and data["hypothesis_failures"] == []
+    assert data["decided_by"] == "float64 shadow" and set(data["draws"][0]["hypotheses"]) == set(HYPOTHESES)
     again = check_attention(MeanAttention(), examples=3, seed=5)
     assert [r.draw for r in again.results] == [r.draw for r in rep.results]  # seeded
 
