@@ -48,7 +48,8 @@ small, reproducible input):
 5. **T3's hypotheses** on the walk of the real (unpadded) tokens of the batch row holding the
    worst T2 token (self-attention with ``d_out = d_v`` only): (a) stochastic, (b) reversible with a
    positive ``π``, (c) metric-compatible; **T5's** per head (full support, reversible, ``T_h`` an
-   orthogonal involution). Reported, never required: they are hypotheses of other theorems.
+   orthogonal involution). Reported, never required: they are hypotheses of other theorems; not
+   computed where T2's hypotheses fail (the attention is then no walk).
 
 **The verdict** (``report.verdict``): *conforms* (every hypothesis and the identity hold), *hypothesis
 fails* (the identity holds, a T2 hypothesis fails: ``report.hypothesis_failures`` names it), *fails*
@@ -164,6 +165,7 @@ class DrawResult:
     cross: bool = False
     hypotheses: dict[str, Verdict] = field(default_factory=dict)
     decided_by: str = ""
+    hypotheses_by: dict[str, str] = field(default_factory=dict)  # the run that decided each hypothesis
 
     def failed(self, statement: str | None) -> bool:
         """Whether this result fails ``statement``: None = the identity, else a hypothesis name."""
@@ -172,13 +174,18 @@ class DrawResult:
         v = self.hypotheses.get(statement)
         return v is not None and v.status == FAILS
 
+    def failed_hypotheses(self) -> list[str]:
+        return [h for h in HYPOTHESES if self.failed(h)]
+
     def as_dict(self) -> dict:
         return {
             "draw": self.index,
             "input": self.draw.describe(),
             "layer": self.layer,
             "decided_by": self.decided_by,
-            "hypotheses": {k: v.as_dict() for k, v in self.hypotheses.items()},
+            "hypotheses": {
+                k: {**v.as_dict(), "decided_by": self.hypotheses_by.get(k, "")} for k, v in self.hypotheses.items()
+            },
             "T2": self.t2.as_dict(),
             "T3": {k: v.as_dict() for k, v in self.t3.items()},
             "T5": {k: v.as_dict() for k, v in self.t5.items()},
@@ -292,6 +299,8 @@ class ConformanceReport:
                 row += "".join(f"{r.t5[k].detail.split(' ')[0]:<12}" for k in ("softmax", "reversible", "involution"))
             elif r.cross:
                 row += "(cross-attention: the walk is not square; T3/T5 n/a)"
+            elif r.failed_hypotheses():
+                row += "(not a walk: T3/T5 n/a)"
             lines.append(row.rstrip())
         if self.counterexample is not None:
             lines.append(str(self.counterexample))
@@ -389,28 +398,32 @@ class _Judge:
 
     def __call__(self, d: Draw, index: int = 0) -> list[_Judged]:
         native = _extract(self.ad, d, self.name)
-        twins: list[Extraction] | None = None
+        hdts = [coarser(self.ad.dtype, ex.attention_dtype) for ex in native]
+        judged = [self._one(ex, d, hdt) for ex, hdt in zip(native, hdts)]
+        shadowed = None
         if self.twin is not None:
             try:
                 twins = self.twin.extract(d)
                 if not isinstance(twins, list) or len(twins) != len(native):
-                    raise ShapeError("the shadow's extraction differs in length", argument="module")
-            except Exception as exc:
-                self.twin, twins = None, None
+                    raise ShapeError("the float64 copy's extraction has another number of layers", argument="module")
+                shadowed = [self._one(t, d, hdt) for t, hdt in zip(twins, hdts)]
+            except Exception as exc:  # the copy, not the module: no shadow from here on, and why
+                self.twin = None
                 self.note = f"the float64 copy raised {type(exc).__name__}: {exc} (on input {d.describe()})"
         out = []
-        for k, ex in enumerate(native):
-            hdt = coarser(self.ad.dtype, ex.attention_dtype)
-            v, hyp, loc, is_stale = self._one(ex, d, hdt)
+        for k, (ex, (v, hyp, loc, is_stale)) in enumerate(zip(native, judged)):
             by = self.dtype_name
-            if twins is not None:
-                sv, shyp, sloc, s_stale = self._one(twins[k], d, hdt)
+            hyp_by = dict.fromkeys(hyp, by)
+            if shadowed is not None:
+                sv, shyp, sloc, s_stale = shadowed[k]
                 v, by = merge(v, sv, self.dtype_name)
-                if by == SHADOW:
-                    loc = sloc
+                loc = sloc if by == SHADOW else loc
                 is_stale = is_stale or s_stale
-                hyp = {h: merge(hyp[h], shyp.get(h), self.dtype_name)[0] for h in hyp} if shyp else {}
+                if hyp and shyp:
+                    pairs = {h: merge(hyp[h], shyp[h], self.dtype_name) for h in hyp}
+                    hyp, hyp_by = {h: p[0] for h, p in pairs.items()}, {h: p[1] for h, p in pairs.items()}
             r = DrawResult(index, d, ex.layer, v, cross=not ex.self_attention, hypotheses=hyp, decided_by=by)
+            r.hypotheses_by = hyp_by
             out.append(_Judged(ex, r, loc, is_stale))
         return out
 
@@ -474,8 +487,13 @@ def check_attention(
         k = len({r.index for r in results})
         try:
             for j in judge(d, k):
-                if hypotheses and j.ex.self_attention and not j.stale:
-                    j.result.t3, j.result.t5 = t3_t5(j.ex, j.loc[0])
+                if hypotheses and j.ex.self_attention and not j.stale and not j.result.failed_hypotheses():
+                    try:
+                        j.result.t3, j.result.t5 = t3_t5(j.ex, j.loc[0])
+                    except ConnwalkError as exc:  # reported, never required: a check that cannot run says why
+                        why = Verdict(UNDECIDED, float("nan"), float("nan"), 0.0, f"not computed: {exc}")
+                        j.result.t3 = dict.fromkeys(("a stochastic", "b reversible", "c metric"), why)
+                        j.result.t5 = dict.fromkeys(("softmax", "reversible", "involution"), why)
                 results.append(j.result)
         except Exception as exc:
             errors.append(exc)
@@ -532,7 +550,8 @@ def _shrink(judge: _Judge, strategy, target: str | None, results: list[DrawResul
         best = first  # never report a larger draw than the one the sweep found
     statement = T2_STATEMENT if target is None else HYPOTHESIS_STATEMENTS[target]
     verdict = best.t2 if target is None else best.hypotheses[target]
-    return Counterexample(best.draw, best.layer, statement, verdict, best.decided_by, best is not first or shrunk)
+    by = best.decided_by if target is None else best.hypotheses_by.get(target, best.decided_by)
+    return Counterexample(best.draw, best.layer, statement, verdict, by, best is not first or shrunk)
 
 
 def assert_conforms(module, **kwargs) -> ConformanceReport:
