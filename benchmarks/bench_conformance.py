@@ -2,11 +2,13 @@
 r"""Benchmark: time of the conformance kit (``numerics.conformance.check_attention``) on a
 MiniLM-size Hugging Face attention module — the first ``BertAttention`` of ``minilm`` (d = 384,
 12 heads, float32; random weights of that configuration when the checkpoint is not installed) —
-and on the whole 6-layer model. Target: < 30 s for the module (default 10 draws, n ≤ 8, B ≤ 2).
+and, with ``--whole-model``, on the whole 6-layer model. Target: < 30 s for the module (default 10
+draws, n ≤ 8, B ≤ 2).
 
-The baseline, measured in the same run: the module's own forward passes on the same draws (what
-any check must at least pay); the script prints both times and their ratio, and, for the whole
-model, the time with and without the T3/T5 hypotheses.
+Before / after, measured in the same run on the same draws: the kit without its float64 shadow
+(``shadow=False``: the own-dtype run only, as before the shadow existed) and with it (the default);
+the baseline is the module's own forward passes on those draws (what any check must at least pay).
+The script prints each time and its ratio to the baseline, and the shadow's cost (with / without).
 
 Usage: ``python benchmarks/bench_conformance.py [--examples 10] [--max-length 8] [--whole-model]``.
 """
@@ -47,22 +49,37 @@ def main(argv=None) -> int:
     torch.set_num_threads(max(1, min(4, os.cpu_count() or 1)))
     model, what = minilm()
     module = model.encoder.layer[0].attention
-    rep = check_attention(module, examples=a.examples, max_length=a.max_length)
+    runs = {}
+    for shadow in (False, True):  # before (own dtype only) / after (with the float64 shadow)
+        runs[shadow] = check_attention(module, examples=a.examples, max_length=a.max_length, shadow=shadow)
+    rep = runs[True]
     ad = adapter_for(module)
+    draws = list({r.index: r.draw for r in rep.results}.values())
+    assert draws == list({r.index: r.draw for r in runs[False].results}.values())  # the same draws
     t0 = time.perf_counter()
-    for r in {r.index: r for r in rep.results}.values():
-        ad.extract(r.draw)  # the module's own forward passes on the same draws
+    for d in draws:
+        ad.extract(d)  # the module's own forward passes on the same draws
     base = time.perf_counter() - t0
     print(rep.table())
+    print(f"{what}: layer-0 BertAttention, {len(draws)} draws, forward passes (baseline) {base:.3f} s")
+    for shadow, label in ((False, "before: own dtype only (shadow=False)"), (True, "after: with float64 shadow")):
+        r = runs[shadow]
+        print(
+            f"  {label:<40} {r.seconds:7.2f} s  ratio to baseline {r.seconds / max(base, 1e-9):6.0f}x  "
+            f"verdict {r.verdict}, decided by {r.decided_by}"
+        )
     print(
-        f"{what}: layer-0 BertAttention, {a.examples} draws: check {rep.seconds:.2f} s, forward passes "
-        f"{base:.3f} s, ratio {rep.seconds / max(base, 1e-9):.0f}x; target < 30 s: "
-        f"{'met' if rep.seconds < 30 else 'NOT met'}"
+        f"  the shadow's cost: {runs[True].seconds / max(runs[False].seconds, 1e-9):.2f}x the own-dtype-only check; "
+        f"target < 30 s: {'met' if rep.seconds < 30 else 'NOT met'}"
     )
     if a.whole_model:
         for hyp in (False, True):
-            r2 = check_attention(model, examples=a.examples, max_length=a.max_length, hypotheses=hyp)
-            print(f"whole model (6 layers), hypotheses={hyp}: {r2.seconds:.2f} s, T2 {r2.status}")
+            for shadow in (False, True):
+                r2 = check_attention(model, examples=a.examples, max_length=a.max_length, hypotheses=hyp, shadow=shadow)
+                print(
+                    f"whole model (6 layers), hypotheses={hyp}, shadow={shadow}: {r2.seconds:.2f} s, "
+                    f"verdict {r2.verdict}, decided by {r2.decided_by}"
+                )
     return 0
 
 
