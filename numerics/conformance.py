@@ -392,8 +392,20 @@ class _Judge:
         if v is not None:
             return v, {}, (0, 0), True
         ex.validate()
-        hyp = t2_hypotheses(ex, hdt)
-        v, loc = t2_identity(ex)
+        try:  # judged on the CPU, whatever device the module ran on
+            for f in ("output", "A", "W_O", "W_V", "values", "b_V", "b_O", "key_mask"):
+                t = getattr(ex, f)
+                if isinstance(t, torch.Tensor):
+                    setattr(ex, f, t.detach().cpu())
+            hyp = t2_hypotheses(ex, hdt)
+            v, loc = t2_identity(ex)
+        except ConnwalkError:
+            raise
+        except Exception as exc:  # e.g. a key_mask of another shape, a non-numeric tensor
+            raise ShapeError(
+                f"{self.name}'s extraction cannot be checked: {type(exc).__name__}: {exc} (on input {d.describe()})",
+                argument="module",
+            ) from exc
         return v, hyp, loc, False
 
     def __call__(self, d: Draw, index: int = 0) -> list[_Judged]:
@@ -490,7 +502,7 @@ def check_attention(
                 if hypotheses and j.ex.self_attention and not j.stale and not j.result.failed_hypotheses():
                     try:
                         j.result.t3, j.result.t5 = t3_t5(j.ex, j.loc[0])
-                    except ConnwalkError as exc:  # reported, never required: a check that cannot run says why
+                    except Exception as exc:  # reported, never required: a check that cannot run says why
                         why = Verdict(UNDECIDED, float("nan"), float("nan"), 0.0, f"not computed: {exc}")
                         j.result.t3 = dict.fromkeys(("a stochastic", "b reversible", "c metric"), why)
                         j.result.t5 = dict.fromkeys(("softmax", "reversible", "involution"), why)

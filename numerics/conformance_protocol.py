@@ -115,6 +115,12 @@ class Extraction:
             raise ShapeError(
                 f"expected ({B}, {m}, {self.W_V.shape[2]}), got {tuple(self.values.shape)}", argument="values"
             )
+        km = self.key_mask
+        if km is not None and (not isinstance(km, torch.Tensor) or tuple(km.shape) != (B, m)):
+            got = tuple(km.shape) if isinstance(km, torch.Tensor) else type(km).__name__
+            raise ShapeError(
+                f"expected a ({B}, {m}) bool tensor (True = real key) or None, got {got}", argument="key_mask"
+            )
         if tuple(self.output.shape) != (B, n, self.W_O.shape[1]):
             raise ShapeError(
                 f"expected ({B}, {n}, {self.W_O.shape[1]}), got {tuple(self.output.shape)}", argument="output"

@@ -364,6 +364,8 @@ class BadReturn(Attn):
             return {"output": ex.output, "attention": ex.A}
         if self.how == "W_V":
             ex.W_V = ex.W_V[:, :, :3]
+        if self.how == "key_mask":
+            ex.key_mask = torch.ones(7, 9, dtype=torch.bool)
         if self.how == "nan":
             ex.output = ex.output * float("nan")
         return ex
@@ -371,7 +373,12 @@ class BadReturn(Attn):
 
 @pytest.mark.parametrize(
     "how,err,arg",
-    [("tuple", ParameterError, "module"), ("dict", ParameterError, "module"), ("W_V", ShapeError, "values")],
+    [
+        ("tuple", ParameterError, "module"),
+        ("dict", ParameterError, "module"),
+        ("W_V", ShapeError, "values"),
+        ("key_mask", ShapeError, "key_mask"),
+    ],
 )
 def test_malformed_extractions_are_typed_errors(how, err, arg):
     with pytest.raises(err) as ei:
