@@ -28,7 +28,8 @@ small, reproducible input):
    shape (kept from another call) is a T2 failure with its counterexample.
 2. **T2's hypotheses**, per head, first: every ``A^h_ij ≥ 0`` (*nonnegative*) and every row sums to
    one over the keys that are not masked (*row-stochastic*), three-valued at the rounding of the
-   module's dtype (or of the coarser precision its attention was computed in):
+   module's dtype (or of a coarser precision its attention was computed in: the adapter's
+   ``attention_dtype``, or the coarsest dtype that holds every reported weight exactly):
    :func:`numerics.conformance_checks.t2_hypotheses` states the bound.
 3. **T2's identity** ``Y = W(X)·X + c``, i.e. ``y_i = Σ_h Σ_j A^h_ij W_O^h (W_V^h x_j + b_V^h) + b_O``
    (the affine term with the captured row sums, so that it is exact for any ``A``; it is the
@@ -104,6 +105,7 @@ from numerics.conformance_checks import (
     coarser,
     merge,
     stale,
+    stored_precision,
     t2_hypotheses,
     t2_identity,
     t3_t5,
@@ -410,7 +412,7 @@ class _Judge:
 
     def __call__(self, d: Draw, index: int = 0) -> list[_Judged]:
         native = _extract(self.ad, d, self.name)
-        hdts = [coarser(self.ad.dtype, ex.attention_dtype) for ex in native]
+        hdts = [coarser(self.ad.dtype, ex.attention_dtype, _precision(ex)) for ex in native]
         judged = [self._one(ex, d, hdt) for ex, hdt in zip(native, hdts)]
         shadowed = None
         if self.twin is not None:
@@ -438,6 +440,10 @@ class _Judge:
             r.hypotheses_by = hyp_by
             out.append(_Judged(ex, r, loc, is_stale))
         return out
+
+
+def _precision(ex: Extraction) -> torch.dtype | None:
+    return stored_precision(ex.A.detach()) if isinstance(ex.A, torch.Tensor) else None
 
 
 def check_draw(module, draw: Draw, *, adapter: Adapter | None = None, layers=None, shadow: bool = True):

@@ -21,6 +21,7 @@ __all__ = [
     "HYPOTHESIS_STATEMENTS",
     "T2_STATEMENT",
     "coarser",
+    "stored_precision",
     "t2_hypotheses",
     "t2_identity",
     "t3_t5",
@@ -59,6 +60,18 @@ def coarser(*dtypes: torch.dtype | None) -> torch.dtype:
     """The floating dtype with the largest epsilon among ``dtypes`` (None ignored; float64 if none)."""
     real = [d for d in dtypes if d is not None and (d.is_floating_point or d.is_complex)]
     return max(real, key=eps) if real else F64
+
+
+def stored_precision(A: torch.Tensor) -> torch.dtype:
+    """The coarsest floating dtype (bfloat16, float16, float32 or ``A``'s own) that holds every entry
+    of ``A`` exactly: the precision a softmax computed in float32 and cast to float64 (as many
+    Hugging Face kernels do) was rounded to. Its rounding is what the hypotheses must allow."""
+    if not A.is_floating_point():
+        return F64
+    for dt in (torch.bfloat16, torch.float16, torch.float32):
+        if eps(dt) > eps(A.dtype) and torch.equal(A, A.to(dt).to(A.dtype)):
+            return dt
+    return A.dtype
 
 
 # --------------------------------------------------------------------------- T2's hypotheses

@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from numerics.conformance import Extraction
-from numerics.conformance_checks import t2_hypotheses
+from numerics.conformance_checks import stored_precision, t2_hypotheses
 from numerics.tolerance import tol
 from theory.rounding import EPS64
 
@@ -105,3 +105,12 @@ def test_residual_matches_a_literal_sum_on_random_substochastic_attention():
     )
     assert hyp["row-stochastic"].status == "fails"
     assert hyp["row-stochastic"].residual == pytest.approx(lit, rel=1e-14)
+
+
+def test_stored_precision_is_the_coarsest_dtype_holding_every_weight():
+    g = torch.Generator().manual_seed(3)
+    S = torch.randn(2, 3, 4, 4, generator=g, dtype=torch.float64)
+    assert stored_precision(torch.softmax(S, -1)) == torch.float64
+    assert stored_precision(torch.softmax(S.float(), -1).double()) == torch.float32
+    assert stored_precision(torch.softmax(S, -1).to(torch.bfloat16).double()) == torch.bfloat16
+    assert stored_precision(torch.softmax(S.float(), -1)) == torch.float32

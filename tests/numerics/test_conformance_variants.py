@@ -207,6 +207,20 @@ def test_correct_float64_variant_is_decided_by_its_own_dtype():
     assert rep.verdict == "conforms" and rep.decided_by == "float64" and "float64 itself" in rep.shadow
 
 
+class Softmax32(Attn):
+    """A float64 module whose softmax runs in float32 and is cast back (as many Hugging Face kernels
+    do): its rows are off by float32 rounding, which the hypotheses must allow."""
+
+    def _softmax(self, S, dim=-1):
+        return torch.softmax(S.float(), dim).to(S.dtype)
+
+
+def test_a_float32_softmax_in_a_float64_module_is_judged_at_float32_rounding():
+    rep = _check(Softmax32(dtype=torch.float64), examples=10)
+    assert rep.verdict == "conforms", rep.table()
+    assert rep.decided_by == "float64"
+
+
 # --------------------------------------------------------------------------- wrong variants: the identity fails
 IDENTITY_FAILS = {
     "transposed-output-projection": lambda: Attn(defect="transpose_out"),
