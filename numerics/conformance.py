@@ -449,6 +449,8 @@ def _precision(ex: Extraction) -> torch.dtype | None:
 def check_draw(module, draw: Draw, *, adapter: Adapter | None = None, layers=None, shadow: bool = True):
     """Judge one :class:`Draw` (a counterexample's, to replay it): the :class:`DrawResult` of each
     extracted layer (T2's hypotheses and identity, which run decided; no T3/T5)."""
+    if not isinstance(draw, Draw):
+        raise ParameterError(f"expected a numerics.conformance.Draw, got {type(draw).__name__}", argument="draw")
     ad = adapter if adapter is not None else adapter_for(module, layers=layers)
     name = module.name if isinstance(module, Adapter) else type(module).__name__
     return [j.result for j in _Judge(ad, name, shadow)(draw)]

@@ -435,3 +435,9 @@ def test_a_counterexample_replays():
     assert isinstance(cx.draw, Draw) and cx.replay().endswith(f"check_draw(module, {cx.draw!r})")
     again = check_draw(Attn(defect="transpose_out"), eval(repr(cx.draw), {"Draw": Draw}))
     assert any(r.t2.status == "fails" for r in again)
+
+
+def test_check_draw_names_a_bad_draw():
+    with pytest.raises(ParameterError) as ei:
+        check_draw(Attn(), "B=1 n=2")
+    assert ei.value.argument == "draw"
