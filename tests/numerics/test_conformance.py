@@ -376,3 +376,15 @@ def test_minilm_size_float32_defect_is_caught():
     finally:
         patch.remove()
     assert not rep.conforms and rep.counterexample.statement == T2_STATEMENT
+
+
+@pytest.mark.parametrize("family", ["bert", "llama"])
+def test_float32_hf_models_are_decided_by_the_float64_shadow(family):
+    """A float32 model is copied to float64 (deepcopy + .double()) and that copy decides; Llama's
+    float32 softmax stays judged at float32 rounding, so the copy does not turn it into a
+    hypothesis failure."""
+    from numerics.models.tiny import tiny_model
+
+    rep = check_attention(tiny_model(family).float(), examples=3, hypotheses=False)
+    assert rep.verdict == "conforms" and rep.decided_by == "float64 shadow" and rep.shadow == ""
+    assert rep.dtype == "float32" and all(r.decided_by == "float64 shadow" for r in rep.results)
