@@ -110,8 +110,8 @@ from numerics.conformance_checks import (
     t2_identity,
     t3_t5,
 )
-from numerics.conformance_protocol import Adapter, Draw, Extraction, ExtractionError
-from numerics.errors import ConnwalkError, MemoryBudgetError, ParameterError, ShapeError
+from numerics.conformance_protocol import Adapter, Draw, Extraction, ExtractionError, draw_strategy, extract_checked
+from numerics.errors import ConnwalkError, ParameterError, ShapeError
 from theory.rounding import FAILS, HOLDS, UNDECIDED
 
 __all__ = [
@@ -337,41 +337,7 @@ class ConformanceReport:
         }
 
 
-def _draws(ad: Adapter, max_batch: int, max_length: int, masks: bool):
-    from hypothesis import strategies as st
-
-    @st.composite
-    def draws(draw):
-        B = draw(st.integers(1, max_batch))
-        n = draw(st.integers(1, max_length))
-        m = draw(st.integers(1, max_length)) if ad.cross else n
-        pad = tuple(draw(st.integers(0, m - 1)) for _ in range(B)) if (masks and ad.takes_mask) else (0,) * B
-        causal = draw(st.booleans()) if (masks and ad.takes_causal) else False
-        seed = draw(st.integers(0, 2**31 - 1))
-        scale = draw(st.sampled_from((1.0, 0.25, 4.0)))
-        return Draw(B, n, m, pad, causal, seed, scale)
-
-    return draws()
-
-
 # --------------------------------------------------------------------------- one draw, judged
-def _extract(ad: Adapter, d: Draw, name: str) -> list[Extraction]:
-    """``ad.extract(d)``; whatever the module raises becomes a typed error naming it."""
-    try:
-        exs = ad.extract(d)
-    except ConnwalkError:
-        raise
-    except MemoryError:
-        raise MemoryBudgetError(f"{name} ran out of memory on input {d.describe()}", argument="module") from None
-    except Exception as exc:
-        raise ExtractionError(
-            f"{name} raised {type(exc).__name__}: {exc} (on input {d.describe()})", argument="module"
-        ) from exc
-    if not isinstance(exs, list) or not exs or not all(isinstance(e, Extraction) for e in exs):
-        raise ShapeError(f"{name}'s adapter returned {type(exs).__name__}, not a list of Extraction", argument="module")
-    return exs
-
-
 @dataclass
 class _Judged:
     ex: Extraction
@@ -411,7 +377,7 @@ class _Judge:
         return v, hyp, loc, False
 
     def __call__(self, d: Draw, index: int = 0) -> list[_Judged]:
-        native = _extract(self.ad, d, self.name)
+        native = extract_checked(self.ad, d, self.name)
         hdts = [coarser(self.ad.dtype, ex.attention_dtype, _precision(ex)) for ex in native]
         judged = [self._one(ex, d, hdt) for ex, hdt in zip(native, hdts)]
         shadowed = None
@@ -495,7 +461,7 @@ def check_attention(
     judge = _Judge(ad, name, shadow)
     results: list[DrawResult] = []
     errors: list[BaseException] = []
-    strategy = _draws(ad, max_batch, max_length, masks)
+    strategy = draw_strategy(ad, max_batch, max_length, masks)
     common = dict(database=None, deadline=None, suppress_health_check=list(HealthCheck), derandomize=False)
 
     @hseed(seed)

@@ -11,9 +11,19 @@ from dataclasses import dataclass
 
 import torch
 
-from numerics.errors import ModelError, ShapeError
+from numerics.errors import ConnwalkError, MemoryBudgetError, ModelError, ShapeError
 
-__all__ = ["Draw", "Extraction", "Adapter", "EvalMode", "ExtractionError", "dtype_of", "SHADOW_MAX_PARAMETERS"]
+__all__ = [
+    "Draw",
+    "Extraction",
+    "Adapter",
+    "EvalMode",
+    "ExtractionError",
+    "dtype_of",
+    "draw_strategy",
+    "extract_checked",
+    "SHADOW_MAX_PARAMETERS",
+]
 
 #: the largest module (parameters) the kit copies to float64 for its shadow run (2 GiB of float64)
 SHADOW_MAX_PARAMETERS = 2**28
@@ -209,3 +219,38 @@ def dtype_of(module) -> torch.dtype:
         if p.is_floating_point():
             return p.dtype
     return torch.float32
+
+
+def draw_strategy(ad: Adapter, max_batch: int, max_length: int, masks: bool):
+    """The Hypothesis strategy of :class:`Draw` for ``ad`` (sizes, key padding, causal flag, seed, scale)."""
+    from hypothesis import strategies as st
+
+    @st.composite
+    def draws(draw):
+        B = draw(st.integers(1, max_batch))
+        n = draw(st.integers(1, max_length))
+        m = draw(st.integers(1, max_length)) if ad.cross else n
+        pad = tuple(draw(st.integers(0, m - 1)) for _ in range(B)) if (masks and ad.takes_mask) else (0,) * B
+        causal = draw(st.booleans()) if (masks and ad.takes_causal) else False
+        seed = draw(st.integers(0, 2**31 - 1))
+        scale = draw(st.sampled_from((1.0, 0.25, 4.0)))
+        return Draw(B, n, m, pad, causal, seed, scale)
+
+    return draws()
+
+
+def extract_checked(ad: Adapter, d: Draw, name: str) -> list[Extraction]:
+    """``ad.extract(d)``; whatever the module raises becomes a typed error naming it."""
+    try:
+        exs = ad.extract(d)
+    except ConnwalkError:
+        raise
+    except MemoryError:
+        raise MemoryBudgetError(f"{name} ran out of memory on input {d.describe()}", argument="module") from None
+    except Exception as exc:
+        raise ExtractionError(
+            f"{name} raised {type(exc).__name__}: {exc} (on input {d.describe()})", argument="module"
+        ) from exc
+    if not isinstance(exs, list) or not exs or not all(isinstance(e, Extraction) for e in exs):
+        raise ShapeError(f"{name}'s adapter returned {type(exs).__name__}, not a list of Extraction", argument="module")
+    return exs
