@@ -23,17 +23,25 @@ class NotAttentionError(UnsupportedArchitectureError):
 class MHAAdapter(Adapter):
     """``torch.nn.MultiheadAttention``: packed ``in_proj`` or separate ``q/k/v_proj_weight``
     (``kdim``/``vdim``: cross-attention inputs of width ``kdim``, ``vdim``), biases optional,
-    ``batch_first`` either way; key padding and causal masks. ``add_bias_kv`` / ``add_zero_attn``
-    append a key that is no token, so they are refused."""
+    ``batch_first`` either way; key padding and causal masks. ``add_zero_attn=True`` appends a zero
+    key with a zero value (an attention sink): the attention over the real keys is reported (the
+    zero key's column dropped; its value is zero, so the identity is unchanged) and its rows sum to
+    less than one, so the kit answers *hypothesis fails (row-stochastic)*, as for every sink.
+    ``add_bias_kv=True`` appends a learned key *and value*: that value enters every output, which is
+    then not ``W(X)·X + c`` over the tokens, so it is declined."""
 
     name = "torch.nn.MultiheadAttention"
     takes_mask = True
 
     def __init__(self, mha: torch.nn.MultiheadAttention) -> None:
-        if mha.bias_k is not None or mha.add_zero_attn:
+        if mha.bias_k is not None:
             raise UnsupportedArchitectureError(
-                "add_bias_kv / add_zero_attn add a key that is not a token; the walk is over tokens", argument="module"
+                "add_bias_kv appends a learned key and value that are no token: the learned value enters every "
+                "output, so the output is not W(X)·X + c over the tokens (add_zero_attn, a sink with a zero "
+                "value, is checked)",
+                argument="module",
             )
+        self.zero_key = bool(mha.add_zero_attn)
         self.mha = mha
         self.d_model = mha.embed_dim
         self.cross = not mha._qkv_same_embed_dim
@@ -72,6 +80,8 @@ class MHAAdapter(Adapter):
             out, A = m(*args, key_padding_mask=kpm, attn_mask=am, need_weights=True, average_attn_weights=False)
         if not m.batch_first:
             out = out.transpose(0, 1)
+        if self.zero_key:  # the zero key (last column) is no token: its value is zero, so it adds nothing
+            A = A[..., :-1]
         W_O, W_V, b_V, b_O = self._weights()
         return [Extraction(out, A, W_O, W_V, V, b_V, b_O, None if kpm is None else ~kpm)]
 
@@ -98,7 +108,12 @@ class ProtocolAdapter(Adapter):
         with EvalMode(self.module), torch.no_grad():
             got = self.module.connwalk_attention(X, **kw)
         if isinstance(got, dict):
-            got = Extraction(**got)
+            try:
+                got = Extraction(**got)
+            except TypeError as exc:
+                raise ParameterError(
+                    f"connwalk_attention returned a dict that is no Extraction ({exc})", argument="module"
+                ) from None
         if not isinstance(got, Extraction):
             raise ParameterError(
                 f"connwalk_attention returned {type(got).__name__}; expected an Extraction or a dict of its fields",

@@ -6,13 +6,33 @@ documented as ``numerics.conformance.Draw`` / ``Extraction`` / ``Adapter``, wher
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass
 
 import torch
 
-from numerics.errors import ShapeError
+from numerics.errors import ConnwalkError, MemoryBudgetError, ModelError, ShapeError
 
-__all__ = ["Draw", "Extraction", "Adapter", "EvalMode", "dtype_of"]
+__all__ = [
+    "Draw",
+    "Extraction",
+    "Adapter",
+    "EvalMode",
+    "ExtractionError",
+    "dtype_of",
+    "draw_strategy",
+    "extract_checked",
+    "SHADOW_MAX_PARAMETERS",
+]
+
+#: the largest module (parameters) the kit copies to float64 for its shadow run (2 GiB of float64)
+SHADOW_MAX_PARAMETERS = 2**28
+
+
+class ExtractionError(ModelError):
+    """The module raised while the kit ran it on a drawn input: ``argument`` is ``module`` and the
+    message names the module's class, the exception and the input."""
+
 
 F64 = torch.float64
 
@@ -105,6 +125,12 @@ class Extraction:
             raise ShapeError(
                 f"expected ({B}, {m}, {self.W_V.shape[2]}), got {tuple(self.values.shape)}", argument="values"
             )
+        km = self.key_mask
+        if km is not None and (not isinstance(km, torch.Tensor) or tuple(km.shape) != (B, m)):
+            got = tuple(km.shape) if isinstance(km, torch.Tensor) else type(km).__name__
+            raise ShapeError(
+                f"expected a ({B}, {m}) bool tensor (True = real key) or None, got {got}", argument="key_mask"
+            )
         if tuple(self.output.shape) != (B, n, self.W_O.shape[1]):
             raise ShapeError(
                 f"expected ({B}, {n}, {self.W_O.shape[1]}), got {tuple(self.output.shape)}", argument="output"
@@ -128,23 +154,103 @@ class Adapter:
     def extract(self, draw: Draw) -> list[Extraction]:  # pragma: no cover - interface
         raise NotImplementedError
 
+    def shadow(self) -> tuple[Adapter | None, str]:
+        """A float64 twin of this adapter for the kit's shadow run, or ``(None, why not)``.
+
+        The twin is ``copy.deepcopy(self)`` with every ``torch.nn.Module`` it holds (directly, or one
+        attribute down: a model handle's ``model``) cast by ``.double()`` and its ``dtype`` set to
+        float64; precisions the adapter states separately (``attention_dtype``) are kept. An adapter
+        whose module cannot be copied or cast, or holds none, has no twin; the reason says why."""
+        if self.dtype == torch.float64:
+            return None, "the module is float64 itself"
+        mods = _modules(self)
+        if not mods:
+            return None, f"{type(self).__name__} holds no torch.nn.Module to copy"
+        size = sum(p.numel() for m in {id(m): m for m in mods}.values() for p in m.parameters())
+        if size > SHADOW_MAX_PARAMETERS:
+            return None, f"{size} parameters: a float64 copy would exceed {SHADOW_MAX_PARAMETERS} (2 GiB)"
+        try:
+            twin = copy.deepcopy(self)
+            for m in _modules(twin):
+                m.double()
+            for holder in [twin, *(v for v in vars(twin).values() if _holder(v))]:
+                if isinstance(getattr(holder, "dtype", None), torch.dtype):
+                    holder.dtype = torch.float64
+        except Exception as exc:  # a module that cannot be copied or cast: no shadow, and why
+            return None, f"copy.deepcopy + .double() raised {type(exc).__name__}: {exc}"
+        return twin, ""
+
+
+def _holder(v) -> bool:
+    return not isinstance(v, (torch.nn.Module, torch.Tensor, type)) and hasattr(v, "__dict__")
+
+
+def _modules(obj) -> list[torch.nn.Module]:
+    """The ``torch.nn.Module`` attributes of ``obj`` and of its plain-object attributes."""
+    out = []
+    for v in vars(obj).values():
+        if isinstance(v, torch.nn.Module):
+            out.append(v)
+        elif _holder(v):
+            out += [w for w in vars(v).values() if isinstance(w, torch.nn.Module)]
+    return out
+
 
 class EvalMode:
     """Run a module in eval mode (dropout off) and restore its training flag."""
 
-    def __init__(self, module: torch.nn.Module) -> None:
-        self.module, self.was = module, module.training
+    def __init__(self, module) -> None:
+        self.module = module if isinstance(module, torch.nn.Module) else None
+        self.was = self.module.training if self.module is not None else False
 
     def __enter__(self):
-        self.module.eval()
+        if self.module is not None:
+            self.module.eval()
 
     def __exit__(self, *exc):
-        self.module.train(self.was)
+        if self.module is not None:
+            self.module.train(self.was)
 
 
-def dtype_of(module: torch.nn.Module) -> torch.dtype:
+def dtype_of(module) -> torch.dtype:
     """The dtype of the module's first floating parameter (float32 when it has none)."""
-    for p in module.parameters():
+    params = getattr(module, "parameters", None)
+    for p in params() if callable(params) else ():
         if p.is_floating_point():
             return p.dtype
     return torch.float32
+
+
+def draw_strategy(ad: Adapter, max_batch: int, max_length: int, masks: bool):
+    """The Hypothesis strategy of :class:`Draw` for ``ad`` (sizes, key padding, causal flag, seed, scale)."""
+    from hypothesis import strategies as st
+
+    @st.composite
+    def draws(draw):
+        B = draw(st.integers(1, max_batch))
+        n = draw(st.integers(1, max_length))
+        m = draw(st.integers(1, max_length)) if ad.cross else n
+        pad = tuple(draw(st.integers(0, m - 1)) for _ in range(B)) if (masks and ad.takes_mask) else (0,) * B
+        causal = draw(st.booleans()) if (masks and ad.takes_causal) else False
+        seed = draw(st.integers(0, 2**31 - 1))
+        scale = draw(st.sampled_from((1.0, 0.25, 4.0)))
+        return Draw(B, n, m, pad, causal, seed, scale)
+
+    return draws()
+
+
+def extract_checked(ad: Adapter, d: Draw, name: str) -> list[Extraction]:
+    """``ad.extract(d)``; whatever the module raises becomes a typed error naming it."""
+    try:
+        exs = ad.extract(d)
+    except ConnwalkError:
+        raise
+    except MemoryError:
+        raise MemoryBudgetError(f"{name} ran out of memory on input {d.describe()}", argument="module") from None
+    except Exception as exc:
+        raise ExtractionError(
+            f"{name} raised {type(exc).__name__}: {exc} (on input {d.describe()})", argument="module"
+        ) from exc
+    if not isinstance(exs, list) or not exs or not all(isinstance(e, Extraction) for e in exs):
+        raise ShapeError(f"{name}'s adapter returned {type(exs).__name__}, not a list of Extraction", argument="module")
+    return exs

@@ -13,6 +13,7 @@ import pytest
 import torch
 
 from numerics.conformance import (
+    HYPOTHESES,
     T2_STATEMENT,
     ConformanceError,
     Extraction,
@@ -330,7 +331,9 @@ def test_report_table_and_dict():
     assert table.startswith("conformance of MeanAttention") and "T2 HOLDS" in table and "seed 5" in table
     data = rep.as_dict()
     assert data["conforms"] is True and data["counterexample"] is None and len(data["draws"]) == 3
-    assert set(data["draws"][0]) == {"draw", "input", "layer", "T2", "T3", "T5"}
+    assert set(data["draws"][0]) == {"draw", "input", "layer", "decided_by", "hypotheses", "T2", "T3", "T5"}
+    assert data["verdict"] == "conforms" and data["hypothesis_failures"] == []
+    assert data["decided_by"] == "float64 shadow" and set(data["draws"][0]["hypotheses"]) == set(HYPOTHESES)
     again = check_attention(MeanAttention(), examples=3, seed=5)
     assert [r.draw for r in again.results] == [r.draw for r in rep.results]  # seeded
 
@@ -373,3 +376,15 @@ def test_minilm_size_float32_defect_is_caught():
     finally:
         patch.remove()
     assert not rep.conforms and rep.counterexample.statement == T2_STATEMENT
+
+
+@pytest.mark.parametrize("family", ["bert", "llama"])
+def test_float32_hf_models_are_decided_by_the_float64_shadow(family):
+    """A float32 model is copied to float64 (deepcopy + .double()) and that copy decides; Llama's
+    float32 softmax stays judged at float32 rounding, so the copy does not turn it into a
+    hypothesis failure."""
+    from numerics.models.tiny import tiny_model
+
+    rep = check_attention(tiny_model(family).float(), examples=3, hypotheses=False)
+    assert rep.verdict == "conforms" and rep.decided_by == "float64 shadow" and rep.shadow == ""
+    assert rep.dtype == "float32" and all(r.decided_by == "float64 shadow" for r in rep.results)

@@ -1,0 +1,276 @@
+r"""The decisions of the conformance kit (:mod:`numerics.conformance`) on one :class:`Extraction`:
+T2's hypotheses on the reported attention (:func:`t2_hypotheses`), T2's identity
+(:func:`t2_identity`), and the hypotheses of T3 / T5 reported per draw (:func:`t3_t5`). Every
+decision is three-valued (:mod:`theory.rounding`) with its bound stated from a dtype."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+
+from numerics.conformance_protocol import Extraction
+from numerics.errors import MemoryBudgetError
+from numerics.tolerance import eps, tol
+from theory.rounding import FAILS, HOLDS, ROUNDING_SAFETY, UNDECIDED, combine, decide, rounding_error, status
+
+__all__ = [
+    "Verdict",
+    "HYPOTHESES",
+    "HYPOTHESIS_STATEMENTS",
+    "T2_STATEMENT",
+    "coarser",
+    "stored_precision",
+    "t2_hypotheses",
+    "t2_identity",
+    "t3_t5",
+    "stale",
+    "merge",
+]
+
+F64 = torch.float64
+T2_STATEMENT = "T2: module(X) = W(X)·X + c  (y_i = Σ_h Σ_j A^h_ij W_O^h (W_V^h x_j + b_V^h) + b_O)"
+#: T2's hypotheses on the reported attention, in the order they are decided (before the identity)
+HYPOTHESES = ("nonnegative", "row-stochastic")
+HYPOTHESIS_STATEMENTS = {
+    "nonnegative": "T2 hypothesis (nonnegative): every A^h_ij ≥ 0",
+    "row-stochastic": "T2 hypothesis (row-stochastic): Σ_j A^h_ij = 1 over the keys that are not masked "
+    "(an attention sink — a null / zero key, a learned sink logit — leaves the real keys less than 1)",
+}
+
+
+@dataclass
+class Verdict:
+    """One three-valued decision: ``status`` (holds / fails / undecided), ``residual``, ``bound``,
+    ``error`` (the residual's own rounding error), ``detail`` (where, or which heads)."""
+
+    status: str
+    residual: float
+    bound: float
+    error: float = 0.0
+    detail: str = ""
+    scale: float = 1.0  # T2: the scale S the bound is relative to
+
+    def as_dict(self) -> dict:
+        return {k: getattr(self, k) for k in ("status", "residual", "bound", "error", "detail", "scale")}
+
+
+def coarser(*dtypes: torch.dtype | None) -> torch.dtype:
+    """The floating dtype with the largest epsilon among ``dtypes`` (None ignored; float64 if none)."""
+    real = [d for d in dtypes if d is not None and (d.is_floating_point or d.is_complex)]
+    return max(real, key=eps) if real else F64
+
+
+def stored_precision(A: torch.Tensor) -> torch.dtype:
+    """The coarsest floating dtype (bfloat16, float16, float32 or ``A``'s own) that holds every entry
+    of ``A`` exactly: the precision a softmax computed in float32 and cast to float64 (as many
+    Hugging Face kernels do) was rounded to. Its rounding is what the hypotheses must allow."""
+    if not A.is_floating_point():
+        return F64
+    for dt in (torch.bfloat16, torch.float16, torch.float32):
+        if eps(dt) > eps(A.dtype) and torch.equal(A, A.to(dt).to(A.dtype)):
+            return dt
+    return A.dtype
+
+
+# --------------------------------------------------------------------------- T2's hypotheses
+def t2_hypotheses(ex: Extraction, dtype: torch.dtype) -> dict[str, Verdict]:
+    r"""T2's hypotheses on the reported ``A`` ``(B, H, n, m)``, per head, at the rounding of ``dtype``
+    (the module's own dtype, or the coarser precision its attention was computed in).
+
+    Each weight ``A_ij = e_j / Σ_k e_k`` computed in precision ``ε`` is off by at most ``(m+2)·ε``
+    relative (first order, Higham §3.1: ``m`` terms of the sum, the exponential, the quotient), so a row
+    over ``m`` keys is off by at most ``tol(dtype, m + 2, scale=S, safety=ROUNDING_SAFETY)`` with ``S``
+    the largest row ``Σ_j |A_ij|``; the float64 sum of the check is off by ``e = rounding_error(m + 1, S + 1)``
+    and the threshold is ``θ`` = that bound ``+ 2·e`` (as for the identity: a float64 module is decided).
+
+    * **nonnegative**: ``r = max(0, −min A^h_ij)`` over all entries: holds when ``r = 0`` (a masked
+      weight is an exact zero), fails when ``r > θ``, undecided in between (or NaN: fails).
+    * **row-stochastic**: ``max_i |Σ_{j real} A^h_ij − 1|`` over the keys ``key_mask`` keeps, decided
+      against ``θ`` with the check's error (:func:`theory.rounding.decide`); a non-finite row fails."""
+    A = ex.A.detach().to(F64)
+    B, H, n, m = A.shape
+    real = torch.ones(B, m, dtype=torch.bool) if ex.key_mask is None else ex.key_mask.to(torch.bool)
+    absrow = A.abs().nan_to_num(nan=0.0, posinf=0.0).sum(-1)
+    S = max(float(absrow.max()) if absrow.numel() else 1.0, 1.0)
+    err = rounding_error(m + 1, S + 1.0)  # the float64 row sums' own error
+    # plus twice the check's error, so that the band (± err) lies inside the threshold for a float64 module too
+    theta = tol(dtype, m + 2, scale=S, safety=ROUNDING_SAFETY) + 2 * err
+    finite = torch.isfinite(A).all(-1).all(-1)  # (B, H)
+    out: dict[str, Verdict] = {}
+    # nonnegative
+    neg = torch.where(torch.isfinite(A), (-A).clamp_min(0.0), torch.zeros_like(A)).amax((-1, -2))  # (B, H)
+    holds = (neg == 0) & finite
+    fails = (neg > theta) | ~finite
+    out["nonnegative"] = Verdict(
+        combine(status(bool(h), bool(f)) for h, f in zip(holds.reshape(-1).tolist(), fails.reshape(-1).tolist())),
+        float(neg.max()),
+        theta,
+        0.0,
+        _heads(holds, fails, A.amin(-1), "min_j A_ij"),
+    )
+    # row-stochastic over the real keys
+    rows = torch.where(real[:, None, None, :], A, torch.zeros_like(A)).sum(-1)  # (B, H, n)
+    dev = (rows - 1).abs()
+    h, f = decide(dev.nan_to_num(nan=math.inf).amax(-1), theta, err)
+    h, f = h & finite, f | ~finite
+    out["row-stochastic"] = Verdict(
+        combine(status(bool(a), bool(b)) for a, b in zip(h.reshape(-1).tolist(), f.reshape(-1).tolist())),
+        float(dev.nan_to_num(nan=math.inf).max()),
+        theta,
+        err,
+        _heads(h, f, rows, "Σ_j A_ij over real keys", deviation=True),
+    )
+    return out
+
+
+def _heads(holds: torch.Tensor, fails: torch.Tensor, rowval: torch.Tensor, what: str, deviation=False) -> str:
+    """``"k/H heads hold"`` over draws' batch rows, and the worst row: its head, batch row, query."""
+    B, H = holds.shape
+    ok = int(holds.all(0).sum())
+    txt = f"{ok}/{H} heads hold"
+    bad = fails.any(0)
+    if bool(bad.any()):
+        txt += f", {int(bad.sum())} fail"
+    key = (rowval - 1).abs() if deviation else -rowval
+    key = key.nan_to_num(nan=math.inf)
+    b, h, i = (int(t) for t in torch.unravel_index(key.reshape(-1).argmax(), key.shape))
+    return txt + f"; worst: head {h}, b={b}, row {i}: {what} = {float(rowval[b, h, i]):.6g}"
+
+
+# --------------------------------------------------------------------------- T2's identity
+def t2_identity(ex: Extraction) -> tuple[Verdict, tuple[int, int]]:
+    """The identity ``Y = W(X)·X + c`` in float64 against the bound from the output's dtype."""
+    A = ex.A.detach().to(F64)
+    Wo, Wv = ex.W_O.detach().to(F64), ex.W_V.detach().to(F64)
+    Xv = ex.values.detach().to(F64)
+    V = torch.einsum("bmd,hkd->bhmk", Xv, Wv)
+    Va = torch.einsum("bmd,hkd->bhmk", Xv.abs(), Wv.abs())
+    if ex.b_V is not None:
+        bv = ex.b_V.detach().to(F64)
+        V, Va = V + bv[None, :, None, :], Va + bv.abs()[None, :, None, :]
+    Yh = torch.einsum("bhnm,bhmk,hok->bno", A, V, Wo)
+    Sa = torch.einsum("bhnm,bhmk,hok->bno", A.abs(), Va, Wo.abs())
+    if ex.b_O is not None:
+        bo = ex.b_O.detach().to(F64)
+        Yh, Sa = Yh + bo, Sa + bo.abs()
+    diff = ex.output.detach().to(F64) - Yh
+    H, dh, dv, m = Wv.shape[0], Wv.shape[1], Wv.shape[2], A.shape[-1]
+    size = dv + m + H * dh + 1
+    scale = torch.linalg.vector_norm(Sa).item()
+    residual = torch.linalg.vector_norm(diff).item()
+    err = rounding_error(size, scale)  # the float64 reference's own error bound
+    # the classical first-order bound of the module's own products (Higham §3.1): k·eps·Σ|terms| with the
+    # slack theory.rounding uses (ROUNDING_SAFETY; tol's default 64 on top of an absolute-value sum would let
+    # a defect as large as the output pass at float32 and MiniLM size), plus twice the reference's error, so
+    # that the decision band (± err) lies inside the threshold also when the module itself is float64
+    bound = tol(ex.output.dtype, size, scale=scale, safety=ROUNDING_SAFETY) + 2 * err
+    h, f = decide(residual, bound, err)
+    if not math.isfinite(residual):
+        h, f = False, True
+    per_tok = torch.linalg.vector_norm(diff, dim=-1)
+    b, i = divmod(int(torch.nan_to_num(per_tok, nan=math.inf).reshape(-1).argmax()), per_tok.shape[1])
+    ref = torch.linalg.vector_norm(Yh).item()
+    detail = (
+        f"worst token (b={b}, i={i}): ‖y_i − ŷ_i‖ = {per_tok[b, i].item():.3e}; ‖Y − Ŷ‖/‖Ŷ‖ = "
+        f"{residual / max(ref, 1e-300):.3e}"
+    )
+    return Verdict(status(bool(h), bool(f)), residual, bound, err, detail, scale), (b, i)
+
+
+def stale(ex: Extraction, batch: int, n: int, m: int) -> Verdict | None:
+    """A failed T2 verdict when the reported ``A`` is not of this call's shape ``(batch, ·, n, m)``
+    while the output is (attention kept from another call); None otherwise."""
+    A, Y = ex.A, ex.output
+    if not (isinstance(A, torch.Tensor) and isinstance(Y, torch.Tensor)) or A.ndim != 4 or Y.ndim != 3:
+        return None
+    if tuple(Y.shape[:2]) != (batch, n) or (A.shape[0], A.shape[2], A.shape[3]) == (batch, n, m):
+        return None
+    why = (
+        f"the reported A has shape {tuple(A.shape)} but this call's attention is ({batch}, H, {n}, {m}): "
+        "it is not the attention of this call (kept from another call?)"
+    )
+    return Verdict(FAILS, math.inf, 0.0, 0.0, why, 1.0)
+
+
+# --------------------------------------------------------------------------- T3 / T5 (reported)
+def _count(holds: torch.Tensor, fails: torch.Tensor) -> str:
+    H = holds.numel()
+    u = int((~holds & ~fails).sum())
+    return f"{int(holds.sum())}/{H}" + (f" ({u}?)" if u else "")
+
+
+def _agg(holds: torch.Tensor, fails: torch.Tensor) -> str:
+    return combine(status(bool(h), bool(f)) for h, f in zip(holds.reshape(-1).tolist(), fails.reshape(-1).tolist()))
+
+
+def t3_t5(ex: Extraction, b: int) -> tuple[dict[str, Verdict], dict[str, Verdict]]:
+    """T3's hypotheses on batch row ``b``'s walk over its real tokens, and T5's per head."""
+    from numerics.laplacian import diagnose
+    from numerics.laplacian.checks import check_detailed_balance, stationary
+    from numerics.laplacian.result import make_check
+    from numerics.walk import ConnectionWalk
+
+    real = ex.key_mask[b] if ex.key_mask is not None else torch.ones(ex.A.shape[-1], dtype=torch.bool)
+    idx = real.nonzero().reshape(-1)
+    A = ex.A[b].detach().to(F64)[:, idx][:, :, idx]  # (H, L, L)
+    Wo, Wv = ex.W_O.detach().to(F64), ex.W_V.detach().to(F64)
+    adt = ex.attention_dtype or ex.A.dtype
+    t3: dict[str, Verdict] = {}
+    walk = ConnectionWalk.from_factors(A[None], Wo, Wv)
+    try:  # the hypotheses only: no spectrum (max_dense=0); dense blocks are far faster than matrix-free here
+        diag = diagnose(walk, method="dense", max_dense=0, probes=1, attention_dtype=adt)
+    except MemoryBudgetError as exc:
+        why = f"not computed: {exc}"
+        t3 = {k: Verdict(UNDECIDED, math.nan, math.nan, 0.0, why) for k in ("a stochastic", "b reversible", "c metric")}
+        diag = None
+    if diag is not None:
+        rev_h = diag.positive_stationary.holds & diag.detailed_balance.holds
+        rev_f = diag.positive_stationary.fails | diag.detailed_balance.fails
+        for key, c, hh, ff in (
+            ("a stochastic", diag.stochastic, diag.stochastic.holds, diag.stochastic.fails),
+            ("b reversible", diag.detailed_balance, rev_h, rev_f),
+            ("c metric", diag.metric_compatible, diag.metric_compatible.holds, diag.metric_compatible.fails),
+        ):
+            t3[key] = Verdict(status(bool(hh[0]), bool(ff[0])), float(c.residual[0]), c.tol, c.error, c.reason or "")
+    # T5 per head
+    t5: dict[str, Verdict] = {}
+    mn = A.amin((-1, -2))  # exact: a zero weight is a zero weight
+    full = mn > 0
+    t5["softmax"] = Verdict(_agg(full, ~full), float(mn.min()), 0.0, 0.0, _count(full, ~full) + " heads, min A")
+    st_ = stationary(A, adt)
+    db = check_detailed_balance(A, st_, adt)
+    rh, rf = st_.check.holds & db.holds, st_.check.fails | db.fails
+    worst = float(torch.nan_to_num(db.residual, nan=math.inf).max())
+    t5["reversible"] = Verdict(_agg(rh, rf), worst, db.tol, db.error, _count(rh, rf) + " heads")
+    T = Wo @ Wv  # (H, d, d)
+    d = T.shape[-1]
+    eye = torch.eye(d, dtype=F64)
+    gram = torch.linalg.matrix_norm(T.transpose(-1, -2) @ T - eye)
+    sym = torch.linalg.matrix_norm(T - T.transpose(-1, -2))
+    tn = float(torch.linalg.matrix_norm(T).max()) ** 2
+    ch = make_check(
+        "involution",
+        torch.maximum(gram, sym),
+        tol(ex.W_V.dtype, d, scale=max(tn, float(d))),
+        error=rounding_error(d, max(tn, float(d))),
+    )
+    t5["involution"] = Verdict(
+        _agg(ch.holds, ch.fails), float(ch.residual.max()), ch.tol, ch.error, _count(ch.holds, ch.fails) + " heads"
+    )
+    return t3, t5
+
+
+def merge(native: Verdict, shadow: Verdict | None, dtype_name: str) -> tuple[Verdict, str]:
+    """One decision from the module's own-dtype run and its float64 shadow: the shadow decides
+    (it resolves 1e-6 defects the own dtype cannot) unless it is undecided or only the own-dtype run
+    fails (a dtype-specific failure: overflow, a low-precision path). Returns the verdict and the
+    run that decided (``"float64 shadow"`` or ``dtype_name``)."""
+    if shadow is None:
+        return native, dtype_name
+    if shadow.status == FAILS or (shadow.status == HOLDS and native.status != FAILS):
+        return shadow, "float64 shadow"
+    if native.status == FAILS:
+        return native, dtype_name
+    return shadow, "float64 shadow"
