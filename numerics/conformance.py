@@ -110,7 +110,15 @@ from numerics.conformance_checks import (
     t2_identity,
     t3_t5,
 )
-from numerics.conformance_protocol import Adapter, Draw, Extraction, ExtractionError, draw_strategy, extract_checked
+from numerics.conformance_protocol import (
+    Adapter,
+    Draw,
+    Extraction,
+    ExtractionError,
+    check_finite_parameters,
+    draw_strategy,
+    extract_checked,
+)
 from numerics.errors import ConnwalkError, ParameterError, ShapeError
 from theory.rounding import FAILS, HOLDS, UNDECIDED
 
@@ -453,6 +461,7 @@ def check_attention(
     ):
         if isinstance(v, bool) or not isinstance(v, int) or v < lo:
             raise ParameterError(f"expected an integer ≥ {lo}, got {v!r}", argument=nm)
+    check_finite_parameters(module)
     ad = adapter if adapter is not None else adapter_for(module, layers=layers)
     if ad.max_length is not None:
         max_length = min(max_length, int(ad.max_length))

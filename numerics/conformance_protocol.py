@@ -11,7 +11,8 @@ from dataclasses import dataclass
 
 import torch
 
-from numerics.errors import ConnwalkError, MemoryBudgetError, ModelError, ShapeError
+from numerics.errors import ConnwalkError, MemoryBudgetError, ModelError, NonFiniteError, ShapeError
+from numerics.validate import check_finite
 
 __all__ = [
     "Draw",
@@ -135,6 +136,12 @@ class Extraction:
             raise ShapeError(
                 f"expected ({B}, {n}, {self.W_O.shape[1]}), got {tuple(self.output.shape)}", argument="output"
             )
+        # the claimed factors are the module's parameters: a NaN/inf there is bad input, not a verdict
+        # (what the module computes from finite parameters, A and its output, is judged instead)
+        for nm in ("W_O", "W_V", "b_V", "b_O"):
+            v = getattr(self, nm)
+            if isinstance(v, torch.Tensor):
+                check_finite(nm, v)
         return self
 
 
@@ -254,3 +261,16 @@ def extract_checked(ad: Adapter, d: Draw, name: str) -> list[Extraction]:
     if not isinstance(exs, list) or not exs or not all(isinstance(e, Extraction) for e in exs):
         raise ShapeError(f"{name}'s adapter returned {type(exs).__name__}, not a list of Extraction", argument="module")
     return exs
+
+
+def check_finite_parameters(module) -> None:
+    """A NaN/inf in a module's parameters or floating buffers is bad input, refused before any draw:
+    :class:`~numerics.errors.NonFiniteError` naming ``module`` and the parameter."""
+    if not isinstance(module, torch.nn.Module):
+        return
+    named = list(module.named_parameters()) + [(n, b) for n, b in module.named_buffers() if b.is_floating_point()]
+    for nm, p in named:
+        with torch.no_grad():
+            bad = int((~torch.isfinite(p)).sum())
+        if bad:
+            raise NonFiniteError(f"its parameter {nm} contains {bad} NaN/inf entries", argument="module")

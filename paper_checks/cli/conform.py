@@ -1,7 +1,8 @@
 r"""``connwalk conform MODULE_OR_MODEL``: the conformance kit (:mod:`numerics.conformance`) as a command,
 for a CI step in another repository. Prints the conformance table (one row per draw and layer: T2's
-identity, T3's and T5's hypotheses) and exits 0 (conforms), 1 (a draw fails T2; the shrunk
-counterexample under the table) or 2 (bad input, one line on stderr): :data:`DESCRIPTION` and
+identity, T3's and T5's hypotheses) and exits 0 (conforms), 1 (a draw fails T2 or one of its
+hypotheses; the shrunk counterexample under the table), 2 (bad input, one line on stderr) or 3 (no
+draw fails, but one is undecided at the module's rounding): :data:`DESCRIPTION` and
 :data:`EPILOG` are the ``--help`` text, written for the terminal.
 
 This module imports only the standard library (and :mod:`numerics.errors`): ``conform --help`` and
@@ -87,15 +88,22 @@ failing draw shrunk to a minimal one (batch, length, masks, layer, worst
 token). The same --seed and --examples draw the same inputs again, so the
 same command reproduces it."""
 
+# the command's exit status for each verdict of the kit (numerics.conformance.ConformanceReport.verdict)
+EXIT_CODES = {"conforms": 0, "fails": 1, "hypothesis fails": 1, "undecided": 3}
+
 EPILOG = """\
 exit status:
-  0  the module conforms: no draw fails T2 (undecided draws are reported)
-  1  a draw fails T2; the shrunk counterexample is printed under the table
+  0  the module conforms: every draw holds T2 and its hypotheses
+  1  a draw fails T2's identity (the shrunk counterexample is printed
+     under the table) or one of its hypotheses (nonnegative,
+     row-stochastic attention: the table names it)
   2  bad input, with one line on stderr: an option out of range, a --json
      file that cannot be written, a target that does not import or is not
      an attention module, a factory or class that raises or needs
      arguments, a model or draw over the memory budget (environment
      variable CONNWALK_MEMORY_BUDGET, e.g. 8G)
+  3  undecided: no draw fails, but one is within the rounding error of
+     its bound (neither holds nor fails at the module's precision)
 
 example (a CI step):
   connwalk conform mypkg.attention:build --examples 50 --json conform.json"""
@@ -311,7 +319,8 @@ def _with_progress(adapter, progress, examples: int):
 
 # ------------------------------------------------------------------ run
 def run(args) -> int:
-    """``connwalk conform`` for parsed ``args``: 0 conforms, 1 fails T2; bad input raises a
+    """``connwalk conform`` for parsed ``args``: 0 conforms, 1 fails T2 or a hypothesis of T2, 3
+    undecided (:data:`EXIT_CODES`); bad input raises a
     :class:`ConnwalkError` naming the option, the environment variable or ``MODULE_OR_MODEL`` as the
     user typed it (never a field of the kit), before any work."""
     check_options(args)
@@ -332,7 +341,7 @@ def run(args) -> int:
     if args.json:
         _write_json(args.json, rep.as_dict())
     sys.stdout.flush()
-    return 0 if rep.conforms else 1
+    return EXIT_CODES[rep.verdict]
 
 
 def _check(args, obj, progress):

@@ -21,7 +21,8 @@ from numerics.conformance import (
     assert_conforms,
     check_attention,
 )
-from numerics.errors import ConnwalkError, ParameterError, UnsupportedArchitectureError
+from numerics.conformance_adapters import MHAAdapter
+from numerics.errors import ConnwalkError, NonFiniteError, ParameterError, UnsupportedArchitectureError
 
 
 # --------------------------------------------------------------------------- user modules
@@ -323,6 +324,23 @@ def test_malformed_extraction_is_named():
     with pytest.raises(Exception) as ei:
         check_attention(Bad())
     assert getattr(ei.value, "argument", None) == "values"
+
+
+@pytest.mark.parametrize(
+    "param,field", [("out_proj.weight", "W_O"), ("in_proj_weight", "W_V"), ("out_proj.bias", "b_O")]
+)
+def test_non_finite_parameters_are_bad_input_not_a_verdict(param, field):
+    torch.manual_seed(0)
+    mha = torch.nn.MultiheadAttention(8, 2, batch_first=True).double()
+    with torch.no_grad():
+        t = mha.get_parameter(param)
+        t.view(-1)[-1] = float("nan")  # the last row of in_proj_weight is a value row
+    with pytest.raises(NonFiniteError) as ei:
+        check_attention(mha, examples=2, hypotheses=False)
+    assert ei.value.argument == "module" and param in str(ei.value) and "NaN" in str(ei.value)
+    with pytest.raises(NonFiniteError) as ei:  # the claimed factors, also when an adapter builds them
+        check_attention(MHAAdapter(mha), examples=2, hypotheses=False)
+    assert ei.value.argument == field
 
 
 def test_report_table_and_dict():

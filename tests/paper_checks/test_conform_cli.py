@@ -1,5 +1,5 @@
 """``connwalk conform MODULE_OR_MODEL``: exit 0 on a conforming module, 1 on a violation (with the
-shrunk counterexample), 2 with one line on stderr for bad input."""
+shrunk counterexample) or a failed hypothesis, 2 with one line on stderr for bad input, 3 undecided."""
 
 from __future__ import annotations
 
@@ -56,6 +56,12 @@ FACTORIES = textwrap.dedent(
     class NeedsArguments(torch.nn.MultiheadAttention):
         pass
 
+    def sink():
+        """A null key (rows over the real keys sum to less than one): the identity holds, the
+        row-stochastic hypothesis of T2 does not."""
+        torch.manual_seed(0)
+        return torch.nn.MultiheadAttention(8, 2, batch_first=True, add_zero_attn=True).double()
+
     MODULE = good()
     '''
 )
@@ -84,6 +90,20 @@ def test_conforming_factory_exits_0_and_writes_json(factories, capsys):
     data = json.loads(js.read_text())
     assert data["conforms"] is True and len(data["draws"]) == 4
     assert main(["conform", "user_factories:MODULE", "--examples", "2"]) == 0  # an attribute, not a factory
+
+
+def test_hypothesis_failure_exits_1_and_names_the_hypothesis(factories, capsys):
+    assert main(["conform", "user_factories:sink", "--examples", "3"]) == 1
+    assert "row-stochastic" in capsys.readouterr().out
+
+
+def test_every_verdict_of_the_kit_has_an_exit_code():
+    from numerics.conformance import VERDICTS
+    from paper_checks.cli.conform import EXIT_CODES
+
+    assert set(EXIT_CODES) == set(VERDICTS)
+    assert EXIT_CODES["conforms"] == 0 and EXIT_CODES["undecided"] not in (0, 1, 2)
+    assert EXIT_CODES["fails"] == EXIT_CODES["hypothesis fails"] == 1
 
 
 def test_violation_exits_1_with_counterexample(factories, capsys):
