@@ -44,10 +44,11 @@ from paper_checks import inference as I
 from paper_checks import laplacian_stats as LS
 from paper_checks.formatting import fmt, fmt_ci, fmt_sig, md_row, md_rule
 from paper_checks.measure import spread_layers
+from paper_checks.names import LAP_ALIASES, LAP_CLAIM
 from paper_checks.verdict import NOT_REPRODUCED, StatResult
 
-CLAIM = "LAP"
-ALIASES = ("LAPLACIAN",)
+CLAIM = LAP_CLAIM
+ALIASES = LAP_ALIASES
 NAME = "LAP"
 
 STATEMENT = (

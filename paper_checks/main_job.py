@@ -15,7 +15,6 @@ streams all derive from it.
 
 from __future__ import annotations
 
-import os
 import sys
 import time
 from dataclasses import dataclass, field
@@ -23,17 +22,22 @@ from pathlib import Path
 
 import torch
 
-from numerics.errors import ConnwalkError, ModelError, ModelNotInstalledError, ShapeError
+from numerics.errors import ConnwalkError, ModelError, ShapeError
 from numerics.models import registry
 from paper_checks import claims as C
 from paper_checks import e5, e6, synthetic
 from paper_checks import laplacian_check as LAP
 from paper_checks.measure import measure
+from paper_checks.names import (  # UnknownClaimError: re-exported, the job's claim error
+    CLAIMS,
+    UnknownClaimError,  # noqa: F401
+    check_claims,
+    check_model_name,
+)
 from paper_checks.progress import stage_bar, ticker
 from paper_checks.report import check_out_dir, write_report
 from paper_checks.verdict import StatResult
 
-CLAIMS = ("E1", "E2", "E3", "E4", "E5", "E6", LAP.CLAIM)
 EMBEDDED = ("minilm", "smollm2-135m")
 SCALE_SET = ("mpnet-base", "gemma3-270m")
 EXTERNAL = {"E5": e5, "E6": e6}
@@ -61,10 +65,6 @@ def as_option_error(exc: ConnwalkError) -> ConnwalkError:
     if exc.argument and msg.startswith(f"{exc.argument}: "):
         msg = msg[len(exc.argument) + 2 :]
     return type(exc)(msg, argument=opt)
-
-
-class UnknownClaimError(ConnwalkError, ValueError):
-    """A claim id that is not one of E1..E6."""
 
 
 @dataclass
@@ -99,74 +99,10 @@ class JobConfig:
         }
 
 
-def check_claims(claims) -> list[str]:
-    out = []
-    for c in claims:
-        cu = str(c).strip().upper()
-        cu = LAP.CLAIM if cu in LAP.ALIASES else cu
-        if cu not in CLAIMS:
-            raise UnknownClaimError(f"unknown claim {c!r}; known claims: {', '.join(CLAIMS)}", argument="--claims")
-        if cu not in out:
-            out.append(cu)
-    if not out:
-        raise UnknownClaimError("no claims requested", argument="--claims")
-    return out
-
-
 def default_models() -> list[str]:
     """The embedded checkpoints plus every scale-set model whose packages are installed."""
     have = set(registry.available())
     return list(EMBEDDED) + [m for m in SCALE_SET if m in have]
-
-
-def check_model_name(name) -> str:
-    """Refuse a ``--models`` entry before any work (no loading): unknown names, missing files,
-    checkpoints whose package is not installed, and ``random:*`` (the null models are added
-    automatically for every model)."""
-    if not isinstance(name, str) or not name.strip():
-        raise ModelError(f"expected a model name, got {name!r}", argument="--models")
-    if name.startswith("random:"):
-        raise ModelError(
-            f"{name!r}: null models random:<name> are run automatically for every model; pass the "
-            f"trained model ({name[7:]!r})",
-            argument="--models",
-        )
-    if synthetic.is_synthetic(name):
-        key = name.removeprefix("synthetic:")
-        if key not in synthetic.CONFIGS:
-            raise ModelError(
-                f"unknown synthetic model {name!r}; known: {', '.join('synthetic:' + k for k in synthetic.CONFIGS)}",
-                argument="--models",
-            )
-        return name
-    if name.startswith("tiny:"):
-        fams = ("bert", "llama", "gpt2", "gemma3", "mpnet")
-        if name[5:] not in fams:
-            raise ModelError(
-                f"unknown tiny family {name!r}; known: {', '.join('tiny:' + f for f in fams)}", argument="--models"
-            )
-        return name
-    known = registry.known()
-    if name in known:
-        if name not in registry.available():
-            raise ModelNotInstalledError(
-                f"{name!r} is not installed; install it with: {known[name]}", argument="--models"
-            )
-        return name
-    p = Path(os.path.expanduser(name))
-    if p.suffix.lower() == ".gguf":
-        if not p.is_file():
-            raise ModelError(f"{str(p)!r}: no such GGUF file", argument="--models")
-        return name
-    if p.is_dir():
-        if not (p / "config.json").is_file():
-            raise ModelError(f"{str(p)!r}: not a Hugging Face model directory (no config.json)", argument="--models")
-        return name
-    raise ModelError(
-        f"unknown model {name!r}: use one of {', '.join(known)}, a local Hugging Face directory, a "
-        ".gguf file or synthetic:<cfg>",
-        argument="--models",
-    )
 
 
 def context_length(name: str) -> int | None:

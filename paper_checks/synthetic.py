@@ -24,40 +24,16 @@ Names understood by :func:`load`: ``synthetic:enc``, ``synthetic:dec`` (small: d
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
 import torch
 
 from numerics.attention import AttentionWeights, attention_probs, head_factors
 from numerics.errors import ModelError, SequenceTooLongError, ShapeError
 from numerics.models.base import LayerCapture
+from paper_checks.names import SYNTHETIC_CONFIGS as CONFIGS
+from paper_checks.names import SyntheticConfig, is_synthetic  # noqa: F401 (re-exported)
 
 F64 = torch.float64
-
-
-@dataclass
-class SyntheticConfig:
-    kind: str = "encoder"
-    d: int = 32
-    n_heads: int = 4
-    n_layers: int = 6
-    vocab: int = 97
-    max_length: int = 256
-    isometric: bool = True
-    gain: float = 0.7
-    content_decay: float | None = 0.5
-    pos_strength: float = 1.0
-    pos_width: float = 3.0
-    trained: bool = True
-
-
-CONFIGS = {
-    "enc": SyntheticConfig(kind="encoder"),
-    "dec": SyntheticConfig(kind="decoder"),
-    "enc-large": SyntheticConfig(kind="encoder", d=64, n_heads=8, n_layers=9, content_decay=0.3),
-    "dec-large": SyntheticConfig(kind="decoder", d=64, n_heads=8, n_layers=9, content_decay=0.3),
-    "frozen": SyntheticConfig(kind="encoder", content_decay=None),
-}
 
 
 class SyntheticHandle:
@@ -156,10 +132,6 @@ class SyntheticHandle:
                     mask=torch.ones(B, n, dtype=torch.bool),
                 )
             X = X + Y
-
-
-def is_synthetic(name: str) -> bool:
-    return name.removeprefix("random:").startswith("synthetic:")
 
 
 def load(name: str, *, seed: int = 0, dtype: torch.dtype = F64) -> SyntheticHandle:

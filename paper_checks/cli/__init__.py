@@ -14,9 +14,10 @@ The command-line front ends live together in this package: this module (the ``co
 
 ``--help`` (of the command and of every subcommand), a misspelt option and every out-of-range value answer
 without importing torch, SymPy or transformers: the parsers and the option bounds (:data:`OPTIONS`) are
-standard library only, and each command imports its work after those checks (on a terminal, a first line
-on stderr says what it is loading); model names and claims are checked against the registry (which needs
-torch) after that, still before any work. :func:`main` restores what it changes in the process (torch threads,
+standard library only, and so are the claim and model names they are checked against
+(:mod:`paper_checks.names`, :mod:`numerics.models.names`: the lists the job and the registry import);
+each command imports its work after those checks (on a terminal, a first line on stderr says what it is
+loading). :func:`main` restores what it changes in the process (torch threads,
 default dtype, RNG states, warning filters: :func:`paper_checks.cli.parser.preserved_state`).
 
 Exit status: 0 success; 2 bad input (unknown claim / model, corpus too short, an ``--out`` that is a
@@ -38,6 +39,7 @@ from numerics.errors import ConnwalkError
 from paper_checks.cli import conform as conform_cli
 from paper_checks.cli import patterns as patterns_cli
 from paper_checks.cli.parser import IntOption, OptionTable, Parser, Progress, preserved_state, readdress
+from paper_checks.names import CLAIMS, check_claims, check_model_name
 
 #: the shortest ``--length``: on ``n ≤ 1/SINK_TAU`` tokens a uniform walk (what a random-init null model
 #: nearly is) gives every key the mass ``1/n ≥ SINK_TAU``, so every position is a sink and the sink-aware
@@ -45,8 +47,8 @@ from paper_checks.cli.parser import IntOption, OptionTable, Parser, Progress, pr
 #: parser imports no torch (a test holds the two equal).
 MIN_LENGTH = 6
 
-#: the claim names ``--claims`` lists in its help (``paper_checks.main_job.CLAIMS``; a test holds them equal)
-CLAIM_NAMES = ("E1", "E2", "E3", "E4", "E5", "E6", "LAP")
+#: the claim names ``--claims`` lists in its help (:data:`paper_checks.names.CLAIMS`, the job's list)
+CLAIM_NAMES = CLAIMS
 
 #: the declared kinds of the numeric options of ``paper-checks`` and ``analyze`` (checked before any
 #: heavy import; standard library only)
@@ -84,22 +86,15 @@ def _common(p: argparse.ArgumentParser) -> None:
     )
 
 
-def check_light_options(args) -> None:
-    """The numeric bounds and ``--out`` (standard library and numpy: no torch is imported)."""
+def check_options(args) -> None:
+    """Every option of ``paper-checks`` / ``analyze`` before any work (raises naming the option as
+    typed): the numeric bounds, ``--out``, the claims and the model names (standard library and
+    numpy: no torch is imported)."""
     from paper_checks.report import check_out_dir
 
     OPTIONS.validate(OPTIONS.values(args))
     if args.out is not None:
         check_out_dir(args.out)
-
-
-def check_options(args) -> None:
-    """Every option of ``paper-checks`` / ``analyze`` before any work (raises naming the option): the
-    numeric bounds and ``--out`` first (standard library and numpy only), then the claim and model
-    names (these read the model registry, which imports torch)."""
-    check_light_options(args)
-    from paper_checks.main_job import check_claims, check_model_name
-
     if args.claims is not None:
         check_claims(args.claims)
     if args.command == "paper-checks":
@@ -188,13 +183,13 @@ def main(argv: list[str] | None = None) -> int:
 def _run(parser, args) -> int:
     try:
         if args.command in ("paper-checks", "analyze"):
-            check_light_options(args)  # the bounds and --out before anything heavy is imported
+            check_options(args)  # every option, before anything heavy is imported
             progress = Progress(f"connwalk {args.command}", not args.no_progress)
             with contextlib.ExitStack() as stack:
                 progress.status("loading torch, the model registry and the job")
-                with progress.live():  # the status line ticks while torch loads and the names are checked
+                with progress.live():  # the status line ticks while torch loads
                     stack.enter_context(preserved_state())
-                    check_options(args)
+                    from paper_checks.main_job import run_job  # noqa: F401 (loaded under the status line)
                 import torch
 
                 torch.set_num_threads(args.threads)
@@ -212,7 +207,7 @@ def _run(parser, args) -> int:
 
 
 def _job(args) -> int:
-    from paper_checks.main_job import CLAIMS, default_models, run_job
+    from paper_checks.main_job import default_models, run_job
     from paper_checks.report import terminal_summary, verdict_table
 
     if args.command == "paper-checks":

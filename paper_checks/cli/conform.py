@@ -5,9 +5,9 @@ hypotheses; the shrunk counterexample under the table), 2 (bad input, one line o
 draw fails, but one is undecided at the module's rounding): :data:`DESCRIPTION` and
 :data:`EPILOG` are the ``--help`` text, written for the terminal.
 
-This module imports only the standard library (and :mod:`numerics.errors`): ``conform --help`` and
-every option error answer without torch. :func:`run` checks every option first (bounds, ``--json``'s
-location), then imports the kit, checks ``--max-length`` × ``--max-batch`` against the memory budget,
+This module imports only the standard library (and :mod:`numerics.errors`, :mod:`numerics.models.names`):
+``conform --help`` and every option error answer without torch. :func:`run` checks every option first
+(bounds, ``--json``'s location, a model name, directory or ``.gguf`` path as the registry would), then imports the kit, checks ``--max-length`` × ``--max-batch`` against the memory budget,
 resolves the target and runs the kit, reporting each layer's progress on a terminal's stderr.
 """
 
@@ -23,6 +23,7 @@ import sys
 import tempfile
 
 from numerics.errors import ConnwalkError, MemoryBudgetError, ModelError, ParameterError
+from numerics.models.names import check_loadable
 from paper_checks.cli.parser import IntOption, OptionTable, Progress, preserved_state, readdress
 
 _FACTORY = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
@@ -176,6 +177,7 @@ def check_options(args) -> None:
     for i in args.layers or []:
         IntOption(lo=0).check("--layers", i)
     check_json_path(args.json)
+    check_model_target(args.target)
 
 
 # ------------------------------------------------------------------ memory (after the kit is loaded)
@@ -227,11 +229,34 @@ def check_draw_memory(args, obj=None) -> None:
 
 
 # ------------------------------------------------------------------ the target
+def names_a_module(target: str) -> bool:
+    """``package.module:attribute`` (not a model name with a ``random:`` / ``tiny:`` / ``synthetic:``
+    prefix, not an existing path); anything else is a model name for the registry."""
+    head = target.split(":", 1)[0]
+    return bool(_FACTORY.match(target)) and head not in _REGISTRY_PREFIXES and not os.path.exists(target)
+
+
+def as_target_error(target: str, exc: ConnwalkError) -> ConnwalkError:
+    """A registry error about ``target`` addressed to ``MODULE_OR_MODEL`` (same type, its message after
+    the registry's parameter name)."""
+    return type(exc)(f"{target}: {str(exc).split(': ', 1)[-1]}", argument=TARGET)
+
+
+def check_model_target(target: str) -> None:
+    """A model name, HF directory or ``.gguf`` path refused as the registry would refuse it, from the
+    names alone (:func:`numerics.models.names.check_loadable`, standard library: before torch loads)."""
+    if names_a_module(target):
+        return
+    try:
+        check_loadable(target)
+    except ConnwalkError as exc:
+        raise as_target_error(target, exc) from None
+
+
 def resolve(target: str, dtype: str = "float32"):
     """The object ``target`` names (``--help``); every failure is a :class:`ConnwalkError` naming
     ``MODULE_OR_MODEL``. A class is instantiated when its constructor needs no arguments."""
-    head = target.split(":", 1)[0]
-    if _FACTORY.match(target) and head not in _REGISTRY_PREFIXES and not os.path.exists(target):
+    if names_a_module(target):
         mod_name, attr = target.split(":")
         try:
             mod = importlib.import_module(mod_name)
@@ -255,7 +280,7 @@ def resolve(target: str, dtype: str = "float32"):
     try:
         return load(target, dtype=getattr(torch, dtype), device="cpu")
     except ConnwalkError as exc:
-        raise type(exc)(f"{target}: {str(exc).split(': ', 1)[-1]}", argument=TARGET) from None
+        raise as_target_error(target, exc) from None
     except MemoryError:
         raise MemoryBudgetError(f"{target}: the model does not fit in memory", argument=TARGET) from None
 

@@ -200,3 +200,36 @@ def test_device_map_with_disk_offload(bert_dir, tmp_path, monkeypatch):
     ref = load(str(bert_dir), dtype=torch.float32, device="cpu")
     for a, b in zip(h.layers(ids), ref.layers(ids)):
         assert torch.equal(a.W_V, b.W_V) and torch.equal(a.A, b.A)
+
+
+# ------------------------------------------------------------------ the stdlib-only name check
+BAD_NAMES = ["no-such-model", "random:no-such", "tiny:nosuch", "random:tiny:llama", "", "{tmp}/m.gguf", "{tmp}/d"]
+
+
+@pytest.mark.parametrize("name", BAD_NAMES + ["ghost", "random:ghost"])
+def test_the_name_check_refuses_as_load_does(name, tmp_path, monkeypatch):
+    """``names.check_loadable`` (what the CLI runs before torch loads) raises what ``load`` raises for
+    the same name: same type, same message."""
+    from numerics.errors import ConnwalkError
+    from numerics.models.names import check_loadable
+
+    ghost = Checkpoint("ghost", ("connwalk-no-such-package==1.0",), "connwalk_no_such_package", "hf_dir", "model", "x")
+    monkeypatch.setitem(CHECKPOINTS, "ghost", ghost)
+    (tmp_path / "d").mkdir()
+    name = name.replace("{tmp}", str(tmp_path))
+    with pytest.raises(ConnwalkError) as heavy:
+        load(name, device="cpu")
+    with pytest.raises(ConnwalkError) as light:
+        check_loadable(name)
+    assert (type(light.value), str(light.value)) == (type(heavy.value), str(heavy.value))
+
+
+def test_the_name_check_accepts_what_load_loads(bert_dir):
+    """The name check is no blanket refusal: names ``load`` accepts pass it (registered, random null,
+    tiny family, a model directory)."""
+    from numerics.models.names import check_loadable
+
+    for name in ["minilm", "random:minilm", "smollm2-135m", "tiny:llama", "tiny:gemma3", str(bert_dir)]:
+        assert check_loadable(name) is None
+    load("tiny:llama", device="cpu")
+    load(str(bert_dir), device="cpu")

@@ -102,16 +102,51 @@ def test_help_imports_no_torch_sympy_transformers(sub):
         (["patterns", "--out", "{tmp}/p", "--t-final", "0.01"], "--t-final"),
         (["paper-checks", "--out", "/proc/connwalk-report"], "--out"),
         (["analyze", "minilm", "--out", "/proc/connwalk-report"], "--out"),
+        # misspelt names: checked against the stdlib-only lists (paper_checks.names, numerics.models.names)
+        (["paper-checks", "--out", "{tmp}/o", "--models", "nosuch"], "--models: unknown model 'nosuch'"),
+        (["paper-checks", "--out", "{tmp}/o", "--models", "minilm", "tiny:nosuch"], "--models: unknown tiny family"),
+        (["paper-checks", "--out", "{tmp}/o", "--models", "synthetic:nosuch"], "--models: unknown synthetic model"),
+        (["paper-checks", "--out", "{tmp}/o", "--models", "random:minilm"], "--models: 'random:minilm': null models"),
+        (["paper-checks", "--out", "{tmp}/o", "--models", "{tmp}/m.gguf"], "--models: '{tmp}/m.gguf': no such GGUF"),
+        (["paper-checks", "--out", "{tmp}/o", "--claims", "E9"], "--claims: unknown claim 'E9'; known claims: E1"),
+        (["paper-checks", "--out", "{tmp}/o", "--claims", "laplacian", "E9"], "--claims: unknown claim 'E9'"),
+        (["analyze", "nosuch"], "error: model: unknown model 'nosuch'"),
+        (["analyze", "random:minilm"], "error: model: 'random:minilm': null models"),
+        (["analyze", "synthetic:enc", "--claims", "E1", "E9"], "--claims: unknown claim 'E9'"),
+        (["conform", "nosuch-model"], "MODULE_OR_MODEL: nosuch-model: unknown model 'nosuch-model'"),
+        (["conform", "tiny:nosuch"], "MODULE_OR_MODEL: tiny:nosuch: no tiny config for 'nosuch'"),
+        (["conform", "random:nosuch"], "MODULE_OR_MODEL: random:nosuch: unknown model 'nosuch'"),
+        (["conform", "{tmp}/m.gguf"], "MODULE_OR_MODEL: {tmp}/m.gguf: {tmp}/m.gguf: no such GGUF file"),
     ],
 )
 def test_argument_errors_exit_2_with_one_line_and_no_heavy_import(argv, needle, tmp_path):
     argv = [a.replace("{tmp}", str(tmp_path)) for a in argv]
+    needle = needle.replace("{tmp}", str(tmp_path))
     r, mods = _importtime(argv, cwd=tmp_path)
     assert r.returncode == 2, (r.stdout, r.stderr)
     lines = [line for line in r.stderr.splitlines() if line.strip()]
     assert len(lines) == 1 and needle in lines[0], lines
     assert not mods & set(HEAVY), sorted(mods & set(HEAVY))
     assert sorted(p.name for p in tmp_path.iterdir()) == []  # nothing written
+
+
+@pytest.mark.parametrize(
+    "argv, needle",
+    [
+        (["paper-checks", "--out", "{tmp}/o", "--models", "{tmp}/d"], "--models: '{tmp}/d': not a Hugging Face model"),
+        (["analyze", "{tmp}/d"], "model: '{tmp}/d': not a Hugging Face model directory"),
+        (["conform", "{tmp}/d"], "MODULE_OR_MODEL: {tmp}/d: {tmp}/d: not a Hugging Face model directory"),
+    ],
+)
+def test_a_directory_that_is_not_a_model_is_refused_without_heavy_import(argv, needle, tmp_path):
+    (tmp_path / "d").mkdir()
+    argv = [a.replace("{tmp}", str(tmp_path)) for a in argv]
+    r, mods = _importtime(argv, cwd=tmp_path)
+    assert r.returncode == 2, (r.stdout, r.stderr)
+    lines = [line for line in r.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and needle.replace("{tmp}", str(tmp_path)) in lines[0], lines
+    assert not mods & set(HEAVY), sorted(mods & set(HEAVY))
+    assert sorted(p.name for p in tmp_path.rglob("*")) == ["d"]  # nothing written
 
 
 FACTORIES = textwrap.dedent(
@@ -214,9 +249,25 @@ def test_the_state_check_sees_a_change(meddling):
 def test_spelt_out_constants_equal_their_homes():
     from numerics.classify import MIN_SAMPLES
     from paper_checks.cli import patterns
-    from paper_checks.main_job import CLAIMS
     from paper_checks.stats import SINK_TAU
 
     assert int(1 / SINK_TAU) + 1 == cli.MIN_LENGTH
-    assert tuple(cli.CLAIM_NAMES) == tuple(CLAIMS)
     assert patterns.MIN_SAMPLES == MIN_SAMPLES
+
+
+def test_the_name_lists_have_one_home():
+    """The CLI checks names against the very lists the job, the registry and the model modules use (the
+    stdlib-only name modules), not against copies."""
+    from numerics.models import names as model_names
+    from numerics.models import registry, tiny
+    from paper_checks import laplacian_check, main_job, synthetic
+    from paper_checks import names as job_names
+
+    assert cli.CLAIM_NAMES is main_job.CLAIMS is job_names.CLAIMS
+    assert main_job.check_claims is job_names.check_claims is cli.check_claims
+    assert main_job.check_model_name is job_names.check_model_name is cli.check_model_name
+    assert (laplacian_check.CLAIM, laplacian_check.ALIASES) == (job_names.LAP_CLAIM, job_names.LAP_ALIASES)
+    assert laplacian_check.CLAIM in job_names.CLAIMS
+    assert synthetic.CONFIGS is job_names.SYNTHETIC_CONFIGS
+    assert registry.CHECKPOINTS is model_names.CHECKPOINTS
+    assert tiny.TINY_FAMILIES is model_names.TINY_FAMILIES
