@@ -83,7 +83,7 @@ def report_manifest(p: Path) -> set[str] | None:
     suite (no ``results.json`` with :data:`SCHEMA`).
 
     Reports since the manifest list their files in ``results.json["files"]``; an older report's are
-    its fixed files plus the figures its ``report.md`` shows (``![f](f)``). Only plain names in ``p``
+    its fixed files plus the figures its ``report.md`` shows (``![f](f)`` or ``![caption](f)``). Only plain names in ``p``
     count (a listed ``../x`` or ``a/b`` is ignored, never deleted)."""
     try:
         with open(p / "results.json", encoding="utf-8") as fh:
@@ -101,7 +101,8 @@ def report_manifest(p: Path) -> set[str] | None:
             md = (p / "report.md").read_text(encoding="utf-8")
         except (OSError, ValueError):
             md = ""
-        names |= {m.group(1) for m in re.finditer(r"!\[([^\]]*)\]\(\1\)", md)}
+        # the images report.md shows: ![f](f) in the oldest reports, ![caption](f) since captions
+        names |= {m.group(1) for m in re.finditer(r"!\[[^\]]*\]\(([^)\s]+)\)", md)}
     return {n for n in names if _plain_name(n)} | {"results.json"}
 
 
