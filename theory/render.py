@@ -145,6 +145,16 @@ def theorem_markdown(t) -> str:
         lines.append("")
         for q, note in enumerate(t.notes):
             lines.append(f"- {note}{_tested(f'{t.id}.note{q}')}")
+    if t.sharpness:
+        lines.append("")
+        lines.append("**Sharpness**")
+        lines.append("")
+        for sh in t.sharpness:
+            what = "sharpness witness" if sh.sharp else "not sharp"
+            lines.append(
+                f"- {what} `{sh.id}` of `{sh.of}` (bound `{sh.bound}`, exact check `{sh.check}` of "
+                f"`theory/oracles/sharpness.py`): {sh.text}"
+            )
     lines.append("")
     lines.append(
         # the public import path: theory.derivations re-exports the derive_* of its submodules

@@ -191,6 +191,28 @@ class Witness:
 
 
 @dataclass(frozen=True)
+class Sharpness:
+    """A sharpness witness of one bound the registry states: exact data (``instance``, as a
+    :class:`Witness`'s) on which the bound ``bound`` (a param of the statement ``of``: a conclusion,
+    a hypothesis or a note ``"T3.note0"``) is attained, judged by the exact check ``check`` of
+    :mod:`theory.oracles.sharpness` against the bound *as the registry states it* (so a widened bound
+    fails). ``sharp=False``: the bound is not sharp; the instance shows the best constant found and
+    ``statement`` says so. ``statement``: context text, its data ``«key»`` filled from ``instance``."""
+
+    id: str
+    of: str
+    bound: str
+    statement: str
+    instance: Mapping[str, Any]
+    check: str
+    sharp: bool = True
+
+    @property
+    def text(self) -> str:
+        return fill_data(self.statement, self.instance)
+
+
+@dataclass(frozen=True)
 class Hypothesis:
     id: str
     name: str

@@ -37,6 +37,7 @@ from ..theorem import Source, Theorem
 from .claims import CLAIMS
 from .conventions import CONVENTIONS  # the conventions (rendered first in THEOREMS.md)
 from .lemmas import LEMMAS
+from .sharpness import SHARPNESS
 from .spectral import SPECTRAL_THEOREMS
 from .walks import WALK_THEOREMS
 
@@ -234,6 +235,7 @@ def _scoped(t: Theorem) -> Theorem:
     return _replace(
         t,
         conclusions=tuple(cons),
+        sharpness=SHARPNESS.get(t.id, ()),
         general=general_fn,
         symbolic_tests=t.symbolic_tests + tuple(p for p in extra_sym if p not in t.symbolic_tests),
         numeric_tests=t.numeric_tests
