@@ -108,7 +108,11 @@ def theorem_markdown(t) -> str:
     lines.append("")
     for k, c in enumerate(t.conclusions, 1):
         lines.append(f"{k}. (`{c.id}`) {c.text}")
-        plain = {k: v for k, v in c.params.items() if k not in c.formulas and k not in c.tolerances}
+        plain = {
+            k: v
+            for k, v in c.params.items()
+            if k not in c.formulas and k not in c.tolerances and not getattr(v, "is_assertion", False)
+        }
         if c.predicate:
             lines.append(
                 f"   - predicate `{c.predicate}`"

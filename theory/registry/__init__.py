@@ -34,6 +34,7 @@ from ..derivations import general as _gen
 from ..errors import UnknownTheoremError
 from ..statements import Claim, Conclusion, Hypothesis, Witness
 from ..theorem import Source, Theorem
+from .assertions import ASSERTIONS
 from .claims import CLAIMS
 from .conventions import CONVENTIONS  # the conventions (rendered first in THEOREMS.md)
 from .lemmas import LEMMAS
@@ -205,17 +206,23 @@ IMPLEMENTATION_TESTS: dict[str, tuple[str, ...]] = {
         "tests/numerics/test_conformance.py",  # the conformance kit: module(X) = W(X)·X + c on any module
     ),
     "T3": (
+        "tests/theory/test_discriminating.py",  # walks with a kernel and non-symmetric transports
         "tests/numerics/test_diagnose_dense.py",
         "tests/numerics/test_diagnose_checks.py",
         "tests/numerics/test_markov.py",
         "tests/numerics/test_graphs.py",
     ),
     "T4": (
+        "tests/theory/test_assertions.py",  # the claim words and their structure
         "tests/numerics/test_graphs.py",
         "tests/numerics/test_markov.py",
     ),
     "T5": ("tests/numerics/test_diagnose_dense.py", "tests/numerics/test_diagnose_checks.py"),
-    "T6": ("tests/numerics/test_patterns.py", "tests/numerics/test_t6_emergence.py"),
+    "T6": (
+        "tests/numerics/test_patterns.py",
+        "tests/numerics/test_t6_emergence.py",
+        "tests/theory/test_assertions.py",  # the note on the constant mode
+    ),
 }
 
 
@@ -229,6 +236,7 @@ def _scoped(t: Theorem) -> Theorem:
     cons = []
     for c in t.conclusions:
         scope, general = SCOPES[c.id]
+        c = c.with_params(**ASSERTIONS.get(c.id, {}))  # the claim words («iff», «suffices», ...)
         cons.append(_replace(c, scope=scope.replace("{sized}", _sized(t)), general=general))
     general_fn = _gen.GENERAL.get(t.id)
     extra_sym = _STATEMENT_TESTS + (_GENERAL_TESTS if general_fn is not None else ())
