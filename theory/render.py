@@ -149,6 +149,12 @@ def theorem_markdown(t) -> str:
         lines.append("")
         for q, note in enumerate(t.notes):
             lines.append(f"- {note}{_tested(f'{t.id}.note{q}')}")
+    if t.kind == "theorem" and not t.sharpness:
+        lines.append("")
+        lines.append(
+            "**Sharpness**: no interval, inequality or dimension bound is stated (identities and exact values "
+            "only); each tolerance has a near-miss and a near-hit in `tests/theory/test_near_misses.py`."
+        )
     if t.sharpness:
         lines.append("")
         lines.append("**Sharpness**")

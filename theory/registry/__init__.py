@@ -167,6 +167,7 @@ EVALUATED_BY_TESTS: dict[str, dict[str, tuple[str, str]]] = {
         "gqa": (f"{_FW_TESTS}::test_gqa_formula_is_the_kv_head_map", "against `numerics.attention.kv_head_map`"),
         "rank": (f"{_FW_TESTS}::test_head_rank_note", "on random narrow heads"),
         "narrow": (f"{_FW_TESTS}::test_head_rank_note", "on random narrow heads"),
+        "never": (f"{_FW_TESTS}::test_head_rank_note", "on random narrow heads: none is orthogonal"),
     },
     "T6.selection": {
         "velocity": (
