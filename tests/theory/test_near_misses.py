@@ -141,6 +141,15 @@ def _narrow_scaled(c, m):
     )
 
 
+def _tilt_kernel_space(c, m):
+    """``ker Δ = (𝟏 + m Aᵀ𝟏) ⊗ Fix(T)``: the stated kernel tilted by an angle of order ``m`` (the
+    column sums of ``A`` are not uniform), its dimension unchanged."""
+    f = c.params["kernel_space"]
+    ones, fix = f.rhs.args
+    A = sp.MatrixSymbol("A", F.n, F.n)
+    return c.with_params(kernel_space=f.edited(rhs=sp.KroneckerProduct(ones + sp.Float(m) * A.T * ones, fix)))
+
+
 def _miss_exact(c, m):
     return c.with_params(miss_exact=f"({c.params['miss_exact']}) + {m!r}")
 
@@ -174,6 +183,7 @@ NEAR = {
     "T5.laplacian/tol_spectrum": ("T5.laplacian", "tol_spectrum", head, _narrow_hi, "eigen"),
     "T5.spectrum/tol": ("T5.spectrum", "tol", head, _scale_rhs("on_fix"), "defective"),
     "T5.kernel/tol": ("T5.kernel", "tol", head, _shift_rhs("kernel", F.f_[F.a]), "rounding"),
+    "T5.kernel/tol_span": ("T5.kernel", "tol_span", head, _tilt_kernel_space, "defective"),
     "T6.fourier/tol": ("T6.fourier", "tol", ring, _scale_rhs("fourier"), "rounding"),
     "T6.selection/tol": ("T6.selection", "tol", ring, _scale_rhs("conjugate"), "rounding"),
     "T6.selection/tol_growth": ("T6.selection", "tol_growth", ring, _scale_rhs("growth"), "defective"),
@@ -278,7 +288,6 @@ NOT_PINNED = {
     "10⁴-fold loosening has a kernel basis accurate only to ε/σ, above the kernel tolerance: not separable",
     ("T3.kernel", "tol"): "no near-miss found: an edited parallel-section formula changes the dimension, "
     "which the rank threshold decides",
-    ("T5.kernel", "tol_span"): "no near-miss built yet",
 }
 
 
@@ -291,4 +300,4 @@ def test_every_tolerance_has_a_near_miss_or_a_near_hit():
     assert not missing, sorted(missing)
     by_object = {registry.get(cid[:2]).conclusion(cid).params[key].name for cid, key in pinned}
     every = {v.name for v in vars(FT).values() if isinstance(v, FT.Tolerance)}
-    assert every - by_object <= {"kernel_rank", "kernel", "span"}, sorted(every - by_object)
+    assert every - by_object <= {"kernel_rank", "kernel"}, sorted(every - by_object)
