@@ -70,6 +70,7 @@ def _widen(name: str, how: str):
         ),
         "dim ker = 2d": lambda: _Edited(st, kernel_dim=FL.kernel_dimension(2)),
         "n >= 3": lambda: _Edited(st, size=st.params["size"].edited(rel=sp.GreaterThan(FW.n, 3))),
+        "n >= 4": lambda: _Edited(st, size=st.params["size"].edited(rel=sp.GreaterThan(FW.n, 4))),
     }
     return sh, edits[how]()
 
@@ -88,6 +89,7 @@ WIDENED = [
     ("T5.non_orthogonal.sharp", "lo - 1"),
     ("T2.note0.sharp", "rank <= 2 d_h"),
     ("T4.causal.sharp", "n >= 3"),
+    ("T4.softmax.not_sharp", "n >= 4"),
 ]
 
 

@@ -147,24 +147,42 @@ def size_sharp(statement, sh) -> Verdict:
 
 
 def size_not_needed(statement, sh) -> Verdict:
-    """Not sharp: the witness has fewer tokens than the size bound admits, and every predicated
-    conclusion of T4 still holds on it (judged by their oracles with the registry's params)."""
+    """Not sharp: the witness has one token fewer than the smallest size the bound admits, and every
+    predicated conclusion of T4 still holds on it (judged by their oracles with the registry's
+    params); the bound is where the criterion has content: at the smallest admitted size the
+    witness's second instance (``X_at``, ``M_at``) is not reversible (Kolmogorov's cycle ratio ≠ 1)."""
     from ..registry import get
     from . import PREDICATES
 
     rel = statement.params[sh.bound]
-    inst = build(sh.instance)
+    m0 = _smallest(rel)
+    inst = build({k: v for k, v in sh.instance.items() if not k.endswith("_at")})
     n = inst["X"].shape[0]
-    below = not _admitted(rel, n)
+    below = n == m0 - 1  # right below the bound
+    at = build({"kind": "softmax", "X": sh.instance["X_at"], "M": sh.instance["M_at"]})
+    ratio = _cycle_ratio(at["X"], at["M"])
+    content = at["X"].shape[0] == m0 and abs(ratio - 1) > 1e-6
     t = get(statement.id.split(".")[0])
     vs = [PREDICATES[c.predicate](inst, c.params) for c in t.conclusions if c.predicate and c.id != "T4.causal"]
     held = [v for v in vs if v.applicable]
     return Verdict(
-        below and bool(held) and all(v.holds for v in held),
+        below and content and bool(held) and all(v.holds for v in held),
         0.0,
         0.0,
-        f"n = {n} below the bound: {below}; conclusions judged: {len(held)}, all hold: {all(v.holds for v in held)}",
+        f"n = {n}, one below the bound: {below}; conclusions judged: {len(held)}, all hold: "
+        f"{all(v.holds for v in held)}; at the bound a non-reversible attention (cycle ratio {ratio:.3f}): {content}",
     )
+
+
+def _cycle_ratio(X, M) -> float:
+    """Kolmogorov's ratio ``A_01 A_12 A_20 / (A_02 A_21 A_10)`` of the softmax attention (1 iff the
+    cycle 0 → 1 → 2 balances)."""
+    import numpy as np
+
+    S = X @ M @ X.T / np.sqrt(X.shape[1])
+    A = np.exp(S - S.max(1, keepdims=True))
+    A /= A.sum(1, keepdims=True)
+    return float(A[0, 1] * A[1, 2] * A[2, 0] / (A[0, 2] * A[2, 1] * A[1, 0]))
 
 
 CHECKS: dict[str, Callable[[Any, Any], Verdict]] = {

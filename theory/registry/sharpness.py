@@ -84,8 +84,15 @@ SHARPNESS: dict[str, tuple[Sharpness, ...]] = {
             "size",
             "not sharp: below the size bound every T4 conclusion still holds (any two tokens are affinely "
             "collinear, so every two-token softmax attention is reversible), e.g. $X = «X»$, $M = «M»$ "
-            "(not symmetric); the bound is where the criterion has content, and the best constant found is one token",
-            {"kind": "softmax", "X": [[1, 0], [0, 2]], "M": [[1, 2], [0, 1]]},
+            "(not symmetric); the bound is where the criterion has content: at its smallest size $X = «X_at»$, "
+            "$M = «M_at»$ gives a non-reversible attention; the best constant found for the conclusions is one token",
+            {
+                "kind": "softmax",
+                "X": [[1, 0], [0, 2]],
+                "M": [[1, 2], [0, 1]],
+                "X_at": [[1, 0], [0, 1], [1, 1]],
+                "M_at": [[0, 1], [-1, 0]],
+            },
             "size_not_needed",
             sharp=False,
         ),
