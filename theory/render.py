@@ -108,7 +108,11 @@ def theorem_markdown(t) -> str:
     lines.append("")
     for k, c in enumerate(t.conclusions, 1):
         lines.append(f"{k}. (`{c.id}`) {c.text}")
-        plain = {k: v for k, v in c.params.items() if k not in c.formulas and k not in c.tolerances}
+        plain = {
+            k: v
+            for k, v in c.params.items()
+            if k not in c.formulas and k not in c.tolerances and not getattr(v, "is_assertion", False)
+        }
         if c.predicate:
             lines.append(
                 f"   - predicate `{c.predicate}`"
@@ -145,6 +149,22 @@ def theorem_markdown(t) -> str:
         lines.append("")
         for q, note in enumerate(t.notes):
             lines.append(f"- {note}{_tested(f'{t.id}.note{q}')}")
+    if t.kind == "theorem" and not t.sharpness:
+        lines.append("")
+        lines.append(
+            "**Sharpness**: no interval, inequality or dimension bound is stated (identities and exact values "
+            "only); each tolerance has a near-miss and a near-hit in `tests/theory/test_near_misses.py`."
+        )
+    if t.sharpness:
+        lines.append("")
+        lines.append("**Sharpness**")
+        lines.append("")
+        for sh in t.sharpness:
+            what = "sharpness witness" if sh.sharp else "not sharp"
+            lines.append(
+                f"- {what} `{sh.id}` of `{sh.of}` (bound `{sh.bound}`, exact check `{sh.check}` of "
+                f"`theory/oracles/sharpness.py`): {sh.text}"
+            )
     lines.append("")
     lines.append(
         # the public import path: theory.derivations re-exports the derive_* of its submodules

@@ -190,6 +190,83 @@ class Witness:
         return replace(self, instance={**(self.instance or {}), **changes})
 
 
+#: words that assert (a sufficiency, a necessity, an equivalence, a universal): a registry text may
+#: carry them only through an :class:`Assertion` placeholder, never as free text
+ASSERTION_WORDS = (
+    "suffice",
+    "suffices",
+    "sufficient",
+    "necessary",
+    "always",
+    "never",
+    "iff",
+    "only if",
+    "implies",
+    "whatever",
+)
+
+#: how each kind of :class:`Assertion` is worded (``{premise}``: its first formula's premise)
+_ASSERTION_TEXT = {
+    "iff": "iff",
+    "only_if": "only if",
+    "suffices": "${premise}$ suffices",
+    "not_necessary": "${premise}$ is not necessary",
+    "never": "never",
+    "always": "always",
+}
+
+
+@dataclass(frozen=True)
+class Assertion:
+    """A claim word of a statement, generated from structured fields that
+    :mod:`theory.oracles.assertions` checks: ``suffices`` — ``formulas`` are conclusions carrying the
+    premise (rendered from the first one's premise); ``not_necessary`` — ``formulas`` are ``(a
+    sufficient formula, a witness formula without its premise)``; ``iff`` — ``formulas`` are the two
+    directions, each the other's premise (or ``witnesses``: necessity witnesses of the theorem for the
+    'only if', the statement's predicate for the 'if'); ``only_if`` — a formula with a premise;
+    ``never`` / ``always`` — a universal the statement's predicate (or, in a note, the test of
+    ``evaluated_by``) checks on every instance. A statement cites it as ``«name»``."""
+
+    kind: str
+    formulas: tuple[Any, ...] = ()
+    witnesses: tuple[str, ...] = ()
+    evaluated_by: str = ""
+
+    #: not a formula the statement states, nor a tolerance (``Conclusion.formulas`` leaves it out)
+    is_assertion = True
+
+    def markdown(self) -> str:
+        premise = ""
+        if "{premise}" in _ASSERTION_TEXT[self.kind]:
+            import sympy as sp
+
+            lhs, rhs = self.formulas[0].premises[0]
+            premise = sp.latex(sp.Eq(lhs, rhs, evaluate=False))
+        return _ASSERTION_TEXT[self.kind].format(premise=premise)
+
+
+@dataclass(frozen=True)
+class Sharpness:
+    """A sharpness witness of one bound the registry states: exact data (``instance``, as a
+    :class:`Witness`'s) on which the bound ``bound`` (a param of the statement ``of``: a conclusion,
+    a hypothesis or a note ``"T3.note0"``) is attained, judged by the exact check ``check`` of
+    :mod:`theory.oracles.sharpness` against the bound *as the registry states it* (so a widened bound
+    fails). ``sharp=False``: the bound is not sharp; the instance shows the best constant found and
+    ``statement`` says so. ``statement``: context text, its data ``«key»`` filled from ``instance``."""
+
+    id: str
+    of: str
+    bound: str
+    statement: str
+    instance: Mapping[str, Any]
+    check: str
+    sharp: bool = True
+
+    @property
+    def text(self) -> str:
+        return fill_data(self.statement, self.instance)
+
+
 @dataclass(frozen=True)
 class Hypothesis:
     id: str
@@ -229,7 +306,9 @@ class Conclusion:
         return {
             k: v
             for k, v in self.params.items()
-            if callable(getattr(v, "markdown", None)) and not getattr(v, "is_tolerance", False)
+            if callable(getattr(v, "markdown", None))
+            and not getattr(v, "is_tolerance", False)
+            and not getattr(v, "is_assertion", False)
         }
 
     @property

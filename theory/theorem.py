@@ -35,6 +35,8 @@ class Theorem:
     certificate_tests: tuple[str, ...] = ()
     numeric_tests: tuple[str, ...] = ()
     necessity_tests: tuple[str, ...] = ()
+    #: sharpness witnesses of the bounds its statements state (:class:`theory.statements.Sharpness`)
+    sharpness: tuple = ()
     extra: dict = field(default_factory=dict, compare=False)
     #: the derivation for symbolic sizes (``theory.derivations.general.general_<id>``), if any
     general: Callable[..., Derivation] | None = field(default=None, compare=False)

@@ -34,9 +34,11 @@ from ..derivations import general as _gen
 from ..errors import UnknownTheoremError
 from ..statements import Claim, Conclusion, Hypothesis, Witness
 from ..theorem import Source, Theorem
+from .assertions import ASSERTIONS
 from .claims import CLAIMS
 from .conventions import CONVENTIONS  # the conventions (rendered first in THEOREMS.md)
 from .lemmas import LEMMAS
+from .sharpness import SHARPNESS
 from .spectral import SPECTRAL_THEOREMS
 from .walks import WALK_THEOREMS
 
@@ -165,6 +167,7 @@ EVALUATED_BY_TESTS: dict[str, dict[str, tuple[str, str]]] = {
         "gqa": (f"{_FW_TESTS}::test_gqa_formula_is_the_kv_head_map", "against `numerics.attention.kv_head_map`"),
         "rank": (f"{_FW_TESTS}::test_head_rank_note", "on random narrow heads"),
         "narrow": (f"{_FW_TESTS}::test_head_rank_note", "on random narrow heads"),
+        "never": (f"{_FW_TESTS}::test_head_rank_note", "on random narrow heads: none is orthogonal"),
     },
     "T6.selection": {
         "velocity": (
@@ -218,6 +221,14 @@ IMPLEMENTATION_TESTS: dict[str, tuple[str, ...]] = {
 }
 
 
+#: the theory area's tests of one entry beyond the statement tests (listed with its symbolic tests)
+THEORY_TESTS: dict[str, tuple[str, ...]] = {
+    "T3": ("tests/theory/test_discriminating.py",),  # walks with a kernel and non-symmetric transports
+    "T4": ("tests/theory/test_assertions.py",),  # the claim words and their structure
+    "T6": ("tests/theory/test_assertions.py",),  # the note on the constant mode
+}
+
+
 #: tests inside a linked file that are about resources, not the statement (left out of `--theorem`)
 UNLINKED: frozenset[str] = frozenset(
     {"tests/numerics/test_diagnose_dense.py::test_diagnose_size_limits_default_to_1024"}
@@ -228,12 +239,14 @@ def _scoped(t: Theorem) -> Theorem:
     cons = []
     for c in t.conclusions:
         scope, general = SCOPES[c.id]
+        c = c.with_params(**ASSERTIONS.get(c.id, {}))  # the claim words («iff», «suffices», ...)
         cons.append(_replace(c, scope=scope.replace("{sized}", _sized(t)), general=general))
     general_fn = _gen.GENERAL.get(t.id)
-    extra_sym = _STATEMENT_TESTS + (_GENERAL_TESTS if general_fn is not None else ())
+    extra_sym = _STATEMENT_TESTS + (_GENERAL_TESTS if general_fn is not None else ()) + THEORY_TESTS.get(t.id, ())
     return _replace(
         t,
         conclusions=tuple(cons),
+        sharpness=SHARPNESS.get(t.id, ()),
         general=general_fn,
         symbolic_tests=t.symbolic_tests + tuple(p for p in extra_sym if p not in t.symbolic_tests),
         numeric_tests=t.numeric_tests

@@ -13,6 +13,7 @@ from ..formulas import spectral as _FS
 from ..formulas import tolerances as _FT
 from ..statements import Hypothesis, Note, Witness, latex_data
 from ..theorem import Source, Theorem
+from .assertions import T6_CONSTANT_MODE
 from .common import (
     CERTIFICATE_TESTS,
     CLAIM_LAP,
@@ -302,7 +303,7 @@ SPECTRAL_THEOREMS: list[Theorem] = [
             ),
             make_conclusion(
                 "T4.criterion",
-                "$A$ is reversible iff the right side of T4.triangle vanishes on every triple (the antisymmetric part $M_a$ of $M$ vanishes on the differences of the tokens); if — Kolmogorov's criterion, with $\\pi$ carried along the edges from token 0: «converse»; only if — a reversible $A$ with a positive $\\pi$ balances every cycle (Kolmogorov): «kolmogorov»; symmetric scores suffice — detailed balance with $\\pi_i \\propto Z_i$: «balance» ($\\mu$: the mask, «no_mask» without one), and $\\pi$ is stationary: «stationary»; symmetric scores are not necessary — for affinely collinear tokens (any two tokens are) the right side vanishes whatever $M$: «collinear», so the 'if' above applies",
+                "$A$ is reversible «iff» the right side of T4.triangle vanishes on every triple (the antisymmetric part $M_a$ of $M$ vanishes on the differences of the tokens); if — Kolmogorov's criterion, with $\\pi$ carried along the edges from token 0: «converse»; «only_if» — a reversible $A$ with a positive $\\pi$ balances every cycle (Kolmogorov): «kolmogorov»; «suffices» (symmetric scores) — detailed balance with $\\pi_i \\propto Z_i$: «balance» ($\\mu$: the mask, «no_mask» without one), and $\\pi$ is stationary: «stationary»; «not_necessary» — for affinely collinear tokens (any two tokens are) the right side vanishes for every $M$: «collinear», so the 'if' above applies",
                 params={
                     "balance": _F.T4_BALANCE,
                     "stationary": _F.T4_STATIONARY,
@@ -331,7 +332,7 @@ SPECTRAL_THEOREMS: list[Theorem] = [
             ),
             make_conclusion(
                 "T4.causal",
-                "causal attention (T4.softmax's attention with the mask «mask») is never reversible with a positive $\\pi$ («size»)",
+                "causal attention (T4.softmax's attention with the mask «mask») is «never» reversible with a positive $\\pi$ («size»)",
                 predicate="t4_causal",
                 params={"mask": _FS.MASK, "size": _FR.CAUSAL_SIZE},
                 tolerance="exact: an edge from some token $i$ to a token $j$ with positive weight and none back (detailed balance then forces a zero weight $\\pi_i$)",
@@ -421,7 +422,7 @@ SPECTRAL_THEOREMS: list[Theorem] = [
         conclusions=(
             make_conclusion(
                 "T5.laplacian",
-                "«laplacian» (the walk «walk_p», «walk_o») is a connection Laplacian — $\\pi$-self-adjoint, «self_adjoint», real spectrum in $[«lo», «hi»]$, the Dirichlet form «dirichlet» — iff $A$ is reversible and $T$ an orthogonal involution (up to a global gauge)",
+                "«laplacian» (the walk «walk_p», «walk_o») is a connection Laplacian — $\\pi$-self-adjoint, «self_adjoint», real spectrum in $[«lo», «hi»]$, the Dirichlet form «dirichlet» — «iff» $A$ is reversible and $T$ an orthogonal involution (up to a global gauge)",
                 predicate="sha_laplacian",
                 params={
                     **T5_INTERVAL,
@@ -576,7 +577,7 @@ SPECTRAL_THEOREMS: list[Theorem] = [
         lemmas=("L2",),
         notes=(
             "The symbol predicts onset only; on a line or with a causal mask the operator is non-normal (transient growth only).",
-            "For real kernels the mode $(k^*, \\sigma)$ and its conjugate (T6.selection's conjugation) are the same real pattern; compare selections modulo this conjugation. A positive real eigenvalue of $T$ always selects the constant mode $\\varphi_0$ (clustering).",
+            T6_CONSTANT_MODE,
             Note(
                 "Reference case Ex1 ($n = «n»$, wrapped Gaussian kernel centred at offset $«centre»$, width $«width|tex»$, $T = «T|tex»$): the symbol selects $k^* = «k_star»$ up to sign, $\\sigma = «sigma|tex»$ up to conjugation, $c = «velocity»$ (RK4 step $dt = «dt»$, perturbation $\\varepsilon = «perturbation»$, linear-window fit).",
                 {**_cases.T6_EX1, "sigma": f"{_cases.T6_EX1['sigma_re']} + {_cases.T6_EX1['sigma_im']}*I"},

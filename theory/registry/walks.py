@@ -8,6 +8,7 @@ from ..formulas import tolerances as _FT
 from ..formulas import walks as _FW
 from ..statements import Hypothesis, Note, Witness
 from ..theorem import Source, Theorem
+from .assertions import NEVER_ORTHOGONAL
 from .common import (
     CERTIFICATE_TESTS,
     CLAIM_MHA,
@@ -182,7 +183,7 @@ WALK_THEOREMS: list[Theorem] = [
             ),
             make_conclusion(
                 "T2.constant",
-                "constant transport (the blocks a Kronecker product, one transport for every edge) iff every block is a nonnegative multiple of the transports' sum: «constant» with «nonneg»; with linearly independent $T_h$ iff all heads attend alike: «equal_heads»",
+                "constant transport (the blocks a Kronecker product, one transport for every edge) «iff» every block is a nonnegative multiple of the transports' sum: «constant» with «nonneg»; with linearly independent $T_h$ «iff_heads» all heads attend alike: «equal_heads»",
                 predicate="t2_constant_criterion",
                 params={"constant": _FW.CONSTANT, "nonneg": _FW.CONSTANT_NONNEG, "equal_heads": _FW.EQUAL_HEADS},
                 tolerance=CONSTANT_RULE,
@@ -217,8 +218,8 @@ WALK_THEOREMS: list[Theorem] = [
         lemmas=("L1",),
         notes=(
             Note(
-                "GQA: query head $h$ reads the kv head «gqa»; a head's transport has «rank», so a single head is never orthogonal when «narrow».",
-                {"gqa": _FW.GQA, "rank": _FW.HEAD_RANK, "narrow": _FW.NARROW},
+                "GQA: query head $h$ reads the kv head «gqa»; a head's transport has «rank», so a single head is «never» orthogonal when «narrow».",
+                {"gqa": _FW.GQA, "rank": _FW.HEAD_RANK, "narrow": _FW.NARROW, "never": NEVER_ORTHOGONAL},
             ),
             Note(
                 "Off support, «off_support» (e.g. a causal mask), the gates «g» divide zero by zero and $O_{ij}$ is arbitrary (`t2_gated_walk` and `t2_special` find these entries with this formula).",
