@@ -43,6 +43,7 @@ from typing import Any
 
 import torch
 
+from numerics.conformance_hf_returned import affine_of, returned_weights_extraction
 from numerics.conformance_protocol import Adapter, Draw, EvalMode, Extraction, dtype_of
 from numerics.errors import UnsupportedArchitectureError
 
@@ -204,14 +205,14 @@ def match_columns(P: torch.Tensor, V: torch.Tensor, *, distinct: bool = True) ->
     if P.shape[0] != V.shape[0] or (distinct and P.shape[1] < V.shape[1]):
         return None
     P64, V64 = P.detach().to(F64), V.detach().to(F64)
-    d = torch.cdist(V64.T[None], P64.T[None], compute_mode="donot_use_mm_for_euclid_dist")[0]  # (K, C)
+    scale = V64.abs().amax(dim=0)  # (K,)
+    if bool((scale == 0).any()):
+        return None  # a zero column matches anything: no evidence
+    d = (V64[:, :, None] - P64[:, None, :]).abs().amax(dim=0)  # (K, C): max |difference| over rows
     dist, idx = d.min(dim=1)
     eps = torch.finfo(P.dtype).eps
-    scale = torch.linalg.vector_norm(V64, dim=0) + 1e-300
     if not bool((dist <= 4 * eps * scale).all()) or (distinct and len(set(idx.tolist())) != idx.numel()):
         return None
-    if bool((torch.linalg.vector_norm(V64, dim=0) == 0).any()):
-        return None  # a zero column matches anything: no evidence
     return idx
 
 
@@ -222,18 +223,6 @@ def _same(a: torch.Tensor, b: torch.Tensor) -> bool:
     a64, b64 = a.detach().to(F64), b.detach().to(F64)
     eps = torch.finfo(a.dtype).eps
     return bool((a64 - b64).abs().max() <= 4 * eps * (b64.abs().max() + 1e-300))
-
-
-def _affine(p) -> tuple[torch.Tensor, torch.Tensor | None] | None:
-    """``(W (out, in), b | None)`` of an ``nn.Linear`` or a GPT-style ``Conv1D`` (weight ``in × out``)."""
-    w = getattr(p, "weight", None)
-    if not isinstance(w, torch.Tensor) or w.ndim != 2:
-        return None
-    if isinstance(p, torch.nn.Linear):
-        return w.detach(), None if p.bias is None else p.bias.detach()
-    if type(p).__name__ == "Conv1D" and hasattr(p, "nf"):
-        return w.detach().T, None if p.bias is None else p.bias.detach()
-    return None
 
 
 def is_attention_class(cls) -> bool:
@@ -265,7 +254,8 @@ class CaptureAdapter(Adapter):
             raise CaptureError(f"expected a Hugging Face model, got {type(model).__name__}", argument="model")
         self.model = model
         self.targets = list(targets) if targets is not None else None
-        self.root = self._root()
+        self.roots = self._roots()
+        self.root = self.roots[0]
         self.name = name or f"{type(model).__name__} (attention interface capture)"
         self.dtype = dtype_of(model)
         self.main_input = getattr(self.root, "main_input_name", "input_ids")
@@ -279,18 +269,20 @@ class CaptureAdapter(Adapter):
         self.d_model = int(getattr(cfg, "hidden_size", 0) or 0)
         self.max_length = None
 
-    def _root(self):
+    def _roots(self) -> list:
+        """The models that may drive the targets: ``model``, then each smaller ``PreTrainedModel``
+        inside it holding every target (a vision tower, a decoder stack), outermost first."""
         from transformers import PreTrainedModel
 
         if not self.targets:
-            return self.model
-        best = self.model
+            return [self.model]
+        out = [self.model]
         for _, sub in self.model.named_modules():
-            if isinstance(sub, PreTrainedModel) and sub is not best:
+            if isinstance(sub, PreTrainedModel) and sub is not self.model:
                 mods = {id(m) for m in sub.modules()}
                 if all(id(t) in mods for t in self.targets):
-                    best = sub
-        return best
+                    out.append(sub)
+        return out
 
     def double(self) -> CaptureAdapter:
         """A float64 twin (a deep copy of the model in float64), for a shadow run."""
@@ -319,8 +311,14 @@ class CaptureAdapter(Adapter):
             if kpm is not None:
                 kw["attention_mask"] = (~kpm).to(torch.long)
             params = inspect.signature(self.root.forward).parameters
+            if "output_attentions" in params:  # modules that compute attention their own way return it then
+                kw["output_attentions"] = True
             if getattr(cfg, "is_encoder_decoder", False) and "decoder_input_ids" in params:
                 kw["decoder_input_ids"] = ids.clone()
+            width = getattr(cfg, "hidden_size", None)
+            if "encoder_hidden_states" in params and getattr(cfg, "add_cross_attention", False) and width:
+                enc = torch.randn(B, n + 1, int(width), generator=g, dtype=F64)
+                kw["encoder_hidden_states"] = enc.to(dt)
         elif self.main_input == "pixel_values":
             c = int(getattr(cfg, "num_channels", 3) or 3)
             s = getattr(cfg, "image_size", 32)
@@ -344,6 +342,24 @@ class CaptureAdapter(Adapter):
 
     # ------------------------------------------------------------------ extraction
     def extract(self, draw: Draw) -> list[Extraction]:
+        if self.targets is None or len(self.roots) == 1:
+            return self._extract(draw)
+        first: Exception | None = None
+        for k, root in enumerate(self.roots):
+            self.root, self.main_input = root, getattr(root, "main_input_name", "input_ids")
+            try:
+                got = self._extract(draw)
+            except CaptureError as exc:
+                first = first or exc
+                if "made no call" in str(exc) or "did not run" in str(exc) or "no input the kit" in str(exc):
+                    continue
+                raise
+            self.roots = self.roots[k:]  # this one reaches the targets: keep it first
+            return got
+        assert first is not None
+        raise first
+
+    def _extract(self, draw: Draw) -> list[Extraction]:
         root = self.root
         kw = self.inputs(draw)
         watch = self.targets if self.targets is not None else None
@@ -358,11 +374,11 @@ class CaptureAdapter(Adapter):
         def post(mod, args, kwargs, out):
             c = calls.setdefault(id(mod), _Call({}, {}))
             if "y" not in c.outputs:
-                c.outputs["y"] = _first(out)
+                c.outputs["y"], c.outputs["all"] = _first(out), out
 
         for mod in root.modules():
             if (
-                _affine(mod) is not None
+                affine_of(mod) is not None
                 or is_attention_class(type(mod))
                 or (watch is not None and any(mod is t for t in watch))
             ):
@@ -413,6 +429,9 @@ class CaptureAdapter(Adapter):
         )
         cls = type(target).__name__
         if not mine:
+            got = returned_weights_extraction(target, calls, kpm, label)
+            if got is not None:
+                return got
             raise CaptureError(
                 f"{cls} made no call through transformers' attention interface in this forward "
                 "(it computes attention its own way, or the drawn input does not reach it)",
@@ -431,7 +450,7 @@ class CaptureAdapter(Adapter):
                 f"{tuple(rec.values.shape)}, output {tuple(rec.output.shape)}): not a record of this call",
                 argument="module",
             )
-        lin = [(mod, calls.get(id(mod))) for mod in target.modules() if _affine(mod) is not None]
+        lin = [(mod, calls.get(id(mod))) for mod in target.modules() if affine_of(mod) is not None]
         lin = [(mod, c) for mod, c in lin if c is not None and "x" in c.inputs and "y" in c.outputs]
         # the value projection: its output columns are the captured values
         vals = rec.values.permute(0, 2, 1, 3).reshape(B * m, H * dh)
@@ -442,7 +461,7 @@ class CaptureAdapter(Adapter):
                 continue
             idx = match_columns(y.reshape(B * m, -1), vals, distinct=False)
             if idx is not None:
-                W, b = _affine(mod)  # type: ignore[misc]
+                W, b = affine_of(mod)  # type: ignore[misc]
                 W_V = W[idx].reshape(H, dh, W.shape[1])
                 b_V = None if b is None else b[idx].reshape(H, dh)
                 X = c.inputs["x"]
@@ -468,7 +487,7 @@ class CaptureAdapter(Adapter):
             else:  # every input column is an attention column, in some order
                 idx = match_columns(att, xs)
             if idx is not None:
-                W, b = _affine(mod)  # type: ignore[misc]
+                W, b = affine_of(mod)  # type: ignore[misc]
                 inv = torch.empty_like(idx)
                 inv[idx] = torch.arange(idx.numel())
                 W_O = W[:, inv].reshape(W.shape[0], H, dh).permute(1, 0, 2)
