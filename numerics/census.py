@@ -95,7 +95,8 @@ class CensusRow:
 
 @dataclass
 class CensusResult:
-    """All rows plus the run's facts (``transformers`` version, seed, examples, date, wall and CPU time)."""
+    """All rows plus the run's facts (``transformers`` version, seed, examples, date, wall time, CPU
+    time of this process and its workers, worker count)."""
 
     rows: list[CensusRow]
     transformers_version: str
@@ -105,6 +106,7 @@ class CensusResult:
     date: str
     wall_seconds: float
     cpu_seconds: float
+    jobs: int = 1
 
     def counts(self) -> dict[str, int]:
         return {s: sum(r.status == s for r in self.rows) for s in STATUSES}
@@ -288,17 +290,18 @@ def run_census(
     seed: int = 0,
     max_length: int = 6,
     timeout: float = 20.0,
+    jobs: int = 1,
     progress=None,
 ) -> CensusResult:
     """The census (module docstring). ``model_types``: restrict to these model types; ``classes``:
     restrict to these class names; ``examples`` draws per class (seeded by ``seed``); ``timeout``
-    seconds per family build and per class; ``progress``: a callable given each finished row."""
+    seconds per family build and per class; ``jobs`` worker processes (forked; 1: in this process);
+    ``progress``: a callable given each finished row (in completion order; the result's rows are
+    sorted by family, module, class)."""
     import torch
     import transformers
 
-    from numerics.census_config import build_tiny
-
-    for nm, v, lo in (("examples", examples, 1), ("seed", seed, 0), ("max_length", max_length, 1)):
+    for nm, v, lo in (("examples", examples, 1), ("seed", seed, 0), ("max_length", max_length, 1), ("jobs", jobs, 1)):
         if isinstance(v, bool) or not isinstance(v, int) or v < lo:
             raise ParameterError(f"expected an integer ≥ {lo}, got {v!r}", argument=nm)
     if not (isinstance(timeout, (int, float)) and timeout > 0):
@@ -309,64 +312,15 @@ def run_census(
     by_module: dict[str, list[tuple[str, str, str]]] = {}
     for mt, modname, name in todo:
         by_module.setdefault(modname, []).append((mt, modname, name))
+    tasks = [(modname, items, examples, seed, max_length, timeout) for modname, items in by_module.items()]
     rows: list[CensusRow] = []
-    torch.manual_seed(seed)
-
-    def emit(row: CensusRow) -> None:
-        rows.append(row)
-        if progress is not None:
-            progress(row)
-
-    for modname, items in by_module.items():
-        mt = items[0][0]
-        if items[0][2].startswith("<"):
-            emit(CensusRow(items[0][2], mt, modname, DECLINED, f"the module does not import ({items[0][2][1:-1]})"))
-            continue
-        types = _model_types_of(modname, mt)
-        pending = list(items)
-        notes: list[str] = []
-        attempts = [(fam, False) for fam in types] + [(types[0], True)]
-        for fam, cross in attempts:
-            if not pending:
-                break
-            t0 = time.perf_counter()
-            old = _arm(timeout)
-            try:
-                model = build_tiny(fam, dtype=torch.float64, cross=cross)
-            except _Timeout:
-                notes.append(f"{fam}: building the tiny model timed out after {timeout:g} s")
-                continue
-            except Exception as exc:
-                if not cross:
-                    notes.append(
-                        f"{fam}: " + (str(exc).split(": ", 1)[-1] if isinstance(exc, ConnwalkError) else _one_line(exc))
-                    )
-                continue
-            finally:
-                _disarm(old)
-            build_s = time.perf_counter() - t0
-            left = []
-            for mt_, _, name in pending:
-                inst = next(
-                    (m for m in model.modules() if type(m).__name__ == name and type(m).__module__ == modname), None
-                )
-                if inst is None:
-                    left.append((mt_, modname, name))
-                    continue
-                row = check_class(
-                    model, inst, family=fam, examples=examples, seed=seed, max_length=max_length, timeout=timeout
-                )
-                row.seconds += build_s / max(len(pending), 1)
-                emit(row)
-            if len(left) == len(pending) and not cross:
-                notes.append(f"{fam}: {type(model).__name__} holds no instance")
-            pending = left
-            del model
-        for mt_, _, name in pending:
-            why = "; ".join(notes[:2]) or "no model type of the package builds it"
-            emit(
-                CensusRow(name, mt_, modname, DECLINED, f"not instantiated by a tiny base model of its family ({why})")
-            )
+    child0 = _children_cpu()
+    for got in _run_tasks(tasks, jobs):
+        for row in got:
+            rows.append(row)
+            if progress is not None:
+                progress(row)
+    rows.sort(key=lambda r: (r.family, r.module, r.cls))
     return CensusResult(
         rows,
         transformers.__version__,
@@ -375,8 +329,125 @@ def run_census(
         examples,
         _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%d %H:%M UTC"),
         time.perf_counter() - wall0,
-        time.process_time() - cpu0,
+        time.process_time() - cpu0 + _children_cpu() - child0,
+        jobs,
     )
+
+
+def _children_cpu() -> float:
+    import resource
+
+    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return ru.ru_utime + ru.ru_stime
+
+
+def _run_tasks(tasks: list, jobs: int):
+    """Rows of each task (one modeling module), in ``jobs`` forked worker processes (1: here). A
+    worker that dies (a crash inside a kernel) loses nothing else: the tasks it had not finished are
+    rerun one per fresh process, and the one that kills its process is declined with that reason."""
+    if jobs <= 1:
+        for t in tasks:
+            yield _module_rows(t)
+        return
+    import concurrent.futures as cf
+    import multiprocessing as mp
+    from concurrent.futures.process import BrokenProcessPool
+
+    ctx = mp.get_context("fork")
+    left = list(tasks)
+    with cf.ProcessPoolExecutor(jobs, mp_context=ctx, initializer=_worker_init) as ex:
+        futs = {ex.submit(_module_rows, t): t for t in tasks}
+        try:
+            for f in cf.as_completed(futs):
+                yield f.result()
+                left.remove(futs[f])
+        except BrokenProcessPool:
+            pass
+    for t in left:  # only after a worker died: one process per task
+        with cf.ProcessPoolExecutor(1, mp_context=ctx, initializer=_worker_init) as ex:
+            try:
+                yield ex.submit(_module_rows, t).result()
+            except BrokenProcessPool:
+                modname, items = t[0], t[1]
+                yield [
+                    CensusRow(name, mt, modname, DECLINED, "the process running it died (a crash inside a kernel)")
+                    for mt, _, name in items
+                ]
+
+
+def _worker_init() -> None:
+    import warnings
+
+    import torch
+
+    torch.set_num_threads(1)
+    warnings.filterwarnings("ignore")
+    try:
+        import transformers
+
+        transformers.logging.set_verbosity_error()
+    except Exception:  # pragma: no cover
+        pass
+
+
+def _module_rows(task) -> list[CensusRow]:
+    """The rows of one modeling module's attention classes: build the tiny model of each model type
+    of its package (then as a decoder with cross-attention) until every class has an instance."""
+    import torch
+
+    from numerics.census_config import build_tiny
+
+    modname, items, examples, seed, max_length, timeout = task
+    rows: list[CensusRow] = []
+    mt = items[0][0]
+    if items[0][2].startswith("<"):
+        return [CensusRow(items[0][2], mt, modname, DECLINED, f"the module does not import ({items[0][2][1:-1]})")]
+    types = _model_types_of(modname, mt)
+    pending = list(items)
+    notes: list[str] = []
+    attempts = [(fam, False) for fam in types] + [(types[0], True)]
+    for fam, cross in attempts:
+        if not pending:
+            break
+        t0 = time.perf_counter()
+        old = _arm(timeout)
+        try:
+            model = build_tiny(fam, dtype=torch.float64, cross=cross, seed=seed)
+        except _Timeout:
+            notes.append(f"{fam}: building the tiny model timed out after {timeout:g} s")
+            continue
+        except Exception as exc:
+            if not cross:
+                notes.append(
+                    f"{fam}: " + (str(exc).split(": ", 1)[-1] if isinstance(exc, ConnwalkError) else _one_line(exc))
+                )
+            continue
+        finally:
+            _disarm(old)
+        build_s = time.perf_counter() - t0
+        left = []
+        for mt_, _, name in pending:
+            inst = next(
+                (m for m in model.modules() if type(m).__name__ == name and type(m).__module__ == modname), None
+            )
+            if inst is None:
+                left.append((mt_, modname, name))
+                continue
+            row = check_class(
+                model, inst, family=fam, examples=examples, seed=seed, max_length=max_length, timeout=timeout
+            )
+            row.seconds += build_s / max(len(pending), 1)
+            rows.append(row)
+        if len(left) == len(pending) and not cross:
+            notes.append(f"{fam}: {type(model).__name__} holds no instance")
+        pending = left
+        del model
+    for mt_, _, name in pending:
+        why = "; ".join(notes[:2]) or "no model type of the package builds it"
+        rows.append(
+            CensusRow(name, mt_, modname, DECLINED, f"not instantiated by a tiny base model of its family ({why})")
+        )
+    return rows
 
 
 def _model_types_of(modname: str, first: str) -> list[str]:
