@@ -57,6 +57,8 @@ __all__ = [
     "register",
     "match_columns",
     "is_attention_class",
+    "read_extraction",
+    "run_captured",
 ]
 
 CAPTURE = "connwalk_capture"
@@ -363,31 +365,8 @@ class CaptureAdapter(Adapter):
         root = self.root
         kw = self.inputs(draw)
         watch = self.targets if self.targets is not None else None
-        calls: dict[int, _Call] = {}
-        handles = []
-
-        def pre(mod, args, kwargs):
-            c = calls.setdefault(id(mod), _Call({}, {}))
-            if "x" not in c.inputs:
-                c.inputs["x"] = _first(args) if args else next(iter(kwargs.values()), None)
-
-        def post(mod, args, kwargs, out):
-            c = calls.setdefault(id(mod), _Call({}, {}))
-            if "y" not in c.outputs:
-                c.outputs["y"], c.outputs["all"] = _first(out), out
-
-        for mod in root.modules():
-            if (
-                affine_of(mod) is not None
-                or is_attention_class(type(mod))
-                or (watch is not None and any(mod is t for t in watch))
-            ):
-                handles.append(mod.register_forward_pre_hook(pre, with_kwargs=True))
-                handles.append(mod.register_forward_hook(post, with_kwargs=True))
         try:
-            with EvalMode(root), torch.no_grad(), capturing() as recs:
-                root(**kw)
-                records = list(recs)
+            records, calls = run_captured(root, lambda: root(**kw), watch)
         except CaptureError:
             raise
         except Exception as exc:
@@ -396,9 +375,6 @@ class CaptureAdapter(Adapter):
                 f"{str(exc).splitlines()[0][:160] if str(exc) else ''})",
                 argument="model",
             ) from None
-        finally:
-            for h in handles:
-                h.remove()
         kpm = draw.key_padding_mask() if self.takes_mask else None
         if watch is None:
             order: list = []
@@ -406,8 +382,8 @@ class CaptureAdapter(Adapter):
                 outer = self._outer(r.module)
                 if all(outer is not o for o in order):
                     order.append(outer)
-            return [self._one(m, None, records, calls, kpm, str(k)) for k, m in enumerate(order)]
-        return [self._one(t, None, records, calls, kpm, str(k) if len(watch) > 1 else "") for k, t in enumerate(watch)]
+            return [read_extraction(m, records, calls, kpm, str(k)) for k, m in enumerate(order)]
+        return [read_extraction(t, records, calls, kpm, str(k) if len(watch) > 1 else "") for k, t in enumerate(watch)]
 
     def _outer(self, module):
         """The outermost module holding ``module`` whose class is an attention class (itself if none)."""
@@ -420,107 +396,135 @@ class CaptureAdapter(Adapter):
                 best = cur
         return best
 
-    def _one(self, target, caller, records, calls, kpm, label) -> Extraction:
-        inside = {id(m): m for m in target.modules()}
-        mine = (
-            [r for r in records if id(r.module) in inside]
-            if caller is None
-            else [r for r in records if r.module is caller]
+
+def run_captured(root, fn, watch=None):
+    """Run ``fn()`` (a forward of ``root``) in eval mode under :func:`capturing`, with the first call's
+    input and output of every linear projection and attention-class module inside ``root`` (and of
+    ``watch``) hooked. Returns ``(records, calls)``."""
+    calls: dict[int, _Call] = {}
+    handles = []
+
+    def pre(mod, args, kwargs):
+        c = calls.setdefault(id(mod), _Call({}, {}))
+        if "x" not in c.inputs:
+            c.inputs["x"] = _first(args) if args else next(iter(kwargs.values()), None)
+
+    def post(mod, args, kwargs, out):
+        c = calls.setdefault(id(mod), _Call({}, {}))
+        if "y" not in c.outputs:
+            c.outputs["y"], c.outputs["all"] = _first(out), out
+
+    for mod in root.modules():
+        if affine_of(mod) is not None or is_attention_class(type(mod)) or any(mod is t for t in watch or ()):
+            handles.append(mod.register_forward_pre_hook(pre, with_kwargs=True))
+            handles.append(mod.register_forward_hook(post, with_kwargs=True))
+    try:
+        with EvalMode(root), torch.no_grad(), capturing() as recs:
+            fn()
+            records = list(recs)
+    finally:
+        for h in handles:
+            h.remove()
+    return records, calls
+
+
+def read_extraction(target, records, calls, kpm, label: str = "") -> Extraction:
+    """The :class:`Extraction` of ``target``'s first call from the interface ``records`` and the
+    hooked projections (``calls``, :func:`run_captured`); ``kpm`` the key padding (True = padded)."""
+    inside = {id(m): m for m in target.modules()}
+    mine = [r for r in records if id(r.module) in inside]
+    cls = type(target).__name__
+    if not mine:
+        got = returned_weights_extraction(target, calls, kpm, label)
+        if got is not None:
+            return got
+        raise CaptureError(
+            f"{cls} made no call through transformers' attention interface in this forward "
+            "(it computes attention its own way, or the drawn input does not reach it)",
+            argument="module",
         )
-        cls = type(target).__name__
-        if not mine:
-            got = returned_weights_extraction(target, calls, kpm, label)
-            if got is not None:
-                return got
-            raise CaptureError(
-                f"{cls} made no call through transformers' attention interface in this forward "
-                "(it computes attention its own way, or the drawn input does not reach it)",
-                argument="module",
-            )
-        rec = mine[0]
-        if len({id(r.module) for r in mine}) > 1:
-            raise CaptureError(f"{cls} holds several attention calls of different modules", argument="module")
-        if rec.note.startswith("family eager kernel not compared"):
-            pass
-        B, H, n, m = rec.probs.shape
-        dh = rec.values.shape[-1]
-        if rec.values.shape != (B, H, m, dh) or rec.output.shape != (B, n, H, dh):
-            raise CaptureError(
-                f"{cls}: the record's shapes disagree (probs {tuple(rec.probs.shape)}, values "
-                f"{tuple(rec.values.shape)}, output {tuple(rec.output.shape)}): not a record of this call",
-                argument="module",
-            )
-        lin = [(mod, calls.get(id(mod))) for mod in target.modules() if affine_of(mod) is not None]
-        lin = [(mod, c) for mod, c in lin if c is not None and "x" in c.inputs and "y" in c.outputs]
-        # the value projection: its output columns are the captured values
-        vals = rec.values.permute(0, 2, 1, 3).reshape(B * m, H * dh)
-        W_V = b_V = X = None
-        for mod, c in lin:
-            y = c.outputs["y"]
-            if not isinstance(y, torch.Tensor) or y.ndim != 3 or y.shape[0] * y.shape[1] != B * m:
-                continue
-            idx = match_columns(y.reshape(B * m, -1), vals, distinct=False)
+    rec = mine[0]
+    if len({id(r.module) for r in mine}) > 1:
+        raise CaptureError(f"{cls} holds several attention calls of different modules", argument="module")
+    B, H, n, m = rec.probs.shape
+    dh = rec.values.shape[-1]
+    if rec.values.shape != (B, H, m, dh) or rec.output.shape != (B, n, H, dh):
+        raise CaptureError(
+            f"{cls}: the record's shapes disagree (probs {tuple(rec.probs.shape)}, values "
+            f"{tuple(rec.values.shape)}, output {tuple(rec.output.shape)}): not a record of this call",
+            argument="module",
+        )
+    lin = [(mod, calls.get(id(mod))) for mod in target.modules() if affine_of(mod) is not None]
+    lin = [(mod, c) for mod, c in lin if c is not None and "x" in c.inputs and "y" in c.outputs]
+    # the value projection: its output columns are the captured values
+    vals = rec.values.permute(0, 2, 1, 3).reshape(B * m, H * dh)
+    W_V = b_V = X = None
+    for mod, c in lin:
+        y = c.outputs["y"]
+        if not isinstance(y, torch.Tensor) or y.ndim != 3 or y.shape[0] * y.shape[1] != B * m:
+            continue
+        idx = match_columns(y.reshape(B * m, -1), vals, distinct=False)
+        if idx is not None:
+            W, b = affine_of(mod)  # type: ignore[misc]
+            W_V = W[idx].reshape(H, dh, W.shape[1])
+            b_V = None if b is None else b[idx].reshape(H, dh)
+            X = c.inputs["x"]
+            break
+    if W_V is None or not isinstance(X, torch.Tensor):
+        raise CaptureError(
+            f"{cls}: the captured values are no linear projection's output inside the module "
+            "(a norm, rotation or mixing acts on v): not of the walk's form W_O·A·(W_V x + b_V)",
+            argument="module",
+        )
+    # the output projection: its input columns are the attention output
+    att = rec.output.reshape(B * n, H * dh)
+    W_O = b_O = Y = None
+    for mod, c in lin:
+        x = c.inputs["x"]
+        if not isinstance(x, torch.Tensor) or x.ndim != 3 or x.shape[0] * x.shape[1] != B * n:
+            continue
+        if x.shape[-1] != H * dh:
+            continue
+        xs = x.reshape(B * n, -1)
+        if _same(xs, att):  # the natural layout (head h in columns h·d_h … (h+1)·d_h − 1)
+            idx = torch.arange(H * dh)
+        else:  # every input column is an attention column, in some order
+            idx = match_columns(att, xs)
+        if idx is not None:
+            W, b = affine_of(mod)  # type: ignore[misc]
+            inv = torch.empty_like(idx)
+            inv[idx] = torch.arange(idx.numel())
+            W_O = W[:, inv].reshape(W.shape[0], H, dh).permute(1, 0, 2)
+            b_O, Y = b, c.outputs["y"]
+            break
+    if W_O is None:
+        tc = calls.get(id(target))
+        y = None if tc is None else tc.outputs.get("y")
+        if isinstance(y, torch.Tensor) and y.numel() == att.numel():
+            ys = y.reshape(B * n, -1)
+            idx = torch.arange(H * dh) if _same(ys, att) else match_columns(att, ys)
             if idx is not None:
-                W, b = affine_of(mod)  # type: ignore[misc]
-                W_V = W[idx].reshape(H, dh, W.shape[1])
-                b_V = None if b is None else b[idx].reshape(H, dh)
-                X = c.inputs["x"]
-                break
-        if W_V is None or not isinstance(X, torch.Tensor):
-            raise CaptureError(
-                f"{cls}: the captured values are no linear projection's output inside the module "
-                "(a norm, rotation or mixing acts on v): not of the walk's form W_O·A·(W_V x + b_V)",
-                argument="module",
-            )
-        # the output projection: its input columns are the attention output
-        att = rec.output.reshape(B * n, H * dh)
-        W_O = b_O = Y = None
-        for mod, c in lin:
-            x = c.inputs["x"]
-            if not isinstance(x, torch.Tensor) or x.ndim != 3 or x.shape[0] * x.shape[1] != B * n:
-                continue
-            if x.shape[-1] != H * dh:
-                continue
-            xs = x.reshape(B * n, -1)
-            if _same(xs, att):  # the natural layout (head h in columns h·d_h … (h+1)·d_h − 1)
-                idx = torch.arange(H * dh)
-            else:  # every input column is an attention column, in some order
-                idx = match_columns(att, xs)
-            if idx is not None:
-                W, b = affine_of(mod)  # type: ignore[misc]
+                eye = torch.eye(H * dh, dtype=rec.values.dtype)
                 inv = torch.empty_like(idx)
                 inv[idx] = torch.arange(idx.numel())
-                W_O = W[:, inv].reshape(W.shape[0], H, dh).permute(1, 0, 2)
-                b_O, Y = b, c.outputs["y"]
-                break
-        if W_O is None:
-            tc = calls.get(id(target))
-            y = None if tc is None else tc.outputs.get("y")
-            if isinstance(y, torch.Tensor) and y.numel() == att.numel():
-                ys = y.reshape(B * n, -1)
-                idx = torch.arange(H * dh) if _same(ys, att) else match_columns(att, ys)
-                if idx is not None:
-                    eye = torch.eye(H * dh, dtype=rec.values.dtype)
-                    inv = torch.empty_like(idx)
-                    inv[idx] = torch.arange(idx.numel())
-                    W_O, Y = eye[:, inv].reshape(H * dh, H, dh).permute(1, 0, 2), y.reshape(B, n, -1)
-        if W_O is None or not isinstance(Y, torch.Tensor):
-            raise CaptureError(
-                f"{cls}: the attention output reaches no linear output projection unchanged (a gate, norm "
-                "or mixing between them): not of the walk's form W_O·A·V",
-                argument="module",
-            )
-        self_att = m == n and X.shape[1] == n
-        key_mask = None if (kpm is None or not self_att) else ~kpm
-        return Extraction(
-            Y.reshape(B, n, -1),
-            rec.probs,
-            W_O,
-            W_V,
-            X.reshape(B, m, -1),
-            b_V,
-            b_O,
-            key_mask,
-            rec.compute_dtype,
-            layer=label,
+                W_O, Y = eye[:, inv].reshape(H * dh, H, dh).permute(1, 0, 2), y.reshape(B, n, -1)
+    if W_O is None or not isinstance(Y, torch.Tensor):
+        raise CaptureError(
+            f"{cls}: the attention output reaches no linear output projection unchanged (a gate, norm "
+            "or mixing between them): not of the walk's form W_O·A·V",
+            argument="module",
         )
+    self_att = m == n and X.shape[1] == n
+    key_mask = None if (kpm is None or not self_att) else ~kpm
+    return Extraction(
+        Y.reshape(B, n, -1),
+        rec.probs,
+        W_O,
+        W_V,
+        X.reshape(B, m, -1),
+        b_V,
+        b_O,
+        key_mask,
+        rec.compute_dtype,
+        layer=label,
+    )
