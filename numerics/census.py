@@ -28,6 +28,7 @@ satisfy on the drawn inputs at random initialisation.
 from __future__ import annotations
 
 import datetime as _dt
+import gc
 import importlib
 import json
 import math
@@ -375,10 +376,23 @@ def _run_tasks(tasks: list, jobs: int):
                 ]
 
 
+#: address-space limit of a census worker: a family whose tiny model still allocates more fails that
+#: allocation (a row saying so) instead of swapping the machine
+WORKER_MEMORY = 6 * 2**30
+
+
 def _worker_init() -> None:
+    import resource
     import warnings
 
     import torch
+
+    try:
+        soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+        lim = WORKER_MEMORY if hard == resource.RLIM_INFINITY else min(WORKER_MEMORY, hard)
+        resource.setrlimit(resource.RLIMIT_AS, (lim, hard))
+    except (ValueError, OSError):  # pragma: no cover - a platform without the limit
+        pass
 
     torch.set_num_threads(1)
     warnings.filterwarnings("ignore")
@@ -442,6 +456,7 @@ def _module_rows(task) -> list[CensusRow]:
             notes.append(f"{fam}: {type(model).__name__} holds no instance")
         pending = left
         del model
+        gc.collect()
     for mt_, _, name in pending:
         why = "; ".join(notes[:2]) or "no model type of the package builds it"
         rows.append(

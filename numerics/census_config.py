@@ -169,7 +169,7 @@ def tiny_config(model_type: str):
     return cfg
 
 
-def model_class(model_type: str, cfg) -> type:
+def model_class(model_type: str, cfg) -> Any:
     """The family's base model class: ``AutoModel``'s, else the first of the other auto mappings."""
     import transformers
     import transformers.models.auto.modeling_auto as ma
@@ -203,12 +203,12 @@ def build_tiny(model_type: str, *, dtype=None, seed: int = 0, cross: bool = Fals
     cls = model_class(model_type, cfg)
     with torch.device("meta"):
         meta = cls._from_config(cfg, attn_implementation="eager")
-    n = sum(p.numel() for p in meta.parameters())
+    n = sum(p.numel() for p in meta.parameters()) + sum(b.numel() for b in meta.buffers())
     del meta
     if n > MAX_PARAMS:
         raise ModelError(
-            f"{model_type}: the shrunk configuration still has {n:,} parameters (> {MAX_PARAMS:,}): a size "
-            "attribute the census does not shrink",
+            f"{model_type}: the shrunk configuration still has {n:,} parameters and buffers (> {MAX_PARAMS:,}): "
+            "a size attribute the census does not shrink",
             argument="model_type",
         )
     torch.manual_seed(seed)

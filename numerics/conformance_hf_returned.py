@@ -57,8 +57,11 @@ def returned_weights_extraction(target, calls: dict, kpm, label: str) -> Extract
     if A is None:
         return None
     B, H, n, m = A.shape
-    lin = [(mod, calls.get(id(mod))) for mod in target.modules() if affine_of(mod) is not None]
-    lin = [(mod, c) for mod, c in lin if c is not None and "x" in c.inputs and "y" in c.outputs]
+    lin: list = []
+    for mod in target.modules():
+        c = calls.get(id(mod))
+        if affine_of(mod) is not None and c is not None and "x" in c.inputs and "y" in c.outputs:
+            lin.append((mod, c))
     A64 = A.detach().to(F64)
     eps = torch.finfo(A.dtype).eps
     for vmod, vc in lin:
