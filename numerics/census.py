@@ -38,6 +38,16 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from numerics.census_report import (
+    CONFORMS,
+    DECLINED,
+    FAILS_,
+    HYP_FAILS,
+    HYPOTHESES,
+    STATUSES,
+    UNDECIDED_,
+    render_markdown,
+)
 from numerics.errors import ConnwalkError, ParameterError
 
 __all__ = [
@@ -49,23 +59,6 @@ __all__ = [
     "verdict_of",
     "check_class",
 ]
-
-CONFORMS, HYP_FAILS, FAILS_, DECLINED, UNDECIDED_ = (
-    "conforms",
-    "identity holds, hypothesis fails",
-    "fails",
-    "declined",
-    "undecided",
-)
-STATUSES = (CONFORMS, HYP_FAILS, FAILS_, UNDECIDED_, DECLINED)
-HYPOTHESES = (
-    ("T3(a) stochastic", "t3", "a stochastic"),
-    ("T3(b) reversible", "t3", "b reversible"),
-    ("T3(c) metric", "t3", "c metric"),
-    ("T5 full support", "t5", "softmax"),
-    ("T5 reversible", "t5", "reversible"),
-    ("T5 involution", "t5", "involution"),
-)
 
 
 @dataclass
@@ -477,8 +470,6 @@ def _model_types_of(modname: str, first: str) -> list[str]:
 def write_census(result: CensusResult, out_dir: str | os.PathLike | None = None, json_path=None) -> list[Path]:
     """Write ``CENSUS.md`` into ``out_dir`` (default: the current directory) and the JSON rows to
     ``json_path`` (when given). Returns the paths written."""
-    from numerics.census_report import render_markdown
-
     paths = []
     d = Path(out_dir) if out_dir is not None else Path.cwd()
     d.mkdir(parents=True, exist_ok=True)

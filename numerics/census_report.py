@@ -6,7 +6,24 @@ from __future__ import annotations
 import re
 from collections import Counter
 
-__all__ = ["render_markdown", "reason_kind"]
+__all__ = ["render_markdown", "reason_kind", "STATUSES", "HYPOTHESES"]
+
+CONFORMS, HYP_FAILS, FAILS_, DECLINED, UNDECIDED_ = (
+    "conforms",
+    "identity holds, hypothesis fails",
+    "fails",
+    "declined",
+    "undecided",
+)
+STATUSES = (CONFORMS, HYP_FAILS, FAILS_, UNDECIDED_, DECLINED)
+HYPOTHESES = (
+    ("T3(a) stochastic", "t3", "a stochastic"),
+    ("T3(b) reversible", "t3", "b reversible"),
+    ("T3(c) metric", "t3", "c metric"),
+    ("T5 full support", "t5", "softmax"),
+    ("T5 reversible", "t5", "reversible"),
+    ("T5 involution", "t5", "involution"),
+)
 
 _KINDS = (
     (
@@ -40,8 +57,6 @@ def _cell(s: str, width: int = 160) -> str:
 
 
 def render_markdown(result) -> str:
-    from numerics.census import HYPOTHESES, STATUSES
-
     counts = result.counts()
     fams = result.conforming_families()
     lines = [
