@@ -132,6 +132,23 @@ def _shrink(cfg: Any, seen: set) -> None:
     for k, v in _SMALL.items():
         if has_int(k) and attrs[k] > v:
             put(k, v)
+        elif k in ("image_size", "patch_size") and isinstance(attrs.get(k), (list, tuple)) and attrs[k]:
+            put(k, type(attrs[k])([v] * len(attrs[k])))
+    for k in ("rope_parameters", "rope_scaling"):
+        rp = attrs.get(k)
+        sec = rp.get("mrope_section") if isinstance(rp, dict) else None
+        if (
+            isinstance(rp, dict)
+            and sec is None
+            and "mrope_section" in getattr(cfg, "ignore_keys_at_rope_validation", ())
+        ):
+            sec = [16, 24, 24]  # the families' default when the key is absent
+        if isinstance(sec, list) and sec and all(isinstance(x, int) for x in sec):
+            # multimodal RoPE sections split head_dim / 2 frequencies: rescale them to the tiny head dim
+            half, tot = 8, sum(sec)
+            new = [max(1, x * half // tot) for x in sec]
+            new[0] += half - sum(new)
+            put(k, {**rp, "mrope_section": new})
     if old_layers is not None and old_layers > 2:
         for k, v in attrs.items():
             if isinstance(v, (list, tuple)) and len(v) == old_layers and k not in ("depths",):
