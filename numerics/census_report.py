@@ -36,6 +36,7 @@ _KINDS = (
     ("no linear projection's output", "not of the form A·(W_V x + b_V): a norm, rotation or mixing on the values"),
     ("eager kernel is not softmax", "its eager kernel is not softmax attention"),
     ("no input the kit can draw", "needs inputs the kit cannot draw"),
+    ("not a grouped-query layout", "query and key/value heads in no grouped-query layout"),
     ("timed out", "timed out"),
     ("the module does not import", "the module does not import"),
     ("the kit could not run it", "the kit could not run it"),
