@@ -248,8 +248,12 @@ def _first(x):
 class CaptureAdapter(Adapter):
     """A Hugging Face model driven on drawn inputs with :func:`capture_attention` as its eager
     kernel: one :class:`Extraction` per captured attention module (``targets``: only these
-    modules, in order; default every module that called the interface). ``root``: the model to
-    run (default: the smallest ``PreTrainedModel`` inside ``model`` holding every target)."""
+    modules, in order; default every outermost attention-class module that called the interface).
+    The model run is ``model`` itself, or, when the targets make no call on its inputs (a vision tower
+    of a multimodal model, a decoder stack), the next smaller ``PreTrainedModel`` inside it holding
+    every target, tried outermost first. Key padding is drawn for token models whose targets are not
+    causal (not for encoder-decoder models nor for a whole-model run without targets). ``double()``:
+    a float64 twin for a shadow run."""
 
     def __init__(self, model, targets=None, *, name: str | None = None) -> None:
         if not isinstance(model, torch.nn.Module) or not hasattr(getattr(model, "config", None), "model_type"):
