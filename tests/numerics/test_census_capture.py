@@ -267,3 +267,15 @@ def test_a_non_supported_class_built_as_cross_attention_declines_with_one_typed_
     mod.is_cross_attention = True
     with pytest.raises(UnsupportedArchitectureError, match="^module: MPNetAttention built as cross-attention"):
         adapter_for(mod)
+
+
+def test_the_float64_twin_captures_in_float64_and_leaves_the_model_alone():
+    model = _llama().float()
+    att = model.layers[0].self_attn
+    ad = CaptureAdapter(model, [att])
+    twin = ad.double()
+    ex = twin.extract(Draw(1, 4, 4, (0,), False, 2, 1.0))[0]
+    assert ex.A.dtype == F64 and ex.output.dtype == F64 and ex.attention_dtype == F64
+    assert ad.extract(Draw(1, 4, 4, (0,), False, 2, 1.0))[0].attention_dtype == torch.float32
+    assert next(model.parameters()).dtype == torch.float32
+    assert check_attention(att, adapter=twin, examples=2).conforms
