@@ -20,7 +20,7 @@ from numerics.errors import ModelError
 __all__ = ["WIDTH", "MAX_PARAMS", "tiny_config", "build_tiny", "model_class"]
 
 WIDTH = 64
-MAX_PARAMS = 3_000_000
+MAX_PARAMS = 10_000_000
 
 _WIDTH = ("hidden_size", "d_model", "n_embd", "embed_dim", "dim", "model_dim", "d_embed", "word_embed_proj_dim")
 _FFN = (
@@ -152,7 +152,12 @@ def _shrink(cfg: Any, seen: set) -> None:
     if old_layers is not None and old_layers > 2:
         for k, v in attrs.items():
             if isinstance(v, (list, tuple)) and len(v) == old_layers and k not in ("depths",):
-                put(k, type(v)(v[:2]))
+                kinds = list(dict.fromkeys(x for x in v if isinstance(x, str)))
+                if len(kinds) >= 2:  # per-layer types (hybrids: mamba / attention …): keep one layer of two kinds,
+                    keep = sorted(v.index(x) for x in kinds[:2])  # in their order, so an attention layer stays
+                    put(k, type(v)(v[i] for i in keep))
+                else:
+                    put(k, type(v)(v[:2]))
     vocab = getattr(cfg, "vocab_size", None)
     if isinstance(vocab, int) and vocab <= 128:
         nxt = [100]
