@@ -143,7 +143,7 @@ def _shrink(cfg: Any, seen: set) -> None:
             and "mrope_section" in getattr(cfg, "ignore_keys_at_rope_validation", ())
         ):
             sec = [16, 24, 24]  # the families' default when the key is absent
-        if isinstance(sec, list) and sec and all(isinstance(x, int) for x in sec):
+        if isinstance(rp, dict) and isinstance(sec, list) and sec and all(isinstance(x, int) for x in sec):
             # multimodal RoPE sections split head_dim / 2 frequencies: rescale them to the tiny head dim
             half, tot = 8, sum(sec)
             new = [max(1, x * half // tot) for x in sec]
