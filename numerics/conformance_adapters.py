@@ -182,7 +182,9 @@ class HFModelAdapter(Adapter):
 def adapter_for(module, *, layers=None) -> Adapter:
     """The adapter of ``module``: an :class:`Adapter` itself; ``torch.nn.MultiheadAttention``; a
     module with ``connwalk_attention``; a Hugging Face model (or ``HFModelHandle``) of a supported
-    family; a stand-alone Hugging Face attention module of those families. Anything else raises
+    family, and a Hugging Face model of any other family through the attention-interface capture
+    (:class:`numerics.conformance_hf_capture.CaptureAdapter`, every captured attention layer; no
+    ``layers`` selection); a stand-alone Hugging Face attention module of the supported families. Anything else raises
     :class:`NotAttentionError` naming ``module``."""
     if isinstance(module, Adapter):
         return module
@@ -198,15 +200,26 @@ def adapter_for(module, *, layers=None) -> Adapter:
         and hasattr(module, "base_model")
         and not is_hf_attention(module)
     ):
-        return HFModelAdapter(module, layers)
+        try:
+            return HFModelAdapter(module, layers)
+        except UnsupportedArchitectureError:
+            if isinstance(module, HFModelHandle) or layers is not None:
+                raise
+        # a family the handle does not know: every attention module that calls transformers' attention
+        # interface (or returns its probabilities), through the capture
+        from numerics.conformance_hf_capture import CaptureAdapter
+
+        return CaptureAdapter(module)
     if isinstance(module, torch.nn.Module) and is_hf_attention(module):
         from numerics.conformance_hf import hf_attention_adapter
 
         return hf_attention_adapter(module)
     raise NotAttentionError(
         f"{type(module).__name__} is not an attention module connwalk knows: expected torch.nn.MultiheadAttention, "
-        "a Hugging Face model or attention module of a supported family (bert, mpnet, gpt2, llama, gemma3), or a "
-        "module with a connwalk_attention(X, key_padding_mask=None) method (numerics.conformance)",
+        "a Hugging Face model (any family whose attention goes through transformers' attention interface), a "
+        "stand-alone Hugging Face attention module of bert, mpnet, gpt2, llama, gemma3 (any other: pass "
+        "numerics.conformance_hf_capture.CaptureAdapter(model, [module]) as adapter=), or a module with a "
+        "connwalk_attention(X, key_padding_mask=None) method (numerics.conformance)",
         argument="module",
     )
 

@@ -7,7 +7,9 @@ decoders, the sliding window of a Gemma 3 sliding layer, key padding for encoder
 embeddings for Llama / Gemma 3 (the family's rotary module on positions ``0..n−1``), and for MPNet a
 drawn relative position bias ``(1, H, n, n)`` (its parent encoder owns the bucketed bias table).
 The module runs with eager attention (set for the call, restored after) so its probabilities are
-returned; the output compared with the walk is the output projection's (``o_proj`` / ``c_proj`` /
+returned; built as cross-attention (``BertAttention`` / ``BertSelfAttention`` / ``GPT2Attention``
+with ``is_cross_attention``), it is given a second drawn input as ``encoder_hidden_states`` and read
+through the attention-interface capture (:mod:`numerics.conformance_hf_capture`); the output compared with the walk is the output projection's (``o_proj`` / ``c_proj`` /
 ``o`` / BERT ``output.dense``), before any residual add or norm.
 
 =========================  =====================================================================
@@ -75,13 +77,23 @@ class HFAttentionAdapter(Adapter):
             getattr(core, "is_causal", True)
         )
         self.takes_mask = not self.decoder
+        # built as cross-attention (BertAttention(is_cross_attention=True), GPT2Attention(is_cross_attention=True)):
+        # keys and values come from a second input of length m; read through the attention-interface capture
+        self.cross = bool(getattr(module, "is_cross_attention", False) or getattr(core, "is_cross_attention", False))
+        if self.cross:
+            if cls not in ("BertAttention", "BertSelfAttention", "GPT2Attention"):
+                raise UnsupportedArchitectureError(
+                    f"{cls} built as cross-attention is not supported stand-alone; pass its whole model",
+                    argument="module",
+                )
+            self.decoder, self.takes_mask = False, False
         if cls.startswith(("Bert", "MPNet")):
             self.H = int(self.core.num_attention_heads)
         elif cls == "GPT2Attention":
             self.H = int(self.core.num_heads)
         else:
             self.H = int(config.num_attention_heads)
-        self.d_model = self._factors()[1].shape[2]
+        self.d_model = int(config.hidden_size) if self.cross else self._factors()[1].shape[2]
         self.max_length = None
 
     # ------------------------------------------------------------------ factors
@@ -137,7 +149,24 @@ class HFAttentionAdapter(Adapter):
         rot = g3.Gemma3RotaryEmbedding(self.config)
         return rot(X, pos, self.core.layer_type)
 
+    def _extract_cross(self, draw: Draw) -> list[Extraction]:
+        from numerics.conformance_hf_capture import read_extraction, run_captured
+
+        g = draw.generator()
+        X = draw.randn(draw.batch, draw.n, self.d_model, dtype=self.dtype, gen=g)
+        E = draw.randn(draw.batch, draw.m, self.d_model, dtype=self.dtype, gen=g)
+        cfg = self.config
+        impl = getattr(cfg, "_attn_implementation", None)
+        try:
+            cfg._attn_implementation = "eager"
+            records, calls = run_captured(self.module, lambda: self.module(X, encoder_hidden_states=E), [self.module])
+        finally:
+            cfg._attn_implementation = impl
+        return [read_extraction(self.module, records, calls, None)]
+
     def extract(self, draw: Draw) -> list[Extraction]:
+        if self.cross:
+            return self._extract_cross(draw)
         g = draw.generator()
         X = draw.randn(draw.batch, draw.n, self.d_model, dtype=self.dtype, gen=g)
         mask = self._mask(draw)

@@ -7,6 +7,8 @@ r"""``connwalk`` command line.
 * ``connwalk patterns ...``: the toolkit's pattern-prediction command, :mod:`paper_checks.cli.patterns`.
 * ``connwalk conform MODULE_OR_MODEL``: the attention conformance kit, :mod:`paper_checks.cli.conform`
   (exit 1 when the module is not the walk it claims).
+* ``connwalk census [--out DIR] [--json PATH]``: every attention class of transformers checked as a walk,
+  :mod:`paper_checks.cli.census` (writes CENSUS.md).
 
 The command-line front ends live together in this package: this module (the ``connwalk`` dispatcher,
 ``paper-checks`` and ``analyze``; the job itself is :mod:`paper_checks.main_job`) and
@@ -36,6 +38,7 @@ import sys
 import time
 
 from numerics.errors import ConnwalkError
+from paper_checks.cli import census as census_cli
 from paper_checks.cli import conform as conform_cli
 from paper_checks.cli import patterns as patterns_cli
 from paper_checks.cli.parser import IntOption, OptionTable, Parser, Progress, preserved_state, readdress
@@ -136,6 +139,7 @@ def build_parser() -> argparse.ArgumentParser:
     _common(an)
     patterns_cli.add_parser(sub)
     conform_cli.add_parser(sub)
+    census_cli.add_parser(sub)
     return parser
 
 

@@ -1,0 +1,97 @@
+r"""``connwalk census [--out DIR] [--json PATH]``: every attention class of the installed transformers
+checked as a connection walk (:func:`numerics.census.run_census`). Writes ``DIR/CENSUS.md`` (default
+the current directory) and, with ``--json``, the rows as JSON; prints the counts per status.
+
+Exit status: 0 when the census ran (whatever its rows say: it is a report, not a gate); 2 on bad
+input, with one line on stderr naming the option, before any work (``--out`` a file or not
+creatable, ``--json``'s directory missing or not writable, a bad number).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+from numerics.errors import ParameterError
+
+
+def add_parser(subparsers) -> argparse.ArgumentParser:
+    """Register ``census`` on an ``argparse`` subparsers object (``connwalk census …``)."""
+    p = subparsers.add_parser(
+        "census",
+        help="every attention class in transformers checked as a connection walk (writes CENSUS.md)",
+        description=__doc__.split("\n\n")[0],
+    )
+    p.add_argument("--out", default=".", metavar="DIR", help="directory of CENSUS.md (default: .)")
+    p.add_argument("--json", default=None, metavar="PATH", help="also write the rows as JSON")
+    p.add_argument("--examples", type=int, default=2, help="draws per class (default 2)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the draws and of the tiny models (default 0)")
+    p.add_argument("--jobs", type=int, default=2, help="worker processes (default 2)")
+    p.add_argument("--timeout", type=float, default=20.0, help="seconds per model build and per class (default 20)")
+    p.add_argument("--model-types", nargs="+", default=None, metavar="TYPE", help="only these model types")
+    p.add_argument("--classes", nargs="+", default=None, metavar="CLASS", help="only these attention classes")
+    p.add_argument("--quiet", action="store_true", help="no line per class")
+    p.set_defaults(func=run)
+    return p
+
+
+def check_options(args) -> None:
+    """Every option before any work (raises :class:`ParameterError` naming it)."""
+    for opt, v, lo, hi in (
+        ("--examples", args.examples, 1, 100),
+        ("--seed", args.seed, 0, 2**31 - 1),
+        ("--jobs", args.jobs, 1, 64),
+    ):
+        if not lo <= v <= hi:
+            raise ParameterError(f"expected an integer in [{lo}, {hi}], got {v}", argument=opt)
+    if not 0 < args.timeout <= 3600:
+        raise ParameterError(f"expected seconds in (0, 3600], got {args.timeout:g}", argument="--timeout")
+    if os.path.exists(args.out) and not os.path.isdir(args.out):
+        raise ParameterError(f"{args.out} is a file, expected a directory", argument="--out")
+    parent = os.path.dirname(os.path.abspath(args.out))
+    if not os.path.isdir(args.out) and not os.path.isdir(parent):
+        raise ParameterError(f"the parent directory {parent} does not exist", argument="--out")
+    here = args.out if os.path.isdir(args.out) else parent
+    if not os.access(here, os.W_OK):
+        raise ParameterError(f"{here} is not writable", argument="--out")
+    if args.json is not None:
+        jd = os.path.dirname(os.path.abspath(args.json))
+        if os.path.isdir(args.json):
+            raise ParameterError(f"{args.json} is a directory, expected a file path", argument="--json")
+        if not os.path.isdir(jd):
+            raise ParameterError(f"the directory {jd} does not exist", argument="--json")
+        if not os.access(jd, os.W_OK):
+            raise ParameterError(f"{jd} is not writable", argument="--json")
+
+
+def run(args) -> int:
+    check_options(args)
+    import transformers
+
+    from numerics.census import run_census, write_census
+
+    transformers.logging.set_verbosity_error()
+
+    def show(row) -> None:
+        if not args.quiet:
+            print(f"{row.family:<24} {row.cls:<40} {row.status:<32} {row.reason[:90]}", flush=True)
+
+    res = run_census(
+        model_types=args.model_types,
+        classes=args.classes,
+        examples=args.examples,
+        seed=args.seed,
+        timeout=args.timeout,
+        jobs=args.jobs,
+        progress=show,
+    )
+    paths = write_census(res, args.out, args.json)
+    counts = ", ".join(f"{k}: {v}" for k, v in res.counts().items())
+    print(
+        f"census of {len(res.rows)} attention classes (transformers {res.transformers_version}): {counts}; "
+        f"{len(res.conforming_families())} families conform; wall {res.wall_seconds:.0f} s, CPU {res.cpu_seconds:.0f} s"
+    )
+    print("written: " + ", ".join(str(p) for p in paths))
+    sys.stdout.flush()
+    return 0
