@@ -182,10 +182,12 @@ def verdict_of(report) -> tuple[str, list[str], str]:
 def _hypotheses(report) -> dict[str, str]:
     from theory.rounding import combine
 
+    # T3/T5 are computed on self-attention draws whose T2 hypotheses hold: otherwise not applicable, and why
+    why = "n/a (cross-attention)" if all(r.cross for r in report.results) else "n/a (T2's hypotheses fail)"
     out = {}
     for label, kind, key in HYPOTHESES:
         st = [getattr(r, kind)[key].status for r in report.results if key in getattr(r, kind)]
-        out[label] = combine(st) if st else "n/a (cross-attention)"
+        out[label] = combine(st) if st else why
     return out
 
 

@@ -105,7 +105,7 @@ def render_markdown(result) -> str:
         "",
         "Hypothesis columns: T3(a) stochastic, (b) reversible, (c) metric-compatible on the walk of one batch "
         "row; T5 per head: full support, reversible, orthogonal-involution transport — on the drawn inputs at "
-        "random initialisation (h holds, f fails, u undecided, – not applicable: cross-attention).",
+        "random initialisation (h holds, f fails, u undecided, – not applicable: cross-attention, or attention that is not a walk (T2's hypotheses fail)).",
         "",
         "| family | class | status | " + " | ".join(h[0] for h in HYPOTHESES) + " | reason |",
         "|---|---|---|" + "---|" * len(HYPOTHESES) + "---|",

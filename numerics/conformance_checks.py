@@ -181,11 +181,14 @@ def t2_identity(ex: Extraction) -> tuple[Verdict, tuple[int, int]]:
 
 def stale(ex: Extraction, batch: int, n: int, m: int) -> Verdict | None:
     """A failed T2 verdict when the reported ``A`` is not of this call's shape ``(batch, ·, n, m)``
-    while the output is (attention kept from another call); None otherwise."""
-    A, Y = ex.A, ex.output
+    while the output is (attention kept from another call); None otherwise. The key axis may differ
+    from the draw's ``m`` where the adapter draws its own keys (cross-attention's encoder states): then
+    it must match the value states the extraction reports."""
+    A, Y, V = ex.A, ex.output, ex.values
     if not (isinstance(A, torch.Tensor) and isinstance(Y, torch.Tensor)) or A.ndim != 4 or Y.ndim != 3:
         return None
-    if tuple(Y.shape[:2]) != (batch, n) or (A.shape[0], A.shape[2], A.shape[3]) == (batch, n, m):
+    own_keys = isinstance(V, torch.Tensor) and V.ndim == 3 and V.shape[1] == A.shape[3] and V.shape[1] != n
+    if tuple(Y.shape[:2]) != (batch, n) or ((A.shape[0], A.shape[2]) == (batch, n) and (A.shape[3] == m or own_keys)):
         return None
     why = (
         f"the reported A has shape {tuple(A.shape)} but this call's attention is ({batch}, H, {n}, {m}): "
