@@ -20,6 +20,7 @@ modules — an in-process paper-checks run — no longer changes what is drawn.)
 
 from __future__ import annotations
 
+import sys
 import zlib
 from random import Random
 
@@ -634,6 +635,7 @@ def test_the_search_draws_from_its_own_generator(tmp_path, monkeypatch):
     (tmp_path / "gate_literals_mod.py").write_text(f"VALUES = ({literals})\n")
     monkeypatch.syspath_prepend(str(tmp_path))
     importlib.import_module("gate_literals_mod")
+    monkeypatch.delitem(sys.modules, "gate_literals_mod")  # imported once is enough (and gone after)
     assert draws(name) == first
     assert draws("T3 upper bound 2 -> 1") != first
 
