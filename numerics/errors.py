@@ -6,6 +6,8 @@ The hierarchy subclasses the matching builtin too (``ShapeError`` is a ``ValueEr
 
 from __future__ import annotations
 
+from theory.errors import UndecidedTruthError as _TheoryUndecided
+
 
 class ConnwalkError(Exception):
     """Base class of every error raised by connwalk."""
@@ -89,3 +91,16 @@ class ParameterError(ConnwalkError, ValueError):
 class MemoryBudgetError(ConnwalkError, MemoryError):
     """A dense object (n²d² blocks, an N×N matrix with N = nd) whose estimated size exceeds the memory
     budget; the message gives the estimate, the budget, and the factored alternative."""
+
+
+class UndecidedTruthError(ConnwalkError, _TheoryUndecided):
+    """``bool()`` of a three-valued check that is not decided everywhere (some element neither holds
+    nor fails): ``if diag.kernel_parallel:`` would read "undecided" as "fails". Use ``.holds``,
+    ``.fails`` or ``.status(index)``. A ``TypeError`` (SymPy raises one for the truth value of a
+    relation it cannot decide) and :class:`theory.errors.UndecidedTruthError`."""
+
+
+class BatchIndexError(ConnwalkError, IndexError):
+    """An ``index`` that does not select one element of a batched result: missing where the result
+    is batched, of the wrong length, or out of range. The message names the index and the batch
+    shape."""

@@ -31,7 +31,14 @@ import numpy as np
 import torch
 
 from numerics.contracts import Float, Instance, Passthrough, Tensor, Walk, contract
-from numerics.errors import DTypeError, NotStochasticError, ParameterError, ShapeError, UndefinedError
+from numerics.errors import (
+    DTypeError,
+    NotStochasticError,
+    ParameterError,
+    ShapeError,
+    UndecidedTruthError,
+    UndefinedError,
+)
 from numerics.laplacian import as_walk
 from numerics.tolerance import tol
 from numerics.validate import batch_index
@@ -195,6 +202,10 @@ class Reversibility:
     undecided: bool = False
 
     def __bool__(self) -> bool:
+        if self.undecided:
+            raise UndecidedTruthError(
+                f"reversibility is undecided ({self.reason}): its truth value is not a bool; use .holds or .fails"
+            )
         return self.holds
 
     @property

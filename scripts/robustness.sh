@@ -10,6 +10,10 @@
 #                                              # the CPU supports, and torch's MKL code paths
 #   bash scripts/robustness.sh threads         # the whole suite with 1 and 2 BLAS / OpenMP threads
 #   bash scripts/robustness.sh theorem [K]     # `pytest --theorem T3` under the dev profile, K times (10)
+#   bash scripts/robustness.sh order [S...]    # the whole suite (CI profile) in other orders: reversed,
+#                                              # shuffled with each order seed S (default: 3 seeds drawn
+#                                              # now from /dev/urandom, printed), and each test file alone
+#                                              # (ORDER_PATHS="tests/theory tests/numerics" narrows it)
 #
 # A failure prints the command that reproduces it (`--hypothesis-seed=S` and the environment);
 # every failure found must become an explicit `@example` or a regression test. The exit status is
@@ -80,6 +84,21 @@ theorem() {
   done
 }
 
+order() {
+  local list=("$@") paths f
+  read -r -a paths <<<"${ORDER_PATHS:-tests}"
+  if [ ${#list[@]} -eq 0 ]; then
+    for _ in 1 2 3; do list+=("$(od -An -N2 -tu2 /dev/urandom | tr -d ' ')"); done
+  fi
+  run CI=true -- "${paths[@]}" --order reverse
+  for s in "${list[@]}"; do
+    run CI=true -- "${paths[@]}" --order shuffle --order-seed "$s"
+  done
+  while IFS= read -r f; do
+    run CI=true -- "$f"
+  done < <(find "${paths[@]}" -name 'test_*.py' | sort)
+}
+
 what="${1:-all}"
 [ $# -gt 0 ] && shift
 case "$what" in
@@ -87,8 +106,9 @@ case "$what" in
   blas) blas ;;
   threads) threads ;;
   theorem) theorem "$@" ;;
-  all) seeds; blas; threads; theorem ;;
-  *) echo "usage: $0 [all|seeds [S...]|blas|threads|theorem [K]]" >&2; exit 2 ;;
+  order) order "$@" ;;
+  all) seeds; blas; threads; theorem; order ;;
+  *) echo "usage: $0 [all|seeds [S...]|blas|threads|theorem [K]|order [S...]]" >&2; exit 2 ;;
 esac
 log "robustness: $failed failed pass(es)"
 exit "$failed"

@@ -13,28 +13,126 @@ Local policy:
   tests: the seed-independent ones (derivations, fixed cases) decide the same under every seed;
 * the registry tags this repository's tests too: every unmarked test in a file (or every test) that a
   registry entry links (``theory.registry.linked_tests``) gets that entry's ``theorem`` marker before
-  the plugin reads the markers, so ``pytest --theorem T3`` runs everything the registry links to T3.
+  the plugin reads the markers, so ``pytest --theorem T3`` runs everything the registry links to T3;
+* order independence: ``--order reverse`` / ``--order shuffle --order-seed N`` (modules shuffled, and
+  the tests within each) / ``--order interleave --order-seed N`` (every test shuffled) run the suite
+  in another order (``scripts/robustness.sh order``); the default keeps the collected order;
+* no test sees what an earlier one left behind: Hypothesis' pool of *local constants* (the literals
+  of every imported project module, which Hypothesis ≥ 6.131 mixes into its draws — so what a search
+  draws depended on which modules an earlier test had imported) is pinned empty; after each test the
+  torch / numpy / ``random`` generators, the warning filters and the Hypothesis profile are restored,
+  and a test that leaves torch's thread count or default dtype changed fails (an entry point must
+  restore what it changes).
 """
 
 from __future__ import annotations
 
 import os
+import random
+import warnings
 
+import numpy as np
 import pytest
+import torch
 from hypothesis import settings
 
 pytest_plugins = ["numerics.pytest_plugin", "pytester"]  # pytester: tests of the plugin
 
 
+def pin_hypothesis_local_constants() -> bool:
+    """Pin Hypothesis' pool of local constants empty; False if this Hypothesis has no such pool.
+
+    Hypothesis ≥ 6.131 draws, with a small probability per choice, literal constants collected from
+    every *imported* module outside site-packages (``providers._get_local_constants``). The pool then
+    depends on which project modules earlier tests imported (and on every literal anyone adds to the
+    code): the same derandomized search drew other instances after an in-process paper-checks run
+    and missed a counterexample (issue 30). The literals of the code under test are no part of any
+    statement checked here; Hypothesis' own global constants (NaN, ±0, boundaries) stay."""
+    try:
+        from hypothesis.internal.conjecture import providers
+    except ImportError:  # pragma: no cover - an older Hypothesis: no local constants
+        return False
+    if not hasattr(providers, "_get_local_constants"):  # pragma: no cover
+        return False
+    empty = type(providers._local_constants)()
+    providers._get_local_constants = lambda: empty
+    providers.CONSTANTS_CACHE.cache.clear()
+    return True
+
+
 @pytest.hookimpl(tryfirst=True)  # before Hypothesis' own hook, which applies --hypothesis-profile
 def pytest_configure(config):
     settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE") or ("ci" if os.environ.get("CI") else "dev"))
+    pin_hypothesis_local_constants()
 
 
 def pytest_addoption(parser):
     parser.addoption(
         "--property-only", action="store_true", help="run only Hypothesis property tests (the seed-dependent ones)"
     )
+    parser.addoption(
+        "--order",
+        choices=("fixed", "reverse", "shuffle", "interleave"),
+        default="fixed",
+        help="test order: fixed (collected, the default), reverse, shuffle (modules, then the tests in each) "
+        "or interleave (every test); with --order-seed",
+    )
+    parser.addoption("--order-seed", type=int, default=0, help="seed of --order shuffle / interleave (default 0)")
+
+
+def pytest_report_header(config):
+    order = config.getoption("--order")
+    if order != "fixed":
+        seed = f" --order-seed {config.getoption('--order-seed')}" if order in ("shuffle", "interleave") else ""
+        return f"test order: --order {order}{seed}"
+    return None
+
+
+def _reorder(config, items) -> None:
+    order, rng = config.getoption("--order"), random.Random(config.getoption("--order-seed"))
+    if order == "reverse":
+        items.reverse()
+    elif order == "interleave":
+        rng.shuffle(items)
+    elif order == "shuffle":
+        modules: dict[str, list] = {}
+        for it in items:
+            modules.setdefault(it.nodeid.split("::")[0], []).append(it)
+        groups = list(modules.values())
+        rng.shuffle(groups)
+        for g in groups:
+            rng.shuffle(g)
+        items[:] = [it for g in groups for it in g]
+
+
+_LEAKS = {
+    "torch threads": torch.get_num_threads,
+    "torch default dtype": torch.get_default_dtype,
+}
+
+
+@pytest.fixture(autouse=True)
+def _global_state():
+    """Each test starts from the state the previous one started from: the generators (torch, numpy's
+    legacy global one, ``random``), the warning filters and the Hypothesis profile are restored after
+    it; torch's thread count and default dtype must come back unchanged (an entry point that sets them
+    restores them: the test fails otherwise, and the state is restored for the next one)."""
+    before = {k: get() for k, get in _LEAKS.items()}
+    rng = (torch.random.get_rng_state(), np.random.get_state(), random.getstate())  # noqa: NPY002 (restored)
+    filters = list(warnings.filters)
+    profile = settings.get_current_profile_name()
+    yield
+    after = {k: get() for k, get in _LEAKS.items()}
+    torch.set_num_threads(before["torch threads"])
+    torch.set_default_dtype(before["torch default dtype"])
+    torch.random.set_rng_state(rng[0])
+    np.random.set_state(rng[1])  # noqa: NPY002 (the legacy global generator, restored)
+    random.setstate(rng[2])
+    warnings.filters[:] = filters
+    if settings.get_current_profile_name() != profile:
+        settings.load_profile(profile)
+    leaked = {k: (before[k], after[k]) for k in before if before[k] != after[k]}
+    assert not leaked, f"global state left changed by this test (before, after): {leaked}"
 
 
 # tests that search with hypothesis.find (necessity witnesses, statement mutants): seed-dependent too
@@ -65,6 +163,7 @@ def pytest_collection_modifyitems(config, items):
             continue  # a test marked for given theorems is about those (its own marks are precise)
         for tid in sorted(links.get(path, set()) | links.get(func, set())):
             item.add_marker(pytest.mark.theorem(tid))  # the registry links this unmarked test to tid
+    _reorder(config, items)
     if config.getoption("--property-only"):
         keep = [it for it in items if _seed_dependent(it)]
         drop = [it for it in items if it not in keep]

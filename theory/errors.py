@@ -49,3 +49,9 @@ class NotExactError(TheoryError, TypeError):
             f"{argument}: exact certificates need rationals (int, fractions.Fraction or sympy.Rational), "
             f"got {type(value).__name__} {value!r}"
         )
+
+
+class UndecidedTruthError(TheoryError, TypeError):
+    """``bool()`` of a three-valued decision that is undecided (holds / fails / undecided): like
+    SymPy's relational whose truth value it cannot determine, it has no two-valued truth value. Read
+    ``.holds``, ``.fails`` or ``.status``. A ``TypeError``, as SymPy's is."""

@@ -108,7 +108,7 @@ class DenseBlocks:
         self.floor = floor
         self.sup = P > 0
         self.n, self.d = P.shape[-1], B.shape[-1]
-        self._OtO: torch.Tensor | None = None
+        self._OtO: tuple[torch.Tensor, torch.Tensor] | None = None
         self._block_scale = block_scale
         self.terms = int(terms)  # summands of each block (H for a heads-form walk, 1 for explicit blocks)
 
@@ -136,11 +136,16 @@ class DenseBlocks:
         return torch.linalg.matrix_norm(self.O.transpose(-4, -3) - self.O.transpose(-1, -2))
 
     def gram_defect(self, c: torch.Tensor) -> torch.Tensor:
-        OtO = self._OtO
-        if OtO is None:
-            OtO = self._OtO = self.O.transpose(-1, -2) @ self.O
+        # ÔᵀÔ of Ô_ij = O_ij / m_ij (m_ij = max |O_ij|), then (c_ij m_ij)²: c² OᵀO overflows or
+        # underflows for tiny blocks (c = 1e161 for O = 1e-161: c² = inf, OᵀO subnormal)
+        if self._OtO is None:
+            m = self.O.abs().amax((-1, -2))
+            m = torch.where(m > 0, m, torch.ones_like(m))
+            On = self.O / m[..., None, None]
+            self._OtO = (On.transpose(-1, -2) @ On, m)
+        OtO, m = self._OtO
         eye = torch.eye(self.d, dtype=F64, device=self.P.device)
-        return torch.linalg.matrix_norm((c**2)[..., None, None] * OtO - eye)
+        return torch.linalg.matrix_norm(((c * m) ** 2)[..., None, None] * OtO - eye)
 
     def apply(self, x: torch.Tensor) -> torch.Tensor:
         return torch.einsum("...ijab,...pjb->...pia", self.B, x)
@@ -372,17 +377,28 @@ class FactoredBlocks:
         hh, kk = torch.triu_indices(self.H, self.H, device=self.P.device)
         R = self._factor("gram")
         if self._whole(R.shape[-1]):
-            # R [c² w^h w^k; −1] = c² (R[:, :−1] [w^h w^k]) − R[:, −1]: the products are kept, each call rescales
-            Y = self._products("gram w w", R[..., :, :-1], self.w[..., hh, :, :] * self.w[..., kk, :, :])
-            y = (c**2)[..., None, :, :] * Y - R[..., :, -1:, None]
+            # R [c² w^h w^k; −1] = (c m)² (R[:, :−1] [ŵ^h ŵ^k]) − R[:, −1] with ŵ = w/m, m_ij = max_h |w^h_ij|
+            # (c² w w would overflow / underflow for tiny blocks): the products are kept, each call rescales
+            wn, m = self._scaled_w()
+            Y = self._products("gram w w", R[..., :, :-1], wn[..., hh, :, :] * wn[..., kk, :, :])
+            y = ((c * m) ** 2)[..., None, :, :] * Y - R[..., :, -1:, None]
             return row_norms(y)
 
         def coef(i0, i1):
-            w = self.w[..., i0:i1, :]
-            pair = w[..., hh, :, :] * w[..., kk, :, :] * (c[..., None, i0:i1, :] ** 2)
+            wn, m = self._scaled_w()
+            w = wn[..., i0:i1, :]
+            pair = w[..., hh, :, :] * w[..., kk, :, :] * ((c * m)[..., None, i0:i1, :] ** 2)
             return torch.cat([pair, -torch.ones_like(pair[..., :1, :, :])], -3)
 
         return self._norms(R, coef)
+
+    def _scaled_w(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(ŵ, m)``: the edge weights ``ŵ^h_ij = w^h_ij / m_ij`` with ``m_ij = max_h |w^h_ij|`` (1 where 0)."""
+        if "scaled w" not in self._R:
+            m = self.w.abs().amax(-3)
+            m = torch.where(m > 0, m, torch.ones_like(m))
+            self._R["scaled w"] = (self.w / m[..., None, :, :], m)
+        return self._R["scaled w"]
 
     def _tx(self, x: torch.Tensor) -> torch.Tensor:
         """``T_h x_j`` ``(..., p, H, n, d)`` for ``x`` ``(..., p, n, d)``."""

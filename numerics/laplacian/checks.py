@@ -307,7 +307,7 @@ def _gram_error(blocks: Blocks, c: torch.Tensor, rel_c: torch.Tensor | None = No
     dense path's ``O_ij`` carries as rounding), plus ``‖I‖_F = √d``; ``rel_c`` adds the relative
     error of a computed scaling ``c`` (twice it, times ``‖c²OᵀO‖ ≈ d``)."""
     ts = transport_scales(blocks)
-    mag = (c**2) * ts**2 * 3 + math.sqrt(blocks.d)
+    mag = (c * ts) ** 2 * 3 + math.sqrt(blocks.d)  # (c·ts)²: c² alone overflows for tiny blocks
     if rel_c is not None:
         mag = mag + 2 * rel_c * blocks.d
     return edge_error(blocks, mag, blocks.d)
@@ -319,8 +319,13 @@ def _norm_error(blocks: Blocks) -> torch.Tensor:
     of the heads (0 off the support and on zero blocks)."""
     Bn = _floored_norms(blocks)
     mask = blocks.sup & (Bn > 0)
-    rho = torch.where(mask, blocks.block_scale() / torch.where(mask, Bn, torch.ones_like(Bn)), torch.zeros_like(Bn))
-    return rounding_error(blocks.terms + blocks.d + 1, 1.0) * rho
+    safe = torch.where(mask, Bn, torch.ones_like(Bn))
+    rho = torch.where(mask, blocks.block_scale() / safe, torch.zeros_like(Bn))
+    k = blocks.terms + blocks.d + 1
+    # the norms are sums of squares, unscaled: below √(smallest normal) ≈ 1.5e-154 each square is
+    # known only to the subnormal spacing 2⁻¹⁰⁷⁴ (relative k·2⁻¹⁰⁷⁴/‖B‖² = k·(2⁻⁵³⁷/‖B‖)², kept in range)
+    under = torch.where(mask, k * (2.0**-537 / safe) ** 2, torch.zeros_like(Bn))
+    return rounding_error(k, 1.0) * rho + under
 
 
 def transport_scale(blocks: Blocks, tdt: torch.dtype) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:

@@ -75,6 +75,7 @@ from numerics.laplacian.kernel import MAX_MATVECS, kernel_factored
 from numerics.laplacian.result import assemble, skipped
 from numerics.laplacian.spectral import spectrum_factored
 from numerics.tolerance import tol
+from numerics.validate import memory_budget as read_memory_budget
 
 F64 = torch.float64
 
@@ -161,6 +162,8 @@ def diagnose_factored(
     ):
         if not isinstance(val, int) or isinstance(val, bool) or val < lo:
             raise ParameterError(f"must be an int >= {lo}, got {val!r}", argument=name)
+    if memory_budget is None:  # $CONNWALK_MEMORY_BUDGET read and validated here, as the dense path does
+        memory_budget = read_memory_budget()
     if w.device.type != "cpu":
         # the spectral and kernel routes drive host Lanczos / Arnoldi (and ARPACK) with host vectors: the whole
         # factored diagnosis runs on a host copy and its result goes back to the walk's device

@@ -8,17 +8,53 @@ the algebraic checks and the spectral / kernel ones). Imports nothing from the p
 
 from __future__ import annotations
 
+import operator
 from dataclasses import dataclass, field
 
 import torch
 
 from numerics.contracts import Int, Tensor, contract
+from numerics.errors import BatchIndexError, UndecidedTruthError
 from theory.rounding import decide
 from theory.rounding import status as decision_status
 
 F64 = torch.float64
 
-__all__ = ["Check", "make_check", "CHECK_NAMES", "LaplacianDiagnostics", "format_spectrum", "skipped", "assemble"]
+__all__ = [
+    "Check",
+    "batch_element",
+    "make_check",
+    "CHECK_NAMES",
+    "LaplacianDiagnostics",
+    "format_spectrum",
+    "skipped",
+    "assemble",
+]
+
+
+def batch_element(shape: tuple | torch.Size, index) -> tuple:
+    """``index`` as the tuple that selects one element of a batch of shape ``shape`` (an int is a
+    one-entry tuple; negative entries count from the end, as in numpy), or :class:`BatchIndexError`
+    naming the index and the shape: missing on a batched result, of the wrong length, or out of range."""
+    shape = tuple(shape)
+    idx = index if isinstance(index, tuple) else (index,)
+    try:
+        if any(isinstance(i, bool) for i in idx):
+            raise TypeError
+        idx = tuple(operator.index(i) for i in idx)
+    except TypeError:
+        raise BatchIndexError(
+            f"{index!r} is not an int or a tuple of ints (batch shape {shape})", argument="index"
+        ) from None
+    if len(idx) != len(shape):
+        need = "no index (a single walk)" if not shape else f"an index of {len(shape)} int(s), e.g. {(0,) * len(shape)}"
+        raise BatchIndexError(
+            f"{idx!r} does not select one element of a result of batch shape {shape}: give {need}", argument="index"
+        )
+    bad = [k for k, (i, m) in enumerate(zip(idx, shape)) if not -m <= i < m]
+    if bad:
+        raise BatchIndexError(f"{idx!r} is out of range for batch shape {shape}", argument="index")
+    return tuple(i % m for i, m in zip(idx, shape))
 
 
 @dataclass
@@ -30,7 +66,9 @@ class Check:
     batch shape; NaN where undefined), ``tol`` the threshold, ``error`` the error bound of the
     residual's own computation. ``tol`` is reported as one number (the largest where a check has
     a bound per batch element). ``holds`` is False where undecided: read ``fails`` (or
-    :meth:`status`) to tell "false" from "not decided"."""
+    :meth:`status`) to tell "false" from "not decided". ``bool(check)`` is ``holds`` everywhere
+    only where the check is decided everywhere; otherwise it raises :class:`UndecidedTruthError`
+    (three values do not fit in a bool)."""
 
     name: str
     holds: torch.Tensor
@@ -59,6 +97,14 @@ class Check:
         )
 
     def __bool__(self) -> bool:
+        undecided = self.undecided
+        if bool(undecided.any()):
+            where = "" if undecided.ndim == 0 else f" at {int(undecided.sum())} of {undecided.numel()} batch elements"
+            why = f" ({self.reason})" if self.reason else ""
+            raise UndecidedTruthError(
+                f"{self.name} is undecided{where}{why}: its truth value is not a bool; "
+                "use .holds (certainly true), .fails (certainly false) or .status(index)"
+            )
         return bool(self.holds.all())
 
     @property
@@ -70,9 +116,11 @@ class Check:
         """Where the check is neither certainly true nor certainly false."""
         return ~self.holds & ~self.fails
 
-    def status(self, index: tuple = ()) -> str:
-        """``"holds"``, ``"fails"`` or ``"undecided"`` for batch element ``index``."""
-        return decision_status(bool(self.holds[index]), bool(self.fails[index]))
+    def status(self, index: tuple | int = ()) -> str:
+        """``"holds"``, ``"fails"`` or ``"undecided"`` for batch element ``index`` (``()`` for a single
+        walk; :class:`BatchIndexError` for an index that does not select one element)."""
+        i = batch_element(self.holds.shape, index)
+        return decision_status(bool(self.holds[i]), bool(self.fails[i]))
 
     def __repr__(self) -> str:
         r = self.residual.detach().cpu()
@@ -204,17 +252,23 @@ class LaplacianDiagnostics:
         one = (self.scale - 1).abs() <= self.scaled_isometry.tol * 4
         return self.scaled_isometry.holds & one & self.block_detailed_balance.holds
 
-    def failing(self, index: tuple = ()) -> list[str]:
+    def _element(self, index) -> tuple:
+        return batch_element(self.stochastic.holds.shape, index)
+
+    def failing(self, index: tuple | int = ()) -> list[str]:
         """Names of the checks that certainly fail (for batch element ``index``)."""
+        index = self._element(index)
         return [k for k, c in self.checks().items() if bool(c.fails[index])]
 
-    def undecided(self, index: tuple = ()) -> list[str]:
+    def undecided(self, index: tuple | int = ()) -> list[str]:
         """Names of the checks that are neither certainly true nor certainly false (within their
         rounding error of the tolerance, skipped, or ambiguous): each has its ``reason``."""
+        index = self._element(index)
         return [k for k, c in self.checks().items() if bool(c.undecided[index])]
 
-    def summary(self, index: tuple = ()) -> str:
+    def summary(self, index: tuple | int = ()) -> str:
         """A fixed-width table for batch element ``index`` (status: holds / fails / undecided)."""
+        index = self._element(index)
         lines = [f"{'condition':<24}{'status':<10}{'residual':>12}  {'tol':>9}  {'error':>9}  reason"]
         for k, c in self.checks().items():
             r = c.residual[index].item()
@@ -228,7 +282,8 @@ class LaplacianDiagnostics:
             lines.append("spectrum of Δ: " + format_spectrum(ev))
         return "\n".join(lines)
 
-    def as_dict(self, index: tuple = ()) -> dict:
+    def as_dict(self, index: tuple | int = ()) -> dict:
+        index = self._element(index)
         out = {}
         for k, c in self.checks().items():
             out[k] = {

@@ -26,12 +26,14 @@ import importlib.util
 import numbers
 import shutil
 import zipfile
+from contextlib import contextmanager
 from pathlib import Path
 
 import torch
 
 from numerics.device import as_device
 from numerics.errors import (
+    ConnwalkError,
     CorruptFileError,
     ModelError,
     ModelNotInstalledError,
@@ -315,6 +317,19 @@ def wrap(
     return HFModelHandle(model, tokenizer, name=name, source=source, trained=trained)
 
 
+@contextmanager
+def _named(argument: str):
+    """Re-raise a ``ConnwalkError`` of a helper (``family``, ``model``) as one about ``argument``, the
+    parameter the caller of :func:`load` typed."""
+    try:
+        yield
+    except ConnwalkError as exc:
+        if exc.argument not in ("family", "model"):  # already the caller's name (name, dtype, seed, device, path)
+            raise
+        msg = str(exc).removeprefix(f"{exc.argument}: ")
+        raise type(exc)(msg, argument=argument) from exc
+
+
 def load(name: str, *, dtype: torch.dtype = torch.float32, device=None, seed: int = 0) -> HFModelHandle:
     """Load ``name`` (see the module docstring) as a handle; eager attention, eval mode.
 
@@ -322,7 +337,13 @@ def load(name: str, *, dtype: torch.dtype = torch.float32, device=None, seed: in
     (``CONNWALK_DEVICE`` / cuda if available), a device, ``"auto"`` for ``accelerate``'s
     ``device_map="auto"`` (models bigger than one device), or an explicit ``device_map`` dict (modules →
     ``"cpu"``, ``"cuda:0"``, ``"disk"``; offloaded weights go under the cache root). ``seed``: the init
-    seed of ``random:`` (random nulls are placed on one device)."""
+    seed of ``random:`` (random nulls are placed on one device). An error of a helper about its own
+    ``model`` / ``family`` argument is reported about ``name``."""
+    with _named("name"):
+        return _load(name, dtype=dtype, device=device, seed=seed)
+
+
+def _load(name: str, *, dtype: torch.dtype, device, seed: int) -> HFModelHandle:
     from transformers import AutoConfig, AutoTokenizer
     from transformers.utils import logging as hf_logging
 

@@ -57,6 +57,19 @@ def test_unsupported_architecture_lists_supported(tmp_path):
         load(str(tmp_path), device="cpu")
     for fam in ("bert", "llama", "gpt2", "gemma3_text", "mpnet"):
         assert fam in str(ei.value)
+    # the parameter of load is `name`: the helper's own `model` argument is not the caller's
+    assert ei.value.argument == "name" and str(ei.value).startswith("name: "), str(ei.value)
+
+
+def test_load_names_its_parameter_name_not_a_helpers():
+    """``load("tiny:nonsense")`` fails in ``tiny_model(family)``: reported about ``name`` (what the
+    caller typed), the helper's ``family`` nowhere; ``dtype`` / ``seed`` keep their own names."""
+    with pytest.raises(UnsupportedArchitectureError, match=r"^name: no tiny config for 'nonsense'") as ei:
+        load("tiny:nonsense")
+    assert ei.value.argument == "name"
+    with pytest.raises(ModelError) as ei:
+        load("tiny:bert", dtype=torch.int32)
+    assert ei.value.argument == "dtype"
 
 
 def test_unsupported_gguf_architecture(tmp_path):

@@ -57,6 +57,11 @@ def assert_agree(Dd, Df) -> dict:
             "kernel_parallel",
             "flat",
         ), (name, cd, cf)
+        # an infinite residual (or error bound) is a value like any other: both paths infinite there
+        # agree, one infinite and one finite do not (inf − inf would be NaN, not a difference)
+        assert bool((torch.isinf(cd.residual) == torch.isinf(cf.residual)).all()), (name, cd, cf)
+        assert math.isinf(cd.error) == math.isinf(cf.error), (name, cd, cf)
+        both = both & ~torch.isinf(cd.residual)
         if not bool(both.any()):
             continue
         rd, rf = cd.residual[both], cf.residual[both]
@@ -301,6 +306,26 @@ def test_agree_on_necessity_strategies(which, data):
     assert_agree(*both(ConnectionWalk.from_edges(P, O), pi=pi))
 
 
+def test_a_block_below_the_squaring_range_is_undecided_with_finite_numbers():
+    """Regression (``--hypothesis-seed=9127``, dev profile): a one-token walk with transport
+    7.7e-162 (``‖O‖²`` subnormal). The scaled-isometry residual was ``inf`` with error ``inf``
+    (``c² OᵀO`` with ``c = 1/‖O‖``: ``c² = inf``), and the agreement test computed inf − inf. Now the
+    Gram defect is taken on ``O/max|O|`` (finite) and the error bound carries the norms' underflow
+    (``k·(2⁻⁵³⁷/‖B‖)²``): both paths leave the check undecided with finite residual and error,
+    and a transport of ordinary size still holds."""
+    for d in (1, 2):
+        O = 7.7e-162 * torch.eye(d, dtype=F).reshape(1, 1, d, d)
+        Dd, Df = both(ConnectionWalk.from_edges(torch.ones(1, 1, dtype=F), O))
+        assert_agree(Dd, Df)
+        for D in (Dd, Df):
+            c = D.scaled_isometry
+            assert c.status() == "undecided" and math.isfinite(float(c.residual)) and math.isfinite(c.error), c
+    for s in (1e-140, 0.5, 3.0):
+        Dd, Df = both(ConnectionWalk.from_edges(torch.ones(1, 1, dtype=F), s * torch.eye(2, dtype=F)[None, None]))
+        assert_agree(Dd, Df)
+        assert Dd.scaled_isometry.status() == Df.scaled_isometry.status() == "holds", (s, Dd.scaled_isometry)
+
+
 # ------------------------------------------------------------------------------------ method switch
 def test_auto_method_memory_guard_and_parameters():
     w = _random_factors(6, 4, 2, 2, 3)
@@ -321,6 +346,20 @@ def test_auto_method_memory_guard_and_parameters():
     with pytest.raises(ParameterError) as e:
         diagnose(w, attention_dtype="float32")
     assert e.value.argument == "attention_dtype"
+
+
+@pytest.mark.parametrize("method", ["dense", "factored", "auto"])
+def test_every_path_refuses_a_nonsense_memory_budget(method, monkeypatch):
+    """``$CONNWALK_MEMORY_BUDGET`` is read and validated by every path (the factored one ignored it):
+    a value that is not a byte count is refused naming the environment variable; a valid one is used."""
+    w = _random_factors(3, 2, 2, 1, 2)
+    for bad in ("lots", "-5G", "nan", "0"):
+        monkeypatch.setenv("CONNWALK_MEMORY_BUDGET", bad)
+        with pytest.raises(ParameterError, match=r"^CONNWALK_MEMORY_BUDGET: cannot use") as e:
+            diagnose(w, method=method)
+        assert e.value.argument == "CONNWALK_MEMORY_BUDGET"
+    monkeypatch.setenv("CONNWALK_MEMORY_BUDGET", "1G")
+    assert diagnose(w, method=method).stochastic.status() == "holds"
 
 
 def test_auto_computes_every_check_when_max_dense_is_below_the_walk():

@@ -13,6 +13,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from numerics import strategies as cst
+from numerics.errors import UndecidedTruthError
+from numerics.laplacian import diagnose
 from numerics.laplacian.blocks import DenseBlocks, FactoredBlocks, element, factored_blocks, tsqr
 from numerics.laplacian.checks import (
     check_block_detailed_balance,
@@ -27,7 +29,7 @@ from numerics.laplacian.checks import (
     stationary,
     transport_scale,
 )
-from numerics.laplacian.result import Check, make_check
+from numerics.laplacian.result import Check, make_check, skipped
 from numerics.tolerance import tol
 from numerics.walk import ConnectionWalk
 from tests.helpers import host, literal_constraints, rot
@@ -858,7 +860,8 @@ def test_check_repr_bool_and_defined():
     assert repr(c2) == (
         "Check(y: holds=2/3 (1 undecided), max residual=3.000e-01, tol=5.0e-01, error=0.0e+00, reason='why')"
     )
-    assert not bool(c2)
+    with pytest.raises(UndecidedTruthError, match=r"y is undecided at 1 of 3 .*use \.holds.*\.fails.*\.status"):
+        bool(c2)  # undecided somewhere: no two-valued truth value (was False: "undecided" read as "fails")
     assert c2.defined.tolist() == [True, False, True]
     # a NaN residual (not computed) is undecided, not a failure
     assert c2.fails.tolist() == [False, False, False] and c2.undecided.tolist() == [False, True, False]
@@ -868,8 +871,68 @@ def test_check_repr_bool_and_defined():
     assert bool(c3)
     c4 = Check("w", torch.tensor(False), host(0.7), 0.5, error=0.25)
     assert c4.status() == "fails" and "error=2.5e-01" in repr(c4)
+    assert not bool(c4)  # decided: fails
+    c5 = Check("f", torch.tensor([True, False]), host([0.1, 0.9]), 0.5)  # decided everywhere, one fails
+    assert not bool(c5) and c5.fails.tolist() == [False, True]
     with pytest.raises(ValueError, match="both hold and fail"):
         Check("v", torch.tensor(True), host(0.1), 0.5, fails=torch.tensor(True))
+
+
+def test_bool_of_an_undecided_check_raises_a_type_error_like_sympy():
+    """Three values do not fit in a bool: ``bool()`` of a check undecided anywhere raises
+    ``UndecidedTruthError`` (a ``ConnwalkError`` and a ``TypeError``, as SymPy's undecidable relational
+    is); a skipped check (not computed) is undecided too."""
+    import sympy as sp
+
+    from numerics.errors import ConnwalkError
+
+    und = make_check("u", host(0.5), 0.5, error=0.1)  # within its error of the bound
+    assert und.status() == "undecided"
+    for exc in (UndecidedTruthError, ConnwalkError, TypeError):
+        with pytest.raises(exc):
+            bool(und)
+    with pytest.raises(UndecidedTruthError, match="not computed here"):
+        bool(skipped("s", (), "cpu", "not computed here"))
+    with pytest.raises(TypeError):  # the convention followed
+        bool(sp.Symbol("x") < 1)
+
+
+def test_status_of_a_batch_names_the_index_and_the_shape():
+    """``status()`` selects one element: without an index on a batched check, with an index of the
+    wrong length or out of range, a ``BatchIndexError`` (an ``IndexError``) names ``index`` and the
+    batch shape; an int, a negative index and numpy / torch integers select as in numpy."""
+    from numerics.errors import BatchIndexError
+
+    c = make_check("b", host([[0.1, 0.9], [0.5, 0.2]]), 0.5, error=0.01)
+    assert c.status((0, 0)) == "holds" and c.status((0, 1)) == "fails" and c.status((1, 0)) == "undecided"
+    assert c.status((-1, -1)) == "holds" and c.status((np.int64(1), torch.tensor(0))) == "undecided"
+    for bad, what in [((), "batch shape (2, 2)"), ((5, 0), "out of range"), ((0,), "batch shape (2, 2)")]:
+        with pytest.raises(BatchIndexError, match=r"^index: ") as exc:
+            c.status(bad)
+        assert exc.value.argument == "index" and what in str(exc.value) and isinstance(exc.value, IndexError)
+    v = make_check("v", host([0.1, 0.9, 0.2]), 0.5)
+    assert v.status(1) == "fails"
+    with pytest.raises(BatchIndexError, match=r"index: \(5,\) is out of range for batch shape \(3,\)"):
+        v.status((5,))
+    with pytest.raises(BatchIndexError, match="not an int"):
+        v.status("0")
+    with pytest.raises(BatchIndexError, match=r"give no index"):
+        make_check("s", host(0.1), 0.5).status((0,))
+
+
+def test_diagnostics_element_methods_name_the_index():
+    """``summary`` / ``as_dict`` / ``failing`` / ``undecided`` of a batched diagnosis need one batch
+    element: the same typed error as ``Check.status``."""
+    from numerics.errors import BatchIndexError
+
+    A = torch.full((2, 1, 3, 3), 1 / 3, dtype=F)
+    D = diagnose(ConnectionWalk.from_mha(A, torch.eye(2, dtype=F)[None]), method="dense", max_dense=0)
+    assert D.failing((1,)) == D.failing(1) and "stochastic" in D.summary((0,))
+    for method in (D.summary, D.as_dict, D.failing, D.undecided):
+        with pytest.raises(BatchIndexError, match=r"^index: .*batch shape \(2,\)"):
+            method()
+        with pytest.raises(BatchIndexError, match=r"^index: \(2,\) is out of range"):
+            method((2,))
 
 
 def test_make_check_boundary_nan_dtype_and_reason():

@@ -1491,3 +1491,17 @@ def test_kolmogorov_ties_keep_the_first_cycle():
     S = kolmogorov_scale(P, first)
     assert math.isclose(r.tol, tol64(2 * len(first), scale=S / 2), rel_tol=1e-12)
     assert r.holds and not r.undecided
+
+
+def test_bool_of_an_undecided_reversibility_raises():
+    """``Reversibility`` is three-valued (``holds`` / ``fails`` / ``undecided``): ``bool()`` of an
+    undecided one raises ``UndecidedTruthError`` (a ``ConnwalkError`` and a ``TypeError``)."""
+    from numerics.errors import UndecidedTruthError
+    from numerics.graphs import Reversibility
+
+    P = np.array([[0.5, 0.5], [0.5, 0.5]])
+    assert bool(is_reversible(P))
+    und = Reversibility(False, np.full(2, 0.5), 1e-16, 0.0, True, reason="within rounding", undecided=True)
+    assert not und.holds and not und.fails
+    with pytest.raises(UndecidedTruthError, match="within rounding"):
+        bool(und)

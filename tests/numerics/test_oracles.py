@@ -225,3 +225,17 @@ def test_t3_self_adjoint_scales_by_its_terms_on_a_nearly_absorbing_state():
     ident = params["self_adjoint"]
     no_pi = ident.edited(rhs=ident.rhs.xreplace({F.pi_[F.i]: 1}))
     assert oracles.walk_self_adjoint(inst, {"self_adjoint": no_pi}).fails
+
+
+def test_bool_of_an_undecided_verdict_raises():
+    """An oracle's verdict is three-valued: ``bool()`` of an undecided one raises a ``TypeError``
+    (``theory.errors.UndecidedTruthError``) instead of reading "undecided" as "fails"."""
+    from theory.errors import UndecidedTruthError
+
+    assert bool(oracles.residual_verdict(0.1, 1.0)) and not bool(oracles.residual_verdict(2.0, 1.0))
+    und = oracles.residual_verdict(1.0, 1.0, error=0.5)
+    assert und.status == "undecided"
+    with pytest.raises(UndecidedTruthError, match=r"use \.holds, \.fails or \.status"):
+        bool(und)
+    with pytest.raises(TypeError):
+        bool(oracles.residual_verdict(math.nan, 1.0))

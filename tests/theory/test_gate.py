@@ -9,10 +9,22 @@ on; for a changed conclusion the original statement must hold on that same insta
 rejection is due to the mutation); for a removed hypothesis the instance must violate it (so the
 hypothesis was needed). ``test_property_test_reads_the_registry`` runs the property test itself
 with the registry patched, proving the edit of the registry entry is what gets tested.
+
+The search (:func:`counterexample`) must not depend on what ran before it: it starts from the known
+witnesses of ``WITNESSES`` (explicit instances, checked to satisfy the mutant's hypotheses), then
+draws from its own generator, seeded from the mutant's name (``find(random=...)``), never from
+Hypothesis' shared derandomized stream. (Hypothesis also mixes the literal constants of every
+imported project module into its draws; ``tests/conftest.py`` pins that pool, so importing more
+modules — an in-process paper-checks run — no longer changes what is drawn.)
 """
 
 from __future__ import annotations
 
+import sys
+import zlib
+from random import Random
+
+import numpy as np
 import pytest
 import sympy as sp
 from hypothesis import HealthCheck, Phase, find, given, settings
@@ -38,6 +50,59 @@ SEARCH = settings(
     phases=[Phase.generate],
     suppress_health_check=list(HealthCheck),
 )
+
+
+#: the search for a counterexample: the mutant's own seeded generator (``find(random=...)``); a
+#: counterexample that lives in a thin slice of the drawn instances (T3's scaled variant with s < 1,
+#: T4's triangle on non-collinear tokens with asymmetric scores) also has a known witness below
+FIND = settings(SEARCH, derandomize=False, max_examples=300)
+
+
+def _walk(P, O, **extra):
+    return {"kind": "walk", "P": np.asarray(P, float), "O": np.asarray(O, float), **extra}
+
+
+#: a reversible stochastic walk with one orthogonal 1×1 transport: ``spec Δ = {1 − s, 1}`` for the
+#: transports ``s·Q`` (the original statement holds; ``O = Q`` gives 0 ∉ [1 − s, 1 + s], and
+#: ``[1 − s², 1 + s²]`` misses ``1 − s`` for s = 1/2)
+_T3_SCALED = _walk([[0.5, 0.5], [0.5, 0.5]], np.ones((2, 2, 1, 1)), s=0.5)
+#: three non-collinear tokens, asymmetric scores: the triangle's right side is not zero
+_T4_TRIANGLE = {
+    "kind": "softmax",
+    "X": np.array([[1.0, 0.0], [0.0, 1.0], [-1.0, 0.5]]),
+    "M": np.array([[0.5, 1.0], [-0.5, 0.25]]),
+    "mask": None,
+    "beta": np.zeros(3),
+}
+WITNESSES = {
+    "T3 scaled transports O = sQ -> O = Q": [_T3_SCALED],
+    "T3 scaled spec in [1 - s, 1 + s] -> [1 - s^2, 1 + s^2]": [_T3_SCALED],
+    "T4 triangle identity sign flipped": [_T4_TRIANGLE],
+    "T4 triangle coefficient 2 -> 1": [_T4_TRIANGLE],
+    "T4 triangle x_j - x_i -> x_j + x_i": [_T4_TRIANGLE],
+}
+
+
+def search_seed(name: str) -> int:
+    """The mutant's own seed (CRC-32 of its name: the same in every process and order)."""
+    return zlib.crc32(name.encode())
+
+
+def counterexample(name, mutant, *, witnesses=True):
+    """An instance satisfying ``mutant``'s hypotheses on which a conclusion of ``mutant`` is rejected:
+    its known witnesses first (each must satisfy the hypotheses), then ``find`` from the mutant's own
+    seeded generator (``hypothesis.errors.NoSuchExample`` if none within ``FIND.max_examples``)."""
+    for inst in WITNESSES.get(name, ()) if witnesses else ():
+        hyp, _ = oracles.judge_theorem(mutant, inst)
+        assert all(v.holds for v in hyp.values()), (name, "a witness outside the mutant's hypotheses", hyp)
+        if not cases.conclusions_hold(mutant, inst):
+            return inst
+    return find(
+        cases.instances(mutant),
+        lambda i: not cases.conclusions_hold(mutant, i),
+        settings=FIND,
+        random=Random(search_seed(name)),
+    )
 
 
 def _conclusion_mutant(tid, cid, **params):
@@ -488,7 +553,7 @@ def _params(names):
 @pytest.mark.parametrize("name", _params(MUTANTS))
 def test_statement_mutant_is_rejected(name):
     original, mutant = MUTANTS[name]()
-    inst = find(cases.instances(mutant), lambda i: not cases.conclusions_hold(mutant, i), settings=SEARCH)
+    inst = counterexample(name, mutant)
     _, con = oracles.judge_theorem(mutant, inst)
     rejected = sorted(k for k, v in con.items() if not v.holds)
     assert rejected, name
@@ -531,6 +596,48 @@ def test_property_test_reads_the_registry(monkeypatch, name):
     with pytest.raises(AssertionError, match="conclusions rejected by the oracles"):
         run(tid=original.id)
     # (the unpatched entry passes the same test: tests/numerics/test_statements.py)
+
+
+@pytest.mark.parametrize("name", sorted(WITNESSES))
+def test_every_witness_rejects_its_mutant_alone(name):
+    """A known witness is a counterexample by itself (not a leftover the search never reaches): the
+    mutant fails on it, the original statement holds on it."""
+    original, mutant = MUTANTS[name]()
+    for inst in WITNESSES[name]:
+        assert cases.failures(mutant, inst), name
+        assert not cases.failures(original, inst), name
+
+
+def test_the_search_draws_from_its_own_generator(tmp_path, monkeypatch):
+    """The search's draws depend only on the mutant's name: the same instances whatever ran before —
+    another search, or an import of further project modules (whose literals Hypothesis ≥ 6.131 would
+    mix into its draws unless ``tests/conftest.py`` pinned that pool: this is what made two mutants'
+    searches miss after an in-process paper-checks run) — and two names draw different instances."""
+    import importlib
+
+    def draws(name, k=40):
+        _, mutant = MUTANTS[name]()
+        seen = []
+
+        def cond(inst):
+            seen.append(repr(sorted((key, np.asarray(v).tolist()) for key, v in inst.items() if key != "kind")))
+            return len(seen) >= k
+
+        find(cases.instances(mutant), cond, settings=FIND, random=Random(search_seed(name)))
+        return seen
+
+    name = "T3 scaled transports O = sQ -> O = Q"
+    first = draws(name)
+    find(st.integers(0, 10**6), lambda v: v > 10**5, settings=FIND)  # another search in between
+    assert draws(name) == first
+    # a module outside site-packages with many literals in the ranges the T3 sampler draws from
+    literals = ", ".join(f"{0.2 + k / 97:.6f}" for k in range(150)) + ", " + ", ".join(map(str, range(1, 5)))
+    (tmp_path / "gate_literals_mod.py").write_text(f"VALUES = ({literals})\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    importlib.import_module("gate_literals_mod")
+    monkeypatch.delitem(sys.modules, "gate_literals_mod")  # imported once is enough (and gone after)
+    assert draws(name) == first
+    assert draws("T3 upper bound 2 -> 1") != first
 
 
 def test_every_theorem_has_at_least_one_mutant_here():

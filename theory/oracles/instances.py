@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from ..errors import UndecidedTruthError
 from ..formulas import evaluate, premise_residuals, tabulate
 from ..rounding import EPS64, HOLDS, ROUNDING_SAFETY, UNDECIDED, combine, decide, rank_interval, rounding_error
 from ..rounding import status as decision_status
@@ -42,6 +43,11 @@ class Verdict:
             raise ValueError("a verdict cannot both hold and be undecided")
 
     def __bool__(self) -> bool:
+        if self.undecided:
+            raise UndecidedTruthError(
+                f"an undecided verdict ({self.detail or 'within its rounding error of the tolerance'}) has no "
+                "truth value: use .holds, .fails or .status"
+            )
         return self.holds
 
     @property
