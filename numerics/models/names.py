@@ -14,10 +14,17 @@ from __future__ import annotations
 
 import importlib.metadata
 import os
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from numerics.errors import CorruptFileError, ModelError, ModelNotInstalledError, UnsupportedArchitectureError
+from numerics.errors import (
+    ConnwalkError,
+    CorruptFileError,
+    ModelError,
+    ModelNotInstalledError,
+    UnsupportedArchitectureError,
+)
 
 __all__ = [
     "Checkpoint",
@@ -160,12 +167,27 @@ def locate(name: str) -> tuple[str, Checkpoint | Path]:
     )
 
 
+@contextmanager
+def as_argument(argument: str):
+    """Re-raise a ``ConnwalkError`` of a helper about its own ``family`` / ``model`` argument as one
+    about ``argument``, the parameter the caller typed (``name`` of :func:`check_loadable` and of
+    :func:`~numerics.models.registry.load`)."""
+    try:
+        yield
+    except ConnwalkError as exc:
+        if exc.argument not in ("family", "model"):  # already the caller's name (name, dtype, seed, device, path)
+            raise
+        msg = str(exc).removeprefix(f"{exc.argument}: ")
+        raise type(exc)(msg, argument=argument) from exc
+
+
 def check_loadable(name) -> None:
     """Refuse ``name`` as :func:`~numerics.models.registry.load` would before reading any file's
     contents: not a nonempty string, an unknown ``tiny:`` family, or (also after ``random:``) what
     :func:`locate` refuses."""
     require_name(name)
     if name.startswith("tiny:"):
-        check_tiny_family(name[5:])
+        with as_argument("name"):
+            check_tiny_family(name[5:])
         return
     locate(name[7:] if name.startswith("random:") else name)

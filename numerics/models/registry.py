@@ -26,14 +26,12 @@ import importlib.util
 import numbers
 import shutil
 import zipfile
-from contextlib import contextmanager
 from pathlib import Path
 
 import torch
 
 from numerics.device import as_device
 from numerics.errors import (
-    ConnwalkError,
     CorruptFileError,
     ModelError,
     ModelNotInstalledError,
@@ -46,6 +44,7 @@ from numerics.models.files import check_gguf, check_safetensors, gguf_header
 from numerics.models.names import (
     CHECKPOINTS,
     Checkpoint,
+    as_argument,
     available,
     is_installed,
     known,
@@ -317,19 +316,6 @@ def wrap(
     return HFModelHandle(model, tokenizer, name=name, source=source, trained=trained)
 
 
-@contextmanager
-def _named(argument: str):
-    """Re-raise a ``ConnwalkError`` of a helper (``family``, ``model``) as one about ``argument``, the
-    parameter the caller of :func:`load` typed."""
-    try:
-        yield
-    except ConnwalkError as exc:
-        if exc.argument not in ("family", "model"):  # already the caller's name (name, dtype, seed, device, path)
-            raise
-        msg = str(exc).removeprefix(f"{exc.argument}: ")
-        raise type(exc)(msg, argument=argument) from exc
-
-
 def load(name: str, *, dtype: torch.dtype = torch.float32, device=None, seed: int = 0) -> HFModelHandle:
     """Load ``name`` (see the module docstring) as a handle; eager attention, eval mode.
 
@@ -339,7 +325,7 @@ def load(name: str, *, dtype: torch.dtype = torch.float32, device=None, seed: in
     ``"cpu"``, ``"cuda:0"``, ``"disk"``; offloaded weights go under the cache root). ``seed``: the init
     seed of ``random:`` (random nulls are placed on one device). An error of a helper about its own
     ``model`` / ``family`` argument is reported about ``name``."""
-    with _named("name"):
+    with as_argument("name"):
         return _load(name, dtype=dtype, device=device, seed=seed)
 
 
