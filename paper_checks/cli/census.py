@@ -14,6 +14,28 @@ import os
 import sys
 
 from numerics.errors import ParameterError
+from paper_checks.cli.parser import preserved_state
+
+DESCRIPTION = """\
+Every attention class of the installed transformers, checked as a connection
+walk by the conformance kit: each class is built inside its family's model
+from a tiny random configuration, run on seeded draws in float64, and judged
+on T2's hypotheses (nonnegative, row-stochastic attention) and its identity.
+Writes DIR/CENSUS.md (and, with --json, one JSON row per class: class, family,
+status, reason, the T3/T5 hypotheses its heads satisfy) and prints the counts
+per status. Takes 10-15 minutes on 2 cores (--jobs 2); --model-types and
+--classes check a part."""
+
+EPILOG = """\
+statuses: conforms; identity holds, hypothesis fails (which); fails (the
+counterexample); undecided; declined (why: not softmax attention, inputs the
+census cannot draw, no tiny model contains the class, ...).
+
+exit status:
+  0  the census ran (whatever its rows say: it is a report, not a gate)
+  2  bad input, with one line on stderr naming the option, before any work:
+     --out a file or not creatable, --json's directory missing or not
+     writable, a number out of range"""
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
@@ -21,7 +43,9 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     p = subparsers.add_parser(
         "census",
         help="every attention class in transformers checked as a connection walk (writes CENSUS.md)",
-        description=__doc__.split("\n\n")[0],
+        description=DESCRIPTION,
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("--out", default=".", metavar="DIR", help="directory of CENSUS.md (default: .)")
     p.add_argument("--json", default=None, metavar="PATH", help="also write the rows as JSON")
@@ -67,6 +91,15 @@ def check_options(args) -> None:
 
 def run(args) -> int:
     check_options(args)
+    with preserved_state():
+        return _run(args)
+
+
+def _run(args) -> int:
+    if not args.quiet:  # something within a second: importing transformers and listing its classes takes ~10 s
+        print(
+            "connwalk census: loading transformers and listing its attention classes ...", file=sys.stderr, flush=True
+        )
     import transformers
 
     from numerics.census import run_census, write_census
