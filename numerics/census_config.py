@@ -109,27 +109,14 @@ def _shrink(cfg: Any, seen: set) -> None:
             put(k, 4)
         elif isinstance(attrs.get(k), list) and all(isinstance(x, int) for x in attrs[k]):
             put(k, [2] * len(attrs[k]))
-    for k in _KV:
-        if has_int(k) and attrs[k] > 2:
-            put(k, 2)
-    for k in _HEAD_DIM:
-        if has_int(k) and attrs[k] > 16:
-            put(k, 16)
-    for k in _LAYERS:
-        if has_int(k) and attrs[k] > 2:
-            put(k, 2)
+    caps = [(k, 2) for k in _KV] + [(k, 16) for k in _HEAD_DIM] + [(k, 2) for k in _LAYERS]
+    for k, v in caps:
+        if has_int(k) and attrs[k] > v:
+            put(k, v)
     if isinstance(attrs.get("depths"), list):
         put("depths", [1] * len(attrs["depths"]))
-    for k in _EXPERTS:
-        if has_int(k) and attrs[k] > 4:
-            put(k, 4)
-    for k in _TOPK:
-        if has_int(k) and attrs[k] > 2:
-            put(k, 2)
-    for k in _MOE_FFN:
-        if has_int(k) and attrs[k] > 32:
-            put(k, 32)
-    for k, v in _SMALL.items():
+    caps = [(k, 4) for k in _EXPERTS] + [(k, 2) for k in _TOPK] + [(k, 32) for k in _MOE_FFN]
+    for k, v in [*caps, *_SMALL.items()]:
         if has_int(k) and attrs[k] > v:
             put(k, v)
         elif k in ("image_size", "patch_size") and isinstance(attrs.get(k), (list, tuple)) and attrs[k]:

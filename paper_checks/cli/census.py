@@ -14,7 +14,7 @@ import os
 import sys
 
 from numerics.errors import ParameterError
-from paper_checks.cli.parser import preserved_state
+from paper_checks.cli.parser import check_json_path, preserved_state
 
 DESCRIPTION = """\
 Every attention class of the installed transformers, checked as a connection
@@ -79,14 +79,7 @@ def check_options(args) -> None:
     here = args.out if os.path.isdir(args.out) else parent
     if not os.access(here, os.W_OK):
         raise ParameterError(f"{here} is not writable", argument="--out")
-    if args.json is not None:
-        jd = os.path.dirname(os.path.abspath(args.json))
-        if os.path.isdir(args.json):
-            raise ParameterError(f"{args.json} is a directory, expected a file path", argument="--json")
-        if not os.path.isdir(jd):
-            raise ParameterError(f"the directory {jd} does not exist", argument="--json")
-        if not os.access(jd, os.W_OK):
-            raise ParameterError(f"{jd} is not writable", argument="--json")
+    check_json_path(args.json, "census.json")
 
 
 def run(args) -> int:

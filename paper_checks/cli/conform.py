@@ -22,9 +22,9 @@ import re
 import sys
 import tempfile
 
-from numerics.errors import ConnwalkError, MemoryBudgetError, ModelError, ParameterError
+from numerics.errors import ConnwalkError, MemoryBudgetError, ModelError
 from numerics.models.names import check_loadable
-from paper_checks.cli.parser import IntOption, OptionTable, Progress, preserved_state, readdress
+from paper_checks.cli.parser import IntOption, OptionTable, Progress, check_json_path, preserved_state, readdress
 
 _FACTORY = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
 _REGISTRY_PREFIXES = ("random", "tiny", "synthetic")
@@ -142,41 +142,12 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
 
 
 # ------------------------------------------------------------------ option checks (standard library)
-def check_json_path(path: str | None) -> None:
-    """``--json PATH`` must name a file that can be written: its directory exists and is writable
-    (tried with a temporary file, removed at once), the path is not a directory, an existing file is
-    writable. Nothing is left behind."""
-    if path is None:
-        return
-    if not isinstance(path, str) or not path.strip():
-        raise ParameterError(f"expected a file path, got {path!r}", argument="--json")
-    if os.path.isdir(path):
-        raise ParameterError(
-            f"{path!r} is a directory; give a file path such as {path}/conform.json", argument="--json"
-        )
-    parent = os.path.dirname(os.path.abspath(path))
-    if os.path.exists(parent) and not os.path.isdir(parent):
-        raise ParameterError(f"{parent!r} is not a directory", argument="--json")
-    if not os.path.isdir(parent):
-        raise ParameterError(f"the directory {parent!r} does not exist (create it first)", argument="--json")
-    try:
-        if os.path.exists(path):
-            with open(path, "a"):
-                pass
-        else:
-            fd, probe = tempfile.mkstemp(dir=parent, prefix=".connwalk-probe-")
-            os.close(fd)
-            os.unlink(probe)
-    except OSError as exc:
-        raise ParameterError(f"cannot write {path!r}: {exc.strerror or exc}", argument="--json") from None
-
-
 def check_options(args) -> None:
     """Every option that needs no torch, before anything heavy is imported (raises naming the option)."""
     OPTIONS.validate(OPTIONS.values(args))
     for i in args.layers or []:
         IntOption(lo=0).check("--layers", i)
-    check_json_path(args.json)
+    check_json_path(args.json, "conform.json")
     check_model_target(args.target)
 
 

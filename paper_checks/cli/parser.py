@@ -20,6 +20,7 @@ import os
 import random
 import re
 import sys
+import tempfile
 import threading
 import time
 import warnings
@@ -38,6 +39,7 @@ __all__ = [
     "is_environment_variable",
     "Progress",
     "preserved_state",
+    "check_json_path",
 ]
 
 
@@ -268,3 +270,30 @@ def preserved_state(*, imported_only: bool = False) -> Iterator[None]:
         if "numpy" in saved:
             np.random.set_state(saved["numpy"])  # noqa: NPY002
         random.setstate(py_rng)
+
+
+def check_json_path(path: str | None, example: str = "report.json") -> None:
+    """``--json PATH`` must name a file that can be written: its directory exists and is writable
+    (tried with a temporary file, removed at once), the path is not a directory, an existing file is
+    writable. Nothing is left behind."""
+    if path is None:
+        return
+    if not isinstance(path, str) or not path.strip():
+        raise ParameterError(f"expected a file path, got {path!r}", argument="--json")
+    if os.path.isdir(path):
+        raise ParameterError(f"{path!r} is a directory; give a file path such as {path}/{example}", argument="--json")
+    parent = os.path.dirname(os.path.abspath(path))
+    if os.path.exists(parent) and not os.path.isdir(parent):
+        raise ParameterError(f"{parent!r} is not a directory", argument="--json")
+    if not os.path.isdir(parent):
+        raise ParameterError(f"the directory {parent!r} does not exist (create it first)", argument="--json")
+    try:
+        if os.path.exists(path):
+            with open(path, "a"):
+                pass
+        else:
+            fd, probe = tempfile.mkstemp(dir=parent, prefix=".connwalk-probe-")
+            os.close(fd)
+            os.unlink(probe)
+    except OSError as exc:
+        raise ParameterError(f"cannot write {path!r}: {exc.strerror or exc}", argument="--json") from None

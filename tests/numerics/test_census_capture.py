@@ -222,9 +222,12 @@ class _OwnKernelAttention(torch.nn.Module):
         return self.o(out.reshape(B, n, -1))
 
 
-def test_a_family_eager_kernel_that_is_not_softmax_attention_is_refused():
-    mod = _OwnKernelAttention().double()
-    x = torch.randn(1, 3, 16, dtype=F64)
+@pytest.mark.parametrize("seed", [0, 8, 11])  # 8 and 11: the smallest output changes of seeds 0-11 (6e-5, 1e-4)
+def test_a_family_eager_kernel_that_is_not_softmax_attention_is_refused(seed):
+    with torch.random.fork_rng():
+        torch.manual_seed(seed)
+        mod = _OwnKernelAttention().double()
+        x = torch.randn(1, 3, 16, dtype=F64)
     with pytest.raises(CaptureError, match="not softmax"):
         run_captured(mod, lambda: mod(x))
     out, _ = eager_attention_forward(mod, *(torch.randn(1, 2, 3, 8, dtype=F64) for _ in range(3)), None, 0.5)
