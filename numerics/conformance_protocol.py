@@ -264,12 +264,12 @@ def extract_checked(ad: Adapter, d: Draw, name: str) -> list[Extraction]:
 
 
 def check_finite_parameters(module) -> None:
-    """A NaN/inf in a module's parameters or floating buffers is bad input, refused before any draw:
-    :class:`~numerics.errors.NonFiniteError` naming ``module`` and the parameter."""
+    """A NaN/inf in a module's parameters is bad input, refused before any draw:
+    :class:`~numerics.errors.NonFiniteError` naming ``module`` and the parameter. Buffers are not
+    parameters and may hold ±inf on purpose (clipping bounds, masks): what they do to the output is judged."""
     if not isinstance(module, torch.nn.Module):
         return
-    named = list(module.named_parameters()) + [(n, b) for n, b in module.named_buffers() if b.is_floating_point()]
-    for nm, p in named:
+    for nm, p in module.named_parameters():
         with torch.no_grad():
             bad = int((~torch.isfinite(p)).sum())
         if bad:

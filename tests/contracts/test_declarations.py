@@ -27,6 +27,12 @@ MODULE_EXEMPT = {
     "naming them); the bad-input cases are tests/numerics/test_conformance.py",
     "numerics.conformance_hf": "the adapters numerics.conformance picks for stand-alone Hugging Face attention "
     "modules (an unsupported class is UnsupportedArchitectureError naming `module`)",
+    "numerics.conformance_hf_capture": "the attention-interface capture numerics.conformance picks for Hugging Face "
+    "models: it takes a model the kit already accepted, and whatever it cannot read is a CaptureError naming "
+    "`module` (stale or missing records, shapes, kernels that are not softmax: tests/numerics/test_census_capture.py)",
+    "numerics.census": "runs over the installed transformers' own classes, no user data; its options are checked "
+    "by paper_checks.cli.census.check_options (ParameterError naming the option: tests/numerics/test_census.py), and "
+    "every failure of a class becomes that class's declined row with the reason",
 }
 
 #: public names that are results, constants or type definitions, not entry points

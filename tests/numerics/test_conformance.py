@@ -343,6 +343,14 @@ def test_non_finite_parameters_are_bad_input_not_a_verdict(param, field):
     assert ei.value.argument == field
 
 
+def test_an_infinite_buffer_is_no_bad_input():
+    """Buffers may hold ±inf on purpose (an input clipping bound of -inf): the module is judged."""
+    torch.manual_seed(0)
+    mha = torch.nn.MultiheadAttention(8, 2, batch_first=True).double()
+    mha.register_buffer("input_min", torch.tensor(-math.inf, dtype=torch.float64))
+    assert check_attention(mha, examples=2, hypotheses=False).conforms
+
+
 def test_report_table_and_dict():
     rep = check_attention(MeanAttention(), examples=3, seed=5)
     table = rep.table()
