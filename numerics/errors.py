@@ -6,7 +6,7 @@ The hierarchy subclasses the matching builtin too (``ShapeError`` is a ``ValueEr
 
 from __future__ import annotations
 
-from theory.errors import UndecidedTruthError as _TheoryUndecided
+import theory.errors
 
 
 class ConnwalkError(Exception):
@@ -93,7 +93,7 @@ class MemoryBudgetError(ConnwalkError, MemoryError):
     budget; the message gives the estimate, the budget, and the factored alternative."""
 
 
-class UndecidedTruthError(ConnwalkError, _TheoryUndecided):
+class UndecidedTruthError(ConnwalkError, theory.errors.UndecidedTruthError):
     """``bool()`` of a three-valued check that is not decided everywhere (some element neither holds
     nor fails): ``if diag.kernel_parallel:`` would read "undecided" as "fails". Use ``.holds``,
     ``.fails`` or ``.status(index)``. A ``TypeError`` (SymPy raises one for the truth value of a

@@ -41,12 +41,13 @@ from typing import Protocol
 
 import torch
 
+from numerics.laplacian.algebra import max_scaled, row_norms, tsqr
 from numerics.laplacian.forms import dirichlet_energy
 from numerics.tolerance import tol
 
 F64 = torch.float64
 
-__all__ = ["Blocks", "DenseBlocks", "FactoredBlocks", "factored_blocks", "element", "tsqr", "row_norms"]
+__all__ = ["Blocks", "DenseBlocks", "FactoredBlocks", "factored_blocks", "element"]
 
 
 class Blocks(Protocol):
@@ -139,9 +140,7 @@ class DenseBlocks:
         # ÔᵀÔ of Ô_ij = O_ij / m_ij (m_ij = max |O_ij|), then (c_ij m_ij)²: c² OᵀO overflows or
         # underflows for tiny blocks (c = 1e161 for O = 1e-161: c² = inf, OᵀO subnormal)
         if self._OtO is None:
-            m = self.O.abs().amax((-1, -2))
-            m = torch.where(m > 0, m, torch.ones_like(m))
-            On = self.O / m[..., None, None]
+            On, m = max_scaled(self.O, (-1, -2))
             self._OtO = (On.transpose(-1, -2) @ On, m)
         OtO, m = self._OtO
         eye = torch.eye(self.d, dtype=F64, device=self.P.device)
@@ -155,16 +154,6 @@ class DenseBlocks:
 
 
 # ------------------------------------------------------------------------------------ factored algebra
-def tsqr(chunks, m: int, dtype, device, batch=()) -> torch.Tensor:
-    """Triangular ``R`` (``..., ≤m, m``) with ``RᵀR = XᵀX`` for ``X`` given as row chunks
-    ``(..., rows, m)`` (QR of ``[R_prev; chunk]`` one chunk at a time)."""
-    R = torch.zeros(*batch, 0, m, dtype=dtype, device=device)
-    for X in chunks:
-        X = X.expand(*batch, *X.shape[-2:]) if len(batch) and X.ndim == 2 else X
-        R = torch.linalg.qr(torch.cat([R, X], dim=-2), mode="r")[1]
-    return R
-
-
 #: numbers per temporary of the row-chunked sums (``edge_energy``, the per-edge norms, the factor of
 #: ``C X``): 4 MiB instead of ``chunk_elems`` (32 MiB). Measured at ``n = 64, d = 64, H = 4``, one
 #: thread, same process, temporaries capped at 2^17 / 2^18 / 2^19 / 2^20 / ``chunk_elems`` numbers: the
@@ -176,16 +165,6 @@ CACHE_ELEMS = 1 << 19
 #: alternated in one process: 21 rows a chunk (``CACHE_ELEMS``) 4.6 ms, 10 rows 3.8, 9 rows 2.2, 8 rows
 #: (this cap) 1.7, 6 rows 2.2 (the literal Dirichlet sum, which decides the reversible walks)
 EDGE_ELEMS = 96 << 10
-
-
-def row_norms(y: torch.Tensor) -> torch.Tensor:
-    """``‖y[..., :, i, j]‖₂`` over the rows (dim −3) as a sum of squares: ``torch.linalg.vector_norm``
-    over that leading dimension took 0.37 ms where this takes 0.02 (``m = 4…11`` rows, ``n = 64``).
-    Both are unscaled (an entry below ~1e-154 squares to 0); a single row is its absolute value, as
-    ``vector_norm`` returns it (an edges-form walk with ``d = 1``: ``‖B_ij‖ = |B_ij|`` at any size)."""
-    if y.shape[-3] == 1:
-        return y[..., 0, :, :].abs()
-    return (y * y).sum(-3).sqrt()
 
 
 class FactoredBlocks:
@@ -395,9 +374,7 @@ class FactoredBlocks:
     def _scaled_w(self) -> tuple[torch.Tensor, torch.Tensor]:
         """``(ŵ, m)``: the edge weights ``ŵ^h_ij = w^h_ij / m_ij`` with ``m_ij = max_h |w^h_ij|`` (1 where 0)."""
         if "scaled w" not in self._R:
-            m = self.w.abs().amax(-3)
-            m = torch.where(m > 0, m, torch.ones_like(m))
-            self._R["scaled w"] = (self.w / m[..., None, :, :], m)
+            self._R["scaled w"] = max_scaled(self.w, -3)
         return self._R["scaled w"]
 
     def _tx(self, x: torch.Tensor) -> torch.Tensor:

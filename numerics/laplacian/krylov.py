@@ -52,7 +52,7 @@ within 1.4e-13 relative (the zero eigenvalues of ``H_S`` within ``eps·‖op‖`
 * Arnoldi's projected matrix is Hessenberg (its row computed only after a restart: one ``N × j``
   product less per step), with the DGKS coefficients added to its column (as ARPACK does); a check
   takes the Ritz values by ``eigvals`` (torch's: 0.48 ms at ``j = 56`` against 1.15 ms for numpy's
-  ``eig``) and the vectors of the candidates only, by inverse iteration (:func:`_eigenvectors`,
+  ``eig``) and the vectors of the candidates only, by inverse iteration (:func:`~numerics.laplacian.algebra.inverse_iteration_eigenvectors`,
   about 75 µs per conjugate pair); a full ``eig`` only at a restart;
 * on the CPU the per-step arithmetic runs on numpy views of the basis (:class:`_Basis`): a
   Lanczos step's dozen small operations 90 → 71 µs; other devices keep the torch steps.
@@ -73,6 +73,8 @@ from typing import Any
 import numpy as np
 import torch
 from scipy.linalg import lapack
+
+from numerics.laplacian.algebra import inverse_iteration_eigenvectors
 
 F64 = torch.float64
 EPS = float(torch.finfo(F64).eps)
@@ -497,7 +499,7 @@ def arnoldi_ends(
             # ties (within ``tie``, e.g. the real eigenvalues of a max |Im| key): the smallest residual
             picks[name] = [int(i) for i in order[:8] if sc[i] >= sc[order[0]] - tie]
         cols = sorted({i for c in picks.values() for i in c})
-        Sc = S[:, cols] if restart else _eigenvectors(Gj, th[cols], gnorm)
+        Sc = S[:, cols] if restart else inverse_iteration_eigenvectors(Gj, th[cols], gnorm)
         Sc = Sc / np.linalg.norm(Sc, axis=0)
         pending = False
         if more and not invariant:
@@ -571,32 +573,6 @@ def _arnoldi_expand(op, B: _Basis, G: np.ndarray, j: int, f, nf: float, row: boo
         G[j, :j] = _host(V[:, j] @ AV[:, :j])
     else:
         G[j, j - 1] = nf
-
-
-def _eigenvectors(G: np.ndarray, th: np.ndarray, gnorm: float) -> np.ndarray:
-    """Unit eigenvectors of the real ``G`` for its (computed) eigenvalues ``th``, one column each, by
-    two steps of inverse iteration from a fixed vector (LAPACK ``zgetrf``/``zgetrs``; a pivot below
-    ``eps·‖G‖`` is replaced by it, as LAPACK's ``hsein`` does); an eigenvalue whose conjugate came
-    before gets that vector's conjugate."""
-    j = G.shape[0]
-    out = np.empty((j, len(th)), dtype=complex)
-    small = EPS * max(gnorm, float(np.abs(G).max()), 1e-300)
-    done_at: dict = {}
-    for c, t in enumerate(th.tolist()):
-        if t.conjugate() in done_at:
-            out[:, c] = out[:, done_at[t.conjugate()]].conj()
-            done_at.setdefault(t, c)
-            continue
-        lu, piv, _ = lapack.zgetrf(G - t * np.eye(j))
-        d = np.einsum("ii->i", lu)
-        d[np.abs(d) < small] = small
-        x = np.ones(j, dtype=complex)
-        for _ in range(2):
-            x, _ = lapack.zgetrs(lu, piv, x)
-            x /= np.linalg.norm(x)
-        out[:, c] = x
-        done_at.setdefault(t, c)
-    return out
 
 
 def _ritz_residuals(V: torch.Tensor, AV: torch.Tensor, th: np.ndarray, S: np.ndarray) -> list:

@@ -9,12 +9,11 @@ import types
 from pathlib import Path
 
 import pytest
+import transformers
 
-transformers = pytest.importorskip("transformers")
-
-from numerics.census import STATUSES, run_census, verdict_of  # noqa: E402
-from numerics.census_report import reason_kind  # noqa: E402
-from paper_checks.cli import main  # noqa: E402
+from numerics.census import STATUSES, run_census, verdict_of
+from numerics.census_report import reason_kind
+from paper_checks.cli import main
 
 ROOT = Path(__file__).resolve().parents[2]
 transformers.logging.set_verbosity_error()

@@ -8,11 +8,10 @@ import math
 
 import pytest
 import torch
+import transformers
 
-transformers = pytest.importorskip("transformers")
-
-from numerics.conformance import check_attention  # noqa: E402
-from numerics.conformance_hf_capture import (  # noqa: E402
+from numerics.conformance import check_attention
+from numerics.conformance_hf_capture import (
     CaptureAdapter,
     CaptureError,
     capture_attention,
@@ -21,8 +20,8 @@ from numerics.conformance_hf_capture import (  # noqa: E402
     read_extraction,
     run_captured,
 )
-from numerics.conformance_protocol import Draw  # noqa: E402
-from numerics.errors import ConnwalkError, UnsupportedArchitectureError  # noqa: E402
+from numerics.conformance_protocol import Draw
+from numerics.errors import ConnwalkError, UnsupportedArchitectureError
 
 F64 = torch.float64
 transformers.logging.set_verbosity_error()

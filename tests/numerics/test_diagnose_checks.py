@@ -15,7 +15,8 @@ from hypothesis import strategies as st
 from numerics import strategies as cst
 from numerics.errors import UndecidedTruthError
 from numerics.laplacian import diagnose
-from numerics.laplacian.blocks import DenseBlocks, FactoredBlocks, element, factored_blocks, tsqr
+from numerics.laplacian.algebra import tsqr
+from numerics.laplacian.blocks import DenseBlocks, FactoredBlocks, element, factored_blocks
 from numerics.laplacian.checks import (
     check_block_detailed_balance,
     check_detailed_balance,
@@ -1388,7 +1389,7 @@ def test_row_norms_of_one_row_are_absolute_values_at_any_size():
     """An edges-form walk with ``d = 1`` has one coefficient per block: its norm is ``|B_ij|`` even
     where a square underflows (the dense path's norm of a 1×1 block; found by the agreement test on
     ``P = [[1, 7.6e-239], [1, 0]]``), and several rows are the literal root of the sum of squares."""
-    from numerics.laplacian.blocks import row_norms
+    from numerics.laplacian.algebra import row_norms
 
     P = torch.tensor([[1.0, 7.5962e-239], [1.0, 0.0]], dtype=F)
     w = ConnectionWalk.from_edges(P, torch.ones(2, 2, 1, 1, dtype=F))

@@ -12,6 +12,7 @@ import numpy as np
 import torch
 
 from numerics.laplacian import diagnose, krylov
+from numerics.laplacian.algebra import inverse_iteration_eigenvectors
 from numerics.laplacian.factored import diagnose_factored
 from numerics.laplacian.krylov import arnoldi_ends, lanczos_ends
 from numerics.laplacian.lanczos import DECIDED_RTOL, Meter, deflated_smallest
@@ -245,7 +246,7 @@ def test_the_subset_ritz_pairs_match_a_dense_eigendecomposition():
 
 
 def test_the_candidate_eigenvectors_by_inverse_iteration():
-    """Arnoldi's candidate Ritz vectors (``krylov._eigenvectors``: inverse iteration on the projected
+    """Arnoldi's candidate Ritz vectors (``algebra.inverse_iteration_eigenvectors``: inverse iteration on the projected
     matrix at its computed eigenvalues) against the explicit definition ``G s = θ s`` (``‖s‖ = 1``),
     for a conjugate pair (the second vector the conjugate of the first), a real eigenvalue, and a
     matrix whose eigenvalue is exact in floating point (a vanishing pivot)."""
@@ -255,11 +256,11 @@ def test_the_candidate_eigenvectors_by_inverse_iteration():
     pair = z[np.argmax(z.imag)]
     real = z[np.abs(z.imag) == 0][:1]
     th = np.concatenate([[pair, np.conj(pair)], real])
-    S = krylov._eigenvectors(G, th, float(np.abs(z).max()))
+    S = inverse_iteration_eigenvectors(G, th, float(np.abs(z).max()))
     assert np.allclose(np.linalg.norm(S, axis=0), 1.0, rtol=0, atol=1e-13)
     assert np.abs(G @ S - S * th).max() <= 1e-12
     D = np.diag([3.0, 1.0, -2.0]) + np.triu(np.ones((3, 3)), 1)  # exact eigenvalues 3, 1, −2
-    S = krylov._eigenvectors(D, np.array([1.0 + 0j]), 3.0)
+    S = inverse_iteration_eigenvectors(D, np.array([1.0 + 0j]), 3.0)
     assert np.abs(D @ S[:, 0] - S[:, 0]).max() <= 1e-14 and abs(np.linalg.norm(S[:, 0]) - 1) <= 1e-14
 
 
