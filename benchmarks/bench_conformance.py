@@ -1,5 +1,5 @@
 #!/usr/bin/env python
-r"""Benchmark: time of the conformance kit (``numerics.conformance.check_attention``) on a
+r"""Benchmark: time of the conformance kit (``numerics.conformance.kit.check_attention``) on a
 MiniLM-size Hugging Face attention module — the first ``BertAttention`` of ``minilm`` (d = 384,
 12 heads, float32; random weights of that configuration when the checkpoint is not installed) —
 and, with ``--whole-model``, on the whole 6-layer model. Target: < 30 s for the module (default 10
@@ -27,7 +27,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import torch
 
-from numerics.conformance import adapter_for, check_attention
+from numerics.conformance.kit import adapter_for, check_attention
 
 
 def minilm():

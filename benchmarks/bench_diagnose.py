@@ -20,14 +20,10 @@ edges-form walks, ``n·d`` from 16 to 1024; prints dense ÷ factored time, which
 ``diagnosis.auto_method`` picks, and whether they agree (a pick within 25 % of the faster one counts as
 agreeing: on a shared machine two runs of one path differ by that much).
 
-``--three`` (issue 22): instead of the parts above, ``diagnose`` time ÷ one ``apply`` time for the
-three sizes (``n = 64, d = 64, H = 4``; MiniLM-sized ``n = 128, d = 384, H = 12``; ``n = 512, d = 64,
-H = 4``) with the per-check breakdown, in one run — the report of ``bench_diagnose_kernel.py
---three`` (run by it: ``--only-new`` and ``--threads`` pass through).
-
 Usage: ``python benchmarks/bench_diagnose.py --auto [--threads 1]``, ``python benchmarks/bench_diagnose.py [--n 64] [--d 64] [--heads 4] [--part 1|2|both]
-[--random-layer] [--threads 1] [--dense-cache FILE]`` or ``python benchmarks/bench_diagnose.py --three
-[--only-new] [--threads 1]``. ``--dense-cache``: the dense runs are read from FILE when present (else
+[--random-layer] [--threads 1] [--dense-cache FILE]``. The report at the three sizes is
+``python benchmarks/bench_diagnose_kernel.py --three``; the walks both scripts time are in
+:mod:`benchmarks.walks` (neither script imports the other). ``--dense-cache``: the dense runs are read from FILE when present (else
 run and saved there), so the factored side can be re-measured alone.
 """
 
@@ -43,40 +39,10 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import torch
 
+from benchmarks.walks import edges_walk, minilm_layer0, random_walk, reversible_walk
 from numerics.laplacian import diagnose
-from numerics.walk import ConnectionWalk
 
 F = torch.float64
-
-
-def reversible_walk(n, d, H, seed=0):
-    g = torch.Generator().manual_seed(seed)
-    X = torch.randn(n, n, generator=g, dtype=F)
-    K = torch.exp(X + X.T)
-    A = K / K.sum(-1, keepdim=True)
-    Q, _ = torch.linalg.qr(torch.randn(d, d, generator=g, dtype=F))
-    S = Q @ torch.diag(torch.tensor([1.0, -1.0] * (d // 2) + [1.0] * (d % 2), dtype=F)) @ Q.T
-    u = torch.rand(H, generator=g, dtype=F)
-    u = u / u.sum()
-    return ConnectionWalk.from_mha(torch.stack([A] * H), u[:, None, None] * S / H * H)
-
-
-def random_walk(n, d, H, seed=1):
-    g = torch.Generator().manual_seed(seed)
-    dh = max(1, d // H)
-    A = torch.softmax(2 * torch.randn(H, n, n, generator=g, dtype=F), -1)
-    return ConnectionWalk.from_factors(
-        A,
-        torch.randn(H, d, dh, generator=g, dtype=F) / math.sqrt(d),
-        torch.randn(H, dh, d, generator=g, dtype=F) / math.sqrt(d),
-    )
-
-
-def edges_walk(n, d, seed=2):
-    """An edges-form walk: softmax ``P``, Gaussian transports ``O_ij``."""
-    g = torch.Generator().manual_seed(seed)
-    P = torch.softmax(torch.randn(n, n, generator=g, dtype=F), -1)
-    return ConnectionWalk.from_edges(P, torch.randn(n, n, d, d, generator=g, dtype=F))
 
 
 AUTO_CASES = (
@@ -196,20 +162,6 @@ def _reset_hwm() -> bool:
         return False
 
 
-def minilm_layer0():
-    """The walk of the real first MiniLM layer on 128 tokens (float64 weights), or None with the reason
-    printed when the optional ``minilm`` checkpoint is not usable."""
-    try:
-        from numerics.models.registry import load
-
-        h = load("minilm", dtype=F, device="cpu")
-        ids = h.tokenize(["The quick brown fox jumps over the lazy dog. " * 20], 128)
-        return next(iter(h.layers(ids, keep={0}))).walk()
-    except Exception as exc:  # the model is optional: the callers fall back or skip
-        print(f"(minilm not usable: {exc})")
-        return None
-
-
 def part2(random_layer: bool, kernel: bool = True):
     w, src, kw = None, "random", {}
     if not random_layer:
@@ -247,18 +199,12 @@ def main(argv=None) -> int:
     ap.add_argument("--threads", type=int, default=None)
     ap.add_argument("--dense-cache", default=None, help="part 1: load / save the dense runs here (they take ~25 min)")
     ap.add_argument("--no-kernel", action="store_true", help="part 2: skip the Lanczos null-space checks")
-    ap.add_argument("--three", action="store_true", help="the three sizes: bench_diagnose_kernel.py --three")
-    ap.add_argument("--only-new", action="store_true", help="--three: the current routes only")
     ap.add_argument("--auto", action="store_true", help="method='auto''s pick vs both paths timed")
     args = ap.parse_args(argv)
     if args.auto:
         torch.set_num_threads(args.threads or 1)
         auto_report()
         return 0
-    if args.three:
-        from benchmarks.bench_diagnose_kernel import main as kernel_main  # imports this module's walks
-
-        return kernel_main(["--three", "--threads", str(args.threads or 1)] + (["--only-new"] if args.only_new else []))
     if args.threads:
         torch.set_num_threads(args.threads)
     if args.part in ("1", "both"):

@@ -41,7 +41,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import torch
 
-from benchmarks.bench_diagnose import minilm_layer0, random_walk, reversible_walk
+from benchmarks.walks import minilm_layer0, random_walk, reversible_walk
 from numerics.laplacian import diagnose
 from numerics.laplacian.blocks import factored_blocks
 from numerics.laplacian.factored import diagnose_factored

@@ -2,9 +2,9 @@
 r"""Benchmark (issue 7 item 9): dispersion relation by FFT block diagonalisation vs dense ``eig``.
 
 Target: ring of ``n = 1024`` tokens, ``d = 16`` (``nd = 16384``), ``H`` heads with random
-normalised kernels and random transports: ``numerics.patterns.dispersion`` (FFT of the kernels +
+normalised kernels and random transports: ``numerics.patterns.symbols.dispersion`` (FFT of the kernels +
 ``n`` eigenproblems of size ``d``) ≥ 100× faster than ``torch.linalg.eigvals`` of the dense
-token-major Jacobian ``J = block(Σ_h A0^h_ij T_h) − I`` (``numerics.patterns.linear_operator``),
+token-major Jacobian ``J = block(Σ_h A0^h_ij T_h) − I`` (``numerics.patterns.symbols.linear_operator``),
 eigenvalues agreeing to 1e-9 (relative to ``max |λ|``).
 
 Agreement is the symmetric Hausdorff distance between the two eigenvalue sets (nearest neighbour
@@ -35,7 +35,7 @@ import torch
 from scipy.spatial import cKDTree
 
 from numerics.device import default_device
-from numerics.patterns import dispersion, linear_operator
+from numerics.patterns.symbols import dispersion, linear_operator
 
 
 def _sync(dev):

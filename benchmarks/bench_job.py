@@ -1,7 +1,7 @@
 #!/usr/bin/env python
 r"""Benchmark: the cost of the main job and of its LAP check, and its determinism.
 
-Runs ``connwalk paper-checks`` in fresh subprocesses (``python -m paper_checks.cli``, this checkout):
+Runs ``connwalk paper-checks`` in fresh subprocesses (``python -m connwalk``, this checkout):
 
 1. the default job (every claim, LAP included) with ``--seed S``;
 2. the same command again (same seed) — ``results.json`` and ``report.md`` must be byte-identical;
@@ -33,7 +33,7 @@ CLAIMS_WITHOUT_LAP = ["E1", "E2", "E3", "E4", "E5", "E6"]
 
 def run(out: Path, args, claims=None) -> tuple[float, float]:
     """One job in a child process: (wall s, CPU s of the child)."""
-    cmd = [sys.executable, "-m", "paper_checks.cli", "paper-checks", "--out", str(out), "--seed", str(args.seed)]
+    cmd = [sys.executable, "-m", "connwalk", "paper-checks", "--out", str(out), "--seed", str(args.seed)]
     cmd += ["--no-progress", "--threads", str(args.threads)]
     if args.models:
         cmd += ["--models", *args.models]

@@ -2,7 +2,7 @@
 (optionally under ``@classmethod``) are mutated.
 
 mutmut 3 skips every decorated function (a decorator runs at definition time and may not tolerate a
-copy). Nearly every public function of the toolkit carries ``@contract(...)`` (numerics/contracts.py:
+copy). Nearly every public function of the toolkit carries ``@contract(...)`` (numerics/contracts/declarations.py:
 argument validation), so unpatched mutmut would mutate only the undecorated helpers — graphs.py went
 from 1002 mutants to 75 when the contracts landed. ``contract`` is safe to keep on mutmut's trampoline:
 the trampoline keeps the decorator (validation runs once, before whichever mutant is active) and the
@@ -21,7 +21,7 @@ from libcst.metadata import PositionProvider
 from mutmut.mutation import file_mutation as fm
 
 # decorator calls kept on the trampoline and stripped from the copies: ``@contract(...)`` (argument
-# validation, numerics/contracts.py) and ``@sized(...)`` (the supported sizes of a theory derivation,
+# validation, numerics/contracts/declarations.py) and ``@sized(...)`` (the supported sizes of a theory derivation,
 # theory/derivations/sizes.py: it registers the ranges once and checks the keyword sizes before calling
 # whichever copy is active; both read the signature through functools.wraps' ``__wrapped__``)
 KEPT_DECORATORS = frozenset({"contract", "sized"})

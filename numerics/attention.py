@@ -18,9 +18,19 @@ from dataclasses import dataclass
 
 import torch
 
-from numerics.contracts import Flag, Float, FloatDType, Instance, Int, Passthrough, Tensor, contract, declare
+from numerics.contracts.declarations import (
+    Flag,
+    Float,
+    FloatDType,
+    Instance,
+    Int,
+    Passthrough,
+    Tensor,
+    contract,
+    declare,
+)
+from numerics.contracts.validate import as_tensor, check_finite, check_ndim, check_same
 from numerics.errors import ParameterError, ShapeError
-from numerics.validate import as_tensor, check_finite, check_ndim, check_same
 from numerics.walk import ConnectionWalk
 
 __all__ = [

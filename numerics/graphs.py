@@ -30,7 +30,8 @@ import networkx as nx
 import numpy as np
 import torch
 
-from numerics.contracts import Float, Instance, Passthrough, Tensor, Walk, contract
+from numerics.contracts.declarations import Float, Instance, Passthrough, Tensor, Walk, contract
+from numerics.contracts.validate import batch_index
 from numerics.errors import (
     DTypeError,
     NotStochasticError,
@@ -39,11 +40,8 @@ from numerics.errors import (
     UndecidedTruthError,
     UndefinedError,
 )
-from numerics.laplacian import as_walk
-from numerics.tolerance import tol
-from numerics.validate import batch_index
-from numerics.walk import ConnectionWalk
-from theory.rounding import decide, rounding_error
+from numerics.tolerance import decide, rounding_error, tol
+from numerics.walk import ConnectionWalk, as_walk
 
 __all__ = [
     "to_networkx",

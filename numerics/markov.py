@@ -31,10 +31,10 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from numerics.contracts import PrecisionDType, Tensor, batch_agree, contract
+from numerics.contracts.declarations import PrecisionDType, Tensor, batch_agree, contract
+from numerics.contracts.validate import as_tensor, check_finite, check_ndim, check_nonnegative, check_square
 from numerics.errors import UndefinedError
 from numerics.tolerance import tol
-from numerics.validate import as_tensor, check_finite, check_ndim, check_nonnegative, check_square
 
 __all__ = [
     "StationaryInfo",

@@ -17,7 +17,7 @@ After ``pip install connwalk`` any project's pytest loads it (disable with
   (derandomized, 15 examples, no shrinking, no database). All have no deadline. The plugin
   registers them and loads none: which profile is the default is the project's choice.
 * Strategies for inputs: :mod:`numerics.strategies`; a conformance check of any attention module:
-  :mod:`numerics.conformance`.
+  :mod:`numerics.conformance.kit`.
 
 Torch-free at import (the plugin loads in every pytest run of an environment that has connwalk).
 """

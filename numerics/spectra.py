@@ -24,13 +24,12 @@ import numpy as np
 import torch
 from scipy.sparse.linalg import LinearOperator, eigs, eigsh
 
-from numerics.contracts import Choice, Flag, Float, Int, Passthrough, Tensor, Walk, contract
+from numerics.contracts.declarations import Choice, Flag, Float, Int, Passthrough, Tensor, Walk, contract
+from numerics.contracts.validate import as_tensor, batch_index, check_finite
 from numerics.errors import ParameterError, ShapeError, UndefinedError
-from numerics.laplacian import as_walk, generator_dense
 from numerics.markov import stationary_info
 from numerics.tolerance import tol
-from numerics.validate import as_tensor, batch_index, check_finite
-from numerics.walk import ConnectionWalk
+from numerics.walk import ConnectionWalk, as_walk, generator_dense
 
 __all__ = [
     "SpectrumResult",

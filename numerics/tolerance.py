@@ -1,4 +1,8 @@
-"""The one tolerance helper. Every numeric comparison in connwalk goes through :func:`tol`.
+"""Threshold and decision, in one home. Every numeric comparison of :mod:`numerics` gets its threshold
+from :func:`tol` and its three-valued verdict from :func:`decide` (or both at once from :func:`judge`);
+no other module of :mod:`numerics` reads :mod:`theory.rounding`, where the decision rule is stated
+with the theory (``holds`` when ``residual + error ≤ threshold``, ``fails`` when
+``residual − error > threshold``, else *undecided*), so a check asks this module alone.
 
 A relative residual of a computation with ``k`` accumulated floating-point operations per output in
 precision ``eps`` is bounded (to first order, with modest constants) by ``c * k * eps``; we use
@@ -12,6 +16,36 @@ from __future__ import annotations
 import math
 
 import torch
+
+from theory.rounding import (
+    FAILS,
+    HOLDS,
+    ROUNDING_SAFETY,
+    UNDECIDED,
+    combine,
+    decide,
+    rounding_error,
+    status,
+    unresolved_by_square,
+)
+
+__all__ = [
+    "SAFETY",
+    "eps",
+    "tol",
+    "judge",
+    "rel_err",
+    "assert_close",
+    "HOLDS",
+    "FAILS",
+    "UNDECIDED",
+    "ROUNDING_SAFETY",
+    "combine",
+    "decide",
+    "rounding_error",
+    "status",
+    "unresolved_by_square",
+]
 
 SAFETY = 64.0
 
@@ -29,6 +63,13 @@ def tol(dtype: torch.dtype, size: int = 1, *, scale: float = 1.0, safety: float 
     ``tol(float64, n*d)`` is ~1.4e-14 * n*d; ``tol(float32, n*d)`` ~7.6e-6 * n*d.
     """
     return safety * max(int(size), 1) * eps(dtype) * max(float(scale), math.ulp(1.0))
+
+
+def judge(residual, dtype: torch.dtype, size: int = 1, *, scale: float = 1.0, error=0.0, safety: float = SAFETY):
+    """``(holds, fails)`` of "``residual ≤ tol(dtype, size, scale=scale, safety=safety)``" with the
+    residual known to ``± error`` (:func:`decide`): a check's verdict from its residual, size and scale
+    in one call. Elementwise on floats, arrays and tensors (``error`` may be per element)."""
+    return decide(residual, tol(dtype, size, scale=scale, safety=safety), error)
 
 
 def rel_err(a: torch.Tensor, b: torch.Tensor) -> float:

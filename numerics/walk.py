@@ -27,19 +27,36 @@ from dataclasses import dataclass
 
 import torch
 
-from numerics.contract_specs import register_walk_type
-from numerics.contracts import Flag, Float, FloatDType, Index, Passthrough, Tensor, Walk, batch_agree, contract
-from numerics.errors import OffSupportError, ShapeError, UndefinedError
-from numerics.tolerance import tol
-from numerics.validate import (
+from numerics.contracts.declarations import (
+    Flag,
+    Float,
+    FloatDType,
+    Index,
+    Passthrough,
+    Tensor,
+    Walk,
+    batch_agree,
+    contract,
+)
+from numerics.contracts.kinds import register_walk_type
+from numerics.contracts.validate import (
     as_tensor,
     check_memory,
     check_ndim,
     check_same,
     check_stochastic,
 )
+from numerics.errors import OffSupportError, ShapeError, UndefinedError
+from numerics.tolerance import tol
 
-__all__ = ["ConnectionWalk", "ConstantTransport", "kron_token_major", "kron_feature_major"]
+__all__ = [
+    "ConnectionWalk",
+    "ConstantTransport",
+    "kron_token_major",
+    "kron_feature_major",
+    "as_walk",
+    "generator_dense",
+]
 
 
 @contract(A=Tensor("... n n"), T=Tensor("... d d"), after=batch_agree(A=2, T=2))
@@ -268,7 +285,7 @@ class ConnectionWalk:
 
     def _check_dense(self, what: str, copies: int = 1, name: str = "walk", budget: int | None = None) -> None:
         """Refuse (:class:`~numerics.errors.MemoryBudgetError` naming ``name``) when ``copies`` dense
-        ``n²d²`` objects exceed :func:`numerics.validate.memory_budget` (or ``budget`` bytes)."""
+        ``n²d²`` objects exceed :func:`numerics.contracts.validate.memory_budget` (or ``budget`` bytes)."""
         check_memory(
             name,
             self._dense_bytes(copies),
@@ -444,3 +461,26 @@ class ConnectionWalk:
             f"ConnectionWalk(kind={self.kind}{extra}, batch={tuple(self.batch_shape)}, H={self.n_heads}, "
             f"n={self.n}, d={self.d}, dtype={self.dtype}, device={self.device})"
         )
+
+
+# ---------------------------------------------------------------------------------------------
+# walk-level operators (registered under ``numerics.laplacian.<name>``, the package that re-exports them
+# and whose diagnostics read every walk through them; graphs and spectra use them too)
+@contract(walk=Walk(), name="numerics.laplacian.as_walk")
+def as_walk(walk) -> ConnectionWalk:
+    """A :class:`ConnectionWalk`, or blocks ``B`` ``(..., n, n, d, d)`` wrapped with the default
+    gauge of :meth:`ConnectionWalk.from_blocks`. Complex / NaN / non-square input raises."""
+    if isinstance(walk, ConnectionWalk):
+        return walk
+    # the contract (Walk()) has checked and converted the blocks: a real, finite (..., n, n, d, d)
+    # tensor with square d×d blocks, errors naming ``walk``
+    return ConnectionWalk.from_blocks(walk)
+
+
+@contract(walk=Walk(), name="numerics.laplacian.generator_dense")
+def generator_dense(walk) -> torch.Tensor:
+    """Dense token-major ``Δ = I − W`` ``(..., nd, nd)`` in float64 (materialises ``(nd)²``)."""
+    w = as_walk(walk)
+    W = w.to_dense().to(torch.float64)
+    eye = torch.eye(W.shape[-1], dtype=torch.float64, device=W.device)
+    return eye - W

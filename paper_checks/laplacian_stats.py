@@ -78,9 +78,9 @@ import math
 import numpy as np
 import torch
 
+from numerics.contracts.validate import as_tensor, check_finite, check_ndim
 from numerics.errors import ShapeError
 from numerics.tolerance import tol
-from numerics.validate import as_tensor, check_finite, check_ndim
 from paper_checks import stats as S
 
 F64 = torch.float64

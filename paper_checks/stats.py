@@ -57,10 +57,10 @@ import math
 
 import torch
 
+from numerics.contracts.validate import as_tensor, check_finite, check_ndim
 from numerics.errors import ParameterError, ShapeError
 from numerics.markov import stationary_info
 from numerics.tolerance import tol
-from numerics.validate import as_tensor, check_finite, check_ndim
 
 PAGERANK_ALPHA = 0.15
 SINK_TAU = 0.2

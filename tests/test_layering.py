@@ -1,8 +1,15 @@
 """The package layering, read from the source (``ast``, no imports executed).
 
-* ``theory`` imports neither torch nor ``numerics`` nor ``paper_checks`` (not even inside a function):
-  statements, oracles and derivations stay independent of the code they judge.
-* ``numerics`` never imports ``paper_checks`` (the toolkit does not depend on the paper checks).
+* The top-level packages stack one way: ``theory`` → ``numerics`` → ``paper_checks`` → ``connwalk`` (the
+  command) → ``benchmarks`` (each imports only what is left of it). ``theory`` imports neither torch nor
+  the code it judges (not even inside a function).
+* ``numerics`` is rooms by concern (:data:`ROOMS`), bottom to top: the base (errors, threshold and
+  decision), ``contracts/``, the walk core, ``laplacian/``, ``patterns/`` (Seed B), ``models/``,
+  ``conformance/``, ``census/``, the test tooling, the documented former paths. Inside a room the
+  modules form a one-way chain: a module imports only rooms below its own and the modules before it in
+  its room's chain (a package's ``__init__``, its public face, last).
+* No module of ``numerics`` but :mod:`numerics.tolerance` reads :mod:`theory.rounding`: a check asks one
+  module for its threshold and its verdict.
 * The import graph of the three packages has no cycle, counting the imports inside functions (a
   deferred import only hides a cycle from the interpreter, not from the reader).
 * No module imports another module's private name (``from x import _name``): what two modules share
@@ -18,7 +25,10 @@ import networkx as nx
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-PACKAGES = ("numerics", "theory", "paper_checks")
+#: top-level packages, bottom to top: each may import only those before it
+PACKAGES = ("theory", "numerics", "paper_checks", "connwalk", "benchmarks")
+#: modules over this many lines are split (the project's limit)
+MAX_LINES = 600
 
 
 def _module_name(path: Path) -> str:
@@ -26,6 +36,23 @@ def _module_name(path: Path) -> str:
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
+#: the Laplacian package's chain, bottom to top
+LAPLACIAN_CHAIN = (
+    "algebra",
+    "result",
+    "forms",
+    "blocks",
+    "checks",
+    "krylov",
+    "spectral",
+    "sections",
+    "lanczos",
+    "kernel_arpack",
+    "kernel",
+    "dense",
+    "factored",
+    "diagnosis",
+)
 MODULES = {_module_name(p): p for pkg in PACKAGES for p in sorted((ROOT / pkg).rglob("*.py"))}
 
 
@@ -80,22 +107,164 @@ def _project_module(name: str) -> str | None:
     return name or None
 
 
+def targets(module: str) -> set[str]:
+    """The project modules ``module`` imports (function-level imports counted): for ``from a import b``
+    the module ``a.b`` when it is one, else ``a`` (a package reached only to import its submodule is
+    not imported for its face)."""
+    path = MODULES[module]
+    tree = ast.parse(path.read_text(), filename=str(path))
+    out = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            out |= {_project_module(a.name) for a in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            base = _from_base(module, node)
+            for a in node.names:
+                out.add(f"{base}.{a.name}" if f"{base}.{a.name}" in MODULES else _project_module(base))
+    return {m for m in out if m and m != module}
+
+
 def test_the_scan_sees_the_packages():
-    assert {"numerics.walk", "theory.registry", "paper_checks.cli", "paper_checks.cli.patterns"} <= set(MODULES)
+    assert {"numerics.walk", "theory.registry", "connwalk", "connwalk.patterns", "benchmarks.walks"} <= set(MODULES)
     assert ("torch", True) in imports("numerics.walk")
-    assert any(n.startswith("paper_checks.cli.patterns") for n, _ in imports("paper_checks.cli"))
+    assert any(n.startswith("connwalk.patterns") for n, _ in imports("connwalk"))
+    # ``from numerics.models import cache`` reaches the submodule, not the package's face
+    assert "numerics.models.cache" in targets("numerics.models.registry")
+    assert "numerics.models" not in targets("numerics.models.registry")
 
 
 @pytest.mark.parametrize("module", sorted(m for m in MODULES if m.startswith("theory")))
 def test_theory_imports_neither_torch_nor_the_code_it_judges(module):
-    bad = sorted({n for n, _ in imports(module) if n.split(".")[0] in ("torch", "numerics", "paper_checks")})
+    bad = sorted({n for n, _ in imports(module) if n.split(".")[0] in ("torch", *PACKAGES[1:])})
     assert not bad, f"{module} imports {bad}"
 
 
-@pytest.mark.parametrize("module", sorted(m for m in MODULES if m.startswith("numerics")))
-def test_numerics_never_imports_paper_checks(module):
-    bad = sorted({n for n, _ in imports(module) if n.split(".")[0] == "paper_checks"})
-    assert not bad, f"{module} imports {bad}"
+@pytest.mark.parametrize("module", sorted(MODULES))
+def test_packages_import_only_those_below_them(module):
+    rank = PACKAGES.index(module.split(".")[0])
+    bad = sorted({n for n, _ in imports(module) if n.split(".")[0] in PACKAGES[rank + 1 :]})
+    assert not bad, f"{module} imports {bad}, above its package"
+
+
+#: numerics' rooms by concern, bottom to top, each a one-way chain (a package's face last)
+ROOMS: dict[str, list[str]] = {
+    "base": ["numerics.errors", "numerics", "numerics.tolerance", "numerics._threads", "numerics.device"],
+    "contracts": [
+        "numerics.contracts.validate",
+        "numerics.contracts.kinds",
+        "numerics.contracts.declarations",
+        "numerics.contracts",
+    ],
+    "walk core": ["numerics.walk", "numerics.attention", "numerics.markov", "numerics.graphs", "numerics.spectra"],
+    "laplacian": [
+        *(f"numerics.laplacian.{m}" for m in LAPLACIAN_CHAIN),
+        "numerics.laplacian",
+    ],
+    "patterns": [
+        "numerics.patterns.kernels",
+        "numerics.patterns.stacks",
+        "numerics.patterns.symbols",
+        "numerics.patterns.dynamics",
+        "numerics.patterns.simulate_batched",
+        "numerics.patterns.rk4_check",
+        "numerics.patterns.simulate",
+        "numerics.patterns.classify",
+        "numerics.patterns",
+    ],
+    "models": [
+        "numerics.models",  # its face is its docstring: the modules are imported one by one (names without torch)
+        "numerics.models.names",
+        "numerics.models.corpus",
+        "numerics.models.families",
+        "numerics.models.base",
+        "numerics.models.tiny",
+        "numerics.models.files",
+        "numerics.models.adapters",
+        "numerics.models.cache",
+        "numerics.models.registry",
+    ],
+    "conformance": [
+        "numerics.conformance.protocol",
+        "numerics.conformance.hf_returned",
+        "numerics.conformance.hf_capture",
+        "numerics.conformance.hf",
+        "numerics.conformance.checks",
+        "numerics.conformance.adapters",
+        "numerics.conformance.kit",
+        "numerics.conformance",
+    ],
+    "census": ["numerics.census.config", "numerics.census.report", "numerics.census.run", "numerics.census"],
+    "tooling": ["numerics.strategies", "numerics.pytest_plugin"],
+    "documented paths": [
+        "numerics.dynamics",
+        "numerics.simulate",
+        "numerics.classify",
+        "numerics.conformance_hf",
+        "numerics.conformance_hf_capture",
+    ],
+}
+#: the former module paths README documents, kept as re-export files: target of each
+DOCUMENTED_PATHS = {
+    "numerics.dynamics": "numerics.patterns.dynamics",
+    "numerics.simulate": "numerics.patterns.simulate",
+    "numerics.classify": "numerics.patterns.classify",
+    "numerics.conformance_hf": "numerics.conformance.hf",
+    "numerics.conformance_hf_capture": "numerics.conformance.hf_capture",
+}
+POSITION = {m: (r, i) for r, room in enumerate(ROOMS.values()) for i, m in enumerate(room)}
+
+
+def test_every_numerics_module_is_in_one_room():
+    listed = [m for room in ROOMS.values() for m in room]
+    assert len(listed) == len(set(listed))
+    assert set(listed) == {m for m in MODULES if m.split(".")[0] == "numerics"}
+
+
+def upward(module: str, imported) -> list[str]:
+    """The modules of ``imported`` that are not below ``module`` in :data:`ROOMS`."""
+    return sorted(t for t in imported if t in POSITION and not POSITION[t] < POSITION[module])
+
+
+@pytest.mark.parametrize("module", sorted(m for m in MODULES if m.split(".")[0] == "numerics"))
+def test_numerics_rooms_are_one_way(module):
+    bad = upward(module, targets(module))
+    assert not bad, f"{module} {POSITION[module]} imports {bad} (not below it in ROOMS)"
+
+
+def test_the_room_check_sees_an_upward_import():
+    # an arrow back up a room's chain, one up to a higher room, one to a package's own face: all caught
+    assert upward("numerics.patterns.symbols", {"numerics.patterns.simulate"}) == ["numerics.patterns.simulate"]
+    assert upward("numerics.walk", {"numerics.laplacian.result", "numerics.errors"}) == ["numerics.laplacian.result"]
+    assert upward("numerics.conformance.kit", {"numerics.conformance"}) == ["numerics.conformance"]
+    assert upward("numerics.census.run", {"numerics.conformance", "numerics.walk", "numerics.contracts.kinds"}) == []
+
+
+@pytest.mark.parametrize("old", sorted(DOCUMENTED_PATHS))
+def test_documented_former_paths_re_export_their_module(old):
+    """Each former path README documents re-exports its module's public names (``__all__``) and holds
+    no code of its own."""
+    tree = ast.parse(MODULES[old].read_text())
+    body = [n for n in tree.body if not (isinstance(n, ast.Expr) and isinstance(n.value, ast.Constant))]
+    froms = [n for n in body if isinstance(n, ast.ImportFrom)]
+    assert froms and {n.module for n in froms} == {DOCUMENTED_PATHS[old]}
+    assert all(isinstance(n, (ast.ImportFrom, ast.Assign)) for n in body)
+    target = ast.parse(MODULES[DOCUMENTED_PATHS[old]].read_text())
+    want = next(
+        ast.literal_eval(n.value) for n in target.body if isinstance(n, ast.Assign) and n.targets[0].id == "__all__"
+    )
+    assert sorted(a.name for n in froms for a in n.names) == sorted(want)
+
+
+@pytest.mark.parametrize("module", sorted(m for m in MODULES if m.split(".")[0] == "numerics"))
+def test_only_the_tolerance_module_reads_the_decision_rule(module):
+    reads = sorted({n for n, _ in imports(module) if n == "theory.rounding" or n.startswith("theory.rounding.")})
+    assert module == "numerics.tolerance" or not reads, f"{module} imports {reads}: ask numerics.tolerance"
+
+
+@pytest.mark.parametrize("module", sorted(MODULES))
+def test_no_module_over_the_line_limit(module):
+    lines = MODULES[module].read_text().count("\n")
+    assert lines <= MAX_LINES, f"{module}: {lines} lines (limit {MAX_LINES})"
 
 
 def import_graph(*, function_level: bool) -> nx.DiGraph:
@@ -145,22 +314,7 @@ def test_no_import_cycle_counting_function_level_imports():
 
 
 def test_the_laplacian_package_is_a_one_way_chain():
-    chain = [
-        "algebra",
-        "result",
-        "forms",
-        "blocks",
-        "checks",
-        "krylov",
-        "spectral",
-        "sections",
-        "lanczos",
-        "kernel_arpack",
-        "kernel",
-        "dense",
-        "factored",
-        "diagnosis",
-    ]
+    chain = LAPLACIAN_CHAIN
     rank = {f"numerics.laplacian.{f}": i for i, f in enumerate(chain)}
     assert set(rank) == {m for m in MODULES if m.startswith("numerics.laplacian.")}
     for m, i in rank.items():

@@ -74,7 +74,7 @@ The package is a one-way chain; each file imports only the ones above it:
 """
 
 from numerics.laplacian.diagnosis import FACTORED_OPTIONS as FACTORED_OPTIONS
-from numerics.laplacian.diagnosis import METHODS, as_walk, diagnose, generator_dense
+from numerics.laplacian.diagnosis import METHODS, diagnose
 from numerics.laplacian.diagnosis import dense_bytes as dense_bytes
 from numerics.laplacian.diagnosis import tolerance_dtype as tolerance_dtype
 from numerics.laplacian.forms import dirichlet_energy, parallel_constraints, pi_inner
@@ -88,6 +88,7 @@ from numerics.markov import (
     stationary_info,
     weak_components,
 )
+from numerics.walk import as_walk, generator_dense
 
 __all__ = [
     "Check",

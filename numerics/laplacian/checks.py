@@ -27,14 +27,13 @@ from dataclasses import dataclass
 
 import torch
 
+from numerics.contracts.validate import as_tensor, check_finite
 from numerics.errors import ShapeError
 from numerics.laplacian.blocks import Blocks
 from numerics.laplacian.forms import pi_inner
 from numerics.laplacian.result import Check, make_check
 from numerics.markov import StationaryInfo, stationary_core, weak_components
-from numerics.tolerance import tol
-from numerics.validate import as_tensor, check_finite
-from theory.rounding import decide, rounding_error
+from numerics.tolerance import judge, rounding_error, tol
 
 F64 = torch.float64
 
@@ -344,8 +343,8 @@ def transport_scale(blocks: Blocks, tdt: torch.dtype) -> tuple[torch.Tensor, tor
     rel = _norm_error(blocks)
     rel_max = rel.amax((-1, -2)) if rel.numel() else torch.zeros_like(s_max)
     # s_max and s_min are each known to a relative rel_max; the Gram defect to _gram_error
-    hs, fs = decide(s_max - s_min, tol(tdt, d, scale=_fmax(s_safe)), 2 * rel_max * s_max)
-    hq, fq = decide(qorth, tol(tdt, d, scale=float(d)), _gram_error(blocks, c, rel))
+    hs, fs = judge(s_max - s_min, tdt, d, scale=_fmax(s_safe), error=2 * rel_max * s_max)
+    hq, fq = judge(qorth, tdt, d, scale=float(d), error=_gram_error(blocks, c, rel))
     common, not_common = hs & hq, fs | fq
     undecided = ~common & ~not_common
     return torch.where(common, s_max, torch.full_like(s_max, float("nan"))), common, s_max, undecided

@@ -21,9 +21,8 @@ from numerics.laplacian.blocks import DenseBlocks
 from numerics.laplacian.checks import algebraic_checks, spectrum_checks, spectrum_error, support_components
 from numerics.laplacian.forms import apply_constraints, parallel_svd
 from numerics.laplacian.result import Check, LaplacianDiagnostics, assemble, make_check, skipped
-from numerics.tolerance import tol
+from numerics.tolerance import tol, unresolved_by_square
 from numerics.walk import ConnectionWalk
-from theory.rounding import unresolved_by_square
 
 F64 = torch.float64
 

@@ -1,6 +1,6 @@
 """Top of :mod:`numerics.laplacian`: :func:`diagnose` (input handling, the choice of the dense or
-the factored route, the tolerance precision) and the walk-level operators :func:`as_walk` and
-:func:`generator_dense`. Imports :mod:`~numerics.laplacian.result`, :mod:`~numerics.laplacian.dense`
+the factored route, the tolerance precision); the walk-level operators :func:`~numerics.walk.as_walk` and
+:func:`~numerics.walk.generator_dense` it re-exports are the walk core's. Imports :mod:`~numerics.laplacian.result`, :mod:`~numerics.laplacian.dense`
 and :mod:`~numerics.laplacian.factored` from the package; the definitions are in the package's
 docstring. Registered under ``numerics.laplacian.<name>``, where the package re-exports them."""
 
@@ -10,7 +10,7 @@ import math
 
 import torch
 
-from numerics.contracts import (
+from numerics.contracts.declarations import (
     Choice,
     Flag,
     Int,
@@ -20,20 +20,18 @@ from numerics.contracts import (
     contract,
     positive_mass,
 )
-from numerics.contracts import Tensor as TensorSpec
+from numerics.contracts.declarations import Tensor as TensorSpec
+from numerics.contracts.validate import check_memory
 from numerics.errors import ParameterError
 from numerics.laplacian.dense import diagnose_dense
 from numerics.laplacian.factored import diagnose_factored
 from numerics.laplacian.result import LaplacianDiagnostics
-from numerics.validate import check_memory
-from numerics.walk import ConnectionWalk
+from numerics.walk import ConnectionWalk, as_walk
 
 __all__ = [
     "METHODS",
     "FACTORED_OPTIONS",
     "AUTO_MAX_ND",
-    "as_walk",
-    "generator_dense",
     "tolerance_dtype",
     "dense_bytes",
     "auto_method",
@@ -54,30 +52,6 @@ FACTORED_OPTIONS = {
 #: the ``n·d`` up to which the dense path is the faster one for a walk with ``H ≤ d`` terms per
 #: block (:func:`auto_method`)
 AUTO_MAX_ND = 96
-
-
-# ---------------------------------------------------------------------------------------------
-# input handling
-@contract(walk=Walk(), name="numerics.laplacian.as_walk")
-def as_walk(walk) -> ConnectionWalk:
-    """A :class:`ConnectionWalk`, or blocks ``B`` ``(..., n, n, d, d)`` wrapped with the default
-    gauge of :meth:`ConnectionWalk.from_blocks`. Complex / NaN / non-square input raises."""
-    if isinstance(walk, ConnectionWalk):
-        return walk
-    # the contract (Walk()) has checked and converted the blocks: a real, finite (..., n, n, d, d)
-    # tensor with square d×d blocks, errors naming ``walk``
-    return ConnectionWalk.from_blocks(walk)
-
-
-# ---------------------------------------------------------------------------------------------
-# operators and forms
-@contract(walk=Walk(), name="numerics.laplacian.generator_dense")
-def generator_dense(walk) -> torch.Tensor:
-    """Dense token-major ``Δ = I − W`` ``(..., nd, nd)`` in float64 (materialises ``(nd)²``)."""
-    w = as_walk(walk)
-    W = w.to_dense().to(F64)
-    eye = torch.eye(W.shape[-1], dtype=F64, device=W.device)
-    return eye - W
 
 
 def tolerance_dtype(w: ConnectionWalk, attention_dtype) -> torch.dtype:
@@ -150,7 +124,7 @@ def diagnose(
     blocks ``B`` ``(..., n, n, d, d)``). See the module docstring for definitions and gauges.
 
     ``method``: ``"dense"`` (form the blocks; refused with :class:`MemoryBudgetError` naming
-    ``walk`` when they exceed the memory budget of :func:`numerics.validate.check_memory`),
+    ``walk`` when they exceed the memory budget of :func:`numerics.contracts.validate.check_memory`),
     ``"factored"`` (:func:`numerics.laplacian.factored.diagnose_factored`; ``factored_options``
     go there; an edges-form walk needs ``d⁴ + 3·n²d²`` numbers there, refused like the dense path
     over the budget) or ``"auto"`` (:func:`auto_method`: the faster path that computes every check —

@@ -68,6 +68,7 @@ import time
 
 import torch
 
+from numerics.contracts.validate import memory_budget as read_memory_budget
 from numerics.errors import ParameterError
 from numerics.laplacian.blocks import FactoredBlocks, factored_blocks
 from numerics.laplacian.checks import algebraic_checks, support_components
@@ -75,7 +76,6 @@ from numerics.laplacian.kernel import MAX_MATVECS, kernel_factored
 from numerics.laplacian.result import assemble, skipped
 from numerics.laplacian.spectral import spectrum_factored
 from numerics.tolerance import tol
-from numerics.validate import memory_budget as read_memory_budget
 
 F64 = torch.float64
 
@@ -150,7 +150,7 @@ def diagnose_factored(
     the benchmark's baseline;
     ``assemble_max``: largest ``n·d`` assembled densely; ``chunk_elems``: the largest temporary
     (numbers); ``memory_budget``: bytes for :func:`factored_blocks` (default: the budget of
-    :func:`numerics.validate.check_memory`). ``extra['seconds']`` / ``extra['matvecs']``: time and
+    :func:`numerics.contracts.validate.check_memory`). ``extra['seconds']`` / ``extra['matvecs']``: time and
     products per part (algebraic, spectrum, kernel)."""
     early_exit = max_matvecs is None  # an explicit cap replaces the early exit's smaller one
     max_matvecs = MAX_MATVECS if max_matvecs is None else max_matvecs

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import torch
 
-from numerics.contracts import Tensor, contract, finite_on_support, parallel_memory
+from numerics.contracts.declarations import Tensor, contract, finite_on_support, parallel_memory
 
 __all__ = ["pi_inner", "dirichlet_energy", "parallel_constraints", "parallel_gram", "apply_constraints", "parallel_svd"]
 

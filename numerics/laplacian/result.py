@@ -13,10 +13,10 @@ from dataclasses import dataclass, field
 
 import torch
 
-from numerics.contracts import Int, Tensor, contract
+from numerics.contracts.declarations import Int, Tensor, contract
 from numerics.errors import BatchIndexError, UndecidedTruthError
-from theory.rounding import decide
-from theory.rounding import status as decision_status
+from numerics.tolerance import decide
+from numerics.tolerance import status as decision_status
 
 F64 = torch.float64
 

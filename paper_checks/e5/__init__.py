@@ -16,18 +16,18 @@ uses centre ``−centre/2`` and width ``1.5·width``. Content attention on: rand
 state; after saturation it can). Dynamics: ``sphere`` (RK4 of the sphere flow), ``postnorm``
 (``X ← norm(X + η·MHA(X))``), ``prenorm`` (``X ← X + η·MHA(norm(X))``), ``norm`` = unit sphere.
 
-Prediction (:func:`predict_cell`): symbol ``M(k) = Σ_h â_h(k) T_h`` (``numerics.patterns.symbol``),
+Prediction (:func:`predict_cell`): symbol ``M(k) = Σ_h â_h(k) T_h`` (``numerics.patterns.symbols.symbol``),
 branch exponents ``s = μ − 1`` (flow, per unit time), ``s = log(1 + h(μ − 1))``, ``h = η/(1+η)``
 (post-norm, per layer) or ``s = mean_l log(1 + η/(1+ηl)·(μ − 1))`` over the linear window's layers
-(pre-norm; ``η/(1+ηl)`` is :func:`numerics.patterns.prenorm_layer_steps`). Winner ``argmax Re s``; several distinct real patterns within ``tol`` of the best are a
+(pre-norm; ``η/(1+ηl)`` is :func:`numerics.patterns.symbols.prenorm_layer_steps`). Winner ``argmax Re s``; several distinct real patterns within ``tol`` of the best are a
 **tie**: at one ``|k| ≠ 0`` a *standing* wave, otherwise *coexisting* — never a guessed winner. A
 single winner is a cluster (``k = 0``), stationary (``|Im s|·window < phase_tol``: the oscillation is
 not observable in the window) or travelling. Classes are compared on the coarse vocabulary
 :data:`COARSE` (helix / non-helix and rotating / static cluster are reported in ``extra``).
 
 Observation: every cell is simulated from ``x* + ε ξ`` (batched over cells by
-:class:`numerics.simulate.BatchedDynamics`, checked against the one-trajectory simulators in the tests), classified by
-:func:`numerics.classify.classify_trajectory` on the *linear window* ``[t_lin/2, t_lin]``
+:class:`numerics.patterns.simulate.BatchedDynamics`, checked against the one-trajectory simulators in the tests), classified by
+:func:`numerics.patterns.classify.classify_trajectory` on the *linear window* ``[t_lin/2, t_lin]``
 (``t_lin = log(A_lin/ε)/max Re s`` over all modes, the ``k = 0`` turn of the common direction included,
 clamped) and on the *saturated window* at the end
 (``t_lin + t_sat/2 … t_lin + t_sat``). Pre-norm windows are classified in effective time
@@ -46,7 +46,7 @@ Modules: :mod:`~paper_checks.e5.cells` (vocabulary, sweep configuration, cell mo
 classification), :mod:`~paper_checks.e5.report` (rows, figures, :func:`run`).
 """
 
-from numerics.simulate import (
+from numerics.patterns.simulate import (
     BatchedDynamics,
     simulate_cells,
 )

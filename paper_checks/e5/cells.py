@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import torch
 
 from numerics.errors import ParameterError
-from numerics.patterns import (
+from numerics.patterns.symbols import (
     CLUSTER,
     COEXISTING,
     INCOHERENT,
@@ -46,7 +46,7 @@ DYNAMICS = ("sphere", "postnorm", "prenorm")
 
 
 def coarse_class(label: str) -> str:
-    """Map a :data:`numerics.patterns.PATTERN_CLASSES` label to :data:`COARSE`."""
+    """Map a :data:`numerics.patterns.symbols.PATTERN_CLASSES` label to :data:`COARSE`."""
     try:
         return _COARSE_OF[label]
     except KeyError:

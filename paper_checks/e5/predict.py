@@ -7,9 +7,15 @@ from dataclasses import dataclass
 
 import torch
 
-from numerics.classify import Thresholds
 from numerics.errors import ParameterError
-from numerics.patterns import distinct_patterns, postnorm_layer_step, prenorm_layer_steps, signed_wavenumbers, symbol
+from numerics.patterns.classify import Thresholds
+from numerics.patterns.symbols import (
+    distinct_patterns,
+    postnorm_layer_step,
+    prenorm_layer_steps,
+    signed_wavenumbers,
+    symbol,
+)
 from numerics.tolerance import tol
 from paper_checks.e5.cells import C_CLUSTER, C_COEXISTING, C_STANDING, C_STATIONARY, C_TRAVELLING, DYNAMICS
 
@@ -43,7 +49,7 @@ def _exponents(mu: torch.Tensor, dynamics: str, eta: float, layers: int, first: 
 
     Pre-norm: the residual stream's base amplitude is ``r_l = 1 + ηl`` and a tangent perturbation
     relative to it is multiplied by ``(r_l + ημ)/(r_l + η) = 1 + h_l(μ − 1)`` in layer ``l = 0, 1, …``,
-    ``h_l = η/(1 + η(l+1))`` (:func:`numerics.patterns.prenorm_layer_steps`)."""
+    ``h_l = η/(1 + η(l+1))`` (:func:`numerics.patterns.symbols.prenorm_layer_steps`)."""
     if dynamics in ("sphere", "flow"):
         return mu - 1
     if dynamics == "postnorm":
@@ -74,7 +80,7 @@ def predict_cell(
     r"""Coarse linear prediction of the *fluctuation* pattern about the base state ``x* = e3``.
 
     On normalised dynamics the ``k = 0`` mode of the tangent plane only turns the common direction
-    (the mean keeps unit norm), so — unlike the flat flow of :func:`numerics.patterns.predict_pattern`,
+    (the mean keeps unit norm), so — unlike the flat flow of :func:`numerics.patterns.symbols.predict_pattern`,
     where a growing ``k = 0`` mode means clustering — the pattern is selected among ``k ≠ 0`` relative to
     the base state (whose exponent is 0 by construction, ``M(0) e3 = e3``):
 

@@ -11,10 +11,10 @@ import numpy as np
 import torch
 
 from numerics._threads import torch_threads
-from numerics.classify import Thresholds, classify_trajectory
 from numerics.errors import ParameterError, UnstableStepError
-from numerics.patterns import discrete_selection, prenorm_layer_steps
-from numerics.simulate import BatchedDynamics, MHADynamics, check_rk4_step, simulate_cells
+from numerics.patterns.classify import Thresholds, classify_trajectory
+from numerics.patterns.simulate import BatchedDynamics, MHADynamics, check_rk4_step, simulate_cells
+from numerics.patterns.symbols import discrete_selection, prenorm_layer_steps
 from paper_checks.e5.cells import (
     C_CLUSTER,
     C_COEXISTING,
@@ -182,7 +182,7 @@ def _run_sweep(cfg: PhaseConfig, threshold_factors, progress) -> dict:
 
 def prenorm_effective_time(layers: int, eta: float) -> np.ndarray:
     """``τ_l = Σ_{j<l} h_j`` for ``l = 0..layers``, ``h_j = η/(1 + η(j+1))`` the pre-norm step
-    (:func:`numerics.patterns.prenorm_layer_steps`): layer ``j`` multiplies a relative perturbation by
+    (:func:`numerics.patterns.symbols.prenorm_layer_steps`): layer ``j`` multiplies a relative perturbation by
     ``1 + h_j(μ−1) ≈ e^{h_j(μ−1)}``."""
     return np.concatenate([[0.0], np.cumsum(prenorm_layer_steps(eta, int(layers)).numpy())])
 

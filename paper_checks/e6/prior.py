@@ -1,6 +1,6 @@
 """E6(a) dispersion analysis of the positional prior (THEOREMS.md T6 conventions, one layer ``x ← A x``).
 
-The kernel and its Fourier symbol come from :mod:`numerics.patterns` (``gaussian_kernel``,
+The kernel and its Fourier symbol come from :mod:`numerics.patterns.symbols` (``gaussian_kernel``,
 ``kernel_hat``); this module only turns them into the E6 quantities (velocity per layer, the
 kernel whose velocity matches the task)."""
 
@@ -8,17 +8,17 @@ from __future__ import annotations
 
 import numpy as np
 
-from numerics.patterns import gaussian_kernel, kernel_hat
+from numerics.patterns.symbols import gaussian_kernel, kernel_hat
 
 
 def ring_kernel(n: int, peak: int, width: float) -> np.ndarray:
     """Normalised wrapped Gaussian on the ring, ``a(m) ∝ exp(−circ(m − peak)²/(2 width²))``, shape
-    ``(n,)`` (``numerics.patterns.gaussian_kernel`` as a float64 numpy array)."""
+    ``(n,)`` (``numerics.patterns.symbols.gaussian_kernel`` as a float64 numpy array)."""
     return gaussian_kernel(n, float(peak), width).numpy()
 
 
 def kernel_symbol(kernel) -> np.ndarray:
-    """``â(k) = Σ_m a(m) e^{+2πikm/n}`` for k = 0..n−1 (``numerics.patterns.kernel_hat``: n·ifft)."""
+    """``â(k) = Σ_m a(m) e^{+2πikm/n}`` for k = 0..n−1 (``numerics.patterns.symbols.kernel_hat``: n·ifft)."""
     a = np.asarray(kernel, dtype=np.float64)
     return kernel_hat(a).numpy()
 

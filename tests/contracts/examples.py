@@ -66,7 +66,7 @@ def weights():
 
 
 def kernels(n=8):
-    from numerics.patterns import gaussian_kernel
+    from numerics.patterns.symbols import gaussian_kernel
 
     return torch.stack([gaussian_kernel(n, 1.0, 1.5), gaussian_kernel(n, -1.0, 1.0)])
 
@@ -78,13 +78,13 @@ def transports():
 
 
 def dyn():
-    from numerics.simulate import MHADynamics
+    from numerics.patterns.simulate import MHADynamics
 
     return MHADynamics(transports(), kernels=kernels())
 
 
 def X0():
-    from numerics.simulate import perturbed_homogeneous
+    from numerics.patterns.simulate import perturbed_homogeneous
 
     return perturbed_homogeneous(8, 2, torch.tensor([1.0, 0.0], dtype=F64), 1e-3, generator=_g(7))
 
@@ -117,20 +117,20 @@ def _triangle():
 
 
 def _J():
-    from numerics.patterns import linear_operator
+    from numerics.patterns.symbols import linear_operator
 
     return linear_operator(kernels(), transports())
 
 
 def _examples():
     from numerics import attention as at
-    from numerics import classify as cl
     from numerics import graphs as gr
     from numerics import laplacian as lp
     from numerics import markov as mk
-    from numerics import patterns as pt
-    from numerics import simulate as sm
     from numerics import spectra as sp
+    from numerics.patterns import classify as cl
+    from numerics.patterns import simulate as sm
+    from numerics.patterns import symbols as pt
     from numerics.walk import ConnectionWalk as CW
     from numerics.walk import kron_feature_major, kron_token_major
 
@@ -263,81 +263,105 @@ def _examples():
         lambda: {"walk": rev_walk(), "k": 2, "which": "BE", "pi": torch.full((N,), 1 / N, dtype=F64)},
     )
     # patterns
-    E["numerics.patterns.gaussian_kernel"] = (pt.gaussian_kernel, lambda: {"n": 8, "center": 1.0, "width": 1.5})
-    E["numerics.patterns.kernel_from_bias"] = (pt.kernel_from_bias, lambda: {"bias": rnd(H, 8)})
-    E["numerics.patterns.circulant"] = (pt.circulant, lambda: {"kernels": kernels()})
-    E["numerics.patterns.validate_kernels"] = (pt.validate_kernels, lambda: {"kernels": kernels()})
-    E["numerics.patterns.validate_transports"] = (pt.validate_transports, lambda: {"transports": transports(), "H": 2})
-    E["numerics.patterns.signed_wavenumbers"] = (pt.signed_wavenumbers, lambda: {"n": 8})
-    E["numerics.patterns.kernel_hat"] = (pt.kernel_hat, lambda: {"kernels": kernels()})
-    E["numerics.patterns.symbol"] = (pt.symbol, lambda: {"kernels": kernels(), "transports": transports()})
-    E["numerics.patterns.dispersion"] = (pt.dispersion, lambda: {"kernels": kernels(), "transports": transports()})
-    E["numerics.patterns.predict_pattern"] = (
+    E["numerics.patterns.symbols.gaussian_kernel"] = (pt.gaussian_kernel, lambda: {"n": 8, "center": 1.0, "width": 1.5})
+    E["numerics.patterns.symbols.kernel_from_bias"] = (pt.kernel_from_bias, lambda: {"bias": rnd(H, 8)})
+    E["numerics.patterns.symbols.circulant"] = (pt.circulant, lambda: {"kernels": kernels()})
+    E["numerics.patterns.symbols.validate_kernels"] = (pt.validate_kernels, lambda: {"kernels": kernels()})
+    E["numerics.patterns.symbols.validate_transports"] = (
+        pt.validate_transports,
+        lambda: {"transports": transports(), "H": 2},
+    )
+    E["numerics.patterns.symbols.signed_wavenumbers"] = (pt.signed_wavenumbers, lambda: {"n": 8})
+    E["numerics.patterns.symbols.kernel_hat"] = (pt.kernel_hat, lambda: {"kernels": kernels()})
+    E["numerics.patterns.symbols.symbol"] = (pt.symbol, lambda: {"kernels": kernels(), "transports": transports()})
+    E["numerics.patterns.symbols.dispersion"] = (
+        pt.dispersion,
+        lambda: {"kernels": kernels(), "transports": transports()},
+    )
+    E["numerics.patterns.symbols.predict_pattern"] = (
         pt.predict_pattern,
         lambda: {"kernels": kernels(), "transports": transports()},
     )
-    E["numerics.patterns.naive_per_head_growth"] = (
+    E["numerics.patterns.symbols.naive_per_head_growth"] = (
         pt.naive_per_head_growth,
         lambda: {"kernels": kernels(), "transports": transports()},
     )
-    E["numerics.patterns.linear_operator"] = (
+    E["numerics.patterns.symbols.linear_operator"] = (
         pt.linear_operator,
         lambda: {"attention": kernels(), "transports": transports()},
     )
-    E["numerics.patterns.predict_from_operator"] = (pt.predict_from_operator, lambda: {"J": _J(), "n": 8, "d": 2})
-    E["numerics.patterns.polarisation"] = (
+    E["numerics.patterns.symbols.predict_from_operator"] = (
+        pt.predict_from_operator,
+        lambda: {"J": _J(), "n": 8, "d": 2},
+    )
+    E["numerics.patterns.symbols.polarisation"] = (
         pt.polarisation,
         lambda: {"v": torch.tensor([1.0, 1j], dtype=torch.complex128)},
     )
-    E["numerics.patterns.transient_growth"] = (
+    E["numerics.patterns.symbols.transient_growth"] = (
         pt.transient_growth,
         lambda: {"J": _J(), "times": torch.linspace(0, 1, 5, dtype=F64)},
     )
-    E["numerics.patterns.discrete_selection"] = (
+    E["numerics.patterns.symbols.discrete_selection"] = (
         pt.discrete_selection,
         lambda: {"kernels": kernels(), "transports": transports(), "eta": 0.5, "layers": 5},
     )
-    E["numerics.patterns.canonical_pattern"] = (pt.canonical_pattern, lambda: {"k": 7, "sigma": 0.1 - 0.2j, "n": 8})
-    E["numerics.patterns.distinct_patterns"] = (
+    E["numerics.patterns.symbols.canonical_pattern"] = (
+        pt.canonical_pattern,
+        lambda: {"k": 7, "sigma": 0.1 - 0.2j, "n": 8},
+    )
+    E["numerics.patterns.symbols.distinct_patterns"] = (
         pt.distinct_patterns,
         lambda: {"ks": [1, 7], "sig": [0.1 + 0.2j, 0.1 - 0.2j], "n": 8, "tie_tol": 1e-9},
     )
-    E["numerics.patterns.prenorm_layer_steps"] = (pt.prenorm_layer_steps, lambda: {"eta": 0.5, "layers": 4})
-    E["numerics.patterns.postnorm_layer_step"] = (pt.postnorm_layer_step, lambda: {"eta": 0.5})
-    E["numerics.patterns.effective_time"] = (pt.effective_time, lambda: {"scheme": "prenorm", "eta": 0.5, "layers": 5})
+    E["numerics.patterns.symbols.prenorm_layer_steps"] = (pt.prenorm_layer_steps, lambda: {"eta": 0.5, "layers": 4})
+    E["numerics.patterns.symbols.postnorm_layer_step"] = (pt.postnorm_layer_step, lambda: {"eta": 0.5})
+    E["numerics.patterns.symbols.effective_time"] = (
+        pt.effective_time,
+        lambda: {"scheme": "prenorm", "eta": 0.5, "layers": 5},
+    )
     # simulate
-    E["numerics.simulate.MHADynamics"] = (sm.MHADynamics, lambda: {"transports": transports(), "kernels": kernels()})
-    E["numerics.simulate.MHADynamics.velocity"] = (_walk_call("velocity", "dyn"), lambda: {"dyn": dyn(), "X": X0()})
+    E["numerics.patterns.simulate.MHADynamics"] = (
+        sm.MHADynamics,
+        lambda: {"transports": transports(), "kernels": kernels()},
+    )
+    E["numerics.patterns.simulate.MHADynamics.velocity"] = (
+        _walk_call("velocity", "dyn"),
+        lambda: {"dyn": dyn(), "X": X0()},
+    )
     for m in ("scores", "attention", "mha", "sphere_velocity"):
-        E[f"numerics.simulate.MHADynamics.{m}"] = (_walk_call(m, "dyn"), lambda: {"dyn": dyn(), "X": X0()})
-    E["numerics.simulate.MHADynamics.jacobian"] = (_walk_call("jacobian", "dyn"), lambda: {"dyn": dyn(), "X": X0()})
-    E["numerics.simulate.MHADynamics.base_attention"] = (
+        E[f"numerics.patterns.simulate.MHADynamics.{m}"] = (_walk_call(m, "dyn"), lambda: {"dyn": dyn(), "X": X0()})
+    E["numerics.patterns.simulate.MHADynamics.jacobian"] = (
+        _walk_call("jacobian", "dyn"),
+        lambda: {"dyn": dyn(), "X": X0()},
+    )
+    E["numerics.patterns.simulate.MHADynamics.base_attention"] = (
         _walk_call("base_attention", "dyn"),
         lambda: {"dyn": dyn(), "x_star": torch.tensor([1.0, 0.0], dtype=F64)},
     )
-    E["numerics.simulate.simulate_flow"] = (
+    E["numerics.patterns.simulate.simulate_flow"] = (
         sm.simulate_flow,
         lambda: {"dyn": dyn(), "X0": X0(), "t_final": 0.1, "dt": 0.05},
     )
-    E["numerics.simulate.simulate_stack"] = (
+    E["numerics.patterns.simulate.simulate_stack"] = (
         sm.simulate_stack,
         lambda: {"dyn": dyn(), "X0": X0(), "layers": 3, "eta": 0.5, "warn": False},
     )
-    E["numerics.simulate.check_rk4_step"] = (sm.check_rk4_step, lambda: {"dyn": dyn(), "X0": X0(), "dt": 0.05})
-    E["numerics.simulate.perturbed_homogeneous"] = (
+    E["numerics.patterns.simulate.check_rk4_step"] = (sm.check_rk4_step, lambda: {"dyn": dyn(), "X0": X0(), "dt": 0.05})
+    E["numerics.patterns.simulate.perturbed_homogeneous"] = (
         sm.perturbed_homogeneous,
         lambda: {"n": 8, "d": 2, "x_star": torch.tensor([1.0, 0.0], dtype=F64), "eps": 1e-3, "generator": _g(5)},
     )
-    E["numerics.simulate.sphere_project"] = (sm.sphere_project, lambda: {"X": X0()})
-    E["numerics.simulate.layer_norm"] = (sm.layer_norm, lambda: {"X": X0()})
-    E["numerics.simulate.sinusoidal_pe"] = (sm.sinusoidal_pe, lambda: {"n": 8, "d": 4})
-    E["numerics.simulate.BatchedDynamics"] = (sm.BatchedDynamics, lambda: {"dyns": [dyn(), dyn()]})
+    E["numerics.patterns.simulate.sphere_project"] = (sm.sphere_project, lambda: {"X": X0()})
+    E["numerics.patterns.simulate.layer_norm"] = (sm.layer_norm, lambda: {"X": X0()})
+    E["numerics.patterns.simulate.sinusoidal_pe"] = (sm.sinusoidal_pe, lambda: {"n": 8, "d": 4})
+    E["numerics.patterns.simulate.BatchedDynamics"] = (sm.BatchedDynamics, lambda: {"dyns": [dyn(), dyn()]})
     for m in ("mha", "sphere_velocity"):
-        E[f"numerics.simulate.BatchedDynamics.{m}"] = (
+        E[f"numerics.patterns.simulate.BatchedDynamics.{m}"] = (
             _walk_call(m, "bd"),
             lambda: {"bd": sm.BatchedDynamics([dyn(), dyn()]), "X": torch.stack([X0(), X0()])},
         )
-    E["numerics.simulate.simulate_cells"] = (
+    E["numerics.patterns.simulate.simulate_cells"] = (
         sm.simulate_cells,
         lambda: {
             "bd": sm.BatchedDynamics([dyn(), dyn()]),
@@ -347,22 +371,25 @@ def _examples():
             "dt": 0.05,
         },
     )
-    E["numerics.simulate.rk4_amplification"] = (
+    E["numerics.patterns.simulate.rk4_amplification"] = (
         sm.rk4_amplification,
         lambda: {"z": torch.tensor([-0.1 + 0.2j], dtype=torch.complex128)},
     )
     # classify
-    E["numerics.classify.spatial_modes"] = (cl.spatial_modes, lambda: {"states": traj()[1]})
-    E["numerics.classify.space_time_spectrum"] = (
+    E["numerics.patterns.classify.spatial_modes"] = (cl.spatial_modes, lambda: {"states": traj()[1]})
+    E["numerics.patterns.classify.space_time_spectrum"] = (
         cl.space_time_spectrum,
         lambda: dict(zip(("times", "states"), traj())),
     )
-    E["numerics.classify.hankel_dmd"] = (
+    E["numerics.patterns.classify.hankel_dmd"] = (
         cl.hankel_dmd,
         lambda: {"times": traj()[0], "series": torch.fft.fft(traj()[1], dim=-2)[:, 1]},
     )
-    E["numerics.classify.measure_mode"] = (cl.measure_mode, lambda: {**dict(zip(("times", "states"), traj())), "k": 1})
-    E["numerics.classify.classify_trajectory"] = (
+    E["numerics.patterns.classify.measure_mode"] = (
+        cl.measure_mode,
+        lambda: {**dict(zip(("times", "states"), traj())), "k": 1},
+    )
+    E["numerics.patterns.classify.classify_trajectory"] = (
         cl.classify_trajectory,
         lambda: dict(zip(("times", "states"), traj())),
     )

@@ -1,6 +1,6 @@
 """Hostile bad-input harness (a script, not a test): perturbs one argument of each entry point's
 valid example (tests/contracts/examples.py) per bad-input class, derived from the example's value
-types only (independent of numerics/contracts.py), and counts outcomes per class.
+types only (independent of numerics/contracts/declarations.py), and counts outcomes per class.
 
     python -m tests.contracts.hostile_harness [--verbose]
 
@@ -165,7 +165,8 @@ def run(verbose=False):
                 counts[cls][out] += 1
                 rows.append((name, arg, cls, out, msg))
     # memory: dense paths on a walk of n=64, d=8 under a 1 MiB budget
-    from numerics import graphs, laplacian, patterns, spectra
+    from numerics import graphs, laplacian, spectra
+    from numerics.patterns import symbols as patterns
     from numerics.walk import ConnectionWalk
 
     os.environ["CONNWALK_MEMORY_BUDGET"] = "1M"

@@ -10,8 +10,8 @@ import signal
 import pytest
 import torch
 
+from connwalk import patterns as patterns_cli
 from paper_checks import cli, main_job
-from paper_checks.cli import patterns as patterns_cli
 
 SMALL = ["--prompts", "4", "--length", "12", "--null-seeds", "2", "--n-boot", "40", "--no-progress"]
 
@@ -366,7 +366,7 @@ def test_option_tables_declare_every_numeric_option():
 
     parser = cli.build_parser()
     subs = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices
-    from paper_checks.cli import conform as conform_cli
+    from connwalk import conform as conform_cli
 
     tables = (
         ("paper-checks", cli.OPTIONS, set()),

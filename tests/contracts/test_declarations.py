@@ -1,5 +1,5 @@
 """Meta-tests: every public function of README's toolkit map declares its arguments
-(numerics.contracts.REGISTRY), and every declaration has a valid example for the bad-input matrix."""
+(numerics.contracts.declarations.REGISTRY), and every declaration has a valid example for the bad-input matrix."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from numerics.contracts import REGISTRY, Passthrough
+from numerics.contracts.declarations import REGISTRY, Passthrough
 from tests.contracts.examples import EXAMPLES
 
 README = Path(__file__).resolve().parents[2] / "README.md"
@@ -22,16 +22,16 @@ MODULE_EXEMPT = {
     "CLI, by paper_checks.main_job.check_model_name",
     "numerics.pytest_plugin": "pytest hooks, a fixture and profile registration, called by pytest itself; a bad "
     "--device / --theorem is a pytest.UsageError (tests/test_pytest_plugin.py)",
-    "numerics.conformance": "takes any user nn.Module (an unknown one is NotAttentionError naming `module`, a "
+    "numerics.conformance.kit": "takes any user nn.Module (an unknown one is NotAttentionError naming `module`, a "
     "malformed extraction a ShapeError naming the field) and checks its integer options itself (ParameterError "
     "naming them); the bad-input cases are tests/numerics/test_conformance.py",
-    "numerics.conformance_hf": "the adapters numerics.conformance picks for stand-alone Hugging Face attention "
+    "numerics.conformance.hf": "the adapters numerics.conformance.kit picks for stand-alone Hugging Face attention "
     "modules (an unsupported class is UnsupportedArchitectureError naming `module`)",
-    "numerics.conformance_hf_capture": "the attention-interface capture numerics.conformance picks for Hugging Face "
+    "numerics.conformance.hf_capture": "the attention-interface capture numerics.conformance.kit picks for Hugging Face "
     "models: it takes a model the kit already accepted, and whatever it cannot read is a CaptureError naming "
     "`module` (stale or missing records, shapes, kernels that are not softmax: tests/numerics/test_census_capture.py)",
-    "numerics.census": "runs over the installed transformers' own classes, no user data; its options are checked "
-    "by paper_checks.cli.census.check_options (ParameterError naming the option: tests/numerics/test_census.py), and "
+    "numerics.census.run": "runs over the installed transformers' own classes, no user data; its options are checked "
+    "by connwalk.census.check_options (ParameterError naming the option: tests/numerics/test_census.py), and "
     "every failure of a class becomes that class's declined row with the reason",
 }
 
@@ -48,15 +48,15 @@ NAME_EXEMPT = {
     "numerics.graphs.Flatness",
     "numerics.graphs.TriangleIdentity",
     "numerics.spectra.SpectrumResult",
-    "numerics.patterns.PatternPrediction",
-    "numerics.patterns.TransientGrowth",
-    "numerics.patterns.StackSelection",
-    "numerics.simulate.Trajectory",
-    "numerics.simulate.SelectionWarning",
-    "numerics.classify.ModeFit",
-    "numerics.classify.PatternObservation",
+    "numerics.patterns.symbols.PatternPrediction",
+    "numerics.patterns.symbols.TransientGrowth",
+    "numerics.patterns.symbols.StackSelection",
+    "numerics.patterns.simulate.Trajectory",
+    "numerics.patterns.simulate.SelectionWarning",
+    "numerics.patterns.classify.ModeFit",
+    "numerics.patterns.classify.PatternObservation",
     # a frozen dataclass of thresholds with defaults (fields are numbers read by the classifier)
-    "numerics.classify.Thresholds",
+    "numerics.patterns.classify.Thresholds",
     # alias of holonomies (same function object, declared under that name)
     "numerics.graphs.is_flat",
 }
@@ -131,11 +131,11 @@ def test_the_meta_test_sees_the_entry_points_it_should():
         "numerics.laplacian.diagnose",
         "numerics.graphs.is_reversible",
         "numerics.spectra.extreme_eigenvalues",
-        "numerics.patterns.predict_pattern",
-        "numerics.simulate.simulate_flow",
-        "numerics.classify.classify_trajectory",
+        "numerics.patterns.symbols.predict_pattern",
+        "numerics.patterns.simulate.simulate_flow",
+        "numerics.patterns.classify.classify_trajectory",
         "numerics.attention.AttentionWeights",
-        "numerics.simulate.MHADynamics",
+        "numerics.patterns.simulate.MHADynamics",
     ):
         assert q in names, q
     assert len(names) >= 70

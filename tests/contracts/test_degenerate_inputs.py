@@ -9,10 +9,10 @@ import pytest
 import torch
 
 from numerics import graphs, spectra
-from numerics.classify import classify_trajectory, measure_mode
 from numerics.errors import NotStochasticError, ParameterError, ShapeError
 from numerics.laplacian import diagnose
 from numerics.markov import stationary_info
+from numerics.patterns.classify import classify_trajectory, measure_mode
 from numerics.walk import ConnectionWalk
 
 F64 = torch.float64
@@ -126,14 +126,16 @@ def test_batch_shapes_that_do_not_broadcast_are_named():
 @pytest.mark.parametrize(
     "call, arg",
     [
-        (lambda: __import__("numerics.kernels", fromlist=["x"]).gaussian_kernel(10**10, 4.0, 1.5), "n"),
+        (lambda: __import__("numerics.patterns.kernels", fromlist=["x"]).gaussian_kernel(10**10, 4.0, 1.5), "n"),
         (
-            lambda: __import__("numerics.kernels", fromlist=["x"]).circulant(torch.full((4096,), 1 / 4096, dtype=F64)),
+            lambda: __import__("numerics.patterns.kernels", fromlist=["x"]).circulant(
+                torch.full((4096,), 1 / 4096, dtype=F64)
+            ),
             "kernels",
         ),
-        (lambda: __import__("numerics.simulate", fromlist=["x"]).sinusoidal_pe(10**6, 10**3), "n"),
+        (lambda: __import__("numerics.patterns.simulate", fromlist=["x"]).sinusoidal_pe(10**6, 10**3), "n"),
         (
-            lambda: __import__("numerics.simulate", fromlist=["x"]).perturbed_homogeneous(
+            lambda: __import__("numerics.patterns.simulate", fromlist=["x"]).perturbed_homogeneous(
                 10**5, 10**3, torch.zeros(10**3, dtype=F64), 0.1
             ),
             "n",
@@ -151,8 +153,8 @@ def test_allocations_sized_by_an_argument_go_through_the_budget(call, arg, monke
 
 
 def test_small_allocations_are_unaffected_by_a_small_budget(monkeypatch):
-    from numerics.kernels import circulant, gaussian_kernel
-    from numerics.simulate import perturbed_homogeneous, sinusoidal_pe
+    from numerics.patterns.kernels import circulant, gaussian_kernel
+    from numerics.patterns.simulate import perturbed_homogeneous, sinusoidal_pe
 
     monkeypatch.setenv("CONNWALK_MEMORY_BUDGET", "64M")
     a = gaussian_kernel(64, 4.0, 1.5)
@@ -162,7 +164,7 @@ def test_small_allocations_are_unaffected_by_a_small_budget(monkeypatch):
 
 @pytest.mark.parametrize("raw", ["nan", "inf", "-5G", "0", "abc", "G", "1e400"])
 def test_the_memory_budget_itself_is_validated(raw, monkeypatch):
-    from numerics.validate import memory_budget
+    from numerics.contracts.validate import memory_budget
 
     monkeypatch.setenv("CONNWALK_MEMORY_BUDGET", raw)
     _raises(ParameterError, "CONNWALK_MEMORY_BUDGET", memory_budget)
@@ -170,7 +172,7 @@ def test_the_memory_budget_itself_is_validated(raw, monkeypatch):
 
 @pytest.mark.parametrize("raw, value", [("8G", 8 << 30), ("8GiB", 8 << 30), ("512M", 512 << 20), ("1000", 1000)])
 def test_the_memory_budget_accepts_byte_counts(raw, value, monkeypatch):
-    from numerics.validate import memory_budget
+    from numerics.contracts.validate import memory_budget
 
     monkeypatch.setenv("CONNWALK_MEMORY_BUDGET", raw)
     assert memory_budget() == value
@@ -178,7 +180,7 @@ def test_the_memory_budget_accepts_byte_counts(raw, value, monkeypatch):
 
 @pytest.mark.parametrize("batch", [3, (2, -1), (2.5,), "ab"])
 def test_perturbed_homogeneous_batch_is_a_tuple_of_sizes(batch):
-    from numerics.simulate import perturbed_homogeneous
+    from numerics.patterns.simulate import perturbed_homogeneous
 
     _raises(ParameterError, "batch", lambda: perturbed_homogeneous(8, 2, torch.zeros(2, dtype=F64), 0.1, batch=batch))
 

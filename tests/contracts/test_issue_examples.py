@@ -9,8 +9,9 @@ import numpy as np
 import pytest
 import torch
 
-from numerics import graphs, patterns, spectra
+from numerics import graphs, spectra
 from numerics.attention import AttentionWeights, attention_probs
+from numerics.contracts.validate import check_memory, memory_budget
 from numerics.errors import (
     MemoryBudgetError,
     NonFiniteError,
@@ -18,8 +19,8 @@ from numerics.errors import (
     ParameterError,
     UndefinedError,
 )
-from numerics.simulate import MHADynamics
-from numerics.validate import check_memory, memory_budget
+from numerics.patterns.simulate import MHADynamics
+from numerics.patterns import symbols as patterns
 from numerics.walk import ConnectionWalk
 from tests.contracts.examples import rev_walk, rnd, stoch, sym_stoch, transports, weights
 from tests.helpers import naive_walk_apply
@@ -79,7 +80,7 @@ def test_graph_stationary_distribution_needs_a_stochastic_walk():
 
 
 def test_constant_transport_rtol_nan_and_measure_mode_k_non_integer():
-    from numerics.classify import measure_mode
+    from numerics.patterns.classify import measure_mode
     from tests.contracts.examples import mha_walk, traj
 
     _raises(ParameterError, "rtol", lambda: mha_walk().constant_transport(rtol=math.nan))

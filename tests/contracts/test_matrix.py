@@ -1,5 +1,5 @@
 """The bad-input matrix: every declared entry point × every bad-input class its declaration makes
-applicable, generated from ``numerics.contracts.REGISTRY`` with Hypothesis (which argument, where the
+applicable, generated from ``numerics.contracts.declarations.REGISTRY`` with Hypothesis (which argument, where the
 NaN goes, which dimension disagrees, which bad number).
 
 Each case must end in the typed error the class calls for, whose message starts with the argument's
@@ -19,7 +19,7 @@ import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from numerics.contracts import (
+from numerics.contracts.declarations import (
     REGISTRY,
     Choice,
     Flag,
@@ -462,11 +462,11 @@ MEMORY = {
     "numerics.spectra.symmetrized_dense": "walk",
     "numerics.laplacian.generator_dense": "walk",
     "numerics.laplacian.diagnose": "walk",
-    "numerics.patterns.linear_operator": "attention",
-    "numerics.patterns.transient_growth": "times",
+    "numerics.patterns.symbols.linear_operator": "attention",
+    "numerics.patterns.symbols.transient_growth": "times",
     "numerics.laplacian.parallel_constraints": "O",
-    "numerics.simulate.MHADynamics": "kernels",
-    "numerics.simulate.MHADynamics.jacobian": "X",
+    "numerics.patterns.simulate.MHADynamics": "kernels",
+    "numerics.patterns.simulate.MHADynamics.jacobian": "X",
 }
 
 

@@ -515,7 +515,7 @@ def test_bad_input_messages_name_the_argument_and_what_was_expected(call, err, m
 # imported. These tests run it as a unit, with the same expectations as the public messages.
 def _check_w(**arguments):
     from numerics.attention import _weights
-    from numerics.contracts import Contract, Tensor
+    from numerics.contracts.declarations import Contract, Tensor
 
     return Contract("probe", {"w": _weights(), "X": Tensor("... n d")}).validate(arguments)
 

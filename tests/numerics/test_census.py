@@ -1,4 +1,4 @@
-"""The census (numerics.census, ``connwalk census``): a sample of the committed rows (census.json,
+"""The census (numerics.census.run, ``connwalk census``): a sample of the committed rows (census.json,
 CENSUS.md at the repository root) against a fresh run on just those classes; the classes issue 29 names;
 the verdict mapping; the command line's checks before work."""
 
@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 import transformers
 
-from numerics.census import STATUSES, run_census, verdict_of
-from numerics.census_report import reason_kind
-from paper_checks.cli import main
+from connwalk import main
+from numerics.census.report import reason_kind
+from numerics.census.run import STATUSES, run_census, verdict_of
 
 ROOT = Path(__file__).resolve().parents[2]
 transformers.logging.set_verbosity_error()
@@ -109,7 +109,7 @@ def _report(**kw):
 
 
 def test_verdict_of_reads_the_report_fields_and_derives_them_when_absent():
-    from numerics.conformance import Verdict
+    from numerics.conformance.kit import Verdict
 
     assert verdict_of(
         _report(verdict="hypothesis fails", hypothesis_failures=["nonnegative"], decided_by="float64 shadow")

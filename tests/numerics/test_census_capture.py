@@ -1,4 +1,4 @@
-"""The attention-interface capture (numerics.conformance_hf_capture) against an independent float64
+"""The attention-interface capture (numerics.conformance.hf_capture) against an independent float64
 computation of eager attention (the literal softmax formula, written here from the module's weights),
 cross-attention configurations, and the typed errors of a capture that is not of this call."""
 
@@ -10,8 +10,7 @@ import pytest
 import torch
 import transformers
 
-from numerics.conformance import check_attention
-from numerics.conformance_hf_capture import (
+from numerics.conformance.hf_capture import (
     CaptureAdapter,
     CaptureError,
     capture_attention,
@@ -20,7 +19,8 @@ from numerics.conformance_hf_capture import (
     read_extraction,
     run_captured,
 )
-from numerics.conformance_protocol import Draw
+from numerics.conformance.kit import check_attention
+from numerics.conformance.protocol import Draw
 from numerics.errors import ConnwalkError, UnsupportedArchitectureError
 
 F64 = torch.float64
@@ -263,7 +263,7 @@ def test_a_non_supported_class_built_as_cross_attention_declines_with_one_typed_
     from transformers import MPNetConfig
     from transformers.models.mpnet.modeling_mpnet import MPNetAttention
 
-    from numerics.conformance import adapter_for
+    from numerics.conformance.kit import adapter_for
 
     mod = MPNetAttention(MPNetConfig(hidden_size=32, num_attention_heads=4))
     mod.is_cross_attention = True

@@ -10,9 +10,9 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
-from numerics.classify import Thresholds, classify_trajectory, measure_mode, space_time_spectrum
 from numerics.errors import NonFiniteError, ShapeError
-from numerics.patterns import (
+from numerics.patterns.classify import Thresholds, classify_trajectory, measure_mode, space_time_spectrum
+from numerics.patterns.symbols import (
     CLUSTER,
     COEXISTING,
     INCOHERENT,

@@ -1,4 +1,4 @@
-"""The conformance kit (numerics.conformance): it accepts every attention module that is the walk it
+"""The conformance kit (numerics.conformance.kit): it accepts every attention module that is the walk it
 claims (torch MHA in its variants, the Hugging Face families whole and stand-alone, a user's
 linear-attention layer) and rejects, with a shrunk counterexample naming T2, modules that are not
 (W_O transposed, heads permuted between W_V and W_O). The user modules here are written as a user
@@ -12,7 +12,8 @@ import math
 import pytest
 import torch
 
-from numerics.conformance import (
+from numerics.conformance.adapters import MHAAdapter
+from numerics.conformance.kit import (
     HYPOTHESES,
     T2_STATEMENT,
     ConformanceError,
@@ -21,7 +22,6 @@ from numerics.conformance import (
     assert_conforms,
     check_attention,
 )
-from numerics.conformance_adapters import MHAAdapter
 from numerics.errors import ConnwalkError, NonFiniteError, ParameterError, UnsupportedArchitectureError
 
 

@@ -1,4 +1,4 @@
-"""T2's hypotheses as the kit decides them (numerics.conformance_checks.t2_hypotheses), on attention
+"""T2's hypotheses as the kit decides them (numerics.conformance.checks.t2_hypotheses), on attention
 tensors written by hand: per head, over the keys that are not masked, three-valued at the rounding of
 the stated dtype; residuals compared with literal Python sums (math.fsum) over the same rows."""
 
@@ -9,8 +9,8 @@ import math
 import pytest
 import torch
 
-from numerics.conformance import Extraction
-from numerics.conformance_checks import stored_precision, t2_hypotheses
+from numerics.conformance.checks import stored_precision, t2_hypotheses
+from numerics.conformance.kit import Extraction
 from numerics.tolerance import tol
 from theory.rounding import EPS64
 

@@ -19,7 +19,7 @@ import threading
 import pytest
 import torch
 
-from numerics.conformance import (
+from numerics.conformance.kit import (
     HYPOTHESIS_STATEMENTS,
     SHADOW,
     T2_STATEMENT,

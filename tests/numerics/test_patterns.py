@@ -15,7 +15,6 @@ from hypothesis import given
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from numerics.classify import classify_trajectory, measure_mode
 from numerics.errors import (
     DTypeError,
     MemoryBudgetError,
@@ -26,7 +25,9 @@ from numerics.errors import (
     ShapeError,
     UndefinedError,
 )
-from numerics.patterns import (
+from numerics.patterns.classify import classify_trajectory, measure_mode
+from numerics.patterns.simulate import MHADynamics, perturbed_homogeneous, simulate_flow, simulate_stack, sinusoidal_pe
+from numerics.patterns.symbols import (
     CLUSTER,
     COEXISTING,
     ROTATING_CLUSTER,
@@ -56,7 +57,6 @@ from numerics.patterns import (
     validate_kernels,
     validate_transports,
 )
-from numerics.simulate import MHADynamics, perturbed_homogeneous, simulate_flow, simulate_stack, sinusoidal_pe
 from numerics.tolerance import assert_close, tol
 from tests.helpers import assert_bad_input, naive_token_major, raises_named, t
 from theory.cases import T6_EX1, T6_EX3
@@ -510,7 +510,7 @@ def test_prenorm_layer_steps_match_the_residual_amplitude_ratio_exactly():
     Fractions for rational η, μ (never the closed form)."""
     from fractions import Fraction
 
-    from numerics.patterns import prenorm_layer_steps
+    from numerics.patterns.symbols import prenorm_layer_steps
 
     for eta, mu, L, first in [
         (Fraction(1, 2), Fraction(7, 3), 9, 0),
@@ -535,7 +535,7 @@ def test_postnorm_layer_step_matches_the_normalised_layer_gain_exactly():
     import cmath
     from fractions import Fraction
 
-    from numerics.patterns import effective_time, postnorm_layer_step
+    from numerics.patterns.symbols import effective_time, postnorm_layer_step
     from paper_checks.e5.predict import _exponents
 
     for eta, mu in [

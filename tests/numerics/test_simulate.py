@@ -10,8 +10,7 @@ import pytest
 import torch
 
 from numerics.errors import NonFiniteError, ParameterError, ShapeError, SimulationDivergedError, UnstableStepError
-from numerics.patterns import gaussian_kernel, linear_operator
-from numerics.simulate import (
+from numerics.patterns.simulate import (
     MHADynamics,
     SelectionWarning,
     check_rk4_step,
@@ -22,6 +21,7 @@ from numerics.simulate import (
     simulate_stack,
     sphere_project,
 )
+from numerics.patterns.symbols import gaussian_kernel, linear_operator
 from numerics.tolerance import assert_close, tol
 
 F64 = torch.float64
@@ -219,7 +219,7 @@ def test_bad_input_errors_name_the_argument():
 
 
 def test_sinusoidal_pe_literal_values():
-    from numerics.simulate import sinusoidal_pe
+    from numerics.patterns.simulate import sinusoidal_pe
 
     pe = sinusoidal_pe(5, 5, base=100.0)
     for i in range(5):
@@ -262,7 +262,7 @@ def _sweep_cells(n: int = 12) -> list[MHADynamics]:
 def test_batched_cells_match_the_one_trajectory_simulators(dynamics):
     """simulate_cells (all cells in one batch, float64) vs simulate_flow / simulate_stack run on each
     cell alone: the reference integrators, not the batch code, define the expected states."""
-    from numerics.simulate import BatchedDynamics, simulate_cells
+    from numerics.patterns.simulate import BatchedDynamics, simulate_cells
 
     n, steps, dt, eta = 12, 40, 0.02, 0.7
     dyns = _sweep_cells(n)
@@ -284,7 +284,7 @@ def test_batched_cells_match_the_one_trajectory_simulators(dynamics):
 
 def test_batched_cells_refuse_what_they_cannot_batch():
     from numerics.errors import ParameterError
-    from numerics.simulate import BatchedDynamics, simulate_cells
+    from numerics.patterns.simulate import BatchedDynamics, simulate_cells
 
     dyns = _sweep_cells(12)
     with pytest.raises(ShapeError) as e:

@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 from numerics.graphs import softmax_triangle_identity
 from numerics.laplacian import diagnose
-from numerics.patterns import predict_pattern
+from numerics.patterns.symbols import predict_pattern
 from numerics.walk import ConnectionWalk
 from tests.numerics.statement_cases import instances
 from theory import oracles

@@ -30,9 +30,9 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from numerics.classify import classify_trajectory, measure_mode
-from numerics.patterns import predict_pattern
-from numerics.simulate import MHADynamics, perturbed_homogeneous, simulate_flow
+from numerics.patterns.classify import classify_trajectory, measure_mode
+from numerics.patterns.simulate import MHADynamics, perturbed_homogeneous, simulate_flow
+from numerics.patterns.symbols import predict_pattern
 from numerics.tolerance import tol
 from theory import formulas as F
 from theory import oracles

@@ -166,7 +166,7 @@ def test_external_claims_hook(tmp_path, monkeypatch):
 
 
 def test_patterns_subcommand_is_registered(monkeypatch):
-    mod = types.ModuleType("paper_checks.cli.patterns")
+    mod = types.ModuleType("connwalk.patterns")
 
     def add_parser(sub):
         p = sub.add_parser("patterns")

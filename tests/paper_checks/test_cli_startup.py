@@ -2,7 +2,7 @@
 
 * ``--help`` of the command and of every subcommand, and argument errors, import no torch, SymPy or
   transformers (read from ``python -X importtime``, in a fresh interpreter);
-* :func:`paper_checks.cli.main` run in-process restores torch's thread count, default dtype and RNG
+* :func:`connwalk.main` run in-process restores torch's thread count, default dtype and RNG
   state, numpy's and Python's global RNG states and the warning filters;
 * the constants the parsers spell out to stay import-free equal their homes.
 """
@@ -35,11 +35,11 @@ def _subcommands() -> list[str]:
 
 
 def _importtime(argv: list[str], cwd: Path | None = None) -> tuple[subprocess.CompletedProcess, set[str]]:
-    """Run ``python -X importtime -m paper_checks.cli ARGV``; the result and the top-level packages it
+    """Run ``python -X importtime -m connwalk ARGV``; the result and the top-level packages it
     imported (the importtime lines are removed from the returned stderr)."""
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])}
     r = subprocess.run(
-        [sys.executable, "-X", "importtime", "-m", "paper_checks.cli", *argv],
+        [sys.executable, "-X", "importtime", "-m", "connwalk", *argv],
         capture_output=True,
         text=True,
         env=env,
@@ -63,7 +63,7 @@ def test_the_importtime_reader_sees_a_heavy_import():
     assert "argparse" in mods or "paper_checks" in mods, mods
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     r = subprocess.run(
-        [sys.executable, "-X", "importtime", "-c", "import paper_checks.cli.patterns_work"],
+        [sys.executable, "-X", "importtime", "-c", "import connwalk.patterns_work"],
         capture_output=True,
         text=True,
         env=env,
@@ -247,8 +247,8 @@ def test_the_state_check_sees_a_change(meddling):
 
 
 def test_spelt_out_constants_equal_their_homes():
-    from numerics.classify import MIN_SAMPLES
-    from paper_checks.cli import patterns
+    from connwalk import patterns
+    from numerics.patterns.classify import MIN_SAMPLES
     from paper_checks.stats import SINK_TAU
 
     assert int(1 / SINK_TAU) + 1 == cli.MIN_LENGTH

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from paper_checks.cli import main
+from connwalk import main
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -98,8 +98,8 @@ def test_hypothesis_failure_exits_1_and_names_the_hypothesis(factories, capsys):
 
 
 def test_every_verdict_of_the_kit_has_an_exit_code():
-    from numerics.conformance import VERDICTS
-    from paper_checks.cli.conform import EXIT_CODES
+    from connwalk.conform import EXIT_CODES
+    from numerics.conformance.kit import VERDICTS
 
     assert set(EXIT_CODES) == set(VERDICTS)
     assert EXIT_CODES["conforms"] == 0 and EXIT_CODES["undecided"] not in (0, 1, 2)
@@ -139,7 +139,7 @@ def test_model_name_whole_model(capsys):
 def test_as_a_ci_step_in_a_subprocess(factories):
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(factories), str(REPO), os.environ.get("PYTHONPATH", "")])}
     r = subprocess.run(
-        [sys.executable, "-m", "paper_checks.cli", "conform", "user_factories:wrong", "--examples", "3"],
+        [sys.executable, "-m", "connwalk", "conform", "user_factories:wrong", "--examples", "3"],
         capture_output=True,
         text=True,
         env=env,
@@ -152,7 +152,7 @@ def test_as_a_ci_step_in_a_subprocess(factories):
 @pytest.fixture
 def no_work(monkeypatch):
     """Fail the test if the target is resolved (the options must be refused before any work)."""
-    from paper_checks.cli import conform
+    from connwalk import conform
 
     def boom(*a, **k):
         raise AssertionError("the target was resolved before the options were checked")
@@ -210,7 +210,7 @@ def test_max_length_against_the_memory_budget(factories, capsys, monkeypatch, no
 
 
 def test_largest_draw_bytes_by_hand():
-    from paper_checks.cli.conform import draw_bytes
+    from connwalk.conform import draw_bytes
 
     # B=2, H=3, n=5, 4 layers of float32 (scores + probabilities) + one float64 layer (A and |A|)
     assert draw_bytes(2, 5, heads=3, layers=4, itemsize=4) == 2 * 3 * 25 * (4 * 2 * 4 + 16)
@@ -232,8 +232,8 @@ def test_nan_in_the_weights_names_the_target(factories, capsys):
 
 
 def test_readdress_keeps_options_env_variables_and_maps_fields(monkeypatch):
+    from connwalk.parser import readdress
     from numerics.errors import NonFiniteError, ParameterError
-    from paper_checks.cli.parser import readdress
 
     opts = {"max_length": "--max-length"}
     e = readdress(ParameterError("must be >= 1, got 0", argument="max_length"), opts, fallback="T")
@@ -261,7 +261,7 @@ def test_a_class_needing_arguments_is_one_line(factories, capsys):
 
 def test_help_is_whole_and_ends_with_the_exit_codes():
     r = subprocess.run(
-        [sys.executable, "-m", "paper_checks.cli", "conform", "--help"],
+        [sys.executable, "-m", "connwalk", "conform", "--help"],
         capture_output=True,
         text=True,
         env={**os.environ, "PYTHONPATH": str(REPO), "COLUMNS": "80"},

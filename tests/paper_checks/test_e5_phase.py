@@ -9,8 +9,8 @@ import pytest
 import torch
 
 from numerics.errors import ParameterError
-from numerics.patterns import PATTERN_CLASSES, gaussian_kernel, predict_pattern
-from numerics.simulate import BatchedDynamics, MHADynamics, simulate_cells
+from numerics.patterns.simulate import BatchedDynamics, MHADynamics, simulate_cells
+from numerics.patterns.symbols import PATTERN_CLASSES, gaussian_kernel, predict_pattern
 from numerics.tolerance import tol
 from paper_checks import e5
 from paper_checks.e5 import predict, report
@@ -84,7 +84,7 @@ def test_prenorm_layer_factor_matches_simulation():
     _, S = simulate_cells(bd, X0[None], dynamics="prenorm", steps=L, eta=eta)
     XL = S[-1, 0]
     rel = (2 * torch.fft.fft(XL[:, 0], dim=0)[k].abs() / cfg.n / XL[:, 2].mean()).item() / amp
-    from numerics.patterns import symbol
+    from numerics.patterns.symbols import symbol
 
     ev = torch.linalg.eigvals(symbol(a, T))[k]
     mu = ev[torch.argmin(ev.real)]  # the plane branch −ρ â(k) (the e3 branch is â(k))

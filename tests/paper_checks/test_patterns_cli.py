@@ -9,7 +9,7 @@ import os
 import numpy as np
 import pytest
 
-from paper_checks.cli import patterns as patterns_cli
+from connwalk import patterns as patterns_cli
 
 
 def test_ex1_summary_matches_the_reference_case(tmp_path, capsys):

@@ -146,7 +146,7 @@ EVALUATED_BY_TESTS: dict[str, dict[str, tuple[str, str]]] = {
     "T6.jacobian": {
         "dynamics": (
             "tests/numerics/test_patterns.py::test_t6_jacobian_of_softmax_dynamics_equals_walk_minus_identity",
-            "against the velocity of `numerics.dynamics.MHADynamics`, whose autograd Jacobian it compares with J,"
+            "against the velocity of `numerics.patterns.dynamics.MHADynamics`, whose autograd Jacobian it compares with J,"
             " at a state off the base state with the literal softmax attention",
         ),
     },

@@ -1,4 +1,4 @@
-r"""The decisions of the conformance kit (:mod:`numerics.conformance`) on one :class:`Extraction`:
+r"""The decisions of the conformance kit (:mod:`numerics.conformance.kit`) on one :class:`Extraction`:
 T2's hypotheses on the reported attention (:func:`t2_hypotheses`), T2's identity
 (:func:`t2_identity`), and the hypotheses of T3 / T5 reported per draw (:func:`t3_t5`). Every
 decision is three-valued (:mod:`theory.rounding`) with its bound stated from a dtype."""
@@ -10,10 +10,20 @@ from dataclasses import dataclass
 
 import torch
 
-from numerics.conformance_protocol import Extraction
+from numerics.conformance.protocol import Extraction
 from numerics.errors import MemoryBudgetError
-from numerics.tolerance import eps, tol
-from theory.rounding import FAILS, HOLDS, ROUNDING_SAFETY, UNDECIDED, combine, decide, rounding_error, status
+from numerics.tolerance import (
+    FAILS,
+    HOLDS,
+    ROUNDING_SAFETY,
+    UNDECIDED,
+    combine,
+    decide,
+    eps,
+    rounding_error,
+    status,
+    tol,
+)
 
 __all__ = [
     "Verdict",

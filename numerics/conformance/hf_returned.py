@@ -1,4 +1,4 @@
-r"""The census's second way in (:mod:`numerics.conformance_hf_capture`): a Hugging Face attention module
+r"""The census's second way in (:mod:`numerics.conformance.hf_capture`): a Hugging Face attention module
 that computes its attention its own way (not through the attention interface: Falcon, ALiBi models,
 …) but returns its probabilities when the model runs with ``output_attentions=True``.
 
@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import torch
 
-from numerics.conformance_protocol import Extraction
+from numerics.conformance.protocol import Extraction
 
 __all__ = ["returned_weights_extraction", "affine_of"]
 

@@ -2,15 +2,15 @@ r"""The census: every attention class of the installed transformers checked as a
 
 :func:`run_census` (``connwalk census``) enumerates the attention classes **programmatically** —
 for every model type of transformers' ``CONFIG_MAPPING_NAMES``, every ``modeling_*.py`` of its
-package, every class *defined there* that :func:`numerics.conformance_hf_capture.is_attention_class`
+package, every class *defined there* that :func:`numerics.conformance.hf_capture.is_attention_class`
 accepts (an ``nn.Module`` subclass, not a ``PreTrainedModel``, whose name ends with ``Attention``:
 ``LlamaAttention``, ``BertSelfAttention``, ``WhisperAttention``, ``CLIPAttention`` …) — builds the
 family's base model (``AutoModel``'s class for the model type, else the first model class of the
-family's auto mappings) from a tiny random configuration (:mod:`numerics.census_config`: width 64,
+family's auto mappings) from a tiny random configuration (:mod:`numerics.census.config`: width 64,
 4 heads of 16, 2 kv heads where the family has them, 2 layers, vocabulary 128, images of 32 px),
 takes the first instance of the class inside it, and runs the conformance kit
-(:func:`numerics.conformance.check_attention`) on it through the attention-interface capture
-(:class:`numerics.conformance_hf_capture.CaptureAdapter`; the model runs whole, so the class gets the
+(:func:`numerics.conformance.kit.check_attention`) on it through the attention-interface capture
+(:class:`numerics.conformance.hf_capture.CaptureAdapter`; the model runs whole, so the class gets the
 inputs its parent gives it), a few seeded draws, in float64 (the shadow precision: a defect of 1e-6
 in a score scale is far above float64's rounding).
 
@@ -38,7 +38,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from numerics.census_report import (
+from numerics.census.report import (
     CONFORMS,
     DECLINED,
     FAILS_,
@@ -135,7 +135,7 @@ def attention_classes(model_types=None) -> list[tuple[str, str, str]]:
     walk. Modules that do not import give a row with class ``"<module>"`` (declined there)."""
     from transformers.models.auto.configuration_auto import CONFIG_MAPPING_NAMES
 
-    from numerics.conformance_hf_capture import is_attention_class
+    from numerics.conformance.hf_capture import is_attention_class
 
     out, seen = [], set()
     for mt in model_types if model_types is not None else list(CONFIG_MAPPING_NAMES):
@@ -156,11 +156,11 @@ def attention_classes(model_types=None) -> list[tuple[str, str, str]]:
 
 # --------------------------------------------------------------------------- verdicts
 def verdict_of(report) -> tuple[str, list[str], str]:
-    """``(verdict, hypothesis failures, decided by)`` of a :class:`~numerics.conformance.ConformanceReport`:
+    """``(verdict, hypothesis failures, decided by)`` of a :class:`~numerics.conformance.kit.ConformanceReport`:
     its ``verdict`` / ``hypothesis_failures`` / ``decided_by`` when it has them; otherwise derived
     from ``conforms`` / ``status`` and T3(a) on the drawn rows (a row-stochastic failure there is a
     failed hypothesis of T2)."""
-    from theory.rounding import FAILS, UNDECIDED
+    from numerics.tolerance import FAILS, UNDECIDED
 
     v = getattr(report, "verdict", None)
     hyp = list(getattr(report, "hypothesis_failures", None) or [])
@@ -180,7 +180,7 @@ def verdict_of(report) -> tuple[str, list[str], str]:
 
 
 def _hypotheses(report) -> dict[str, str]:
-    from theory.rounding import combine
+    from numerics.tolerance import combine
 
     # T3/T5 are computed on self-attention draws whose T2 hypotheses hold: otherwise not applicable, and why
     why = "n/a (cross-attention)" if all(r.cross for r in report.results) else "n/a (T2's hypotheses fail)"
@@ -224,8 +224,8 @@ def check_class(model, module, *, family: str, examples: int, seed: int, max_len
     under a ``timeout`` (seconds) and an exception guard."""
     import torch
 
-    from numerics.conformance import check_attention
-    from numerics.conformance_hf_capture import CaptureAdapter, CaptureError
+    from numerics.conformance.hf_capture import CaptureAdapter, CaptureError
+    from numerics.conformance.kit import check_attention
 
     cls, modname = type(module).__name__, type(module).__module__
     t0 = time.perf_counter()
@@ -404,7 +404,7 @@ def _module_rows(task) -> list[CensusRow]:
     of its package (then as a decoder with cross-attention) until every class has an instance."""
     import torch
 
-    from numerics.census_config import build_tiny
+    from numerics.census.config import build_tiny
 
     modname, items, examples, seed, max_length, timeout = task
     rows: list[CensusRow] = []

@@ -36,7 +36,7 @@ with the argument's name, i.e. the parameter name the caller used):
 README toolkit map has none. :meth:`Contract.validate` checks a plain mapping (dataclass fields,
 command-line options named as typed, e.g. ``--seed``).
 
-The kinds themselves live in :mod:`numerics.contract_specs` and are re-exported here.
+The kinds themselves live in :mod:`numerics.contracts.kinds` and are re-exported here.
 """
 
 from __future__ import annotations
@@ -50,7 +50,7 @@ from typing import Any
 
 import torch
 
-from numerics.contract_specs import (
+from numerics.contracts.kinds import (
     RANK,
     Choice,
     Complex,
@@ -197,7 +197,7 @@ def declare(qualname: str, *, mins: dict | None = None, after: Callable | None =
 
 def parallel_memory(arguments: dict, sizes: dict) -> None:
     """Memory rule of :func:`numerics.laplacian.parallel_constraints`: ``C`` has ``n³d²`` entries."""
-    from numerics.validate import check_memory
+    from numerics.contracts.validate import check_memory
 
     O = arguments["O"]
     n, d = sizes["n"], sizes["d"]

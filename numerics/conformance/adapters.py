@@ -1,8 +1,8 @@
-r"""The adapters of the conformance kit (:mod:`numerics.conformance`): how a module's per-head attention
+r"""The adapters of the conformance kit (:mod:`numerics.conformance.kit`): how a module's per-head attention
 and transports are read. :class:`MHAAdapter` (``torch.nn.MultiheadAttention``), :class:`ProtocolAdapter`
 (a user's module with ``connwalk_attention``), :class:`HFModelAdapter` (a Hugging Face model of a supported
-family), the stand-alone Hugging Face attention classes (:mod:`numerics.conformance_hf`), and
-:func:`adapter_for`, which picks one. Re-exported by :mod:`numerics.conformance`."""
+family), the stand-alone Hugging Face attention classes (:mod:`numerics.conformance.hf`), and
+:func:`adapter_for`, which picks one. Re-exported by :mod:`numerics.conformance.kit`."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from typing import Any
 
 import torch
 
-from numerics.conformance_protocol import Adapter, Draw, EvalMode, Extraction, dtype_of
+from numerics.conformance.protocol import Adapter, Draw, EvalMode, Extraction, dtype_of
 from numerics.errors import ParameterError, ShapeError, UnsupportedArchitectureError
 
 
@@ -183,7 +183,7 @@ def adapter_for(module, *, layers=None) -> Adapter:
     """The adapter of ``module``: an :class:`Adapter` itself; ``torch.nn.MultiheadAttention``; a
     module with ``connwalk_attention``; a Hugging Face model (or ``HFModelHandle``) of a supported
     family, and a Hugging Face model of any other family through the attention-interface capture
-    (:class:`numerics.conformance_hf_capture.CaptureAdapter`, every captured attention layer; no
+    (:class:`numerics.conformance.hf_capture.CaptureAdapter`, every captured attention layer; no
     ``layers`` selection); a stand-alone Hugging Face attention module of the supported families. Anything else raises
     :class:`NotAttentionError` naming ``module``."""
     if isinstance(module, Adapter):
@@ -207,26 +207,26 @@ def adapter_for(module, *, layers=None) -> Adapter:
                 raise
         # a family the handle does not know: every attention module that calls transformers' attention
         # interface (or returns its probabilities), through the capture
-        from numerics.conformance_hf_capture import CaptureAdapter
+        from numerics.conformance.hf_capture import CaptureAdapter
 
         return CaptureAdapter(module)
     if isinstance(module, torch.nn.Module) and is_hf_attention(module):
-        from numerics.conformance_hf import hf_attention_adapter
+        from numerics.conformance.hf import hf_attention_adapter
 
         return hf_attention_adapter(module)
     raise NotAttentionError(
         f"{type(module).__name__} is not an attention module connwalk knows: expected torch.nn.MultiheadAttention, "
         "a Hugging Face model (any family whose attention goes through transformers' attention interface), a "
         "stand-alone Hugging Face attention module of bert, mpnet, gpt2, llama, gemma3 (any other: pass "
-        "numerics.conformance_hf_capture.CaptureAdapter(model, [module]) as adapter=), or a module with a "
-        "connwalk_attention(X, key_padding_mask=None) method (numerics.conformance)",
+        "numerics.conformance.hf_capture.CaptureAdapter(model, [module]) as adapter=), or a module with a "
+        "connwalk_attention(X, key_padding_mask=None) method (numerics.conformance.kit)",
         argument="module",
     )
 
 
 def is_hf_attention(module) -> bool:
     try:
-        from numerics.conformance_hf import HF_ATTENTION_CLASSES
+        from numerics.conformance.hf import HF_ATTENTION_CLASSES
     except ImportError:  # pragma: no cover
         return False
     return type(module).__name__ in HF_ATTENTION_CLASSES

@@ -3,10 +3,10 @@ r"""Batched fast path: many ring-kernel MHA cells of one ``(n, d)`` integrated a
 :class:`BatchedDynamics` stacks the cells' biases, transports and content weights;
 :func:`simulate_cells` integrates them all at once (sphere-flow RK4, post-norm or pre-norm stacks),
 for parameter sweeps. The one-trajectory reference simulators it is checked against
-(:func:`~numerics.simulate.simulate_flow`, :func:`~numerics.simulate.simulate_stack`) stay in
-:mod:`numerics.simulate`.
+(:func:`~numerics.patterns.simulate.simulate_flow`, :func:`~numerics.patterns.simulate.simulate_stack`) stay in
+:mod:`numerics.patterns.simulate`.
 
-Every public name is re-exported by :mod:`numerics.simulate` (its import path and contract name).
+Every public name is re-exported by :mod:`numerics.patterns.simulate` (its import path and contract name).
 """
 
 from __future__ import annotations
@@ -16,9 +16,9 @@ import math
 import numpy as np
 import torch
 
-from numerics.contracts import Choice, Float, Instance, Int, Passthrough, Tensor, contract
-from numerics.dynamics import MHADynamics
+from numerics.contracts.declarations import Choice, Float, Instance, Int, Passthrough, Tensor, contract
 from numerics.errors import DTypeError, ParameterError, ShapeError, SimulationDivergedError
+from numerics.patterns.dynamics import MHADynamics
 
 
 # ----------------------------------------------------------------------------- batched fast path
@@ -42,7 +42,7 @@ class BatchedDynamics:
     @contract(
         self=Passthrough(),
         dyns=Instance((list, tuple), "a list of MHADynamics"),
-        name="numerics.simulate.BatchedDynamics.__init__",
+        name="numerics.patterns.simulate.BatchedDynamics.__init__",
     )
     def __init__(self, dyns: list[MHADynamics]):
         for p, dy in enumerate(dyns):
@@ -86,7 +86,7 @@ class BatchedDynamics:
         self.content = bool((self.scale != 0).any())
         self.A0 = torch.softmax(self.bias, -1)
 
-    @contract(self=_BATCHED, X=Tensor("P n d"), name="numerics.simulate.BatchedDynamics.mha")
+    @contract(self=_BATCHED, X=Tensor("P n d"), name="numerics.patterns.simulate.BatchedDynamics.mha")
     def mha(self, X: torch.Tensor) -> torch.Tensor:
         """``MHA(X)_p`` ``(P, n, d)`` of every cell (the formula of :meth:`MHADynamics.mha`)."""
         if self.content:
@@ -98,7 +98,7 @@ class BatchedDynamics:
         AX = A @ X[:, None]  # (P, H, n, d)
         return (AX @ self.T.transpose(-1, -2)).sum(1)
 
-    @contract(self=_BATCHED, X=Tensor("P n d"), name="numerics.simulate.BatchedDynamics.sphere_velocity")
+    @contract(self=_BATCHED, X=Tensor("P n d"), name="numerics.patterns.simulate.BatchedDynamics.sphere_velocity")
     def sphere_velocity(self, X: torch.Tensor) -> torch.Tensor:
         """Tangent field of every cell (the formula of :meth:`MHADynamics.sphere_velocity`)."""
         m = self._mha(X)
@@ -121,7 +121,7 @@ def _unit_rows(X: torch.Tensor) -> torch.Tensor:
     dt=Float(lo=0.0),
     eta=Float(lo=0.0),
     save_every=Int(lo=1),
-    name="numerics.simulate.simulate_cells",
+    name="numerics.patterns.simulate.simulate_cells",
 )
 def simulate_cells(
     bd: BatchedDynamics,

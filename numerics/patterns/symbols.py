@@ -28,15 +28,15 @@ angular frequency ``ω`` (``rotation_frequency``), from ``u_1`` towards ``u_2``;
 this is THEOREMS.md's ``ω = ρ(Re â sin θ + Im â cos θ)``.
 
 Beyond the ring: absolute positional encodings, RoPE on a line and causal masks make ``A0`` non
-circulant; use :func:`linear_operator` / the autograd Jacobian of :mod:`numerics.simulate` with
+circulant; use :func:`linear_operator` / the autograd Jacobian of :mod:`numerics.patterns.simulate` with
 :func:`predict_from_operator` (dense eig) and, for non-normal operators (causal), report
 :func:`transient_growth` ``‖e^{tJ}‖₂`` rather than only the spectrum.
 
 Discrete layer stacks select with the per-layer factor, not with ``Re σ`` (see
 :func:`discrete_selection`).
 
-Layout: ring kernels and the symbol ``M(k)`` live in :mod:`numerics.kernels`, discrete stacks in
-:mod:`numerics.stacks`; both are re-exported here under their old names.
+Layout: ring kernels and the symbol ``M(k)`` live in :mod:`numerics.patterns.kernels`, discrete stacks in
+:mod:`numerics.patterns.stacks`; both are re-exported here under their old names.
 """
 
 from __future__ import annotations
@@ -47,13 +47,20 @@ from dataclasses import dataclass, field
 import torch
 
 from numerics._threads import small_problem_threads
-from numerics.contracts import Complex, Float, Instance, Int, Tensor, contract
+from numerics.contracts.declarations import Complex, Float, Instance, Int, Tensor, contract
+from numerics.contracts.validate import (
+    as_tensor,
+    check_finite,
+    check_ndim,
+    check_same,
+    check_square,
+)
 from numerics.errors import (
     ConnwalkError,
     ShapeError,
     UndefinedError,
 )
-from numerics.kernels import (
+from numerics.patterns.kernels import (
     KT_SPECS,
     TIE_SPEC,
     circulant,
@@ -66,7 +73,7 @@ from numerics.kernels import (
     validate_pair,
     validate_transports,
 )
-from numerics.stacks import (
+from numerics.patterns.stacks import (
     StackSelection,
     discrete_selection,
     effective_time,
@@ -74,13 +81,6 @@ from numerics.stacks import (
     prenorm_layer_steps,
 )
 from numerics.tolerance import tol
-from numerics.validate import (
-    as_tensor,
-    check_finite,
-    check_ndim,
-    check_same,
-    check_square,
-)
 
 __all__ = [
     # vocabulary
@@ -442,7 +442,7 @@ def linear_operator(attention, transports) -> torch.Tensor:
     T = validate_transports(transports, A.shape[0])
     check_same(["attention", "transports"], [A, T])
     n, d = A.shape[-1], T.shape[-1]
-    from numerics.validate import check_memory
+    from numerics.contracts.validate import check_memory
 
     check_memory(
         "attention",
@@ -550,7 +550,7 @@ def transient_growth(J, times) -> TransientGrowth:
     t = as_tensor("times", torch.as_tensor(times, dtype=J.dtype, device=J.device))
     check_ndim("times", t, 1, "(T,)", max_ndim=1)
     check_finite("times", t)
-    from numerics.validate import check_memory
+    from numerics.contracts.validate import check_memory
 
     check_memory(
         "times",

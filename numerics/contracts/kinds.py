@@ -1,8 +1,8 @@
-"""The argument kinds of :mod:`numerics.contracts` (``Spec`` and its subclasses), the shared
+"""The argument kinds of :mod:`numerics.contracts.declarations` (``Spec`` and its subclasses), the shared
 conversion :func:`to_tensor` and the per-call binding environment ``Env`` (symbol sizes, dtype /
 device groups). Each kind's ``check`` converts one argument or raises a typed
 :class:`~numerics.errors.ConnwalkError`; the decorator, ``Contract`` and ``REGISTRY`` stay in
-:mod:`numerics.contracts`, which re-exports everything here."""
+:mod:`numerics.contracts.declarations`, which re-exports everything here."""
 
 from __future__ import annotations
 
@@ -222,7 +222,7 @@ class Tensor(Spec):
             if self.positive and bool((x <= 0).any()):
                 raise ParameterError(f"must be positive (min {x.min().item():.3e})", argument=name)
             if self.stochastic:
-                from numerics.validate import check_stochastic
+                from numerics.contracts.validate import check_stochastic
 
                 check_stochastic(name, x)
             if self.group is not None:

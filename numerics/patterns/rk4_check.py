@@ -1,24 +1,24 @@
 r"""RK4 step check: refuse a step ``dt`` that RK4 cannot integrate for the linearised dynamics.
 
 :func:`rk4_amplification` is RK4's stability function ``R(z)``; :func:`check_rk4_step` compares it
-with ``e^z`` on the spectrum of the linearisation of an :class:`~numerics.simulate.MHADynamics` at a
+with ``e^z`` on the spectrum of the linearisation of an :class:`~numerics.patterns.simulate.MHADynamics` at a
 state (FFT dispersion for content-free rings, else the dense autograd Jacobian, else a Lipschitz
 bound) and raises :class:`~numerics.errors.UnstableStepError`. The argument specs ``DYNAMICS`` /
-``STATE`` come from :mod:`numerics.dynamics`, below this module and :mod:`numerics.simulate`.
+``STATE`` come from :mod:`numerics.patterns.dynamics`, below this module and :mod:`numerics.patterns.simulate`.
 
-Every public name is re-exported by :mod:`numerics.simulate` (its import path and contract name).
+Every public name is re-exported by :mod:`numerics.patterns.simulate` (its import path and contract name).
 """
 
 from __future__ import annotations
 
 import torch
 
-from numerics.contracts import Flag, Float, Int, Tensor, contract
-from numerics.dynamics import DYNAMICS, STATE, MHADynamics
+from numerics.contracts.declarations import Flag, Float, Int, Tensor, contract
 from numerics.errors import UnstableStepError
+from numerics.patterns.dynamics import DYNAMICS, STATE, MHADynamics
 
 
-@contract(z=Tensor("...", dtype="complex"), name="numerics.simulate.rk4_amplification")
+@contract(z=Tensor("...", dtype="complex"), name="numerics.patterns.simulate.rk4_amplification")
 def rk4_amplification(z: torch.Tensor) -> torch.Tensor:
     """RK4 stability function ``R(z) = 1 + z + z²/2 + z³/6 + z⁴/24`` (one step of ``y' = λy``, ``z = λ dt``)."""
     return 1 + z + z**2 / 2 + z**3 / 6 + z**4 / 24
@@ -27,7 +27,7 @@ def rk4_amplification(z: torch.Tensor) -> torch.Tensor:
 def _linear_spectrum(dyn: MHADynamics, X0: torch.Tensor, sphere: bool, max_dense: int) -> torch.Tensor | None:
     """Eigenvalues of the linearisation at ``X0`` (first batch element): exact FFT dispersion for the
     content-free ring, autograd Jacobian when ``n·d <= max_dense``, else ``None``."""
-    from numerics.patterns import dispersion
+    from numerics.patterns.symbols import dispersion
 
     if (
         dyn.content_free
@@ -53,7 +53,7 @@ def _linear_spectrum(dyn: MHADynamics, X0: torch.Tensor, sphere: bool, max_dense
     sphere=Flag(),
     max_dense=Int(lo=0),
     accuracy=Float(lo=0.0),
-    name="numerics.simulate.check_rk4_step",
+    name="numerics.patterns.simulate.check_rk4_step",
 )
 def check_rk4_step(
     dyn: MHADynamics, X0, dt: float, *, sphere: bool = False, max_dense: int = 1024, accuracy: float = 0.05

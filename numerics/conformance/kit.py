@@ -2,7 +2,7 @@ r"""Conformance kit: is *this* attention module the connection walk it claims to
 
 One call, on any attention ``nn.Module``::
 
-    from numerics.conformance import check_attention, assert_conforms
+    from numerics.conformance.kit import check_attention, assert_conforms
 
     report = check_attention(module)          # a ConformanceReport: .verdict, .conforms, .table(), .as_dict()
     print(report.table())
@@ -30,7 +30,7 @@ small, reproducible input):
    one over the keys that are not masked (*row-stochastic*), three-valued at the rounding of the
    module's dtype (or of a coarser precision its attention was computed in: the adapter's
    ``attention_dtype``, or the coarsest dtype that holds every reported weight exactly):
-   :func:`numerics.conformance_checks.t2_hypotheses` states the bound.
+   :func:`numerics.conformance.checks.t2_hypotheses` states the bound.
 3. **T2's identity** ``Y = W(X)·X + c``, i.e. ``y_i = Σ_h Σ_j A^h_ij W_O^h (W_V^h x_j + b_V^h) + b_O``
    (the affine term with the captured row sums, so that it is exact for any ``A``; it is the
    constant ``c = Σ_h W_O^h b_V^h + b_O`` when every row is stochastic). The reference is computed in
@@ -44,7 +44,7 @@ small, reproducible input):
    precision (a relative defect of 1e-6 in a score scale, invisible at float32's ``~1e-5`` bound, is
    caught); the own-dtype run stays, and a failure only it sees (overflow, a low-precision path)
    stands. Each row says which run decided; ``report.shadow`` says why there was no shadow (a float64
-   module, a copy that raised, a module over :data:`~numerics.conformance_protocol.SHADOW_MAX_PARAMETERS`).
+   module, a copy that raised, a module over :data:`~numerics.conformance.protocol.SHADOW_MAX_PARAMETERS`).
    The hypotheses keep the module's own dtype's rounding in both runs.
 5. **T3's hypotheses** on the walk of the real (unpadded) tokens of the batch row holding the
    worst T2 token (self-attention with ``d_out = d_v`` only): (a) stochastic, (b) reversible with a
@@ -65,14 +65,14 @@ the attention over the real keys is sub-stochastic, so the verdict is *hypothesi
 observed (never re-run, so a history- or chance-dependent failure is not lost; when shrinking does
 not reproduce it, the first failing draw of the sweep stands). Replay it with the snippet it prints::
 
-    from numerics.conformance import Draw, check_draw
+    from numerics.conformance.kit import Draw, check_draw
     check_draw(module, Draw(batch=1, n=1, m=1, pad=(0,), causal=False, seed=123, scale=1.0))
 
 Adapters (extraction) are built in for ``torch.nn.MultiheadAttention`` (packed or separate
 ``kdim``/``vdim`` projections, with or without biases; key padding and causal masks; ``add_zero_attn``),
 Hugging Face models of the supported families (every attention layer of the model, through
 :class:`numerics.models.adapters.HFModelHandle`; token ids drawn from the seed) and the stand-alone
-Hugging Face attention modules of those families (:mod:`numerics.conformance_hf`). **Your own
+Hugging Face attention modules of those families (:mod:`numerics.conformance.hf`). **Your own
 module** joins through the adapter protocol: give it a method ::
 
     def connwalk_attention(self, X, key_padding_mask=None) -> Extraction | dict
@@ -92,12 +92,12 @@ from dataclasses import dataclass, field
 
 import torch
 
-from numerics.conformance_adapters import (
+from numerics.conformance.adapters import (
     HFModelAdapter,
     NotAttentionError,
     adapter_for,
 )
-from numerics.conformance_checks import (
+from numerics.conformance.checks import (
     HYPOTHESES,
     HYPOTHESIS_STATEMENTS,
     T2_STATEMENT,
@@ -110,7 +110,7 @@ from numerics.conformance_checks import (
     t2_identity,
     t3_t5,
 )
-from numerics.conformance_protocol import (
+from numerics.conformance.protocol import (
     Adapter,
     Draw,
     Extraction,
@@ -120,7 +120,7 @@ from numerics.conformance_protocol import (
     extract_checked,
 )
 from numerics.errors import ConnwalkError, ParameterError, ShapeError
-from theory.rounding import FAILS, HOLDS, UNDECIDED
+from numerics.tolerance import FAILS, HOLDS, UNDECIDED
 
 __all__ = [
     "Adapter",
@@ -217,7 +217,7 @@ class Counterexample:
 
     def replay(self) -> str:
         """A snippet that runs this draw again on ``module`` (the same adapter, seed and tokens)."""
-        return f"from numerics.conformance import Draw, check_draw\ncheck_draw(module, {self.draw!r})"
+        return f"from numerics.conformance.kit import Draw, check_draw\ncheck_draw(module, {self.draw!r})"
 
     def __str__(self) -> str:
         where = f" layer {self.layer}," if self.layer else ""
@@ -424,7 +424,7 @@ def check_draw(module, draw: Draw, *, adapter: Adapter | None = None, layers=Non
     """Judge one :class:`Draw` (a counterexample's, to replay it): the :class:`DrawResult` of each
     extracted layer (T2's hypotheses and identity, which run decided; no T3/T5)."""
     if not isinstance(draw, Draw):
-        raise ParameterError(f"expected a numerics.conformance.Draw, got {type(draw).__name__}", argument="draw")
+        raise ParameterError(f"expected a numerics.conformance.kit.Draw, got {type(draw).__name__}", argument="draw")
     ad = adapter if adapter is not None else adapter_for(module, layers=layers)
     name = module.name if isinstance(module, Adapter) else type(module).__name__
     return [j.result for j in _Judge(ad, name, shadow)(draw)]

@@ -1,4 +1,4 @@
-r"""``connwalk conform MODULE_OR_MODEL``: the conformance kit (:mod:`numerics.conformance`) as a command,
+r"""``connwalk conform MODULE_OR_MODEL``: the conformance kit (:mod:`numerics.conformance.kit`) as a command,
 for a CI step in another repository. Prints the conformance table (one row per draw and layer: T2's
 identity, T3's and T5's hypotheses) and exits 0 (conforms), 1 (a draw fails T2 or one of its
 hypotheses; the shrunk counterexample under the table), 2 (bad input, one line on stderr) or 3 (no
@@ -22,9 +22,9 @@ import re
 import sys
 import tempfile
 
+from connwalk.parser import IntOption, OptionTable, Progress, check_json_path, preserved_state, readdress
 from numerics.errors import ConnwalkError, MemoryBudgetError, ModelError
 from numerics.models.names import check_loadable
-from paper_checks.cli.parser import IntOption, OptionTable, Progress, check_json_path, preserved_state, readdress
 
 _FACTORY = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
 _REGISTRY_PREFIXES = ("random", "tiny", "synthetic")
@@ -89,7 +89,7 @@ failing draw shrunk to a minimal one (batch, length, masks, layer, worst
 token). The same --seed and --examples draw the same inputs again, so the
 same command reproduces it."""
 
-# the command's exit status for each verdict of the kit (numerics.conformance.ConformanceReport.verdict)
+# the command's exit status for each verdict of the kit (numerics.conformance.kit.ConformanceReport.verdict)
 EXIT_CODES = {"conforms": 0, "fails": 1, "hypothesis fails": 1, "undecided": 3}
 
 EPILOG = """\
@@ -184,7 +184,7 @@ def _dims(obj) -> tuple[int, int, int | None, int]:
 def check_draw_memory(args, obj=None) -> None:
     """The largest draw against the memory budget (``CONNWALK_MEMORY_BUDGET``): before loading with one
     head and one layer (a lower bound), again once the target is resolved with its own sizes."""
-    from numerics.validate import check_memory
+    from numerics.contracts.validate import check_memory
 
     heads, layers, ctx, itemsize = _dims(obj) if obj is not None else (1, 1, None, 8 if args.dtype == "float64" else 4)
     if args.layers:
@@ -341,7 +341,7 @@ def run(args) -> int:
 
 
 def _check(args, obj, progress):
-    from numerics import conformance
+    from numerics.conformance import kit as conformance
 
     adapter = None
     adapter_for = getattr(conformance, "adapter_for", None)

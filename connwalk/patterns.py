@@ -9,7 +9,7 @@ Usage (all options have defaults; ``--example ex1`` reproduces THEOREMS.md T6 Ex
                       [--phase-grid 9] [--phase-rho 1.5] [--observe] [--no-plots]
 
 One Gaussian relative kernel per head (``--kernel 4:1.5`` = wrapped Gaussian centred at offset +4,
-width 1.5, see :func:`numerics.patterns.gaussian_kernel`) and one transport per head:
+width 1.5, see :func:`numerics.patterns.symbols.gaussian_kernel`) and one transport per head:
 
 * ``diag:1,-3``                 diagonal matrix;
 * ``rot:RHO,THETA``             ``ρR(θ)`` (2×2, θ in degrees);
@@ -22,10 +22,10 @@ chosen dynamics), ``phase.png`` (predicted class over kernel centre × θ for on
 ``blockrot:ρ,θ``; with ``--observe`` also the observed class from simulating each cell, and their
 agreement fraction), and ``summary.json``. Prints the prediction, the discrete-stack selection
 report (when a stack is simulated) and the observed class. Exit 0; bad input: 2 with a one-line
-error (through ``paper_checks.cli``) — :func:`main` returns the same codes on its own.
+error (through ``connwalk``) — :func:`main` returns the same codes on its own.
 
 This module is the parser and the option checks (standard library only: ``--help`` and argument
-errors import no torch); the work is :mod:`paper_checks.cli.patterns_work`, imported once the options
+errors import no torch); the work is :mod:`connwalk.patterns_work`, imported once the options
 are checked.
 """
 
@@ -36,8 +36,8 @@ import contextlib
 import json
 import sys
 
+from connwalk.parser import FloatOption, IntOption, OptionTable, Parser, Progress, preserved_state, readdress
 from numerics.errors import ConnwalkError, ParameterError
-from paper_checks.cli.parser import FloatOption, IntOption, OptionTable, Parser, Progress, preserved_state, readdress
 
 __all__ = ["add_parser", "build_parser", "main", "run", "check_options", "as_option_error"]
 
@@ -121,11 +121,11 @@ def _specs(args) -> tuple[list[str], list[str]]:
 def check_options(args) -> None:
     """Every option before any work; raises a :class:`ConnwalkError` naming the option as typed. The
     bounds, the time/step rules and ``--out`` need no torch (:func:`check_light_options`); the memory
-    rule reads the budget (``numerics.validate``) and is checked last."""
+    rule reads the budget (``numerics.contracts.validate``) and is checked last."""
     check_light_options(args)
     H = len(_specs(args)[0])
     # the dynamics form (H, n, n) attention scores (a few copies during an RK4 step)
-    from numerics.validate import check_memory
+    from numerics.contracts.validate import check_memory
 
     check_memory(
         "--n", 8 * H * args.n * args.n * 8, f"the (H, n, n) attention of the simulation (n={args.n})", "a smaller --n"
@@ -154,14 +154,14 @@ def check_light_options(args) -> None:
         )
 
 
-#: ``numerics.classify.MIN_SAMPLES`` (samples the observed class needs), written out so that checking
+#: ``numerics.patterns.classify.MIN_SAMPLES`` (samples the observed class needs), written out so that checking
 #: the options imports no torch; a test holds the two equal
 MIN_SAMPLES = 4
 
 
 def as_option_error(exc: ConnwalkError) -> ConnwalkError:
     """``exc`` re-addressed to the option the user typed (same type and message); an environment
-    variable keeps its name (:func:`paper_checks.cli.parser.readdress`)."""
+    variable keeps its name (:func:`connwalk.parser.readdress`)."""
     return readdress(exc, OPTION_NAMES)
 
 
@@ -234,7 +234,7 @@ def run(args) -> int:
         with progress.live():  # the status line ticks while torch loads
             stack.enter_context(preserved_state())
             check_options(args)
-            from paper_checks.cli.patterns_work import execute
+            from connwalk.patterns_work import execute
 
         kernels, transports = _specs(args)
         try:
@@ -246,14 +246,14 @@ def run(args) -> int:
 def __getattr__(name: str):
     """``parse_kernel`` / ``parse_transport`` live with the work (they build tensors): imported on use."""
     if name in ("parse_kernel", "parse_transport"):
-        import paper_checks.cli.patterns_work as work
+        import connwalk.patterns_work as work
 
         return getattr(work, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Stand-alone entry point (``connwalk patterns ...`` or ``python -m paper_checks.cli patterns ...`` go through the dispatcher): 0 ok, 2 bad input."""
+    """Stand-alone entry point (``connwalk patterns ...`` or ``python -m connwalk patterns ...`` go through the dispatcher): 0 ok, 2 bad input."""
     args = build_parser().parse_args(argv)
     try:
         with preserved_state(imported_only=True):

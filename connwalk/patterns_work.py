@@ -1,4 +1,4 @@
-"""The work of ``connwalk patterns`` (:mod:`paper_checks.cli.patterns` is its parser and option checks,
+"""The work of ``connwalk patterns`` (:mod:`connwalk.patterns` is its parser and option checks,
 standard library only; this module imports torch and the toolkit and is imported only once the options
 have been checked): transport / kernel specs to tensors, the simulation, the phase diagram, the plots
 and ``summary.json``."""
@@ -13,7 +13,7 @@ import os
 import torch
 
 from numerics.errors import ConnwalkError, ParameterError, ShapeError
-from numerics.patterns import (
+from numerics.patterns.symbols import (
     PATTERN_CLASSES,
     dispersion,
     gaussian_kernel,
@@ -104,7 +104,7 @@ def _base_state(T: torch.Tensor) -> torch.Tensor:
 
 
 def _simulate(a, T, args, *, n_override=None):
-    from numerics.simulate import MHADynamics, perturbed_homogeneous, simulate_flow, simulate_stack
+    from numerics.patterns.simulate import MHADynamics, perturbed_homogeneous, simulate_flow, simulate_stack
 
     n, d = a.shape[1], T.shape[-1]
     g = torch.Generator().manual_seed(args.seed)
@@ -125,7 +125,7 @@ def _simulate(a, T, args, *, n_override=None):
 
 
 def _observe(traj):
-    from numerics.classify import classify_trajectory
+    from numerics.patterns.classify import classify_trajectory
 
     t = traj.times
     return classify_trajectory(t, traj.states, window=(t[len(t) // 2].item(), t[-1].item()))

@@ -1,4 +1,4 @@
-r"""Tiny random models of any transformers family, for the census (:mod:`numerics.census`).
+r"""Tiny random models of any transformers family, for the census (:mod:`numerics.census.run`).
 
 :func:`tiny_config` takes the model type's default configuration and shrinks, in it and in every
 sub-configuration (``text_config``, ``vision_config``, ``encoder``, …), the attributes that set the

@@ -1,5 +1,5 @@
 r"""``connwalk census [--out DIR] [--json PATH]``: every attention class of the installed transformers
-checked as a connection walk (:func:`numerics.census.run_census`). Writes ``DIR/CENSUS.md`` (default
+checked as a connection walk (:func:`numerics.census.run.run_census`). Writes ``DIR/CENSUS.md`` (default
 the current directory) and, with ``--json``, the rows as JSON; prints the counts per status.
 
 Exit status: 0 when the census ran (whatever its rows say: it is a report, not a gate); 2 on bad
@@ -13,8 +13,8 @@ import argparse
 import os
 import sys
 
+from connwalk.parser import check_json_path, preserved_state
 from numerics.errors import ParameterError
-from paper_checks.cli.parser import check_json_path, preserved_state
 
 DESCRIPTION = """\
 Every attention class of the installed transformers, checked as a connection
@@ -95,7 +95,7 @@ def _run(args) -> int:
         )
     import transformers
 
-    from numerics.census import run_census, write_census
+    from numerics.census.run import run_census, write_census
 
     transformers.logging.set_verbosity_error()
 

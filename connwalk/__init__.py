@@ -4,15 +4,15 @@ r"""``connwalk`` command line.
   the main job (all checks, one report directory: report.md, results.json, PNG figures).
 * ``connwalk analyze MODEL [--out DIR] [--claims E1 E2 | laplacian ...]``: checks on one model (default
   E1/E2; ``--claims laplacian`` runs the LAP check); prints the verdict table.
-* ``connwalk patterns ...``: the toolkit's pattern-prediction command, :mod:`paper_checks.cli.patterns`.
-* ``connwalk conform MODULE_OR_MODEL``: the attention conformance kit, :mod:`paper_checks.cli.conform`
+* ``connwalk patterns ...``: the toolkit's pattern-prediction command, :mod:`connwalk.patterns`.
+* ``connwalk conform MODULE_OR_MODEL``: the attention conformance kit, :mod:`connwalk.conform`
   (exit 1 when the module is not the walk it claims).
 * ``connwalk census [--out DIR] [--json PATH]``: every attention class of transformers checked as a walk,
-  :mod:`paper_checks.cli.census` (writes CENSUS.md).
+  :mod:`connwalk.census` (writes CENSUS.md).
 
 The command-line front ends live together in this package: this module (the ``connwalk`` dispatcher,
 ``paper-checks`` and ``analyze``; the job itself is :mod:`paper_checks.main_job`) and
-:mod:`paper_checks.cli.patterns`. ``python -m paper_checks.cli`` is the same command.
+:mod:`connwalk.patterns`. ``python -m connwalk`` is the same command.
 
 ``--help`` (of the command and of every subcommand), a misspelt option and every out-of-range value answer
 without importing torch, SymPy or transformers: the parsers and the option bounds (:data:`OPTIONS`) are
@@ -20,7 +20,7 @@ standard library only, and so are the claim and model names they are checked aga
 (:mod:`paper_checks.names`, :mod:`numerics.models.names`: the lists the job and the registry import);
 each command imports its work after those checks (on a terminal, a first line on stderr says what it is
 loading). :func:`main` restores what it changes in the process (torch threads,
-default dtype, RNG states, warning filters: :func:`paper_checks.cli.parser.preserved_state`).
+default dtype, RNG states, warning filters: :func:`connwalk.parser.preserved_state`).
 
 Exit status: 0 success; 2 bad input (unknown claim / model, corpus too short, an ``--out`` that is a
 file, an existing directory that is not a report of this suite, or a report holding files it did not
@@ -37,11 +37,11 @@ import signal
 import sys
 import time
 
+from connwalk import census as census_cli
+from connwalk import conform as conform_cli
+from connwalk import patterns as patterns_cli
+from connwalk.parser import IntOption, OptionTable, Parser, Progress, preserved_state, readdress
 from numerics.errors import ConnwalkError
-from paper_checks.cli import census as census_cli
-from paper_checks.cli import conform as conform_cli
-from paper_checks.cli import patterns as patterns_cli
-from paper_checks.cli.parser import IntOption, OptionTable, Parser, Progress, preserved_state, readdress
 from paper_checks.names import CLAIMS, check_claims, check_model_name
 
 #: the shortest ``--length``: on ``n ≤ 1/SINK_TAU`` tokens a uniform walk (what a random-init null model

@@ -1,11 +1,11 @@
 r"""Discrete layer stacks (post-norm, pre-norm, Euler): effective time, pre-norm step sizes and mode selection.
 
 A stack selects the mode with the largest per-layer factor ``|1 + h(μ − 1)|`` of the symbol's
-eigenvalues ``μ = eig M(k)`` (:mod:`numerics.kernels`), not the one with the largest ``Re σ``, and a
+eigenvalues ``μ = eig M(k)`` (:mod:`numerics.patterns.kernels`), not the one with the largest ``Re σ``, and a
 pre-norm stack's effective time grows only like ``log(1 + ηL)`` (:func:`effective_time`,
 :func:`prenorm_layer_steps`, :func:`discrete_selection`, :class:`StackSelection`).
 
-Every public name is re-exported by :mod:`numerics.patterns` (its import path and contract name).
+Every public name is re-exported by :mod:`numerics.patterns.symbols` (its import path and contract name).
 """
 
 from __future__ import annotations
@@ -15,15 +15,15 @@ from dataclasses import dataclass
 
 import torch
 
-from numerics.contracts import Choice, Float, Int, contract
+from numerics.contracts.declarations import Choice, Float, Int, contract
 from numerics.errors import ParameterError
-from numerics.kernels import KT_SPECS, kernel_hat, signed_wavenumbers, validate_pair
+from numerics.patterns.kernels import KT_SPECS, kernel_hat, signed_wavenumbers, validate_pair
 
 # ----------------------------------------------------------------------------- discrete stacks
 _SCHEME = Choice(("postnorm", "prenorm", "euler"))
 
 
-@contract(scheme=_SCHEME, eta=Float(lo=0.0), layers=Int(lo=0), name="numerics.patterns.effective_time")
+@contract(scheme=_SCHEME, eta=Float(lo=0.0), layers=Int(lo=0), name="numerics.patterns.symbols.effective_time")
 def effective_time(scheme: str, eta: float, layers: int) -> float:
     r"""Continuous time a stack of ``layers`` layers of step ``eta`` corresponds to (onset regime).
 
@@ -45,7 +45,7 @@ def effective_time(scheme: str, eta: float, layers: int) -> float:
     raise ParameterError(f"unknown scheme {scheme!r}; expected 'postnorm', 'prenorm' or 'euler'", argument="scheme")
 
 
-@contract(eta=Float(lo=0.0), name="numerics.patterns.postnorm_layer_step")
+@contract(eta=Float(lo=0.0), name="numerics.patterns.symbols.postnorm_layer_step")
 def postnorm_layer_step(eta: float) -> float:
     r"""Post-norm step time ``h = η/(1+η)`` (the same for every layer).
 
@@ -56,7 +56,7 @@ def postnorm_layer_step(eta: float) -> float:
     return eta / (1 + eta)
 
 
-@contract(eta=Float(lo=0.0), layers=Int(lo=0), first=Int(lo=0), name="numerics.patterns.prenorm_layer_steps")
+@contract(eta=Float(lo=0.0), layers=Int(lo=0), first=Int(lo=0), name="numerics.patterns.symbols.prenorm_layer_steps")
 def prenorm_layer_steps(eta: float, layers: int, first: int = 0) -> torch.Tensor:
     r"""Pre-norm step times ``h_l = η / (1 + η(l+1))`` of layers ``l = first .. layers−1`` (float64).
 
@@ -121,7 +121,7 @@ class StackSelection:
     scheme=_SCHEME,
     min_contrast=Float(lo=1.0),
     mins={"n": 2},
-    name="numerics.patterns.discrete_selection",
+    name="numerics.patterns.symbols.discrete_selection",
 )
 def discrete_selection(
     kernels,

@@ -1,4 +1,4 @@
-"""What the command-line front ends of :mod:`paper_checks.cli` share, all of it standard library only
+"""What the command-line front ends of :mod:`connwalk` share, all of it standard library only
 (so that ``--help`` and every argument error answer without importing torch, SymPy or transformers):
 
 * :class:`Parser`: argparse with a one-line usage error, exit 2;

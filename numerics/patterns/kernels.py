@@ -1,11 +1,11 @@
-r"""Ring kernels and their Fourier symbol (THEOREMS.md T6, H3): the building blocks of :mod:`numerics.patterns`.
+r"""Ring kernels and their Fourier symbol (THEOREMS.md T6, H3): the building blocks of :mod:`numerics.patterns.symbols`.
 
 Relative positional kernels on a ring ``kernels[h, m] = a_h(m)`` (:func:`gaussian_kernel`,
 :func:`kernel_from_bias`), their circulant attention matrices (:func:`circulant`), input checks
 (:func:`validate_kernels`, :func:`validate_transports`), signed FFT wavenumbers and the symbol
 ``M(k) = Σ_h â_h(k) T_h`` with ``â_h(k) = Σ_m a_h(m) e^{+2πikm/n}`` (:func:`kernel_hat`, :func:`symbol`).
 
-Every public name is re-exported by :mod:`numerics.patterns` (its import path and contract name).
+Every public name is re-exported by :mod:`numerics.patterns.symbols` (its import path and contract name).
 """
 
 from __future__ import annotations
@@ -14,10 +14,8 @@ import math
 
 import torch
 
-from numerics.contracts import Flag, Float, FloatDType, Int, Passthrough, Tensor, contract
-from numerics.errors import NonFiniteError, NotStochasticError, ParameterError, ShapeError
-from numerics.tolerance import tol
-from numerics.validate import (
+from numerics.contracts.declarations import Flag, Float, FloatDType, Int, Passthrough, Tensor, contract
+from numerics.contracts.validate import (
     as_tensor,
     check_finite,
     check_memory,
@@ -26,6 +24,8 @@ from numerics.validate import (
     check_same,
     check_square,
 )
+from numerics.errors import NonFiniteError, NotStochasticError, ParameterError, ShapeError
+from numerics.tolerance import tol
 
 
 # ----------------------------------------------------------------------------- kernels
@@ -35,7 +35,7 @@ from numerics.validate import (
     width=Float(lo=0.0),
     dtype=FloatDType(),
     device=Passthrough(),
-    name="numerics.patterns.gaussian_kernel",
+    name="numerics.patterns.symbols.gaussian_kernel",
 )
 def gaussian_kernel(n: int, center: float, width: float, *, dtype=torch.float64, device=None) -> torch.Tensor:
     r"""Wrapped Gaussian relative kernel ``a(m) ∝ exp(−δ(m)² / (2 width²))``, ``δ(m)`` the signed ring
@@ -54,7 +54,7 @@ def gaussian_kernel(n: int, center: float, width: float, *, dtype=torch.float64,
     return a / a.sum()
 
 
-@contract(bias=Tensor("... n", neg_inf=True), name="numerics.patterns.kernel_from_bias")
+@contract(bias=Tensor("... n", neg_inf=True), name="numerics.patterns.symbols.kernel_from_bias")
 def kernel_from_bias(bias) -> torch.Tensor:
     """Relative-position attention at a homogeneous state: ``a_h = softmax(bias_h)`` over ``m``.
 
@@ -68,7 +68,7 @@ def kernel_from_bias(bias) -> torch.Tensor:
     return torch.softmax(b, dim=-1)
 
 
-@contract(kernels=Tensor("... n"), name="numerics.patterns.circulant")
+@contract(kernels=Tensor("... n"), name="numerics.patterns.symbols.circulant")
 def circulant(kernels) -> torch.Tensor:
     """``A0[..., i, j] = a((j − i) mod n)``: ``(..., n)`` → ``(..., n, n)``."""
     a = as_tensor("kernels", kernels)
@@ -84,7 +84,10 @@ def circulant(kernels) -> torch.Tensor:
 
 
 @contract(
-    kernels=Tensor("H n", nonneg=True), normalize=Flag(), mins={"n": 2}, name="numerics.patterns.validate_kernels"
+    kernels=Tensor("H n", nonneg=True),
+    normalize=Flag(),
+    mins={"n": 2},
+    name="numerics.patterns.symbols.validate_kernels",
 )
 def validate_kernels(kernels, *, normalize: bool = False) -> torch.Tensor:
     """Check ``kernels`` ``(H, n)``: real floating, finite, ``n >= 2``, nonnegative, rows summing to 1.
@@ -115,7 +118,7 @@ def validate_kernels(kernels, *, normalize: bool = False) -> torch.Tensor:
     return a
 
 
-@contract(transports=Tensor("H d d"), H=Int(lo=1, optional=True), name="numerics.patterns.validate_transports")
+@contract(transports=Tensor("H d d"), H=Int(lo=1, optional=True), name="numerics.patterns.symbols.validate_transports")
 def validate_transports(transports, H: int | None = None) -> torch.Tensor:
     """Check ``transports`` ``(H, d, d)``: real floating, finite, square, ``H`` matching."""
     T = as_tensor("transports", transports)
@@ -142,14 +145,14 @@ def validate_pair(kernels, transports, normalize: bool):
 
 
 # ----------------------------------------------------------------------------- linear theory
-@contract(n=Int(lo=1), device=Passthrough(), name="numerics.patterns.signed_wavenumbers")
+@contract(n=Int(lo=1), device=Passthrough(), name="numerics.patterns.symbols.signed_wavenumbers")
 def signed_wavenumbers(n: int, device=None) -> torch.Tensor:
     """Signed wavenumber of FFT index ``k = 0..n−1``: values in ``(−n/2, n/2]`` (``(n,)`` int64)."""
     k = torch.arange(n, device=device)
     return torch.where(k <= n // 2, k, k - n)
 
 
-@contract(kernels=Tensor("... n"), name="numerics.patterns.kernel_hat")
+@contract(kernels=Tensor("... n"), name="numerics.patterns.symbols.kernel_hat")
 def kernel_hat(kernels) -> torch.Tensor:
     r"""``â_h(k) = Σ_m a_h(m) e^{+2πikm/n}`` for FFT index ``k = 0..n−1``: ``(..., n)`` → complex ``(..., n)``.
 
@@ -159,7 +162,7 @@ def kernel_hat(kernels) -> torch.Tensor:
     return torch.fft.ifft(a, dim=-1) * n
 
 
-@contract(**KT_SPECS, mins={"n": 2}, name="numerics.patterns.symbol")
+@contract(**KT_SPECS, mins={"n": 2}, name="numerics.patterns.symbols.symbol")
 def symbol(kernels, transports, *, normalize: bool = False) -> torch.Tensor:
     """``M(k) = Σ_h â_h(k) T_h``: kernels ``(H, n)``, transports ``(H, d, d)`` → complex ``(n, d, d)``."""
     a, T = validate_pair(kernels, transports, normalize)

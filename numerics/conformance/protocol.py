@@ -1,8 +1,8 @@
-"""The adapter protocol of :mod:`numerics.conformance`: a drawn input (:class:`Draw`), what one run of
+"""The adapter protocol of :mod:`numerics.conformance.kit`: a drawn input (:class:`Draw`), what one run of
 a module yields (:class:`Extraction`), the :class:`Adapter` base, and two helpers every adapter uses
-(:class:`EvalMode`, :func:`dtype_of`). Below both :mod:`numerics.conformance` and
-:mod:`numerics.conformance_hf` (the Hugging Face adapters), so that neither imports the other for them;
-documented as ``numerics.conformance.Draw`` / ``Extraction`` / ``Adapter``, where they are re-exported."""
+(:class:`EvalMode`, :func:`dtype_of`). Below both :mod:`numerics.conformance.kit` and
+:mod:`numerics.conformance.hf` (the Hugging Face adapters), so that neither imports the other for them;
+documented as ``numerics.conformance.kit.Draw`` / ``Extraction`` / ``Adapter``, where they are re-exported."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ from dataclasses import dataclass
 
 import torch
 
+from numerics.contracts.validate import check_finite
 from numerics.errors import ConnwalkError, MemoryBudgetError, ModelError, NonFiniteError, ShapeError
-from numerics.validate import check_finite
 
 __all__ = [
     "Draw",

@@ -1,0 +1,7 @@
+"""``python -m connwalk ...`` is the ``connwalk`` command."""
+
+import sys
+
+from connwalk import main
+
+sys.exit(main())

@@ -1,0 +1,542 @@
+r"""Capture through transformers' own attention interface: the conformance kit (:mod:`numerics.conformance.kit`)
+for every Hugging Face model whose attention modules call ``ALL_ATTENTION_FUNCTIONS``.
+
+**The capture.** :func:`capture_attention` is an attention function in the interface's signature
+``(module, query, key, value, attention_mask, scaling=None, dropout=0.0, **kwargs)``. It computes the
+eager attention literally — ``S = Q Kᵀ·scaling`` (``softcap``: ``tanh(S/c)·c``), plus an additive
+``position_bias``, plus the mask (additive, or boolean with True = attend), a per-head sink logit
+appended when the module passes ``s_aux`` / ``sinks`` (its column dropped after the softmax, so the
+rows over the real keys sum to less than one), the softmax over keys in ``float32`` or the inputs'
+dtype when wider (``float64``), dropout as the module's training flag says (off in eval) — and
+records, for this call, each head's probabilities (after masking, before dropout), the value states
+after the grouped-query repeat (query head ``h`` reads kv head ``h // g``) and the attention output.
+When the module's own file defines an ``eager_attention_forward``, it is run on the same arguments
+and its output compared with the literal one: a family whose eager kernel is not this formula
+raises :class:`CaptureError` (the kit then judges nothing it did not compute).
+
+It is registered as ``"connwalk_capture"`` (:func:`register`: ``model.set_attn_implementation(
+"connwalk_capture")`` works, with the eager masks) and, inside :func:`capturing`, it also answers the
+interface's ``"eager"`` key, so a model built with eager attention keeps every branch it takes for
+eager (masks, position handling) and only the kernel is replaced; the key is removed on exit.
+
+**The factors** are read from the module's parameters, never fitted: the value projection is the
+``nn.Linear`` / ``Conv1D`` inside the attention module whose output columns *are* the captured value
+states (matched column by column, so fused ``qkv`` layouts, interleaved heads and GQA need no table),
+the output projection the one whose input columns are the captured attention output (none: ``W_O``
+is the identity when the module returns the attention output itself). A module whose values are
+not a projection's output (a norm or rotation on ``v``) or whose attention output reaches its output
+projection changed (a gate, a norm) raises :class:`CaptureError` saying so.
+
+:class:`CaptureAdapter` drives a whole model (or the smallest ``PreTrainedModel`` holding the
+target) on drawn inputs (token ids; pixel values, audio features or samples for models whose main
+input is one) and extracts every captured attention layer, or only ``targets``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import inspect
+import math
+import sys
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from numerics.conformance.hf_returned import affine_of, returned_weights_extraction
+from numerics.conformance.protocol import Adapter, Draw, EvalMode, Extraction, dtype_of
+from numerics.errors import UnsupportedArchitectureError
+
+__all__ = [
+    "CAPTURE",
+    "CaptureError",
+    "CaptureRecord",
+    "CaptureAdapter",
+    "capture_attention",
+    "capturing",
+    "register",
+    "match_columns",
+    "is_attention_class",
+    "read_extraction",
+    "run_captured",
+]
+
+CAPTURE = "connwalk_capture"
+F64 = torch.float64
+
+
+class CaptureError(UnsupportedArchitectureError):
+    """The module cannot be read as a walk through the capture: it does not call the attention
+    interface, its eager kernel is not softmax attention, its values or output projection are not
+    plain linear maps of the captured states, or the record is not of this call."""
+
+
+@dataclass
+class CaptureRecord:
+    """One call of the interface: ``probs`` ``(B, H, n, m)`` (after masking, before dropout; the
+    weights the output used), ``values`` ``(B, H, m, d_h)`` (after the kv repeat), ``output``
+    ``(B, n, H, d_h)`` (what the function returned), ``compute_dtype`` of the softmax, ``note``."""
+
+    module: Any
+    probs: torch.Tensor
+    values: torch.Tensor
+    output: torch.Tensor
+    compute_dtype: torch.dtype
+    note: str = ""
+
+
+#: records of the calls made inside :func:`capturing`, in call order
+_RECORDS: list[CaptureRecord] = []
+_ACTIVE = [False]
+
+
+def _literal(module, query, key, value, attention_mask, scaling, softcap, position_bias, sink):
+    B, H, n, dh = query.shape
+    Hkv = key.shape[1]
+    if Hkv < 1 or H % Hkv or value.shape[1] != Hkv:
+        raise CaptureError(
+            f"query has {H} heads, key {Hkv}, value {value.shape[1]}: not a grouped-query layout", argument="module"
+        )
+    g = H // Hkv
+    k, v = key.repeat_interleave(g, dim=1), value.repeat_interleave(g, dim=1)
+    ct = torch.promote_types(query.dtype, torch.float32)
+    s = torch.matmul(query.to(ct), k.to(ct).transpose(-1, -2)) * (dh**-0.5 if scaling is None else float(scaling))
+    if softcap:
+        s = torch.tanh(s / softcap) * softcap
+    if position_bias is not None:
+        s = s + position_bias.to(ct)
+    if attention_mask is not None:
+        m = attention_mask[..., : k.shape[-2]]
+        s = s.masked_fill(~m, torch.finfo(ct).min) if m.dtype == torch.bool else s + m.to(ct)
+    if sink is not None:
+        col = sink.to(ct).reshape(1, -1, 1, 1).expand(B, H, n, 1)
+        logits = torch.cat([s, col], dim=-1)
+        logits = logits - logits.amax(-1, keepdim=True)
+        probs = torch.softmax(logits, dim=-1)[..., :-1]
+    else:
+        probs = torch.softmax(s, dim=-1)
+    return probs.to(v.dtype), v, ct
+
+
+def capture_attention(
+    module, query, key, value, attention_mask=None, scaling=None, dropout=0.0, softcap=None, **kwargs
+):
+    """The eager attention, recorded (module docstring). Returns ``(output (B, n, H, d_h), probs)``."""
+    sink = kwargs.get("s_aux")
+    if sink is None:
+        sink = kwargs.get("sinks")
+    pb = kwargs.get("position_bias")
+    probs, v, ct = _literal(module, query, key, value, attention_mask, scaling, softcap, pb, sink)
+    used = torch.nn.functional.dropout(probs, p=float(dropout or 0.0), training=bool(module.training))
+    out = torch.matmul(used, v).transpose(1, 2).contiguous()
+    note = _cross_check(module, query, key, value, attention_mask, scaling, dropout, softcap, out, kwargs)
+    if _ACTIVE[0]:
+        _RECORDS.append(CaptureRecord(module, used.detach(), v.detach(), out.detach(), ct, note))
+    return out, probs
+
+
+#: rounding slack of the comparison with the family's own eager kernel (see :func:`_cross_check`)
+KERNEL_SLACK = 64
+F32_EPS = torch.finfo(torch.float32).eps
+
+
+def _cross_check(module, query, key, value, mask, scaling, dropout, softcap, out, kwargs) -> str:
+    """Run the family's own ``eager_attention_forward`` (when its file has one) on the same arguments
+    and compare outputs: a different kernel raises :class:`CaptureError`."""
+    if not _ACTIVE[0] or module.training:
+        return ""
+    fam = getattr(sys.modules.get(type(module).__module__), "eager_attention_forward", None)
+    if fam is None:
+        return "no family eager kernel to compare"
+    kw = dict(kwargs)
+    if softcap is not None:
+        kw["softcap"] = softcap
+    try:
+        ref = fam(module, query, key, value, mask, scaling=scaling, dropout=0.0, **kw)[0]
+    except Exception as exc:  # a kernel that wants other arguments: not compared, said so
+        return f"family eager kernel not compared ({type(exc).__name__})"
+    if not isinstance(ref, torch.Tensor) or ref.shape != out.shape:
+        raise CaptureError(
+            f"{type(module).__name__}: the family's eager kernel returns shape "
+            f"{tuple(getattr(ref, 'shape', ()))}, the literal softmax attention {tuple(out.shape)}",
+            argument="module",
+        )
+    diff = float((ref.to(F64) - out.to(F64)).abs().max())
+    scale = float(out.to(F64).abs().max()) + float(value.to(F64).abs().max()) + 1e-30
+    # the two kernels differ by rounding only: of the output's dtype, or of a float32 softmax (the
+    # families' kernels compute it in float32 whatever the model's dtype), with the slack of 64
+    # (7.6e-6 relative at float64/float32: a score scale off by 1e-3 moves the output by 6e-5 or more)
+    if not math.isfinite(diff) or diff > KERNEL_SLACK * max(torch.finfo(out.dtype).eps, F32_EPS) * scale:
+        raise CaptureError(
+            f"{type(module).__name__}: the family's eager kernel is not softmax(QKᵀ·s + mask)·V "
+            f"(max |difference| {diff:.2e} against a scale {scale:.2e})",
+            argument="module",
+        )
+    return ""
+
+
+def register() -> None:
+    """Register :data:`CAPTURE` in transformers' attention and mask interfaces (idempotent)."""
+    from transformers import AttentionInterface
+    from transformers.masking_utils import ALL_MASK_ATTENTION_FUNCTIONS, AttentionMaskInterface
+
+    AttentionInterface.register(CAPTURE, capture_attention)
+    AttentionMaskInterface.register(CAPTURE, ALL_MASK_ATTENTION_FUNCTIONS["eager"])
+
+
+@contextlib.contextmanager
+def capturing():
+    """Record the interface calls made inside (the list is cleared on entry and yielded); the
+    interface's ``"eager"`` key answers :func:`capture_attention` until exit."""
+    from transformers import AttentionInterface
+
+    register()
+    mapping = AttentionInterface._global_mapping
+    had = mapping.get("eager")
+    _RECORDS.clear()
+    mapping["eager"] = capture_attention
+    _ACTIVE[0] = True
+    try:
+        yield _RECORDS
+    finally:
+        _ACTIVE[0] = False
+        if had is None:
+            mapping.pop("eager", None)
+        else:  # pragma: no cover - someone else registered an "eager"
+            mapping["eager"] = had
+
+
+# --------------------------------------------------------------------------- reading the factors
+def match_columns(P: torch.Tensor, V: torch.Tensor, *, distinct: bool = True) -> torch.Tensor | None:
+    """Indices ``idx`` with ``P[:, idx[k]] == V[:, k]`` for every column ``k`` of ``V`` (to the
+    rounding of a copy or a cast: 4 eps of the column's scale), pairwise distinct when ``distinct``
+    (repeated columns of ``V``, as a grouped-query repeat makes, may share one of ``P`` otherwise);
+    None when a column of ``V`` is no column of ``P``."""
+    if P.shape[0] != V.shape[0] or (distinct and P.shape[1] < V.shape[1]):
+        return None
+    P64, V64 = P.detach().to(F64), V.detach().to(F64)
+    scale = V64.abs().amax(dim=0)  # (K,)
+    if bool((scale == 0).any()):
+        return None  # a zero column matches anything: no evidence
+    d = (V64[:, :, None] - P64[:, None, :]).abs().amax(dim=0)  # (K, C): max |difference| over rows
+    dist, idx = d.min(dim=1)
+    eps = torch.finfo(P.dtype).eps
+    if not bool((dist <= 4 * eps * scale).all()) or (distinct and len(set(idx.tolist())) != idx.numel()):
+        return None
+    return idx
+
+
+def _same(a: torch.Tensor, b: torch.Tensor) -> bool:
+    """``a == b`` to the rounding of a copy or a cast (4 eps of the scale)."""
+    if a.shape != b.shape:
+        return False
+    a64, b64 = a.detach().to(F64), b.detach().to(F64)
+    eps = torch.finfo(a.dtype).eps
+    return bool((a64 - b64).abs().max() <= 4 * eps * (b64.abs().max() + 1e-300))
+
+
+def is_attention_class(cls) -> bool:
+    """The census's rule: an ``nn.Module`` subclass, not a whole ``PreTrainedModel``, whose name ends
+    with ``Attention`` (``BertSelfAttention``, ``LlamaAttention``, ``WhisperAttention``, …)."""
+    if not (isinstance(cls, type) and issubclass(cls, torch.nn.Module) and cls.__name__.endswith("Attention")):
+        return False
+    return not any(b.__name__ == "PreTrainedModel" for b in cls.__mro__)
+
+
+@dataclass
+class _Call:
+    inputs: dict
+    outputs: dict
+
+
+def _first(x):
+    return x[0] if isinstance(x, (tuple, list)) else x
+
+
+class CaptureAdapter(Adapter):
+    """A Hugging Face model driven on drawn inputs with :func:`capture_attention` as its eager
+    kernel: one :class:`Extraction` per captured attention module (``targets``: only these
+    modules, in order; default every outermost attention-class module that called the interface).
+    The model run is ``model`` itself, or, when the targets make no call on its inputs (a vision tower
+    of a multimodal model, a decoder stack), the next smaller ``PreTrainedModel`` inside it holding
+    every target, tried outermost first. Key padding is drawn for token models whose targets are not
+    causal (not for encoder-decoder models nor for a whole-model run without targets). ``double()``:
+    a float64 twin for a shadow run."""
+
+    def __init__(self, model, targets=None, *, name: str | None = None) -> None:
+        if not isinstance(model, torch.nn.Module) or not hasattr(getattr(model, "config", None), "model_type"):
+            raise CaptureError(f"expected a Hugging Face model, got {type(model).__name__}", argument="model")
+        self.model = model
+        self.targets = list(targets) if targets is not None else None
+        self.roots = self._roots()
+        self.root = self.roots[0]
+        self.name = name or f"{type(model).__name__} (attention interface capture)"
+        self.dtype = dtype_of(model)
+        self.main_input = getattr(self.root, "main_input_name", "input_ids")
+        cfg = self.root.config
+        causal = any(getattr(t, "is_causal", False) for t in (self.targets or []))
+        self.takes_mask = (
+            self.main_input == "input_ids" and not causal and not getattr(cfg, "is_encoder_decoder", False)
+        )
+        if self.targets is None:
+            self.takes_mask = False
+        self.d_model = int(getattr(cfg, "hidden_size", 0) or 0)
+        self.max_length = None
+
+    def _roots(self) -> list:
+        """The models that may drive the targets: ``model``, then each smaller ``PreTrainedModel``
+        inside it holding every target (a vision tower, a decoder stack), outermost first."""
+        from transformers import PreTrainedModel
+
+        if not self.targets:
+            return [self.model]
+        out = [self.model]
+        for _, sub in self.model.named_modules():
+            if isinstance(sub, PreTrainedModel) and sub is not self.model:
+                mods = {id(m) for m in sub.modules()}
+                if all(id(t) in mods for t in self.targets):
+                    out.append(sub)
+        return out
+
+    def double(self) -> CaptureAdapter:
+        """A float64 twin (a deep copy of the model in float64), for a shadow run."""
+        import copy
+
+        model = copy.deepcopy(self.model).double()
+        index = {id(m): k for k, m in enumerate(self.model.modules())}
+        mods = list(model.modules())
+        targets = None if self.targets is None else [mods[index[id(t)]] for t in self.targets]
+        return CaptureAdapter(model, targets, name=self.name)
+
+    # ------------------------------------------------------------------ inputs
+    def inputs(self, draw: Draw) -> dict:
+        """The keyword inputs of one forward of ``root`` on ``draw`` (token ids from the draw's
+        generator; pixel values / audio features / samples sized from the config)."""
+        g = draw.generator()
+        cfg, B, n = self.root.config, draw.batch, draw.n
+        kw: dict = {}
+        dt = self.dtype
+        if self.main_input == "input_ids":
+            vocab = int(getattr(cfg, "vocab_size", 0) or getattr(getattr(cfg, "text_config", None), "vocab_size", 0))
+            hi = max(3, min(vocab, 100))
+            ids = torch.randint(1, hi, (B, n), generator=g)
+            kw["input_ids"] = ids
+            kpm = draw.key_padding_mask() if self.takes_mask else None
+            if kpm is not None:
+                kw["attention_mask"] = (~kpm).to(torch.long)
+            params = inspect.signature(self.root.forward).parameters
+            if "output_attentions" in params:  # modules that compute attention their own way return it then
+                kw["output_attentions"] = True
+            if getattr(cfg, "is_encoder_decoder", False) and "decoder_input_ids" in params:
+                kw["decoder_input_ids"] = ids.clone()
+            width = getattr(cfg, "hidden_size", None)
+            if "encoder_hidden_states" in params and getattr(cfg, "add_cross_attention", False) and width:
+                enc = torch.randn(B, n + 1, int(width), generator=g, dtype=F64)
+                kw["encoder_hidden_states"] = enc.to(dt)
+        elif self.main_input == "pixel_values":
+            c = int(getattr(cfg, "num_channels", 3) or 3)
+            s = getattr(cfg, "image_size", 32)
+            h, w = (s, s) if isinstance(s, int) else tuple(int(x) for x in s)
+            kw["pixel_values"] = (torch.randn(B, c, h, w, generator=g, dtype=F64) * draw.scale).to(dt)
+        elif self.main_input == "input_features":
+            bins = int(getattr(cfg, "num_mel_bins", 0) or getattr(cfg, "feature_size", 80))
+            T = 2 * int(getattr(cfg, "max_source_positions", 16))
+            kw["input_features"] = torch.randn(B, bins, T, generator=g, dtype=F64).to(dt)
+            params = inspect.signature(self.root.forward).parameters
+            if "decoder_input_ids" in params:
+                kw["decoder_input_ids"] = torch.randint(1, 50, (B, n), generator=g)
+        elif self.main_input == "input_values":
+            kw["input_values"] = torch.randn(B, 1600, generator=g, dtype=F64).to(dt)
+        else:
+            raise CaptureError(
+                f"{type(self.root).__name__}'s main input {self.main_input!r} is no input the kit can draw",
+                argument="model",
+            )
+        return kw
+
+    # ------------------------------------------------------------------ extraction
+    def extract(self, draw: Draw) -> list[Extraction]:
+        if self.targets is None or len(self.roots) == 1:
+            return self._extract(draw)
+        first: Exception | None = None
+        for k, root in enumerate(self.roots):
+            self.root, self.main_input = root, getattr(root, "main_input_name", "input_ids")
+            try:
+                got = self._extract(draw)
+            except CaptureError as exc:
+                first = first or exc
+                if "made no call" in str(exc) or "did not run" in str(exc) or "no input the kit" in str(exc):
+                    continue
+                raise
+            self.roots = self.roots[k:]  # this one reaches the targets: keep it first
+            return got
+        assert first is not None
+        raise first
+
+    def _extract(self, draw: Draw) -> list[Extraction]:
+        root = self.root
+        kw = self.inputs(draw)
+        watch = self.targets if self.targets is not None else None
+        try:
+            records, calls = run_captured(root, lambda: root(**kw), watch)
+        except CaptureError:
+            raise
+        except Exception as exc:
+            raise CaptureError(
+                f"{type(root).__name__} did not run on the drawn inputs ({type(exc).__name__}: "
+                f"{str(exc).splitlines()[0][:160] if str(exc) else ''})",
+                argument="model",
+            ) from None
+        kpm = draw.key_padding_mask() if self.takes_mask else None
+        if watch is None:
+            order: list = []
+            for r in records:
+                outer = self._outer(r.module)
+                if all(outer is not o for o in order):
+                    order.append(outer)
+            return [read_extraction(m, records, calls, kpm, str(k)) for k, m in enumerate(order)]
+        return [read_extraction(t, records, calls, kpm, str(k) if len(watch) > 1 else "") for k, t in enumerate(watch)]
+
+    def _outer(self, module):
+        """The outermost module holding ``module`` whose class is an attention class (itself if none)."""
+        if not hasattr(self, "_parents"):
+            self._parents = {id(c): p for p in self.root.modules() for c in p.children()}
+        best, cur = module, module
+        while id(cur) in self._parents:
+            cur = self._parents[id(cur)]
+            if is_attention_class(type(cur)):
+                best = cur
+        return best
+
+
+def run_captured(root, fn, watch=None):
+    """Run ``fn()`` (a forward of ``root``) in eval mode under :func:`capturing`, with the first call's
+    input and output of every linear projection and attention-class module inside ``root`` (and of
+    ``watch``) hooked. Returns ``(records, calls)``."""
+    calls: dict[int, _Call] = {}
+    handles = []
+
+    def pre(mod, args, kwargs):
+        c = calls.setdefault(id(mod), _Call({}, {}))
+        if "x" not in c.inputs:
+            c.inputs["x"] = _first(args) if args else next(iter(kwargs.values()), None)
+
+    def post(mod, args, kwargs, out):
+        c = calls.setdefault(id(mod), _Call({}, {}))
+        if "y" not in c.outputs:
+            c.outputs["y"], c.outputs["all"] = _first(out), out
+
+    for mod in root.modules():
+        if affine_of(mod) is not None or is_attention_class(type(mod)) or any(mod is t for t in watch or ()):
+            handles.append(mod.register_forward_pre_hook(pre, with_kwargs=True))
+            handles.append(mod.register_forward_hook(post, with_kwargs=True))
+    try:
+        with EvalMode(root), torch.no_grad(), capturing() as recs:
+            fn()
+            records = list(recs)
+    finally:
+        for h in handles:
+            h.remove()
+    return records, calls
+
+
+def read_extraction(target, records, calls, kpm, label: str = "") -> Extraction:
+    """The :class:`Extraction` of ``target``'s first call from the interface ``records`` and the
+    hooked projections (``calls``, :func:`run_captured`); ``kpm`` the key padding (True = padded)."""
+    inside = {id(m): m for m in target.modules()}
+    mine = [r for r in records if id(r.module) in inside]
+    cls = type(target).__name__
+    if not mine:
+        got = returned_weights_extraction(target, calls, kpm, label)
+        if got is not None:
+            return got
+        raise CaptureError(
+            f"{cls} made no call through transformers' attention interface in this forward "
+            "(it computes attention its own way, or the drawn input does not reach it)",
+            argument="module",
+        )
+    rec = mine[0]
+    if len({id(r.module) for r in mine}) > 1:
+        raise CaptureError(f"{cls} holds several attention calls of different modules", argument="module")
+    B, H, n, m = rec.probs.shape
+    dh = rec.values.shape[-1]
+    if rec.values.shape != (B, H, m, dh) or rec.output.shape != (B, n, H, dh):
+        raise CaptureError(
+            f"{cls}: the record's shapes disagree (probs {tuple(rec.probs.shape)}, values "
+            f"{tuple(rec.values.shape)}, output {tuple(rec.output.shape)}): not a record of this call",
+            argument="module",
+        )
+    lin = [(mod, calls.get(id(mod))) for mod in target.modules() if affine_of(mod) is not None]
+    lin = [(mod, c) for mod, c in lin if c is not None and "x" in c.inputs and "y" in c.outputs]
+    # the value projection: its output columns are the captured values
+    vals = rec.values.permute(0, 2, 1, 3).reshape(B * m, H * dh)
+    W_V = b_V = X = None
+    for mod, c in lin:
+        y = c.outputs["y"]
+        if not isinstance(y, torch.Tensor) or y.ndim != 3 or y.shape[0] * y.shape[1] != B * m:
+            continue
+        idx = match_columns(y.reshape(B * m, -1), vals, distinct=False)
+        if idx is not None:
+            W, b = affine_of(mod)  # type: ignore[misc]
+            W_V = W[idx].reshape(H, dh, W.shape[1])
+            b_V = None if b is None else b[idx].reshape(H, dh)
+            X = c.inputs["x"]
+            break
+    if W_V is None or not isinstance(X, torch.Tensor):
+        raise CaptureError(
+            f"{cls}: the captured values are no linear projection's output inside the module "
+            "(a norm, rotation or mixing acts on v): not of the walk's form W_O·A·(W_V x + b_V)",
+            argument="module",
+        )
+    # the output projection: its input columns are the attention output
+    att = rec.output.reshape(B * n, H * dh)
+    W_O = b_O = Y = None
+    for mod, c in lin:
+        x = c.inputs["x"]
+        if not isinstance(x, torch.Tensor) or x.ndim != 3 or x.shape[0] * x.shape[1] != B * n:
+            continue
+        if x.shape[-1] != H * dh:
+            continue
+        xs = x.reshape(B * n, -1)
+        if _same(xs, att):  # the natural layout (head h in columns h·d_h … (h+1)·d_h − 1)
+            idx = torch.arange(H * dh)
+        else:  # every input column is an attention column, in some order
+            idx = match_columns(att, xs)
+        if idx is not None:
+            W, b = affine_of(mod)  # type: ignore[misc]
+            inv = torch.empty_like(idx)
+            inv[idx] = torch.arange(idx.numel())
+            W_O = W[:, inv].reshape(W.shape[0], H, dh).permute(1, 0, 2)
+            b_O, Y = b, c.outputs["y"]
+            break
+    if W_O is None:
+        tc = calls.get(id(target))
+        y = None if tc is None else tc.outputs.get("y")
+        if isinstance(y, torch.Tensor) and y.numel() == att.numel():
+            ys = y.reshape(B * n, -1)
+            idx = torch.arange(H * dh) if _same(ys, att) else match_columns(att, ys)
+            if idx is not None:
+                eye = torch.eye(H * dh, dtype=rec.values.dtype)
+                inv = torch.empty_like(idx)
+                inv[idx] = torch.arange(idx.numel())
+                W_O, Y = eye[:, inv].reshape(H * dh, H, dh).permute(1, 0, 2), y.reshape(B, n, -1)
+    if W_O is None or not isinstance(Y, torch.Tensor):
+        raise CaptureError(
+            f"{cls}: the attention output reaches no linear output projection unchanged (a gate, norm "
+            "or mixing between them): not of the walk's form W_O·A·V",
+            argument="module",
+        )
+    self_att = m == n and X.shape[1] == n
+    key_mask = None if (kpm is None or not self_att) else ~kpm
+    return Extraction(
+        Y.reshape(B, n, -1),
+        rec.probs,
+        W_O,
+        W_V,
+        X.reshape(B, m, -1),
+        b_V,
+        b_O,
+        key_mask,
+        rec.compute_dtype,
+        layer=label,
+    )
