@@ -22,17 +22,20 @@ MODULE_EXEMPT = {
     "CLI, by paper_checks.main_job.check_model_name",
     "numerics.pytest_plugin": "pytest hooks, a fixture and profile registration, called by pytest itself; a bad "
     "--device / --theorem is a pytest.UsageError (tests/test_pytest_plugin.py)",
-    "numerics.conformance.kit": "takes any user nn.Module (an unknown one is NotAttentionError naming `module`, a "
+    "numerics.conformance": "takes any user nn.Module (an unknown one is NotAttentionError naming `module`, a "
     "malformed extraction a ShapeError naming the field) and checks its integer options itself (ParameterError "
-    "naming them); the bad-input cases are tests/numerics/test_conformance.py",
-    "numerics.conformance.hf": "the adapters numerics.conformance.kit picks for stand-alone Hugging Face attention "
-    "modules (an unsupported class is UnsupportedArchitectureError naming `module`)",
-    "numerics.conformance.hf_capture": "the attention-interface capture numerics.conformance.kit picks for Hugging Face "
-    "models: it takes a model the kit already accepted, and whatever it cannot read is a CaptureError naming "
-    "`module` (stale or missing records, shapes, kernels that are not softmax: tests/numerics/test_census_capture.py)",
-    "numerics.census.run": "runs over the installed transformers' own classes, no user data; its options are checked "
+    "naming them); the bad-input cases are tests/numerics/test_conformance.py; its face also carries the adapters "
+    "the kit picks for stand-alone Hugging Face attention modules (an unsupported class is "
+    "UnsupportedArchitectureError naming `module`) and the attention-interface capture, which takes a model the kit "
+    "already accepted and turns whatever it cannot read into a CaptureError naming `module` (stale or missing "
+    "records, shapes, kernels that are not softmax: tests/numerics/test_census_capture.py)",
+    "numerics.census": "runs over the installed transformers' own classes, no user data; its options are checked "
     "by connwalk.census.check_options (ParameterError naming the option: tests/numerics/test_census.py), and "
     "every failure of a class becomes that class's declined row with the reason",
+    "numerics.contracts": "the declarations themselves: their arguments are the declaring module's source, checked "
+    "when it is imported; the bad-input matrix (tests/contracts/test_matrix.py) exercises every kind",
+    "numerics.tolerance": "the threshold and decision every check calls with the residual it computed itself (no "
+    "user data); tests/numerics/test_tolerance.py checks it against the literal rule in exact arithmetic",
 }
 
 #: public names that are results, constants or type definitions, not entry points
@@ -48,15 +51,15 @@ NAME_EXEMPT = {
     "numerics.graphs.Flatness",
     "numerics.graphs.TriangleIdentity",
     "numerics.spectra.SpectrumResult",
-    "numerics.patterns.symbols.PatternPrediction",
-    "numerics.patterns.symbols.TransientGrowth",
-    "numerics.patterns.symbols.StackSelection",
-    "numerics.patterns.simulate.Trajectory",
-    "numerics.patterns.simulate.SelectionWarning",
-    "numerics.patterns.classify.ModeFit",
-    "numerics.patterns.classify.PatternObservation",
+    "numerics.patterns.PatternPrediction",
+    "numerics.patterns.TransientGrowth",
+    "numerics.patterns.StackSelection",
+    "numerics.patterns.Trajectory",
+    "numerics.patterns.SelectionWarning",
+    "numerics.patterns.ModeFit",
+    "numerics.patterns.PatternObservation",
     # a frozen dataclass of thresholds with defaults (fields are numbers read by the classifier)
-    "numerics.patterns.classify.Thresholds",
+    "numerics.patterns.Thresholds",
     # alias of holonomies (same function object, declared under that name)
     "numerics.graphs.is_flat",
 }
@@ -103,18 +106,31 @@ def public_entry_points() -> list[str]:
     return names
 
 
+def _resolve(qual: str):
+    """The object ``qual`` names: the longest importable module prefix, then attributes."""
+    parts = qual.split(".")
+    for i in range(len(parts), 0, -1):
+        try:
+            obj = importlib.import_module(".".join(parts[:i]))
+        except ImportError:
+            continue
+        for p in parts[i:]:
+            obj = getattr(obj, p, None)
+        return obj
+    return None
+
+
 def _declared(qual: str) -> bool:
     if qual in REGISTRY or f"{qual}.__init__" in REGISTRY:
         return True
-    # a re-export at an old home (numerics.laplacian.stationary_info is numerics.markov.stationary_info):
-    # the very same function object, so it carries the declaration of its new home
-    mod_name, _, attr = qual.rpartition(".")
-    try:
-        obj = getattr(importlib.import_module(mod_name), attr, None)
-    except ImportError:  # a method (module.Class.method): declared only under its own name
-        return False
-    c = getattr(obj, "__contract__", None)
-    return c is not None and REGISTRY.get(c.name) is c
+    # a re-export at a package's face or an old home (numerics.patterns.predict_pattern is
+    # numerics.patterns.symbols.predict_pattern): the very same object, so it carries the declaration of its home
+    obj = _resolve(qual)
+    for o in (obj, getattr(obj, "__init__", None), getattr(obj, "__post_init__", None)):
+        c = getattr(getattr(o, "__func__", o), "__contract__", None)
+        if c is not None and REGISTRY.get(c.name) is c:
+            return True
+    return False
 
 
 def test_every_public_entry_point_of_the_toolkit_map_has_a_declaration():
@@ -131,11 +147,12 @@ def test_the_meta_test_sees_the_entry_points_it_should():
         "numerics.laplacian.diagnose",
         "numerics.graphs.is_reversible",
         "numerics.spectra.extreme_eigenvalues",
-        "numerics.patterns.symbols.predict_pattern",
-        "numerics.patterns.simulate.simulate_flow",
-        "numerics.patterns.classify.classify_trajectory",
+        "numerics.patterns.predict_pattern",
+        "numerics.patterns.simulate_flow",
+        "numerics.patterns.classify_trajectory",
         "numerics.attention.AttentionWeights",
-        "numerics.patterns.simulate.MHADynamics",
+        "numerics.patterns.MHADynamics",
+        "numerics.patterns.MHADynamics.jacobian",
     ):
         assert q in names, q
     assert len(names) >= 70

@@ -19,8 +19,8 @@ from numerics.errors import (
     ParameterError,
     UndefinedError,
 )
-from numerics.patterns.simulate import MHADynamics
 from numerics.patterns import symbols as patterns
+from numerics.patterns.simulate import MHADynamics
 from numerics.walk import ConnectionWalk
 from tests.contracts.examples import rev_walk, rnd, stoch, sym_stoch, transports, weights
 from tests.helpers import naive_walk_apply
