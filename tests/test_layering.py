@@ -19,6 +19,7 @@
 from __future__ import annotations
 
 import ast
+import importlib
 from pathlib import Path
 
 import networkx as nx
@@ -241,18 +242,17 @@ def test_the_room_check_sees_an_upward_import():
 
 @pytest.mark.parametrize("old", sorted(DOCUMENTED_PATHS))
 def test_documented_former_paths_re_export_their_module(old):
-    """Each former path README documents re-exports its module's public names (``__all__``) and holds
-    no code of its own."""
+    """Each former path README documents holds no code of its own: ``from <module> import *`` and the
+    module's ``__all__``, so it serves exactly the module's public names, the very same objects."""
     tree = ast.parse(MODULES[old].read_text())
     body = [n for n in tree.body if not (isinstance(n, ast.Expr) and isinstance(n.value, ast.Constant))]
-    froms = [n for n in body if isinstance(n, ast.ImportFrom)]
-    assert froms and {n.module for n in froms} == {DOCUMENTED_PATHS[old]}
-    assert all(isinstance(n, (ast.ImportFrom, ast.Assign)) for n in body)
-    target = ast.parse(MODULES[DOCUMENTED_PATHS[old]].read_text())
-    want = next(
-        ast.literal_eval(n.value) for n in target.body if isinstance(n, ast.Assign) and n.targets[0].id == "__all__"
-    )
-    assert sorted(a.name for n in froms for a in n.names) == sorted(want)
+    assert [(type(n), getattr(n, "module", None), [a.name for a in n.names]) for n in body] == [
+        (ast.ImportFrom, DOCUMENTED_PATHS[old], ["*"]),
+        (ast.ImportFrom, DOCUMENTED_PATHS[old], ["__all__"]),
+    ]
+    shim, target = importlib.import_module(old), importlib.import_module(DOCUMENTED_PATHS[old])
+    assert shim.__all__ == target.__all__ and target.__all__
+    assert all(getattr(shim, n) is getattr(target, n) for n in target.__all__)
 
 
 @pytest.mark.parametrize("module", sorted(m for m in MODULES if m.split(".")[0] == "numerics"))

@@ -8,44 +8,10 @@ workers under a memory limit, verdicts, :func:`run_census`, :func:`write_census`
 
 from __future__ import annotations
 
-from numerics.census.config import (
-    MAX_PARAMS,
-    WIDTH,
-    build_tiny,
-    model_class,
-    tiny_config,
-)
-from numerics.census.report import (
-    HYPOTHESES,
-    STATUSES,
-    reason_kind,
-    render_markdown,
-)
-from numerics.census.run import (
-    CensusResult,
-    CensusRow,
-    attention_classes,
-    check_class,
-    run_census,
-    verdict_of,
-    write_census,
-)
+from numerics.census import config, report, run
+from numerics.census.config import *  # noqa: F403
+from numerics.census.report import *  # noqa: F403
+from numerics.census.run import *  # noqa: F403
 
-__all__ = [
-    "WIDTH",
-    "MAX_PARAMS",
-    "tiny_config",
-    "build_tiny",
-    "model_class",
-    "render_markdown",
-    "reason_kind",
-    "STATUSES",
-    "HYPOTHESES",
-    "CensusRow",
-    "CensusResult",
-    "attention_classes",
-    "run_census",
-    "verdict_of",
-    "check_class",
-    "write_census",
-]
+#: the face: the public names of ``config``, ``report``, ``run`` (first occurrence kept)
+__all__ = list(dict.fromkeys([*config.__all__, *report.__all__, *run.__all__]))

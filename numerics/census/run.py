@@ -58,6 +58,7 @@ __all__ = [
     "run_census",
     "verdict_of",
     "check_class",
+    "write_census",
 ]
 
 

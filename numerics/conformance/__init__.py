@@ -11,78 +11,10 @@ hypotheses and identity, T3/T5 hypotheses per draw) → :mod:`~numerics.conforma
 
 from __future__ import annotations
 
-from numerics.conformance.hf import (
-    HF_ATTENTION_CLASSES,
-    HFAttentionAdapter,
-    hf_attention_adapter,
-)
-from numerics.conformance.hf_capture import (
-    CAPTURE,
-    CaptureAdapter,
-    CaptureError,
-    CaptureRecord,
-    capture_attention,
-    capturing,
-    is_attention_class,
-    match_columns,
-    read_extraction,
-    register,
-    run_captured,
-)
-from numerics.conformance.kit import (
-    HYPOTHESES,
-    HYPOTHESIS_STATEMENTS,
-    SHADOW,
-    T2_STATEMENT,
-    VERDICTS,
-    Adapter,
-    ConformanceError,
-    ConformanceReport,
-    Counterexample,
-    Draw,
-    DrawResult,
-    Extraction,
-    ExtractionError,
-    NotAttentionError,
-    Verdict,
-    adapter_for,
-    assert_conforms,
-    check_attention,
-    check_draw,
-)
+from numerics.conformance import hf, hf_capture, kit
+from numerics.conformance.hf import *  # noqa: F403
+from numerics.conformance.hf_capture import *  # noqa: F403
+from numerics.conformance.kit import *  # noqa: F403
 
-__all__ = [
-    "Adapter",
-    "Draw",
-    "Extraction",
-    "ExtractionError",
-    "Counterexample",
-    "DrawResult",
-    "ConformanceReport",
-    "ConformanceError",
-    "NotAttentionError",
-    "Verdict",
-    "adapter_for",
-    "check_attention",
-    "check_draw",
-    "assert_conforms",
-    "T2_STATEMENT",
-    "HYPOTHESES",
-    "HYPOTHESIS_STATEMENTS",
-    "VERDICTS",
-    "SHADOW",
-    "HF_ATTENTION_CLASSES",
-    "HFAttentionAdapter",
-    "hf_attention_adapter",
-    "CAPTURE",
-    "CaptureError",
-    "CaptureRecord",
-    "CaptureAdapter",
-    "capture_attention",
-    "capturing",
-    "register",
-    "match_columns",
-    "is_attention_class",
-    "read_extraction",
-    "run_captured",
-]
+#: the face: the public names of ``kit``, ``hf``, ``hf_capture`` (first occurrence kept)
+__all__ = list(dict.fromkeys([*kit.__all__, *hf.__all__, *hf_capture.__all__]))

@@ -7,44 +7,8 @@ subclasses, the binding environment) → :mod:`~numerics.contracts.declarations`
 
 from __future__ import annotations
 
-from numerics.contracts.declarations import (
-    REGISTRY,
-    Choice,
-    Complex,
-    Contract,
-    Flag,
-    Float,
-    FloatDType,
-    Index,
-    Instance,
-    Int,
-    Options,
-    Passthrough,
-    PrecisionDType,
-    Spec,
-    Tensor,
-    Walk,
-    contract,
-    to_tensor,
-)
+from numerics.contracts import declarations
+from numerics.contracts.declarations import *  # noqa: F403
 
-__all__ = [
-    "REGISTRY",
-    "Contract",
-    "contract",
-    "Spec",
-    "Tensor",
-    "Int",
-    "Float",
-    "Complex",
-    "Index",
-    "Choice",
-    "Flag",
-    "Walk",
-    "Instance",
-    "FloatDType",
-    "PrecisionDType",
-    "Options",
-    "Passthrough",
-    "to_tensor",
-]
+#: the face: the public names of ``declarations`` (first occurrence kept)
+__all__ = list(dict.fromkeys([*declarations.__all__]))
