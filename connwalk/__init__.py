@@ -10,9 +10,11 @@ r"""``connwalk`` command line.
 * ``connwalk census [--out DIR] [--json PATH]``: every attention class of transformers checked as a walk,
   :mod:`connwalk.census` (writes CENSUS.md).
 
-The command-line front ends live together in this package: this module (the ``connwalk`` dispatcher,
-``paper-checks`` and ``analyze``; the job itself is :mod:`paper_checks.main_job`) and
-:mod:`connwalk.patterns`. ``python -m connwalk`` is the same command.
+The command-line front ends live together in this package, next to none of the work they drive: this
+module (the ``connwalk`` dispatcher, ``paper-checks`` and ``analyze``; the job itself is
+:mod:`paper_checks.main_job`), :mod:`connwalk.patterns`, :mod:`connwalk.conform` and :mod:`connwalk.census`
+(each plugs in with ``add_parser(sub)``, which imports nothing heavy, and ``run(args)``), sharing the option
+kinds and helpers of :mod:`connwalk.parser`. ``python -m connwalk`` is the same command.
 
 ``--help`` (of the command and of every subcommand), a misspelt option and every out-of-range value answer
 without importing torch, SymPy or transformers: the parsers and the option bounds (:data:`OPTIONS`) are
