@@ -10,8 +10,9 @@ import signal
 import pytest
 import torch
 
+import connwalk as cli
 from connwalk import patterns as patterns_cli
-from paper_checks import cli, main_job
+from paper_checks import main_job
 
 SMALL = ["--prompts", "4", "--length", "12", "--null-seeds", "2", "--n-boot", "40", "--no-progress"]
 

@@ -8,8 +8,9 @@ import types
 
 import pytest
 
+import connwalk as cli
 from numerics.errors import CorpusTooShortError
-from paper_checks import cli, main_job
+from paper_checks import main_job
 from paper_checks.verdict import REPRODUCED, StatResult
 
 SMALL = ["--prompts", "4", "--length", "12", "--null-seeds", "2", "--n-boot", "40", "--no-progress"]

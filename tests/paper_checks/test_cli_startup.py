@@ -22,7 +22,7 @@ import numpy as np
 import pytest
 import torch
 
-from paper_checks import cli
+import connwalk as cli
 
 REPO = Path(__file__).resolve().parents[2]
 HEAVY = ("torch", "sympy", "transformers")

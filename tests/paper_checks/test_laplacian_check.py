@@ -13,10 +13,10 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import connwalk as cli
 from numerics.errors import ShapeError
 from numerics.laplacian import diagnose
 from numerics.walk import ConnectionWalk
-from paper_checks import cli
 from paper_checks import laplacian_stats as LS
 
 F64 = torch.float64

@@ -71,7 +71,7 @@ def test_every_figure_panel_has_axis_labels_and_lap_has_its_figure(tmp_path, mon
     LAP draws one figure per model, listed in the report."""
     import matplotlib.figure
 
-    from paper_checks import cli
+    import connwalk as cli
 
     missing = []
     real = matplotlib.figure.Figure.savefig
