@@ -7,10 +7,19 @@ that instance — must fail (a tolerance loosened ``10⁴``-fold accepts it). Th
 the tolerance: it is the accuracy the check's arithmetic delivers at these sizes, by the check's class
 (:data:`MARGINS`): ``ε^{3/4}`` for a float64 residual of a few dozen terms (rounding ``≈ size·ε``),
 ``ε^{1/2}`` for an eigenvalue or singular value of a normal matrix, ``ε^{1/4}`` for the
-``√ε``-accurate eigenvalues of a non-normal (defective) one, ``10^{-28}`` for a 40-digit mpmath value.
+``√ε``-accurate eigenvalues of a non-normal (defective) one and for a null-space basis (accurate to
+``ε/g`` at a singular-value gap ``g``: ``√ε`` at the gap ``√ε`` of the eigen class), ``10^{-28}`` for
+a 40-digit mpmath value.
 ``test_the_margin_is_inside_the_loosened_window`` checks that each near-miss is accepted once its
 tolerance is loosened ``10⁴``-fold, so the pin is real: editing a tolerance of
 :mod:`theory.formulas.tolerances` by that factor fails ``pytest --theorem <id>`` here.
+
+A threshold (a rank rule, a Kronecker or head difference) is pinned from above by a *true* instance
+with a singular value (difference) of its class's margin that the loosened threshold counts as zero
+(:data:`HITS`); every tolerance is pinned from below by a near-hit whose residual lies between the
+tolerance and its ``10⁴``-fold tightening (:data:`BELOW`: the tightened tolerance gets it wrong).
+``test_every_tolerance_is_pinned_from_above_and_below`` requires both for every ``(conclusion,
+tolerance)`` pair and for each of the sixteen tolerance objects.
 """
 
 from __future__ import annotations
@@ -25,7 +34,7 @@ from theory.formulas import tolerances as FT
 
 EPS = FT.EPS
 #: the near-miss margin by the check's accuracy class (module docstring)
-MARGINS = {"rounding": EPS**0.75, "eigen": EPS**0.5, "defective": EPS**0.25, "mpmath": 1e-28}
+MARGINS = {"rounding": EPS**0.75, "eigen": EPS**0.5, "defective": EPS**0.25, "basis": EPS**0.25, "mpmath": 1e-28}
 LOOSER = 1e4
 
 
@@ -150,6 +159,30 @@ def _tilt_kernel_space(c, m):
     return c.with_params(kernel_space=f.edited(rhs=sp.KroneckerProduct(ones + sp.Float(m) * A.T * ones, fix)))
 
 
+#: a symmetric doubly stochastic walk with self-loops: spectrum ``{1, 1/4, 1/4}`` (exact, dyadic entries)
+_P4 = np.array([[2.0, 1.0, 1.0], [1.0, 2.0, 1.0], [1.0, 1.0, 2.0]]) / 4
+
+
+def contracted(m: float) -> dict:
+    """The flat transports ``Q_ij = R_i R_jᵀ`` of :func:`flat` contracted to ``O = Q/(1+m)`` on the
+    doubly stochastic ``_P4``: ``W = R(P ⊗ I)Rᵀ/(1+m)`` is symmetric with spectrum ``{1, 1/4, 1/4}/(1+m)``,
+    so ``Δ`` has no kernel and its least singular value is ``m/(1+m)`` exactly (``d``-fold), its singular
+    vectors the flat sections ``x_i = R_i v``; the parallel sections of ``O`` are ``{0}`` too (the
+    self-loops force ``x_i = x_i/(1+m)``): T3.kernel holds, ``0 = 0``. The one family where ``Δ`` lifts
+    the flat sections *linearly* in ``m`` with them as singular vectors: orthogonal transports off a
+    flat connection by an angle ``θ`` lift them only by ``O(θ²)`` while tilting them by ``O(θ)``, which
+    no kernel tolerance separates from the rank threshold."""
+    return {"kind": "walk", "P": _P4, "O": flat()["O"] / (1 + m)}
+
+
+def _tilt_parallel(c, m):
+    """``x_i (1 + m·i) = Σ_b O_ij,ab x_j,b (1 + m·j)``: the parallel sections rescaled token by token
+    (``D^{-1}`` of them, ``D = diag(1 + m·i) ⊗ I``): the same dimension, the space tilted by an angle of
+    order ``m``."""
+    f = c.params["parallel"]
+    return c.with_params(parallel=f.edited(lhs=f.lhs * (1 + sp.Float(m) * F.i), rhs=f.rhs * (1 + sp.Float(m) * F.j)))
+
+
 def _miss_exact(c, m):
     return c.with_params(miss_exact=f"({c.params['miss_exact']}) + {m!r}")
 
@@ -173,6 +206,16 @@ NEAR = {
     "T3.spectrum/tol_form": ("T3.spectrum", "tol_form", walk, _scale_rhs("upper_form"), "rounding"),
     "T3.spectrum/tol_spectrum": ("T3.spectrum", "tol_spectrum", swap, _narrow_hi, "eigen"),
     "T3.flat/tol": ("T3.flat", "tol", flat, _scale_rhs("flat"), "rounding"),
+    # the parallel formula scaled by 1 + m on transports contracted by 1/(1 + m): the edited statement
+    # claims the flat sections (dimension d) for a Δ whose least singular value there is m/(1 + m)
+    "T3.kernel/tol_rank": (
+        "T3.kernel",
+        "tol_rank",
+        lambda: contracted(MARGINS["rounding"]),
+        _scale_rhs("parallel"),
+        "rounding",
+    ),
+    "T3.kernel/tol": ("T3.kernel", "tol", flat, _tilt_parallel, "basis"),
     "T3.scaled/tol_form": ("T3.scaled", "tol_form", lambda: swap(0.5), _scale_rhs("scaled"), "rounding"),
     "T3.scaled/tol_spectrum": ("T3.scaled", "tol_spectrum", lambda: swap(0.5), _narrow_scaled, "eigen"),
     "T4.triangle/tol": ("T4.triangle", "tol", lambda: softmax(False), _scale_rhs("triangle"), "rounding"),
@@ -245,8 +288,13 @@ def verdicts(name: str):
     return oracles.judge(c, inst), oracles.judge(miss, inst), oracles.judge(_loosened(miss, key), inst)
 
 
+def _theorem(name: str) -> str:
+    """The theorem of a table entry ``"T3.kernel/tol"``: its tests run under ``--theorem T3``."""
+    return name.split(".")[0]
+
+
 def _params(names):
-    return [pytest.param(nm, marks=pytest.mark.theorem(nm.split(".")[0]), id=nm) for nm in names]
+    return [pytest.param(nm, marks=pytest.mark.theorem(_theorem(nm)), id=nm) for nm in names]
 
 
 @pytest.mark.parametrize("name", _params(NEAR))
@@ -282,22 +330,162 @@ def test_near_hit_of_a_threshold_holds_and_a_looser_one_gets_it_wrong(name):
     assert not loose.holds, (name, loose)
 
 
-#: (conclusion, tolerance key) with no near-miss here, and why (reported, not hidden)
-NOT_PINNED = {
-    ("T3.kernel", "tol_rank"): "a true instance with a singular value of Δ between the threshold and its "
-    "10⁴-fold loosening has a kernel basis accurate only to ε/σ, above the kernel tolerance: not separable",
-    ("T3.kernel", "tol"): "no near-miss found: an edited parallel-section formula changes the dimension, "
-    "which the rank threshold decides",
+def substochastic_flat(tau: float) -> dict:
+    """:func:`flat` with row 0 of ``P`` summing to ``1 − τ``: the flat formula is an identity in ``P``
+    (it holds), and ``Δ``'s flat sections lift to a singular value ``≈ τ/√n``: with ``τ`` the rounding
+    margin, below the rank rule's ``10⁻⁹`` (the dimension is ``d``) and above its ``10⁴``-fold tightening
+    (the dimension drops to 0, against the stated ``d``)."""
+    P = flat()["P"].copy()
+    P[0, 0] -= tau
+    return {**flat(), "P": P}
+
+
+def weak_defect(w: float, tau: float) -> dict:
+    """The flat connection of :func:`flat` on a walk whose token 0 hangs on by a weight ``w`` (the gap
+    of ``Δ`` above its kernel is of order ``w``) and whose row 0 sums to ``1 − τ``: a defect below the
+    rank rule's resolution (``τ = 64ε``: one rounding under the oracles' safety factor, below the rule's
+    ``64·ε·n·d``), so both kernels keep
+    dimension ``d``, but ``Δ``'s tilts off the flat sections by ``≈ τ/w`` — the parallel-section
+    constraints ``C`` (unweighted, the support only) do not see ``P``'s values, and see the tilt at full
+    size. The kernel tolerance must accept this residual (the rank rule calls the instance stochastic),
+    and is pinned from below by it."""
+    P = _stochastic(np.array([[1.0, w, 0.0], [w, 1.0, 1.0], [0.0, 1.0, 1.0]]))
+    P[0, 0] -= tau
+    return {**flat(), "P": P}
+
+
+#: a defective transport (the double eigenvalue 1, one eigenvector; dyadic entries, not triangular)
+JORDAN = np.array([[1.5, 0.25], [-1.0, 0.5]])
+
+#: the near-hit of :func:`weak_defect`: gap ``10⁻⁶``, defect ``64ε`` (its residual ``≈ 4·10⁻⁹``: see
+#: ``test_the_kernel_near_hit_residual_is_its_defect_amplified``)
+KERNEL_HIT = (1e-6, 64 * EPS)
+
+#: name -> (conclusion, tolerance key, instance): near-hits whose residual lies between the tolerance
+#: and its ``10⁴``-fold tightening, so the tightened tolerance gets them wrong (pins from below): the
+#: rounding-level instances of :data:`NEAR` for the rounding tolerances, the threshold instances of
+#: :data:`HITS`, and for T3.kernel the flat connection (a rank threshold below the SVD's rounding band
+#: leaves its kernel dimension undecided) and :func:`weak_defect` (a basis residual ``≈ 10⁻⁹``)
+BELOW = {
+    "T3.self_adjoint/tol": ("T3.self_adjoint", "tol", walk),
+    "T3.dirichlet/tol_form": ("T3.dirichlet", "tol_form", walk),
+    "T4.triangle/tol": ("T4.triangle", "tol", lambda: softmax(False)),
+    "T2.walk/tol": ("T2.walk", "tol", mha),
+    "T6.fourier/tol": ("T6.fourier", "tol", ring),
+    # heads a rounding margin apart: equal (and a constant transport) to both thresholds; tightened,
+    # one threshold sees the difference and the other does not, and the two tests disagree
+    "T2.constant/tol": ("T2.constant", "tol", lambda: near_equal_heads(MARGINS["rounding"])),
+    "T2.constant/tol_heads": ("T2.constant", "tol_heads", lambda: near_equal_heads(MARGINS["rounding"])),
+    "T3.flat/tol_rank": ("T3.flat", "tol_rank", lambda: substochastic_flat(MARGINS["rounding"])),
+    "T5.kernel/tol_span": ("T5.kernel", "tol_span", lambda: near_fixed_head(MARGINS["eigen"])),
+    # a defective T: the eigenvalues of A ⊗ T and of T are √ε-accurate (the defective class), ≈ 10⁻⁸ apart
+    "T1.spectrum/tol": ("T1.spectrum", "tol", lambda: {"A": sha()["A"], "T": JORDAN}),
+    "T3.kernel/tol_rank": ("T3.kernel", "tol_rank", flat),
+    "T3.kernel/tol": ("T3.kernel", "tol", lambda: weak_defect(*KERNEL_HIT)),
+}
+
+
+def _tightened(c, key):
+    tol = c.params[key]
+    return c.with_params(**{key: tol.edited(bound=tol.bound / LOOSER)})
+
+
+@pytest.mark.parametrize("name", _params(BELOW))
+def test_a_tightened_tolerance_gets_the_near_hit_wrong(name):
+    """The near-hit holds under the registry's tolerance and not under its ``10⁴``-fold tightening (so
+    tightening the tolerance that much fails this test's first assertion in the mutant run)."""
+    cid, key, make = BELOW[name]
+    c, inst = _conclusion(cid), make()
+    hit, tight = oracles.judge(c, inst), oracles.judge(_tightened(c, key), inst)
+    assert hit.holds and hit.applicable, (name, hit)
+    assert not tight.holds, (name, tight)
+
+
+@pytest.mark.theorem(_theorem("T3.kernel/tol_rank"))
+def test_the_kernel_near_miss_margin_is_a_singular_value_of_delta():
+    """The T3.kernel/tol_rank near-miss, independently: ``Δ = I − R(P ⊗ I)Rᵀ/(1+m)`` has the singular
+    values ``|1 − λ/(1+m)|`` over the exact spectrum ``λ`` of the rational ``P`` (SymPy), so the least is
+    ``m/(1+m)`` on the flat sections; the dense float64 ``Δ`` of the instance has it to rounding."""
+    m = MARGINS["rounding"]
+    lam = sp.Matrix(4 * _P4).applyfunc(sp.Integer).eigenvals()
+    assert {sp.Rational(k, 4): v for k, v in lam.items()} == {1: 1, sp.Rational(1, 4): 2}
+    inst = contracted(m)
+    s = np.linalg.svd(np.eye(6) - oracles.dense_walk(inst["P"], inst["O"]), compute_uv=False)
+    want = sorted([m / (1 + m)] * 2 + [1 - 0.25 / (1 + m)] * 4)
+    assert np.allclose(np.sort(s), want, rtol=0, atol=64 * EPS), (s, want)
+
+
+@pytest.mark.theorem(_theorem("T3.kernel/tol"))
+def test_the_kernel_near_hit_residual_is_its_defect_amplified():
+    """The T3.kernel/tol near-hit, independently (mpmath, 40 digits, on the instance's float data): the
+    least right singular space of ``Δ`` against the parallel-section constraints ``C``,
+    ``‖C K‖/‖C‖``, is the oracle's residual to 10 % (the SVD's own rounding adds ``≈ 0.1·ε/w``, under
+    1 % of it here), and lies well inside ``(10⁻¹¹, 10⁻⁷)``, the kernel tolerance and its ``10⁴``-fold
+    tightening: the defect, not rounding, sets it."""
+    import mpmath
+
+    inst = weak_defect(*KERNEL_HIT)
+    P, O = inst["P"], inst["O"]
+    n, d = 3, 2
+    with mpmath.workdps(40):
+        D = mpmath.eye(n * d) - mpmath.matrix(oracles.dense_walk(P, O).tolist())
+        _, _, V = mpmath.svd_r(D)
+        K = V[n * d - d :, :].T  # the d least right singular vectors (svd_r sorts descending)
+        rows = []
+        for i, j in zip(*np.nonzero(P)):
+            for a in range(d):
+                rows.append(
+                    [(1 if q == i * d + a else 0) - (O[i, j, a, q % d] if q // d == j else 0) for q in range(n * d)]
+                )
+        C = mpmath.matrix(rows)
+        cn = max(max(mpmath.svd_r(C, compute_uv=False)), 1)
+        exact = max(mpmath.svd_r(C * K, compute_uv=False)) / cn
+    verdict = oracles.judge(_conclusion("T3.kernel"), inst)
+    assert 1e-9 <= exact <= 1e-8, exact
+    assert abs(verdict.residual - float(exact)) <= 0.1 * float(exact), (verdict, exact)
+
+
+#: tolerance -> why no near-hit lies within ``10⁴`` of it: fixed tolerances far above what their check's
+#: arithmetic leaves on a true instance (a normal matrix's eigenvalues, a 40-digit mpmath value, the
+#: growth rate of a diagonalizable Jacobian: residuals at rounding, ``10⁵``–``10¹⁰`` below them). Their
+#: near-hits (:data:`NEAR`) fail once the tolerance is tightened to that rounding level; a ``10⁴``-fold
+#: tightening is caught by ``test_the_margin_is_inside_the_loosened_window`` (the class margin's
+#: near-miss is then beyond the ``10⁴``-fold loosening of the tightened tolerance).
+BELOW_BY_THE_WINDOW = {
+    "spectrum": "a reversible walk's I − W is similar to a symmetric matrix: its eigenvalues are ε·κ-accurate "
+    "with no sign pushing them outside the interval, and a defect of the data that moves them is seen by the "
+    "same conclusion's form identity at rounding level",
+    "eigen": "T5's A is reversible (diagonalizable): its eigenvalues and Δ's are ε·κ-accurate; a defective A "
+    "(√ε-accurate) would leave the theorem's premise",
+    "exact": "the mpmath value at 40 digits meets its closed form to ≈ 10⁻⁴⁰",
+    "growth": "the Jacobian's abscissa is ε·κ-accurate at a simple eigenvalue; at a defective one it errs by "
+    "≈ √ε, the tolerance itself",
 }
 
 
 @pytest.mark.theorem(*registry.ids())
-def test_every_tolerance_has_a_near_miss_or_a_near_hit():
-    pinned = {tuple(nm.split("/")) for nm in [*NEAR, *HITS]}
-    pinned = {(cid, key) for cid, key in pinned}
+def test_every_tolerance_is_pinned_from_above_and_below():
+    """Every ``(conclusion, tolerance)`` of the registry has a near-miss (:data:`NEAR`) or a threshold
+    instance a looser threshold gets wrong (:data:`HITS`), and a near-hit that holds (every entry of
+    :data:`NEAR`, :data:`HITS`, :data:`BELOW`); every tolerance object of
+    :mod:`theory.formulas.tolerances` (all sixteen, by name) is pinned from above by one of the first and
+    from below by a near-hit its ``10⁴``-fold tightening gets wrong (:data:`BELOW`), but for the fixed
+    tolerances of :data:`BELOW_BY_THE_WINDOW` (reported with the reason)."""
+
+    def pairs(table):
+        return {tuple(nm.split("/")) for nm in table}
+
+    def name(pair):
+        cid, key = pair
+        return _conclusion(cid).params[key].name
+
     want = {(c.id, key) for tid in registry.ids() for c in registry.get(tid).conclusions for key in c.tolerances}
-    missing = want - pinned - set(NOT_PINNED)
-    assert not missing, sorted(missing)
-    by_object = {registry.get(cid[:2]).conclusion(cid).params[key].name for cid, key in pinned}
+    above, hit, below = pairs(NEAR) | pairs(HITS), pairs(NEAR) | pairs(HITS) | pairs(BELOW), pairs(BELOW)
+    assert not want - above, sorted(want - above)
+    assert not want - hit, sorted(want - hit)
+    assert above | hit <= want, sorted((above | hit) - want)
     every = {v.name for v in vars(FT).values() if isinstance(v, FT.Tolerance)}
-    assert every - by_object <= {"kernel_rank", "kernel"}, sorted(every - by_object)
+    assert len(every) == 16, sorted(every)
+    assert not every - {name(p) for p in above}, sorted(every - {name(p) for p in above})
+    unpinned = every - {name(p) for p in below}
+    assert unpinned == set(BELOW_BY_THE_WINDOW), sorted(unpinned ^ set(BELOW_BY_THE_WINDOW))

@@ -106,10 +106,12 @@ def gauge_constraints(P: np.ndarray, O: np.ndarray, parallel=None) -> np.ndarray
 
 def walk_kernel_parallel(inst, params) -> Verdict:
     """``ker Δ`` = the parallel sections ``ker C``, both null spaces at ``64·eps·nd`` relative to
-    their operator's norm, decided with :mod:`theory.rounding`: unequal dimensions fail unless the extra
+    their operator's norm, decided with :mod:`theory.rounding`: a dimension its singular values do not
+    decide (one within the SVD's rounding band of the threshold) leaves the verdict undecided, even when
+    the two computed dimensions agree; unequal dimensions fail unless the extra
     directions lie below what the other operator resolves (``Δ`` sees a section defect only squared,
     :func:`theory.rounding.unresolved_by_square`; ``‖Δz‖ ≤ max(r_max, 1)·‖Cz‖`` the other way, with
-    ``r`` the row sums of ``P``), or a dimension is not decided by its singular values: undecided."""
+    ``r`` the row sums of ``P``): undecided."""
     P, O = walk_view(inst)
     n, d = P.shape[0], O.shape[-1]
     Dl = np.eye(n * d) - dense_walk(P, O)
@@ -123,11 +125,11 @@ def walk_kernel_parallel(inst, params) -> Verdict:
     r1 = float(np.linalg.norm(Dl @ Z, 2)) / dn if Z.size else 0.0
     r2 = float(np.linalg.norm(C @ K, 2)) / cn if K.size and C.size else 0.0
     dims = f"dim ker Δ = {K.shape[1]}, dim parallel sections = {Z.shape[1]}"
-    if K.shape[1] == Z.shape[1]:
-        return residual_verdict(max(r1, r2), tol, dims)
     why = ""
-    if kd_lo != kd_hi or kc_lo != kc_hi:
+    if kd_lo != kd_hi or kc_lo != kc_hi:  # equal computed dimensions prove nothing then either
         why = f"a dimension is not decided by its singular values (ker Δ ∈ [{kd_lo}, {kd_hi}], ker C ∈ [{kc_lo}, {kc_hi}])"
+    elif K.shape[1] == Z.shape[1]:
+        return residual_verdict(max(r1, r2), tol, dims)
     elif K.shape[1] > Z.shape[1]:
         pi = walk_pi(inst, P)
         if (pi > 0).all():
