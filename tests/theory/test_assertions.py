@@ -133,6 +133,9 @@ def test_t6_positive_spectral_radius_selects_the_constant_mode():
     ``T`` whose eigenvalue of largest modulus is real and positive: the symbol ``M(k) = â(k) T`` has
     its largest growth rate ``max Re eig(M(k) − I)`` at ``k = 0`` (literal DFT, dense eigenvalues); a
     transport whose top eigenvalue is negative selects another wavenumber (the premise is needed)."""
+    from theory.formulas.walks import margin
+
+    dominant = registry.get("T6").notes[1].params["dominant"]  # the note's formula, evaluated on the family M(k)
     rng = np.random.default_rng(20261202)
     checked = 0
     for _ in range(400):
@@ -147,6 +150,8 @@ def test_t6_positive_spectral_radius_selects_the_constant_mode():
         ahat = np.array([np.sum(a * np.exp(2j * np.pi * np.arange(n) * k / n)) for k in range(n)])
         growth = [np.max(np.linalg.eigvals(ahat[k] * T - np.eye(d)).real) for k in range(n)]
         assert growth[0] >= max(growth) - 1e-12 * (1 + abs(top)), (n, d, growth)
+        gap, _ = margin(dominant.edited(free=()), {"Mk": ahat[:, None, None] * T})
+        assert np.allclose(gap, growth[0] - np.array(growth), atol=1e-12 * (1 + abs(top))), (gap, growth)
         checked += 1
     assert checked >= 50
     # without the premise: T = -1 on the ring of 4 with the shift kernel selects k = 2 (â(2) = -1)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from .. import cases as _cases
 from ..formulas import tolerances as _FT
-from ..statements import Conclusion
+from ..statements import Conclusion, Threshold
 
 SEED_A = "Seed A: *From Self-Attention to Connection Laplacian: A Unified Operator View of Transformers* (arXiv 2607.10677; seeds/000_5bdc14e69496fe14.txt, seeds/002_3d12162842770432.txt)"
 SEED_B = "Seed B: *Pattern Formation in Transformers* (seeds/004_438af889239262c2.txt)"
@@ -123,12 +123,22 @@ ROTATION = [["3/5", "-4/5"], ["4/5", "3/5"]]  # a rational rotation (Cayley), no
 REFLECTION = [[1, 0], [0, -1]]
 T2_COUNTEREXAMPLE_PARAMS = dict(_cases.T2_COUNTEREXAMPLE)
 
+#: the numbers of the effect rule (E1, E2, LAP): the interval's confidence level, the side the effect
+#: interval must clear, the reference a late/early ratio's trained interval must stay below and the
+#: fraction of |null| inside which an effect counts as none (:class:`theory.statements.Threshold`)
+EFFECT_THRESHOLDS = {
+    "level": Threshold("19/20", percent=True),
+    "side": Threshold(0),
+    "reference": Threshold(1),
+    "equivalence": Threshold("1/20", percent=True),
+}
 E12_RULE = (
-    "'reproduced' if the 95% bootstrap interval of the effect (trained − null) lies on the claim side of 0 "
-    "(and, for late/early ratios, the trained interval below the reference 1); 'not reproduced' if it lies on "
-    "the wrong side, or entirely within ±5% of |null|; otherwise 'inconclusive' (`paper_checks.inference.decide`)"
+    "'reproduced' if the «level» bootstrap interval of the effect (trained − null) lies on the claim side of «side» "
+    "(and, for late/early ratios, the trained interval below the reference «reference»); 'not reproduced' if it "
+    "lies on the wrong side, or entirely within ±«equivalence» of |null|; otherwise 'inconclusive' "
+    "(`paper_checks.inference.decide`)"
 )
 NULL_RANDOM = (
-    "`random:<same architecture>`: the same architecture at random initialisation (3 seeds), measured on "
-    "the same prompts; nested bootstrap over seeds and prompts"
+    "`random:<same architecture>`: the same architecture at random initialisation (`null_seeds` seeds of "
+    "`paper_checks.main_job`), measured on the same prompts; nested bootstrap over seeds and prompts"
 )

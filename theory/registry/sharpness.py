@@ -25,6 +25,15 @@ SHARPNESS: dict[str, tuple[Sharpness, ...]] = {
             {"kind": "heads", "W_V": [[1, 0, 0], [0, 1, 0]], "W_O": [[1, 0], [0, 1], [0, 0]], "d_h": 2},
             "rank_attained",
         ),
+        Sharpness(
+            "T2.note0.narrow.sharp",
+            "T2.note0",
+            "narrow",
+            "the width bound is the best one: at $d = «d»$ the full-width head $W_{V} = «W_V»$, $W_{O} = «W_O»$ "
+            "(the first width the bound leaves out) is orthogonal, so a bound admitting it would make the note false",
+            {"kind": "heads", "d": 2, "W_V": [[1, 0], [0, 1]], "W_O": [[1, 0], [0, 1]]},
+            "narrow_sharp",
+        ),
     ),
     "T3": (
         Sharpness(
@@ -114,6 +123,18 @@ SHARPNESS: dict[str, tuple[Sharpness, ...]] = {
             "both ends are attained by a non-orthogonal involution: $A = «A»$, $T = «T»$",
             {"kind": "sha", "A": _HALF, "T": [[1, 1], [0, -1]]},
             "spectrum_ends",
+        ),
+    ),
+    "T6": (
+        Sharpness(
+            "T6.note1.sharp",
+            "T6.note1",
+            "dominant",
+            "the growth bound is attained away from the constant mode: one head with the kernel $a = «a»$ (offsets "
+            "from the token on the ring) and $T = «T»$ grows at the wavenumber $k = «k»$ exactly as fast as at the "
+            "constant mode",
+            {"kind": "symbol", "a": ["1/2", 0, "1/2", 0], "T": [[2, 0], [0, -1]], "k": 2},
+            "dominant_attained",
         ),
     ),
 }
