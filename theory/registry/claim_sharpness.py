@@ -180,7 +180,7 @@ CLAIM_SHARPNESS: dict[str, tuple[Sharpness, ...]] = {
             "LAP",
             "radius",
             "the bound is attained: the swap walk $P = «P»$ with $O = «O[0][1]»$ has spectral radius exactly "
-            "the bound (its eigenvalues are the two ends)",
+            "the bound (its eigenvalues are the ends of T3's interval)",
             {"kind": "walk", "P": [[0, 1], [1, 0]], "O": [[[[1]], [[1]]], [[[1]], [[1]]]]},
             "radius_attained",
         ),

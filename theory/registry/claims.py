@@ -150,7 +150,7 @@ CLAIMS: list[Claim] = [
             "per layer and prompt, on the layer's real input $x$ (rows $x_i$), in T2's walk gauge «P», «O» where "
             "«g», with $\\pi$ stationary and $W$ the walk: each hypothesis's defect — (a) «stochastic»; (b) "
             "«detailed_balance»; the same for the blocks, gauge-free, «block_detailed_balance» ($\\pi'$ the stationary "
-            "law of the block norms $N$ with rows normalised by $r$); (c) the $P$-weighted transpose asymmetry over the two-way edges "
+            "law of the block norms $N$ with rows normalised by $r$); (c) the $P$-weighted transpose asymmetry over the edges used both ways "
             "«transpose_symmetry», the orthogonality defect «orthogonality» and the scaled-isometry defect (CV of "
             "all $d$ squared singular values of $O_{ij}$) «scaled_isometry» — and each conclusion's status: «self_adjoint»; the "
             "Dirichlet identity on $x$, «dirichlet», since «dirichlet_split» for any $\\pi$-weighted walk; the "

@@ -45,9 +45,7 @@ SPECTRUM_TOLERANCE = (
 )
 #: a quadratic form's relative residual within ``«tol_form»``
 FORM_TOLERANCE = f"relative residual of the form «tol_form» ({EPSILON})"
-_RANK = (
-    "by SVD: a singular value $\\sigma$, relative to the larger of 1 and the largest, counts as zero when «tol_rank»"
-)
+_RANK = "by SVD: a singular value $\\sigma$, relative to the largest singular value floored at unity, counts as zero when «tol_rank»"
 
 
 def relative(bound: _FT.Tolerance) -> tuple[str, dict]:
@@ -82,7 +80,7 @@ T5_KERNEL_RULE = (
     {"tol": _FT.OPERATOR, "tol_rank": _FT.RANK, "tol_span": _FT.SPAN},
 )
 SELECTION_RULE = (
-    "the growth rate against the dense Jacobian's, relative to the larger of 1 and its size, «tol_growth»; "
+    "the growth rate against the dense Jacobian's, relative to its size floored at unity, «tol_growth»; "
     "the conjugation: " + RELATIVE_TOLERANCE,
     {"tol": _FT.RING, "tol_growth": _FT.GROWTH},
 )
@@ -93,12 +91,12 @@ KRON_SPECTRUM_RULE = (
 )
 CONSTANT_RULE = (
     "the nearest-Kronecker miss and every block's distance to its multiple of the transports' sum (and the "
-    "coefficients' negative parts) within «tol», the two tests agreeing; heads equal within «tol_heads»",
+    "coefficients' negative parts) within «tol», both tests agreeing; heads equal within «tol_heads»",
     {"tol": _FT.KRONECKER, "tol_heads": _FT.EQUAL_HEADS},
 )
 EXACT_RULE = (
-    "the mpmath value (40 digits) differs from `miss_exact` by «tol»; the rounded `miss` within half a unit "
-    "of its last decimal",
+    "the mpmath value (at the working precision of `theory.oracles.walks`) differs from `miss_exact` by «tol»; "
+    "the rounded `miss` is its nearest decimal at the statement's `digits`",
     {"tol": _FT.EXACT},
 )
 
