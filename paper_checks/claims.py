@@ -30,6 +30,9 @@ from paper_checks import inference as I
 from paper_checks.measure import BASELINES, E1_STATS, E2_BASELINED, E2_STATS, VARIANTS, Measurement, StatSpec
 from paper_checks.verdict import INCONCLUSIVE, INSUFFICIENT_SCALE, REPRODUCED, StatResult
 
+#: E3: the least number of sizes of one architecture kind (the registry's «min_sizes»)
+MIN_SIZES = 2
+
 INTERVAL_NOTE = (
     "95% percentile bootstrap over prompts (trained) and over seeds × prompts (null); "
     "it does not cover variation across models or training runs"
@@ -174,7 +177,7 @@ def e3_rows(runs: list[ModelRun], *, seed: int) -> list[StatResult]:
         for spec in E1_STATS + E2_STATS:
             for variant in VARIANTS if spec.claim == "E1" else ("plain",):
                 stat = stat_name(spec, variant)
-                if len(group) < 2 or len(sizes) < 2:
+                if len(group) < MIN_SIZES or len(sizes) < MIN_SIZES:
                     out.append(
                         StatResult(
                             claim="E3",

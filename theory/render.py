@@ -18,6 +18,7 @@ import sys
 from pathlib import Path
 
 from .registry import CLAIMS, CONVENTIONS, EVALUATED_BY_TESTS, THEOREMS
+from .statements import fill_data
 from .steps import INSTANCES, TITLES
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -230,6 +231,11 @@ def claim_markdown(c) -> str:
         f"- **Decision rule**: {c.filled('decision_rule')}",
         f"- tests: {_paths(c.tests)}",
     ]
+    for sh in c.sharpness:  # a threshold's pair of inputs either side of it, or a bound attained
+        lines.append(
+            f"- sharpness witness `{sh.id}` of `{sh.bound}` (exact check `{sh.check}` of "
+            f"`theory/oracles/sharpness.py`): {fill_data(sh.statement, sh.instance, c.thresholds)}"
+        )
     if c.evaluated_by:  # which test evaluates each formula the texts cite, against the measured statistic
         by_test: dict[str, list[str]] = {}
         for key, test in c.evaluated_by.items():

@@ -351,6 +351,29 @@ class Convention:
 
 
 @dataclass(frozen=True)
+class Threshold:
+    """A number a claim's decision rule states (a side of 0, a reference, a fraction of the null, a
+    confidence level, a count), cited in the rule's text as ``«name»``: ``value`` is exact (an int or a
+    ``"p/q"`` string), rendered as a decimal or, with ``percent``, as a percentage. The claim's decision
+    function (:mod:`theory.oracles.decisions`) reads it from here, and its sharpness witness (a pair of
+    synthetic inputs on either side, :mod:`theory.registry.claim_sharpness`) pins it."""
+
+    value: Any
+    percent: bool = False
+
+    @property
+    def exact(self) -> Any:
+        from fractions import Fraction
+
+        return Fraction(str(self.value))
+
+    def __str__(self) -> str:
+        v = self.exact * 100 if self.percent else self.exact
+        text = str(v.numerator) if v.denominator == 1 else f"{float(v):g}"
+        return text + ("%" if self.percent else "")
+
+
+@dataclass(frozen=True)
 class Claim:
     """An empirical claim (E1-E6): what is claimed, the statistic that measures it, the null model it
     is compared with and the decision rule that turns the comparison into a verdict; ``module``: the
@@ -370,11 +393,16 @@ class Claim:
     params: Mapping[str, Any] = field(default_factory=dict)
     #: formula name -> the test that evaluates it against the statistic ``module`` computes
     evaluated_by: Mapping[str, str] = field(default_factory=dict)
+    #: the numbers the decision rule states (``«name»``): :class:`Threshold`, judged by
+    #: :mod:`theory.oracles.decisions` and pinned by the claim's sharpness witnesses
+    thresholds: Mapping[str, Any] = field(default_factory=dict)
+    #: the sharpness witnesses of its thresholds and bounds (:class:`Sharpness`; set by the registry)
+    sharpness: tuple[Any, ...] = ()
 
     def filled(self, part: str) -> str:
         """The text ``part`` (``"statement"``, ``"statistic"``, ``"null_model"``, ``"decision_rule"``)
-        with its formulas rendered from their expressions."""
-        return fill(getattr(self, part), self.params)
+        with its formulas rendered from their expressions and its thresholds from their values."""
+        return fill(getattr(self, part), {**self.params, **self.thresholds})
 
 
 class Note(str):

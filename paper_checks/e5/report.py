@@ -23,6 +23,17 @@ from paper_checks.inference import wilson_interval
 from paper_checks.progress import ticker
 from paper_checks.verdict import INCONCLUSIVE, NOT_REPRODUCED, REPRODUCED, StatResult
 
+#: the agreement's and a component's thresholds (the registry's «agreement_min», «component_min» of E5)
+AGREEMENT_MIN = 0.8
+COMPONENT_MIN = 0.1
+
+
+def fraction_verdict(ci: tuple[float, float], threshold: float) -> str:
+    """E5's rule: 'reproduced' if the Wilson interval lies above ``threshold``, 'not reproduced' if
+    below, 'inconclusive' otherwise."""
+    lo, hi = ci
+    return REPRODUCED if lo > threshold else (NOT_REPRODUCED if hi < threshold else INCONCLUSIVE)
+
 
 def _axis_pairs(records, axis: str, key: str):
     """Pairs of cells that differ only in ``axis``; returns (changed, total)."""
@@ -72,7 +83,7 @@ def _rows(sweep: dict, scale: str) -> list[StatResult]:
     for r in recs:
         key = f"{r['pred'].label}->{r['obs']}"
         confusion[key] = confusion.get(key, 0) + 1
-    thr = 0.8
+    thr = AGREEMENT_MIN
     rows.append(
         StatResult(
             claim=CLAIM,
@@ -83,7 +94,7 @@ def _rows(sweep: dict, scale: str) -> list[StatResult]:
             interval=(lo, hi),
             interval_of="trained",
             effect=frac,
-            verdict=REPRODUCED if lo >= thr else (NOT_REPRODUCED if hi < thr else INCONCLUSIVE),
+            verdict=fraction_verdict((lo, hi), thr),
             rule=f"'reproduced' if the Wilson 95% interval of the agreement fraction lies above {thr}, "
             f"'not reproduced' if it lies below {thr}, 'inconclusive' otherwise",
             definition="fraction of sweep cells whose observed onset pattern (classifier on the linear window: coarse "
@@ -119,7 +130,7 @@ def _rows(sweep: dict, scale: str) -> list[StatResult]:
                 interval=(lo_d, hi_d),
                 interval_of="trained",
                 effect=info["fraction"],
-                verdict=REPRODUCED if lo_d >= thr else (NOT_REPRODUCED if hi_d < thr else INCONCLUSIVE),
+                verdict=fraction_verdict((lo_d, hi_d), thr),
                 rule=rows[0].rule,
                 definition=f"as agreement_predicted_vs_observed, {dyn} cells only",
                 notes=(
@@ -150,7 +161,7 @@ def _rows(sweep: dict, scale: str) -> list[StatResult]:
                 "extra['saturated_changed'] for its effect after saturation"
             )
         else:
-            verdict = REPRODUCED if lo_a > 0.1 else (NOT_REPRODUCED if hi_a < 0.1 else INCONCLUSIVE)
+            verdict = fraction_verdict((lo_a, hi_a), COMPONENT_MIN)
             rule = (
                 "'reproduced' if the Wilson 95% interval of the fraction of cell pairs (differing only in this "
                 "component) whose observed onset pattern differs lies above 0.1, 'not reproduced' if below, "

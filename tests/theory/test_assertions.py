@@ -54,6 +54,198 @@ def test_no_assertion_word_is_free_text(entry):
     assert not found, f"{entry}: assertion words in free text (generate them from an Assertion): {found}"
 
 
+#: number words: a count or a multiple typed in prose ("two", "twice", "halves", "doubles", "a hundred")
+_NUMBER_WORDS = [
+    "two",
+    "three",
+    "four",
+    "five",
+    "six",
+    "seven",
+    "eight",
+    "nine",
+    "ten",
+    "eleven",
+    "twelve",
+    "twenty",
+    "thirty",
+    "forty",
+    "fifty",
+    "hundred",
+    "hundreds",
+    "thousand",
+    "thousands",
+    "million",
+    "millions",
+    "billion",
+    "dozen",
+    "twice",
+    "thrice",
+    "half",
+    "halves",
+    "halved",
+    "halving",
+    "double",
+    "doubles",
+    "doubled",
+    "doubling",
+    "triple",
+    "triples",
+    "tripled",
+    "quadruple",
+    "percent",
+    "percentage",
+]
+#: rate words ("linear", "exponentially"), except where the word names a thing, not a rate ("linearly
+#: independent", "the linear prediction", "linear-window fit", "quadratic form")
+_RATE_WORDS = [
+    "linear",
+    "linearly",
+    "quadratic",
+    "quadratically",
+    "cubic",
+    "cubically",
+    "exponential",
+    "exponentially",
+    "logarithmic",
+    "logarithmically",
+    "polynomial",
+    "polynomially",
+]
+_NOT_A_RATE = [
+    "independent",
+    "independence",
+    "dependent",
+    "prediction",
+    "predictions",
+    "theory",
+    "window",
+    "combination",
+    "combinations",
+    "algebra",
+    "span",
+    "map",
+    "maps",
+    "form",
+    "forms",
+    "operator",
+    "operators",
+    "part",
+    "term",
+    "terms",
+    "regime",
+    "stability",
+    "response",
+    "layer",
+    "layers",
+    "system",
+    "systems",
+    "dynamics",
+    "function",
+    "functions",
+]
+#: "one" / "zero" where they state a count or a value ("dimension one", "at most one", "sums to zero")
+_COUNT_ONE = (
+    r"\b(?:dimension|rank|exactly|at\s+most|at\s+least|more\s+than|fewer\s+than|less\s+than|sums?\s+to|"
+    r"summing\s+to|equal\s+to|equals|order)\s+(?:one|zero)\b"
+)
+_COUNTS = re.compile(
+    r"(?<![\w./\\-])\d+(?:\.\d+)?(?![\w])"  # a numeral, not part of an identifier (T3, float32, (c1), T3.2)
+    r"|(?<![\w./\\-])\d+(?:\.\d+)?[kKMBT]\b"  # a count with its magnitude: 124M, 8B parameters
+    r"|%"
+    r"|\b(?:" + "|".join(_NUMBER_WORDS) + r")\b"
+    r"|\b(?:" + "|".join(_RATE_WORDS) + r")\b(?![\s-]+(?:" + "|".join(_NOT_A_RATE) + r")\b)"
+    r"|\b[OΘΩ]\s*\("  # big-O: O(n), Θ(n log n)
+    r"|\b\w+-?fold\b|\btimes\s+(?:as|faster|slower|larger|smaller|more|less|wider)\b"
+    r"|" + _COUNT_ONE,
+    re.IGNORECASE,
+)
+_CODE = re.compile(r"`[^`]*`")
+
+
+def count_words(template: str) -> list[str]:
+    """The numerals and the number or rate words (a count, a multiple, a rate, a percentage) of
+    ``template`` outside its ``$...$`` spans, ``«placeholders»`` and ``code``: a number a statement
+    asserts lives in a structured field an oracle checks (a param, a :class:`theory.statements.Threshold`,
+    a sharpness witness's data) and is cited as ``«name»``."""
+    prose = _CODE.sub(" ", _PLACEHOLDER.sub(" ", _SPAN.sub(" ", template)))
+    return [m.group(0) for m in _COUNTS.finditer(prose)]
+
+
+def _prose(entry: str) -> list[tuple[str, str]]:
+    """The texts of ``entry`` (a theorem, a claim or the conventions) whose numbers must be structured:
+    every registry text and sharpness witness, except the source quotes (the paper's own words, which
+    the statement's formulas check)."""
+    texts = [(w, t) for w, t in registry_texts()[entry] if not w.endswith(".source")]
+    if entry in registry.ids():
+        texts += [(sh.id, sh.statement) for sh in registry.get(entry).sharpness]
+    elif entry in registry.claim_ids():
+        texts += [(sh.id, sh.statement) for sh in registry.get_claim(entry).sharpness]
+    return texts
+
+
+@pytest.mark.parametrize(
+    "entry",
+    [
+        pytest.param(
+            e,
+            marks=pytest.mark.theorem(*registry.ids(), *registry.claim_ids())
+            if e == "conventions"
+            else pytest.mark.theorem(e),
+            id=e,
+        )
+        for e in [*_theorem_entries(), *registry.claim_ids()]
+    ],
+)
+def test_no_count_or_rate_is_free_text(entry):
+    found = [(where, w) for where, text in _prose(entry) for w in count_words(text)]
+    assert not found, f"{entry}: numbers, counts or rates in free text (cite them from a structured field): {found}"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "the kernel always has dimension 2",
+        "the kernel has dimension one",
+        "the error halves with each layer",
+        "the gap doubles per step",
+        "twice as wide",
+        "three times the radius",
+        "a threefold speed-up",
+        "at most 3 heads",
+        "two tokens are enough",
+        "it costs O(n) time",
+        "the defect decays exponentially",
+        "convergence is linear",
+        "a quadratic rate",
+        "within 5% of the null",
+        "the interval lies above 0.8",
+        "rows sum to zero",
+        "from 124M to 8B parameters",
+    ],
+)
+def test_counts_and_rates_are_found(text):
+    assert count_words(text)
+
+
+def test_formulas_placeholders_and_identifiers_are_not_counts():
+    assert not count_words("$\\dim\\ker\\Delta = 2$ and «kernel_dim»; T3.2, (c1), float32, E1/E2, RK4, Ex1")
+    assert not count_words("the linear prediction, linearly independent $T_h$, a linear-window fit, a quadratic form")
+    assert not count_words("`X.reshape(-1)` and `tol(float32, n)`; any other one; a single head")
+
+
+@pytest.mark.theorem("T3", "T4")
+def test_a_false_count_injected_into_a_statement_is_rejected():
+    """A false sentence typed into a conclusion's prose is found, though its formula is unchanged."""
+    t3 = registry.get("T3").conclusion("T3.kernel")
+    t4 = registry.get("T4").conclusion("T4.triangle")
+    for c, sentence in ((t3, "; the kernel always has dimension 2"), (t4, "; the error halves with each layer")):
+        assert not count_words(c.statement)
+        injected = c.statement + sentence
+        assert count_words(injected), injected
+    assert assertion_words(t3.statement + "; the kernel always has dimension 2") == ["always"]
+
+
 @pytest.mark.parametrize(
     "text",
     [
@@ -133,6 +325,9 @@ def test_t6_positive_spectral_radius_selects_the_constant_mode():
     ``T`` whose eigenvalue of largest modulus is real and positive: the symbol ``M(k) = â(k) T`` has
     its largest growth rate ``max Re eig(M(k) − I)`` at ``k = 0`` (literal DFT, dense eigenvalues); a
     transport whose top eigenvalue is negative selects another wavenumber (the premise is needed)."""
+    from theory.formulas.walks import margin
+
+    dominant = registry.get("T6").notes[1].params["dominant"]  # the note's formula, evaluated on the family M(k)
     rng = np.random.default_rng(20261202)
     checked = 0
     for _ in range(400):
@@ -147,6 +342,8 @@ def test_t6_positive_spectral_radius_selects_the_constant_mode():
         ahat = np.array([np.sum(a * np.exp(2j * np.pi * np.arange(n) * k / n)) for k in range(n)])
         growth = [np.max(np.linalg.eigvals(ahat[k] * T - np.eye(d)).real) for k in range(n)]
         assert growth[0] >= max(growth) - 1e-12 * (1 + abs(top)), (n, d, growth)
+        gap, _ = margin(dominant.edited(free=()), {"Mk": ahat[:, None, None] * T})
+        assert np.allclose(gap, growth[0] - np.array(growth), atol=1e-12 * (1 + abs(top))), (gap, growth)
         checked += 1
     assert checked >= 50
     # without the premise: T = -1 on the ring of 4 with the shift kernel selects k = 2 (â(2) = -1)

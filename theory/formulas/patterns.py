@@ -15,10 +15,10 @@ from __future__ import annotations
 
 import sympy as sp
 
-from . import X_, Identity, c, d, j, n, shown, zeta
+from . import X_, Identity, c, d, j, k, n, shown, zeta
 from .notation import MatrixOf
 from .spectral import k_star, sigma_, xstar_
-from .walks import ZETA, shown_base
+from .walks import ZETA, Relation, shown_base
 
 
 # ------------------------------------------------------------------------------------------------
@@ -165,6 +165,10 @@ GROWTH = Identity("growth", sigma_, AtK(Leading(MinusI(Mk)), k_star))
 ABSCISSA = Identity("abscissa", sp.re(sigma_), Abscissa(J_m))
 #: for real kernels and transports ``M(-k) = conj M(k)``: ``(k*, σ)`` and ``(-k*, conj σ)`` are one real pattern
 CONJUGATE = Identity("conjugate", MinusK(Mk), Conj(Mk))
+
+#: T6's note on the constant mode: no wavenumber grows faster than ``k = 0``,
+#: ``max Re spec(M(k) - I) ≤ max Re spec(M(0) - I)`` (one head, ``T``'s top eigenvalue real, positive)
+DOMINANT = Relation("dominant", sp.LessThan(Abscissa(MinusI(Mk)), AtK(Abscissa(MinusI(Mk)), 0)), (k,))
 
 # ------------------------------------------------------------------------------------------------
 # T6.H2's witness: token 0 moved off the homogeneous state

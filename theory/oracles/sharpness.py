@@ -185,8 +185,112 @@ def _cycle_ratio(X, M) -> float:
     return float(A[0, 1] * A[1, 2] * A[2, 0] / (A[0, 2] * A[2, 1] * A[1, 0]))
 
 
+def narrow_sharp(statement, sh) -> Verdict:
+    """The strict bound ``d_h < d`` of the never-orthogonal note is the best one: at the witness's ``d``
+    it admits one head width less than the witness's, not the witness's own, and the witness's head
+    (``W_O W_V``, exact) is orthogonal; a widened bound admits it (the universal would fail there)."""
+    rel = statement.params[sh.bound].rel
+    WV, WO = sp.Matrix(_rational(sh.instance["W_V"])), sp.Matrix(_rational(sh.instance["W_O"]))
+    dh, dd = WV.shape[0], sh.instance["d"]
+
+    def admitted(m):
+        return bool(rel.subs({_FW.d_h: m, _FW.d: dd}))
+
+    T = WO * WV
+    orthogonal = T.shape == (dd, dd) and sp.eye(dd) == T.T * T
+    ok = orthogonal and admitted(dh - 1) and not admitted(dh)
+    return Verdict(
+        ok,
+        0.0 if ok else 1.0,
+        0.0,
+        f"d = {dd}: d_h = {dh - 1} admitted {admitted(dh - 1)}, d_h = {dh} admitted {admitted(dh)}; orthogonal head: {orthogonal}",
+    )
+
+
+def _symbol_value(expr, k: int, inst: Mapping[str, Any]):
+    """The value at wavenumber ``k`` of an expression in the symbol ``M(k)`` (one head: ``â(k) T``),
+    ``M(k) - I``, its spectral abscissa and ``f|_{k = k0}``, exactly."""
+    from ..formulas import patterns as _FP
+
+    if expr == _FP.Mk:
+        a, T = _rational(inst["a"]), sp.Matrix(_rational(inst["T"]))
+        n = len(a)
+        ahat = sum(a[m] * sp.exp(2 * sp.pi * sp.I * m * k / n) for m in range(n))
+        return sp.nsimplify(sp.expand_complex(ahat)) * T
+    if isinstance(expr, _FP.AtK):
+        return _symbol_value(expr.args[0], int(expr.args[1]), inst)
+    if isinstance(expr, _FP.MinusI):
+        M = _symbol_value(expr.args[0], k, inst)
+        return M - sp.eye(M.shape[0])
+    if isinstance(expr, _FP.Abscissa):
+        return sp.Max(*(sp.re(e) for e in _symbol_value(expr.args[0], k, inst).eigenvals()))
+    if expr.is_Number:
+        return expr
+    if isinstance(expr, (sp.Add, sp.Mul)):
+        return expr.func(*(_symbol_value(x, k, inst) for x in expr.args))
+    raise TypeError(f"no value for {expr!r}")
+
+
+def dominant_attained(statement, sh) -> Verdict:
+    """The stated ``growth(k) ≤ growth(0)`` holds at every wavenumber of the witness (a stochastic
+    circulant kernel ``a``, ``T`` with a positive real top eigenvalue) and is an equality at some
+    ``k ≠ 0``: the least gap over ``k ≠ 0`` is exactly zero."""
+    rel = statement.params[sh.bound].rel
+    n = len(sh.instance["a"])
+    gaps = [
+        sp.simplify(_symbol_value(rel.rhs, k, sh.instance) - _symbol_value(rel.lhs, k, sh.instance)) for k in range(n)
+    ]
+    holds = all(g >= 0 for g in gaps)
+    least = sp.Min(*gaps[1:])
+    v = _gap_verdict([least], f"gaps rhs − lhs at k = 0..{n - 1}: {gaps}")
+    return Verdict(v.holds and holds, v.residual if holds else 1.0, 0.0, v.detail + f"; holds everywhere: {holds}")
+
+
+def radius_attained(statement, sh) -> Verdict:
+    """``ρ(W)`` of the witness's exact walk (``W = I − Δ``) equals the stated bound with its rounding
+    allowance (any other symbol of the bound) set to zero."""
+    rel = statement.params[sh.bound].rel
+    D = generator(sh.instance)
+    W = sp.eye(D.shape[0]) - D
+    rho = sp.Max(*(sp.Abs(e) for e in W.eigenvals()))
+    rhs = rel.rhs.subs(dict.fromkeys(rel.rhs.free_symbols, 0))
+    return _gap_verdict([rhs - rho], f"ρ(W) = {rho} vs the stated bound {rel.rhs} (allowance 0: {rhs})")
+
+
+def scale_attained(statement, sh) -> Verdict:
+    """The closed-form scale of the involution fit, ``Σ|λ_a| / ‖Z‖²`` (``λ``: the eigenvalues of the
+    symmetric part of ``Zᵀ Y``), on the witness's exact ``Z``, ``Y`` equals the end of the stated range."""
+    rel = statement.params[sh.bound].rel
+    Z, Y = sp.Matrix(_rational(sh.instance["Z"])), sp.Matrix(_rational(sh.instance["Y"]))
+    M = Z.T * Y
+    lam = (M + M.T) / 2
+    s_star = sum(sp.Abs(e) * m for e, m in lam.eigenvals().items()) / sum(x**2 for x in Z)
+    end = rel.rhs if isinstance(rel, sp.GreaterThan) else rel.lhs
+    return _gap_verdict([s_star - end], f"closed-form scale {s_star} vs the end {end} of the stated range")
+
+
+def threshold_pair(claim, sh) -> Verdict:
+    """A claim's threshold witness: :func:`theory.oracles.decisions.check_pair`."""
+    from .decisions import check_pair
+
+    return check_pair(claim, sh)
+
+
 CHECKS: dict[str, Callable[[Any, Any], Verdict]] = {
-    f.__name__: f for f in (spectrum_ends, disk_boundary, rank_attained, kernel_dim, size_sharp, size_not_needed)
+    f.__name__: f
+    for f in (
+        spectrum_ends,
+        disk_boundary,
+        rank_attained,
+        kernel_dim,
+        size_sharp,
+        size_not_needed,
+        narrow_sharp,
+        dominant_attained,
+        radius_attained,
+        scale_attained,
+        threshold_pair,
+    )
 }
 
 
@@ -208,10 +312,12 @@ class _Noted:
 
 
 def check(theorem, sh, statement=None) -> Verdict:
-    """Judge the sharpness witness ``sh`` of ``theorem`` against the bound as ``statement`` (default:
+    """Judge the sharpness witness ``sh`` of ``theorem`` (or of a claim: a
+    :class:`theory.statements.Claim`, its own statement) against the bound as ``statement`` (default:
     the registry's statement ``sh.of``) states it."""
-    st = statement if statement is not None else statement_of(theorem, sh.of)
-    return CHECKS[sh.check](st, sh)
+    if statement is None:
+        statement = theorem if hasattr(theorem, "thresholds") else statement_of(theorem, sh.of)
+    return CHECKS[sh.check](statement, sh)
 
 
 __all__ = ["CHECKS", "check", "generator", "statement_of"]

@@ -35,7 +35,8 @@ from ..errors import UnknownTheoremError
 from ..statements import Claim, Conclusion, Hypothesis, Witness
 from ..theorem import Source, Theorem
 from .assertions import ASSERTIONS
-from .claims import CLAIMS
+from .claim_sharpness import CLAIM_SHARPNESS
+from .claims import CLAIMS as _MEASURED
 from .conventions import CONVENTIONS  # the conventions (rendered first in THEOREMS.md)
 from .lemmas import LEMMAS
 from .sharpness import SHARPNESS
@@ -169,6 +170,12 @@ EVALUATED_BY_TESTS: dict[str, dict[str, tuple[str, str]]] = {
         "narrow": (f"{_FW_TESTS}::test_head_rank_note", "on random narrow heads"),
         "never": (f"{_FW_TESTS}::test_head_rank_note", "on random narrow heads: none is orthogonal"),
     },
+    "T6.note1": {
+        "dominant": (
+            "tests/theory/test_assertions.py::test_t6_positive_spectral_radius_selects_the_constant_mode",
+            "on random stochastic circulant kernels and transports with a positive real top eigenvalue",
+        ),
+    },
     "T6.selection": {
         "velocity": (
             "tests/numerics/test_t6_emergence.py::test_emergence_follows_the_symbol",
@@ -223,7 +230,8 @@ IMPLEMENTATION_TESTS: dict[str, tuple[str, ...]] = {
 
 #: the theory area's tests of one entry beyond the statement tests (listed with its symbolic tests)
 THEORY_TESTS: dict[str, tuple[str, ...]] = {
-    "T3": ("tests/theory/test_discriminating.py",),  # walks with a kernel and non-symmetric transports
+    # walks with a kernel and non-symmetric transports; a false count injected into T3's prose
+    "T3": ("tests/theory/test_discriminating.py", "tests/theory/test_assertions.py"),
     "T4": ("tests/theory/test_assertions.py",),  # the claim words and their structure
     "T6": ("tests/theory/test_assertions.py",),  # the note on the constant mode
 }
@@ -260,6 +268,8 @@ LEMMAS = [_scoped(t) for t in LEMMAS]
 #: every registered statement, lemmas first (they are used by the theorems)
 THEOREMS: list[Theorem] = LEMMAS + MAIN
 _BY_ID = {t.id: t for t in THEOREMS}
+#: the empirical claims, each with the sharpness witnesses of its thresholds and bounds
+CLAIMS: list[Claim] = [_replace(c, sharpness=CLAIM_SHARPNESS.get(c.id, ())) for c in _MEASURED]
 _CLAIMS_BY_ID = {c.id: c for c in CLAIMS}
 
 

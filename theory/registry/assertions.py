@@ -12,6 +12,7 @@ instance). ``tests/theory/test_assertions.py`` rejects the words in free text.
 from __future__ import annotations
 
 from .. import formulas as _F
+from ..formulas import patterns as _FP
 from ..formulas import reversibility as _FR
 from ..formulas import spectral as _FS
 from ..statements import Assertion, Note
@@ -46,12 +47,13 @@ NEVER_ORTHOGONAL = Assertion("never", evaluated_by="tests/theory/test_formulas_w
 T6_CONSTANT_MODE = Note(
     "For real kernels the mode $(k^*, \\sigma)$ and its conjugate (T6.selection's conjugation) are the same real "
     "pattern; compare selections modulo this conjugation. With one head, a positive real eigenvalue of $T$ equal to "
-    "its spectral radius «always» selects the constant mode $\\varphi_0$ (clustering): no other wavenumber has a "
-    "larger growth rate.",
+    "its spectral radius «always» selects the constant mode $\\varphi_0$ (clustering): «dominant» at every "
+    "wavenumber $k$.",
     {
+        "dominant": _FP.DOMINANT,
         "always": Assertion(
             "always",
             evaluated_by="tests/theory/test_assertions.py::test_t6_positive_spectral_radius_selects_the_constant_mode",
-        )
+        ),
     },
 )

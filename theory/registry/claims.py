@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from ..formulas import claims as _FC
 from ..formulas import walks as _FW
-from ..statements import Claim
-from .common import E12_RULE, NULL_RANDOM, SEED_A, SEED_B
+from ..statements import Claim, Threshold
+from .common import E12_RULE, EFFECT_THRESHOLDS, NULL_RANDOM, SEED_A, SEED_B
 
 #: the test module that evaluates the claims' formulas against the statistics their modules compute
 _FORMULA_TESTS = "tests/paper_checks/test_claim_formulas.py"
@@ -31,6 +31,7 @@ CLAIMS: list[Claim] = [
         module="paper_checks.claims",
         source=SEED_A,
         tests=("tests/paper_checks/test_known_answers.py", "tests/paper_checks/test_inference.py"),
+        thresholds=EFFECT_THRESHOLDS,
     ),
     Claim(
         "E2",
@@ -48,24 +49,26 @@ CLAIMS: list[Claim] = [
         tests=("tests/paper_checks/test_known_answers.py", "tests/paper_checks/test_stats.py", _FORMULA_TESTS),
         params={"procrustes": _FC.PROCRUSTES},
         evaluated_by=_by("test_e2_procrustes_defect_is_the_rendered_formula", "procrustes"),
+        thresholds=EFFECT_THRESHOLDS,
     ),
     Claim(
         "E3",
         "E1 and E2 strengthen with scale",
-        "E1 and E2 strengthen consistently with scale (paper: 124M → 8B; encoder and decoder)",
+        "E1 and E2 strengthen consistently with scale (the paper's models, from the smallest to the largest; encoder and decoder)",
         statistic=(
             "for consecutive sizes of one architecture kind, the claim-oriented effect of the larger model minus "
             "that of the smaller one"
         ),
         null_model="each model's own random-initialisation null; the difference interval comes from independent draws",
         decision_rule=(
-            "'reproduced' if the difference interval is > 0 and the larger model's own E1/E2 verdict is "
-            "reproduced; 'not reproduced' if < 0; 'insufficient scale range' with fewer than two sizes; "
-            "otherwise 'inconclusive' (`paper_checks.inference.decide_scale`)"
+            "'reproduced' if the difference interval lies above «side» and the larger model's own E1/E2 verdict is "
+            "reproduced; 'not reproduced' if it lies below «side»; 'insufficient scale range' with fewer than "
+            "«min_sizes» sizes; otherwise 'inconclusive' (`paper_checks.inference.decide_scale`)"
         ),
         module="paper_checks.claims",
         source=SEED_A,
         tests=("tests/paper_checks/test_inference.py",),
+        thresholds={"side": Threshold(0), "min_sizes": Threshold(2)},
     ),
     Claim(
         "E4",
@@ -92,20 +95,25 @@ CLAIMS: list[Claim] = [
         statistic=(
             "agreement fraction between the linear prediction (symbol $M(k)$, T6) and the simulated onset pattern "
             "over a phase-diagram sweep (a cell agrees iff «agreement», $c$ the coarse classes, $k$ the wave numbers), "
-            "with a Wilson 95% interval; per component, the fraction of cell pairs differing only in that component "
+            "with a Wilson «level» interval; per component, the fraction of cell pairs differing only in that component "
             "whose observed pattern differs"
         ),
         null_model="the same fraction computed on the predictions (what the linear theory alone implies)",
         decision_rule=(
-            "agreement: 'reproduced' if the Wilson interval lies above 0.8, 'not reproduced' if below; "
-            "components: 'reproduced' if the interval lies above 0.1, 'not reproduced' if below; "
-            "otherwise 'inconclusive'"
+            "agreement: 'reproduced' if the Wilson interval lies above «agreement_min», 'not reproduced' if below; "
+            "components: 'reproduced' if the interval lies above «component_min», 'not reproduced' if below; "
+            "otherwise 'inconclusive' (`paper_checks.e5.report`)"
         ),
         module="paper_checks.e5",
         source=SEED_B,
         tests=("tests/paper_checks/test_e5_phase.py", _FORMULA_TESTS),
         params={"agreement": _FC.AGREEMENT},
         evaluated_by=_by("test_e5_agreement_is_the_rendered_formula", "agreement"),
+        thresholds={
+            "level": Threshold("19/20", percent=True),
+            "agreement_min": Threshold("4/5"),
+            "component_min": Threshold("1/10"),
+        },
     ),
     Claim(
         "E6",
@@ -116,16 +124,18 @@ CLAIMS: list[Claim] = [
         ),
         statistic=(
             "paired differences between the aligned arm and each baseline arm: optimiser steps to a loss "
-            "threshold and test accuracy at small data sizes (cyclic-shift task; GPSA on 8×8 digits)"
+            "threshold and test accuracy at small data sizes (cyclic-shift task; GPSA on the scikit-learn digits)"
         ),
         null_model="baseline arms (absolute PE, zero relative bias, misaligned prior) sharing seeds and data with the aligned arm",
         decision_rule=(
-            "per baseline: 'reproduced' if the 95% paired t-interval of the effect lies above 0, "
-            "'not reproduced' if its upper end is at most 0, 'inconclusive' otherwise"
+            "per baseline: 'reproduced' if the «level» paired t-interval of the effect lies above «side», "
+            "'not reproduced' if its upper end is at most «side», 'inconclusive' otherwise "
+            "(`paper_checks.e6.report.effect_verdict`)"
         ),
         module="paper_checks.e6",
         source=SEED_B,
         tests=("tests/paper_checks/test_e6_prior.py",),
+        thresholds={"level": Threshold("19/20", percent=True), "side": Threshold(0)},
     ),
     # LAP (issue 13): the T3 hypotheses measured on real layers; added by the LAP check's branch
     Claim(
@@ -140,7 +150,7 @@ CLAIMS: list[Claim] = [
             "per layer and prompt, on the layer's real input $x$ (rows $x_i$), in T2's walk gauge «P», «O» where "
             "«g», with $\\pi$ stationary and $W$ the walk: each hypothesis's defect — (a) «stochastic»; (b) "
             "«detailed_balance»; the same for the blocks, gauge-free, «block_detailed_balance» ($\\pi'$ the stationary "
-            "law of the block norms $N$ with rows normalised by $r$); (c) the $P$-weighted transpose asymmetry over the two-way edges "
+            "law of the block norms $N$ with rows normalised by $r$); (c) the $P$-weighted transpose asymmetry over the edges used both ways "
             "«transpose_symmetry», the orthogonality defect «orthogonality» and the scaled-isometry defect (CV of "
             "all $d$ squared singular values of $O_{ij}$) «scaled_isometry» — and each conclusion's status: «self_adjoint»; the "
             "Dirichlet identity on $x$, «dirichlet», since «dirichlet_split» for any $\\pi$-weighted walk; the "
@@ -156,9 +166,9 @@ CLAIMS: list[Claim] = [
         ),
         null_model=NULL_RANDOM,
         decision_rule=(
-            "direction: smaller = closer to a connection Laplacian; 'reproduced' if the 95% bootstrap "
-            "interval of the effect (trained − null) lies below 0; 'not reproduced' if above 0 or entirely "
-            "within ±5% of |null|; otherwise 'inconclusive' (`paper_checks.inference.decide`); separately a "
+            "direction: smaller = closer to a connection Laplacian; 'reproduced' if the «level» bootstrap "
+            "interval of the effect (trained − null) lies below «side»; 'not reproduced' if above «side» or entirely "
+            "within ±«equivalence» of |null|; otherwise 'inconclusive' (`paper_checks.inference.decide`); separately a "
             "status per statistic: 'holds' iff the trained interval lies at or below tol(float32, n) (the "
             "model computes softmax in float32; the spectral radius: «radius_status»)"
         ),
@@ -166,6 +176,7 @@ CLAIMS: list[Claim] = [
         source=SEED_A,
         tests=("tests/paper_checks/test_laplacian_check.py", _FORMULA_TESTS),
         params={"P": _FW.DEF_P, "g": _FW.DEF_G, "O": _FW.DEF_O, **_FC.LAP},
+        thresholds={k: EFFECT_THRESHOLDS[k] for k in ("level", "side", "equivalence")},
         evaluated_by={
             **_by(
                 "test_lap_hypothesis_defects_are_the_rendered_formulas",

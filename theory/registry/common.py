@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from .. import cases as _cases
 from ..formulas import tolerances as _FT
-from ..statements import Conclusion
+from ..statements import Conclusion, Threshold
 
 SEED_A = "Seed A: *From Self-Attention to Connection Laplacian: A Unified Operator View of Transformers* (arXiv 2607.10677; seeds/000_5bdc14e69496fe14.txt, seeds/002_3d12162842770432.txt)"
 SEED_B = "Seed B: *Pattern Formation in Transformers* (seeds/004_438af889239262c2.txt)"
@@ -45,9 +45,7 @@ SPECTRUM_TOLERANCE = (
 )
 #: a quadratic form's relative residual within ``«tol_form»``
 FORM_TOLERANCE = f"relative residual of the form «tol_form» ({EPSILON})"
-_RANK = (
-    "by SVD: a singular value $\\sigma$, relative to the larger of 1 and the largest, counts as zero when «tol_rank»"
-)
+_RANK = "by SVD: a singular value $\\sigma$, relative to the largest singular value floored at unity, counts as zero when «tol_rank»"
 
 
 def relative(bound: _FT.Tolerance) -> tuple[str, dict]:
@@ -82,7 +80,7 @@ T5_KERNEL_RULE = (
     {"tol": _FT.OPERATOR, "tol_rank": _FT.RANK, "tol_span": _FT.SPAN},
 )
 SELECTION_RULE = (
-    "the growth rate against the dense Jacobian's, relative to the larger of 1 and its size, «tol_growth»; "
+    "the growth rate against the dense Jacobian's, relative to its size floored at unity, «tol_growth»; "
     "the conjugation: " + RELATIVE_TOLERANCE,
     {"tol": _FT.RING, "tol_growth": _FT.GROWTH},
 )
@@ -93,12 +91,12 @@ KRON_SPECTRUM_RULE = (
 )
 CONSTANT_RULE = (
     "the nearest-Kronecker miss and every block's distance to its multiple of the transports' sum (and the "
-    "coefficients' negative parts) within «tol», the two tests agreeing; heads equal within «tol_heads»",
+    "coefficients' negative parts) within «tol», both tests agreeing; heads equal within «tol_heads»",
     {"tol": _FT.KRONECKER, "tol_heads": _FT.EQUAL_HEADS},
 )
 EXACT_RULE = (
-    "the mpmath value (40 digits) differs from `miss_exact` by «tol»; the rounded `miss` within half a unit "
-    "of its last decimal",
+    "the mpmath value (at the working precision of `theory.oracles.walks`) differs from `miss_exact` by «tol»; "
+    "the rounded `miss` is its nearest decimal at the statement's `digits`",
     {"tol": _FT.EXACT},
 )
 
@@ -123,12 +121,22 @@ ROTATION = [["3/5", "-4/5"], ["4/5", "3/5"]]  # a rational rotation (Cayley), no
 REFLECTION = [[1, 0], [0, -1]]
 T2_COUNTEREXAMPLE_PARAMS = dict(_cases.T2_COUNTEREXAMPLE)
 
+#: the numbers of the effect rule (E1, E2, LAP): the interval's confidence level, the side the effect
+#: interval must clear, the reference a late/early ratio's trained interval must stay below and the
+#: fraction of |null| inside which an effect counts as none (:class:`theory.statements.Threshold`)
+EFFECT_THRESHOLDS = {
+    "level": Threshold("19/20", percent=True),
+    "side": Threshold(0),
+    "reference": Threshold(1),
+    "equivalence": Threshold("1/20", percent=True),
+}
 E12_RULE = (
-    "'reproduced' if the 95% bootstrap interval of the effect (trained − null) lies on the claim side of 0 "
-    "(and, for late/early ratios, the trained interval below the reference 1); 'not reproduced' if it lies on "
-    "the wrong side, or entirely within ±5% of |null|; otherwise 'inconclusive' (`paper_checks.inference.decide`)"
+    "'reproduced' if the «level» bootstrap interval of the effect (trained − null) lies on the claim side of «side» "
+    "(and, for late/early ratios, the trained interval below the reference «reference»); 'not reproduced' if it "
+    "lies on the wrong side, or entirely within ±«equivalence» of |null|; otherwise 'inconclusive' "
+    "(`paper_checks.inference.decide`)"
 )
 NULL_RANDOM = (
-    "`random:<same architecture>`: the same architecture at random initialisation (3 seeds), measured on "
-    "the same prompts; nested bootstrap over seeds and prompts"
+    "`random:<same architecture>`: the same architecture at random initialisation (`null_seeds` seeds of "
+    "`paper_checks.main_job`), measured on the same prompts; nested bootstrap over seeds and prompts"
 )

@@ -15,7 +15,7 @@ CONVENTIONS: tuple[Convention, ...] = (
         ("t1_walk",),
     ),
     Convention(
-        "Stacking is **token-major**: «stacking» (`X.reshape(-1)`), «entry»; so block $(i,j)$ of an operator «W» acts from token $j$ to token $i$. Feature-major stacking turns «kron» into «kron_feature» (L1: «token_major» but «feature_major»); mixing the two is the classic silent bug.",
+        "Stacking is **token-major**: «stacking» (`X.reshape(-1)`), «entry»; so block $(i,j)$ of an operator «W» acts from token $j$ to token $i$. Feature-major stacking turns «kron» into «kron_feature» (L1: «token_major» but «feature_major»); mixing the stackings is the classic silent bug.",
         {
             "stacking": _FW.STACKING,
             "entry": _FW.STACK_ENTRY,

@@ -80,7 +80,7 @@ LEMMAS: list[Theorem] = [
         conclusions=(
             make_conclusion(
                 "L2.rows",
-                "rows sum to one, «rows», and so the derivative of a row sums to zero, «derivative», for every row $i$ and every coordinate $x$ of the input",
+                "rows are normalised, «rows», and so the derivative of a row cancels, «derivative», for every row $i$ and every coordinate $x$ of the input",
                 params={"rows": _FW.L2_ROWS, "derivative": _FW.L2_DERIVATIVE},
                 derivations=("L2::rows sum to 1", "L2::sum_j d A_0j / d x_ab = 0"),
                 tests=("tests/theory/test_derivations.py::test_l2_catches_unnormalised_attention",),
@@ -110,7 +110,7 @@ LEMMAS: list[Theorem] = [
                 witnesses=(
                     Witness(
                         "L3.balance.w1",
-                        "directed 3-cycle: no inner product makes $\\Delta$ self-adjoint",
+                        "directed cycle: no inner product makes $\\Delta$ self-adjoint",
                         derivation="T3::drop (b) [directed 3-cycle",
                     ),
                 ),
@@ -133,7 +133,7 @@ LEMMAS: list[Theorem] = [
         conclusions=(
             make_conclusion(
                 "L3.identity",
-                "the π-form of the generator equals the Dirichlet form plus a stochasticity correction (rows need not sum to 1), entrywise: «identity»",
+                "the π-form of the generator equals the Dirichlet form plus a stochasticity correction (rows need not be normalised), entrywise: «identity»",
                 params={"identity": _F.DIRICHLET_CORRECTED},
                 derivations=("L3::<x,(I-W)x>_pi = Dirichlet + sum_i pi_i (1-r_i)|x_i|^2",),
                 tests=("tests/theory/test_derivations.py::test_derivation_reaches_exact_zero",),

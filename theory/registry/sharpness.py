@@ -25,6 +25,15 @@ SHARPNESS: dict[str, tuple[Sharpness, ...]] = {
             {"kind": "heads", "W_V": [[1, 0, 0], [0, 1, 0]], "W_O": [[1, 0], [0, 1], [0, 0]], "d_h": 2},
             "rank_attained",
         ),
+        Sharpness(
+            "T2.note0.narrow.sharp",
+            "T2.note0",
+            "narrow",
+            "the width bound is the best one: at $d = «d»$ the full-width head $W_{V} = «W_V»$, $W_{O} = «W_O»$ "
+            "(the first width the bound leaves out) is orthogonal, so a bound admitting it would make the note false",
+            {"kind": "heads", "d": 2, "W_V": [[1, 0], [0, 1]], "W_O": [[1, 0], [0, 1]]},
+            "narrow_sharp",
+        ),
     ),
     "T3": (
         Sharpness(
@@ -32,7 +41,7 @@ SHARPNESS: dict[str, tuple[Sharpness, ...]] = {
             "T3.spectrum",
             "lo,hi",
             "both ends are attained: the swap walk $P = «P»$ with $O = «O[0][1]»$ has the spectrum of "
-            "$\\Delta$ exactly the two ends (the constant section and the alternating one)",
+            "$\\Delta$ exactly the ends (the constant section and the alternating one)",
             {"kind": "walk", "P": _SWAP, "O": [[[[1]], [[1]]], [[[1]], [[1]]]]},
             "spectrum_ends",
         ),
@@ -41,7 +50,7 @@ SHARPNESS: dict[str, tuple[Sharpness, ...]] = {
             "T3.scaled",
             "scaled_spectrum",
             "both ends are attained for every scale: the swap walk $P = «P»$ with the transports $s$ times "
-            "$Q = «Q[0][1]»$, at $s = «s»$ and at $s = «s2»$, has the spectrum of $\\Delta$ exactly the two ends",
+            "$Q = «Q[0][1]»$, at $s = «s»$ and at $s = «s2»$, has the spectrum of $\\Delta$ exactly the ends",
             {"kind": "walk", "P": _SWAP, "Q": [[[[1]], [[1]]], [[[1]], [[1]]]], "s": "1/2", "s2": 3},
             "spectrum_ends",
         ),
@@ -62,7 +71,7 @@ SHARPNESS: dict[str, tuple[Sharpness, ...]] = {
             "T3.note0.sharp",
             "T3.note0",
             "disk",
-            "the disk is attained on its boundary: the directed 3-cycle $P = «P»$ with $O = «O[0][1]»$ (stochastic, "
+            "the disk is attained on its boundary: the directed cycle $P = «P»$ with $O = «O[0][1]»$ (stochastic, "
             "orthogonal, uniform stationary $\\pi$, not reversible) has every eigenvalue of $\\Delta$ at the radius",
             {"kind": "walk", "P": [[0, 1, 0], [0, 0, 1], [1, 0, 0]], "O": [[[[1]]] * 3] * 3},
             "disk_boundary",
@@ -82,8 +91,8 @@ SHARPNESS: dict[str, tuple[Sharpness, ...]] = {
             "T4.softmax.not_sharp",
             "T4.softmax",
             "size",
-            "not sharp: below the size bound every T4 conclusion still holds (any two tokens are affinely "
-            "collinear, so every two-token softmax attention is reversible), e.g. $X = «X»$, $M = «M»$ "
+            "not sharp: below the size bound every T4 conclusion still holds (any pair of tokens is affinely "
+            "collinear, so every softmax attention on a pair is reversible), e.g. $X = «X»$, $M = «M»$ "
             "(not symmetric); the bound is where the criterion has content: at its smallest size $X = «X_at»$, "
             "$M = «M_at»$ gives a non-reversible attention; the best constant found for the conclusions is one token",
             {
@@ -102,9 +111,9 @@ SHARPNESS: dict[str, tuple[Sharpness, ...]] = {
             "T5.laplacian.sharp",
             "T5.laplacian",
             "lo,hi",
-            "both ends are attained: $A = «A»$ with $T = «T»$ (the eigenvalue 1 of $A$ against the two "
-            "eigenvalues of $T$) has the spectrum of $\\Delta$ reaching both ends",
-            {"kind": "sha", "A": _HALF, "T": [[1, 0], [0, -1]]},
+            "both ends are attained: $A = «A»$ with $T = «T»$ (the eigenvalue $\\lambda = «lam»$ of $A$ against "
+            "each eigenvalue of $T$) has the spectrum of $\\Delta$ reaching both ends",
+            {"kind": "sha", "A": _HALF, "T": [[1, 0], [0, -1]], "lam": 1},
             "spectrum_ends",
         ),
         Sharpness(
@@ -114,6 +123,18 @@ SHARPNESS: dict[str, tuple[Sharpness, ...]] = {
             "both ends are attained by a non-orthogonal involution: $A = «A»$, $T = «T»$",
             {"kind": "sha", "A": _HALF, "T": [[1, 1], [0, -1]]},
             "spectrum_ends",
+        ),
+    ),
+    "T6": (
+        Sharpness(
+            "T6.note1.sharp",
+            "T6.note1",
+            "dominant",
+            "the growth bound is attained away from the constant mode: one head with the kernel $a = «a»$ (offsets "
+            "from the token on the ring) and $T = «T»$ grows at the wavenumber $k = «k»$ exactly as fast as at the "
+            "constant mode",
+            {"kind": "symbol", "a": ["1/2", 0, "1/2", 0], "T": [[2, 0], [0, -1]], "k": 2},
+            "dominant_attained",
         ),
     ),
 }

@@ -92,7 +92,7 @@ T3: Theorem = Theorem(
             witnesses=(
                 Witness(
                     "T3.b.w1",
-                    "directed 3-cycle $P = «P»$, $O = «O[0][1]»$: «spectrum», self-adjoint in no inner product",
+                    "directed cycle $P = «P»$, $O = «O[0][1]»$: «spectrum», self-adjoint in no inner product",
                     fails=("T3.self_adjoint", "T3.spectrum"),
                     instance={"kind": "walk", "P": [[0, 1, 0], [0, 0, 1], [1, 0, 0]], "O": [[[[1]]] * 3] * 3},
                     params=_facts("T3.b.w1"),
@@ -117,7 +117,7 @@ T3: Theorem = Theorem(
                 ),
                 Witness(
                     "T3.c1.w2",
-                    "keep «inverse» only (3-cycle, weights $«weight»$, $O_{12} = «O12»$, $O_{23} = «O23»$, "
+                    "keep «inverse» only (directed cycle, weights $«weight»$, $O_{12} = «O12»$, $O_{23} = «O23»$, "
                     "$O_{31} = «O31»$, the derivation's data): a negative eigenvalue, «negative», and a complex pair",
                     params={
                         "inverse": _FL.INVERSE,
@@ -131,7 +131,7 @@ T3: Theorem = Theorem(
         Hypothesis(
             "T3.c2",
             "(c2) transpose-compatible",
-            "transpose-compatible on every two-way edge: «transpose»",
+            "transpose-compatible on every edge used both ways: «transpose»",
             predicate="transpose_compatible",
             params={"transpose": _F.TRANSPOSE},
             witnesses=(
@@ -153,7 +153,7 @@ T3: Theorem = Theorem(
     conclusions=(
         make_conclusion(
             "T3.self_adjoint",
-            "$\\Delta$, the generator of the conventions, is self-adjoint in their $\\pi$ inner product, entrywise: «self_adjoint» (at unit vectors $x$, $y$ the two sides are the entries of $\\Delta$ weighted by $\\pi$ and of its transpose)",
+            "$\\Delta$, the generator of the conventions, is self-adjoint in their $\\pi$ inner product, entrywise: «self_adjoint» (at unit vectors $x$, $y$ both sides are the entries of $\\Delta$ weighted by $\\pi$ and of its transpose)",
             predicate="walk_self_adjoint",
             params={"self_adjoint": _F.SELF_ADJOINT},
             tolerance=relative(_FT.OPERATOR),
@@ -162,7 +162,7 @@ T3: Theorem = Theorem(
         ),
         make_conclusion(
             "T3.spectrum",
-            "spectrum real, in $[«lo», «hi»]$: with the Dirichlet form, the upper form (the $\\pi$-form of twice the identity less $\\Delta$) is a sum of squares, entrywise: «upper_form»",
+            "spectrum real, in $[«lo», «hi»]$: with the Dirichlet form, the upper form (the $\\pi$-form of the reflected generator, the left side below) is a sum of squares, entrywise: «upper_form»",
             predicate="walk_spectrum",
             params={"lo": 0, "hi": 2, "upper_form": _F.UPPER_FORM},
             tolerance=SPECTRUM_RULE,
@@ -294,7 +294,7 @@ SPECTRAL_THEOREMS: list[Theorem] = [
         conclusions=(
             make_conclusion(
                 "T4.triangle",
-                "Kolmogorov triangle identity for every triple $i, j, k$ (with $S$, $Z$, $A$ as below, no mask: «no_mask»): «triangle»",
+                "Kolmogorov triangle identity for all tokens $i$, $j$, $k$ (with $S$, $Z$, $A$ as below, no mask: «no_mask»): «triangle»",
                 predicate="t4_triangle",
                 params={"triangle": _F.T4_TRIANGLE, "no_mask": _FR.NO_MASK},
                 tolerance=relative(_FT.ROW),
@@ -303,7 +303,7 @@ SPECTRAL_THEOREMS: list[Theorem] = [
             ),
             make_conclusion(
                 "T4.criterion",
-                "$A$ is reversible «iff» the right side of T4.triangle vanishes on every triple (the antisymmetric part $M_a$ of $M$ vanishes on the differences of the tokens); if — Kolmogorov's criterion, with $\\pi$ carried along the edges from token 0: «converse»; «only_if» — a reversible $A$ with a positive $\\pi$ balances every cycle (Kolmogorov): «kolmogorov»; «suffices» (symmetric scores) — detailed balance with $\\pi_i \\propto Z_i$: «balance» ($\\mu$: the mask, «no_mask» without one), and $\\pi$ is stationary: «stationary»; «not_necessary» — for affinely collinear tokens (any two tokens are) the right side vanishes for every $M$: «collinear», so the 'if' above applies",
+                "$A$ is reversible «iff» the right side of T4.triangle vanishes on all tokens $i$, $j$, $k$ (the antisymmetric part $M_a$ of $M$ vanishes on the differences of the tokens); if — Kolmogorov's criterion, with $\\pi$ carried along the edges from the first token: «converse»; «only_if» — a reversible $A$ with a positive $\\pi$ balances every cycle (Kolmogorov): «kolmogorov»; «suffices» (symmetric scores) — detailed balance with $\\pi_i \\propto Z_i$: «balance» ($\\mu$: the mask, «no_mask» without one), and $\\pi$ is stationary: «stationary»; «not_necessary» — for affinely collinear tokens (as any pair is: `T4.softmax.not_sharp`) the right side vanishes for every $M$: «collinear», so the 'if' above applies",
                 params={
                     "balance": _F.T4_BALANCE,
                     "stationary": _F.T4_STATIONARY,
@@ -501,7 +501,7 @@ SPECTRAL_THEOREMS: list[Theorem] = [
                 witnesses=(
                     Witness(
                         "T6.H2.w1",
-                        "inhomogeneous base state, token 0 moved off $x^*$ (the other tokens stay there): «moved»: extra derivative terms",
+                        "inhomogeneous base state, the first token moved off $x^*$ (the other tokens stay there): «moved»: extra derivative terms",
                         derivation="T6::drop H2",
                         params={"moved": _FP.MOVED},
                     ),
@@ -516,7 +516,7 @@ SPECTRAL_THEOREMS: list[Theorem] = [
                 witnesses=(
                     Witness(
                         "T6.H3.w1",
-                        "a non-circulant (absolute-position) attention on a ring of 3, $A0 = «A0[0]»$, $T = «T[0]»$: Fourier modes are not eigenvectors",
+                        "a non-circulant (absolute-position) attention on a ring, $A0 = «A0[0]»$, $T = «T[0]»$: Fourier modes are not eigenvectors",
                         fails=("T6.fourier",),
                         instance={
                             "kind": "ring",
@@ -583,7 +583,7 @@ SPECTRAL_THEOREMS: list[Theorem] = [
                 {**_cases.T6_EX1, "sigma": f"{_cases.T6_EX1['sigma_re']} + {_cases.T6_EX1['sigma_im']}*I"},
             ),
             Note(
-                "Reference case Ex3 (two heads, kernels centred at offsets $«centres|tex»$, non-commuting transports $T_h = «T|tex»$): the symbol selects $k^* = «k_star»$ up to sign while a per-head guess gives $k = «k_naive»$; the simulation follows the symbol.",
+                "Reference case Ex3 (a head per kernel, centred at offsets $«centres|tex»$, non-commuting transports $T_h = «T|tex»$): the symbol selects $k^* = «k_star»$ up to sign while a per-head guess gives $k = «k_naive»$; the simulation follows the symbol.",
                 _cases.T6_EX3,
             ),
         ),

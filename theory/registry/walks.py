@@ -125,7 +125,7 @@ WALK_THEOREMS: list[Theorem] = [
                 witnesses=(
                     Witness(
                         "T2.heads.w1",
-                        "a head with rows summing to 2, $A^1 = «As[0]»$ ($A^2 = «As[1]»$, $T_1 = «Ts[0]»$, $T_2 = «Ts[1]»$): the head mean $P$ is not a walk matrix",
+                        "a head whose rows are not normalised, $A^1 = «As[0]»$ ($A^2 = «As[1]»$, $T_1 = «Ts[0]»$, $T_2 = «Ts[1]»$): the head mean $P$ is not a walk matrix",
                         fails=("T2.walk",),
                         instance={
                             "kind": "mha",
