@@ -385,12 +385,30 @@ def eigenspace(T: np.ndarray, value: float, rel: float | None = None) -> np.ndar
     return null_space(T - value * np.eye(T.shape[0]), rel=rel, scale=max(float(np.linalg.norm(T, 2)), 1.0))
 
 
+def defined(ident, values: dict, name: str) -> np.ndarray:
+    """The value of ``name`` that the definition ``ident`` (``head = body``) states, read from both
+    sides: the body tabulated over the free indices and placed in the order of the head's indices
+    (``P_ji = A_ij`` defines ``P = Aᵀ``), a transposed matrix head (``Δᵀ = …``) transposed back;
+    ``ValueError`` if the left side is not ``name`` itself."""
+    import sympy as sp
+
+    head = ident.lhs
+    body = np.asarray(_F.tabulate(ident.rhs, ident.free, values), float)
+    if isinstance(head, sp.Indexed) and head.base.label.name == name and set(head.indices) == set(ident.free):
+        return np.transpose(body, [list(ident.free).index(x) for x in head.indices]).copy()
+    if isinstance(head, sp.Transpose) and getattr(head.arg, "name", None) == name and not ident.free:
+        return body.T.copy()
+    if getattr(head, "name", None) == name and not ident.free:
+        return body
+    raise ValueError(f"the formula {ident.name} does not define {name}: its left side is {head}")
+
+
 def sha_generator(A: np.ndarray, T: np.ndarray, params) -> np.ndarray:
     """``Δ``: the right side of the registry's formula ``params["laplacian"]`` (default
     :data:`theory.formulas.reversibility.LAPLACIAN`, ``I − A ⊗ T``) on ``A``, ``T``."""
     ident = params.get("laplacian", _FR.LAPLACIAN)
     values = {"A": A, "T": T, "n": A.shape[0], "d": T.shape[0]}
-    return np.asarray(_F.tabulate(ident.rhs, (), values), float)
+    return defined(ident, values, "Delta")
 
 
 def sha_walk(inst, params) -> tuple[dict, Verdict]:
@@ -400,8 +418,7 @@ def sha_walk(inst, params) -> tuple[dict, Verdict]:
     A, T = np.asarray(inst["A"], float), np.asarray(inst["T"], float)
     n, d = A.shape[0], T.shape[0]
     values = {"A": A, "T": T, "n": n, "d": d}
-    P = np.asarray(_F.tabulate(params["walk_p"].rhs, params["walk_p"].free, values), float)
-    O = np.asarray(_F.tabulate(params["walk_o"].rhs, params["walk_o"].free, values), float)
+    P, O = defined(params["walk_p"], values, "P"), defined(params["walk_o"], values, "O")
     walk = {"kind": "walk", "P": P, "O": O}
     lhs, rhs = _F.evaluate(params["laplacian"], {**values, "Delta": np.eye(n * d) - dense_walk(P, O)})
     scale = max(1.0, float(np.abs(A).sum(-1).max() * np.abs(T).sum(-1).max()))

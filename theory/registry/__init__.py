@@ -229,11 +229,16 @@ IMPLEMENTATION_TESTS: dict[str, tuple[str, ...]] = {
 
 
 #: the theory area's tests of one entry beyond the statement tests (listed with its symbolic tests)
+_DISC_WALKS = "tests/theory/test_discriminating_walks.py"  # each formula's mutant kinds rejected
+_DISC_SPECTRAL = "tests/theory/test_discriminating_spectral.py"
 THEORY_TESTS: dict[str, tuple[str, ...]] = {
     # walks with a kernel and non-symmetric transports; a false count injected into T3's prose
+    "T1": (_DISC_WALKS,),
+    "T2": (_DISC_WALKS,),
     "T3": ("tests/theory/test_discriminating.py", "tests/theory/test_assertions.py"),
-    "T4": ("tests/theory/test_assertions.py",),  # the claim words and their structure
-    "T6": ("tests/theory/test_assertions.py",),  # the note on the constant mode
+    "T4": ("tests/theory/test_assertions.py", _DISC_SPECTRAL),  # the claim words and their structure
+    "T5": (_DISC_SPECTRAL,),
+    "T6": ("tests/theory/test_assertions.py", _DISC_SPECTRAL),  # the note on the constant mode
 }
 
 
