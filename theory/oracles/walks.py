@@ -474,8 +474,12 @@ def t2_special(inst, params) -> Verdict:
     parts = []
     for key, dflt in (("shared_A", _FW.SHARED_A), ("shared_T", _FW.SHARED_T), ("cancelling", _FW.CANCELLING)):
         ident = params.get(key, dflt)
-        try:
-            prem = [float(np.max(np.abs(lp - rp), initial=0.0)) for lp, rp in _F.premise_residuals(ident, values)]
+        try:  # a premise's gate A^h_ij / Σ_l A^l_ij is 0/0 off support, where it is no condition: read as met
+            with np.errstate(invalid="ignore", divide="ignore"):
+                prem = [
+                    float(np.max(np.abs(np.nan_to_num(lp - rp, nan=0.0)), initial=0.0))
+                    for lp, rp in _F.premise_residuals(ident, values)
+                ]
         except IndexError:  # a premise names a head the instance does not have (H = 1)
             continue
         if any(r > t * scale for r in prem):
