@@ -562,3 +562,10 @@ def equivalence_reason(theorem_id: str, conclusion, mutant: Mutant) -> str | Non
             return f"the same characteristic polynomial at {sizes} (generic entries)"
         return None
     return equivalent(f0, f1, sizes, rules_for(theorem_id, conclusion, mutant.key))
+
+
+def mutant_params(names, mutants) -> list:
+    """``pytest.param`` per mutant name, tagged with its theorem (``mutants[name][0]``) and named by it."""
+    import pytest
+
+    return [pytest.param(nm, marks=pytest.mark.theorem(mutants[nm][0]), id=nm) for nm in names]

@@ -17,27 +17,15 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import sympy as sp
-from hypothesis import HealthCheck, Phase, find, given, settings
+from hypothesis import HealthCheck, find, given, settings
 from hypothesis import strategies as st
 
+from tests.theory import mutation as mu
 from theory import formulas as F
 from theory import oracles, registry
 
-PROPERTY = settings(
-    max_examples=60,
-    derandomize=True,
-    database=None,
-    deadline=None,
-    suppress_health_check=list(HealthCheck),
-)
-SEARCH = settings(
-    max_examples=60,
-    derandomize=True,
-    database=None,
-    deadline=None,
-    phases=[Phase.generate],
-    suppress_health_check=list(HealthCheck),
-)
+#: the property tests' settings and the search among their draws (shared with the other theorems' files)
+PROPERTY, SEARCH = mu.PROPERTY, mu.SEARCH
 
 
 def _rotation(rng, d: int) -> np.ndarray:

@@ -119,7 +119,7 @@ EQUIVALENT = [
 
 
 def _params(names):
-    return [pytest.param(nm, marks=pytest.mark.theorem(MUTANTS[nm][0]), id=nm) for nm in names]
+    return mu.mutant_params(names, MUTANTS)
 
 
 @pytest.mark.parametrize("tid, cid", [pytest.param(t, c, marks=pytest.mark.theorem(t), id=c) for t, c in CONCLUSIONS])
