@@ -84,20 +84,36 @@ def imports(module: str) -> list[tuple[str, bool]]:
     return out
 
 
+def _private(name: str) -> bool:
+    return name.startswith("_") and not name.startswith("__")
+
+
 def private_imports(module: str, source: str | None = None) -> list[tuple[str, str]]:
     """``(source module, name)`` for every ``from source import _name`` of ``module`` (its file, or
-    ``source`` in its place) whose source is another module of the three packages (dunder names and
-    submodules are not private names)."""
+    ``source`` in its place) whose source is another module of the project's packages (dunder names and
+    submodules are not private names), and ``(module, "")`` for every import of another project module
+    that is itself private (``numerics._x``, however it is imported)."""
     text = MODULES[module].read_text() if source is None else source
     tree = ast.parse(text, filename=str(MODULES[module]))
     out = []
     for node in ast.walk(tree):
-        if isinstance(node, ast.ImportFrom):
+        if isinstance(node, ast.Import):
+            for a in node.names:
+                src = _project_module(a.name)
+                if src and src != module and _private(src.rpartition(".")[2]):
+                    out.append((src, ""))
+        elif isinstance(node, ast.ImportFrom):
             base = _from_base(module, node)
             src = _project_module(base)
+            if src and src != module and _private(src.rpartition(".")[2]):
+                out.append((src, ""))
+                continue
             for a in node.names:
-                private = a.name.startswith("_") and not a.name.startswith("__")
-                if src and src != module and private and f"{base}.{a.name}" not in MODULES:
+                sub = f"{base}.{a.name}"
+                if sub in MODULES:
+                    if sub != module and _private(a.name):
+                        out.append((sub, ""))
+                elif src and src != module and _private(a.name):
                     out.append((src, a.name))
     return out
 
@@ -149,7 +165,7 @@ def test_packages_import_only_those_below_them(module):
 
 #: numerics' rooms by concern, bottom to top, each a one-way chain (a package's face last)
 ROOMS: dict[str, list[str]] = {
-    "base": ["numerics.errors", "numerics", "numerics.tolerance", "numerics._threads", "numerics.device"],
+    "base": ["numerics.errors", "numerics", "numerics.tolerance", "numerics.threads", "numerics.device"],
     "contracts": [
         "numerics.contracts.validate",
         "numerics.contracts.kinds",
@@ -340,6 +356,13 @@ def test_the_private_import_scan_sees_a_private_import():
         ("theory.oracles.instances", "_helper"),
         ("theory.rounding", "_late"),
     ]
+
+
+def test_the_private_import_scan_sees_a_private_module(monkeypatch):
+    # a private module imported three ways, its public name included, is one private import each
+    monkeypatch.setitem(MODULES, "numerics._hidden", MODULES["numerics.threads"])
+    src = "from numerics._hidden import public\nimport numerics._hidden\nfrom numerics import _hidden\n"
+    assert private_imports("numerics.walk", src) == [("numerics._hidden", "")] * 3
 
 
 @pytest.mark.parametrize("module", sorted(MODULES))

@@ -39,7 +39,6 @@ from dataclasses import dataclass, field
 
 import torch
 
-from numerics._threads import small_problem_threads as _threads_for
 from numerics.contracts.declarations import Float, Instance, Int, Passthrough, Tensor, contract
 from numerics.contracts.validate import as_tensor, check_finite, check_ndim
 from numerics.errors import ParameterError, ShapeError
@@ -55,6 +54,7 @@ from numerics.patterns.symbols import (
     TRAVELLING_HELIX,
     polarisation,
 )
+from numerics.threads import small_problem_threads
 
 __all__ = [
     "Thresholds",
@@ -242,7 +242,7 @@ def measure_mode(times, states, k: int, *, window=None, delays: int = 3, svd_rto
     the largest amplitude at the window's end is reported. For the conjugate representative use
     ``k > 0``; then ``velocity = −n Im σ / (2π k)`` as in :class:`numerics.patterns.symbols.PatternPrediction`."""
     X = as_tensor("states", states)
-    with _threads_for(X):
+    with small_problem_threads(X):
         return _measure_mode(times, X, k, window=window, delays=delays, svd_rtol=svd_rtol)
 
 
@@ -269,7 +269,7 @@ def _measure_mode(times, states, k, *, window, delays, svd_rtol) -> ModeFit:
 def classify_trajectory(times, states, *, window=None, thresholds: Thresholds | None = None) -> PatternObservation:
     """Classify a trajectory ``(T, n, d)`` (uniform ``times``) into a pattern class (module docstring)."""
     X = as_tensor("states", states)
-    with _threads_for(X):
+    with small_problem_threads(X):
         return _classify(times, X, window, thresholds)
 
 

@@ -11,7 +11,6 @@ import math
 
 import torch
 
-from numerics._threads import small_problem_threads
 from numerics.contracts.declarations import Choice, Flag, Float, Instance, Passthrough, Tensor, contract
 from numerics.contracts.validate import as_tensor, check_finite, check_memory, check_ndim, check_same
 from numerics.errors import (
@@ -21,6 +20,7 @@ from numerics.errors import (
     ShapeError,
 )
 from numerics.patterns.symbols import validate_kernels, validate_transports
+from numerics.threads import small_problem_threads
 
 __all__ = ["MHADynamics", "DYNAMICS", "STATE"]
 
@@ -170,7 +170,9 @@ class MHADynamics:
         """``M_h = 0``: attention does not depend on ``X`` (the flow is linear)."""
         return self.Wq is None
 
-    def _check_X(self, X, name: str = "X") -> torch.Tensor:
+    def check_state(self, X, name: str = "X") -> torch.Tensor:
+        """``X`` as a tensor of this dynamics' shape ``(..., n, d)``, dtype and device (errors name ``name``):
+        the check a loop runs once before it calls the unchecked forms below."""
         X = as_tensor(name, X)
         check_ndim(name, X, 2, "(..., n, d)")
         if X.shape[-1] != self.d or (self.n is not None and X.shape[-2] != self.n):
@@ -205,7 +207,7 @@ class MHADynamics:
     @contract(self=DYNAMICS, X=STATE, name="numerics.patterns.simulate.MHADynamics.attention")
     def attention(self, X) -> torch.Tensor:
         """``A^h(X)`` ``(..., H, n, n)``: softmax (row-stochastic) or sigmoid (unnormalised) of the scores."""
-        X = self._check_X(X)
+        X = self.check_state(X)
         if self.content_free and self.bias is not None:
             # constant attention: computed once (it does not depend on X)
             if self._A_const is None or self._A_const.dtype != X.dtype:
@@ -227,28 +229,29 @@ class MHADynamics:
     @contract(self=DYNAMICS, X=STATE, name="numerics.patterns.simulate.MHADynamics.velocity")
     def velocity(self, X) -> torch.Tensor:
         """``f(X) = MHA(X) − X``."""
-        return self._mha(X) - X
+        return self.mha_unchecked(X) - X
 
     __call__ = velocity
 
     @contract(self=DYNAMICS, X=STATE, name="numerics.patterns.simulate.MHADynamics.sphere_velocity")
     def sphere_velocity(self, X) -> torch.Tensor:
         """Tangent field ``P^⊥_{x_i} MHA(X)_i = m_i − (x_iᵀ m_i / ‖x_i‖²) x_i`` (the −x_i term drops out)."""
-        m = self._mha(X)
+        m = self.mha_unchecked(X)
         return m - (m * X).sum(-1, keepdim=True) / (X * X).sum(-1, keepdim=True) * X
 
-    # unchecked forms for the library's own loops (states it built and already checked)
+    # unchecked forms for the library's loops (numerics.patterns.simulate): a state checked once by
+    # check_state, then stepped without a contract per call
     _scores = scores.__wrapped__
     _attention = attention.__wrapped__
-    _mha = mha.__wrapped__
-    _velocity = velocity.__wrapped__
-    _sphere_velocity = sphere_velocity.__wrapped__
+    mha_unchecked = mha.__wrapped__
+    velocity_unchecked = velocity.__wrapped__
+    sphere_velocity_unchecked = sphere_velocity.__wrapped__
 
     @contract(self=DYNAMICS, X=Tensor("n d"), sphere=Flag(), name="numerics.patterns.simulate.MHADynamics.jacobian")
     def jacobian(self, X, *, sphere: bool = False) -> torch.Tensor:
         """Token-major Jacobian ``∂f(x)_{(i,a)} / ∂x_{(j,b)}`` ``(n·d, n·d)`` at one state ``X`` ``(n, d)``,
         by autograd on the actual (softmax / sigmoid) dynamics — the T6 reference."""
-        X = self._check_X(X)
+        X = self.check_state(X)
         check_ndim("X", X, 2, "(n, d)", max_ndim=2)
         n, d = X.shape
 
@@ -258,7 +261,7 @@ class MHADynamics:
             f"the dense (nd)×(nd) autograd Jacobian (n={n}, d={d})",
             "numerics.patterns.symbols.predict_pattern (FFT) or a smaller n",
         )
-        fn = self._sphere_velocity if sphere else self._velocity
+        fn = self.sphere_velocity_unchecked if sphere else self.velocity_unchecked
         with small_problem_threads(X):
             Jt = torch.autograd.functional.jacobian(
                 lambda v: fn(v.reshape(n, d)).reshape(-1), X.reshape(-1), vectorize=True

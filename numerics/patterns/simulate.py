@@ -56,7 +56,6 @@ from dataclasses import dataclass, field
 
 import torch
 
-from numerics._threads import small_problem_threads
 from numerics.contracts.declarations import Choice, Flag, Float, FloatDType, Int, Passthrough, Tensor, contract
 from numerics.contracts.validate import check_finite, check_memory
 from numerics.errors import (
@@ -68,6 +67,7 @@ from numerics.patterns.dynamics import DYNAMICS, STATE, MHADynamics
 from numerics.patterns.rk4_check import check_rk4_step, rk4_amplification
 from numerics.patterns.simulate_batched import BatchedDynamics, simulate_cells
 from numerics.patterns.symbols import StackSelection, discrete_selection, effective_time
+from numerics.threads import small_problem_threads
 
 __all__ = [
     "MHADynamics",
@@ -229,7 +229,7 @@ def simulate_flow(
     ``t_final / dt`` must be a whole number of steps (checked, not rounded silently). States are saved
     every ``save_every`` steps (plus the first and last). ``sphere=True``: tokens are first projected
     onto the unit sphere, then each RK4 step of the tangent field is followed by renormalisation."""
-    X = dyn._check_X(X0, "X0")
+    X = dyn.check_state(X0, "X0")
     check_finite("X0", X)
     dt = _check_positive("dt", dt)
     t_final = _check_positive("t_final", t_final)
@@ -243,7 +243,7 @@ def simulate_flow(
     if check_step:
         with small_problem_threads(X):
             check_rk4_step(dyn, X, dt, sphere=sphere)
-    fn = dyn._sphere_velocity if sphere else dyn._velocity
+    fn = dyn.sphere_velocity_unchecked if sphere else dyn.velocity_unchecked
     with small_problem_threads(X):
         times, states = _rk4_loop(fn, X, dt, steps, sphere, save_every, max_norm)
     return Trajectory(torch.tensor(times, dtype=torch.float64), torch.stack(states), "sphere" if sphere else "flow", dt)
@@ -300,7 +300,7 @@ def simulate_stack(
     onset selection of the stack (:func:`numerics.patterns.symbols.discrete_selection`) is attached as
     ``selection``; a different ``k*`` than the flow's, or a frozen selection, is added to
     ``warnings`` and emitted as :class:`SelectionWarning` (``warn=False`` to silence)."""
-    X = dyn._check_X(X0, "X0")
+    X = dyn.check_state(X0, "X0")
     check_finite("X0", X)
     eta = _check_positive("eta", eta)
     if int(layers) < 1:
@@ -322,9 +322,9 @@ def simulate_stack(
         for l in range(1, int(layers) + 1):
             where = f"layer {l}"
             if scheme == "postnorm":
-                X = nf(X + eta * dyn._mha(X), where=where)
+                X = nf(X + eta * dyn.mha_unchecked(X), where=where)
             else:
-                X = X + eta * dyn._mha(nf(X, where=where))
+                X = X + eta * dyn.mha_unchecked(nf(X, where=where))
             _guard(X, max_norm, where)
             if l % save_every == 0 or l == layers:
                 times.append(l)

@@ -46,7 +46,6 @@ from dataclasses import dataclass, field
 
 import torch
 
-from numerics._threads import small_problem_threads
 from numerics.contracts.declarations import Complex, Float, Instance, Int, Tensor, contract
 from numerics.contracts.validate import (
     as_tensor,
@@ -80,6 +79,7 @@ from numerics.patterns.stacks import (
     postnorm_layer_step,
     prenorm_layer_steps,
 )
+from numerics.threads import small_problem_threads
 from numerics.tolerance import tol
 
 __all__ = [

@@ -10,11 +10,11 @@ from typing import Any
 import numpy as np
 import torch
 
-from numerics._threads import torch_threads
 from numerics.errors import ParameterError, UnstableStepError
 from numerics.patterns.classify import Thresholds, classify_trajectory
 from numerics.patterns.simulate import BatchedDynamics, MHADynamics, check_rk4_step, simulate_cells
 from numerics.patterns.symbols import discrete_selection, prenorm_layer_steps
+from numerics.threads import torch_threads
 from paper_checks.e5.cells import (
     C_CLUSTER,
     C_COEXISTING,

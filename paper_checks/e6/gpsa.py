@@ -10,8 +10,8 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from numerics._threads import torch_threads
 from numerics.device import default_device
+from numerics.threads import torch_threads
 from paper_checks.e6.train import stack_members
 
 ARMS_B = {

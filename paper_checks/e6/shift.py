@@ -15,9 +15,9 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from numerics._threads import torch_threads
 from numerics.device import default_device
 from numerics.errors import ParameterError
+from numerics.threads import torch_threads
 from paper_checks.e6.prior import choose_prior_kernel, kernel_symbol, kernel_velocity
 from paper_checks.e6.train import stack_members, steps_to_threshold
 

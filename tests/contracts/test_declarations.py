@@ -62,6 +62,12 @@ NAME_EXEMPT = {
     "numerics.patterns.Thresholds",
     # alias of holonomies (same function object, declared under that name)
     "numerics.graphs.is_flat",
+    # the contract-free forms of MHADynamics' declared mha / velocity / sphere_velocity (the same functions
+    # unwrapped) for the simulators' loops, and the state check those loops run once before them
+    "numerics.patterns.MHADynamics.mha_unchecked",
+    "numerics.patterns.MHADynamics.velocity_unchecked",
+    "numerics.patterns.MHADynamics.sphere_velocity_unchecked",
+    "numerics.patterns.MHADynamics.check_state",
 }
 
 
@@ -96,7 +102,7 @@ def public_entry_points() -> list[str]:
                     names.append(qual)
                 for m, f in vars(obj).items():
                     f = getattr(f, "__func__", f)
-                    if m.startswith("_") or not inspect.isfunction(f):
+                    if m.startswith("_") or not inspect.isfunction(f) or f"{qual}.{m}" in NAME_EXEMPT:
                         continue
                     params = [p for p in inspect.signature(f).parameters if p not in ("self", "cls")]
                     if params or m in ("to_dense", "blocks", "edge_transports", "gates", "nearest_kronecker"):
