@@ -569,3 +569,47 @@ def mutant_params(names, mutants) -> list:
     import pytest
 
     return [pytest.param(nm, marks=pytest.mark.theorem(mutants[nm][0]), id=nm) for nm in names]
+
+
+def property_tests(strategies, conclusions, mutants, rejected, equivalent):
+    """The three tests a discriminating file runs, over its own strategies and mutants:
+    ``test_conclusion_holds`` (the property test: each ``(theorem, conclusion)`` of ``conclusions`` holds
+    on every drawn instance), ``test_mutant_is_rejected_by_the_property_test`` (each name of ``rejected``:
+    the property test's own strategy draws an instance the statement holds on and the mutant does not —
+    it fails, or judging it raises) and ``test_equivalent_mutant_is_exactly_equivalent`` (each name of
+    ``equivalent``, by :func:`equivalence_reason`). Assign them to those names in the test module."""
+    import pytest
+    from hypothesis import given
+    from hypothesis import strategies as st
+
+    from theory import oracles, registry
+
+    @pytest.mark.parametrize(
+        "tid, cid", [pytest.param(t, c, marks=pytest.mark.theorem(t), id=c) for t, c in conclusions]
+    )
+    @PROPERTY
+    @given(data=st.data())
+    def test_conclusion_holds(tid, cid, data):
+        inst = data.draw(strategies[tid])
+        verdict = oracles.judge(registry.get(tid).conclusion(cid), inst)
+        assert verdict.holds, (cid, verdict)
+
+    # a mutant may divide by a zero of a drawn sparse head or take the log of a negative number: numpy's
+    # RuntimeWarning there is the mutant's own NaN, which the oracle reads (the original's property test
+    # keeps them errors)
+    @pytest.mark.filterwarnings("ignore::RuntimeWarning")
+    @pytest.mark.parametrize("name", mutant_params(rejected, mutants))
+    def test_mutant_is_rejected_by_the_property_test(name):
+        tid, m = mutants[name]
+        rejecting_instance(strategies[tid], registry.get(tid).conclusion(m.cid), m)
+
+    @pytest.mark.parametrize("name", mutant_params(equivalent, mutants))
+    def test_equivalent_mutant_is_exactly_equivalent(name):
+        tid, m = mutants[name]
+        assert equivalence_reason(tid, registry.get(tid).conclusion(m.cid), m), name
+
+    return (
+        test_conclusion_holds,
+        test_mutant_is_rejected_by_the_property_test,
+        test_equivalent_mutant_is_exactly_equivalent,
+    )

@@ -21,11 +21,10 @@ import math
 
 import numpy as np
 import pytest
-from hypothesis import given
 from hypothesis import strategies as st
 
 from tests.theory import mutation as mu
-from theory import oracles, registry
+from theory import registry
 
 
 def t4_instance(seed: int) -> dict:
@@ -231,35 +230,17 @@ UNDECIDED: dict[str, str] = {
 }
 
 
-def _params(names):
-    return mu.mutant_params(names, MUTANTS)
-
-
-@pytest.mark.parametrize("tid, cid", [pytest.param(t, c, marks=pytest.mark.theorem(t), id=c) for t, c in CONCLUSIONS])
-@mu.PROPERTY
-@given(data=st.data())
-def test_conclusion_holds(tid, cid, data):
-    """The property test: the registry's conclusion holds on every drawn instance."""
-    inst = data.draw(STRATEGIES[tid])
-    verdict = oracles.judge(registry.get(tid).conclusion(cid), inst)
-    assert verdict.holds, (cid, verdict)
-
-
-# a mutant may divide by a zero of a drawn sparse head or take the log of a negative number: numpy's
-# RuntimeWarning there is the mutant's own NaN, which the oracle reads (the original's property test keeps them errors)
-@pytest.mark.filterwarnings("ignore::RuntimeWarning")
-@pytest.mark.parametrize("name", _params([nm for nm in MUTANTS if nm not in EQUIVALENT and nm not in UNDECIDED]))
-def test_mutant_is_rejected_by_the_property_test(name):
-    """The property test's own strategy draws an instance the registry's statement holds on and the
-    mutant does not (it fails, or judging it raises: either fails the property test)."""
-    tid, m = MUTANTS[name]
-    mu.rejecting_instance(STRATEGIES[tid], registry.get(tid).conclusion(m.cid), m)
-
-
-@pytest.mark.parametrize("name", _params(EQUIVALENT))
-def test_equivalent_mutant_is_exactly_equivalent(name):
-    tid, m = MUTANTS[name]
-    assert mu.equivalence_reason(tid, registry.get(tid).conclusion(m.cid), m), name
+(
+    test_conclusion_holds,
+    test_mutant_is_rejected_by_the_property_test,
+    test_equivalent_mutant_is_exactly_equivalent,
+) = mu.property_tests(
+    STRATEGIES,
+    CONCLUSIONS,
+    MUTANTS,
+    [nm for nm in MUTANTS if nm not in EQUIVALENT and nm not in UNDECIDED],
+    list(EQUIVALENT),
+)
 
 
 @pytest.mark.theorem("T4", "T5", "T6")
