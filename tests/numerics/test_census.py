@@ -60,10 +60,8 @@ def fresh(committed):
     )
 
 
-def test_the_committed_census_is_of_the_installed_transformers(committed):
-    assert committed["transformers_version"] == transformers.__version__, (
-        "regenerate: connwalk census --json census.json"
-    )
+def test_the_committed_census_is_consistent(committed):
+    # of the locked transformers: tests/test_lock.py (the lock is what scripts/install.sh installs)
     md = (ROOT / "CENSUS.md").read_text()
     assert f"transformers {committed['transformers_version']}" in md
     assert f"seed {committed['seed']}" in md
