@@ -207,6 +207,7 @@ ROOMS: dict[str, list[str]] = {
         "numerics.conformance.hf",
         "numerics.conformance.checks",
         "numerics.conformance.adapters",
+        "numerics.conformance.bounds",
         "numerics.conformance.kit",
         "numerics.conformance",
     ],
