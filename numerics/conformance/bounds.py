@@ -252,7 +252,6 @@ def _relay(handler):
         except BaseException as exc:
             raise CallerSignal(exc) from None
 
-    relay.handler = handler  # type: ignore[attr-defined]
     return relay
 
 
@@ -261,7 +260,7 @@ def caller_signals() -> Iterator[None]:
     """Run the body with every Python-level signal handler (``SIGALRM``, ``SIGTERM``, ...) wrapped so
     that what it raises reaches the caller unchanged and at once (module docstring); the handlers are
     restored on exit. In a thread other than the main one (where no handler runs) it does nothing."""
-    saved: dict[int, object] = {}
+    saved: dict = {}
     if threading.current_thread() is threading.main_thread():
         for s in signal.valid_signals():
             try:
@@ -277,5 +276,5 @@ def caller_signals() -> Iterator[None]:
         err = cs.error
         raise err.with_traceback(err.__traceback__) from err.__cause__
     finally:
-        for s, h in saved.items():
-            signal.signal(s, h)  # type: ignore[arg-type]
+        for sig, handler in saved.items():
+            signal.signal(sig, handler)

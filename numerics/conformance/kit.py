@@ -127,7 +127,7 @@ from numerics.conformance.protocol import (
     draw_strategy,
     extract_checked,
 )
-from numerics.errors import ConnwalkError, ParameterError, ShapeError
+from numerics.errors import ConnwalkError, ShapeError
 from numerics.tolerance import FAILS, HOLDS, UNDECIDED
 
 __all__ = [

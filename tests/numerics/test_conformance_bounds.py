@@ -7,6 +7,7 @@ caller while the kit runs and is restored after it."""
 from __future__ import annotations
 
 import signal
+from typing import ClassVar
 
 import pytest
 import torch
@@ -167,7 +168,7 @@ class SignalsOnce(torch.nn.Module):
     (counted over its float64 copy's runs too), as a caller's timer would fire in the middle."""
 
     embed_dim = 8
-    calls = [0]
+    calls: ClassVar[list[int]] = [0]
 
     def __init__(self, at: int):
         super().__init__()
