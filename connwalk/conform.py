@@ -22,7 +22,15 @@ import re
 import sys
 import tempfile
 
-from connwalk.parser import IntOption, OptionTable, Progress, check_json_path, preserved_state, readdress
+from connwalk.parser import (
+    IntOption,
+    OptionTable,
+    Progress,
+    check_json_path,
+    hypothesis_storage,
+    preserved_state,
+    readdress,
+)
 from numerics.errors import ConnwalkError, MemoryBudgetError, ModelError
 from numerics.models.names import check_loadable
 
@@ -31,7 +39,8 @@ _REGISTRY_PREFIXES = ("random", "tiny", "synthetic")
 TARGET = "MODULE_OR_MODEL"
 
 #: the bounds of the numeric options, checked before any import of torch (``--max-length`` and
-#: ``--max-batch`` are also checked against the memory budget once the kit is loaded)
+#: ``--max-batch`` are also checked against the memory budget once the kit is loaded); ``--examples``'
+#: is the kit's own, :data:`numerics.conformance.bounds.MAX_EXAMPLES` (written out: no torch here)
 MAX_EXAMPLES = 10_000
 OPTIONS = OptionTable(
     "connwalk conform",
@@ -153,11 +162,11 @@ def check_options(args) -> None:
 
 # ------------------------------------------------------------------ memory (after the kit is loaded)
 def draw_bytes(max_batch: int, max_length: int, heads: int = 1, layers: int = 1, itemsize: int = 4) -> int:
-    """Bytes of the largest draw's attention: the module's scores and probabilities of every checked
-    layer (``layers`` × ``(B, H, n, n)`` in the module's dtype, held until the draw is judged) plus
-    the float64 reference of one layer (its copy of the attention and of its absolute value)."""
-    per = max_batch * heads * max_length * max_length
-    return per * (layers * 2 * itemsize + 2 * 8)
+    """Bytes of the largest draw's attention: the kit's own estimate,
+    :func:`numerics.conformance.bounds.draw_bytes` (imported here: the kit is loaded by then)."""
+    from numerics.conformance.bounds import draw_bytes as kit_draw_bytes
+
+    return kit_draw_bytes(max_batch, max_length, heads, layers, itemsize)
 
 
 def _dims(obj) -> tuple[int, int, int | None, int]:
@@ -215,11 +224,19 @@ def as_target_error(target: str, exc: ConnwalkError) -> ConnwalkError:
 
 def check_model_target(target: str) -> None:
     """A model name, HF directory or ``.gguf`` path refused as the registry would refuse it, from the
-    names alone (:func:`numerics.models.names.check_loadable`, standard library: before torch loads)."""
+    names alone (:func:`numerics.models.names.check_loadable`) and a ``.gguf`` file's header
+    (:func:`numerics.models.files.check_gguf`): standard library only, before torch loads."""
     if names_a_module(target):
         return
     try:
         check_loadable(target)
+        path = os.path.expanduser(target.removeprefix("random:"))
+        if path.lower().endswith(".gguf") and os.path.isfile(path):
+            # its header (magic, version, architecture), read without torch: a file of anything else is
+            # refused in milliseconds, not after seconds of importing torch and transformers
+            from numerics.models.files import check_gguf
+
+            check_gguf(path)
     except ConnwalkError as exc:
         raise as_target_error(target, exc) from None
 
@@ -322,7 +339,7 @@ def run(args) -> int:
     check_options(args)
     progress = Progress("connwalk conform", not args.no_progress)
     progress.status("loading torch and the conformance kit")
-    with preserved_state(), progress.live():
+    with preserved_state(), hypothesis_storage(), progress.live():
         try:
             check_draw_memory(args)
             progress.status(f"loading {args.target}")
@@ -345,7 +362,7 @@ def _check(args, obj, progress):
 
     adapter = None
     adapter_for = getattr(conformance, "adapter_for", None)
-    if adapter_for is not None:
+    if adapter_for is not None:  # --layers chose the adapter's layers; the kit checks the adapter's
         adapter = _with_progress(adapter_for(obj, layers=args.layers), progress, args.examples)
     progress(f"checking {args.examples} draws" + (f" of {adapter.name}" if adapter is not None else ""))
     return conformance.check_attention(
@@ -354,9 +371,8 @@ def _check(args, obj, progress):
         seed=args.seed,
         max_length=args.max_length,
         max_batch=args.max_batch,
-        layers=args.layers,
         hypotheses=not args.no_hypotheses,
-        **({"adapter": adapter} if adapter is not None else {}),
+        **({"adapter": adapter} if adapter is not None else {"layers": args.layers}),
     )
 
 

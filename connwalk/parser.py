@@ -8,7 +8,9 @@
   variable, the command's target) instead of a library parameter or an internal field;
 * :class:`Progress`: one line per stage on stderr when stderr is a terminal;
 * :func:`preserved_state`: what an entry point changes in the process (torch threads, default dtype,
-  RNG states, warning filters) restored on the way out.
+  RNG states, warning filters) restored on the way out;
+* :func:`hypothesis_storage`: Hypothesis' storage directory kept out of the user's working directory
+  while a command runs the kit.
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ __all__ = [
     "readdress",
     "is_environment_variable",
     "Progress",
+    "hypothesis_storage",
     "preserved_state",
     "check_json_path",
 ]
@@ -297,3 +300,30 @@ def check_json_path(path: str | None, example: str = "report.json") -> None:
             os.unlink(probe)
     except OSError as exc:
         raise ParameterError(f"cannot write {path!r}: {exc.strerror or exc}", argument="--json") from None
+
+
+#: where a command keeps Hypothesis' storage (its cache of local constants) unless
+#: ``$HYPOTHESIS_STORAGE_DIRECTORY`` says: under ``$XDG_CACHE_HOME`` (default ``~/.cache``)
+HYPOTHESIS_CACHE = ("connwalk", "hypothesis")
+
+
+@contextlib.contextmanager
+def hypothesis_storage() -> Iterator[None]:
+    """Run the body with Hypothesis' storage directory away from the working directory: Hypothesis
+    writes a cache of the literal constants of the local modules it imports (``.hypothesis/constants/``)
+    under its storage directory, by default ``./.hypothesis`` of the working directory it was imported
+    in, even with no example database (the kit keeps none). ``$HYPOTHESIS_STORAGE_DIRECTORY``, when set,
+    is left to Hypothesis; else the body uses ``$XDG_CACHE_HOME/connwalk/hypothesis`` (default
+    ``~/.cache/...``), and the setting it found is restored after it."""
+    if os.environ.get("HYPOTHESIS_STORAGE_DIRECTORY"):
+        yield
+        return
+    from hypothesis import configuration
+
+    previous = vars(configuration).get("__hypothesis_home_directory")  # None: not resolved yet
+    cache = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    configuration.set_hypothesis_home_dir(os.path.join(cache, *HYPOTHESIS_CACHE))
+    try:
+        yield
+    finally:
+        configuration.set_hypothesis_home_dir(previous)

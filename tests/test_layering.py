@@ -156,11 +156,33 @@ def test_theory_imports_neither_torch_nor_the_code_it_judges(module):
     assert not bad, f"{module} imports {bad}"
 
 
+#: entry points at former command paths README documents: ``python -m paper_checks.cli`` runs the
+#: command (``connwalk``), above its package. The one upward import the stack allows, and only in a
+#: module nothing imports for its code: its body is exactly ``import sys``, ``from <command> import
+#: main``, ``sys.exit(main())``, and no module of the packages imports it (tests below).
+ENTRY_POINTS = {"paper_checks.cli.__main__": "connwalk"}
+
+
 @pytest.mark.parametrize("module", sorted(MODULES))
 def test_packages_import_only_those_below_them(module):
     rank = PACKAGES.index(module.split(".")[0])
-    bad = sorted({n for n, _ in imports(module) if n.split(".")[0] in PACKAGES[rank + 1 :]})
+    command = ENTRY_POINTS.get(module)
+    allowed = {command, f"{command}.main"} if command else set()
+    bad = sorted({n for n, _ in imports(module) if n.split(".")[0] in PACKAGES[rank + 1 :]} - allowed)
     assert not bad, f"{module} imports {bad}, above its package"
+
+
+@pytest.mark.parametrize("entry", sorted(ENTRY_POINTS))
+def test_an_entry_point_only_runs_its_command_and_nothing_imports_it(entry):
+    tree = ast.parse(MODULES[entry].read_text())
+    body = [n for n in tree.body if not (isinstance(n, ast.Expr) and isinstance(n.value, ast.Constant))]
+    assert [ast.unparse(n) for n in body] == [
+        "import sys",
+        f"from {ENTRY_POINTS[entry]} import main",
+        "sys.exit(main())",
+    ]
+    importers = sorted(m for m in MODULES if any(_project_module(n) == entry for n, _ in imports(m)))
+    assert not importers, f"{importers} import the entry point {entry}"
 
 
 #: numerics' rooms by concern, bottom to top, each a one-way chain (a package's face last)
@@ -207,6 +229,7 @@ ROOMS: dict[str, list[str]] = {
         "numerics.conformance.hf",
         "numerics.conformance.checks",
         "numerics.conformance.adapters",
+        "numerics.conformance.bounds",
         "numerics.conformance.kit",
         "numerics.conformance",
     ],

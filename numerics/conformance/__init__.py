@@ -6,7 +6,8 @@ extraction, the ``Adapter`` base) → :mod:`~numerics.conformance.hf_returned` (
 probabilities) → :mod:`~numerics.conformance.hf_capture` (capture through transformers' attention interface)
 → :mod:`~numerics.conformance.hf` (stand-alone HF attention modules) → :mod:`~numerics.conformance.adapters`
 (torch MHA, the ``connwalk_attention`` protocol, whole models) → :mod:`~numerics.conformance.checks` (T2's
-hypotheses and identity, T3/T5 hypotheses per draw) → :mod:`~numerics.conformance.kit`
+hypotheses and identity, T3/T5 hypotheses per draw) → :mod:`~numerics.conformance.bounds` (the kit's
+arguments and a given draw refused before any draw runs; a caller's signals) → :mod:`~numerics.conformance.kit`
 (:func:`check_attention`, :func:`assert_conforms`, reports) → this face."""
 
 from __future__ import annotations

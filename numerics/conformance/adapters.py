@@ -185,21 +185,30 @@ def adapter_for(module, *, layers=None) -> Adapter:
     family, and a Hugging Face model of any other family through the attention-interface capture
     (:class:`numerics.conformance.hf_capture.CaptureAdapter`, every captured attention layer; no
     ``layers`` selection); a stand-alone Hugging Face attention module of the supported families. Anything else raises
-    :class:`NotAttentionError` naming ``module``."""
+    :class:`NotAttentionError` naming ``module``; ``layers`` (:func:`check_layers`) given for anything
+    but a whole model raises :class:`~numerics.errors.ParameterError` naming it (it would be ignored)."""
+    check_layers(layers)
+    from numerics.models.adapters import HFModelHandle
+
+    whole = isinstance(module, HFModelHandle) or (
+        isinstance(module, torch.nn.Module)
+        and hasattr(getattr(module, "config", None), "model_type")
+        and hasattr(module, "base_model")
+        and not is_hf_attention(module)
+    )
+    if layers is not None and (not whole or isinstance(module, Adapter) or hasattr(module, "connwalk_attention")):
+        raise ParameterError(
+            f"selects the layers of a whole Hugging Face model; {type(module).__name__} is one module (its layers "
+            "would be ignored): leave layers out",
+            argument="layers",
+        )
     if isinstance(module, Adapter):
         return module
     if isinstance(module, torch.nn.MultiheadAttention):
         return MHAAdapter(module)
     if callable(getattr(module, "connwalk_attention", None)):
         return ProtocolAdapter(module)
-    from numerics.models.adapters import HFModelHandle
-
-    if isinstance(module, HFModelHandle) or (
-        isinstance(module, torch.nn.Module)
-        and hasattr(getattr(module, "config", None), "model_type")
-        and hasattr(module, "base_model")
-        and not is_hf_attention(module)
-    ):
+    if whole:
         try:
             return HFModelAdapter(module, layers)
         except UnsupportedArchitectureError:
@@ -222,6 +231,18 @@ def adapter_for(module, *, layers=None) -> Adapter:
         "connwalk_attention(X, key_padding_mask=None) method (numerics.conformance.kit)",
         argument="module",
     )
+
+
+def check_layers(layers) -> None:
+    """``layers``: None (every layer) or a nonempty collection of layer indices, integers ``≥ 0``
+    (:class:`~numerics.errors.ParameterError` naming ``layers``; their upper bound is the model's)."""
+    if layers is None:
+        return
+    items = list(layers) if isinstance(layers, (list, tuple, set, frozenset, range)) else None
+    if not items or not all(isinstance(k, int) and not isinstance(k, bool) and k >= 0 for k in items):
+        raise ParameterError(
+            f"expected None or a nonempty list of layer indices (integers ≥ 0), got {layers!r}", argument="layers"
+        )
 
 
 def is_hf_attention(module) -> bool:

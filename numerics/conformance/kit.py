@@ -97,6 +97,14 @@ from numerics.conformance.adapters import (
     NotAttentionError,
     adapter_for,
 )
+from numerics.conformance.bounds import (
+    caller_signals,
+    check_adapter,
+    check_counts,
+    check_draw_memory,
+    check_module_data,
+    validate_draw,
+)
 from numerics.conformance.checks import (
     HYPOTHESES,
     HYPOTHESIS_STATEMENTS,
@@ -119,7 +127,7 @@ from numerics.conformance.protocol import (
     draw_strategy,
     extract_checked,
 )
-from numerics.errors import ConnwalkError, ParameterError, ShapeError
+from numerics.errors import ConnwalkError, ShapeError
 from numerics.tolerance import FAILS, HOLDS, UNDECIDED
 
 __all__ = [
@@ -422,12 +430,17 @@ def _precision(ex: Extraction) -> torch.dtype | None:
 
 def check_draw(module, draw: Draw, *, adapter: Adapter | None = None, layers=None, shadow: bool = True):
     """Judge one :class:`Draw` (a counterexample's, to replay it): the :class:`DrawResult` of each
-    extracted layer (T2's hypotheses and identity, which run decided; no T3/T5)."""
-    if not isinstance(draw, Draw):
-        raise ParameterError(f"expected a numerics.conformance.kit.Draw, got {type(draw).__name__}", argument="draw")
+    extracted layer (T2's hypotheses and identity, which run decided; no T3/T5). A draw that is no
+    input of the module (:func:`numerics.conformance.bounds.validate_draw`) raises a typed error naming
+    its field (``draw.pad``, ``draw.scale``, ...) before the module runs."""
+    check_adapter(adapter, layers)
+    check_module_data(module)
     ad = adapter if adapter is not None else adapter_for(module, layers=layers)
+    validate_draw(draw, ad)
+    check_draw_memory(module, ad, draw.batch, draw.n, draw.m, argument="draw.n")
     name = module.name if isinstance(module, Adapter) else type(module).__name__
-    return [j.result for j in _Judge(ad, name, shadow)(draw)]
+    with caller_signals():
+        return [j.result for j in _Judge(ad, name, shadow)(draw)]
 
 
 def check_attention(
@@ -449,22 +462,28 @@ def check_attention(
     ``shadow``: also run a float64 copy of the module on the same draws (default True). Returns a
     :class:`ConformanceReport`; bad arguments raise :class:`~numerics.errors.ParameterError` naming
     them, an unknown module :class:`NotAttentionError`, a module that raises while it is run
-    :class:`ExtractionError` naming ``module``."""
-    from hypothesis import HealthCheck, Phase, given, settings
-    from hypothesis import seed as hseed
-
-    for nm, v, lo in (
-        ("examples", examples, 1),
-        ("max_batch", max_batch, 1),
-        ("max_length", max_length, 1),
-        ("seed", seed, 0),
-    ):
-        if isinstance(v, bool) or not isinstance(v, int) or v < lo:
-            raise ParameterError(f"expected an integer ≥ {lo}, got {v!r}", argument=nm)
+    :class:`ExtractionError` naming ``module``. ``examples`` is at most
+    :data:`~numerics.conformance.bounds.MAX_EXAMPLES`; the largest draw's attention is held against the
+    memory budget before anything is allocated (:class:`~numerics.errors.MemoryBudgetError` naming
+    ``max_length``); a module on the meta device is refused naming ``module``; what a caller's signal
+    handler raises while the check runs (a ``SIGALRM`` timeout) reaches the caller unchanged
+    (:func:`~numerics.conformance.bounds.caller_signals`)."""
+    check_counts(examples=examples, max_batch=max_batch, max_length=max_length, seed=seed)
+    check_adapter(adapter, layers)
+    check_module_data(module)
     check_finite_parameters(module)
     ad = adapter if adapter is not None else adapter_for(module, layers=layers)
     if ad.max_length is not None:
         max_length = min(max_length, int(ad.max_length))
+    check_draw_memory(module, ad, max_batch, max_length, argument="max_length")
+    with caller_signals():
+        return _check(module, ad, examples, seed, max_batch, max_length, masks, hypotheses, shadow)
+
+
+def _check(module, ad: Adapter, examples, seed, max_batch, max_length, masks, hypotheses, shadow) -> ConformanceReport:
+    from hypothesis import HealthCheck, Phase, given, settings
+    from hypothesis import seed as hseed
+
     name = module.name if isinstance(module, Adapter) else type(module).__name__
     t0 = time.perf_counter()
     judge = _Judge(ad, name, shadow)
