@@ -235,8 +235,8 @@ def _disarm(armed) -> None:
             continue
     signal.setitimer(signal.ITIMER_PROF, 0)
     signal.setitimer(signal.ITIMER_REAL, 0)
-    signal.signal(signal.SIGPROF, handlers[0])
-    signal.signal(signal.SIGALRM, handlers[1])
+    for sig, handler in zip((signal.SIGPROF, signal.SIGALRM), handlers, strict=True):
+        signal.signal(sig, signal.SIG_DFL if handler is None else handler)  # None: not set from Python
     spent = (time.process_time() - start[0], time.monotonic() - start[1])
     for which, (left, every), used in zip((signal.ITIMER_PROF, signal.ITIMER_REAL), prev, spent, strict=True):
         if left > 0:
