@@ -2,9 +2,11 @@ r"""``connwalk census [--out DIR] [--json PATH]``: every attention class of the 
 checked as a connection walk (:func:`numerics.census.run.run_census`). Writes ``DIR/CENSUS.md`` (default
 the current directory) and, with ``--json``, the rows as JSON; prints the counts per status.
 
-Exit status: 0 when the census ran (whatever its rows say: it is a report, not a gate); 2 on bad
-input, with one line on stderr naming the option, before any work (``--out`` a file or not
-creatable, ``--json``'s directory missing or not writable, a bad number).
+Exit status (:data:`EPILOG`): 0 when the census ran (whatever its rows say: it is a report, not a
+gate); 2 on bad input, with one line on stderr naming the option, before any class runs (``--out`` or
+``--json`` not writable — each output location is tried by writing a temporary file there and removing
+it —, a number out of range, more ``--jobs`` than CPUs, unknown model types or classes); 130 / 143 when
+stopped by SIGINT / SIGTERM (the workers killed, nothing written); 1 an unexpected failure.
 """
 
 from __future__ import annotations
@@ -12,9 +14,20 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import tempfile
 
-from connwalk.parser import check_json_path, preserved_state
+from connwalk.parser import check_json_path, preserved_state, readdress
 from numerics.errors import ParameterError
+
+#: the library's parameters as the options that set them (errors of run_census name the option)
+OPTION_OF = {
+    "model_types": "--model-types",
+    "classes": "--classes",
+    "examples": "--examples",
+    "seed": "--seed",
+    "jobs": "--jobs",
+    "timeout": "--timeout",
+}
 
 DESCRIPTION = """\
 Every attention class of the installed transformers, checked as a connection
@@ -28,14 +41,24 @@ per status. Takes 10-15 minutes on 2 cores (--jobs 2); --model-types and
 
 EPILOG = """\
 statuses: conforms; identity holds, hypothesis fails (which); fails (the
-counterexample); undecided; declined (why: not softmax attention, inputs the
-census cannot draw, no tiny model contains the class, ...).
+counterexample); undecided; timed out; declined (why: not softmax attention,
+inputs the census cannot draw, no tiny model contains the class, ...).
+
+timeout: each family build and each class has --timeout seconds of CPU time
+(its process's, every thread's: a loaded machine does not change its row;
+one that uses no CPU is stopped after 10 times that in wall time); a class
+that runs out is retried once alone after the others, then "timed out".
 
 exit status:
-  0  the census ran (whatever its rows say: it is a report, not a gate)
-  2  bad input, with one line on stderr naming the option, before any work:
-     --out a file or not creatable, --json's directory missing or not
-     writable, a number out of range"""
+  0    the census ran (whatever its rows say: it is a report, not a gate)
+  2    bad input, with one line on stderr naming the option, before any class
+       runs: --out or --json not writable (tried by writing a temporary file
+       in each output location), a number out of range, more --jobs than
+       CPUs, unknown --model-types or --classes (named)
+  130  stopped by SIGINT (Ctrl-C), 143 stopped by SIGTERM: the workers are
+       killed within seconds and nothing is written (a file is written
+       whole, through a temporary file, or not at all)
+  1    an unexpected failure"""
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
@@ -51,8 +74,10 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--json", default=None, metavar="PATH", help="also write the rows as JSON")
     p.add_argument("--examples", type=int, default=2, help="draws per class (default 2)")
     p.add_argument("--seed", type=int, default=0, help="seed of the draws and of the tiny models (default 0)")
-    p.add_argument("--jobs", type=int, default=2, help="worker processes (default 2)")
-    p.add_argument("--timeout", type=float, default=20.0, help="seconds per model build and per class (default 20)")
+    p.add_argument(
+        "--jobs", type=int, default=None, help="worker processes (default 2, or 1 on one CPU; at most the CPUs)"
+    )
+    p.add_argument("--timeout", type=float, default=20.0, help="CPU seconds per model build and per class (default 20)")
     p.add_argument("--model-types", nargs="+", default=None, metavar="TYPE", help="only these model types")
     p.add_argument("--classes", nargs="+", default=None, metavar="CLASS", help="only these attention classes")
     p.add_argument("--quiet", action="store_true", help="no line per class")
@@ -61,25 +86,49 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
 
 
 def check_options(args) -> None:
-    """Every option before any work (raises :class:`ParameterError` naming it)."""
+    """Every option before any work (raises :class:`ParameterError` naming it); ``--jobs`` left out
+    becomes 2 (1 on a single CPU)."""
+    from numerics.census.run import max_jobs  # standard library only at import
+
+    if args.jobs is None:
+        args.jobs = min(2, max_jobs())
     for opt, v, lo, hi in (
         ("--examples", args.examples, 1, 100),
         ("--seed", args.seed, 0, 2**31 - 1),
-        ("--jobs", args.jobs, 1, 64),
+        ("--jobs", args.jobs, 1, max_jobs()),
     ):
         if not lo <= v <= hi:
-            raise ParameterError(f"expected an integer in [{lo}, {hi}], got {v}", argument=opt)
+            why = " (the CPUs this process may run on)" if opt == "--jobs" and v > hi else ""
+            raise ParameterError(f"expected an integer in [{lo}, {hi}]{why}, got {v}", argument=opt)
     if not 0 < args.timeout <= 3600:
-        raise ParameterError(f"expected seconds in (0, 3600], got {args.timeout:g}", argument="--timeout")
-    if os.path.exists(args.out) and not os.path.isdir(args.out):
-        raise ParameterError(f"{args.out} is a file, expected a directory", argument="--out")
-    parent = os.path.dirname(os.path.abspath(args.out))
-    if not os.path.isdir(args.out) and not os.path.isdir(parent):
-        raise ParameterError(f"the parent directory {parent} does not exist", argument="--out")
-    here = args.out if os.path.isdir(args.out) else parent
-    if not os.access(here, os.W_OK):
-        raise ParameterError(f"{here} is not writable", argument="--out")
+        raise ParameterError(f"expected CPU seconds in (0, 3600], got {args.timeout:g}", argument="--timeout")
+    check_out_dir(args.out)
     check_json_path(args.json, "census.json")
+
+
+def check_out_dir(out: str) -> None:
+    """``--out DIR`` must take ``DIR/CENSUS.md``: DIR is a directory, or does not exist and its parent
+    is one; a temporary file is written in the directory that will hold CENSUS.md (DIR, or the
+    parent that DIR will be made in) and removed at once; an existing ``CENSUS.md`` is a file that can
+    be opened for writing. Nothing is left behind."""
+    if os.path.exists(out) and not os.path.isdir(out):
+        raise ParameterError(f"{out} is a file, expected a directory", argument="--out")
+    parent = os.path.dirname(os.path.abspath(out))
+    if not os.path.isdir(out) and not os.path.isdir(parent):
+        raise ParameterError(f"the parent directory {parent} does not exist", argument="--out")
+    here = out if os.path.isdir(out) else parent
+    target = os.path.join(out, "CENSUS.md")
+    if os.path.lexists(target) and not os.path.isfile(target):
+        raise ParameterError(f"{target} exists and is not a file", argument="--out")
+    try:
+        fd, probe = tempfile.mkstemp(dir=here, prefix=".connwalk-probe-")
+        os.close(fd)
+        os.unlink(probe)
+        if os.path.exists(target):
+            with open(target, "a"):
+                pass
+    except OSError as exc:
+        raise ParameterError(f"cannot write in {here}: {exc.strerror or exc}", argument="--out") from None
 
 
 def run(args) -> int:
@@ -103,15 +152,18 @@ def _run(args) -> int:
         if not args.quiet:
             print(f"{row.family:<24} {row.cls:<40} {row.status:<32} {row.reason[:90]}", flush=True)
 
-    res = run_census(
-        model_types=args.model_types,
-        classes=args.classes,
-        examples=args.examples,
-        seed=args.seed,
-        timeout=args.timeout,
-        jobs=args.jobs,
-        progress=show,
-    )
+    try:
+        res = run_census(
+            model_types=args.model_types,
+            classes=args.classes,
+            examples=args.examples,
+            seed=args.seed,
+            timeout=args.timeout,
+            jobs=args.jobs,
+            progress=show,
+        )
+    except ParameterError as exc:  # unknown model types or classes: named as the options that gave them
+        raise readdress(exc, OPTION_OF) from None
     paths = write_census(res, args.out, args.json)
     counts = ", ".join(f"{k}: {v}" for k, v in res.counts().items())
     print(

@@ -9,15 +9,27 @@ tokens), experts to 4 (2 per token), images to 32 px in patches of 8, audio posi
 :func:`build_tiny` builds the family's base model from it with eager attention — first on the
 ``meta`` device, refusing a model that is still over :data:`MAX_PARAMS` parameters (a family whose
 size is set by an attribute this list does not know), then for real, seeded, in ``dtype``.
+:func:`attention_classes` lists the attention classes the modeling modules of the model types define.
 """
 
 from __future__ import annotations
 
+import importlib
+import os
 from typing import Any
 
-from numerics.errors import ModelError
+from numerics.errors import ModelError, ParameterError
 
-__all__ = ["WIDTH", "MAX_PARAMS", "tiny_config", "build_tiny", "model_class"]
+__all__ = [
+    "WIDTH",
+    "MAX_PARAMS",
+    "tiny_config",
+    "build_tiny",
+    "model_class",
+    "attention_classes",
+    "name_list",
+    "known_model_types",
+]
 
 WIDTH = 64
 MAX_PARAMS = 10_000_000
@@ -225,3 +237,76 @@ def build_tiny(model_type: str, *, dtype=None, seed: int = 0, cross: bool = Fals
     if dtype is not None:
         model = model.to(dtype)
     return model.eval()
+
+
+# --------------------------------------------------------------------------- enumeration
+def _modeling_modules(model_type: str) -> list[str]:
+    from transformers.models.auto.configuration_auto import model_type_to_module_name
+
+    pkg_name = f"transformers.models.{model_type_to_module_name(model_type)}"
+    try:
+        pkg = importlib.import_module(pkg_name)
+    except Exception:
+        return []
+    d = os.path.dirname(getattr(pkg, "__file__", "") or "")
+    if not d or not os.path.isdir(d):
+        return []
+    names = sorted(f[:-3] for f in os.listdir(d) if f.startswith("modeling_") and f.endswith(".py"))
+    return [f"{pkg_name}.{n}" for n in names if not n.startswith(("modeling_tf_", "modeling_flax_"))]
+
+
+def name_list(value, argument: str) -> list[str] | None:
+    """``value`` (``None``, or a list / tuple / set of nonempty strings) as a list without repeats; else
+    :class:`ParameterError` naming ``argument`` (a string is not a list of its letters)."""
+    if value is None:
+        return None
+    if isinstance(value, (str, bytes)) or not isinstance(value, (list, tuple, set, frozenset)):
+        raise ParameterError(f"expected a list of names, got {type(value).__name__} {value!r}", argument=argument)
+    bad = [v for v in value if not isinstance(v, str) or not v.strip()]
+    if bad or not value:
+        raise ParameterError(f"expected a nonempty list of names, got {value!r}", argument=argument)
+    return sorted(value) if isinstance(value, (set, frozenset)) else list(dict.fromkeys(value))
+
+
+def known_model_types(model_types) -> list[str] | None:
+    """:func:`name_list` of ``model_types``, each a key of transformers' ``CONFIG_MAPPING_NAMES`` (else
+    :class:`ParameterError` naming ``model_types`` and the unknown ones)."""
+    names = name_list(model_types, "model_types")
+    if names is not None:
+        from transformers.models.auto.configuration_auto import CONFIG_MAPPING_NAMES
+
+        unknown = [m for m in names if m not in CONFIG_MAPPING_NAMES]
+        if unknown:
+            raise ParameterError(
+                f"unknown model type(s) {', '.join(map(repr, unknown))} (not in the installed transformers' "
+                "CONFIG_MAPPING_NAMES)",
+                argument="model_types",
+            )
+    return names
+
+
+def attention_classes(model_types=None) -> list[tuple[str, str, str]]:
+    """``(model_type, module, class name)`` of every attention class (module docstring's rule), each
+    class once (under the first model type whose package defines it); ``model_types`` (a list of model
+    types of ``CONFIG_MAPPING_NAMES``, else :class:`ParameterError`) restricts the walk. Modules that do
+    not import give a row with class ``"<module>"`` (declined there)."""
+    from transformers.models.auto.configuration_auto import CONFIG_MAPPING_NAMES
+
+    from numerics.conformance.hf_capture import is_attention_class
+
+    model_types = known_model_types(model_types)
+    out, seen = [], set()
+    for mt in model_types if model_types is not None else list(CONFIG_MAPPING_NAMES):
+        for modname in _modeling_modules(mt):
+            if modname in seen:
+                continue
+            seen.add(modname)
+            try:
+                mod = importlib.import_module(modname)
+            except Exception as exc:
+                out.append((mt, modname, f"<{modname.rsplit('.', 1)[-1]}: {type(exc).__name__}>"))
+                continue
+            for name, obj in vars(mod).items():
+                if getattr(obj, "__module__", None) == modname and is_attention_class(obj):
+                    out.append((mt, modname, name))
+    return out

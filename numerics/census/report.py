@@ -1,21 +1,27 @@
-"""``CENSUS.md`` from a :class:`numerics.census.run.CensusResult`: the run's facts, counts per status, the
-conforming families, the declines grouped by reason, and one table row per attention class."""
+"""The census's statuses and ``CENSUS.md``: the status of a conformance kit report (:func:`verdict_of`,
+:func:`status_of`), and ``CENSUS.md`` from a :class:`numerics.census.run.CensusResult`: the run's facts,
+counts per status, the conforming families, the declines grouped by reason, and one table row per
+attention class."""
 
 from __future__ import annotations
 
+import math
 import re
 from collections import Counter
 
-__all__ = ["render_markdown", "reason_kind", "STATUSES", "HYPOTHESES"]
+__all__ = ["render_markdown", "reason_kind", "STATUSES", "HYPOTHESES", "verdict_of", "status_of", "hypotheses_of"]
 
-CONFORMS, HYP_FAILS, FAILS_, DECLINED, UNDECIDED_ = (
+CONFORMS, HYP_FAILS, FAILS_, DECLINED, UNDECIDED_, TIMED_OUT = (
     "conforms",
     "identity holds, hypothesis fails",
     "fails",
     "declined",
     "undecided",
+    "timed out",
 )
-STATUSES = (CONFORMS, HYP_FAILS, FAILS_, UNDECIDED_, DECLINED)
+#: every row's status, in the order of CENSUS.md's count table. ``timed out``: the class (or its family's
+#: build) used up its CPU budget twice, the second time retried alone after the other classes
+STATUSES = (CONFORMS, HYP_FAILS, FAILS_, UNDECIDED_, TIMED_OUT, DECLINED)
 HYPOTHESES = (
     ("T3(a) stochastic", "t3", "a stochastic"),
     ("T3(b) reversible", "t3", "b reversible"),
@@ -24,6 +30,62 @@ HYPOTHESES = (
     ("T5 reversible", "t5", "reversible"),
     ("T5 involution", "t5", "involution"),
 )
+
+
+# --------------------------------------------------------------------------- verdicts
+def verdict_of(report) -> tuple[str, list[str], str]:
+    """``(verdict, hypothesis failures, decided by)`` of a :class:`~numerics.conformance.kit.ConformanceReport`:
+    its ``verdict`` / ``hypothesis_failures`` / ``decided_by`` when it has them; otherwise derived
+    from ``conforms`` / ``status`` and T3(a) on the drawn rows (a row-stochastic failure there is a
+    failed hypothesis of T2)."""
+    from numerics.tolerance import FAILS, UNDECIDED
+
+    v = getattr(report, "verdict", None)
+    hyp = list(getattr(report, "hypothesis_failures", None) or [])
+    by = getattr(report, "decided_by", None) or str(getattr(report, "dtype", ""))
+    if v is None:
+        if not report.conforms:
+            v = "fails"
+        else:
+            bad = [r for r in report.results if r.t3.get("a stochastic") is not None]
+            if any(r.t3["a stochastic"].status == FAILS for r in bad):
+                v, hyp = "hypothesis fails", ["row-stochastic"]
+            elif report.status == UNDECIDED:
+                v = "undecided"
+            else:
+                v = "conforms"
+    return str(v), hyp, by
+
+
+def hypotheses_of(report) -> dict[str, str]:
+    """T3's and T5's hypotheses (:data:`HYPOTHESES`) on the report's draws: holds / fails / undecided,
+    combined over the draws, or why not applicable."""
+    from numerics.tolerance import combine
+
+    # T3/T5 are computed on self-attention draws whose T2 hypotheses hold: otherwise not applicable, and why
+    why = "n/a (cross-attention)" if all(r.cross for r in report.results) else "n/a (T2's hypotheses fail)"
+    out = {}
+    for label, kind, key in HYPOTHESES:
+        st = [getattr(r, kind)[key].status for r in report.results if key in getattr(r, kind)]
+        out[label] = combine(st) if st else why
+    return out
+
+
+def status_of(report) -> tuple[str, str, list[str], str]:
+    """``(status, reason, hypothesis failures, decided by)`` of a kit report: its verdict
+    (:func:`verdict_of`) as one of :data:`STATUSES`, and a one-line reason."""
+    v, hyp, by = verdict_of(report)
+    ratio = max((r.t2.residual / r.t2.bound for r in report.results if r.t2.bound > 0), default=math.nan)
+    if v == "conforms":
+        return CONFORMS, f"T2 holds on every draw (worst residual/bound {ratio:.1e})", hyp, by
+    if v == "hypothesis fails":
+        return HYP_FAILS, f"T2's identity holds; its hypotheses fail: {', '.join(hyp) or '?'}", hyp, by
+    if v == "undecided":
+        return UNDECIDED_, "T2 undecided within the rounding band on some draw", hyp, by
+    cx = getattr(report, "counterexample", None)
+    first = str(cx).splitlines() if cx is not None else []
+    return FAILS_, " ".join(s.strip() for s in first[:3]) or "T2 fails", hyp, by
+
 
 _KINDS = (
     (
@@ -86,17 +148,22 @@ def render_markdown(result) -> str:
         f"**{len(fams)} model families** have at least one conforming class: " + ", ".join(f"`{f}`" for f in fams),
         "",
     ]
-    hyp = [r for r in result.rows if r.status == "identity holds, hypothesis fails"]
+    hyp = [r for r in result.rows if r.status == HYP_FAILS]
     if hyp:
         lines += ["## Identity holds, hypothesis fails", ""]
         lines += [f"- `{r.cls}` ({r.family}): {_cell(r.reason)}" for r in hyp]
         lines.append("")
-    bad = [r for r in result.rows if r.status in ("fails", "undecided")]
+    bad = [r for r in result.rows if r.status in (FAILS_, UNDECIDED_)]
     if bad:
         lines += ["## Fails / undecided", ""]
         lines += [f"- `{r.cls}` ({r.family}), {r.status}: {_cell(r.reason, 400)}" for r in bad]
         lines.append("")
-    dec = Counter(reason_kind(r.reason) for r in result.rows if r.status == "declined")
+    late = [r for r in result.rows if r.status == TIMED_OUT]
+    if late:
+        lines += ["## Timed out (also when retried alone)", ""]
+        lines += [f"- `{r.cls}` ({r.family}): {_cell(r.reason, 400)}" for r in late]
+        lines.append("")
+    dec = Counter(reason_kind(r.reason) for r in result.rows if r.status == DECLINED)
     lines += ["## Declines by reason", "", "| reason | classes |", "|---|---:|"]
     lines += [f"| {k} | {v} |" for k, v in dec.most_common()]
     lines += [

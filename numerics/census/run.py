@@ -20,33 +20,46 @@ the real keys sum to less than one), ``fails`` (the kit's counterexample), ``und
 rounding band), or ``declined`` with the reason (the class is not called through the attention
 interface, its kernel is not softmax attention, its values or output are not linear maps of the
 captured states, the model needs inputs the kit cannot draw, the tiny model cannot be built: the
-exception type and its first line). Nothing escapes as a crash: every class runs under a timeout
-and an exception guard. Per class, the row also says which of T3's and T5's hypotheses its heads
-satisfy on the drawn inputs at random initialisation.
+exception type and its first line), or ``timed out``. Nothing escapes as a crash: every class (and
+every family build) runs under an exception guard and a budget of CPU time (``timeout`` seconds of the
+process's CPU time, every thread's, so that a loaded machine does not change a row; a class blocked
+without using CPU is stopped after :data:`WALL_FACTOR` times that in wall time); a class that uses up
+its budget is retried once alone, after the others, before its row says ``timed out``. Per class, the
+row also says which of T3's and T5's hypotheses its heads satisfy on the drawn inputs at random
+initialisation.
+
+Stopping: an exception in the caller's thread while workers run (``KeyboardInterrupt``, the
+``SystemExit`` of a SIGTERM handler) kills the workers at once, and a worker dies with its parent
+process (``PR_SET_PDEATHSIG`` on Linux, a watchdog thread elsewhere). :func:`write_census` writes each
+file through a temporary file in the same directory (``os.replace``): a file is whole or not there.
 """
 
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
 import gc
-import importlib
 import json
 import math
 import os
 import signal
+import sys
+import tempfile
+import threading
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from numerics.census.config import attention_classes, name_list
 from numerics.census.report import (
     CONFORMS,
     DECLINED,
-    FAILS_,
-    HYP_FAILS,
-    HYPOTHESES,
     STATUSES,
-    UNDECIDED_,
+    TIMED_OUT,
+    hypotheses_of,
     render_markdown,
+    status_of,
+    verdict_of,
 )
 from numerics.errors import ConnwalkError, ParameterError
 
@@ -59,6 +72,8 @@ __all__ = [
     "verdict_of",
     "check_class",
     "write_census",
+    "max_jobs",
+    "WALL_FACTOR",
 ]
 
 
@@ -114,105 +129,29 @@ class CensusResult:
         return {**meta, "counts": self.counts(), "rows": [r.as_dict() for r in self.rows]}
 
 
-# --------------------------------------------------------------------------- enumeration
-def _modeling_modules(model_type: str) -> list[str]:
-    from transformers.models.auto.configuration_auto import model_type_to_module_name
-
-    pkg_name = f"transformers.models.{model_type_to_module_name(model_type)}"
-    try:
-        pkg = importlib.import_module(pkg_name)
-    except Exception:
-        return []
-    d = os.path.dirname(getattr(pkg, "__file__", "") or "")
-    if not d or not os.path.isdir(d):
-        return []
-    names = sorted(f[:-3] for f in os.listdir(d) if f.startswith("modeling_") and f.endswith(".py"))
-    return [f"{pkg_name}.{n}" for n in names if not n.startswith(("modeling_tf_", "modeling_flax_"))]
-
-
-def attention_classes(model_types=None) -> list[tuple[str, str, str]]:
-    """``(model_type, module, class name)`` of every attention class (module docstring's rule), each
-    class once (under the first model type whose package defines it); ``model_types`` restricts the
-    walk. Modules that do not import give a row with class ``"<module>"`` (declined there)."""
-    from transformers.models.auto.configuration_auto import CONFIG_MAPPING_NAMES
-
-    from numerics.conformance.hf_capture import is_attention_class
-
-    out, seen = [], set()
-    for mt in model_types if model_types is not None else list(CONFIG_MAPPING_NAMES):
-        for modname in _modeling_modules(mt):
-            if modname in seen:
-                continue
-            seen.add(modname)
-            try:
-                mod = importlib.import_module(modname)
-            except Exception as exc:
-                out.append((mt, modname, f"<{modname.rsplit('.', 1)[-1]}: {type(exc).__name__}>"))
-                continue
-            for name, obj in vars(mod).items():
-                if getattr(obj, "__module__", None) == modname and is_attention_class(obj):
-                    out.append((mt, modname, name))
-    return out
-
-
-# --------------------------------------------------------------------------- verdicts
-def verdict_of(report) -> tuple[str, list[str], str]:
-    """``(verdict, hypothesis failures, decided by)`` of a :class:`~numerics.conformance.kit.ConformanceReport`:
-    its ``verdict`` / ``hypothesis_failures`` / ``decided_by`` when it has them; otherwise derived
-    from ``conforms`` / ``status`` and T3(a) on the drawn rows (a row-stochastic failure there is a
-    failed hypothesis of T2)."""
-    from numerics.tolerance import FAILS, UNDECIDED
-
-    v = getattr(report, "verdict", None)
-    hyp = list(getattr(report, "hypothesis_failures", None) or [])
-    by = getattr(report, "decided_by", None) or str(getattr(report, "dtype", ""))
-    if v is None:
-        if not report.conforms:
-            v = "fails"
-        else:
-            bad = [r for r in report.results if r.t3.get("a stochastic") is not None]
-            if any(r.t3["a stochastic"].status == FAILS for r in bad):
-                v, hyp = "hypothesis fails", ["row-stochastic"]
-            elif report.status == UNDECIDED:
-                v = "undecided"
-            else:
-                v = "conforms"
-    return str(v), hyp, by
-
-
-def _hypotheses(report) -> dict[str, str]:
-    from numerics.tolerance import combine
-
-    # T3/T5 are computed on self-attention draws whose T2 hypotheses hold: otherwise not applicable, and why
-    why = "n/a (cross-attention)" if all(r.cross for r in report.results) else "n/a (T2's hypotheses fail)"
-    out = {}
-    for label, kind, key in HYPOTHESES:
-        st = [getattr(r, kind)[key].status for r in report.results if key in getattr(r, kind)]
-        out[label] = combine(st) if st else why
-    return out
-
-
-def _status_of(report) -> tuple[str, str, list[str], str]:
-    v, hyp, by = verdict_of(report)
-    ratio = max((r.t2.residual / r.t2.bound for r in report.results if r.t2.bound > 0), default=math.nan)
-    if v == "conforms":
-        return CONFORMS, f"T2 holds on every draw (worst residual/bound {ratio:.1e})", hyp, by
-    if v == "hypothesis fails":
-        return HYP_FAILS, f"T2's identity holds; its hypotheses fail: {', '.join(hyp) or '?'}", hyp, by
-    if v == "undecided":
-        return UNDECIDED_, "T2 undecided within the rounding band on some draw", hyp, by
-    cx = getattr(report, "counterexample", None)
-    first = str(cx).splitlines() if cx is not None else []
-    return FAILS_, " ".join(s.strip() for s in first[:3]) or "T2 fails", hyp, by
-
-
 # --------------------------------------------------------------------------- one class
-class _Timeout(Exception):
-    pass
+#: a class (or a family build) that uses no CPU (blocked on a lock, asleep) is stopped after this many
+#: times its CPU budget in wall time
+WALL_FACTOR = 10
 
 
-def _alarm(signum, frame):
-    raise _Timeout
+class _Timeout(BaseException):
+    """A budget ran out (``clock``: ``"CPU"`` or ``"wall"``). A ``BaseException``: no ``except
+    Exception`` of the code it interrupts swallows it."""
+
+    def __init__(self, clock: str):
+        super().__init__(clock)
+        self.clock = clock
+
+
+def _on_timer(signum, frame):
+    raise _Timeout("CPU" if signum == signal.SIGPROF else "wall")
+
+
+def _timed_out(exc: _Timeout, timeout: float, what: str = "") -> str:
+    if exc.clock == "CPU":
+        return f"timed out after {timeout:g} s CPU{what}"
+    return f"timed out after {WALL_FACTOR * timeout:g} s wall without using its {timeout:g} s CPU budget{what}"
 
 
 def _one_line(exc: BaseException) -> str:
@@ -222,18 +161,30 @@ def _one_line(exc: BaseException) -> str:
 
 def check_class(model, module, *, family: str, examples: int, seed: int, max_length: int, timeout: float) -> CensusRow:
     """The row of one attention ``module`` (an instance inside ``model``): the kit through the capture
-    under a ``timeout`` (seconds) and an exception guard."""
+    under an exception guard and a budget of ``timeout`` CPU seconds (:func:`_arm`; ``timed out``)."""
+    t0 = time.perf_counter()
+    row = CensusRow(type(module).__name__, family, type(module).__module__, DECLINED)
+    armed = _arm(timeout)
+    try:
+        try:
+            _judge(model, module, row, examples=examples, seed=seed, max_length=max_length)
+        finally:
+            _disarm(armed)
+    except _Timeout as exc:
+        row = CensusRow(row.cls, family, row.module, TIMED_OUT, _timed_out(exc, timeout))
+    row.seconds = time.perf_counter() - t0
+    return row
+
+
+def _judge(model, module, row: CensusRow, *, examples: int, seed: int, max_length: int) -> None:
     import torch
 
     from numerics.conformance.hf_capture import CaptureAdapter, CaptureError
     from numerics.conformance.kit import check_attention
 
-    cls, modname = type(module).__name__, type(module).__module__
-    t0 = time.perf_counter()
-    row = CensusRow(cls, family, modname, DECLINED)
-    old = _arm(timeout)
+    name = f"{row.cls} in {type(model).__name__}"
     try:
-        ad = CaptureAdapter(model, [module], name=f"{cls} in {type(model).__name__}")
+        ad = CaptureAdapter(model, [module], name=name)
         try:
             rep = check_attention(module, adapter=ad, examples=examples, seed=seed, max_length=max_length, max_batch=2)
         except CaptureError as exc:
@@ -241,44 +192,78 @@ def check_class(model, module, *, family: str, examples: int, seed: int, max_len
                 raise
             model.float()  # a kernel without float64 (some MoE / fused kernels): the module's float32 run
             try:
-                ad = CaptureAdapter(model, [module], name=f"{cls} in {type(model).__name__}")
+                ad = CaptureAdapter(model, [module], name=name)
                 rep = check_attention(
                     module, adapter=ad, examples=examples, seed=seed, max_length=max_length, max_batch=2
                 )
             finally:
                 model.double()
-        row.status, row.reason, row.hypothesis_failures, row.decided_by = _status_of(rep)
-        row.hypotheses = _hypotheses(rep)
+        row.status, row.reason, row.hypothesis_failures, row.decided_by = status_of(rep)
+        row.hypotheses = hypotheses_of(rep)
         row.t2_ratio = max((r.t2.residual / r.t2.bound for r in rep.results if r.t2.bound > 0), default=math.nan)
-    except _Timeout:
-        row.reason = f"timed out after {timeout:g} s"
     except CaptureError as exc:
         row.reason = str(exc).split(": ", 1)[-1]
     except Exception as exc:  # the kit judges; whatever escapes is stated, never raised
         row.reason = "the kit could not run it: " + _one_line(exc)
-    finally:
-        _disarm(old)
-    row.seconds = time.perf_counter() - t0
-    return row
 
 
 def _arm(seconds: float):
+    """Start the budget: ``seconds`` of this process's CPU time (``ITIMER_PROF``: every thread's, so
+    torch's intra-op threads count) and :data:`WALL_FACTOR` times that in wall time (``ITIMER_REAL``);
+    either raises :class:`_Timeout`. ``None`` off the main thread (no budget there)."""
     try:
-        old = signal.signal(signal.SIGALRM, _alarm)
+        handlers = (signal.signal(signal.SIGPROF, _on_timer), signal.signal(signal.SIGALRM, _on_timer))
     except ValueError:  # not the main thread: no timeout
         return None
-    signal.setitimer(signal.ITIMER_REAL, seconds)
-    return old
+    start = (time.process_time(), time.monotonic())
+    prev = (signal.setitimer(signal.ITIMER_PROF, seconds), signal.setitimer(signal.ITIMER_REAL, WALL_FACTOR * seconds))
+    return handlers, prev, start
 
 
-def _disarm(old) -> None:
-    if old is None:
+def _disarm(armed) -> None:
+    """Stop the budget; the caller's own handlers and timers go on where they were (less the time
+    spent here). A tick that lands while this runs is dropped: the work it would stop is done."""
+    if armed is None:
         return
+    handlers, prev, start = armed
+    while True:
+        try:
+            signal.signal(signal.SIGPROF, signal.SIG_IGN)
+            signal.signal(signal.SIGALRM, signal.SIG_IGN)
+            break
+        except _Timeout:
+            continue
+    signal.setitimer(signal.ITIMER_PROF, 0)
     signal.setitimer(signal.ITIMER_REAL, 0)
-    signal.signal(signal.SIGALRM, old)
+    for sig, handler in zip((signal.SIGPROF, signal.SIGALRM), handlers, strict=True):
+        signal.signal(sig, signal.SIG_DFL if handler is None else handler)  # None: not set from Python
+    spent = (time.process_time() - start[0], time.monotonic() - start[1])
+    for which, (left, every), used in zip((signal.ITIMER_PROF, signal.ITIMER_REAL), prev, spent, strict=True):
+        if left > 0:
+            signal.setitimer(which, max(left - used, 1e-6), every)
 
 
 # --------------------------------------------------------------------------- the run
+def max_jobs() -> int:
+    """The most worker processes :func:`run_census` takes: the CPUs this process may run on
+    (``os.sched_getaffinity``; ``os.cpu_count()`` where that is missing). More workers would only share
+    those CPUs, each holding its own tiny models (about 0.5 GB)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):  # pragma: no cover - a platform without affinity
+        return max(1, os.cpu_count() or 1)
+
+
+def _check_numbers(examples, seed, max_length, timeout, jobs) -> None:
+    for nm, v, lo in (("examples", examples, 1), ("seed", seed, 0), ("max_length", max_length, 1), ("jobs", jobs, 1)):
+        if isinstance(v, bool) or not isinstance(v, int) or v < lo:
+            raise ParameterError(f"expected an integer ≥ {lo}, got {v!r}", argument=nm)
+    if jobs > max_jobs():
+        raise ParameterError(f"at most {max_jobs()} (the CPUs this process may run on), got {jobs}", argument="jobs")
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not (0 < timeout < math.inf):
+        raise ParameterError(f"expected CPU seconds, a finite number > 0, got {timeout!r}", argument="timeout")
+
+
 def run_census(
     *,
     model_types=None,
@@ -290,33 +275,50 @@ def run_census(
     jobs: int = 1,
     progress=None,
 ) -> CensusResult:
-    """The census (module docstring). ``model_types``: restrict to these model types; ``classes``:
-    restrict to these class names; ``examples`` draws per class (seeded by ``seed``); ``timeout``
-    seconds per family build and per class; ``jobs`` worker processes (forked; 1: in this process);
-    ``progress``: a callable given each finished row (in completion order; the result's rows are
-    sorted by family, module, class)."""
+    """The census (module docstring). ``model_types``: restrict to these model types (a list of keys of
+    ``CONFIG_MAPPING_NAMES``); ``classes``: restrict to these class names (a list; each an attention class
+    of the model types walked); ``examples`` draws per class (seeded by ``seed``); ``timeout`` CPU seconds
+    per family build and per class (a class that runs out is retried once alone, after the others);
+    ``jobs`` worker processes (forked; 1: in this process; at most :func:`max_jobs`); ``progress``: a
+    callable given each finished row (in completion order; the result's rows are sorted by family,
+    module, class). Bad arguments raise :class:`ParameterError` naming them before any class runs."""
+    _check_numbers(examples, seed, max_length, timeout, jobs)
+    types_, want = name_list(model_types, "model_types"), name_list(classes, "classes")
     import torch
     import transformers
 
-    for nm, v, lo in (("examples", examples, 1), ("seed", seed, 0), ("max_length", max_length, 1), ("jobs", jobs, 1)):
-        if isinstance(v, bool) or not isinstance(v, int) or v < lo:
-            raise ParameterError(f"expected an integer ≥ {lo}, got {v!r}", argument=nm)
-    if not (isinstance(timeout, (int, float)) and timeout > 0):
-        raise ParameterError(f"expected seconds > 0, got {timeout!r}", argument="timeout")
     wall0, cpu0 = time.perf_counter(), time.process_time()
-    want = None if classes is None else set(classes)
-    todo = [c for c in attention_classes(model_types) if want is None or c[2] in want]
-    by_module: dict[str, list[tuple[str, str, str]]] = {}
-    for mt, modname, name in todo:
-        by_module.setdefault(modname, []).append((mt, modname, name))
-    tasks = [(modname, items, examples, seed, max_length, timeout) for modname, items in by_module.items()]
+    todo = attention_classes(types_)
+    if want is not None:
+        unknown = sorted(set(want) - {c[2] for c in todo})
+        if unknown:
+            where = f"model type(s) {', '.join(types_)}" if types_ else f"transformers {transformers.__version__}"
+            raise ParameterError(f"no attention class {', '.join(map(repr, unknown))} in {where}", argument="classes")
+        todo = [c for c in todo if c[2] in set(want)]
     rows: list[CensusRow] = []
+    late: list[CensusRow] = []
     child0 = _children_cpu()
-    for got in _run_tasks(tasks, jobs):
+
+    def take(got: list[CensusRow], final: bool) -> None:
         for row in got:
+            if row.status == TIMED_OUT and not final:
+                late.append(row)
+                continue
             rows.append(row)
             if progress is not None:
                 progress(row)
+
+    with contextlib.closing(_run_tasks(_tasks(todo, examples, seed, max_length, timeout), jobs)) as done:
+        for got in done:
+            take(got, final=False)
+    again = {(r.module, r.cls) for r in late}
+    for task in _tasks([c for c in todo if (c[1], c[2]) in again], examples, seed, max_length, timeout):
+        with contextlib.closing(_run_tasks([task], jobs)) as done:  # alone: one task, one process
+            for got in done:
+                for row in got:
+                    if row.status == TIMED_OUT:
+                        row.reason += " (and again when retried alone)"
+                take(got, final=True)
     rows.sort(key=lambda r: (r.family, r.module, r.cls))
     return CensusResult(
         rows,
@@ -331,6 +333,14 @@ def run_census(
     )
 
 
+def _tasks(todo: list, examples: int, seed: int, max_length: int, timeout: float) -> list:
+    """One task per modeling module: ``(module, [(model type, module, class) ...], examples, ...)``."""
+    by_module: dict[str, list[tuple[str, str, str]]] = {}
+    for mt, modname, name in todo:
+        by_module.setdefault(modname, []).append((mt, modname, name))
+    return [(modname, items, examples, seed, max_length, timeout) for modname, items in by_module.items()]
+
+
 def _children_cpu() -> float:
     import resource
 
@@ -339,20 +349,22 @@ def _children_cpu() -> float:
 
 
 def _run_tasks(tasks: list, jobs: int):
-    """Rows of each task (one modeling module), in ``jobs`` forked worker processes (1: here). A
-    worker that dies (a crash inside a kernel) loses nothing else: the tasks it had not finished are
-    rerun one per fresh process, and the one that kills its process is declined with that reason."""
+    """Rows of each task (one modeling module), in ``jobs`` forked worker processes (1: here; never more
+    processes than tasks). A worker that dies (a crash inside a kernel) loses nothing else: the tasks
+    it had not finished are rerun one per fresh process, and the one that kills its process is declined
+    with that reason. Closing the generator early, or an exception while it waits (SIGINT, SIGTERM),
+    kills the workers at once (:func:`_pool`)."""
     if jobs <= 1:
         for t in tasks:
             yield _module_rows(t)
         return
+    if not tasks:
+        return
     import concurrent.futures as cf
-    import multiprocessing as mp
     from concurrent.futures.process import BrokenProcessPool
 
-    ctx = mp.get_context("fork")
     left = list(tasks)
-    with cf.ProcessPoolExecutor(jobs, mp_context=ctx, initializer=_worker_init) as ex:
+    with _pool(min(jobs, len(tasks))) as ex:
         futs = {ex.submit(_module_rows, t): t for t in tasks}
         try:
             for f in cf.as_completed(futs):
@@ -361,7 +373,7 @@ def _run_tasks(tasks: list, jobs: int):
         except BrokenProcessPool:
             pass
     for t in left:  # only after a worker died: one process per task
-        with cf.ProcessPoolExecutor(1, mp_context=ctx, initializer=_worker_init) as ex:
+        with _pool(1) as ex:
             try:
                 yield ex.submit(_module_rows, t).result()
             except BrokenProcessPool:
@@ -372,17 +384,47 @@ def _run_tasks(tasks: list, jobs: int):
                 ]
 
 
+@contextlib.contextmanager
+def _pool(workers: int):
+    """A pool of ``workers`` forked census workers (:func:`_worker_init`). Left normally: shut down
+    after its tasks. Left by an exception (``KeyboardInterrupt``, a SIGTERM handler's ``SystemExit``,
+    ``GeneratorExit``): its workers are killed at once and its queued tasks cancelled, nothing waited for."""
+    import concurrent.futures as cf
+    import multiprocessing as mp
+
+    ex = cf.ProcessPoolExecutor(
+        workers, mp_context=mp.get_context("fork"), initializer=_worker_init, initargs=(os.getpid(),)
+    )
+    try:
+        yield ex
+    except BaseException:
+        procs = list((getattr(ex, "_processes", None) or {}).values())  # Python < 3.14 has no kill_workers()
+        for proc in procs:
+            with contextlib.suppress(Exception):
+                proc.kill()
+        ex.shutdown(wait=False, cancel_futures=True)
+        for proc in procs:
+            with contextlib.suppress(Exception):
+                proc.join(5)
+        raise
+    ex.shutdown(wait=True)
+
+
 #: address-space limit of a census worker: a family whose tiny model still allocates more fails that
 #: allocation (a row saying so) instead of swapping the machine
 WORKER_MEMORY = 6 * 2**30
 
 
-def _worker_init() -> None:
+def _worker_init(parent: int | None = None) -> None:
     import resource
     import warnings
 
     import torch
 
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # a Ctrl-C is the parent's to handle: it kills the workers
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)  # not the parent's handler (inherited by the fork)
+    if parent is not None:
+        _die_with(parent)
     try:
         soft, hard = resource.getrlimit(resource.RLIMIT_AS)
         lim = WORKER_MEMORY if hard == resource.RLIM_INFINITY else min(WORKER_MEMORY, hard)
@@ -400,6 +442,28 @@ def _worker_init() -> None:
         pass
 
 
+def _die_with(parent: int) -> None:
+    """This worker ends when the process ``parent`` does (killed, even by SIGKILL): the kernel's
+    ``PR_SET_PDEATHSIG`` on Linux, else a thread that watches the parent id twice a second."""
+    if sys.platform.startswith("linux"):
+        try:
+            import ctypes
+
+            if ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGKILL), 0, 0, 0) == 0:  # PR_SET_PDEATHSIG
+                if os.getppid() != parent:  # it died before the request took hold
+                    os._exit(1)
+                return
+        except (OSError, AttributeError):  # pragma: no cover - no libc prctl: the watchdog below
+            pass
+
+    def watch() -> None:  # pragma: no cover - platforms without PR_SET_PDEATHSIG
+        while os.getppid() == parent:
+            time.sleep(0.5)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="census-parent-watch", daemon=True).start()
+
+
 def _module_rows(task) -> list[CensusRow]:
     """The rows of one modeling module's attention classes: build the tiny model of each model type
     of its package (then as a decoder with cross-attention) until every class has an instance."""
@@ -415,16 +479,20 @@ def _module_rows(task) -> list[CensusRow]:
     types = _model_types_of(modname, mt)
     pending = list(items)
     notes: list[str] = []
+    late = ""  # a build that ran out of its budget: the classes left are timed out, not declined
     attempts = [(fam, False) for fam in types] + [(types[0], True)]
     for fam, cross in attempts:
         if not pending:
             break
         t0 = time.perf_counter()
-        old = _arm(timeout)
+        armed = _arm(timeout)
         try:
-            model = build_tiny(fam, dtype=torch.float64, cross=cross, seed=seed)
-        except _Timeout:
-            notes.append(f"{fam}: building the tiny model timed out after {timeout:g} s")
+            try:
+                model = build_tiny(fam, dtype=torch.float64, cross=cross, seed=seed)
+            finally:
+                _disarm(armed)
+        except _Timeout as exc:
+            late = late or _timed_out(exc, timeout, f" building the tiny model of {fam}")
             continue
         except Exception as exc:
             if not cross:
@@ -432,8 +500,6 @@ def _module_rows(task) -> list[CensusRow]:
                     f"{fam}: " + (str(exc).split(": ", 1)[-1] if isinstance(exc, ConnwalkError) else _one_line(exc))
                 )
             continue
-        finally:
-            _disarm(old)
         build_s = time.perf_counter() - t0
         left = []
         for mt_, _, name in pending:
@@ -456,7 +522,9 @@ def _module_rows(task) -> list[CensusRow]:
     for mt_, _, name in pending:
         why = "; ".join(notes[:2]) or "no model type of the package builds it"
         rows.append(
-            CensusRow(name, mt_, modname, DECLINED, f"not instantiated by a tiny base model of its family ({why})")
+            CensusRow(name, mt_, modname, TIMED_OUT, late)
+            if late
+            else CensusRow(name, mt_, modname, DECLINED, f"not instantiated by a tiny base model of its family ({why})")
         )
     return rows
 
@@ -471,16 +539,29 @@ def _model_types_of(modname: str, first: str) -> list[str]:
 
 
 def write_census(result: CensusResult, out_dir: str | os.PathLike | None = None, json_path=None) -> list[Path]:
-    """Write ``CENSUS.md`` into ``out_dir`` (default: the current directory) and the JSON rows to
-    ``json_path`` (when given). Returns the paths written."""
-    paths = []
+    """Write ``CENSUS.md`` into ``out_dir`` (default: the current directory; created if missing) and the
+    JSON rows to ``json_path`` (when given). Each file goes through a temporary file in its own
+    directory, renamed over the target when all are written (``os.replace``): an interruption leaves
+    every file as it was, never half-written. Returns the paths written."""
     d = Path(out_dir) if out_dir is not None else Path.cwd()
     d.mkdir(parents=True, exist_ok=True)
-    md = d / "CENSUS.md"
-    md.write_text(render_markdown(result))
-    paths.append(md)
+    out = [(d / "CENSUS.md", render_markdown(result))]
     if json_path is not None:
-        p = Path(json_path)
-        p.write_text(json.dumps(result.as_dict(), indent=1, ensure_ascii=False) + "\n")
-        paths.append(p)
-    return paths
+        out.append((Path(json_path), json.dumps(result.as_dict(), indent=1, ensure_ascii=False) + "\n"))
+    mask = os.umask(0o22)
+    os.umask(mask)
+    temps: list[str] = []
+    try:
+        for path, text in out:
+            fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+            temps.append(tmp)
+            with os.fdopen(fd, "w", encoding="utf-8") as f:
+                f.write(text)
+            os.chmod(tmp, 0o666 & ~mask)  # the mode a plain open() would give, not mkstemp's 0600
+        for (path, _), tmp in zip(out, temps, strict=True):
+            os.replace(tmp, path)
+    finally:
+        for tmp in temps:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(tmp)
+    return [path for path, _ in out]
