@@ -29,9 +29,11 @@ MODULE_EXEMPT = {
     "UnsupportedArchitectureError naming `module`) and the attention-interface capture, which takes a model the kit "
     "already accepted and turns whatever it cannot read into a CaptureError naming `module` (stale or missing "
     "records, shapes, kernels that are not softmax: tests/numerics/test_census_capture.py)",
-    "numerics.census": "runs over the installed transformers' own classes, no user data; its options are checked "
-    "by connwalk.census.check_options (ParameterError naming the option: tests/numerics/test_census.py), and "
-    "every failure of a class becomes that class's declined row with the reason",
+    "numerics.census": "runs over the installed transformers' own classes, no user data; run_census checks its own "
+    "arguments (ParameterError naming `model_types`, `classes`, `jobs`, `timeout` …: "
+    "tests/numerics/test_census_operations.py) and connwalk.census.check_options the command's options; every "
+    "failure of a class becomes that class's declined row with the reason, a class past its CPU budget a "
+    "timed-out row",
     "numerics.contracts": "the declarations themselves: their arguments are the declaring module's source, checked "
     "when it is imported; the bad-input matrix (tests/contracts/test_matrix.py) exercises every kind",
     "numerics.tolerance": "the threshold and decision every check calls with the residual it computed itself (no "
