@@ -14,6 +14,8 @@ Local policy:
 * the registry tags this repository's tests too: every unmarked test in a file (or every test) that a
   registry entry links (``theory.registry.linked_tests``) gets that entry's ``theorem`` marker before
   the plugin reads the markers, so ``pytest --theorem T3`` runs everything the registry links to T3;
+* under pytest-xdist each worker gets its share of the cores (torch and BLAS threads), so ``-n auto``
+  does not run two threads per core;
 * order independence: ``--order reverse`` / ``--order shuffle --order-seed N`` (modules shuffled, and
   the tests within each) / ``--order interleave --order-seed N`` (every test shuffled) run the suite
   in another order (``scripts/robustness.sh order``); the default keeps the collected order;
@@ -60,10 +62,31 @@ def pin_hypothesis_local_constants() -> bool:
     return True
 
 
+def share_cores_among_workers() -> int | None:
+    """Under pytest-xdist, give each worker process its share of the cores: torch's intra-op threads and
+    the BLAS pools (OpenBLAS / MKL, through threadpoolctl) at ``max(1, cores // workers)``. Two workers
+    on two cores each running two threads would contend for the cores (4 threads on 2). Returns the
+    threads per worker, or None outside xdist (the counts are left as they are)."""
+    workers = os.environ.get("PYTEST_XDIST_WORKER_COUNT")
+    if not os.environ.get("PYTEST_XDIST_WORKER") or not workers:
+        return None
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    share = max(1, cores // max(1, int(workers)))
+    torch.set_num_threads(share)
+    try:
+        from threadpoolctl import threadpool_limits
+
+        threadpool_limits(limits=share)
+    except ImportError:  # pragma: no cover - threadpoolctl comes with scikit-learn
+        pass
+    return share
+
+
 @pytest.hookimpl(tryfirst=True)  # before Hypothesis' own hook, which applies --hypothesis-profile
 def pytest_configure(config):
     settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE") or ("ci" if os.environ.get("CI") else "dev"))
     pin_hypothesis_local_constants()
+    share_cores_among_workers()
 
 
 def pytest_addoption(parser):
