@@ -18,7 +18,8 @@
 #                                              # across 2 and 3 worker processes (pytest-xdist) with every
 #                                              # test shuffled (--order interleave, seed S, default drawn);
 #                                              # the outcome counts must be equal; prints each wall time
-#                                              # (XDIST_PATHS narrows it)
+#                                              # (XDIST_PATHS narrows it; XDIST_WORKERS="0 2"
+#                                              # picks the worker counts, 0 = one process)
 #
 # A failure prints the command that reproduces it (`--hypothesis-seed=S` and the environment);
 # every failure found must become an explicit `@example` or a regression test. The exit status is
@@ -107,7 +108,7 @@ order() {
 xdist() {
   local s="${1:-$(od -An -N2 -tu2 /dev/urandom | tr -d ' ')}" paths n out t0 t1 counts first=""
   read -r -a paths <<<"${XDIST_PATHS:-tests}"
-  for n in 0 2 3; do
+  for n in ${XDIST_WORKERS:-0 2 3}; do
     log "CI=true $PY -m pytest ${paths[*]} -n $n --order interleave --order-seed $s"
     out=$(mktemp)
     t0=$(date +%s)
