@@ -87,7 +87,9 @@ def _check_nonnegative(name: str, value, what: str) -> None:
     else:
         a = np.asarray(value)
         if a.dtype.kind not in "fiu":
-            raise DTypeError(f"expected real numbers, got {type(value).__name__} of kind {a.dtype.kind!r}", argument=name)
+            raise DTypeError(
+                f"expected real numbers, got {type(value).__name__} of kind {a.dtype.kind!r}", argument=name
+            )
         nan, neg = int(np.isnan(a).sum()), int((a < 0).sum())
     if nan:
         raise ParameterError(f"{nan} NaN value(s): {what} that was not computed has no decision", argument=name)

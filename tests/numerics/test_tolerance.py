@@ -76,7 +76,11 @@ NAN, INF = float("nan"), float("inf")
         # an error bound is >= 0: error=-1 made (holds, fails) = (True, True), both at once
         (lambda: judge(1e-3, torch.float64, 4, error=-1), ParameterError, "error"),
         (lambda: judge(1e-3, torch.float64, 4, error=NAN), ParameterError, "error"),
-        (lambda: judge(0.0, torch.float64, 4, error=torch.tensor([0.0, -1e-300], dtype=torch.float64)), ParameterError, "error"),
+        (
+            lambda: judge(0.0, torch.float64, 4, error=torch.tensor([0.0, -1e-300], dtype=torch.float64)),
+            ParameterError,
+            "error",
+        ),
         # a residual is a norm: a negative one held; a NaN one is a computation that did not happen
         (lambda: judge(-1.0, torch.float64), ParameterError, "residual"),
         (lambda: judge(np.array([0.0, -5e-324]), torch.float64), ParameterError, "residual"),
