@@ -531,7 +531,7 @@ def test_to_networkx_of_a_batched_walk_needs_an_index():
     np.testing.assert_allclose(G1[0][1]["block"], np.eye(2) / 3, atol=1e-16)
     raises_named(ShapeError, "walk", lambda: to_networkx(t(P)))
     assert sorted(to_networkx(t(P), index=0).edges) == [(0, 1), (1, 2), (2, 0)]
-    B = np.zeros((2, 2, 3, 3, 2, 2))
+    B = np.ones((2, 2, 3, 3, 2, 2))
     raises_named(ShapeError, "index", lambda: to_networkx(ConnectionWalk.from_blocks(t(B)), index=0))
 
 
