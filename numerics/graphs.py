@@ -464,7 +464,8 @@ def holonomies(walk, *, index=None) -> Flatness:
         hols.append(Holonomy((i, j), _cycle_of(parent, i, j), Hm, defect))
     res = max((h.defect for h in hols), default=0.0)
     # rounding: products along tree paths of length <= n, amplified by the frames' conditioning
-    conds = [np.linalg.cond(R[v]) for v in range(n) if np.isfinite(R[v]).all()]
+    # (of the frames kept: a singular one, cond₂ up to inf, is a reason and no scale)
+    conds = [np.linalg.cond(R[v]) for v in range(n) if np.isfinite(Rinv[v]).all()]
     S = scale * max(conds + [1.0])
     bound, err = _tol((n + 1) * d, scale=S), rounding_error((n + 1) * d, S)
     ok, bad = decide(res, bound, err)

@@ -1409,6 +1409,17 @@ def test_a_holonomy_defect_within_its_rounding_of_the_tolerance_is_undecided(k, 
         assert bool(fl) == (verdict == "holds") and fl.reason == ""
 
 
+def test_an_exactly_singular_frame_is_a_reason_not_an_infinite_scale():
+    """R_1 = O_10 = diag(1, 0) over the one-way edge 1 → 0 has cond₂ = inf: flatness fails with the reason
+    (its infinite condition number once reached the tolerance's scale and raised there)."""
+    P = np.array([[0.0, 0.0], [1.0, 0.0]])
+    O = np.zeros((2, 2, 2, 2))
+    O[1, 0] = np.diag([1.0, 0.0])
+    fl = holonomies(edges_walk(P, O))
+    assert fl.fails and not fl.undecided and fl.reason == "frame at node 1 is (numerically) singular"
+    assert fl.tol == tol64(3 * 2)
+
+
 def test_a_frame_with_cond_times_eps_exactly_one_percent_is_kept():
     """The frame test is strict (cond₂·eps > 10⁻²): the frame R_1 = O_10 = diag(1, x) reached over the
     one-way edge 1 → 0 (R_1 = O_10 R_0, exact) has cond exactly x = fl(0.01)·2⁵², cond·eps = fl(0.01)."""
