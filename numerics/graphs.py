@@ -389,7 +389,10 @@ class Flatness:
     ``residual``: max holonomy defect relative to the transports' scale; ``frames`` ``(n, d, d)``;
     ``reason``: e.g. a singular transport on a tree edge, or a frame with ``cond₂(R_v)·eps > 10⁻²``
     (flatness then fails). ``tol``: the bound on ``residual``,
-    ``tol(float64, (n+1)·d, scale=max(1, max ‖O_ij‖₂) · max(1, max_v cond₂(R_v)))``."""
+    ``tol(float64, (n+1)·d, scale=S)``, ``S = max(1, max ‖O_ij‖₂) · max(1, max_v cond₂(R_v))``;
+    ``error``: the rounding bound of ``residual`` (``rounding_error((n+1)·d, S)``,
+    :mod:`theory.rounding`); ``undecided``: the residual lies within ``error`` of ``tol`` (then
+    ``holds`` and ``fails`` are False, ``bool()`` raises and the reason says so)."""
 
     holds: bool
     residual: float
@@ -397,9 +400,17 @@ class Flatness:
     frames: np.ndarray | None
     reason: str = ""
     tol: float = 0.0
+    error: float = 0.0
+    undecided: bool = False
 
     def __bool__(self) -> bool:
+        if self.undecided:
+            raise UndecidedTruthError(f"flatness is undecided ({self.reason}): use .holds or .fails")
         return self.holds
+
+    @property
+    def fails(self) -> bool:
+        return not self.holds and not self.undecided
 
 
 @contract(**_W)
@@ -453,10 +464,15 @@ def holonomies(walk, *, index=None) -> Flatness:
         hols.append(Holonomy((i, j), _cycle_of(parent, i, j), Hm, defect))
     res = max((h.defect for h in hols), default=0.0)
     # rounding: products along tree paths of length <= n, amplified by the frames' conditioning
-    conds = [np.linalg.cond(R[v]) for v in range(n) if np.isfinite(R[v]).all()]
-    bound = _tol((n + 1) * d, scale=scale * max(conds + [1.0]))
-    holds = res <= bound and not reason
-    return Flatness(bool(holds), float(res), hols, R, reason, bound)
+    # (of the frames kept: a singular one, cond₂ up to inf, is a reason and no scale)
+    conds = [np.linalg.cond(R[v]) for v in range(n) if np.isfinite(Rinv[v]).all()]
+    S = scale * max(conds + [1.0])
+    bound, err = _tol((n + 1) * d, scale=S), rounding_error((n + 1) * d, S)
+    ok, bad = decide(res, bound, err)
+    undecided = not reason and not ok and not bad
+    if undecided:
+        reason = f"undecided: holonomy defect {res:.3e} within its rounding {err:.1e} of the tolerance {bound:.1e}"
+    return Flatness(bool(ok and not reason), float(res), hols, R, reason, bound, err, undecided)
 
 
 def _cycle_of(parent: dict, i: int, j: int) -> list[int]:

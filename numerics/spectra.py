@@ -26,7 +26,7 @@ from scipy.sparse.linalg import LinearOperator, eigs, eigsh
 
 from numerics.contracts.declarations import Choice, Flag, Float, Int, Passthrough, Tensor, Walk, contract
 from numerics.contracts.validate import as_tensor, batch_index, check_finite
-from numerics.errors import ParameterError, ShapeError, UndefinedError
+from numerics.errors import DTypeError, NonFiniteError, ParameterError, ShapeError, UndefinedError
 from numerics.markov import stationary_info
 from numerics.tolerance import tol
 from numerics.walk import ConnectionWalk, as_walk, generator_dense
@@ -137,7 +137,45 @@ def generator_operator(walk, *, pi=None, index=None, counter: list | None = None
             Y = X - w._apply(X)
         return Y.reshape(-1).cpu().numpy()
 
-    return LinearOperator((n * d, n * d), matvec=mv, dtype=np.float64)
+    return GeneratorOperator(mv, n, d)
+
+
+class GeneratorOperator(LinearOperator):
+    """The float64 ``(nd, nd)`` operator :func:`generator_operator` returns: its ``matvec`` takes a real,
+    finite token-major vector ``x`` of shape ``(nd,)`` or ``(nd, 1)``; anything else is refused naming
+    ``x`` (:class:`ShapeError` with the expected length, :class:`DTypeError`, :class:`NonFiniteError`;
+    ``matmat`` likewise, naming ``X``) before scipy's own shape check or the walk sees it (a NaN vector
+    gave NaN; a wrong length gave scipy's bare "dimension mismatch")."""
+
+    def __init__(self, mv, n: int, d: int):
+        self._mv, self.n, self.d = mv, n, d
+        super().__init__(dtype=np.float64, shape=(n * d, n * d))
+
+    def _matvec(self, x):
+        return self._mv(x)
+
+    def _check(self, name: str, x, matrix: bool):
+        x = np.asanyarray(x)
+        N = self.shape[1]
+        if (x.ndim != 2 or x.shape[0] != N) if matrix else x.shape not in ((N,), (N, 1)):
+            want = f"({N}, k)" if matrix else f"({N},) or ({N}, 1)"
+            raise ShapeError(
+                f"expected a token-major {'matrix' if matrix else 'vector'} of length n·d = {self.n}·{self.d} = {N} "
+                f"(shape {want}), got shape {x.shape}",
+                argument=name,
+            )
+        if x.dtype.kind not in "fiu":
+            raise DTypeError(f"expected real values, got dtype {x.dtype}", argument=name)
+        bad = int((~np.isfinite(x)).sum())
+        if bad:
+            raise NonFiniteError(f"{bad} NaN/inf entries (of {x.size}): Δx is defined for finite x", argument=name)
+        return x
+
+    def matvec(self, x):
+        return super().matvec(self._check("x", x, matrix=False))
+
+    def matmat(self, X):
+        return super().matmat(self._check("X", X, matrix=True))
 
 
 @contract(walk=Walk(), pi=_PI, probes=Int(lo=1), seed=Int(lo=0), index=Passthrough())

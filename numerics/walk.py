@@ -169,10 +169,13 @@ class ConnectionWalk:
     def from_blocks(cls, B, *, P=None) -> ConnectionWalk:
         """From blocks ``B`` ``(..., n, n, d, d)`` with a chosen gauge ``P`` (default: row sums of
         ``‖B_ij‖_F`` normalised; any row-stochastic ``P`` positive where ``B ≠ 0`` works, T2 gauge).
-        A given ``P`` must be row-stochastic to ``tol(P.dtype, n)`` (:class:`NotStochasticError`)."""
+        A given ``P`` must be row-stochastic to ``tol(P.dtype, n)`` (:class:`NotStochasticError`).
+        Without ``P``, all-zero blocks (in any batch element) have no gauge: the default one would be
+        ``P = 0``, a walk with no edge (:class:`UndefinedError` naming ``B``)."""
         if P is not None:
             check_stochastic("P", P)
         if P is None:
+            check_some_block("B", B)
             w = torch.linalg.matrix_norm(B)
             s = w.sum(-1, keepdim=True)
             P = torch.where(s > 0, w / torch.where(s > 0, s, torch.ones_like(s)), torch.zeros_like(w))
@@ -407,12 +410,30 @@ class ConnectionWalk:
         normB = torch.linalg.vector_norm(s, dim=-1)  # ‖R‖_F = ‖B‖_F = ‖σ(R)‖₂
         return P, T, gap, normB
 
+    def _zero_blocks(self, normB: torch.Tensor) -> torch.Tensor:
+        """Where ``B = 0`` (for heads: ``‖B‖_F`` within the rounding of ``Σ_h A^h ⊗ T_h``, e.g.
+        cancelling heads, ``tol(dtype, H)·‖vec A‖·‖vec T‖``)."""
+        floor = torch.zeros_like(normB)
+        if self.kind == "heads":
+            U, V = self._kron_factors()
+            floor = tol(self.dtype, self.n_heads) * torch.linalg.matrix_norm(U) * torch.linalg.matrix_norm(V)
+        return normB <= floor
+
     @contract(self=Walk(blame=False))
     def nearest_kronecker(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """``(P, T, gap)`` minimising ``‖B − P ⊗ T‖_F`` over all ``P`` (n×n) and ``T`` (d×d).
 
-        ``gap = sqrt(Σ_{k≥2} s_k²)`` with ``s`` the singular values of the rearranged ``R``."""
-        P, T, gap, _ = self._nearest_kronecker()
+        ``gap = sqrt(Σ_{k≥2} s_k²)`` with ``s`` the singular values of the rearranged ``R``. ``B = 0``
+        (in any batch element, to rounding: :meth:`constant_transport`'s test) has no nearest factor:
+        every ``0 ⊗ T`` is one (:class:`UndefinedError` naming ``walk``)."""
+        P, T, gap, normB = self._nearest_kronecker()
+        zero = self._zero_blocks(normB)
+        if normB.device.type != "meta" and bool(zero.any()):  # (meta: shapes only, no values to test)
+            raise UndefinedError(
+                f"B = 0 in {int(zero.sum())} of {zero.numel()} walk(s): every P ⊗ T with P = 0 is nearest, none is "
+                "singled out (constant_transport gives T = 0 on a walk with edges)",
+                argument="walk",
+            )
         return P, T, gap
 
     @contract(self=Walk(blame=False), rtol=Float(lo=0.0, closed=True, optional=True))
@@ -425,11 +446,7 @@ class ConnectionWalk:
         heads): ``T = 0`` with the walk's ``P``; on a walk without any edge:
         :class:`UndefinedError` (no transport is singled out)."""
         P, T, gap, normB = self._nearest_kronecker()
-        floor = torch.zeros_like(normB)
-        if self.kind == "heads":  # heads that cancel (A^2 = A^1, T_2 = -T_1) leave B = 0 up to rounding
-            U, V = self._kron_factors()
-            floor = tol(self.dtype, self.n_heads) * torch.linalg.matrix_norm(U) * torch.linalg.matrix_norm(V)
-        zero = normB <= floor
+        zero = self._zero_blocks(normB)  # heads that cancel (A^2 = A^1, T_2 = -T_1) leave B = 0 up to rounding
         if bool(zero.any()):
             # B = 0: on a walk with edges that is the constant transport T = 0 (B_ij = P_ij · 0); on a
             # walk with no edge at all (P = 0, e.g. from_blocks of zeros) every T "works": undefined
@@ -474,7 +491,20 @@ def as_walk(walk) -> ConnectionWalk:
         return walk
     # the contract (Walk()) has checked and converted the blocks: a real, finite (..., n, n, d, d)
     # tensor with square d×d blocks, errors naming ``walk``
+    check_some_block("walk", walk)
     return ConnectionWalk.from_blocks(walk)
+
+
+def check_some_block(name: str, B: torch.Tensor) -> None:
+    """Blocks ``(..., n, n, d, d)`` with a nonzero block in every batch element; else
+    :class:`UndefinedError` naming ``name`` (the default gauge of all-zero blocks is ``P = 0``)."""
+    zero = ~(B != 0).flatten(-4).any(-1)
+    if B.device.type != "meta" and bool(zero.any()):  # (meta: shapes only, no values to test)
+        raise UndefinedError(
+            f"every block is 0 in {int(zero.sum())} of {zero.numel()} walk(s): the default gauge (rows of ‖B_ij‖_F "
+            "normalised) is P = 0, a walk with no edge; pass P= (from_blocks) for a walk whose transports are 0",
+            argument=name,
+        )
 
 
 @contract(walk=Walk(), name="numerics.laplacian.generator_dense")

@@ -56,7 +56,9 @@ from numerics.contracts.validate import (
 )
 from numerics.errors import (
     ConnwalkError,
+    NotStochasticError,
     ShapeError,
+    UndecidedTruthError,
     UndefinedError,
 )
 from numerics.patterns.kernels import (
@@ -80,7 +82,7 @@ from numerics.patterns.stacks import (
     prenorm_layer_steps,
 )
 from numerics.threads import small_problem_threads
-from numerics.tolerance import tol
+from numerics.tolerance import HOLDS, UNDECIDED, decide, eps, judge, rounding_error, status, tol
 
 __all__ = [
     # vocabulary
@@ -236,8 +238,22 @@ class PatternPrediction:
     extra: dict = field(default_factory=dict)
 
     @property
+    def growth(self) -> str:
+        """Does the mode grow, decided against 0 with the prediction's own ``tie_tol`` as the error of
+        ``Re σ`` (:func:`numerics.tolerance.decide`): ``"holds"`` if ``Re σ > tie_tol``, ``"fails"`` if
+        ``Re σ ≤ −tie_tol``, else ``"undecided"`` (as ``|Im σ| ≤ tie_tol`` counts as no rotation)."""
+        not_growing, growing = decide(self.growth_rate.real, 0.0, self.tie_tol)
+        return status(growing, not_growing)
+
+    @property
     def growing(self) -> bool:
-        return self.growth_rate.real > 0
+        """:attr:`growth` as a bool; :class:`UndecidedTruthError` when it is undecided."""
+        if self.growth == UNDECIDED:
+            raise UndecidedTruthError(
+                f"Re σ = {self.growth_rate.real:.3e} is within tie_tol = {self.tie_tol:.1e} of 0: whether the mode "
+                "grows is undecided; read .growth"
+            )
+        return self.growth == HOLDS
 
 
 @contract(k=Int(), sigma=Complex(), n=Int(lo=1))
@@ -429,7 +445,8 @@ def linear_operator(attention, transports) -> torch.Tensor:
     """Dense token-major Jacobian ``J = block(Σ_h A0^h_ij T_h) − I`` ``(n·d, n·d)``.
 
     ``attention``: either kernels ``(H, n)`` (ring, circulant) or full base-state attention
-    ``(H, n, n)`` (absolute PE, causal, RoPE on a line …). This is the float64 naive reference the
+    ``(H, n, n)`` (absolute PE, causal, RoPE on a line …), rows summing to 1 (a row that certainly
+    does not, judged to rounding: :class:`NotStochasticError`). The float64 naive reference the
     FFT path is checked against."""
     A = as_tensor("attention", attention)
     if A.ndim == 2:
@@ -442,6 +459,12 @@ def linear_operator(attention, transports) -> torch.Tensor:
     T = validate_transports(transports, A.shape[0])
     check_same(["attention", "transports"], [A, T])
     n, d = A.shape[-1], T.shape[-1]
+    rows = A.sum(-1)  # H1 + H2: J = walk − I needs row-stochastic heads (rows summing to 1, to rounding)
+    r, err = (rows - 1).abs(), rounding_error(n, float(rows.max()) if rows.numel() else 1.0, eps(A.dtype))
+    if bool(judge(r, A.dtype, n, error=err)[1].any()):
+        raise NotStochasticError(
+            f"rows must sum to 1 (max |sum − 1| = {r.max().item():.3e} > {tol(A.dtype, n):.1e})", argument="attention"
+        )
     from numerics.contracts.validate import check_memory
 
     check_memory(

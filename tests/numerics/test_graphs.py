@@ -17,7 +17,14 @@ from hypothesis import strategies as st
 
 from numerics import strategies as cst
 from numerics.device import default_device
-from numerics.errors import DTypeError, NonFiniteError, NotStochasticError, ShapeError, UndefinedError
+from numerics.errors import (
+    DTypeError,
+    NonFiniteError,
+    NotStochasticError,
+    ShapeError,
+    UndecidedTruthError,
+    UndefinedError,
+)
 from numerics.graphs import (
     closed_classes,
     holonomies,
@@ -524,7 +531,7 @@ def test_to_networkx_of_a_batched_walk_needs_an_index():
     np.testing.assert_allclose(G1[0][1]["block"], np.eye(2) / 3, atol=1e-16)
     raises_named(ShapeError, "walk", lambda: to_networkx(t(P)))
     assert sorted(to_networkx(t(P), index=0).edges) == [(0, 1), (1, 2), (2, 0)]
-    B = np.zeros((2, 2, 3, 3, 2, 2))
+    B = np.ones((2, 2, 3, 3, 2, 2))
     raises_named(ShapeError, "index", lambda: to_networkx(ConnectionWalk.from_blocks(t(B)), index=0))
 
 
@@ -1377,16 +1384,40 @@ def test_a_residual_exactly_at_the_tolerance_is_undecided():
     assert not ti.holds and not ti.fails and ti.undecided
 
 
-def test_a_holonomy_defect_exactly_at_the_tolerance_is_flat():
-    """d = 1, O_01 = 1, O_10 = b = 1 − 384·2⁻⁵³: frames 1, 1 (cond 1, ‖O‖₂ ≤ 1), the one holonomy is b and
-    its defect |b − 1| = 192·2⁻⁵² is exactly tol(float64, (n+1)·d = 3): flat, since the rule is ≤."""
-    b = 1.0 - 384 * 2.0**-53
+@pytest.mark.parametrize(
+    ("k", "verdict"),
+    [(186, "holds"), (187, "undecided"), (191, "undecided"), (192, "undecided"), (193, "undecided")]
+    + [(198, "undecided"), (199, "fails")],
+)
+def test_a_holonomy_defect_within_its_rounding_of_the_tolerance_is_undecided(k, verdict):
+    """d = 1, O_01 = 1, O_10 = b = 1 − k·2⁻⁵²: frames 1, 1 (cond 1, ‖O‖₂ ≤ 1), the one holonomy is b and its
+    defect exactly k·2⁻⁵², against tol(float64, (n+1)·d = 3) = 192·2⁻⁵² known to its rounding
+    error rounding_error(3, 1) = 6·2⁻⁵²: holds iff k + 6 ≤ 192, fails iff k − 6 > 192, else undecided.
+    (Two-valued, flatness held at k = 191, one ulp below, and failed at 193, one above.)"""
+    b = 1.0 - k * 2.0**-52
     P = np.array([[0.0, 1.0], [1.0, 0.0]])
     O = np.zeros((2, 2, 1, 1))
     O[0, 1], O[1, 0] = 1.0, b
     fl = holonomies(edges_walk(P, O))
-    assert fl.residual == 1.0 - b == tol64(3) == fl.tol
-    assert fl.holds
+    assert fl.residual == k * 2.0**-52 and fl.tol == tol64(3) == 192 * 2.0**-52 and fl.error == 6 * 2.0**-52
+    assert (fl.holds, fl.fails, fl.undecided) == (verdict == "holds", verdict == "fails", verdict == "undecided")
+    if verdict == "undecided":
+        assert fl.reason.startswith("undecided: holonomy defect ")
+        with pytest.raises(UndecidedTruthError):
+            bool(fl)
+    else:
+        assert bool(fl) == (verdict == "holds") and fl.reason == ""
+
+
+def test_an_exactly_singular_frame_is_a_reason_not_an_infinite_scale():
+    """R_1 = O_10 = diag(1, 0) over the one-way edge 1 → 0 has cond₂ = inf: flatness fails with the reason
+    (its infinite condition number once reached the tolerance's scale and raised there)."""
+    P = np.array([[0.0, 0.0], [1.0, 0.0]])
+    O = np.zeros((2, 2, 2, 2))
+    O[1, 0] = np.diag([1.0, 0.0])
+    fl = holonomies(edges_walk(P, O))
+    assert fl.fails and not fl.undecided and fl.reason == "frame at node 1 is (numerically) singular"
+    assert fl.tol == tol64(3 * 2)
 
 
 def test_a_frame_with_cond_times_eps_exactly_one_percent_is_kept():

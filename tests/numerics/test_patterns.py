@@ -865,6 +865,7 @@ def test_linear_operator_from_kernels_and_from_full_attention():
     A = np.stack([[[a[h, (j - i) % 5] for j in range(5)] for i in range(5)] for h in range(2)])
     np.testing.assert_allclose(linear_operator(t(a), t(T)).numpy(), literal_jacobian(A, T), atol=1e-15)
     B = g.random((2, 4, 4))
+    B /= B.sum(-1, keepdims=True)
     np.testing.assert_allclose(linear_operator(t(B), t(T)).numpy(), literal_jacobian(B, T), atol=1e-15)
     raises_named(ShapeError, "attention", lambda: linear_operator(t(B[0, 0]), t(T)))
     raises_named(ShapeError, "attention", lambda: linear_operator(t(g.random((2, 4, 3))), t(T)))
@@ -1263,6 +1264,20 @@ def test_linear_operator_memory_budget_edge(monkeypatch):
     )
 
 
+def test_linear_operator_refuses_attention_rows_that_do_not_sum_to_one():
+    """J = walk − I holds for row-stochastic heads (H1, H2): 5·A (rows summing to 5) was accepted. Rows are
+    judged three ways (:func:`numerics.tolerance.judge`): one ulp off 1 is rounding, kept."""
+    A = np.full((1, 3, 3), 1 / 3)
+    T = t(np.eye(2)[None])
+    msg = raises_named(NotStochasticError, "attention", lambda: linear_operator(t(5 * A), T))
+    assert msg.startswith("attention: rows must sum to 1 (max |sum − 1| = 4.000e+00 > ")
+    B = A.copy()
+    B[0, 2] = [0.5, 0.5, 1e-3]
+    raises_named(NotStochasticError, "attention", lambda: linear_operator(t(B), T))
+    B[0, 2] = [0.5, 0.5 + 2.0**-53, 0.0]
+    assert linear_operator(t(B), T).shape == (6, 6)
+
+
 def test_linear_operator_renames_kernel_errors_to_attention():
     T = t(np.eye(2)[None])
     msg = raises_named(NotStochasticError, "attention", lambda: linear_operator(t([[0.5, 0.6]]), T))
@@ -1352,6 +1367,26 @@ def check_fields(p, a, T, k_star, sigma, u, ttol):
     key = lambda z: (round(-z.real, 9), z.imag)
     for row, ref in zip(got, sig):
         np.testing.assert_allclose(sorted(row, key=key), sorted(ref, key=key), atol=1e-13)
+
+
+@pytest.mark.parametrize(
+    ("re", "growth"), [(2.0, "holds"), (1.0, "undecided"), (0.5, "undecided"), (-0.5, "undecided"), (-1.0, "fails")]
+)
+def test_growing_is_decided_with_the_predictions_own_tie_tolerance(re, growth):
+    """``Re σ`` within ``tie_tol`` of 0 is no growth and no decay the prediction can tell (as ``|Im σ| ≤
+    tie_tol`` is no rotation): ``growing`` once read ``Re σ > 0`` and called ``tie_tol / 2`` growing."""
+    from dataclasses import replace
+
+    from numerics.errors import UndecidedTruthError
+
+    p = predict_pattern(t([[0.1, 0.5, 0.1, 0.1, 0.1, 0.1]]), t(1.5 * rot(2.0)[None]))
+    q = replace(p, growth_rate=complex(re * p.tie_tol, 0.3))
+    assert q.growth == growth
+    if growth == "undecided":
+        with pytest.raises(UndecidedTruthError, match="within tie_tol"):
+            q.growing  # noqa: B018
+    else:
+        assert q.growing == (growth == "holds")
 
 
 def test_travelling_helix_every_field_from_the_literal_symbol():

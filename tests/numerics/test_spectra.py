@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from numerics import strategies as cst
 from numerics.device import default_device
-from numerics.errors import ParameterError, ShapeError, UndefinedError
+from numerics.errors import DTypeError, NonFiniteError, ParameterError, ShapeError, UndefinedError
 from numerics.laplacian import generator_dense
 from numerics.spectra import (
     dense_eigenvalues,
@@ -126,6 +126,28 @@ def test_symmetrised_dense_is_symmetric_and_similar(walk):
     )
     assert pi_symmetry_residual(w, pi) <= tol(F, N)
     record("T3", residual=r)
+
+
+@pytest.mark.parametrize(
+    ("x", "err", "starts"),
+    [
+        (np.full(6, np.nan), NonFiniteError, "x: 6 NaN/inf entries (of 6)"),
+        (np.array([0, 0, 0, 0, 0, np.inf]), NonFiniteError, "x: 1 NaN/inf entries (of 6)"),
+        (np.ones(7), ShapeError, "x: expected a token-major vector of length n·d = 3·2 = 6 (shape (6,) or (6, 1))"),
+        (np.ones((2, 3)), ShapeError, "x: expected a token-major vector of length n·d = 3·2 = 6"),
+        (np.ones(6, dtype=complex), DTypeError, "x: expected real values"),
+    ],
+)
+def test_generator_operator_refuses_a_bad_vector_naming_it(x, err, starts):
+    """A NaN vector gave NaN; n·d + 1 entries gave scipy's bare "dimension mismatch"."""
+    w = reversible_heads_walk(3, 2, 1, seed=1, factored=False)
+    for op in (generator_operator(w), generator_operator(w, pi=torch.full((3,), 1 / 3, dtype=F, device=DEV))):
+        with pytest.raises(err) as exc:
+            op.matvec(x)
+        assert type(exc.value) is err and str(exc.value).startswith(starts), str(exc.value)
+        with pytest.raises(err):
+            op @ x
+    assert generator_operator(w).matvec(np.ones((6, 1))).shape == (6, 1)
 
 
 def test_batched_select_and_errors():

@@ -195,10 +195,10 @@ def test_constant_transport_of_a_walk_without_edges_is_undefined():
     """All-zero blocks: B = P ⊗ T for every T, so no transport is *the* one; refused, not 'holds'."""
     from numerics.errors import UndefinedError
 
-    B = torch.zeros(2, 3, 3, 2, 2, dtype=f64)
-    B[0] = torch.einsum("ij,ab->ijab", torch.full((3, 3), 1 / 3, dtype=f64), torch.eye(2, dtype=f64))
-    raises_named(UndefinedError, "walk", lambda: ConnectionWalk.from_blocks(B).constant_transport())
-    assert bool(ConnectionWalk.from_blocks(B[0]).constant_transport().holds)
+    P = torch.stack([torch.full((3, 3), 1 / 3, dtype=f64), torch.zeros(3, 3, dtype=f64)])  # batch element 1: no edge
+    w = ConnectionWalk.from_edges(P, torch.eye(2, dtype=f64))
+    raises_named(UndefinedError, "walk", w.constant_transport)
+    assert bool(ConnectionWalk.from_edges(P[0], torch.eye(2, dtype=f64)).constant_transport().holds)
 
 
 # ------------------------------------------------------------------------------------- properties
@@ -567,8 +567,39 @@ def test_zero_walk_has_zero_relative_residual():
     ct = ConnectionWalk.from_blocks(torch.zeros(2, 2, 2, 2, dtype=f64), P=P).constant_transport()
     assert bool(ct.holds) and float(ct.residual) == 0.0 and float(ct.relative_residual) == 0.0
     assert torch.equal(ct.transport, torch.zeros(2, 2, dtype=f64)) and torch.equal(ct.walk_matrix, P)
-    w = ConnectionWalk.from_blocks(torch.zeros(2, 2, 2, 2, dtype=f64))  # default gauge: P = 0, no edge
+    w = ConnectionWalk.from_edges(torch.zeros(2, 2, dtype=f64), torch.eye(2, dtype=f64))  # P = 0, no edge
     raises_named(UndefinedError, "walk", w.constant_transport)
+
+
+def test_all_zero_blocks_have_no_gauge_and_no_nearest_kronecker_factor():
+    """from_blocks(zeros) was accepted with P = 0 and its nearest_kronecker() returned (0, e₁e₁ᵀ, 0): an
+    arbitrary factor. Without P, all-zero blocks (in any batch element) are refused naming ``B`` (``walk``
+    through as_walk); a walk whose blocks are 0 (a given P, no edge, cancelling heads) has no nearest factor."""
+    from numerics.errors import UndefinedError
+    from numerics.walk import as_walk
+
+    Z = torch.zeros(3, 3, 2, 2, dtype=f64)
+    msg = raises_named(UndefinedError, "B", lambda: ConnectionWalk.from_blocks(Z))
+    assert msg.startswith("B: every block is 0 in 1 of 1 walk(s)")
+    B = torch.stack([torch.randn(3, 3, 2, 2, dtype=f64), Z])
+    assert raises_named(UndefinedError, "B", lambda: ConnectionWalk.from_blocks(B)).startswith(
+        "B: every block is 0 in 1 of 2"
+    )
+    raises_named(UndefinedError, "walk", lambda: as_walk(Z))
+    P = torch.full((3, 3), 1 / 3, dtype=f64)
+    A = P[None].expand(2, 3, 3)
+    T = torch.stack([torch.eye(2, dtype=f64), -torch.eye(2, dtype=f64)])
+    zero_walks = [
+        ConnectionWalk.from_blocks(Z, P=P),
+        ConnectionWalk.from_edges(torch.zeros(3, 3, dtype=f64), torch.eye(2, dtype=f64)),
+        ConnectionWalk.from_mha(A, T),  # cancelling heads: B = 0 to rounding
+        ConnectionWalk.from_edges(torch.stack([P, 0 * P]), torch.eye(2, dtype=f64)),  # one of two
+    ]
+    for w in zero_walks:
+        msg = raises_named(UndefinedError, "walk", w.nearest_kronecker)
+        assert "every P ⊗ T with P = 0 is nearest" in msg
+    Pk, Tk, gap = ConnectionWalk.from_blocks(Z + 0.5, P=P).nearest_kronecker()  # nonzero: still answered
+    assert torch.allclose(torch.kron(Pk, Tk), torch.full((6, 6), 0.5, dtype=f64), atol=1e-15) and float(gap) <= 1e-15
 
 
 # ------------------------------------------------------------------------------------- sign rule, small and zero coefficients, devices

@@ -82,3 +82,43 @@ def test_measuring_code_levels_are_the_registrys():
         Fraction(str(I.LEVEL)) == get_claim("E1").thresholds["level"].exact == get_claim("E5").thresholds["level"].exact
     )
     assert Fraction(str(I.EQUIV_FRACTION)) == get_claim("LAP").thresholds["equivalence"].exact
+
+
+def _effect(direction: int, ci, **more) -> dict:
+    return {"rule": "effect", "direction": direction, "effect_ci": ci, **more}
+
+
+#: inputs exactly ON a threshold (the witnesses above sit 1/1000 either side of it, never on it): the
+#: rules' texts say *strictly* above / below («lo > side», «lo > agreement_min», …) and *within* (≤)
+#: ±equivalence of |null|, so a decision with ``>=`` for ``>`` (or ``<`` for ``<=``) gives another verdict
+ON_THRESHOLD = [
+    ("E1", "side.lo", _effect(+1, (0, 1)), "inconclusive"),
+    ("E1", "side.hi", _effect(+1, (-1, 0)), "inconclusive"),
+    ("LAP", "side.hi", _effect(-1, (-1, 0)), "inconclusive"),
+    ("LAP", "side.lo", _effect(-1, (0, 1)), "inconclusive"),
+    ("E2", "reference.hi", _effect(-1, (-1, "-1/2"), trained_ci=("1/2", 1)), "inconclusive"),
+    ("E2", "reference.lo", _effect(-1, (-1, "-1/2"), trained_ci=(1, 2)), "inconclusive"),
+    ("E1", "equivalence.hi", _effect(+1, ("-1/1000", "1/20"), null=1), "not reproduced"),
+    ("LAP", "equivalence.lo", _effect(-1, ("-1/20", "1/1000"), null=1), "not reproduced"),
+    ("E3", "side.lo", {"rule": "scale", "diff_ci": (0, 1), "sizes": 2}, "inconclusive"),
+    ("E3", "side.hi", {"rule": "scale", "diff_ci": (-1, 0), "sizes": 2}, "inconclusive"),
+    ("E5", "agreement_min.lo", {"rule": "fraction", "key": "agreement_min", "ci": ("4/5", "9/10")}, "inconclusive"),
+    ("E5", "agreement_min.hi", {"rule": "fraction", "key": "agreement_min", "ci": ("1/2", "4/5")}, "inconclusive"),
+    ("E5", "component_min.lo", {"rule": "fraction", "key": "component_min", "ci": ("1/10", "1/5")}, "inconclusive"),
+    ("E5", "component_min.hi", {"rule": "fraction", "key": "component_min", "ci": ("1/20", "1/10")}, "inconclusive"),
+    ("E6", "side.lo", {"rule": "paired", "ci": (0, 1)}, "inconclusive"),
+]
+
+
+@pytest.mark.parametrize(
+    ("cid", "data", "expect"),
+    [pytest.param(c, d, e, marks=pytest.mark.theorem(c), id=f"{c}.{w}.on") for c, w, d, e in ON_THRESHOLD],
+)
+def test_an_interval_ending_exactly_on_a_threshold_gets_the_rules_verdict(cid, data, expect):
+    """The registry's rule (:func:`theory.oracles.decisions.verdict_of`, exact arithmetic) and
+    ``paper_checks``' decision code both give an interval that ends exactly on its threshold the verdict
+    the rule's text states."""
+    from theory.oracles.decisions import verdict_of
+
+    assert verdict_of(get_claim(cid), data) == expect
+    assert _measured_verdict(cid, data) == expect
