@@ -83,8 +83,10 @@ def _output_projection(k: Kernel, linears: list[LinearCall], own: torch.Tensor |
                 inv = torch.empty_like(idx)
                 inv[idx] = torch.arange(idx.numel())
                 return W[:, inv].reshape(W.shape[0], H, dh).permute(1, 0, 2), _bias(lc)
-    for lc in after if own is not None else []:
-        if lc.x.shape[-1] == H * dh and lc.y.shape == own.shape and torch.equal(lc.y.detach(), own.detach()):
+    for lc in after:
+        if own is None or lc.x.shape[-1] != H * dh or lc.y.shape != own.shape:
+            continue
+        if torch.equal(lc.y.detach(), own.detach()):
             # the kernel's output reaches the projection that makes the module's output changed: W_O in
             # the natural head layout, and the identity decides (the module's own output is judged)
             W = lc.W.detach()
@@ -209,8 +211,9 @@ class TorchCaptureAdapter(Adapter):
 
 def _width(module: torch.nn.Module) -> int | None:
     for m in module.modules():
-        if isinstance(getattr(m, "embed_dim", None), int):
-            return int(m.embed_dim)
+        e = getattr(m, "embed_dim", None)
+        if isinstance(e, int):
+            return e
         if isinstance(m, torch.nn.Linear):
             return int(m.in_features)
     return None

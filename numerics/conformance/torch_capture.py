@@ -27,9 +27,9 @@ judged as observed (T2's hypotheses then say whether they are a walk's).
 implementation): ``W_V`` from the ``F.linear`` before the kernel whose output columns are the kernel's
 ``v`` (a fused ``qkv`` linear, interleaved heads, GQA: any column order), ``W_O`` from the ``F.linear``
 after it whose input columns are the kernel's output. When none is, but the module's own output *is*
-the output of the first linear after the kernel (a gate, a norm or a nonlinearity between the kernel and
-its output projection), that projection is ``W_O`` in the natural head layout and the identity decides:
-the module's own output is judged. The values are the tokens the value projection reads. What cannot be
+the output of a linear after the kernel that reads as many columns (a gate, a norm or a nonlinearity
+between the kernel and its output projection), that projection is ``W_O`` in the natural head layout and
+the identity decides: the module's own output is judged. The values are the tokens the value projection reads. What cannot be
 located raises :class:`TorchCaptureError` naming ``module``.
 """
 
@@ -308,9 +308,7 @@ class Observer(TorchFunctionMode):
         if kpm is not None:
             kpm = kpm.detach()[:, None, None, :]
             s = s.masked_fill(kpm, -math.inf) if kpm.dtype == torch.bool else s + kpm.to(F64)
-        A = literal_sdpa(q, k, None, False, dh**-0.5) if am is None and kpm is None else None
-        if A is None:
-            A = _softmax64(q @ k.transpose(-1, -2) * dh**-0.5 + s, -1)
+        A = _softmax64(q @ k.transpose(-1, -2) * dh**-0.5 + s, -1)
         W_V = Wv.detach().reshape(H, dh, -1)
         b_V = None if bv is None else bv.detach().reshape(H, dh)
         Wo, bo = a["out_proj_weight"].detach(), a.get("out_proj_bias")
