@@ -61,17 +61,24 @@ class ViTAttention(nn.Module):
 
 class SoftmaxAttention(nn.Module):
     """Separate q/k/v linears, ``scores = q @ kᵀ · scale``, ``P = scores.softmax(-1)``, ``P @ v``, ``out``;
-    ``tanh_before``: ``tanh`` of the attention output before ``out``."""
+    ``tanh_before``: ``tanh`` of the attention output before ``out``; ``defect``: ``"temperature"``
+    (scores × (1 + 1e-3)), ``"query_axis"`` (the softmax over queries), ``"dropout_on"`` (dropout applied
+    to P whatever the training flag)."""
 
-    def __init__(self, d=24, heads=3, *, tanh_before=False):
+    def __init__(self, d=24, heads=3, *, tanh_before=False, defect=""):
         super().__init__()
-        self.h, self.dh, self.tanh_before = heads, d // heads, tanh_before
+        self.h, self.dh, self.tanh_before, self.defect = heads, d // heads, tanh_before, defect
         self.q, self.k, self.v, self.out = (nn.Linear(d, d) for _ in range(4))
 
     def forward(self, x):
         B, N, _ = x.shape
         q, k, v = (f(x).reshape(B, N, self.h, self.dh).transpose(1, 2) for f in (self.q, self.k, self.v))
-        P = (q @ k.transpose(-1, -2) * self.dh**-0.5).softmax(-1)
+        s = q @ k.transpose(-1, -2) * self.dh**-0.5
+        if self.defect == "temperature":
+            s = s * (1 + 1e-3)
+        P = s.softmax(-2 if self.defect == "query_axis" else -1)
+        if self.defect == "dropout_on":
+            P = F.dropout(P, 0.5, training=True)
         o = (P @ v).transpose(1, 2).reshape(B, N, -1)
         return self.out(torch.tanh(o) if self.tanh_before else o)
 
@@ -127,6 +134,43 @@ def test_softmax_path_conforms_and_a_tanh_before_the_projection_fails():
     rep = check_attention(_seeded(SoftmaxAttention), examples=6, seed=0)
     assert rep.verdict == "conforms", rep.table()
     _fails_t2(check_attention(_seeded(SoftmaxAttention, tanh_before=True), examples=6, seed=0))
+
+
+@pytest.mark.parametrize(
+    "defect,verdict",
+    [("temperature", "conforms"), ("query_axis", "hypothesis fails"), ("dropout_on", "hypothesis fails")],
+)
+def test_defective_softmax_kernels_get_t2_s_verdict(defect, verdict):
+    """Kernels written here, each judged by what it computed: a temperature on the scores is still a
+    walk (the A used is the softmax of the scaled scores: conforms); a softmax over the queries weights
+    the values with a column-stochastic A, and dropout left on with survivors scaled by 2 — the identity
+    holds with the A the values were weighted with, whose rows do not sum to one: *hypothesis fails*
+    (row-stochastic), never declined."""
+    rep = check_attention(_seeded(SoftmaxAttention, defect=defect), examples=6, seed=0)
+    assert rep.verdict == verdict, rep.table()
+    if verdict != "conforms":
+        assert "row-stochastic" in rep.hypothesis_failures and all(r.t2.status == "holds" for r in rep.results)
+
+
+class GQAAttention(nn.Module):
+    """Grouped-query attention: 4 query heads read 2 kv heads (``enable_gqa``), one fused ``kv`` linear."""
+
+    def __init__(self, d=32, heads=4, kv_heads=2):
+        super().__init__()
+        self.h, self.g, self.dh = heads, kv_heads, d // heads
+        self.q, self.kv, self.o = nn.Linear(d, d), nn.Linear(d, 2 * kv_heads * self.dh), nn.Linear(d, d)
+
+    def forward(self, x):
+        B, N, _ = x.shape
+        q = self.q(x).reshape(B, N, self.h, self.dh).transpose(1, 2)
+        k, v = self.kv(x).reshape(B, N, 2, self.g, self.dh).permute(2, 0, 3, 1, 4).unbind(0)
+        o = F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True)
+        return self.o(o.transpose(1, 2).reshape(B, N, -1))
+
+
+def test_grouped_query_attention_maps_kv_heads_to_query_heads():
+    rep = check_attention(_seeded(GQAAttention), examples=6, seed=0)
+    assert rep.verdict == "conforms", rep.table()
 
 
 # --------------------------------------------------------------------------- x-transformers
