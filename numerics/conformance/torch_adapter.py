@@ -9,6 +9,8 @@ through that attention submodule, whose path the adapter's name carries)."""
 
 from __future__ import annotations
 
+import inspect
+
 import torch
 
 from numerics.conformance.hf_capture import match_columns
@@ -178,9 +180,13 @@ def attention_path(run: Run, root: torch.nn.Module) -> str:
 class TorchCaptureAdapter(Adapter):
     """Any attention module, run on drawn ``X`` ``(B, n, d_model)`` under the torch capture (module docstring);
     ``path``: judge this submodule of ``module`` (a container run whole), named in :attr:`name`; ``d_model``:
-    the input width (default: the first ``nn.Linear``'s ``in_features``, an ``embed_dim``)."""
+    the input width (default: the first ``nn.Linear``'s ``in_features``, an ``embed_dim``). Key padding is
+    drawn where ``module.forward`` takes torch's ``key_padding_mask`` / ``src_key_padding_mask`` (``(B, m)``
+    bool, True = padded: a convention the name fixes); the kernel's mask is then read from its call. Other
+    masks (``mask``, ``attn_mask``) are not drawn: their conventions differ between libraries."""
 
     takes_mask = False
+    mask_arg = ""
 
     def __init__(self, module: torch.nn.Module, *, path: str = "", d_model: int | None = None) -> None:
         if not isinstance(module, torch.nn.Module):
@@ -198,15 +204,33 @@ class TorchCaptureAdapter(Adapter):
             )
         self.d_model = d
         self.dtype = dtype_of(module)
+        params = _parameters(module)
+        self.mask_arg = next((p for p in MASK_ARGUMENTS if p in params), "")
+        self.takes_mask = bool(self.mask_arg)
         where = f" at {path} ({type(self.target).__name__})" if path else ""
         self.name = f"torch capture{where}"
 
     def extract(self, draw: Draw) -> list[Extraction]:
         X = draw.randn(draw.batch, draw.n, self.d_model, dtype=self.dtype)
+        kpm = draw.key_padding_mask() if self.takes_mask else None
+        kw = {} if kpm is None else {self.mask_arg: kpm}
         with EvalMode(self.module), torch.no_grad():
-            run = observe(self.module, X)
+            run = observe(self.module, X, **kw)
         nm = type(self.module).__name__ + (f".{self.path}" if self.path else "")
-        return [read_run(run, self.target, draw.batch, draw.n, nm, label=self.path)]
+        ex = read_run(run, self.target, draw.batch, draw.n, nm, label=self.path)
+        ex.key_mask = None if kpm is None else ~kpm
+        return [ex]
+
+
+#: the key padding arguments drawn (torch's convention: ``(B, m)`` bool, True = padded)
+MASK_ARGUMENTS = ("src_key_padding_mask", "key_padding_mask")
+
+
+def _parameters(module: torch.nn.Module) -> set[str]:
+    try:
+        return set(inspect.signature(module.forward).parameters)
+    except (TypeError, ValueError):
+        return set()
 
 
 def _width(module: torch.nn.Module) -> int | None:

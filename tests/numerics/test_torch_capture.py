@@ -357,3 +357,16 @@ def test_the_observed_kernel_s_attention_is_the_literal_one():
         q, kk, _v = m.qkv(X).reshape(B, N, 3, 4, 8).permute(2, 0, 3, 1, 4).unbind(0)
         ref = _oracle(m.q_norm(q), m.k_norm(kk))
     assert k.A.dtype == torch.float64 and float((k.A - ref).abs().max()) <= 2 * (N + 2) * EPS64
+
+
+def test_encoder_layer_key_padding_is_drawn_and_read_from_the_call():
+    """``src_key_padding_mask`` (torch's convention, True = padded) is drawn; the kernel receives it through
+    ``F.multi_head_attention_forward`` and the literal A gives the padded keys no weight."""
+    layer = _seeded(nn.TransformerEncoderLayer, d_model=32, nhead=4, batch_first=True)
+    rep = check_attention(layer, examples=8, seed=0)
+    assert rep.verdict == "conforms", rep.table()
+    assert any(any(r.draw.pad) for r in rep.results)  # some draws were padded
+    d = Draw(2, 5, 5, (2, 0), False, 1, 1.0)
+    (ex,) = TorchCaptureAdapter(layer, path="self_attn").extract(d)
+    assert bool((ex.A[0, :, :, 3:] == 0).all()) and bool((ex.A[0, :, :, :3] > 0).all())
+    assert torch.equal(ex.key_mask, ~d.key_padding_mask())
