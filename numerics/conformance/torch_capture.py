@@ -164,7 +164,7 @@ def _tensors(obj):
 class Observer(TorchFunctionMode):
     """The mode (module docstring); ``batch`` is the drawn batch size (heads merged into a leading
     ``B·H`` axis are split by it). After the run: ``linears``, ``kernels``, ``calls`` (module → its first
-    call), ``notes``."""
+    call)."""
 
     def __init__(self, batch: int) -> None:
         super().__init__()
