@@ -226,6 +226,8 @@ ROOMS: dict[str, list[str]] = {
         "numerics.conformance.protocol",
         "numerics.conformance.hf_returned",
         "numerics.conformance.hf_capture",
+        "numerics.conformance.torch_capture",
+        "numerics.conformance.torch_adapter",
         "numerics.conformance.hf",
         "numerics.conformance.checks",
         "numerics.conformance.adapters",

@@ -184,7 +184,9 @@ def adapter_for(module, *, layers=None) -> Adapter:
     module with ``connwalk_attention``; a Hugging Face model (or ``HFModelHandle``) of a supported
     family, and a Hugging Face model of any other family through the attention-interface capture
     (:class:`numerics.conformance.hf_capture.CaptureAdapter`, every captured attention layer; no
-    ``layers`` selection); a stand-alone Hugging Face attention module of the supported families. Anything else raises
+    ``layers`` selection); a stand-alone Hugging Face attention module of the supported families; any other ``torch.nn.Module`` whose
+    forward on ``(B, n, d_model)`` makes one observed attention kernel (the torch capture,
+    :func:`numerics.conformance.torch_adapter.capture_adapter_for`). Anything else raises
     :class:`NotAttentionError` naming ``module``; ``layers`` (:func:`check_layers`) given for anything
     but a whole model raises :class:`~numerics.errors.ParameterError` naming it (it would be ignored)."""
     check_layers(layers)
@@ -223,12 +225,20 @@ def adapter_for(module, *, layers=None) -> Adapter:
         from numerics.conformance.hf import hf_attention_adapter
 
         return hf_attention_adapter(module)
+    # any other module: the torch capture, when a dry run on a tiny draw observes one attention kernel
+    # (a container is judged through the submodule holding it, named in the adapter's name)
+    from numerics.conformance.torch_adapter import capture_adapter_for
+
+    captured = capture_adapter_for(module)
+    if captured is not None:
+        return captured
     raise NotAttentionError(
         f"{type(module).__name__} is not an attention module connwalk knows: expected torch.nn.MultiheadAttention, "
         "a Hugging Face model (any family whose attention goes through transformers' attention interface), a "
         "stand-alone Hugging Face attention module of bert, mpnet, gpt2, llama, gemma3 (any other: pass "
         "numerics.conformance.hf_capture.CaptureAdapter(model, [module]) as adapter=), or a module with a "
-        "connwalk_attention(X, key_padding_mask=None) method (numerics.conformance.kit)",
+        "connwalk_attention(X, key_padding_mask=None) method (numerics.conformance.kit); the torch capture, run "
+        "on (batch, tokens, d_model), observed no attention kernel in its forward",
         argument="module",
     )
 
