@@ -16,16 +16,19 @@ module's own output and the walk those factors make — so a module that reports
 another, or claims one ``W_O`` and applies another, fails; a module that uses and reports an ``A``
 that is not a walk fails a hypothesis.
 
-What it does, per Hypothesis draw (seeded: ``seed``; ``examples`` draws; sizes ``B ≤ max_batch``,
-``n ≤ max_length``, right key padding where the module takes a mask, a causal mask where it takes
-one, an input scale; the tokens themselves come from a seeded generator, so a shrunk draw is a
-small, reproducible input):
+What it does, per Hypothesis draw (seeded: ``seed``; ``examples`` draws, then one more that repeats
+the last draw's shape with another seed, so that an ``A`` kept from the previous call is judged also
+where the shapes agree; sizes ``B ≤ max_batch``, ``min_length ≤ n ≤ max_length``, right key padding
+where the module takes a mask — a padded query is no token: its row and output are not judged — a
+causal mask where it takes one, an input scale; the tokens themselves come from a seeded generator,
+so a shrunk draw is a small, reproducible input):
 
 1. **Extraction** by an adapter: the module's own output ``Y`` on the draw, the per-head attention
    ``A^h`` it used ``(B, H, n, m)``, the transport factors ``W_O^h`` ``(d_out, d_h)``, ``W_V^h``
    ``(d_h, d_v)`` and value / output biases it *claims*, and the value inputs ``X``. Whatever the
    module raises becomes an :class:`ExtractionError` naming it; an ``A`` that is not of this call's
-   shape (kept from another call) is a T2 failure with its counterexample.
+   shape (kept from another call) is a T2 failure with its counterexample; a defect of the module's
+   own kernel that the adapter observes while it runs (:class:`KernelDefect`) is a T2 failure too.
 2. **T2's hypotheses**, per head, first: every ``A^h_ij ≥ 0`` (*nonnegative*) and every row sums to
    one over the keys that are not masked (*row-stochastic*), three-valued at the rounding of the
    module's dtype (or of a coarser precision its attention was computed in: the adapter's
@@ -43,7 +46,9 @@ small, reproducible input):
    ``.double()``; :meth:`Adapter.shadow`), the copy runs on the same draws and decides T2 at float64
    precision (a relative defect of 1e-6 in a score scale, invisible at float32's ``~1e-5`` bound, is
    caught); the own-dtype run stays, and a failure only it sees (overflow, a low-precision path)
-   stands. Each row says which run decided; ``report.shadow`` says why there was no shadow (a float64
+   stands. The twin runs its adapter class's own methods (a wrapper put on the adapter instance is
+   not copied), and its extraction is verified on every draw: ``output``, ``A``, ``W_O``, ``W_V`` and
+   ``values`` must be float64, else the shadow is dropped with that reason (each row's ``shadow``). Each row says which run decided; ``report.shadow`` says why there was no shadow (a float64
    module, a copy that raised, a module over :data:`~numerics.conformance.protocol.SHADOW_MAX_PARAMETERS`).
    The hypotheses keep the module's own dtype's rounding in both runs.
 5. **T3's hypotheses** on the walk of the real (unpadded) tokens of the batch row holding the
@@ -144,6 +149,7 @@ __all__ = [
     "Draw",
     "Extraction",
     "ExtractionError",
+    "KernelDefect",
     "Counterexample",
     "DrawResult",
     "ConformanceReport",
@@ -194,7 +200,10 @@ class _Judge:
     def _say(self, what: str) -> None:
         if self.progress is not None:
             k, n = self.calls, self.examples
-            self.progress((f"draw {k}/{n}" if k <= n else f"shrinking a failing draw (try {k - n})") + f": {what}")
+            where = (
+                f"draw {k}/{n}" if k <= n else "the repeated shape" if k == n + 1 else f"shrinking (try {k - n - 1})"
+            )
+            self.progress(f"{where}: {what}")
 
     def _queries(self, d: Draw, ex: Extraction) -> torch.Tensor | None:
         """The real queries ``(B, n)`` of a self-attention draw with padding (query i is token i)."""
@@ -329,7 +338,8 @@ def check_attention(
     ``min_length``: the smallest ``n`` drawn (default 1; at most ``max_length``, else
     :class:`~numerics.errors.ParameterError` naming it); ``progress``: a callable told, one line at a
     time, which draw and layer the check is at. The last draw repeats the shape of the one before with
-    another seed, so that attention kept from the previous call is caught also where the shapes agree. Returns a
+    another seed (one draw more than ``examples``), so that attention kept from the previous call is caught also
+    where the shapes agree. Returns a
     :class:`ConformanceReport`; bad arguments raise :class:`~numerics.errors.ParameterError` naming
     them, an unknown module :class:`NotAttentionError`, a module that raises while it is run
     :class:`ExtractionError` naming ``module``. ``examples`` is at most
@@ -365,7 +375,6 @@ def _check(module, ad: Adapter, examples, seed, sizes, masks, hypotheses, shadow
     errors: list[BaseException] = []
     strategy = draw_strategy(ad, max_batch, max_length, masks, min_length)
     common = dict(database=None, deadline=None, suppress_health_check=list(HealthCheck), derandomize=False)
-    swept = examples - 1 if examples > 1 else examples  # the last draw repeats a shape (below)
 
     def judge_one(d: Draw) -> None:
         if errors:  # the first error ends the check (below, outside Hypothesis: no replay, no Flaky)
@@ -385,13 +394,13 @@ def _check(module, ad: Adapter, examples, seed, sizes, masks, hypotheses, shadow
             errors.append(exc)
 
     @hseed(seed)
-    @settings(max_examples=swept, phases=[Phase.generate], report_multiple_bugs=False, **common)  # type: ignore[arg-type]
+    @settings(max_examples=examples, phases=[Phase.generate], report_multiple_bugs=False, **common)  # type: ignore[arg-type]
     @given(strategy)
     def sweep(d: Draw) -> None:
         judge_one(d)
 
     sweep()
-    if examples > 1 and results and not errors:
+    if results and not errors:
         # a shape seen again, with another input, right after it: an A kept from the previous call has
         # the right shape here and is judged as this call's (a stale A of another shape fails checks.stale)
         last = results[-1].draw
