@@ -381,7 +381,7 @@ class CaptureAdapter(Adapter):
         watch = self.targets if self.targets is not None else None
         try:
             records, calls = run_captured(root, lambda: root(**kw), watch)
-        except CaptureError:
+        except (CaptureError, KernelDefect):  # a defect of the module's own kernel is a verdict
             raise
         except Exception as exc:
             raise CaptureError(

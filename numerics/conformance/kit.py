@@ -242,16 +242,15 @@ class _Judge:
             if not isinstance(twins, list) or len(twins) != len(hdts):
                 raise ShapeError("the float64 copy's extraction has another number of layers", argument="module")
             for t in twins:  # verified, never assumed: a run that is not float64 decides nothing
-                bad = [f for f in F64_FIELDS if getattr(getattr(t, f, None), "dtype", None) != torch.float64]
+                got = {f: getattr(getattr(t, f, None), "dtype", type(getattr(t, f, None))) for f in F64_FIELDS}
+                bad = ", ".join(f"{f} {str(g).replace('torch.', '')}" for f, g in got.items() if g != torch.float64)
                 if bad:
-                    got = ", ".join(
-                        f"{f} {getattr(getattr(t, f, None), 'dtype', type(getattr(t, f, None)))}" for f in bad
-                    )
-                    raise ShapeError(f"its tensors are not float64 ({got})", argument="shadow")
+                    raise _NotFloat64(f"the float64 copy's extraction is not float64 ({bad}): its run decides nothing")
             return [self._one(t, d, hdt) for t, hdt in zip(twins, hdts)]
         except Exception as exc:  # the copy, not the module: no shadow from here on, and why
             self.twin = None
-            self.note = f"the float64 copy was dropped: {type(exc).__name__}: {exc} (on input {d.describe()})"
+            why = str(exc) if isinstance(exc, _NotFloat64) else f"the float64 copy raised {type(exc).__name__}: {exc}"
+            self.note = f"{why} (on input {d.describe()})"
             return None
 
     def __call__(self, d: Draw, index: int = 0) -> list[_Judged]:
@@ -291,6 +290,10 @@ class _Judge:
         if len(native) > 1:
             self._say(f"T3/T5 hypotheses of its {len(native)} layers")
         return out
+
+
+class _NotFloat64(Exception):
+    """The float64 copy's extraction holds a tensor of another dtype."""
 
 
 #: the tensors of a shadow's extraction that must be float64 for its run to decide anything
