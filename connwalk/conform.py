@@ -115,7 +115,8 @@ EPILOG = """\
 exit status:
   0  the module conforms: every draw holds T2 and its hypotheses
   1  a draw fails T2's identity (the shrunk counterexample is printed
-     under the table) or one of its hypotheses (nonnegative,
+     under the table; a defect of the module's own kernel seen while
+     it runs is such a failure) or one of its hypotheses (nonnegative,
      row-stochastic attention: the table names it)
   2  bad input, with one line on stderr: an option out of range, a --json
      file that cannot be written, a target that does not import or is not

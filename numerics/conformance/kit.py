@@ -234,7 +234,7 @@ class _Judge:
             ) from exc
         return v, hyp, loc, False
 
-    def _shadow(self, d: Draw, hdts: list) -> list | None:
+    def _shadow(self, d: Draw, hdts: list) -> list | KernelDefect | None:
         if self.twin is None:
             return None
         try:
@@ -247,6 +247,8 @@ class _Judge:
                 if bad:
                     raise _NotFloat64(f"the float64 copy's extraction is not float64 ({bad}): its run decides nothing")
             return [self._one(t, d, hdt) for t, hdt in zip(twins, hdts)]
+        except KernelDefect as exc:  # the module's own kernel, observed in the float64 copy: a verdict
+            return exc
         except Exception as exc:  # the copy, not the module: no shadow from here on, and why
             self.twin = None
             why = str(exc) if isinstance(exc, _NotFloat64) else f"the float64 copy raised {type(exc).__name__}: {exc}"
@@ -259,15 +261,15 @@ class _Judge:
         try:
             native = extract_checked(self.ad, d, self.name)
         except KernelDefect as exc:  # the module's own kernel, observed: a verdict, not bad input
-            v = Verdict(FAILS, exc.residual, exc.bound, 0.0, str(exc).split(": ", 1)[-1], 1.0)
-            r = DrawResult(index, d, "", v, decided_by=self.dtype_name, no_shadow="the kernel's defect was observed")
-            return [_Judged(None, r, (0, 0), True)]  # type: ignore[arg-type]
+            return _defect(exc, d, index, self.dtype_name)
         hdts = [coarser(self.ad.dtype, ex.attention_dtype, _precision(ex)) for ex in native]
         judged = []
         for k, (ex, hdt) in enumerate(zip(native, hdts)):
             self._say(f"layer {k + 1}/{len(native)}: T2")
             judged.append(self._one(ex, d, hdt))
         shadowed = self._shadow(d, hdts)
+        if isinstance(shadowed, KernelDefect):  # seen at float64 precision only: the shadow decides
+            return _defect(shadowed, d, index, SHADOW)
         out = []
         for k, (ex, (v, hyp, loc, is_stale)) in enumerate(zip(native, judged)):
             by = self.dtype_name
@@ -290,6 +292,13 @@ class _Judge:
         if len(native) > 1:
             self._say(f"T3/T5 hypotheses of its {len(native)} layers")
         return out
+
+
+def _defect(exc: KernelDefect, d: Draw, index: int, by: str) -> list[_Judged]:
+    """The failed T2 row of a draw on which the module's own kernel was observed to be defective."""
+    v = Verdict(FAILS, exc.residual, exc.bound, 0.0, str(exc).split(": ", 1)[-1], 1.0)
+    r = DrawResult(index, d, "", v, decided_by=by, no_shadow="" if by == SHADOW else "the kernel's defect was observed")
+    return [_Judged(None, r, (0, 0), True)]  # type: ignore[arg-type]
 
 
 class _NotFloat64(Exception):

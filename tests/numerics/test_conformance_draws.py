@@ -12,7 +12,7 @@ import sys
 import pytest
 import torch
 
-from numerics.conformance.kit import Draw, ExtractionError, KernelDefect, check_attention, check_draw
+from numerics.conformance.kit import SHADOW, Draw, ExtractionError, KernelDefect, check_attention, check_draw
 from numerics.errors import ParameterError
 from tests.numerics.test_conformance_variants import Attn
 
@@ -113,6 +113,21 @@ def test_a_kernel_defect_is_a_failure_with_a_counterexample():
     assert rep.verdict == "fails" and rep.counterexample is not None
     assert rep.counterexample.verdict.residual > rep.counterexample.verdict.bound
     assert "not the walk of its reported A" in rep.table()
+
+
+class DefectSeenInFloat64(Attn):
+    """Its kernel's defect is observed only at float64 precision (in the float64 copy)."""
+
+    def connwalk_attention(self, X, key_padding_mask=None):
+        if X.dtype == torch.float64:
+            raise KernelDefect("a score scale off by 1e-6", residual=1e-9, bound=1e-12)
+        return super().connwalk_attention(X, key_padding_mask)
+
+
+def test_a_kernel_defect_seen_by_the_shadow_only_fails_decided_by_it():
+    rep = check_attention(DefectSeenInFloat64(), examples=3, hypotheses=False)
+    assert rep.verdict == "fails" and rep.decided_by == SHADOW, rep.table()
+    assert rep.shadow == ""  # the shadow was not dropped: it decided
 
 
 QWEN = """
