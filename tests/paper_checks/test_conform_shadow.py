@@ -9,20 +9,29 @@ from __future__ import annotations
 import json
 import re
 import sys
-import textwrap
 
 import pytest
 import torch
 
 from connwalk import main
 from numerics.conformance.kit import SHADOW, adapter_for, check_attention
+from tests.numerics.test_conformance import HandAttention, LinearAttention, MeanAttention
 from tests.numerics.test_conformance_variants import CORRECT, HYPOTHESIS_FAILS, IDENTITY_FAILS, Attn, Unmasked
 
 EXAMPLES = 6
+#: every factory-style module of the conformance test set (test_conformance_variants.py and
+#: test_conformance.py), by its expected verdict
 SET = {
     **{f"conforms:{k}": v for k, v in CORRECT.items()},
     **{f"fails:{k}": v for k, v in IDENTITY_FAILS.items()},
     **{f"hypothesis:{k}": v[0] for k, v in HYPOTHESIS_FAILS.items()},
+    "conforms:hand-float32": lambda: HandAttention(d=64, heads=4, dtype=torch.float32),
+    "fails:hand-float32-transposed": lambda: HandAttention(d=64, heads=4, wrong="transpose", dtype=torch.float32),
+    "fails:hand-float64-permuted": lambda: HandAttention(wrong="permute"),
+    "conforms:linear-attention": LinearAttention,
+    "conforms:mean-attention": MeanAttention,
+    "conforms:torch-mha-float32": lambda: torch.nn.MultiheadAttention(16, 4, batch_first=True),
+    "conforms:torch-mha-kdim-vdim": lambda: torch.nn.MultiheadAttention(16, 4, kdim=5, vdim=7).double(),
 }
 
 
@@ -30,25 +39,8 @@ def _ident(name: str) -> str:
     return re.sub(r"\W", "_", name)
 
 
-FACTORIES = (
-    "import torch\nfrom tests.numerics.test_conformance_variants import CORRECT, HYPOTHESIS_FAILS, IDENTITY_FAILS\n"
-    + "".join(
-        textwrap.dedent(
-            f"""
-        def {_ident(name)}():
-            torch.manual_seed(0)
-            return {table}[{key!r}]{index}()
-        """
-        )
-        for name in SET
-        for table, key, index in [
-            {
-                "conforms": ("CORRECT", name.split(":", 1)[1], ""),
-                "fails": ("IDENTITY_FAILS", name.split(":", 1)[1], ""),
-                "hypothesis": ("HYPOTHESIS_FAILS", name.split(":", 1)[1], "[0]"),
-            }[name.split(":", 1)[0]]
-        ]
-    )
+FACTORIES = "import torch\nfrom tests.paper_checks.test_conform_shadow import SET\n" + "".join(
+    f"\n\ndef {_ident(name)}():\n    torch.manual_seed(0)\n    return SET[{name!r}]()\n" for name in SET
 )
 
 
