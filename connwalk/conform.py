@@ -8,7 +8,8 @@ draw fails, but one is undecided at the module's rounding): :data:`DESCRIPTION` 
 This module imports only the standard library (and :mod:`numerics.errors`, :mod:`numerics.models.names`):
 ``conform --help`` and every option error answer without torch. :func:`run` checks every option first
 (bounds, ``--json``'s location, a model name, directory or ``.gguf`` path as the registry would), then imports the kit, checks ``--max-length`` × ``--max-batch`` against the memory budget,
-resolves the target and runs the kit, reporting each layer's progress on a terminal's stderr.
+resolves the target and runs the kit, reporting each layer's progress on a terminal's stderr (through the
+kit's ``progress`` hook: the adapter is never wrapped, so the float64 shadow runs the float64 copy).
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from connwalk.parser import (
     preserved_state,
     readdress,
 )
-from numerics.errors import ConnwalkError, MemoryBudgetError, ModelError
+from numerics.errors import ConnwalkError, MemoryBudgetError, ModelError, ParameterError
 from numerics.models.names import check_loadable
 
 _FACTORY = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
@@ -48,15 +49,24 @@ OPTIONS = OptionTable(
         "--examples": IntOption(lo=1, hi=MAX_EXAMPLES),
         "--seed": IntOption(lo=0, hi=2**32 - 1),
         "--max-length": IntOption(lo=1, hi=1_000_000),
+        "--min-length": IntOption(lo=1, hi=1_000_000),
         "--max-batch": IntOption(lo=1, hi=10_000),
     },
+    after=lambda v: _min_not_over_max(v["--min-length"], v["--max-length"]),
 )
+
+
+def _min_not_over_max(lo: int, hi: int) -> None:
+    if lo > hi:
+        raise ParameterError(f"must be <= --max-length ({hi}), got {lo}", argument="--min-length")
+
 
 #: the kit's parameter names → the options the user typed
 OPTION_NAMES = {
     "examples": "--examples",
     "seed": "--seed",
     "max_length": "--max-length",
+    "min_length": "--min-length",
     "max_batch": "--max-batch",
     "layers": "--layers",
     "hypotheses": "--no-hypotheses",
@@ -105,7 +115,8 @@ EPILOG = """\
 exit status:
   0  the module conforms: every draw holds T2 and its hypotheses
   1  a draw fails T2's identity (the shrunk counterexample is printed
-     under the table) or one of its hypotheses (nonnegative,
+     under the table; a defect of the module's own kernel seen while
+     it runs is such a failure) or one of its hypotheses (nonnegative,
      row-stochastic attention: the table names it)
   2  bad input, with one line on stderr: an option out of range, a --json
      file that cannot be written, a target that does not import or is not
@@ -135,6 +146,9 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=0, help="seed of the draws (default 0)")
     p.add_argument(
         "--max-length", type=int, default=8, help="longest drawn sequence (default 8; capped at a model's context)"
+    )
+    p.add_argument(
+        "--min-length", type=int, default=1, help="shortest drawn sequence (default 1; at most --max-length)"
     )
     p.add_argument("--max-batch", type=int, default=2, help="largest drawn batch (default 2)")
     p.add_argument(
@@ -301,35 +315,6 @@ def _call(target: str, fn, what: str):
         raise ModelError(f"{target}: {what} raised {type(exc).__name__}: {exc}", argument=TARGET) from None
 
 
-# ------------------------------------------------------------------ progress
-def _with_progress(adapter, progress, examples: int):
-    """Make ``adapter.extract`` tell ``progress`` which draw and which layer the kit is at: each
-    layer's T2 check as it is judged, then the T3/T5 hypotheses of the draw's layers (the live
-    status line is rewritten every second in between, so a whole model is never silent)."""
-    inner = adapter.extract
-    state = {"draw": 0}
-
-    def where() -> str:
-        d = state["draw"]
-        return f"draw {d}/{examples}" if d <= examples else f"shrinking a failing draw (try {d - examples})"
-
-    class Reported(list):
-        def __iter__(self):
-            n = len(self)
-            for i, ex in enumerate(list.__iter__(self)):
-                progress.status(f"{where()}: layer {i + 1}/{n}: T2")
-                yield ex
-            progress.status(f"{where()}: T3/T5 hypotheses of its {n} layer{'s' if n != 1 else ''}")
-
-    def extract(draw):
-        state["draw"] += 1
-        progress.status(f"{where()}: running the module")
-        return Reported(inner(draw))
-
-    adapter.extract = extract
-    return adapter
-
-
 # ------------------------------------------------------------------ run
 def run(args) -> int:
     """``connwalk conform`` for parsed ``args``: 0 conforms, 1 fails T2 or a hypothesis of T2, 3
@@ -360,19 +345,21 @@ def run(args) -> int:
 def _check(args, obj, progress):
     from numerics.conformance import kit as conformance
 
-    adapter = None
-    adapter_for = getattr(conformance, "adapter_for", None)
-    if adapter_for is not None:  # --layers chose the adapter's layers; the kit checks the adapter's
-        adapter = _with_progress(adapter_for(obj, layers=args.layers), progress, args.examples)
-    progress(f"checking {args.examples} draws" + (f" of {adapter.name}" if adapter is not None else ""))
+    # --layers chose the adapter's layers; the kit checks the adapter's. The adapter is handed over as
+    # built: progress is reported through the kit's progress hook, never by wrapping the adapter (a
+    # wrapper would be copied into the float64 shadow and run the float32 module there)
+    adapter = conformance.adapter_for(obj, layers=args.layers)
+    progress(f"checking {args.examples} draws of {adapter.name}")
     return conformance.check_attention(
         obj,
         examples=args.examples,
         seed=args.seed,
         max_length=args.max_length,
+        min_length=args.min_length,
         max_batch=args.max_batch,
         hypotheses=not args.no_hypotheses,
-        **({"adapter": adapter} if adapter is not None else {"layers": args.layers}),
+        adapter=adapter,
+        progress=progress.status,
     )
 
 

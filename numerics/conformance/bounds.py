@@ -1,7 +1,7 @@
 r"""The conformance kit's arguments, refused before any draw runs (:mod:`numerics.conformance.kit`).
 
 * :func:`check_counts`: ``examples`` (at most :data:`MAX_EXAMPLES`), ``seed``, ``max_batch``,
-  ``max_length``; :func:`check_adapter`: ``adapter=`` an :class:`~numerics.conformance.protocol.Adapter`;
+  ``max_length``, ``min_length`` (:func:`check_min_length`: at most ``max_length``); :func:`check_progress`; :func:`check_adapter`: ``adapter=`` an :class:`~numerics.conformance.protocol.Adapter`;
   :func:`check_module_data`: a module whose parameters or buffers sit on the ``meta`` device (shapes
   without data) is refused naming ``module``.
 * :func:`check_draw_memory`: the largest draw's attention (:func:`draw_bytes`) against the memory budget
@@ -48,7 +48,9 @@ __all__ = [
     "check_adapter",
     "check_counts",
     "check_draw_memory",
+    "check_min_length",
     "check_module_data",
+    "check_progress",
     "draw_bytes",
     "max_scale",
     "validate_draw",
@@ -74,6 +76,27 @@ def check_counts(**values: int) -> None:
             rng = f"in [{lo}, {hi}]" if hi is not None else f"≥ {lo}"
             why = " (the kit's bound on the draws of one check)" if hi is not None else ""
             raise ParameterError(f"expected an integer {rng}{why}, got {v!r}", argument=nm)
+
+
+def check_min_length(min_length: int, max_length: int) -> None:
+    """``min_length`` (an integer ``≥ 1``, :func:`check_counts`) at most ``max_length`` (after a
+    model's context has capped it): :class:`~numerics.errors.ParameterError` naming ``min_length``."""
+    if min_length > max_length:
+        raise ParameterError(
+            f"the smallest drawn length must not exceed the longest, max_length = {max_length} (capped at the "
+            f"module's context where it has one), got {min_length}",
+            argument="min_length",
+        )
+
+
+def check_progress(progress) -> None:
+    """``progress``: None or a callable taking one line of text (:class:`~numerics.errors.ParameterError`
+    naming ``progress``)."""
+    if progress is not None and not callable(progress):
+        raise ParameterError(
+            f"expected None or a callable taking one line of text, got {type(progress).__name__}",
+            argument="progress",
+        )
 
 
 def check_adapter(adapter, layers=None) -> None:

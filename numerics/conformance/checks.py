@@ -6,12 +6,12 @@ decision is three-valued (:mod:`theory.rounding`) with its bound stated from a d
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import torch
 
-from numerics.conformance.protocol import Extraction
-from numerics.errors import MemoryBudgetError
+from numerics.conformance.protocol import Draw, Extraction
+from numerics.errors import MemoryBudgetError, UndecidedTruthError
 from numerics.tolerance import (
     FAILS,
     HOLDS,
@@ -37,6 +37,11 @@ __all__ = [
     "t3_t5",
     "stale",
     "merge",
+    "VERDICTS",
+    "SHADOW",
+    "DrawResult",
+    "Counterexample",
+    "ConformanceReport",
 ]
 
 F64 = torch.float64
@@ -65,6 +70,16 @@ class Verdict:
     def as_dict(self) -> dict:
         return {k: getattr(self, k) for k in ("status", "residual", "bound", "error", "detail", "scale")}
 
+    def __bool__(self) -> bool:
+        """As :class:`numerics.laplacian.result.Check`'s: holds → True, fails → False; undecided raises
+        :class:`~numerics.errors.UndecidedTruthError` (three values do not fit in a bool)."""
+        if self.status == UNDECIDED:
+            raise UndecidedTruthError(
+                f"this decision is undecided ({self.residual:.3e} within {self.error:.3e} of its bound "
+                f"{self.bound:.3e}): its truth value is not a bool; read .status"
+            )
+        return self.status == HOLDS
+
 
 def coarser(*dtypes: torch.dtype | None) -> torch.dtype:
     """The floating dtype with the largest epsilon among ``dtypes`` (None ignored; float64 if none)."""
@@ -85,7 +100,15 @@ def stored_precision(A: torch.Tensor) -> torch.dtype:
 
 
 # --------------------------------------------------------------------------- T2's hypotheses
-def t2_hypotheses(ex: Extraction, dtype: torch.dtype) -> dict[str, Verdict]:
+def _real_rows(A: torch.Tensor, query_mask: torch.Tensor | None) -> torch.Tensor:
+    """``A`` with the rows of padded queries (``query_mask`` ``(B, n)`` False) set to zero: a padded
+    query is no token of the walk, so its row is judged by nothing (whatever it holds: zeros, NaN)."""
+    if query_mask is None:
+        return A
+    return torch.where(query_mask.to(torch.bool)[:, None, :, None], A, torch.zeros((), dtype=A.dtype))
+
+
+def t2_hypotheses(ex: Extraction, dtype: torch.dtype, query_mask: torch.Tensor | None = None) -> dict[str, Verdict]:
     r"""T2's hypotheses on the reported ``A`` ``(B, H, n, m)``, per head, at the rounding of ``dtype``
     (the module's own dtype, or the coarser precision its attention was computed in).
 
@@ -98,8 +121,11 @@ def t2_hypotheses(ex: Extraction, dtype: torch.dtype) -> dict[str, Verdict]:
     * **nonnegative**: ``r = max(0, −min A^h_ij)`` over all entries: holds when ``r = 0`` (a masked
       weight is an exact zero), fails when ``r > θ``, undecided in between (or NaN: fails).
     * **row-stochastic**: ``max_i |Σ_{j real} A^h_ij − 1|`` over the keys ``key_mask`` keeps, decided
-      against ``θ`` with the check's error (:func:`theory.rounding.decide`); a non-finite row fails."""
-    A = ex.A.detach().to(F64)
+      against ``θ`` with the check's error (:func:`theory.rounding.decide`); a non-finite row fails.
+
+    ``query_mask`` ``(B, n)`` (True = a real query): the rows of padded queries are not judged (a
+    padded query of a sliding window may see no real key at all)."""
+    A = _real_rows(ex.A.detach().to(F64), query_mask)
     B, H, n, m = A.shape
     real = torch.ones(B, m, dtype=torch.bool) if ex.key_mask is None else ex.key_mask.to(torch.bool)
     absrow = A.abs().nan_to_num(nan=0.0, posinf=0.0).sum(-1)
@@ -123,6 +149,8 @@ def t2_hypotheses(ex: Extraction, dtype: torch.dtype) -> dict[str, Verdict]:
     # row-stochastic over the real keys
     rows = torch.where(real[:, None, None, :], A, torch.zeros_like(A)).sum(-1)  # (B, H, n)
     dev = (rows - 1).abs()
+    if query_mask is not None:
+        dev = torch.where(query_mask.to(torch.bool)[:, None, :], dev, torch.zeros_like(dev))
     h, f = decide(dev.nan_to_num(nan=math.inf).amax(-1), theta, err)
     h, f = h & finite, f | ~finite
     out["row-stochastic"] = Verdict(
@@ -150,9 +178,10 @@ def _heads(holds: torch.Tensor, fails: torch.Tensor, rowval: torch.Tensor, what:
 
 
 # --------------------------------------------------------------------------- T2's identity
-def t2_identity(ex: Extraction) -> tuple[Verdict, tuple[int, int]]:
-    """The identity ``Y = W(X)·X + c`` in float64 against the bound from the output's dtype."""
-    A = ex.A.detach().to(F64)
+def t2_identity(ex: Extraction, query_mask: torch.Tensor | None = None) -> tuple[Verdict, tuple[int, int]]:
+    """The identity ``Y = W(X)·X + c`` in float64 against the bound from the output's dtype, over
+    the real queries (``query_mask`` ``(B, n)``, True = real; None: every query)."""
+    A = _real_rows(ex.A.detach().to(F64), query_mask)
     Wo, Wv = ex.W_O.detach().to(F64), ex.W_V.detach().to(F64)
     Xv = ex.values.detach().to(F64)
     V = torch.einsum("bmd,hkd->bhmk", Xv, Wv)
@@ -166,6 +195,9 @@ def t2_identity(ex: Extraction) -> tuple[Verdict, tuple[int, int]]:
         bo = ex.b_O.detach().to(F64)
         Yh, Sa = Yh + bo, Sa + bo.abs()
     diff = ex.output.detach().to(F64) - Yh
+    if query_mask is not None:  # a padded query's output is no token's: not judged
+        keep = query_mask.to(torch.bool)[:, :, None]
+        diff, Sa = torch.where(keep, diff, torch.zeros_like(diff)), torch.where(keep, Sa, torch.zeros_like(Sa))
     H, dh, dv, m = Wv.shape[0], Wv.shape[1], Wv.shape[2], A.shape[-1]
     size = dv + m + H * dh + 1
     scale = torch.linalg.vector_norm(Sa).item()
@@ -287,3 +319,199 @@ def merge(native: Verdict, shadow: Verdict | None, dtype_name: str) -> tuple[Ver
     if native.status == FAILS:
         return native, dtype_name
     return shadow, "float64 shadow"
+
+
+# --------------------------------------------------------------------------- the report
+#: the report's verdicts: T2 and its hypotheses hold / the identity holds but a hypothesis fails /
+#: the identity fails / some decision lies within its rounding band
+VERDICTS = ("conforms", "hypothesis fails", "fails", "undecided")
+#: ``decided_by`` of a verdict decided by the float64 shadow run
+SHADOW = "float64 shadow"
+
+
+@dataclass
+class DrawResult:
+    """One draw × one extracted layer: ``t2`` (the identity), ``hypotheses`` (T2's: nonnegative,
+    row-stochastic; empty when the extraction is not of this call), ``decided_by`` (the run whose
+    decision stands: ``"float64 shadow"`` or the module's dtype), ``t3`` / ``t5`` (reported
+    hypotheses: name → :class:`Verdict`; empty for cross-attention, where the walk is not square)."""
+
+    index: int
+    draw: Draw
+    layer: str
+    t2: Verdict
+    t3: dict[str, Verdict] = field(default_factory=dict)
+    t5: dict[str, Verdict] = field(default_factory=dict)
+    cross: bool = False
+    hypotheses: dict[str, Verdict] = field(default_factory=dict)
+    decided_by: str = ""
+    hypotheses_by: dict[str, str] = field(default_factory=dict)  # the run that decided each hypothesis
+    no_shadow: str = ""  # why no float64 shadow decided this row ("" when one did)
+
+    def failed(self, statement: str | None) -> bool:
+        """Whether this result fails ``statement``: None = the identity, else a hypothesis name."""
+        if statement is None:
+            return self.t2.status == FAILS
+        v = self.hypotheses.get(statement)
+        return v is not None and v.status == FAILS
+
+    def failed_hypotheses(self) -> list[str]:
+        return [h for h in HYPOTHESES if self.failed(h)]
+
+    def as_dict(self) -> dict:
+        return {
+            "draw": self.index,
+            "input": self.draw.describe(),
+            "layer": self.layer,
+            "decided_by": self.decided_by,
+            "shadow": self.no_shadow or "float64 shadow run",
+            "hypotheses": {
+                k: {**v.as_dict(), "decided_by": self.hypotheses_by.get(k, "")} for k, v in self.hypotheses.items()
+            },
+            "T2": self.t2.as_dict(),
+            "T3": {k: v.as_dict() for k, v in self.t3.items()},
+            "T5": {k: v.as_dict() for k, v in self.t5.items()},
+        }
+
+
+@dataclass
+class Counterexample:
+    """The failing input: ``draw``, ``layer``, the violated ``statement`` (T2's identity or one of its
+    hypotheses), its ``verdict``; ``decided_by`` (the run that failed it), ``shrunk`` (False when the
+    shrunk draw did not fail again and the first failing draw found stands)."""
+
+    draw: Draw
+    layer: str
+    statement: str
+    verdict: Verdict
+    decided_by: str = ""
+    shrunk: bool = True
+
+    def replay(self) -> str:
+        """A snippet that runs this draw again on ``module`` (the same adapter, seed and tokens)."""
+        return f"from numerics.conformance.kit import Draw, check_draw\ncheck_draw(module, {self.draw!r})"
+
+    def __str__(self) -> str:
+        where = f" layer {self.layer}," if self.layer else ""
+        how = "shrunk" if self.shrunk else "first found; its shrunk form did not fail again"
+        what = "‖Y − Ŷ‖_F" if self.statement == T2_STATEMENT else "residual"
+        by = f" [{self.decided_by}]" if self.decided_by else ""
+        return (
+            f"counterexample ({how}):{where} input {self.draw.describe()}\n  violates {self.statement}{by}\n"
+            f"  {what} = {self.verdict.residual:.3e} > bound {self.verdict.bound:.3e}; {self.verdict.detail}\n"
+            f"  replay: {self.replay().replace(chr(10), '; ')}"
+        )
+
+
+@dataclass
+class ConformanceReport:
+    """Result of :func:`check_attention`: ``results`` (one :class:`DrawResult` per draw and layer),
+    ``counterexample`` (None unless the verdict is *fails* / *hypothesis fails*), ``seconds``,
+    ``shadow`` (why there was no float64 shadow run; empty when there was one). The summary:
+    ``verdict`` (one of :data:`VERDICTS`), ``hypothesis_failures``, ``decided_by``, ``conforms``
+    (verdict is *conforms*) and ``status`` (holds / fails / undecided for T2 as stated)."""
+
+    module: str
+    adapter: str
+    dtype: str
+    results: list[DrawResult]
+    counterexample: Counterexample | None
+    seconds: float
+    seed: int
+    shadow: str = ""
+
+    @property
+    def hypothesis_failures(self) -> list[str]:
+        return [h for h in HYPOTHESES if any(r.failed(h) for r in self.results)]
+
+    @property
+    def verdict(self) -> str:
+        if any(r.failed(None) for r in self.results):
+            return "fails"
+        if self.hypothesis_failures:
+            return "hypothesis fails"
+        seen = [r.t2.status for r in self.results] + [v.status for r in self.results for v in r.hypotheses.values()]
+        return "undecided" if (UNDECIDED in seen or not self.results) else "conforms"
+
+    @property
+    def decided_by(self) -> str:
+        if self.counterexample is not None and self.counterexample.decided_by:
+            return self.counterexample.decided_by
+        if self.results and all(r.decided_by == SHADOW for r in self.results):
+            return SHADOW
+        return self.dtype
+
+    @property
+    def conforms(self) -> bool:
+        return self.verdict == "conforms"
+
+    @property
+    def status(self) -> str:
+        return {"conforms": HOLDS, "undecided": UNDECIDED}.get(self.verdict, FAILS)
+
+    def headline(self) -> str:
+        v = self.verdict
+        if v == "hypothesis fails":
+            return f"T2 HYPOTHESIS FAILS ({', '.join(self.hypothesis_failures)}; the identity holds)"
+        return "T2 " + {"conforms": "HOLDS", "fails": "FAILS"}.get(v, "UNDECIDED")
+
+    def table(self) -> str:
+        shadow = "float64 shadow" if not self.shadow else f"no float64 shadow: {self.shadow}"
+        head = (
+            f"conformance of {self.module} [{self.adapter}, {self.dtype}]: {self.headline()}, decided by "
+            f"{self.decided_by} ({len({r.index for r in self.results})} draws, seed {self.seed}, "
+            f"{self.seconds:.1f} s; {shadow})"
+        )
+        cols = (
+            f"{'#':>3} {'layer':>5}  {'input':<30} {'A≥0':<10}{'Σ_j A=1':<10}{'T2':<10}{'resid/bound':>11} "
+            f"{'by':<8} {'T3 (a) stoch':<13}{'(b) rev':<10}{'(c) metric':<11}{'T5 softmax':<12}{'reversible':<12}"
+            f"{'involution':<12}"
+        )
+        lines = [head, cols]
+        for r in self.results:
+            ratio = r.t2.residual / r.t2.bound if r.t2.bound > 0 else float("inf")
+            inp = r.draw.describe().split(" seed=")[0]
+            hyp = "".join(f"{r.hypotheses[k].status if k in r.hypotheses else '-':<10}" for k in HYPOTHESES)
+            by = "f64" if r.decided_by == SHADOW else r.decided_by
+            row = f"{r.index:>3} {r.layer or '-':>5}  {inp:<30} {hyp}{r.t2.status:<10}{ratio:>11.2e} {by:<8} "
+            if r.t3:
+                row += "".join(
+                    f"{r.t3[k].status:<{w}}" for k, w in (("a stochastic", 13), ("b reversible", 10), ("c metric", 11))
+                )
+                row += "".join(f"{r.t5[k].detail.split(' ')[0]:<12}" for k in ("softmax", "reversible", "involution"))
+            elif r.cross:
+                row += "(cross-attention: the walk is not square; T3/T5 n/a)"
+            elif r.failed_hypotheses():
+                row += "(not a walk: T3/T5 n/a)"
+            lines.append(row.rstrip())
+        if self.counterexample is not None:
+            lines.append(str(self.counterexample))
+        return "\n".join(lines)
+
+    def as_dict(self) -> dict:
+        cx = self.counterexample
+        return {
+            "module": self.module,
+            "adapter": self.adapter,
+            "dtype": self.dtype,
+            "verdict": self.verdict,
+            "hypothesis_failures": self.hypothesis_failures,
+            "decided_by": self.decided_by,
+            "shadow": self.shadow or "float64 shadow run",
+            "status": self.status,
+            "conforms": self.conforms,
+            "seed": self.seed,
+            "seconds": self.seconds,
+            "draws": [r.as_dict() for r in self.results],
+            "counterexample": None
+            if cx is None
+            else {
+                "input": cx.draw.describe(),
+                "layer": cx.layer,
+                "statement": cx.statement,
+                "decided_by": cx.decided_by,
+                "shrunk": cx.shrunk,
+                "replay": cx.replay(),
+                **cx.verdict.as_dict(),
+            },
+        }

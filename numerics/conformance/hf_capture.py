@@ -44,7 +44,7 @@ from typing import Any
 import torch
 
 from numerics.conformance.hf_returned import affine_of, returned_weights_extraction
-from numerics.conformance.protocol import Adapter, Draw, EvalMode, Extraction, dtype_of
+from numerics.conformance.protocol import Adapter, Draw, EvalMode, Extraction, KernelDefect, dtype_of
 from numerics.errors import UnsupportedArchitectureError
 
 __all__ = [
@@ -166,11 +166,13 @@ def _cross_check(module, query, key, value, mask, scaling, dropout, softcap, out
     # the two kernels differ by rounding only: of the output's dtype, or of a float32 softmax (the
     # families' kernels compute it in float32 whatever the model's dtype), with the slack of 64
     # (7.6e-6 relative at float64/float32: a score scale off by 1e-3 moves the output by 6e-5 or more)
-    if not math.isfinite(diff) or diff > KERNEL_SLACK * max(torch.finfo(out.dtype).eps, F32_EPS) * scale:
-        raise CaptureError(
+    bound = KERNEL_SLACK * max(torch.finfo(out.dtype).eps, F32_EPS) * scale
+    if not math.isfinite(diff) or diff > bound:  # the module's own kernel, observed: a verdict (fails)
+        raise KernelDefect(
             f"{type(module).__name__}: the family's eager kernel is not softmax(QKᵀ·s + mask)·V "
             f"(max |difference| {diff:.2e} against a scale {scale:.2e})",
-            argument="module",
+            residual=diff if math.isfinite(diff) else math.inf,
+            bound=bound,
         )
     return ""
 
@@ -379,7 +381,7 @@ class CaptureAdapter(Adapter):
         watch = self.targets if self.targets is not None else None
         try:
             records, calls = run_captured(root, lambda: root(**kw), watch)
-        except CaptureError:
+        except (CaptureError, KernelDefect):  # a defect of the module's own kernel is a verdict
             raise
         except Exception as exc:
             raise CaptureError(

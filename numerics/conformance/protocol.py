@@ -20,6 +20,7 @@ __all__ = [
     "Adapter",
     "EvalMode",
     "ExtractionError",
+    "KernelDefect",
     "dtype_of",
     "draw_strategy",
     "extract_checked",
@@ -33,6 +34,16 @@ SHADOW_MAX_PARAMETERS = 2**28
 class ExtractionError(ModelError):
     """The module raised while the kit ran it on a drawn input: ``argument`` is ``module`` and the
     message names the module's class, the exception and the input."""
+
+
+class KernelDefect(ExtractionError):
+    """The module's own kernel was observed, while it ran, to compute something other than the
+    attention it claims (an adapter or capture that compares the two raises it): a verdict of the
+    module — T2 *fails* on that draw, with ``residual`` > ``bound`` — never bad input."""
+
+    def __init__(self, message: str, *, residual: float, bound: float, argument: str = "module") -> None:
+        super().__init__(message, argument=argument)
+        self.residual, self.bound = float(residual), float(bound)
 
 
 F64 = torch.float64
@@ -167,7 +178,10 @@ class Adapter:
         The twin is ``copy.deepcopy(self)`` with every ``torch.nn.Module`` it holds (directly, or one
         attribute down: a model handle's ``model``) cast by ``.double()`` and its ``dtype`` set to
         float64; precisions the adapter states separately (``attention_dtype``) are kept. An adapter
-        whose module cannot be copied or cast, or holds none, has no twin; the reason says why."""
+        whose module cannot be copied or cast, or holds none, has no twin; the reason says why. A
+        method replaced on the instance (a wrapper) is not copied: the twin runs its class's methods,
+        so no wrapper can make it run the original module. The kit still verifies, on every draw,
+        that the twin's tensors are float64 (else the shadow is dropped, with the reason)."""
         if self.dtype == torch.float64:
             return None, "the module is float64 itself"
         mods = _modules(self)
@@ -178,6 +192,10 @@ class Adapter:
             return None, f"{size} parameters: a float64 copy would exceed {SHADOW_MAX_PARAMETERS} (2 GiB)"
         try:
             twin = copy.deepcopy(self)
+            # an instance attribute over a method (a wrapper put on this adapter: ``ad.extract = ...``)
+            # closes over *this* adapter and its float32 module; the twin runs its class's own methods
+            for k in [k for k, v in vars(twin).items() if callable(v) and callable(getattr(type(twin), k, None))]:
+                delattr(twin, k)
             for m in _modules(twin):
                 m.double()
             for holder in [twin, *(v for v in vars(twin).values() if _holder(v))]:
@@ -228,15 +246,16 @@ def dtype_of(module) -> torch.dtype:
     return torch.float32
 
 
-def draw_strategy(ad: Adapter, max_batch: int, max_length: int, masks: bool):
-    """The Hypothesis strategy of :class:`Draw` for ``ad`` (sizes, key padding, causal flag, seed, scale)."""
+def draw_strategy(ad: Adapter, max_batch: int, max_length: int, masks: bool, min_length: int = 1):
+    """The Hypothesis strategy of :class:`Draw` for ``ad`` (sizes, key padding, causal flag, seed, scale);
+    ``n`` (and a cross-attention module's ``m``) in ``[min_length, max_length]``."""
     from hypothesis import strategies as st
 
     @st.composite
     def draws(draw):
         B = draw(st.integers(1, max_batch))
-        n = draw(st.integers(1, max_length))
-        m = draw(st.integers(1, max_length)) if ad.cross else n
+        n = draw(st.integers(min_length, max_length))
+        m = draw(st.integers(min_length, max_length)) if ad.cross else n
         pad = tuple(draw(st.integers(0, m - 1)) for _ in range(B)) if (masks and ad.takes_mask) else (0,) * B
         causal = draw(st.booleans()) if (masks and ad.takes_causal) else False
         seed = draw(st.integers(0, 2**31 - 1))

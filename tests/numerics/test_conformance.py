@@ -150,7 +150,7 @@ def test_torch_mha_conforms(kw):
     rep = assert_conforms(m, examples=8)
     assert rep.conforms and rep.status == "holds" and rep.counterexample is None
     draws = {r.index: r.draw for r in rep.results}
-    assert len(draws) == 8 and any(any(d.pad) for d in draws.values())  # key padding was exercised
+    assert len(draws) == 8 + 1 and any(any(d.pad) for d in draws.values())  # key padding was exercised
     if "kdim" in kw:
         assert all(r.t3 == {} and r.cross for r in rep.results)
         assert any(d.m != d.n for d in draws.values())
@@ -220,7 +220,7 @@ def _standalone(cls_name):
 def test_hf_standalone_attention_conforms(cls_name):
     m = _standalone(cls_name)
     rep = assert_conforms(m, examples=4)
-    assert cls_name in rep.adapter and len({r.index for r in rep.results}) == 4
+    assert cls_name in rep.adapter and len({r.index for r in rep.results}) == 4 + 1
 
 
 def test_wrong_hf_module_is_rejected():
@@ -356,8 +356,8 @@ def test_report_table_and_dict():
     table = rep.table()
     assert table.startswith("conformance of MeanAttention") and "T2 HOLDS" in table and "seed 5" in table
     data = rep.as_dict()
-    assert data["conforms"] is True and data["counterexample"] is None and len(data["draws"]) == 3
-    assert set(data["draws"][0]) == {"draw", "input", "layer", "decided_by", "hypotheses", "T2", "T3", "T5"}
+    assert data["conforms"] is True and data["counterexample"] is None and len(data["draws"]) == 3 + 1
+    assert set(data["draws"][0]) == {"draw", "input", "layer", "decided_by", "shadow", "hypotheses", "T2", "T3", "T5"}
     assert data["verdict"] == "conforms" and data["hypothesis_failures"] == []
     assert data["decided_by"] == "float64 shadow" and set(data["draws"][0]["hypotheses"]) == set(HYPOTHESES)
     again = check_attention(MeanAttention(), examples=3, seed=5)

@@ -88,7 +88,7 @@ def test_conforming_factory_exits_0_and_writes_json(factories, capsys):
     out = capsys.readouterr().out
     assert "conformance of MultiheadAttention" in out and "T2 HOLDS" in out
     data = json.loads(js.read_text())
-    assert data["conforms"] is True and len(data["draws"]) == 4
+    assert data["conforms"] is True and len(data["draws"]) == 4 + 1  # and the repeated shape
     assert main(["conform", "user_factories:MODULE", "--examples", "2"]) == 0  # an attribute, not a factory
 
 
