@@ -1,23 +1,18 @@
 r"""Capture through transformers' own attention interface: the conformance kit (:mod:`numerics.conformance.kit`)
 for every Hugging Face model whose attention modules call ``ALL_ATTENTION_FUNCTIONS``.
 
-**The capture.** :func:`capture_attention` is an attention function in the interface's signature
-``(module, query, key, value, attention_mask, scaling=None, dropout=0.0, **kwargs)``. It computes the
-eager attention literally — ``S = Q Kᵀ·scaling`` (``softcap``: ``tanh(S/c)·c``), plus an additive
-``position_bias``, plus the mask (additive, or boolean with True = attend), a per-head sink logit
-appended when the module passes ``s_aux`` / ``sinks`` (its column dropped after the softmax, so the
-rows over the real keys sum to less than one), the softmax over keys in ``float32`` or the inputs'
-dtype when wider (``float64``), dropout as the module's training flag says (off in eval) — and
-records, for this call, each head's probabilities (after masking, before dropout), the value states
-after the grouped-query repeat (query head ``h`` reads kv head ``h // g``) and the attention output.
-When the module's own file defines an ``eager_attention_forward``, it is run on the same arguments
-and its output compared with the literal one: a family whose eager kernel is not this formula
-raises :class:`CaptureError` (the kit then judges nothing it did not compute).
-
-It is registered as ``"connwalk_capture"`` (:func:`register`: ``model.set_attn_implementation(
-"connwalk_capture")`` works, with the eager masks) and, inside :func:`capturing`, it also answers the
-interface's ``"eager"`` key, so a model built with eager attention keeps every branch it takes for
-eager (masks, position handling) and only the kernel is replaced; the key is removed on exit.
+**The capture observes, never substitutes.** Inside :func:`capturing`, every kernel transformers'
+attention interface hands a module — a key's (``"sdpa"``, any other that runs here) or the module's
+own default, its family's ``eager_attention_forward`` — is wrapped, not replaced: it runs unchanged
+and the wrapper records what it received (query, key, value, mask, ``scaling``, ``softcap``,
+``s_aux`` / ``sinks``, ``position_bias``, sdpa's ``is_causal``) and returned. The record's ``A`` is the
+literal softmax of those inputs, computed independently in float64 (:func:`capture_attention`'s
+formula: a sink column dropped after the softmax, bool masks True = attend), unless the kernel returned
+weights that certify its output as a walk (:func:`_certificate`: a float32 softmax of a float64 model,
+a consistent temperature); ``values`` the received value states (after the grouped-query repeat);
+``output`` the kernel's own output. The output projection's input is that output, so the module's own
+output is judged against the walk of ``A``: a defective kernel fails T2's identity. The literal kernel
+is also registered as ``"connwalk_capture"`` (:func:`register`).
 
 **The factors** are read from the module's parameters, never fitted: the value projection is the
 ``nn.Linear`` / ``Conv1D`` inside the attention module whose output columns *are* the captured value
@@ -174,17 +169,37 @@ def _observe(kernel, module, query, key, value, mask, args, kwargs, result) -> N
     out = result[0] if isinstance(result, (tuple, list)) else result
     if not isinstance(out, torch.Tensor):
         raise CaptureError(f"{type(module).__name__}'s attention kernel returned no tensor", argument="module")
-    B, H, n, m = probs.shape
     ct = torch.promote_types(query.dtype, torch.float32)
     w = result[1] if isinstance(result, (tuple, list)) and len(result) > 1 else None
     if isinstance(w, torch.Tensor) and w.shape == probs.shape and w.is_floating_point():
-        # returned weights that are the literal A at their own rounding (a float32 softmax of a float64
-        # model, as the families' eager kernels compute it) are the A the output was computed with
-        w = w.detach()
-        prec = torch.float32 if eps(ct) < eps(torch.float32) and torch.equal(w, w.float().to(w.dtype)) else ct
-        if float((w.to(F64) - probs).abs().max()) <= RETURNED_SLACK * (m + 1) * eps(prec):
-            probs, ct = w.to(F64), prec
+        cert = _certificate(w.detach(), v64, out.detach(), mask, ct)
+        if cert is not None:
+            probs, ct = cert
     _RECORDS.append(CaptureRecord(module, probs, v64.to(value.dtype), out.detach(), ct))
+
+
+def _certificate(w, v64, out, mask, ct):
+    """The weights ``w`` a kernel returned, with the precision they are stored at, when they certify its
+    output as a walk: finite, nonnegative, zero where the received mask masks, each row summing to one
+    at that precision (``RETURNED_SLACK·(m+1)·eps``), and the output their average of the received
+    values at the output's rounding. None otherwise (the literal A of the inputs is judged then)."""
+    m = w.shape[-1]
+    prec = torch.float32 if eps(ct) < eps(torch.float32) and torch.equal(w, w.float().to(w.dtype)) else ct
+    w64 = w.to(F64)
+    if not bool(torch.isfinite(w64).all()) or bool((w64 < 0).any()):
+        return None
+    if float((w64.sum(-1) - 1).abs().max()) > RETURNED_SLACK * (m + 1) * eps(prec):
+        return None
+    if mask is not None:
+        mk = mask[..., :m]
+        off = ~mk if mk.dtype == torch.bool else ~torch.isfinite(mk) | (mk <= torch.finfo(mk.dtype).min / 2)
+        if bool((w64 * off).abs().amax() > 0):
+            return None
+    o64 = out.to(F64)
+    ref, scale = torch.matmul(w64, v64).transpose(1, 2), torch.matmul(w64.abs(), v64.abs()).transpose(1, 2)
+    if o64.shape != ref.shape or bool(((o64 - ref).abs() > RETURNED_SLACK * (m + 1) * eps(out.dtype) * scale).any()):
+        return None
+    return w64, prec
 
 
 def _observer(kernel):
