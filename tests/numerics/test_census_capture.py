@@ -203,9 +203,10 @@ def test_a_record_of_another_call_is_a_typed_error():
 
 # a module whose own eager kernel is not the softmax formula: a score scale off by 1e-3
 def eager_attention_forward(module, query, key, value, attention_mask, scaling=None, dropout=0.0, **kw):
-    s = (query @ key.transpose(-1, -2)) * (scaling * (1 + 1e-3))
-    A = torch.softmax(s, dim=-1)
-    return (A @ value).transpose(1, 2).contiguous(), A
+    """Scores·(1 + 1e-3) for the output, the nominal weights returned (one A used, another returned)."""
+    s = (query @ key.transpose(-1, -2)) * scaling
+    used = torch.softmax(s * (1 + 1e-3), dim=-1)
+    return (used @ value).transpose(1, 2).contiguous(), torch.softmax(s, dim=-1)
 
 
 class _OwnKernelAttention(torch.nn.Module):
