@@ -214,7 +214,7 @@ def _observer(kernel):
             _observe(kernel, module, query, key, value, attention_mask, args, kwargs, result)
         return result
 
-    observed._connwalk_observer = True  # type: ignore[attr-defined]
+    observed._connwalk_observer = True
     return observed
 
 
@@ -244,18 +244,18 @@ def capturing():
         return _observer(getitem(self, key))
 
     _RECORDS.clear()
-    AttentionInterface.get_interface = observed_interface  # type: ignore[method-assign]
-    AttentionInterface.__getitem__ = observed_item  # type: ignore[method-assign]
+    AttentionInterface.get_interface = observed_interface
+    AttentionInterface.__getitem__ = observed_item
     _ACTIVE[0] = True
     try:
         yield _RECORDS
     finally:
         _ACTIVE[0] = False
-        AttentionInterface.get_interface = get_interface  # type: ignore[method-assign]
+        AttentionInterface.get_interface = get_interface
         if "__getitem__" in AttentionInterface.__dict__ and AttentionInterface.__dict__["__getitem__"] is observed_item:
             del AttentionInterface.__getitem__
         else:  # pragma: no cover - the class defined its own
-            AttentionInterface.__getitem__ = getitem  # type: ignore[method-assign]
+            AttentionInterface.__getitem__ = getitem
 
 
 # --------------------------------------------------------------------------- reading the factors
