@@ -135,7 +135,9 @@ def render_markdown(result) -> str:
         "- rule: every class defined in a `transformers.models.*.modeling_*` module of a model type of "
         "`CONFIG_MAPPING_NAMES` that is an `nn.Module`, not a `PreTrainedModel`, and whose name ends with "
         "`Attention`; each built inside its family's base model from a tiny random configuration and judged by "
-        "the conformance kit through the attention-interface capture",
+        "the conformance kit through the attention-interface capture, which observes the family's own kernel "
+        "(never substitutes it): the module's own output against the walk of the literal A of what the kernel "
+        "received",
         "",
         "## Counts",
         "",

@@ -11,7 +11,8 @@ family's auto mappings) from a tiny random configuration (:mod:`numerics.census.
 takes the first instance of the class inside it, and runs the conformance kit
 (:func:`numerics.conformance.kit.check_attention`) on it through the attention-interface capture
 (:class:`numerics.conformance.hf_capture.CaptureAdapter`; the model runs whole, so the class gets the
-inputs its parent gives it), a few seeded draws, in float64 (the shadow precision: a defect of 1e-6
+inputs its parent gives it, and its own kernel runs, observed: the module's own output is judged against
+the walk of the literal A of what the kernel received), a few seeded draws, in float64 (the shadow precision: a defect of 1e-6
 in a score scale is far above float64's rounding).
 
 Each class gets one row (:class:`CensusRow`): ``conforms`` (T2 and its hypotheses: nonnegative,
