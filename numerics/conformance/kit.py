@@ -124,6 +124,7 @@ from numerics.conformance.checks import (
     DrawResult,
     Verdict,
     coarser,
+    identifies,
     merge,
     stale,
     stored_precision,
@@ -288,6 +289,10 @@ class _Judge:
                 v.detail += "; the reported A is the previous call's (kept from another call?)"
             r = DrawResult(index, d, ex.layer, v, cross=not ex.self_attention, hypotheses=hyp, decided_by=by)
             r.hypotheses_by, r.no_shadow = hyp_by, "" if shadowed is not None else self.note
+            # evidence: whether this draw could tell a wrong A from the right one (at the module's rounding)
+            r.identifying, r.identifying_why = (
+                (None, "the reported A is not of this call") if is_stale else identifies(ex, ex.output.dtype)
+            )
             out.append(_Judged(ex, r, loc, is_stale))
         if len(native) > 1:
             self._say(f"T3/T5 hypotheses of its {len(native)} layers")
@@ -298,6 +303,7 @@ def _defect(exc: KernelDefect, d: Draw, index: int, by: str) -> list[_Judged]:
     """The failed T2 row of a draw on which the module's own kernel was observed to be defective."""
     v = Verdict(FAILS, exc.residual, exc.bound, 0.0, str(exc).split(": ", 1)[-1], 1.0)
     r = DrawResult(index, d, "", v, decided_by=by, no_shadow="" if by == SHADOW else "the kernel's defect was observed")
+    r.identifying_why = "the kernel's defect was observed: no extraction to weigh"
     return [_Judged(None, r, (0, 0), True)]  # type: ignore[arg-type]
 
 
