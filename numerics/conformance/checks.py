@@ -508,7 +508,7 @@ class ConformanceReport:
             inp = r.draw.describe().split(" seed=")[0]
             hyp = "".join(f"{r.hypotheses[k].status if k in r.hypotheses else '-':<10}" for k in HYPOTHESES)
             by = "f64" if r.decided_by == SHADOW else r.decided_by
-            det = {True: "yes", False: "no"}.get(r.identifying, "?")  # type: ignore[call-overload]
+            det = "?" if r.identifying is None else ("yes" if r.identifying else "no")
             row = f"{r.index:>3} {r.layer or '-':>5}  {inp:<30} {hyp}{r.t2.status:<10}{ratio:>11.2e} {by:<8} {det:<6}"
             if r.t3:
                 row += "".join(
