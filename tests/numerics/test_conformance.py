@@ -357,7 +357,11 @@ def test_report_table_and_dict():
     assert table.startswith("conformance of MeanAttention") and "T2 HOLDS" in table and "seed 5" in table
     data = rep.as_dict()
     assert data["conforms"] is True and data["counterexample"] is None and len(data["draws"]) == 3 + 1
-    assert set(data["draws"][0]) == {"draw", "input", "layer", "decided_by", "shadow", "hypotheses", "T2", "T3", "T5"}
+    assert set(data["draws"][0]) == {
+        *("draw", "input", "layer", "decided_by", "shadow", "hypotheses", "T2", "T3", "T5"),
+        *("identifying", "identifying_why"),
+    }
+    assert data["identifying_draws"] == 4 and data["evidence"] == "4 of 4 draws identifying"
     assert data["verdict"] == "conforms" and data["hypothesis_failures"] == []
     assert data["decided_by"] == "float64 shadow" and set(data["draws"][0]["hypotheses"]) == set(HYPOTHESES)
     again = check_attention(MeanAttention(), examples=3, seed=5)
