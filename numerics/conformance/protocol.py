@@ -328,9 +328,10 @@ def identifies(ex: Extraction, dtype: torch.dtype) -> tuple[bool | None, str]:
             return False, why + ": rank < H(m−1), a wrong A gives the same output"
         # Q[:, 1:]: an orthonormal basis of 1^⊥ (QR of [1, e_1, …, e_{m−1}])
         Q = torch.linalg.qr(torch.cat([torch.ones(mr, 1, dtype=F64), torch.eye(mr, dtype=F64)[:, : mr - 1]], 1))[0]
-        U = torch.einsum("md,hkd,hok->hmo", X[b, idx], Wv, Wo)  # b_V and b_O: constant over the keys
-        M = torch.einsum("mr,hmo->hro", Q[:, 1:], U).reshape(H * (mr - 1), -1)
-        sv = torch.linalg.svdvals(M)
+        # Qᵀ U^h = (Qᵀ X) W_V^hᵀ W_O^hᵀ, in that order (b_V and b_O: constant over the keys, Qᵀ 1 = 0)
+        V = torch.einsum("rd,hkd->hrk", Q[:, 1:].T @ X[b, idx], Wv)
+        M = torch.einsum("hrk,hok->hro", V, Wo).reshape(H * (mr - 1), -1)
+        sv = torch.linalg.svdvals(M.T if M.shape[0] < M.shape[1] else M)  # tall: LAPACK's wide path is far slower
         smax, smin = float(sv[0]), float(sv[-1])
         theta = tol(dtype, dv + dh + mr, scale=smax, safety=ROUNDING_SAFETY)
         h, f = decide(smin, theta, rounding_error(M.shape[0] + M.shape[1], smax))
