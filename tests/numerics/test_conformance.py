@@ -362,7 +362,7 @@ def test_report_table_and_dict():
         *("identifying", "identifying_why"),
     }
     k = sum(r.draw.n <= 5 for r in rep.results)  # one head of dimension 4: n − 1 ≤ 4 keys' differences
-    assert 0 < k and data["identifying_draws"] == k and data["evidence"] == f"{k} of 4 draws identifying"
+    assert k > 0 and data["identifying_draws"] == k and data["evidence"] == f"{k} of 4 draws identifying"
     assert data["verdict"] == "conforms" and data["hypothesis_failures"] == []
     assert data["decided_by"] == "float64 shadow" and set(data["draws"][0]["hypotheses"]) == set(HYPOTHESES)
     again = check_attention(MeanAttention(), examples=3, seed=5)
