@@ -173,3 +173,21 @@ def test_head_dim_4_at_the_default_sizes_leaves_some_draws_unweighed():
     assert 0 < k < n, rep.table()
     assert all(r.identifying is False for r in rep.results if r.draw.m - max(r.draw.pad) > 5)
     assert f"{k} of {n} draws identifying" in rep.table()
+
+
+def test_the_cli_exits_undecided_and_says_how_many_draws_identified(tmp_path, monkeypatch, capsys):
+    from connwalk import main
+
+    # heads of dimension 1: with at least 3 real keys no draw determines A
+    (tmp_path / "evidence_factories.py").write_text(
+        "import torch\n\ndef narrow():\n    torch.manual_seed(0)\n"
+        "    return torch.nn.MultiheadAttention(4, 4, batch_first=True)\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    js = tmp_path / "r.json"
+    argv = ["conform", "evidence_factories:narrow", "--examples", "3", "--min-length", "3", "--json", str(js)]
+    assert main(argv) == 3
+    out = capsys.readouterr().out
+    assert "0 of 4 draws identifying" in out and "on no draw that determines A" in out
+    data = json.loads(js.read_text())
+    assert data["verdict"] == "undecided" and data["identifying_draws"] == 0
