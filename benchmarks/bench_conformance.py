@@ -12,7 +12,14 @@ The script prints each time and its ratio to the baseline, and the shadow's cost
 
 Each configuration runs ``--repeats`` times (alternating, after a warm-up); the fastest counts.
 
-Usage: ``python benchmarks/bench_conformance.py [--examples 10] [--max-length 8] [--repeats 2] [--whole-model]``.
+With ``--against REF`` (a git revision, e.g. the commit before a change) the script times instead the
+default check (10 draws, T2 + T3/T5, float64 shadow) of the same module (seeded random MiniLM-size
+weights) under REF's ``numerics``/``theory`` (``git archive`` into a temporary directory) and under this
+tree's, alternating ``--repeats`` times in one run, each in a fresh interpreter after a warm-up, and
+prints both fastest times and their ratio (issue 37: at most 2× today's).
+
+Usage: ``python benchmarks/bench_conformance.py [--examples 10] [--max-length 8] [--repeats 2] [--whole-model]
+[--against REF]``.
 """
 
 from __future__ import annotations
@@ -43,14 +50,60 @@ def minilm():
         return tf.BertModel(cfg).eval(), "MiniLM-size BERT (random)"
 
 
+#: run in a fresh interpreter with one tree's code first on the path: the check's seconds, its evidence
+_TIMED = """
+import sys, torch, transformers as tf
+sys.path.insert(0, sys.argv[1])
+import numerics
+assert numerics.__file__.startswith(sys.argv[1]), numerics.__file__
+from numerics.conformance.kit import check_attention
+torch.set_num_threads(int(sys.argv[3])); torch.manual_seed(0)
+cfg = tf.BertConfig(hidden_size=384, num_hidden_layers=1, num_attention_heads=12, intermediate_size=1536)
+cfg._attn_implementation = "eager"
+module = tf.BertModel(cfg).eval().encoder.layer[0].attention
+check_attention(module, examples=1, max_length=2)
+r = check_attention(module, examples=int(sys.argv[2]))
+print(r.seconds, r.verdict, getattr(r, "evidence", "-"), sep="|")
+"""
+
+
+def against(ref: str, examples: int, repeats: int, threads: int) -> int:
+    """Time the default check under ``ref``'s code and this tree's, alternating, in one run."""
+    import subprocess
+    import tempfile
+
+    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    with tempfile.TemporaryDirectory() as base:
+        arch = subprocess.run(
+            ["git", "-C", here, "archive", ref, "numerics", "theory"], capture_output=True, check=True
+        )
+        subprocess.run(["tar", "-x", "-C", base], input=arch.stdout, check=True)
+        best = {ref: math.inf, "this tree": math.inf}
+        seen = {}
+        for _ in range(repeats):
+            for label, root in ((ref, base), ("this tree", here)):
+                cmd = [sys.executable, "-c", _TIMED, root, str(examples), str(threads)]
+                out = subprocess.run(cmd, capture_output=True, text=True, check=True, cwd=base)
+                sec, verdict, evidence = out.stdout.strip().splitlines()[-1].split("|")
+                best[label] = min(best[label], float(sec))
+                seen[label] = f"verdict {verdict}; {evidence}"
+    for label, sec in best.items():
+        print(f"  {label:<12} {sec:7.2f} s  ({seen[label]})")
+    print(f"MiniLM-size layer-0 attention, {examples} draws: this tree / {ref} = {best['this tree'] / best[ref]:.2f}x")
+    return 0
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--examples", type=int, default=10)
     ap.add_argument("--max-length", type=int, default=8)
     ap.add_argument("--whole-model", action="store_true")
     ap.add_argument("--repeats", type=int, default=2, help="runs of each configuration; the fastest counts")
+    ap.add_argument("--against", default=None, metavar="REF", help="time REF's kit against this tree's, in one run")
     a = ap.parse_args(argv)
     torch.set_num_threads(max(1, min(4, os.cpu_count() or 1)))
+    if a.against:
+        return against(a.against, a.examples, a.repeats, max(1, min(4, os.cpu_count() or 1)))
     model, what = minilm()
     module = model.encoder.layer[0].attention
     check_attention(module, examples=1, max_length=2)  # warm-up: first-call costs are nobody's

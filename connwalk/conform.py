@@ -113,7 +113,8 @@ EXIT_CODES = {"conforms": 0, "fails": 1, "hypothesis fails": 1, "undecided": 3}
 
 EPILOG = """\
 exit status:
-  0  the module conforms: every draw holds T2 and its hypotheses
+  0  the module conforms: every draw holds T2 and its hypotheses, and
+     at least one draw per layer determines A
   1  a draw fails T2's identity (the shrunk counterexample is printed
      under the table; a defect of the module's own kernel seen while
      it runs is such a failure) or one of its hypotheses (nonnegative,
@@ -124,7 +125,8 @@ exit status:
      arguments, a model or draw over the memory budget (environment
      variable CONNWALK_MEMORY_BUDGET, e.g. 8G)
   3  undecided: no draw fails, but one is within the rounding error of
-     its bound (neither holds nor fails at the module's precision)
+     its bound (neither holds nor fails at the module's precision), or
+     no draw determines A (the table's header: "k of N draws identifying")
 
 example (a CI step):
   connwalk conform mypkg.attention:build --examples 50 --json conform.json"""

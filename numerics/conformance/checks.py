@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from numerics.conformance.protocol import Draw, Extraction
+from numerics.conformance.protocol import Draw, Extraction, identifies
 from numerics.errors import MemoryBudgetError, UndecidedTruthError
 from numerics.tolerance import (
     FAILS,
@@ -34,6 +34,7 @@ __all__ = [
     "stored_precision",
     "t2_hypotheses",
     "t2_identity",
+    "identifies",
     "t3_t5",
     "stale",
     "merge",
@@ -347,6 +348,8 @@ class DrawResult:
     decided_by: str = ""
     hypotheses_by: dict[str, str] = field(default_factory=dict)  # the run that decided each hypothesis
     no_shadow: str = ""  # why no float64 shadow decided this row ("" when one did)
+    identifying: bool | None = None  # whether the draw determines A (identifies): None = undecided / not weighed
+    identifying_why: str = ""
 
     def failed(self, statement: str | None) -> bool:
         """Whether this result fails ``statement``: None = the identity, else a hypothesis name."""
@@ -365,6 +368,8 @@ class DrawResult:
             "layer": self.layer,
             "decided_by": self.decided_by,
             "shadow": self.no_shadow or "float64 shadow run",
+            "identifying": self.identifying,
+            "identifying_why": self.identifying_why,
             "hypotheses": {
                 k: {**v.as_dict(), "decided_by": self.hypotheses_by.get(k, "")} for k, v in self.hypotheses.items()
             },
@@ -431,7 +436,35 @@ class ConformanceReport:
         if self.hypothesis_failures:
             return "hypothesis fails"
         seen = [r.t2.status for r in self.results] + [v.status for r in self.results for v in r.hypotheses.values()]
-        return "undecided" if (UNDECIDED in seen or not self.results) else "conforms"
+        if UNDECIDED in seen or not self.results:
+            return "undecided"
+        # evidence: a draw that cannot tell a wrong A from the right one is none; each layer needs one that can
+        return "conforms" if all(any(r.identifying for r in rs) for rs in self._layers().values()) else "undecided"
+
+    def _layers(self) -> dict[str, list[DrawResult]]:
+        out: dict[str, list[DrawResult]] = {}
+        for r in self.results:
+            out.setdefault(r.layer, []).append(r)
+        return out
+
+    @property
+    def identifying(self) -> tuple[int, int]:
+        """``(k, N)``: ``k`` of the ``N`` draws identifying (every layer's extraction determines ``A``)."""
+        by: dict[int, list[DrawResult]] = {}
+        for r in self.results:
+            by.setdefault(r.index, []).append(r)
+        return sum(all(r.identifying for r in rs) for rs in by.values()), len(by)
+
+    @property
+    def evidence(self) -> str:
+        """``"k of N draws identifying"``, and, where a layer has none, why (its first draw's reason)."""
+        k, n = self.identifying
+        txt = f"{k} of {n} draws identifying"
+        none = [rs[0] for rs in self._layers().values() if not any(r.identifying for r in rs)]
+        if none:
+            where = f" (layer {none[0].layer})" if none[0].layer else ""
+            txt += f"; no draw determines A{where}: {none[0].identifying_why}"
+        return txt
 
     @property
     def decided_by(self) -> str:
@@ -453,6 +486,8 @@ class ConformanceReport:
         v = self.verdict
         if v == "hypothesis fails":
             return f"T2 HYPOTHESIS FAILS ({', '.join(self.hypothesis_failures)}; the identity holds)"
+        if v == "undecided" and self.results and all(r.t2.status == HOLDS for r in self.results):
+            return "T2 UNDECIDED (the identity holds, but on no draw that determines A)"
         return "T2 " + {"conforms": "HOLDS", "fails": "FAILS"}.get(v, "UNDECIDED")
 
     def table(self) -> str:
@@ -460,11 +495,11 @@ class ConformanceReport:
         head = (
             f"conformance of {self.module} [{self.adapter}, {self.dtype}]: {self.headline()}, decided by "
             f"{self.decided_by} ({len({r.index for r in self.results})} draws, seed {self.seed}, "
-            f"{self.seconds:.1f} s; {shadow})"
+            f"{self.seconds:.1f} s; {shadow}; {self.evidence})"
         )
         cols = (
             f"{'#':>3} {'layer':>5}  {'input':<30} {'A≥0':<10}{'Σ_j A=1':<10}{'T2':<10}{'resid/bound':>11} "
-            f"{'by':<8} {'T3 (a) stoch':<13}{'(b) rev':<10}{'(c) metric':<11}{'T5 softmax':<12}{'reversible':<12}"
+            f"{'by':<8} {'det A':<6}{'T3 (a) stoch':<13}{'(b) rev':<10}{'(c) metric':<11}{'T5 softmax':<12}{'reversible':<12}"
             f"{'involution':<12}"
         )
         lines = [head, cols]
@@ -473,7 +508,8 @@ class ConformanceReport:
             inp = r.draw.describe().split(" seed=")[0]
             hyp = "".join(f"{r.hypotheses[k].status if k in r.hypotheses else '-':<10}" for k in HYPOTHESES)
             by = "f64" if r.decided_by == SHADOW else r.decided_by
-            row = f"{r.index:>3} {r.layer or '-':>5}  {inp:<30} {hyp}{r.t2.status:<10}{ratio:>11.2e} {by:<8} "
+            det = "?" if r.identifying is None else ("yes" if r.identifying else "no")
+            row = f"{r.index:>3} {r.layer or '-':>5}  {inp:<30} {hyp}{r.t2.status:<10}{ratio:>11.2e} {by:<8} {det:<6}"
             if r.t3:
                 row += "".join(
                     f"{r.t3[k].status:<{w}}" for k, w in (("a stochastic", 13), ("b reversible", 10), ("c metric", 11))
@@ -502,6 +538,8 @@ class ConformanceReport:
             "conforms": self.conforms,
             "seed": self.seed,
             "seconds": self.seconds,
+            "identifying_draws": self.identifying[0],
+            "evidence": self.evidence,
             "draws": [r.as_dict() for r in self.results],
             "counterexample": None
             if cx is None

@@ -51,7 +51,16 @@ so a shrunk draw is a small, reproducible input):
    ``values`` must be float64, else the shadow is dropped with that reason (each row's ``shadow``). Each row says which run decided; ``report.shadow`` says why there was no shadow (a float64
    module, a copy that raised, a module over :data:`~numerics.conformance.protocol.SHADOW_MAX_PARAMETERS`).
    The hypotheses keep the module's own dtype's rounding in both runs.
-5. **T3's hypotheses** on the walk of the real (unpadded) tokens of the batch row holding the
+5. **The evidence** (:func:`numerics.conformance.protocol.identifies`): whether the draw determines
+   ``A`` — a wrong row-stochastic ``A`` would give another output. Per batch row that is the full row
+   rank ``H(m_r − 1)`` of the stacked ``Qᵀ (X W_V^hᵀ + b_V^h) W_O^hᵀ`` over the ``m_r`` real keys
+   (``Q`` a basis of ``1^⊥``: a constant on every value moves stochastic rows alike), decided at the
+   module's rounding (``σ_min`` against ``tol(dtype, d_v + d_h + m_r, scale=σ_max, safety=2)``); never
+   where ``m_r − 1 > min(d_h, d_v)`` or ``H(m_r − 1) > d_out``. Each row records ``identifying`` (True /
+   False / None = undecided) and why; a failure counts wherever it is seen, but *conforms* needs,
+   for every layer, a draw that identifies (else *undecided*: the identity held only where it could
+   not tell a wrong ``A``). The default sizes (``n ≤ 8``) identify for head dimension ≥ 7.
+6. **T3's hypotheses** on the walk of the real (unpadded) tokens of the batch row holding the
    worst T2 token (self-attention with ``d_out = d_v`` only): (a) stochastic, (b) reversible with a
    positive ``π``, (c) metric-compatible; **T5's** per head (full support, reversible, ``T_h`` an
    orthogonal involution). Reported, never required: they are hypotheses of other theorems; not
@@ -59,7 +68,8 @@ so a shrunk draw is a small, reproducible input):
 
 **The verdict** (``report.verdict``): *conforms* (every hypothesis and the identity hold), *hypothesis
 fails* (the identity holds, a T2 hypothesis fails: ``report.hypothesis_failures`` names it), *fails*
-(the identity fails), *undecided* (a decision within its rounding band); ``report.decided_by`` is
+(the identity fails), *undecided* (a decision within its rounding band, or no draw that determines
+``A``: ``report.evidence`` says "k of N draws identifying" and why); ``report.decided_by`` is
 ``"float64 shadow"`` or the module's dtype. **Attention sinks** — a null / zero-attention key
 (``torch.nn.MultiheadAttention(add_zero_attn=True)``), a learned sink logit, any module reporting the
 attention over its real keys with rows summing to less than one — get one answer on every path:
@@ -124,6 +134,7 @@ from numerics.conformance.checks import (
     DrawResult,
     Verdict,
     coarser,
+    identifies,
     merge,
     stale,
     stored_precision,
@@ -288,6 +299,10 @@ class _Judge:
                 v.detail += "; the reported A is the previous call's (kept from another call?)"
             r = DrawResult(index, d, ex.layer, v, cross=not ex.self_attention, hypotheses=hyp, decided_by=by)
             r.hypotheses_by, r.no_shadow = hyp_by, "" if shadowed is not None else self.note
+            # evidence: whether this draw could tell a wrong A from the right one (at the module's rounding)
+            r.identifying, r.identifying_why = (
+                (None, "the reported A is not of this call") if is_stale else identifies(ex, ex.output.dtype)
+            )
             out.append(_Judged(ex, r, loc, is_stale))
         if len(native) > 1:
             self._say(f"T3/T5 hypotheses of its {len(native)} layers")
@@ -298,6 +313,7 @@ def _defect(exc: KernelDefect, d: Draw, index: int, by: str) -> list[_Judged]:
     """The failed T2 row of a draw on which the module's own kernel was observed to be defective."""
     v = Verdict(FAILS, exc.residual, exc.bound, 0.0, str(exc).split(": ", 1)[-1], 1.0)
     r = DrawResult(index, d, "", v, decided_by=by, no_shadow="" if by == SHADOW else "the kernel's defect was observed")
+    r.identifying_why = "the kernel's defect was observed: no extraction to weigh"
     return [_Judged(None, r, (0, 0), True)]  # type: ignore[arg-type]
 
 

@@ -7,12 +7,14 @@ documented as ``numerics.conformance.kit.Draw`` / ``Extraction`` / ``Adapter``, 
 from __future__ import annotations
 
 import copy
+import math
 from dataclasses import dataclass
 
 import torch
 
 from numerics.contracts.validate import check_finite
 from numerics.errors import ConnwalkError, MemoryBudgetError, ModelError, NonFiniteError, ShapeError
+from numerics.tolerance import FAILS, HOLDS, ROUNDING_SAFETY, combine, decide, rounding_error, status, tol
 
 __all__ = [
     "Draw",
@@ -24,6 +26,7 @@ __all__ = [
     "dtype_of",
     "draw_strategy",
     "extract_checked",
+    "identifies",
     "SHADOW_MAX_PARAMETERS",
 ]
 
@@ -293,3 +296,51 @@ def check_finite_parameters(module) -> None:
             bad = int((~torch.isfinite(p)).sum())
         if bad:
             raise NonFiniteError(f"its parameter {nm} contains {bad} NaN/inf entries", argument="module")
+
+
+# --------------------------------------------------------------------------- evidence
+def identifies(ex: Extraction, dtype: torch.dtype) -> tuple[bool | None, str]:
+    r"""Whether this draw determines ``A`` — T2's identity tells every wrong row-stochastic ``A`` from
+    the right one — at the rounding of ``dtype``: True / False / None (undecided), and why.
+
+    Per batch row, the identity is linear in a query's attention over all heads at once:
+    ``y = Σ_h a^h U^h + b_O`` with ``U^h = (X W_V^hᵀ + b_V^h) W_O^hᵀ`` ``(m_r × d_out)`` over the ``m_r``
+    real keys. Two row-stochastic ``A`` differ by ``δ`` with ``Σ_j δ^h_j = 0`` per head (the ones'
+    direction is invisible: a constant on every value, ``b_V`` too, shifts every stochastic row alike),
+    so the draw determines ``A`` iff ``M = [Qᵀ U^1; …; Qᵀ U^H]`` ``(H(m_r−1) × d_out)``, ``Q`` an
+    orthonormal basis of ``1^⊥``, has full row rank: then a wrong ``A`` moves the output by at least
+    ``σ_min(M)·‖δ‖``. Not identifying, exactly, where ``m_r − 1 > min(d_h, d_v)`` or
+    ``H(m_r − 1) > d_out`` (a rank bound); else ``σ_min`` (float64 SVD, error ``e`` =
+    ``rounding_error(H(m_r−1) + d_out, σ_max)``) is decided against ``θ = tol(dtype, d_v + d_h + m_r,
+    scale=σ_max, safety=ROUNDING_SAFETY)``: every ``M`` within the module's rounding of this one has
+    full rank (identifying), some has not (not identifying), or ``σ_min`` is within ``e`` of ``θ``."""
+    Wo, Wv, X = (t.detach().to(F64) for t in (ex.W_O, ex.W_V, ex.values))
+    H, dh, dv = Wv.shape
+    real = torch.ones(X.shape[:2], dtype=torch.bool) if ex.key_mask is None else ex.key_mask.to(torch.bool)
+    seen, worst = [], (math.inf, "")
+    for b in range(X.shape[0]):
+        idx = real[b].nonzero().reshape(-1)
+        mr = int(idx.numel())
+        if mr <= 1:  # one real key: a stochastic row is determined by itself
+            continue
+        if mr - 1 > min(dh, dv) or H * (mr - 1) > Wo.shape[1]:
+            why = f"b={b}: {mr} real keys, head dim {dh}, d_v {dv}, {H} heads → d_out {Wo.shape[1]}"
+            return False, why + ": rank < H(m−1), a wrong A gives the same output"
+        # Q[:, 1:]: an orthonormal basis of 1^⊥ (QR of [1, e_1, …, e_{m−1}])
+        Q = torch.linalg.qr(torch.cat([torch.ones(mr, 1, dtype=F64), torch.eye(mr, dtype=F64)[:, : mr - 1]], 1))[0]
+        # Qᵀ U^h = (Qᵀ X) W_V^hᵀ W_O^hᵀ, in that order (b_V and b_O: constant over the keys, Qᵀ 1 = 0)
+        V = torch.einsum("rd,hkd->hrk", Q[:, 1:].T @ X[b, idx], Wv)
+        M = torch.einsum("hrk,hok->hro", V, Wo).reshape(H * (mr - 1), -1)
+        sv = torch.linalg.svdvals(M.T if M.shape[0] < M.shape[1] else M)  # tall: LAPACK's wide path is far slower
+        smax, smin = float(sv[0]), float(sv[-1])
+        theta = tol(dtype, dv + dh + mr, scale=smax, safety=ROUNDING_SAFETY)
+        h, f = decide(smin, theta, rounding_error(M.shape[0] + M.shape[1], smax))
+        seen.append(status(bool(f), bool(h)))
+        if smin / max(theta, 1e-300) < worst[0]:
+            worst = (smin / max(theta, 1e-300), f"b={b}: σ_min/θ = {smin:.3e}/{theta:.3e} over {mr} keys")
+    st = combine(seen)
+    if st == FAILS:
+        return False, worst[1] + ": within the rounding a wrong A gives the same output"
+    return (True if st == HOLDS else None), (worst[1] or "one real key per batch row") + (
+        "" if st == HOLDS else ": undecided"
+    )

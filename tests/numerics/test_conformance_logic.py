@@ -89,11 +89,14 @@ def test_a_failure_seen_only_in_the_modules_own_dtype_stands():
 
 
 # --------------------------------------------------------------------------- the verdict's precedence
-def _report(*rows: tuple[str, dict[str, str]]) -> ConformanceReport:
+def _report(*rows: tuple[str, dict[str, str]], identifying=(True,)) -> ConformanceReport:
+    """Rows of T2's and the hypotheses' statuses; ``identifying``: each row's, cycled (default: every one)."""
     results = [
         DrawResult(i, DRAW, "", _v(t2), hypotheses={h: _v(s) for h, s in hyp.items()})
         for i, (t2, hyp) in enumerate(rows)
     ]
+    for i, r in enumerate(results):
+        r.identifying = identifying[i % len(identifying)]
     return ConformanceReport("m", "a", "float32", results, None, 0.0, 0)
 
 
@@ -125,6 +128,29 @@ def test_verdict_precedence(rows, verdict):
     assert rep.status == {"conforms": HOLDS, "undecided": UNDECIDED}.get(verdict, FAILS)
     if verdict == "hypothesis fails":
         assert rep.hypothesis_failures == ["row-stochastic"]
+
+
+@pytest.mark.parametrize(
+    "rows,identifying,verdict",
+    [
+        ([(HOLDS, OK)], (False,), "undecided"),  # the identity holds where it cannot tell a wrong A
+        ([(HOLDS, OK)], (None,), "undecided"),  # whether it can is itself undecided: no evidence
+        ([(HOLDS, OK), (HOLDS, OK)], (False, True), "conforms"),  # one identifying draw is evidence
+        ([(HOLDS, OK), (FAILS, OK)], (True, False), "fails"),  # a failure is one wherever it is seen
+        ([(HOLDS, SUB), (HOLDS, OK)], (False,), "hypothesis fails"),
+    ],
+)
+def test_verdict_weighs_the_evidence(rows, identifying, verdict):
+    rep = _report(*rows, identifying=identifying)
+    assert rep.verdict == verdict
+    k = sum(1 for i in range(len(rows)) if identifying[i % len(identifying)] is True)
+    assert rep.identifying == (k, len(rows)) and rep.evidence.startswith(f"{k} of {len(rows)} draws identifying")
+
+
+def test_each_layer_needs_an_identifying_draw():
+    rep = _report((HOLDS, OK), (HOLDS, OK), identifying=(True, False))
+    rep.results[1].index, rep.results[1].layer, rep.results[0].layer = 0, "1", "0"  # one draw, two layers
+    assert rep.verdict == "undecided" and rep.identifying == (0, 1) and "(layer 1)" in rep.evidence
 
 
 # --------------------------------------------------------------------------- a decision's truth value
