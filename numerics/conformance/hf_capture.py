@@ -8,8 +8,10 @@ and the wrapper records what it received (query, key, value, mask, ``scaling``, 
 ``s_aux`` / ``sinks``, ``position_bias``, sdpa's ``is_causal``) and returned. The record's ``A`` is the
 literal softmax of those inputs, computed independently in float64 (:func:`capture_attention`'s
 formula: a sink column dropped after the softmax, bool masks True = attend), unless the kernel returned
-weights that certify its output as a walk (:func:`_certificate`: a float32 softmax of a float64 model,
-a consistent temperature); ``values`` the received value states (after the grouped-query repeat);
+weights that certify its output as the average of the received values with those weights
+(:func:`_certificate`: a float32 softmax of a float64 model, a consistent temperature, a sink's
+sub-stochastic rows, a softmax over the wrong axis) — then ``A`` is the weights the values were observed to
+be averaged with, as the torch capture reads them, and T2's hypotheses judge whether those are a walk's; ``values`` the received value states (after the grouped-query repeat);
 ``output`` the kernel's own output. The output projection's input is that output, so the module's own
 output is judged against the walk of ``A``: a defective kernel fails T2's identity. The literal kernel
 is also registered as ``"connwalk_capture"`` (:func:`register`).
@@ -175,20 +177,23 @@ def _observe(kernel, module, query, key, value, mask, args, kwargs, result) -> N
         cert = _certificate(w.detach(), v64, out.detach(), mask, ct)
         if cert is not None:
             probs, ct = cert
+        elif eps(ct) < eps(torch.float32) and torch.equal(w, w.float().to(w.dtype)):
+            # no certificate (e.g. a sink applied to the output as a scale), but the weights it returned
+            # show the kernel's softmax ran in float32: the literal A is judged at that precision
+            ct = torch.float32
     _RECORDS.append(CaptureRecord(module, probs, v64.to(value.dtype), out.detach(), ct))
 
 
 def _certificate(w, v64, out, mask, ct):
     """The weights ``w`` a kernel returned, with the precision they are stored at, when they certify its
-    output as a walk: finite, nonnegative, zero where the received mask masks, each row summing to one
-    at that precision (``RETURNED_SLACK·(m+1)·eps``), and the output their average of the received
-    values at the output's rounding. None otherwise (the literal A of the inputs is judged then)."""
+    output as their average of the received values: finite, nonnegative, zero where the received mask
+    masks, and the output ``w·V`` at the output's rounding (``RETURNED_SLACK·(m+1)·eps``). Their row sums
+    are not required here: whether they are a walk's weights (rows summing to one) is T2's hypothesis,
+    judged on them by the kit. None otherwise (the literal A of the inputs is judged then)."""
     m = w.shape[-1]
     prec = torch.float32 if eps(ct) < eps(torch.float32) and torch.equal(w, w.float().to(w.dtype)) else ct
     w64 = w.to(F64)
     if not bool(torch.isfinite(w64).all()) or bool((w64 < 0).any()):
-        return None
-    if float((w64.sum(-1) - 1).abs().max()) > RETURNED_SLACK * (m + 1) * eps(prec):
         return None
     if mask is not None:
         mk = mask[..., :m]

@@ -156,7 +156,9 @@ def test_torch_mha_conforms(kw):
         assert any(d.m != d.n for d in draws.values())
     else:
         assert any(d.causal for d in draws.values())
-        assert all(set(r.t3) == {"a stochastic", "b reversible", "c metric"} for r in rep.results)
+        # T3 on every draw of the sweep; the repeated shape (index 8) checks T2 and staleness only
+        assert all(set(r.t3) == {"a stochastic", "b reversible", "c metric"} for r in rep.results if r.index < 8)
+        assert all(r.t3 == {} for r in rep.results if r.index == 8)
     assert rep.dtype == str(dtype).replace("torch.", "")
 
 
@@ -243,13 +245,16 @@ def test_linear_attention_conforms_and_reports_hypotheses():
     rep = assert_conforms(LinearAttention(), examples=8)
     assert "connwalk_attention" in rep.adapter
     # φ = elu + 1 > 0: every real weight positive, rows normalised
-    assert all(r.t3["a stochastic"].status == "holds" for r in rep.results)
-    assert all(r.t5["softmax"].status == "holds" for r in rep.results)
+    assert all(r.t3["a stochastic"].status == "holds" for r in rep.results if r.index < 8)
+    assert all(r.t5["softmax"].status == "holds" for r in rep.results if r.index < 8)
 
 
 def test_mean_attention_meets_every_hypothesis():
     rep = assert_conforms(MeanAttention(), examples=6)
     for r in rep.results:
+        if r.index == 6:  # the repeated shape: T2 and staleness only
+            assert r.t3 == {} and r.t5 == {}
+            continue
         assert {k: v.status for k, v in r.t3.items()} == dict.fromkeys(r.t3, "holds"), r.t3
         assert {k: v.status for k, v in r.t5.items()} == dict.fromkeys(r.t5, "holds"), r.t5
         assert r.t5["involution"].detail.startswith("1/1")
