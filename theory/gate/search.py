@@ -1,0 +1,47 @@
+"""The property test's search: its Hypothesis settings and the search, among its own draws, for an
+instance that rejects a mutant (the statement holds on it, the mutant does not)."""
+
+from __future__ import annotations
+
+from hypothesis import HealthCheck, Phase, find, settings
+
+from .. import oracles
+
+#: the property tests' settings (the seeded strategies are cheap; the oracles dominate)
+PROPERTY = settings(
+    max_examples=60,
+    derandomize=True,
+    database=None,
+    deadline=None,
+    suppress_health_check=list(HealthCheck),
+)
+#: the search for a rejecting instance among the property test's own draws
+SEARCH = settings(
+    max_examples=60,
+    derandomize=True,
+    database=None,
+    deadline=None,
+    phases=[Phase.generate],
+    suppress_health_check=list(HealthCheck),
+)
+
+
+def fails_the_property_test(conclusion, inst) -> bool:
+    """What the property test asserts, negated: the verdict does not hold (or judging raises)."""
+    try:
+        return not oracles.judge(conclusion, inst).holds
+    except Exception:
+        return True
+
+
+def rejecting_instance(instances, conclusion, mutant):
+    """An instance of ``instances`` (the property test's strategy) on which ``conclusion`` holds and
+    its mutant does not (``hypothesis.errors.NoSuchExample`` if none is drawn)."""
+
+    def rejected(inst) -> bool:
+        return oracles.judge(conclusion, inst).holds and fails_the_property_test(mutant.apply(conclusion), inst)
+
+    found = find(instances, rejected, settings=SEARCH)
+    if not rejected(found):  # a flaky judge: the instance found does not reject the mutant when judged again
+        raise AssertionError(f"{mutant.name}: the instance found does not reject it when judged again")
+    return found
