@@ -110,3 +110,15 @@ def test_an_entry_point_that_does_not_load_is_named(tmp_path, monkeypatch):
     monkeypatch.syspath_prepend(str(tmp_path))
     with pytest.raises(StatementError, match="brokenthm = brokenthm.theorems:STATEMENTS"):
         api.all_statements()
+
+
+def test_pyproject_declares_connwalks_own_statements_in_the_group():
+    import tomllib
+    from pathlib import Path
+
+    from theory.registry import external
+
+    data = tomllib.loads((Path(__file__).resolve().parents[2] / "pyproject.toml").read_text())
+    declared = data["project"]["entry-points"][external.GROUP]
+    assert declared == {external.OWN[0]: external.OWN[1]}
+    assert external.resolve(external.OWN[1]) is registry.THEOREMS

@@ -75,6 +75,7 @@ class GateReport:
     bounds: tuple[BoundResult, ...] = ()
     prose: tuple[tuple[str, str, str], ...] = ()
     unchecked: tuple[str, ...] = field(default=())
+    title: str = ""
 
     @property
     def status(self) -> str:
@@ -103,7 +104,8 @@ class GateReport:
         return out
 
     def as_dict(self) -> dict[str, Any]:
-        return {**asdict(self), "status": self.status, "counts": self.counts()}
+        """Plain data (JSON): every field, the ``status``, the ``counts`` and the ``summary`` text."""
+        return {**asdict(self), "status": self.status, "counts": self.counts(), "summary": self.summary()}
 
     def summary(self) -> str:
         """A few lines for a terminal: the verdict, each failing part named, the counterexamples."""
@@ -140,7 +142,7 @@ def _plain(v: Any) -> Any:
 def _show(inst: Mapping[str, Any]) -> str:
     def fmt(v):
         a = np.asarray(v)
-        return np.array2string(a, precision=4, separator=", ") if a.ndim else repr(v)
+        return np.array2string(a, precision=4, separator=", ").replace("\n", "") if a.ndim else repr(v)
 
     return "{" + ", ".join(f"{k}: {fmt(v)}" for k, v in inst.items()) + "}"
 
@@ -236,6 +238,7 @@ def gate_theorem(theorem, origin: str = "") -> GateReport:
         tuple(bound_results(theorem)),
         tuple(prose_problems(theorem)),
         tuple(unchecked),
+        theorem.title,
     )
 
 
