@@ -191,12 +191,13 @@ def property_test(conclusion, strategy) -> ConclusionResult:
 def mutant_results(theorem, conclusion, strategy, skip=()) -> list[MutantResult]:
     """Every generated mutant of ``conclusion``'s formulas, judged (module docstring, item 2)."""
     out = []
+    holds: dict = {}  # the statement's verdict per draw, shared by its mutants' searches
     for m in conclusion_mutants(conclusion, skip=skip):
         with warnings.catch_warnings(), np.errstate(all="ignore"):
             # a mutant may divide by a zero or take the log of a negative number: its own NaN, which the oracle reads
             warnings.simplefilter("ignore", RuntimeWarning)
             try:
-                rejecting_instance(strategy, conclusion, m)
+                rejecting_instance(strategy, conclusion, m, holds)
                 out.append(MutantResult(m.name, conclusion.id, m.kind, "rejected"))
                 continue
             except NoSuchExample:

@@ -34,12 +34,39 @@ def fails_the_property_test(conclusion, inst) -> bool:
         return True
 
 
-def rejecting_instance(instances, conclusion, mutant):
+def fingerprint(inst) -> tuple:
+    """A hashable key of a drawn instance (its values' bytes): the same draw, the same key."""
+    import numpy as np
+
+    def key(v):
+        if isinstance(v, np.ndarray):
+            return (v.dtype.str, v.shape, v.tobytes())
+        if isinstance(v, (list, tuple)):
+            return tuple(key(x) for x in v)
+        return repr(v)
+
+    return tuple((k, key(v)) for k, v in sorted(inst.items(), key=lambda kv: kv[0]))
+
+
+def rejecting_instance(instances, conclusion, mutant, holds: dict | None = None):
     """An instance of ``instances`` (the property test's strategy) on which ``conclusion`` holds and
-    its mutant does not (``hypothesis.errors.NoSuchExample`` if none is drawn)."""
+    its mutant does not (``hypothesis.errors.NoSuchExample`` if none is drawn). ``holds``: a cache of the
+    statement's own verdicts by :func:`fingerprint` (the derandomized search draws the same instances for
+    every mutant of a conclusion: the gate judges the statement once per draw)."""
+
+    def original_holds(inst) -> bool:
+        if holds is None:
+            return oracles.judge(conclusion, inst).holds
+        try:
+            fp = fingerprint(inst)
+        except Exception:  # an instance that cannot be keyed is judged every time
+            return oracles.judge(conclusion, inst).holds
+        if fp not in holds:
+            holds[fp] = oracles.judge(conclusion, inst).holds
+        return holds[fp]
 
     def rejected(inst) -> bool:
-        return oracles.judge(conclusion, inst).holds and fails_the_property_test(mutant.apply(conclusion), inst)
+        return original_holds(inst) and fails_the_property_test(mutant.apply(conclusion), inst)
 
     found = find(instances, rejected, settings=SEARCH)
     if not rejected(found):  # a flaky judge: the instance found does not reject the mutant when judged again
