@@ -34,7 +34,7 @@ from .. import oracles
 from .equivalence import equivalence_reason
 from .mutants import conclusion_mutants
 from .prose import prose_problems
-from .search import PROPERTY, rejecting_instance
+from .search import PROPERTY, QUICK, SEARCH, rejecting_instance
 from .sharp import BoundResult, bound_results
 
 #: exit codes, as ``connwalk conform``'s (2: bad input, raised before a report exists)
@@ -188,28 +188,67 @@ def property_test(conclusion, strategy) -> ConclusionResult:
     )
 
 
+#: seconds the exact equivalence check of one mutant may take before the gate falls back to the full
+#: search (where the process can set an alarm: the main thread on POSIX; elsewhere no limit)
+EXACT_SECONDS = 30
+
+
+class _TimeUp(Exception):
+    pass
+
+
+def _within(seconds: float, f, *args):
+    """``f(*args)``, or :class:`_TimeUp` after ``seconds`` (an interval timer; no limit off the main thread)."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread() or not hasattr(signal, "setitimer"):
+        return f(*args)
+
+    def alarm(signum, frame):
+        raise _TimeUp
+
+    previous = signal.signal(signal.SIGALRM, alarm)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        return f(*args)
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def _rejected(strategy, conclusion, m, holds, search) -> bool:
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        # a mutant may divide by a zero or take the log of a negative number: its own NaN, which the oracle reads
+        warnings.simplefilter("ignore", RuntimeWarning)
+        try:
+            rejecting_instance(strategy, conclusion, m, holds, search)
+            return True
+        except NoSuchExample:
+            return False
+
+
 def mutant_results(theorem, conclusion, strategy, skip=()) -> list[MutantResult]:
-    """Every generated mutant of ``conclusion``'s formulas, judged (module docstring, item 2)."""
+    """Every generated mutant of ``conclusion``'s formulas, judged (module docstring, item 2): the first
+    draws of the search (:data:`theory.gate.search.QUICK`), then the exact equivalence check (at most
+    :data:`EXACT_SECONDS`), then the full search (:data:`theory.gate.search.SEARCH`)."""
     out = []
     holds: dict = {}  # the statement's verdict per draw, shared by its mutants' searches
     for m in conclusion_mutants(conclusion, skip=skip):
-        with warnings.catch_warnings(), np.errstate(all="ignore"):
-            # a mutant may divide by a zero or take the log of a negative number: its own NaN, which the oracle reads
-            warnings.simplefilter("ignore", RuntimeWarning)
-            try:
-                rejecting_instance(strategy, conclusion, m, holds)
-                out.append(MutantResult(m.name, conclusion.id, m.kind, "rejected"))
-                continue
-            except NoSuchExample:
-                pass
+        if _rejected(strategy, conclusion, m, holds, QUICK):
+            out.append(MutantResult(m.name, conclusion.id, m.kind, "rejected"))
+            continue
+        err = ""
         try:
-            why = equivalence_reason(theorem.id, conclusion, m)
+            why = _within(EXACT_SECONDS, equivalence_reason, theorem.id, conclusion, m)
+        except _TimeUp:
+            why, err = None, f"; the equivalence check did not finish in {EXACT_SECONDS} s"
         except Exception as exc:  # the exact check could not decide: not shown equivalent
             why, err = None, f"; the equivalence check raised {type(exc).__name__}: {exc}"
-        else:
-            err = ""
         if why:
             out.append(MutantResult(m.name, conclusion.id, m.kind, "equivalent", why))
+        elif _rejected(strategy, conclusion, m, holds, SEARCH):
+            out.append(MutantResult(m.name, conclusion.id, m.kind, "rejected"))
         else:
             out.append(MutantResult(m.name, conclusion.id, m.kind, "survived", "no draw rejects it" + err))
     return out

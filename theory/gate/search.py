@@ -26,6 +26,11 @@ SEARCH = settings(
 )
 
 
+#: a first, short search among the same draws (most mutants are rejected by one of the first draws): a
+#: mutant it does not reject goes to the exact equivalence check before the full :data:`SEARCH`
+QUICK = settings(SEARCH, max_examples=10)
+
+
 def fails_the_property_test(conclusion, inst) -> bool:
     """What the property test asserts, negated: the verdict does not hold (or judging raises)."""
     try:
@@ -48,11 +53,12 @@ def fingerprint(inst) -> tuple:
     return tuple((k, key(v)) for k, v in sorted(inst.items(), key=lambda kv: kv[0]))
 
 
-def rejecting_instance(instances, conclusion, mutant, holds: dict | None = None):
+def rejecting_instance(instances, conclusion, mutant, holds: dict | None = None, search: settings = SEARCH):
     """An instance of ``instances`` (the property test's strategy) on which ``conclusion`` holds and
     its mutant does not (``hypothesis.errors.NoSuchExample`` if none is drawn). ``holds``: a cache of the
     statement's own verdicts by :func:`fingerprint` (the derandomized search draws the same instances for
-    every mutant of a conclusion: the gate judges the statement once per draw)."""
+    every mutant of a conclusion: the gate judges the statement once per draw); ``search``: the settings
+    of the search (:data:`SEARCH`, or :data:`QUICK`)."""
 
     def original_holds(inst) -> bool:
         if holds is None:
@@ -68,7 +74,7 @@ def rejecting_instance(instances, conclusion, mutant, holds: dict | None = None)
     def rejected(inst) -> bool:
         return original_holds(inst) and fails_the_property_test(mutant.apply(conclusion), inst)
 
-    found = find(instances, rejected, settings=SEARCH)
+    found = find(instances, rejected, settings=search)
     if not rejected(found):  # a flaky judge: the instance found does not reject the mutant when judged again
         raise AssertionError(f"{mutant.name}: the instance found does not reject it when judged again")
     return found
