@@ -111,7 +111,6 @@ def test_the_gate_generates_the_mutants_the_discriminating_files_test(module):
     assert names == set(module.MUTANTS) and set(module.EQUIVALENT) <= names
 
 
-@pytest.mark.theorem("T1")
 def test_the_gate_on_t1_reproduces_its_discriminating_counts():
     r = gate("T1")
     expected_equivalent = {nm for nm in disc_walks.EQUIVALENT if nm.startswith("T1.")}
