@@ -9,6 +9,8 @@ r"""``connwalk`` command line.
   (exit 1 when the module is not the walk it claims).
 * ``connwalk census [--out DIR] [--json PATH]``: every attention class of transformers checked as a walk,
   :mod:`connwalk.census` (writes CENSUS.md).
+* ``connwalk theorems [--render PATH | --check ID]``: every registered statement with its origin, their
+  THEOREMS.md section, the gate on one, :mod:`connwalk.theorems`.
 
 The command-line front ends live together in this package, next to none of the work they drive: this
 module (the ``connwalk`` dispatcher, ``paper-checks`` and ``analyze``; the job itself is
@@ -42,6 +44,7 @@ import time
 from connwalk import census as census_cli
 from connwalk import conform as conform_cli
 from connwalk import patterns as patterns_cli
+from connwalk import theorems as theorems_cli
 from connwalk.parser import IntOption, OptionTable, Parser, Progress, preserved_state, readdress
 from numerics.errors import ConnwalkError
 from paper_checks.names import CLAIMS, check_claims, check_model_name
@@ -142,6 +145,7 @@ def build_parser() -> argparse.ArgumentParser:
     patterns_cli.add_parser(sub)
     conform_cli.add_parser(sub)
     census_cli.add_parser(sub)
+    theorems_cli.add_parser(sub)
     return parser
 
 

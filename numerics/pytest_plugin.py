@@ -9,6 +9,12 @@ After ``pip install connwalk`` any project's pytest loads it (disable with
   printed (symbolic ✓/✗, property examples, worst residual, necessity counterexamples, tests
   passed/failed); ``--theorem-json PATH`` writes it as JSON. Works with pytest-xdist. Tests record
   into the table with :func:`theory.report.record` (``record("T2", residual=r)``).
+* ``pytest --theorem MINE`` for a statement registered outside connwalk (:mod:`theory.api`: an entry point
+  in the group ``connwalk.theorems``, or ``register()`` in a conftest) also runs the gate on it
+  (:func:`theory.gate.gate`: the property test generated from the statement, its generated mutants, the
+  sharpness witness of every bound, the prose check) as one test ``gate[MINE]``, and shows the gate's
+  verdict under its row of the table (``--theorem-json``: the row's ``"gate"``). connwalk's own ids
+  select exactly the tests tagged with them, as before.
 * ``--device cpu|cuda|cuda:N|auto`` (or env ``CONNWALK_DEVICE``): where numeric tests run; checked
   once at the start (an unknown device, or cuda without CUDA, is one usage error); the ``device``
   fixture returns the chosen ``torch.device``. torch is imported only when a device is asked for.
@@ -82,6 +88,48 @@ def known_theorem_ids() -> list[str]:
         return KNOWN_IDS_FALLBACK
 
 
+def registered_ids() -> list[str]:
+    """The ids of the statements registered outside connwalk (entry points, conftests): ``--theorem``
+    accepts them and runs the gate on each. A registration that does not load is a usage error."""
+    from theory.errors import StatementError
+    from theory.registry.external import all_statements
+
+    own = set(known_theorem_ids())
+    try:
+        return [r.id for r in all_statements() if r.id not in own]
+    except StatementError as exc:
+        raise pytest.UsageError(f"--theorem: {exc}") from None
+
+
+class GateFailed(Exception):
+    """The gate did not pass a statement (its summary is the failure's text)."""
+
+
+class GateItem(pytest.Item):
+    """``gate[ID]``: the gate (:func:`theory.gate.gate`) on a statement registered outside connwalk."""
+
+    def __init__(self, *, statement_id: str, **kw) -> None:
+        super().__init__(**kw)
+        self.statement_id = statement_id
+        self.add_marker(pytest.mark.theorem(statement_id))
+
+    def runtest(self) -> None:
+        from theory.gate import gate
+
+        rep = gate(self.statement_id)
+        self.user_properties.append(("theorem_gate", rep.as_dict()))
+        if not rep.passed:
+            raise GateFailed(rep.summary())
+
+    def repr_failure(self, excinfo, style=None):
+        if isinstance(excinfo.value, GateFailed):
+            return str(excinfo.value)
+        return super().repr_failure(excinfo)
+
+    def reportinfo(self):
+        return self.path, None, f"gate[{self.statement_id}]"
+
+
 def pytest_addoption(parser):
     group = parser.getgroup("connwalk", "connwalk theorem checker")
     group.addoption("--device", default=None, help="device for numeric tests: cpu, cuda, cuda:N, auto")
@@ -100,6 +148,7 @@ class TheoremChecker:
         self.config = config
         self.report = theorem_report.TheoremReport()
         self.worker = hasattr(config, "workerinput")
+        self.session = None
         self._ctx: contextlib.AbstractContextManager | None = None
 
     def start(self) -> None:
@@ -112,6 +161,9 @@ class TheoremChecker:
             self._ctx.__exit__(None, None, None)
             self._ctx = None
 
+    def pytest_sessionstart(self, session):
+        self.session = session  # the parent of the gate's test items (``gate[ID]``)
+
     def pytest_runtest_logreport(self, report):
         if report.when != "call" and not (report.when == "setup" and report.failed):
             return
@@ -120,6 +172,8 @@ class TheoremChecker:
         for key, value in report.user_properties:
             if key == "theorem":
                 self.report.record_outcome(value, report.passed)
+            elif key == "theorem_gate":
+                self.report.record_gate(value["id"], value)
 
     def pytest_sessionfinish(self, session, exitstatus):
         cfg = self.config
@@ -170,6 +224,8 @@ def pytest_configure(config):
     wanted = config.getoption("--theorem")
     if wanted:
         known = known_theorem_ids()
+        if any(w not in known for w in wanted):
+            known = known + registered_ids()
         unknown = [w for w in wanted if w not in known]
         if unknown:
             raise pytest.UsageError(f"--theorem: unknown id(s) {unknown}; known ids: {', '.join(known)}")
@@ -186,7 +242,19 @@ def _theorem_ids(item) -> list[str]:
     return [tid for m in item.iter_markers("theorem") for tid in m.args]
 
 
+def _gate_items(config) -> list[GateItem]:
+    """``gate[ID]`` for every ``--theorem`` id registered outside connwalk (checked at configure)."""
+    own = set(known_theorem_ids())
+    external = [sid for sid in dict.fromkeys(config.getoption("--theorem")) if sid not in own]
+    checker = config.stash.get(THEOREM_CHECKER, None) if hasattr(config, "stash") else None
+    session = getattr(checker, "session", None)
+    if not external or session is None:
+        return []
+    return [GateItem.from_parent(session, name=f"gate[{sid}]", statement_id=sid) for sid in external]
+
+
 def pytest_collection_modifyitems(config, items):
+    items += _gate_items(config)
     for item in items:
         for tid in _theorem_ids(item):
             item.user_properties.append(("theorem", tid))

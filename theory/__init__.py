@@ -21,6 +21,12 @@ Three packages, each a room with one door (its ``__init__``), and the modules th
   witness facts) and ``formulas.patterns`` (T6's matrix-level pattern selection, with the notation SymPy
   lacks: spectral abscissa, argmax over k); ``formulas.claims`` holds the claims' statistics.
 
+On top of the registry: :mod:`theory.api` (the public way to state a theorem outside connwalk and to
+register it: in-process or through the entry-point group ``connwalk.theorems``; every registered statement
+by :func:`theory.registry.external.all_statements`) and :mod:`theory.gate` (the gate as a library: the
+property test generated from a statement, its generated mutants and their exact equivalence, the
+sharpness witness of every bound, the prose check — :func:`theory.gate.gate` on any registered id).
+
 Below them: :mod:`theory.statements` (the data types of statements), :mod:`theory.cases` (the
 reference data statements carry), :mod:`theory.symbolic` / :mod:`theory.steps` / :mod:`theory.rewrite`
 (derivation machinery), :mod:`theory.rounding` (the three-valued decision rule),

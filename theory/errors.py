@@ -55,3 +55,12 @@ class UndecidedTruthError(TheoryError, TypeError):
     """``bool()`` of a three-valued decision that is undecided (holds / fails / undecided): like
     SymPy's relational whose truth value it cannot determine, it has no two-valued truth value. Read
     ``.holds``, ``.fails`` or ``.status``. A ``TypeError``, as SymPy's is."""
+
+
+class StatementError(TheoryError, ValueError):
+    """A statement given to :mod:`theory.api` (or found behind a ``connwalk.theorems`` entry point) that
+    cannot be registered: the message names the argument (or the entry point) and what is wrong."""
+
+    def __init__(self, argument: str, problem: str):
+        self.argument = argument
+        super().__init__(f"{argument}: {problem}")

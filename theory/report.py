@@ -59,6 +59,8 @@ class TheoremReport:
 
     def __init__(self) -> None:
         self.tallies: dict[str, TheoremTally] = {}
+        #: statement id -> the gate's report (:meth:`theory.gate.GateReport.as_dict` plus ``summary``)
+        self.gates: dict[str, dict] = {}
 
     def __bool__(self) -> bool:
         return bool(self.tallies)
@@ -92,6 +94,20 @@ class TheoremReport:
             t.tests_passed += 1
         else:
             t.tests_failed += 1
+
+    def record_gate(self, theorem: str, gate: dict) -> None:
+        """The gate's report on ``theorem`` (``pytest --theorem ID`` for a statement registered outside
+        connwalk): shown under its row of the table and in ``--theorem-json`` as ``"gate"``."""
+        t = self._get(theorem)
+        self.gates[theorem] = gate
+        for c in gate.get("conclusions", ()):
+            shown = next(
+                (x.strip() for x in gate["summary"].splitlines() if x.strip().startswith("counterexample")), ""
+            )
+            if c.get("counterexample") is not None and shown:
+                entry = f"{c['id']}: {shown}"
+                if entry not in t.counterexamples:
+                    t.counterexamples.append(entry)
 
     def merge(self, rows: list[dict]) -> None:
         """Merge tallies from another process (pytest-xdist workers)."""
@@ -130,6 +146,9 @@ class TheoremReport:
                 lines.append(f"{'':<8}   scope {cid}: {scope}")
             for c in r["counterexamples"]:
                 lines.append(f"{'':<8}   - {c}")
+            if r["theorem"] in self.gates:  # its counterexamples are the lines above
+                summary = self.gates[r["theorem"]]["summary"].splitlines()
+                lines += [f"{'':<8}   {x.strip()}" for x in summary if not x.strip().startswith("counterexample")]
         lines.append(
             "symbolic: ✓ every derivation reached exact zero, ✗ one failed, - none ran; "
             "tests: passed/run; examples: property examples recorded; scope: how far each conclusion's "
@@ -144,7 +163,11 @@ class TheoremReport:
         titles = _titles()
         rows = []
         for r in self.table_rows(only):
-            r = dict(r, title=titles.get(r["theorem"]), scopes=dict(_scopes().get(r["theorem"], [])))
+            gate = self.gates.get(r["theorem"])
+            title = titles.get(r["theorem"], gate.get("title") if gate else None)
+            r = dict(r, title=title, scopes=dict(_scopes().get(r["theorem"], [])))
+            if gate is not None:
+                r["gate"] = gate
             if isinstance(r["worst_residual"], float) and math.isnan(r["worst_residual"]):
                 r["worst_residual"] = "nan"
             rows.append(r)

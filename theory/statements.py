@@ -268,6 +268,20 @@ class Sharpness:
 
 
 @dataclass(frozen=True)
+class Check:
+    """How the gate (:mod:`theory.gate`) exercises one conclusion: ``strategy`` draws its instances (a
+    Hypothesis strategy of dicts: value name -> array, numpy or torch, plus the sizes ``n``, ``d``,
+    ``H`` the formulas range over, as ints); ``sizes``: the explicit sizes of the exact equivalence
+    check of its mutants (by symbol name: ``{"n": 2, "d": 2}``); ``rules``: rewrites (functions of a
+    SymPy expression, e.g. :func:`theory.gate.equivalence.symmetric_rule`) that state the theorem's
+    hypotheses to that check."""
+
+    strategy: Any
+    sizes: Mapping[str, int] = field(default_factory=lambda: {"n": 2, "d": 2, "H": 2})
+    rules: tuple[Any, ...] = ()
+
+
+@dataclass(frozen=True)
 class Hypothesis:
     id: str
     name: str
@@ -295,6 +309,8 @@ class Conclusion:
     #: the steps of the theorem's derivation for symbolic sizes (:mod:`theory.derivations.general`)
     #: that prove it, by name prefix
     general: tuple[str, ...] = ()
+    #: how the gate draws its instances (:class:`Check`); None: the project's own tables (theory.gate.project)
+    check: Check | None = field(default=None, compare=False)
 
     @property
     def text(self) -> str:

@@ -17,20 +17,13 @@ import pytest
 
 from tests.theory.test_free_text import registry_texts
 from theory import registry
+from theory.gate.prose import assertion_words, count_words
 from theory.oracles import assertions as OA
-from theory.statements import ASSERTION_WORDS, Assertion
+from theory.statements import Assertion
 
-_SPAN = re.compile(r"\$[^$]*\$")
-_PLACEHOLDER = re.compile(r"«[^»]*»")
-_WORDS = re.compile(r"\b(?:" + "|".join(re.escape(w) for w in ASSERTION_WORDS) + r")\b", re.IGNORECASE)
 #: the claims' decision rules define their verdicts ("'reproduced' iff ..."): definitions, not claims
 #: of the theory; their formulas are checked by tests/theory/test_free_text.py
 _DEFINITIONS = re.compile(r"^(E\d|LAP)\.")
-
-
-def assertion_words(template: str) -> list[str]:
-    """The assertion words of ``template`` outside its ``$...$`` spans and ``«placeholders»``."""
-    return _WORDS.findall(_PLACEHOLDER.sub(" ", _SPAN.sub(" ", template)))
 
 
 def _theorem_entries() -> list[str]:
@@ -52,124 +45,6 @@ def test_no_assertion_word_is_free_text(entry):
         texts += [(sh.id, sh.statement) for sh in registry.get(entry).sharpness]
     found = [(where, w) for where, text in texts for w in assertion_words(text)]
     assert not found, f"{entry}: assertion words in free text (generate them from an Assertion): {found}"
-
-
-#: number words: a count or a multiple typed in prose ("two", "twice", "halves", "doubles", "a hundred")
-_NUMBER_WORDS = [
-    "two",
-    "three",
-    "four",
-    "five",
-    "six",
-    "seven",
-    "eight",
-    "nine",
-    "ten",
-    "eleven",
-    "twelve",
-    "twenty",
-    "thirty",
-    "forty",
-    "fifty",
-    "hundred",
-    "hundreds",
-    "thousand",
-    "thousands",
-    "million",
-    "millions",
-    "billion",
-    "dozen",
-    "twice",
-    "thrice",
-    "half",
-    "halves",
-    "halved",
-    "halving",
-    "double",
-    "doubles",
-    "doubled",
-    "doubling",
-    "triple",
-    "triples",
-    "tripled",
-    "quadruple",
-    "percent",
-    "percentage",
-]
-#: rate words ("linear", "exponentially"), except where the word names a thing, not a rate ("linearly
-#: independent", "the linear prediction", "linear-window fit", "quadratic form")
-_RATE_WORDS = [
-    "linear",
-    "linearly",
-    "quadratic",
-    "quadratically",
-    "cubic",
-    "cubically",
-    "exponential",
-    "exponentially",
-    "logarithmic",
-    "logarithmically",
-    "polynomial",
-    "polynomially",
-]
-_NOT_A_RATE = [
-    "independent",
-    "independence",
-    "dependent",
-    "prediction",
-    "predictions",
-    "theory",
-    "window",
-    "combination",
-    "combinations",
-    "algebra",
-    "span",
-    "map",
-    "maps",
-    "form",
-    "forms",
-    "operator",
-    "operators",
-    "part",
-    "term",
-    "terms",
-    "regime",
-    "stability",
-    "response",
-    "layer",
-    "layers",
-    "system",
-    "systems",
-    "dynamics",
-    "function",
-    "functions",
-]
-#: "one" / "zero" where they state a count or a value ("dimension one", "at most one", "sums to zero")
-_COUNT_ONE = (
-    r"\b(?:dimension|rank|exactly|at\s+most|at\s+least|more\s+than|fewer\s+than|less\s+than|sums?\s+to|"
-    r"summing\s+to|equal\s+to|equals|order)\s+(?:one|zero)\b"
-)
-_COUNTS = re.compile(
-    r"(?<![\w./\\-])\d+(?:\.\d+)?(?![\w])"  # a numeral, not part of an identifier (T3, float32, (c1), T3.2)
-    r"|(?<![\w./\\-])\d+(?:\.\d+)?[kKMBT]\b"  # a count with its magnitude: 124M, 8B parameters
-    r"|%"
-    r"|\b(?:" + "|".join(_NUMBER_WORDS) + r")\b"
-    r"|\b(?:" + "|".join(_RATE_WORDS) + r")\b(?![\s-]+(?:" + "|".join(_NOT_A_RATE) + r")\b)"
-    r"|\b[OΘΩ]\s*\("  # big-O: O(n), Θ(n log n)
-    r"|\b\w+-?fold\b|\btimes\s+(?:as|faster|slower|larger|smaller|more|less|wider)\b"
-    r"|" + _COUNT_ONE,
-    re.IGNORECASE,
-)
-_CODE = re.compile(r"`[^`]*`")
-
-
-def count_words(template: str) -> list[str]:
-    """The numerals and the number or rate words (a count, a multiple, a rate, a percentage) of
-    ``template`` outside its ``$...$`` spans, ``«placeholders»`` and ``code``: a number a statement
-    asserts lives in a structured field an oracle checks (a param, a :class:`theory.statements.Threshold`,
-    a sharpness witness's data) and is cited as ``«name»``."""
-    prose = _CODE.sub(" ", _PLACEHOLDER.sub(" ", _SPAN.sub(" ", template)))
-    return [m.group(0) for m in _COUNTS.finditer(prose)]
 
 
 def _prose(entry: str) -> list[tuple[str, str]]:

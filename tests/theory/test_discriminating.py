@@ -18,54 +18,18 @@ import numpy as np
 import pytest
 import sympy as sp
 from hypothesis import HealthCheck, find, given, settings
-from hypothesis import strategies as st
 
 from tests.theory import mutation as mu
 from theory import formulas as F
 from theory import oracles, registry
+from theory.gate import project
+from theory.gate.project import walk_instance
 
 #: the property tests' settings and the search among their draws (shared with the other theorems' files)
 PROPERTY, SEARCH = mu.PROPERTY, mu.SEARCH
 
 
-def _rotation(rng, d: int) -> np.ndarray:
-    Q, R = np.linalg.qr(rng.standard_normal((d, d)))
-    Q = Q * np.sign(np.diag(R))
-    if np.linalg.det(Q) < 0:
-        Q[:, 0] = -Q[:, 0]
-    return Q
-
-
-def walk_instance(seed: int) -> dict:
-    """A T3 instance from ``seed`` (module docstring): every hypothesis of T3 holds."""
-    rng = np.random.default_rng(seed)
-    n = int(rng.integers(2, 6))
-    d = int(rng.integers(2, 4)) if rng.random() < 0.9 else 1
-    W = np.zeros((n, n))
-    for i in range(n):  # a ring (connected) plus random chords and self-loops
-        W[i, (i + 1) % n] = W[(i + 1) % n, i] = rng.uniform(0.2, 2.0)
-    chords = rng.random((n, n)) < 0.4
-    W += np.triu(chords * rng.uniform(0.1, 1.5, (n, n)), 0)
-    W = np.triu(W) + np.triu(W, 1).T
-    P = W / W.sum(1, keepdims=True)
-    flat = rng.random() < 2 / 3
-    if flat:
-        R = np.stack([_rotation(rng, d) for _ in range(n)])
-        O = np.einsum("iac,jbc->ijab", R, R)
-    else:
-        R = None
-        O = np.zeros((n, n, d, d))
-        for i in range(n):
-            for j in range(i, n):
-                Q = _rotation(rng, d) if i != j else np.eye(d)
-                O[i, j], O[j, i] = Q, Q.T
-    out = {"kind": "walk", "P": P, "O": O, "s": float(rng.uniform(0.3, 2.0))}
-    if R is not None:
-        out["R"] = R
-    return out
-
-
-instances = st.integers(0, 2**32 - 1).map(walk_instance)
+instances = project.STRATEGIES["T3"]
 
 T3 = registry.get("T3")
 CONCLUSIONS = [c.id for c in T3.conclusions]

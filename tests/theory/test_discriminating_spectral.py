@@ -17,75 +17,13 @@ involution ``T`` with both eigenspaces of every dimension; for T6, a ring with a
 
 from __future__ import annotations
 
-import math
-
-import numpy as np
 import pytest
-from hypothesis import strategies as st
 
 from tests.theory import mutation as mu
 from theory import registry
+from theory.gate import project
 
-
-def t4_instance(seed: int) -> dict:
-    """A T4 instance (T4.softmax holds): no mask, scores symmetric half of the time."""
-    rng = np.random.default_rng(seed)
-    n, d = int(rng.integers(3, 6)), int(rng.integers(2, 4))
-    M = rng.uniform(-1.5, 1.5, (d, d))
-    if rng.random() < 0.5:
-        M = (M + M.T) / 2
-    return {
-        "kind": "softmax",
-        "X": rng.uniform(-1.5, 1.5, (n, d)),
-        "M": M,
-        "mask": None,
-        "beta": rng.uniform(-1, 1, n),
-    }
-
-
-def _involution(rng, d: int) -> np.ndarray:
-    """``I - 2 Q Qᵀ`` for ``k`` orthonormal columns ``Q`` (``k = 0..d``): ``dim Fix T = d - k``."""
-    k = int(rng.integers(0, d + 1))
-    Q, _ = np.linalg.qr(rng.standard_normal((d, d)))
-    return np.eye(d) - 2 * Q[:, :k] @ Q[:, :k].T
-
-
-def t5_instance(seed: int) -> dict:
-    """A T5 instance (every hypothesis holds): ``A = D⁻¹K`` (K symmetric positive), ``T`` an
-    orthogonal involution."""
-    rng = np.random.default_rng(seed)
-    n, d = int(rng.integers(2, 5)), int(rng.integers(2, 4))
-    K = rng.uniform(0.05, 1.0, (n, n))
-    K = (K + K.T) / 2
-    return {"kind": "sha", "A": K / K.sum(-1, keepdims=True), "T": _involution(rng, d)}
-
-
-def t6_instance(seed: int) -> dict:
-    """A T6 instance (every hypothesis holds): circulant heads of a positive kernel, a homogeneous
-    base state; half of the draws a single head whose transport is ``ρ R(θ)``."""
-    rng = np.random.default_rng(seed)
-    n = int(rng.integers(3, 7))
-    rotating = rng.random() < 0.5
-    H, d = (1, 2) if rotating else (int(rng.integers(1, 3)), 2)
-    a = rng.uniform(0.05, 1.0, (H, n))
-    a = a / a.sum(-1, keepdims=True)
-    idx = (np.arange(n)[None, :] - np.arange(n)[:, None]) % n
-    inst = {"kind": "ring", "A0": a[:, idx]}
-    if rotating:
-        rho, th = float(rng.uniform(0.3, 2.0)), float(rng.uniform(-math.pi, math.pi))
-        R = np.array([[math.cos(th), -math.sin(th)], [math.sin(th), math.cos(th)]])
-        inst.update(rho=rho, theta=th, T=(rho * R)[None])
-    else:
-        inst["T"] = rng.uniform(-1.5, 1.5, (H, d, d))
-    inst["X"] = np.ones((n, 1)) * rng.uniform(-1, 1, (1, d))
-    return inst
-
-
-STRATEGIES = {
-    "T4": st.integers(0, 2**32 - 1).map(t4_instance),
-    "T5": st.integers(0, 2**32 - 1).map(t5_instance),
-    "T6": st.integers(0, 2**32 - 1).map(t6_instance),
-}
+STRATEGIES = {t: project.STRATEGIES[t] for t in ("T4", "T5", "T6")}
 CONCLUSIONS = [(t, c.id) for t in STRATEGIES for c in registry.get(t).conclusions if c.predicate]
 MUTANTS = {
     m.name: (t, m)

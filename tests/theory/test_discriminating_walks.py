@@ -16,67 +16,13 @@ T2.constant speak of (shared attention, shared transport, cancelling heads) a qu
 
 from __future__ import annotations
 
-import math
-
-import numpy as np
 import pytest
-from hypothesis import strategies as st
 
 from tests.theory import mutation as mu
 from theory import registry
+from theory.gate import project
 
-
-def _softmax(S: np.ndarray) -> np.ndarray:
-    E = np.exp(S - S.max(-1, keepdims=True))
-    return E / E.sum(-1, keepdims=True)
-
-
-def t1_instance(seed: int) -> dict:
-    """A T1 instance (both hypotheses hold): SHA with ``nn.Linear`` weights, attention at ``X``."""
-    rng = np.random.default_rng(seed)
-    n, d, dh = int(rng.integers(2, 5)), int(rng.integers(2, 4)), int(rng.integers(1, 4))
-    X = rng.uniform(-2, 2, (n, d))
-    M = rng.uniform(-1.5, 1.5, (d, d))
-    WV, WO = rng.uniform(-1.5, 1.5, (dh, d)), rng.uniform(-1.5, 1.5, (d, dh))
-    A = _softmax(X @ M @ X.T / math.sqrt(d))
-    Y = A @ (X @ WV.T) @ WO.T
-    return {"kind": "t1", "A": A, "T": WO @ WV, "X": X, "Y": Y, "W_O": WO, "W_V": WV, "M": M}
-
-
-def t2_instance(seed: int) -> dict:
-    """A T2 instance (both hypotheses hold): row-stochastic heads; the mode (free, shared attention,
-    shared transport, two cancelling heads) drawn uniformly; half of the draws sparse (a support
-    shared by the heads, not symmetric) with a gauge ``P'`` positive on the transposed support."""
-    rng = np.random.default_rng(seed)
-    mode = ("free", "shared_A", "shared_T", "cancelling")[int(rng.integers(0, 4))]
-    H = 2 if mode == "cancelling" else int(rng.integers(2, 4))
-    n, d = int(rng.integers(2, 5)), int(rng.integers(2, 4))
-    sparse = rng.random() < 0.5
-    # a support shared by every head, not symmetric (a zero A^h_ij for every h: off support)
-    mask = (rng.random((n, n)) < 0.6) | np.eye(n, dtype=bool) if sparse else np.ones((n, n), bool)
-
-    def head():
-        W = rng.uniform(0.05, 1.0, (n, n)) * mask
-        return W / W.sum(-1, keepdims=True)
-
-    base = head()
-    As = np.stack([base if mode in ("shared_A", "cancelling") else head() for _ in range(H)])
-    Ts = rng.uniform(-2, 2, (H, d, d))
-    if mode == "shared_T":
-        Ts = np.stack([Ts[0]] * H)
-    elif mode == "cancelling":
-        Ts = np.stack([Ts[0], -Ts[0]])
-    inst = {"kind": "mha", "As": As, "Ts": Ts}
-    if sparse:  # a gauge positive on the transposed support: outside T2.gauge's premise unless symmetric
-        G = rng.uniform(0.05, 1.0, (n, n)) * (mask.T | np.eye(n, dtype=bool))
-        inst["Pg"] = G / G.sum(-1, keepdims=True)
-    return inst
-
-
-STRATEGIES = {
-    "T1": st.integers(0, 2**32 - 1).map(t1_instance),
-    "T2": st.integers(0, 2**32 - 1).map(t2_instance),
-}
+STRATEGIES = {t: project.STRATEGIES[t] for t in ("T1", "T2")}
 CONCLUSIONS = [(t, c.id) for t in STRATEGIES for c in registry.get(t).conclusions if c.predicate]
 MUTANTS = {
     m.name: (t, m)

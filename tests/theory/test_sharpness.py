@@ -17,6 +17,7 @@ from theory import registry
 from theory.formulas import laplacian as FL
 from theory.formulas import spectral as FS
 from theory.formulas import walks as FW
+from theory.gate.sharp import is_bound
 from theory.oracles import sharpness as S
 from theory.registry.claim_sharpness import CLAIM_SHARPNESS
 from theory.registry.sharpness import SHARPNESS
@@ -164,19 +165,8 @@ def test_a_widened_bound_is_caught(name, how):
 
 
 def _is_bound(key, value) -> bool:
-    """A bound a statement asserts: an interval's ends (``lo``, ``hi``), an inclusion of a spectrum
-    (``Within``), a non-strict inequality of a size or a rank (no indexed entry: entrywise signs such as
-    ``π_i > 0`` are premises), a kernel dimension."""
-    if key in ("lo", "hi"):
-        return True
-    rel = getattr(value, "rel", None)
-    if isinstance(rel, FL.Within):
-        return True
-    if isinstance(rel, (sp.LessThan, sp.GreaterThan, sp.StrictLessThan, sp.StrictGreaterThan)) and not rel.has(
-        sp.Indexed
-    ):
-        return True
-    return key == "kernel_dim" or isinstance(value, Threshold)
+    """A bound a statement asserts (the gate's rule, :func:`theory.gate.sharp.is_bound`)."""
+    return is_bound(key, value)
 
 
 def registry_bounds() -> set[tuple[str, str]]:

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 
+from .generic import formulas_hold
 from .instances import (  # noqa: F401
     EPS,
     Verdict,
@@ -146,6 +147,7 @@ PREDICATES: dict[str, Callable[[Mapping, Mapping], Verdict]] = {
         t6_fourier,
         t6_selection,
         t6_rotating,
+        formulas_hold,  # the generic oracle of a stated formula (theory.api's statements)
     )
 }
 

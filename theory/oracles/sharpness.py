@@ -17,6 +17,7 @@ import sympy as sp
 
 from ..formulas import spectral as _FS
 from ..formulas import walks as _FW
+from .generic import relation_attained
 from .instances import Verdict, all_of, build
 from .laplacian import exact_generator
 
@@ -290,6 +291,7 @@ CHECKS: dict[str, Callable[[Any, Any], Verdict]] = {
         radius_attained,
         scale_attained,
         threshold_pair,
+        relation_attained,  # a stated relation's bound (theory.api)
     )
 }
 
