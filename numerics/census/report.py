@@ -81,7 +81,11 @@ def status_of(report) -> tuple[str, str, list[str], str]:
     if v == "hypothesis fails":
         return HYP_FAILS, f"T2's identity holds; its hypotheses fail: {', '.join(hyp) or '?'}", hyp, by
     if v == "undecided":
-        return UNDECIDED_, "T2 undecided within the rounding band on some draw", hyp, by
+        banded = any(r.t2.status == "undecided" for r in report.results)
+        if banded or not hasattr(report, "evidence"):
+            return UNDECIDED_, "T2 undecided within the rounding band on some draw", hyp, by
+        # the identity held on every draw, but on none that determines A (the kit's evidence rule)
+        return UNDECIDED_, f"T2's identity holds, but {report.evidence}", hyp, by
     cx = getattr(report, "counterexample", None)
     first = str(cx).splitlines() if cx is not None else []
     return FAILS_, " ".join(s.strip() for s in first[:3]) or "T2 fails", hyp, by

@@ -511,3 +511,18 @@ def test_the_committed_counts_are_the_rows_counted_once_each():
         else:  # a status added after this census was made: none of its rows has it, its table no line
             assert n == 0 and not any(line.startswith(f"| {s} |") for line in table), s
     assert len(table) == len(committed["counts"]) and sum(committed["counts"].values()) == len(rows)
+
+
+def test_an_undecided_row_says_whether_the_band_or_the_evidence_left_it_open():
+    """A class whose identity held on every draw, but on none that determines A (more real keys than
+    its heads can tell apart), is undecided for that reason, not for a rounding band it never met."""
+    from numerics.conformance.kit import check_attention
+    from tests.numerics.test_conformance_evidence import NarrowHeads
+
+    rep = check_attention(NarrowHeads(wrong=False), examples=3, min_length=3, max_length=6, hypotheses=False)
+    assert rep.verdict == "undecided" and all(r.t2.status == "holds" for r in rep.results)
+    status, reason, _, _ = status_of(rep)
+    assert status == "undecided" and "0 of 4 draws identifying" in reason and "rounding band" not in reason
+    banded = types.SimpleNamespace(status="undecided", residual=1.0, bound=1.0)
+    fake = _fake_report(status="undecided", results=[types.SimpleNamespace(t2=banded, t3={})])
+    assert status_of(fake)[1] == "T2 undecided within the rounding band on some draw"
