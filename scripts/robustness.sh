@@ -19,7 +19,8 @@
 #                                              # test shuffled (--order interleave, seed S, default drawn);
 #                                              # the outcome counts must be equal; prints each wall time
 #                                              # (XDIST_PATHS narrows it; XDIST_WORKERS="0 2"
-#                                              # picks the worker counts, 0 = one process)
+#                                              # picks the worker counts, 0 = one process;
+#                                              # XDIST_DIST=worksteal the scheduling)
 #
 # A failure prints the command that reproduces it (`--hypothesis-seed=S` and the environment);
 # every failure found must become an explicit `@example` or a regression test. The exit status is
@@ -112,7 +113,7 @@ xdist() {
     log "CI=true $PY -m pytest ${paths[*]} -n $n --order interleave --order-seed $s"
     out=$(mktemp)
     t0=$(date +%s)
-    CI=true "$PY" -m pytest -q -p no:cacheprovider "${paths[@]}" -n "$n" --order interleave --order-seed "$s" >"$out" 2>&1
+    CI=true "$PY" -m pytest -q -p no:cacheprovider "${paths[@]}" -n "$n" ${XDIST_DIST:+--dist "$XDIST_DIST"} --order interleave --order-seed "$s" >"$out" 2>&1
     t1=$(date +%s)
     tail -n 3 "$out"
     counts=$(tail -n 1 "$out" | grep -oE '[0-9]+ (passed|failed|errors?|skipped|xfailed|xpassed|deselected)' | sort | tr '\n' ' ')
