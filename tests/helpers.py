@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import math
+import sys
+from collections.abc import Iterator
+from pathlib import Path
 
 import numpy as np
 import torch
@@ -119,3 +122,13 @@ def triangle(theta: float, lazy: float = 1 / 3):
         for j in range(3):
             O[i, j] = np.eye(2) if i == j else (rot(theta) if i < j else rot(theta).T)
     return P, O
+
+
+def importable_module(tmp_path: Path, monkeypatch, name: str, source: str) -> Iterator[Path]:
+    """A fixture body: ``source`` written as module ``name`` in ``tmp_path``, importable for the test
+    (the folder on ``sys.path``), and forgotten by ``sys.modules`` before and after it."""
+    (tmp_path / f"{name}.py").write_text(source)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    sys.modules.pop(name, None)
+    yield tmp_path
+    sys.modules.pop(name, None)

@@ -204,8 +204,11 @@ def test_defective_kernels_get_t2s_verdict_through_the_command(kind, tmp_path, m
 
 def _ordinary(name: str):
     torch.manual_seed(0)
-    if name == "qwen2":
-        cfg = transformers.Qwen2Config(
+    if name in ("qwen2", "mistral"):
+        config, model = {"qwen2": (transformers.Qwen2Config, transformers.Qwen2Model)}.get(
+            name, (transformers.MistralConfig, transformers.MistralModel)
+        )
+        cfg = config(
             hidden_size=32,
             num_hidden_layers=1,
             num_attention_heads=4,
@@ -213,17 +216,7 @@ def _ordinary(name: str):
             intermediate_size=64,
             vocab_size=97,
         )
-        return transformers.Qwen2Model(cfg)
-    if name == "mistral":
-        cfg = transformers.MistralConfig(
-            hidden_size=32,
-            num_hidden_layers=1,
-            num_attention_heads=4,
-            num_key_value_heads=2,
-            intermediate_size=64,
-            vocab_size=97,
-        )
-        return transformers.MistralModel(cfg)
+        return model(cfg)
     if name == "opt":
         cfg = transformers.OPTConfig(
             hidden_size=32,

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from connwalk import main
+from tests.helpers import importable_module
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -69,11 +70,7 @@ FACTORIES = textwrap.dedent(
 
 @pytest.fixture
 def factories(tmp_path, monkeypatch):
-    (tmp_path / "user_factories.py").write_text(FACTORIES)
-    monkeypatch.syspath_prepend(str(tmp_path))
-    sys.modules.pop("user_factories", None)
-    yield tmp_path
-    sys.modules.pop("user_factories", None)
+    yield from importable_module(tmp_path, monkeypatch, "user_factories", FACTORIES)
 
 
 def _one_line(err: str) -> str:

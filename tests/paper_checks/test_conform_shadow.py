@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import json
 import re
-import sys
 
 import pytest
 import torch
 
 from connwalk import main
 from numerics.conformance.kit import SHADOW, adapter_for, check_attention
+from tests.helpers import importable_module
 from tests.numerics.test_conformance import HandAttention, LinearAttention, MeanAttention
 from tests.numerics.test_conformance_variants import CORRECT, HYPOTHESIS_FAILS, IDENTITY_FAILS, Attn, Unmasked
 
@@ -46,11 +46,7 @@ FACTORIES = "import torch\nfrom tests.paper_checks.test_conform_shadow import SE
 
 @pytest.fixture
 def conformance_set(tmp_path, monkeypatch):
-    (tmp_path / "conformance_set.py").write_text(FACTORIES)
-    monkeypatch.syspath_prepend(str(tmp_path))
-    sys.modules.pop("conformance_set", None)
-    yield tmp_path
-    sys.modules.pop("conformance_set", None)
+    yield from importable_module(tmp_path, monkeypatch, "conformance_set", FACTORIES)
 
 
 def _cli(target: str, tmp_path, *extra: str) -> tuple[int, dict]:

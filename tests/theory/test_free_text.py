@@ -24,6 +24,7 @@ import re
 import pytest
 
 from theory import registry
+from theory.gate.prose import theorem_texts
 
 pytestmark = pytest.mark.theorem(*registry.ids())
 
@@ -106,15 +107,11 @@ def free_formulas(template: str) -> list[str]:
 
 
 def _theorem_texts(t) -> list[tuple[str, str]]:
-    out = [(f"{t.id}.title", t.title), (f"{t.id}.source", getattr(t.source.claim, "statement", t.source.claim))]
-    for hyp in t.hypotheses:
-        out.append((hyp.id, hyp.statement))
-        out += [(w.id, w.statement) for w in hyp.witnesses]
-    out += [(c.id, c.statement) for c in t.conclusions]
-    out += [(f"{c.id}.tolerance", c.tolerance) for c in t.conclusions if c.tolerance]
-    # a note with placeholders (theory.statements.Note) is checked as its template
-    out += [(f"{t.id}.note{q}", getattr(note, "statement", note)) for q, note in enumerate(t.notes)]
-    return out
+    """The prose rule's texts of ``t`` (:func:`theory.gate.prose.theorem_texts`) with its source claim,
+    without the sharpness witnesses (their free text is tests/theory/test_assertions.py's)."""
+    witnesses = {sh.id for sh in t.sharpness}
+    texts = [(where, text) for where, text in theorem_texts(t) if where not in witnesses]
+    return [*texts[:1], (f"{t.id}.source", getattr(t.source.claim, "statement", t.source.claim)), *texts[1:]]
 
 
 def registry_texts() -> dict[str, list[tuple[str, str]]]:
