@@ -28,6 +28,7 @@ def test_the_generic_oracle_judges_the_stated_formulas():
 
 def test_a_torch_instance_is_judged_like_numpy():
     import torch
+
     inst = stated.walk(5)
     t_inst = {"P": torch.tensor(inst["P"], dtype=torch.float32), "n": inst["n"]}
     v = oracles.judge(stated.true_statement().conclusions[0], t_inst)
