@@ -174,24 +174,25 @@ def _observe(kernel, module, query, key, value, mask, args, kwargs, result) -> N
     ct = torch.promote_types(query.dtype, torch.float32)
     w = result[1] if isinstance(result, (tuple, list)) and len(result) > 1 else None
     if isinstance(w, torch.Tensor) and w.shape == probs.shape and w.is_floating_point():
-        cert = _certificate(w.detach(), v64, out.detach(), mask, ct)
-        if cert is not None:
-            probs, ct = cert
-        elif eps(ct) < eps(torch.float32) and torch.equal(w, w.float().to(w.dtype)):
-            # no certificate (e.g. a sink applied to the output as a scale), but the weights it returned
-            # show the kernel's softmax ran in float32: the literal A is judged at that precision
+        w = w.detach()
+        if eps(ct) < eps(torch.float32) and torch.equal(w, w.float().to(w.dtype)):
+            # the weights it returned show the kernel's softmax ran in float32: whichever A is judged (those
+            # weights, or the literal A when they certify nothing, e.g. a sink applied to the output as a
+            # scale), the module's attention is of that precision
             ct = torch.float32
+        cert = _certificate(w, v64, out.detach(), mask)
+        if cert is not None:
+            probs = cert
     _RECORDS.append(CaptureRecord(module, probs, v64.to(value.dtype), out.detach(), ct))
 
 
-def _certificate(w, v64, out, mask, ct):
-    """The weights ``w`` a kernel returned, with the precision they are stored at, when they certify its
+def _certificate(w, v64, out, mask):
+    """The weights ``w`` a kernel returned (in float64), when they certify its
     output as their average of the received values: finite, nonnegative, zero where the received mask
     masks, and the output ``w·V`` at the output's rounding (``RETURNED_SLACK·(m+1)·eps``). Their row sums
     are not required here: whether they are a walk's weights (rows summing to one) is T2's hypothesis,
     judged on them by the kit. None otherwise (the literal A of the inputs is judged then)."""
     m = w.shape[-1]
-    prec = torch.float32 if eps(ct) < eps(torch.float32) and torch.equal(w, w.float().to(w.dtype)) else ct
     w64 = w.to(F64)
     if not bool(torch.isfinite(w64).all()) or bool((w64 < 0).any()):
         return None
@@ -204,7 +205,7 @@ def _certificate(w, v64, out, mask, ct):
     ref, scale = torch.matmul(w64, v64).transpose(1, 2), torch.matmul(w64.abs(), v64.abs()).transpose(1, 2)
     if o64.shape != ref.shape or bool(((o64 - ref).abs() > RETURNED_SLACK * (m + 1) * eps(out.dtype) * scale).any()):
         return None
-    return w64, prec
+    return w64
 
 
 def _observer(kernel):
