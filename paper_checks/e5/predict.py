@@ -44,6 +44,14 @@ def _annihilated(s: torch.Tensor) -> torch.Tensor:
     return torch.where(bad, torch.complex(torch.full_like(s.real, -math.inf), torch.zeros_like(s.real)), s)
 
 
+def exponent_scale(s: torch.Tensor) -> float:
+    """``max(1, max|s|)`` over the finite exponents: an annihilated mode's −inf (:func:`_annihilated`) is
+    no magnitude the growth rates are compared at (with it, the tie tolerance was infinite — every mode
+    tied — and is now refused by :func:`numerics.tolerance.tol`)."""
+    fin = s[torch.isfinite(s)]
+    return max(1.0, fin.abs().max().item()) if fin.numel() else 1.0
+
+
 def _exponents(mu: torch.Tensor, dynamics: str, eta: float, layers: int, first: int = 0) -> torch.Tensor:
     """Branch exponents per unit time (flow) or mean per layer over layers ``first .. layers−1`` (stacks).
 
@@ -106,7 +114,7 @@ def predict_cell(
         if (dynamics == "prenorm" and math.isfinite(window))
         else s
     )
-    ttol = tie_tol if tie_tol is not None else tol(torch.float64, n * d, scale=max(1.0, s.abs().max().item()))
+    ttol = tie_tol if tie_tol is not None else tol(torch.float64, n * d, scale=exponent_scale(s))
     ks = signed_wavenumbers(n)
     fl = ks != 0
     best = s[fl].real.max().item()

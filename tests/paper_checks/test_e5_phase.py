@@ -199,3 +199,20 @@ def test_prenorm_resampling_is_linear_interpolation_between_layers():
     spline = make_interp_spline(tau[6:21], states[6:21].numpy(), k=1, axis=0)(grid)
     scale = np.abs(spline).max()
     assert np.abs(res.numpy() - spline).max() <= 8 * np.finfo(np.float64).eps * scale
+
+
+def test_an_annihilated_mode_sets_no_scale_for_the_tie_tolerance():
+    """A pre-norm layer factor of exactly 0 gives a mode the exponent −inf; the tie tolerance is scaled by
+    the finite exponents (the full job's prenorm sweep met one: tol refused scale=inf, and before that the
+    tolerance was infinite, every mode tied)."""
+    import math
+
+    import torch
+
+    from numerics.tolerance import tol
+    from paper_checks.e5.predict import _annihilated, exponent_scale
+
+    s = _annihilated(torch.log(torch.tensor([0.0, 2.0, -3.0], dtype=torch.complex128)))
+    assert math.isinf(s[0].real) and exponent_scale(s) == max(1.0, abs(complex(s[2])))
+    assert math.isfinite(tol(torch.float64, 6, scale=exponent_scale(s)))
+    assert exponent_scale(_annihilated(torch.log(torch.zeros(2, dtype=torch.complex128)))) == 1.0
