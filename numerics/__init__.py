@@ -16,3 +16,6 @@ from numerics.errors import (
     ShapeError,  # noqa: F401
     UndefinedError,  # noqa: F401
 )
+from numerics.vision_env import install as _install_vision_env
+
+_install_vision_env()  # torchvision imports beside the CPU torch (numerics.vision_env)
