@@ -93,6 +93,15 @@ def _output_projection(k: Kernel, linears: list[LinearCall], own: torch.Tensor |
             # the natural head layout, and the identity decides (the module's own output is judged)
             W = lc.W.detach()
             return W.reshape(W.shape[0], H, dh).permute(1, 0, 2), _bias(lc)
+    if own is not None and own.numel() == att.numel() and own.shape[-1] == H * dh:
+        # the module returns the attention output itself (its projection is another module's): W_O = I
+        ys = own.detach().reshape(B * n, H * dh)
+        idx = torch.arange(H * dh) if torch.equal(ys, att) else match_columns(att, ys)
+        if idx is not None:
+            eye = torch.eye(H * dh, dtype=att.dtype)
+            inv = torch.empty_like(idx)
+            inv[idx] = torch.arange(idx.numel())
+            return eye[:, inv].reshape(H * dh, H, dh).permute(1, 0, 2), None
     raise TorchCaptureError(
         f"{name}: the kernel's output ({k.how}) reaches no F.linear output projection unchanged, and the "
         "module's output is no projection's output (a gate, norm or nonlinearity after it): not of the walk's "

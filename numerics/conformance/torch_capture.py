@@ -48,6 +48,7 @@ from torch.overrides import TorchFunctionMode
 from numerics.conformance.hf_capture import CaptureError
 
 __all__ = [
+    "observe_call",
     "TorchCaptureError",
     "Kernel",
     "LinearCall",
@@ -363,7 +364,13 @@ class Run:
 def observe(module: torch.nn.Module, *inputs, **kwargs) -> Run:
     """Run ``module(*inputs, **kwargs)`` under an :class:`Observer` (batch: the first input's first
     axis), with forward hooks placing each observation inside the module that made it."""
-    obs = Observer(int(inputs[0].shape[0]))
+    return observe_call(module, int(inputs[0].shape[0]), lambda: module(*inputs, **kwargs))
+
+
+def observe_call(module: torch.nn.Module, batch: int, fn) -> Run:
+    """:func:`observe` of ``fn()`` (a forward of ``module`` on inputs of batch size ``batch``, such as a
+    model's keyword inputs)."""
+    obs = Observer(batch)
     paths = {id(m): nm for nm, m in module.named_modules()}
     handles = []
 
@@ -380,7 +387,7 @@ def observe(module: torch.nn.Module, *inputs, **kwargs) -> Run:
         handles += [m.register_forward_pre_hook(pre), m.register_forward_hook(post)]
     try:
         with obs:
-            out = module(*inputs, **kwargs)
+            out = fn()
     finally:
         for h in handles:
             h.remove()
