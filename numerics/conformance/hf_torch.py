@@ -8,7 +8,10 @@ output projection through a gate, norm or nonlinearity: :class:`ModelTorchAdapte
 the interface adapter's drawn inputs (:meth:`CaptureAdapter.inputs`: the same token sequences and
 padding, the same roots) under the torch capture, and reads the target module's first call with
 :func:`~numerics.conformance.torch_adapter.read_run` — its own output, the literal float64 attention of
-the observed kernel, the projections located by column matching. A gate between the attention and the
+the observed kernel, the projections located by column matching; where a projection consumes the
+kernel's output unchanged, its own output is judged (a class that also adds a residual and a norm after
+it, as BERT-style ``…Attention`` wrappers do, is read as its attention sublayer — the interface capture's
+reading). A gate between the attention and the
 output projection is then judged, not declined: the projection whose output is the module's output is
 taken in the natural head layout and T2's identity decides (it fails, with the counterexample, unless
 the gate happens to be the identity on the draw).
@@ -99,7 +102,7 @@ class ModelTorchAdapter(Adapter):
                 argument="module",
             )
         B, n = int(kernels[0].A.shape[0]), int(kernels[0].A.shape[2])
-        ex = read_run(run, self.target, B, n, name)
+        ex = read_run(run, self.target, B, n, name, projection=True)
         kpm = draw.key_padding_mask() if self.takes_mask else None
         m = int(kernels[0].A.shape[3])
         if kpm is not None and tuple(kpm.shape) == (B, m) and m == n and ex.values.shape[1] == n:

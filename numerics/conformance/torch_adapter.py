@@ -68,7 +68,9 @@ def _value_projection(k: Kernel, linears: list[LinearCall], name: str):
     )
 
 
-def _output_projection(k: Kernel, linears: list[LinearCall], own: torch.Tensor | None, name: str):
+def _output_projection(
+    k: Kernel, linears: list[LinearCall], own: torch.Tensor | None, name: str, projection_output: list | None = None
+):
     """``(W_O, b_O)``: the linear after the kernel whose input columns are the kernel's output; else the
     linear after it whose output *is* the module's own output (natural head layout)."""
     assert k.out is not None
@@ -76,7 +78,7 @@ def _output_projection(k: Kernel, linears: list[LinearCall], own: torch.Tensor |
     att = k.out.detach().permute(0, 2, 1, 3).reshape(B * n, H * dh)
     after = [c for c in linears if c.seq > k.seq]
     for lc in after:
-        for x in _rows(lc.x, B, n):
+        for r, x in enumerate(_rows(lc.x, B, n)):
             if x.shape[-1] != H * dh:
                 continue
             idx = match_columns(att, x.reshape(B * n, -1))
@@ -84,7 +86,10 @@ def _output_projection(k: Kernel, linears: list[LinearCall], own: torch.Tensor |
                 W = lc.W.detach()
                 inv = torch.empty_like(idx)
                 inv[idx] = torch.arange(idx.numel())
-                return W[:, inv].reshape(W.shape[0], H, dh).permute(1, 0, 2), _bias(lc)
+                W_O = W[:, inv].reshape(W.shape[0], H, dh).permute(1, 0, 2)
+                if projection_output is not None:  # the projection's own output, in the rows read
+                    projection_output.append(list(_rows(lc.y, B, n))[r])
+                return W_O, _bias(lc)
     for lc in after:
         if own is None or lc.x.shape[-1] != H * dh or lc.y.shape != own.shape:
             continue
@@ -136,8 +141,13 @@ def _kernel(run: Run, target: torch.nn.Module, name: str) -> Kernel:
     return ks[0]
 
 
-def read_run(run: Run, target: torch.nn.Module, B: int, n: int, name: str, label: str = "") -> Extraction:
-    """The :class:`Extraction` of ``target``'s first call in ``run`` (module docstring)."""
+def read_run(
+    run: Run, target: torch.nn.Module, B: int, n: int, name: str, label: str = "", *, projection: bool = False
+) -> Extraction:
+    """The :class:`Extraction` of ``target``'s first call in ``run`` (module docstring); ``projection``: where
+    an output projection consumes the kernel's output unchanged, its own output is judged (the attention
+    sublayer of a class that also adds a residual and a norm, as the interface capture reads it) rather
+    than the module's."""
     k = _kernel(run, target, name)
     if k.A.shape[0] != B or k.A.shape[2] != n:
         raise TorchCaptureError(
@@ -152,7 +162,10 @@ def read_run(run: Run, target: torch.nn.Module, B: int, n: int, name: str, label
     else:
         lin = [c for c in run.obs.linears if _inside(run, target, [c.seq])]
         W_V, b_V, values = _value_projection(k, lin, name)
-        W_O, b_O = _output_projection(k, lin, own, name)
+        seen: list = []
+        W_O, b_O = _output_projection(k, lin, own, name, seen)
+        if projection and seen:
+            own = seen[0]
         H, Hkv = k.A.shape[1], W_V.shape[0]
         if H % Hkv:
             raise TorchCaptureError(f"{name}: {H} query heads and {Hkv} value heads", argument="module")
