@@ -36,6 +36,8 @@ def _rows(t: torch.Tensor, B: int, L: int):
             yield t.reshape(L, B, -1).transpose(0, 1)
     if t.ndim == 3 and B == L and tuple(t.shape[:2]) == (L, B):
         yield t.transpose(0, 1)
+    if t.ndim >= 4 and t.shape[0] == B and t.shape[1:-1].numel() == L:  # a grid of tokens (B, h, w, c)
+        yield t.reshape(B, L, t.shape[-1])
 
 
 def _first_tensor(out):

@@ -221,7 +221,7 @@ class Observer(TorchFunctionMode):
     # ---- heads: a leading B·H axis split, a missing head axis added
     def _heads(self, t: torch.Tensor) -> torch.Tensor | None:
         B = self.batch
-        if t.ndim == 4 and t.shape[0] == B:
+        if t.ndim == 4:  # (batch, heads, ·, ·); a batch folded with other axes (MobileViT's patch pixels) is its own
             return t
         if t.ndim == 3 and t.shape[0] == B:
             return t[:, None]

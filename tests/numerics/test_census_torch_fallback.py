@@ -96,3 +96,17 @@ def test_census_target_syntax_and_unknowns_exit_2(capsys):
     assert "census:MODEL_TYPE:Class" in capsys.readouterr().err
     assert main(["conform", "census:nosuch:X", "--no-progress"]) == 2
     assert "nosuch" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    "model_type, cls",
+    [
+        # MobileViT folds the patch pixels into the batch: (B·P, H, n, n) attention, its own batch
+        ("mobilevit", "MobileViTSelfAttention"),
+        # VitDet projects a grid of tokens (B, h, w, 3C) with one fused qkv linear
+        ("vitdet", "VitDetAttention"),
+    ],
+)
+def test_the_torch_capture_reads_folded_batches_and_token_grids(model_type, cls):
+    row = _row(model_type, cls)
+    assert row.status == CONFORMS, row.reason
