@@ -41,10 +41,15 @@ def report_of(model, module, *, examples: int, seed: int, max_length: int, progr
             raise
         # the interface capture does not see this class's attention (its own softmax and matmul) or its
         # output projection (a gate, norm or nonlinearity before it): the torch-level capture, in the model
+        made: list = []
+
+        def make():
+            made.append(ModelTorchAdapter(CaptureAdapter(model, [module], name=name), module))
+            return made[-1]
+
         try:
-            return _checked(
-                model, module, lambda: ModelTorchAdapter(CaptureAdapter(model, [module], name=name), module), **kw
-            ), why
+            rep = _checked(model, module, make, **kw)
+            return rep, next((ad.structure for ad in made if ad.structure), why)
         except (CaptureError, TorchCaptureError) as exc2:
             raise CaptureError(f"{exc}; the torch capture: {str(exc2).split(': ', 1)[-1]}", argument="module") from None
 
@@ -73,6 +78,7 @@ _TORCH_WORTH = (
         "reaches no linear output projection unchanged",
         "a gate, norm or nonlinearity between the attention and the output projection",
     ),
+    ("are no linear projection's output", "a norm, rotation or mixing on the values"),
 )
 
 

@@ -55,6 +55,8 @@ class ModelTorchAdapter(Adapter):
         self.d_model = hf.d_model
         self.takes_mask = hf.takes_mask
         self.max_length = hf.max_length
+        #: a structure the capture read that makes the module no walk (a norm on the values), "" if none seen
+        self.structure = ""
 
     def extract(self, draw: Draw) -> list[Extraction]:
         hf, first = self.hf, None
@@ -102,7 +104,9 @@ class ModelTorchAdapter(Adapter):
                 argument="module",
             )
         B, n = int(kernels[0].A.shape[0]), int(kernels[0].A.shape[2])
-        ex = read_run(run, self.target, B, n, name, projection=True)
+        notes: list = []
+        ex = read_run(run, self.target, B, n, name, projection=True, notes=notes)
+        self.structure = self.structure or (notes[0] if notes else "")
         kpm = draw.key_padding_mask() if self.takes_mask else None
         m = int(kernels[0].A.shape[3])
         if kpm is not None and tuple(kpm.shape) == (B, m) and m == n and ex.values.shape[1] == n:

@@ -50,7 +50,50 @@ def _first_tensor(out):
     return None
 
 
-def _value_projection(k: Kernel, linears: list[LinearCall], name: str):
+def _tol(dtype) -> float:
+    """64 eps of ``dtype``, at most float32's: a norm on the values computes in float32 even in a float64
+    model (Hugging Face's RMSNorms cast to float32), and the values then carry float32's rounding."""
+    eps = torch.finfo(dtype if dtype.is_floating_point else F64).eps
+    return 64 * max(eps, torch.finfo(torch.float32).eps)
+
+
+def _constant(s: torch.Tensor, dtype) -> bool:
+    return bool(((s - s.mean(0)).abs() <= _tol(dtype) * s.abs().amax(0)).all())
+
+
+def scaled_blocks(Y: torch.Tensor, V: torch.Tensor, H: int, dh: int, dtype):
+    """``(idx, s, g)`` with ``V[:, h·dh + i] = s[:, h] · g[h·dh + i] · Y[:, idx[h·dh + i]]`` for every head
+    ``h`` (a block of ``dh`` consecutive columns of ``Y``, in its natural layout), to :func:`_tol` of ``dtype``
+    relative to the block's scale: a per-token, per-head rescaling (a norm, or a constant scale) of an
+    output's head blocks; None when some head is no such block (or a block has a zero entry: no evidence)."""
+    N, C = Y.shape
+    idx, S, G = [], [], []
+    for h in range(H):
+        Vh = V[:, h * dh : (h + 1) * dh]
+        scale = Vh.abs().max()
+        found = None
+        for o in range(0, C - dh + 1, dh):
+            Yo = Y[:, o : o + dh]
+            if bool((Yo == 0).any()) or scale == 0:
+                continue
+            R = Vh / Yo
+            s = R[:, :1]
+            if bool((s == 0).any()):
+                continue
+            g = (R / s).mean(0)
+            if bool((Vh - s * g * Yo).abs().max() <= _tol(dtype) * scale):
+                found = (o, s[:, 0], g)
+                break
+        if found is None:
+            return None
+        o, s_, g = found
+        idx.append(torch.arange(o, o + dh))
+        S.append(s_)
+        G.append(g)
+    return torch.cat(idx), torch.stack(S, 1), torch.cat(G)
+
+
+def _value_projection(k: Kernel, linears: list[LinearCall], name: str, notes: list | None = None):
     assert k.v is not None
     B, Hkv, m, dh = k.v.shape
     vals = k.v.detach().permute(0, 2, 1, 3).reshape(B * m, Hkv * dh)
@@ -62,6 +105,21 @@ def _value_projection(k: Kernel, linears: list[LinearCall], name: str):
             W = lc.W.detach()
             W_V = W[idx].reshape(Hkv, dh, W.shape[1])
             b_V = None if lc.b is None else lc.b.detach()[idx].reshape(Hkv, dh)
+            return W_V, b_V, list(_rows(lc.x, B, m))[r]
+    for lc in reversed([c for c in linears if c.seq < k.seq]):
+        for r, y in enumerate(_rows(lc.y, B, m)):
+            got = scaled_blocks(y.reshape(B * m, -1).detach().to(F64), vals.to(F64), Hkv, dh, k.dtype)
+            if got is None:
+                continue
+            idx, s, g = got
+            # values = s (per token and head) · g (per column) · an F.linear output: a constant s is a scale
+            # folded into W_V (a walk); one that varies is a norm on the values, judged with its mean scale
+            c = s.mean(0).repeat_interleave(dh) * g
+            W = lc.W.detach()
+            W_V = (W[idx] * c[:, None].to(W.dtype)).reshape(Hkv, dh, W.shape[1])
+            b_V = None if lc.b is None else (lc.b.detach()[idx] * c.to(lc.b.dtype)).reshape(Hkv, dh)
+            if notes is not None and not _constant(s, k.dtype):
+                notes.append("a norm on the values (the kernel's values are an F.linear output rescaled per token)")
             return W_V, b_V, list(_rows(lc.x, B, m))[r]
     raise TorchCaptureError(
         f"{name}: the kernel's values ({k.how}) are no F.linear output observed before it (a norm, rotation or "
@@ -144,12 +202,20 @@ def _kernel(run: Run, target: torch.nn.Module, name: str) -> Kernel:
 
 
 def read_run(
-    run: Run, target: torch.nn.Module, B: int, n: int, name: str, label: str = "", *, projection: bool = False
+    run: Run,
+    target: torch.nn.Module,
+    B: int,
+    n: int,
+    name: str,
+    label: str = "",
+    *,
+    projection: bool = False,
+    notes: list | None = None,
 ) -> Extraction:
     """The :class:`Extraction` of ``target``'s first call in ``run`` (module docstring); ``projection``: where
     an output projection consumes the kernel's output unchanged, its own output is judged (the attention
     sublayer of a class that also adds a residual and a norm, as the interface capture reads it) rather
-    than the module's."""
+    than the module's; ``notes`` hears what structure was read (a norm on the values)."""
     k = _kernel(run, target, name)
     if k.A.shape[0] != B or k.A.shape[2] != n:
         raise TorchCaptureError(
@@ -163,7 +229,7 @@ def read_run(
         W_O, W_V, b_V, b_O, values = k.factors
     else:
         lin = [c for c in run.obs.linears if _inside(run, target, [c.seq])]
-        W_V, b_V, values = _value_projection(k, lin, name)
+        W_V, b_V, values = _value_projection(k, lin, name, notes)
         seen: list = []
         W_O, b_O = _output_projection(k, lin, own, name, seen)
         if projection and seen:

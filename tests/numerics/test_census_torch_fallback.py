@@ -110,3 +110,35 @@ def test_census_target_syntax_and_unknowns_exit_2(capsys):
 def test_the_torch_capture_reads_folded_batches_and_token_grids(model_type, cls):
     row = _row(model_type, cls)
     assert row.status == CONFORMS, row.reason
+
+
+def test_values_rescaled_by_a_constant_are_a_walk_and_a_norm_on_them_fails():
+    # MiMo-V2-Flash multiplies v_proj's output by a constant v_scale: a scale folded into W_V, a walk
+    row = _row("mimo_v2_flash", "MiMoV2FlashAttention")
+    assert row.status == CONFORMS, row.reason
+    # Gemma-4 normalises each value head (an RMSNorm on v): the values vary per token, no constant W_V
+    row = _row("gemma4_unified", "Gemma4UnifiedTextAttention")
+    assert row.status == FAILS_, row.reason
+    assert row.reason.startswith("a norm on the values") and "violates T2" in row.reason
+
+
+def test_scaled_blocks_finds_per_token_rescalings_of_head_blocks():
+    from numerics.conformance.torch_adapter import scaled_blocks
+
+    g = torch.Generator().manual_seed(0)
+    Y = torch.randn(12, 3 * 4, generator=g, dtype=torch.float64)  # three head blocks of 4 columns
+    gain = torch.rand(4, generator=g, dtype=torch.float64) + 0.5
+    # a constant scale of blocks 2 and 0, in that order
+    V = torch.cat([0.25 * Y[:, 8:12], 0.25 * Y[:, 0:4]], 1) * gain.repeat(2)
+    idx, s, gg = scaled_blocks(Y, V, 2, 4, torch.float64)
+    assert idx.tolist() == [8, 9, 10, 11, 0, 1, 2, 3]
+    assert torch.allclose(s[:, :1] * gg[None, :4], torch.full((12, 4), 0.25, dtype=torch.float64) * gain, rtol=1e-12)
+    assert torch.allclose(s, s[0].expand_as(s), rtol=1e-12)  # constant per head
+    # an RMS norm per token and head: the factor varies per token
+    blk = Y[:, 4:8]
+    N = blk / blk.pow(2).mean(1, keepdim=True).sqrt()
+    idx, s, _ = scaled_blocks(Y, N, 1, 4, torch.float64)
+    assert idx.tolist() == [4, 5, 6, 7] and float(s[:, 0].std()) > 1e-3
+    # a mixing of the columns is no rescaling
+    M = Y[:, 0:4] @ torch.randn(4, 4, generator=g, dtype=torch.float64)
+    assert scaled_blocks(Y, M, 1, 4, torch.float64) is None
