@@ -142,3 +142,28 @@ def test_scaled_blocks_finds_per_token_rescalings_of_head_blocks():
     # a mixing of the columns is no rescaling
     M = Y[:, 0:4] @ torch.randn(4, 4, generator=g, dtype=torch.float64)
     assert scaled_blocks(Y, M, 1, 4, torch.float64) is None
+
+
+def test_every_row_is_judged_a_harness_gap_or_outside_the_class_exactly_once():
+    from numerics.census.report import HYP_FAILS, TIMED_OUT, UNDECIDED_, render_markdown, split_rows
+    from numerics.census.run import CensusResult, CensusRow
+
+    rows = [
+        CensusRow("A", "f", "m", CONFORMS, "T2 holds"),
+        CensusRow("B", "f", "m", HYP_FAILS, "sinks"),
+        CensusRow("C", "f", "m", FAILS_, "a gate …"),
+        CensusRow("D", "f", "m", UNDECIDED_, "no identifying draw"),
+        CensusRow("E", "f", "m", TIMED_OUT, "out of time"),
+        CensusRow("F", "f", "m", DECLINED, "the module does not import (ModuleNotFoundError: torchaudio)"),
+        CensusRow("G", "f", "m", DECLINED, "XModel did not run on the drawn inputs (ValueError: …)"),
+        CensusRow("H", "f", "m", DECLINED, "not instantiated by a tiny base model of its family (…)"),
+    ]
+    judged, gaps, outside = split_rows(rows)
+    assert [r.cls for r in judged] == ["A", "B", "C", "D"]
+    assert [r.cls for r in gaps] == ["E", "G", "H"]
+    assert [r.cls for r in outside] == ["F"]
+    res = CensusResult(rows, "5.24.0", "2.13.0", 0, 2, "today", 1.0, 1.0, 1)
+    md = render_markdown(res)
+    assert "**Judged: 4 of 8 classes (50 %)**" in md and "3 are the census harness's gaps" in md
+    assert "## Not judged: the harness's gaps" in md and "- `G` (f), declined: XModel did not run" in md
+    assert "## Not judged: outside the class" in md and "- `F` (f): the module does not import" in md
