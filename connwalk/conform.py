@@ -70,6 +70,7 @@ OPTION_NAMES = {
     "max_batch": "--max-batch",
     "layers": "--layers",
     "hypotheses": "--no-hypotheses",
+    "causal": "--causal",
 }
 
 #: the kit's fields of an extraction, in the words of the user whose module produced them
@@ -153,6 +154,11 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
         "--min-length", type=int, default=1, help="shortest drawn sequence (default 1; at most --max-length)"
     )
     p.add_argument("--max-batch", type=int, default=2, help="largest drawn batch (default 2)")
+    p.add_argument(
+        "--causal",
+        action="store_true",
+        help="the module runs causal only: every draw is causal (as its attribute connwalk_causal = True declares)",
+    )
     p.add_argument(
         "--layers", type=int, nargs="+", default=None, metavar="I", help="layers of a whole model (default all)"
     )
@@ -360,6 +366,7 @@ def _check(args, obj, progress):
         min_length=args.min_length,
         max_batch=args.max_batch,
         hypotheses=not args.no_hypotheses,
+        causal=True if args.causal else None,
         adapter=adapter,
         progress=progress.status,
     )

@@ -348,9 +348,7 @@ def _precision(ex: Extraction) -> torch.dtype | None:
     return stored_precision(ex.A.detach()) if isinstance(ex.A, torch.Tensor) else None
 
 
-def check_draw(
-    module, draw: Draw, *, adapter: Adapter | None = None, layers=None, shadow: bool = True, causal=None
-):
+def check_draw(module, draw: Draw, *, adapter: Adapter | None = None, layers=None, shadow: bool = True, causal=None):
     """Judge one :class:`Draw` (a counterexample's, to replay it): the :class:`DrawResult` of each
     extracted layer (T2's hypotheses and identity, which run decided; no T3/T5). A draw that is no
     input of the module (:func:`numerics.conformance.bounds.validate_draw`) raises a typed error naming

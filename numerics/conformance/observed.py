@@ -226,7 +226,10 @@ def extract_observed(
         if kpm is not None:
             arg = next((p for p in MASK_ARGUMENTS if p in _forward_parameters(root)), "")
             if not arg:
-                return exs, Seen(trusted=BOTH, why=f"the draw pads keys {list(d.pad)}; its forward takes no {' / '.join(MASK_ARGUMENTS)}")
+                return exs, Seen(
+                    trusted=BOTH,
+                    why=f"the draw pads keys {list(d.pad)}; its forward takes no {' / '.join(MASK_ARGUMENTS)}",
+                )
             kw[arg] = kpm
         w = Watcher(d.batch, root)
         try:
@@ -275,7 +278,9 @@ def _layout(p: tuple[int, ...]) -> str:
     names = [""] * 4
     for want, got in enumerate(p):
         names[got] = _AXES[want]
-    where = " (heads last)" if names[3] == "H" else " (queries before heads)" if names.index("n") < names.index("H") else ""
+    where = (
+        " (heads last)" if names[3] == "H" else " (queries before heads)" if names.index("n") < names.index("H") else ""
+    )
     return "(" + ", ".join(names) + ")" + where
 
 
