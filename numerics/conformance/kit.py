@@ -9,12 +9,19 @@ One call, on any attention ``nn.Module``::
     assert_conforms(module)                   # in a test: AssertionError with the counterexample
 
 **The contract.** The module is run in eval mode (``module.eval()`` for the call, its training flag
-restored after): dropout is off, as at inference. *Trusted as given*: the attention ``A`` the module
-(or its adapter) reports and the factors it claims (``W_O``, ``W_V``, biases, read from its
-parameters). *Verified*, on every draw: T2's hypotheses on that ``A`` and T2's identity between the
-module's own output and the walk those factors make — so a module that reports one ``A`` and uses
-another, or claims one ``W_O`` and applies another, fails; a module that uses and reports an ``A``
-that is not a walk fails a hypothesis.
+restored after): dropout is off, as at inference. *Claimed*: the factors (``W_O``, ``W_V``, biases,
+``values``), verified through the identity. *Observed, never taken on the adapter's word*: where an
+adapter reports the module's output and ``A`` (``connwalk_attention``, an ``Adapter`` of your own), the
+kit runs the module's own forward on the same tokens under the torch capture
+(:mod:`numerics.conformance.observed`) and judges *that* output; a reported output or ``A`` that
+disagrees with it (another output, ``A`` heads last, a null key's column left in, another attention
+than the kernel's) is an :class:`~numerics.errors.AdapterMismatchError` naming the field. What cannot be
+observed (no forward the kit can call on the tokens: output and ``A``; no single attention kernel in
+it: ``A``) is each row's ``trusted``, with why. *Verified*, on every draw: T2's hypotheses on ``A`` and
+T2's identity between the module's own output and the walk the factors make — so a module that returns
+one ``A`` and uses another, or claims one ``W_O`` and applies another, fails; a module that uses and
+reports an ``A`` that is not a walk fails a hypothesis. A module that runs causal only declares it
+(``connwalk_causal = True``, or ``causal=True``): every draw is causal.
 
 What it does, per Hypothesis draw (seeded: ``seed``; ``examples`` draws, then one more that repeats
 the last draw's shape with another seed, so that an ``A`` kept from the previous call is judged also
@@ -96,7 +103,9 @@ that runs the module on ``X`` ``(B, n, d)`` (``key_padding_mask`` ``(B, n)`` boo
 leave the parameter out if the module takes no mask) and returns the module's output together with
 the ``A`` it used (over the real keys; a sink's column left out) and the factors it claims
 (:class:`Extraction`'s fields), plus an attribute ``embed_dim`` (or ``d_model``); or pass
-``adapter=`` any :class:`Adapter`.
+``adapter=`` any :class:`Adapter`. So that the kit can run the module itself, its ``forward`` takes ``X``
+(and the mask as ``key_padding_mask``) and returns the output (first, where it returns a tuple); ``A`` is
+laid out ``(B, H, n, m)``, heads before queries. ``connwalk_causal = True`` declares a causal-only module.
 """
 
 from __future__ import annotations
@@ -384,7 +393,9 @@ def check_attention(
     ``layers``: for a whole Hugging Face model, the layer indices to check (default all);
     ``shadow``: also run a float64 copy of the module on the same draws (default True);
     ``min_length``: the smallest ``n`` drawn (default 1; at most ``max_length``, else
-    :class:`~numerics.errors.ParameterError` naming it); ``progress``: a callable told, one line at a
+    :class:`~numerics.errors.ParameterError` naming it); ``causal``: True declares the module causal-only
+    (every draw causal), False draws none, None (default) follows the module's ``connwalk_causal``
+    (:func:`~numerics.conformance.bounds.check_causal`); ``progress``: a callable told, one line at a
     time, which draw and layer the check is at. The last draw repeats the shape of the one before with
     another seed (one draw more than ``examples``), so that attention kept from the previous call is caught also
     where the shapes agree. Returns a

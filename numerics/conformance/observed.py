@@ -33,8 +33,9 @@ from __future__ import annotations
 
 import inspect
 import itertools
+import math
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NoReturn
 
 import torch
 
@@ -342,14 +343,17 @@ def _check_output(ex: Extraction, own: torch.Tensor, qm) -> None:
             "expected the module's own output (B, n, d_out)",
             argument="output",
         )
-    diff = own.detach().to(F64) - rep.detach().cpu().to(F64)
+    a, b = own.detach().to(F64), rep.detach().cpu().to(F64)
+    diff = torch.where((a == b) | (a.isnan() & b.isnan()), torch.zeros((), dtype=F64), a - b)  # inf = inf, NaN = NaN
     if qm is not None:
         diff = torch.where(qm.to(torch.bool)[:, :, None], diff, torch.zeros((), dtype=F64))
     r = float(torch.linalg.vector_norm(diff))
     if r == 0.0:
         return
+    if not math.isfinite(r):  # a NaN / inf on one side only
+        _mismatch(f"where the other is finite, one holds NaN / inf (‖Y_module − Y_reported‖_F = {r})")
     v_own, v_rep = _fit(ex, qm, output=own), _fit(ex, qm)
-    scale = float(torch.linalg.vector_norm(own.to(F64))) + float(torch.linalg.vector_norm(rep.to(F64)))
+    scale = float(torch.linalg.vector_norm(a)) + float(torch.linalg.vector_norm(b))
     if v_own is not None and v_rep is not None:  # each side within its own T2 bound of the walk
         bound = v_own.bound + v_rep.bound
     else:  # no identity to state the bound from (an A of another shape): the outputs' own rounding
@@ -357,12 +361,15 @@ def _check_output(ex: Extraction, own: torch.Tensor, qm) -> None:
         bound = tol(dt, own.shape[-1], scale=scale, safety=ROUNDING_SAFETY)
     _, fails = decide(r, bound, rounding_error(2, scale))
     if fails:
-        raise AdapterMismatchError(
-            f"the reported output is not the module's own: its forward on the same input gives "
-            f"‖Y_module − Y_reported‖_F = {r:.3e} > {bound:.3e} (the accuracy both deliver); expected the "
-            "module's own output (B, n, d_out), not a recomputation",
-            argument="output",
-        )
+        _mismatch(f"‖Y_module − Y_reported‖_F = {r:.3e} > {bound:.3e} (the accuracy both deliver)")
+
+
+def _mismatch(what: str) -> NoReturn:
+    raise AdapterMismatchError(
+        f"the reported output is not the module's own: its forward on the same input gives {what}; expected the "
+        "module's own output (B, n, d_out), not a recomputation",
+        argument="output",
+    )
 
 
 def _check_values(ex: Extraction, seen: Seen, qm) -> None:

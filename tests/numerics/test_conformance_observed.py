@@ -105,6 +105,22 @@ def test_talking_heads_reported_honestly_is_judged_not_an_adapter_error():
     assert all(r.t2.status == "holds" and r.trusted == () for r in rep.results)
 
 
+class NaNReported(Attn):
+    """Reports NaN where its own (finite) output is: the NaN is the adapter's, not the module's."""
+
+    def connwalk_attention(self, X, key_padding_mask=None):
+        ex = super().connwalk_attention(X, key_padding_mask)
+        ex.output = ex.output * float("nan")
+        return ex
+
+
+def test_a_nan_only_the_adapter_reports_is_an_adapter_error():
+    """On today's main: *fails* (the module blamed for its adapter's NaN)."""
+    with pytest.raises(AdapterMismatchError) as ei:
+        check_attention(NaNReported(), examples=3, hypotheses=False)
+    assert ei.value.argument == "output" and "NaN" in str(ei.value)
+
+
 # --------------------------------------------------------------------------- the layout of A
 class HeadsLast(Attn):
     """Reports its (correct) attention laid out ``(B, n, m, H)``."""
