@@ -162,6 +162,28 @@ def test_a_null_keys_column_left_in_a_is_an_adapter_error():
     assert ei.value.argument == "A" and "key columns" in str(ei.value) and "null" in str(ei.value)
 
 
+class KeptA(Attn):
+    """Its ``connwalk_attention`` reports the first call's attention of each input shape again (the
+    module's softmax is observed: the kit compares)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.kept: dict = {}
+
+    def connwalk_attention(self, X, key_padding_mask=None):
+        ex = super().connwalk_attention(X, key_padding_mask)
+        mask = None if key_padding_mask is None else tuple(key_padding_mask.reshape(-1).tolist())
+        ex.A = self.kept.setdefault((tuple(X.shape), mask), ex.A)
+        return ex
+
+
+def test_an_attention_kept_from_another_call_is_an_adapter_error_where_the_kernel_is_seen():
+    """On today's main: *fails*, found only on the repeated shape."""
+    with pytest.raises(AdapterMismatchError) as ei:
+        check_attention(KeptA(), examples=6, seed=0, hypotheses=False)
+    assert ei.value.argument == "A" and "not the attention the module's kernel computed" in str(ei.value)
+
+
 # --------------------------------------------------------------------------- honest modules and adapters
 def test_an_honest_protocol_module_still_conforms_observed():
     rep = check_attention(Attn(), examples=6, hypotheses=False)
