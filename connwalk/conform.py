@@ -124,7 +124,9 @@ exit status:
      file that cannot be written, a target that does not import or is not
      an attention module, a factory or class that raises or needs
      arguments, a model or draw over the memory budget (environment
-     variable CONNWALK_MEMORY_BUDGET, e.g. 8G)
+     variable CONNWALK_MEMORY_BUDGET, e.g. 8G), an adapter
+     (connwalk_attention) whose reported output or A is not what the
+     module itself computed on the same input (the field is named)
   3  undecided: no draw fails, but one is within the rounding error of
      its bound (neither holds nor fails at the module's precision), or
      no draw determines A (the table's header: "k of N draws identifying")
