@@ -9,8 +9,8 @@ convention). :func:`reconcile` then compares, per draw:
 
 * **output**: the module's own output (the first tensor its forward returned, batch first) against the
   reported one, at the accuracy both sides deliver: ``‖Y_module − Y_reported‖_F`` against the sum of the
-  two T2 bounds (each is within its own bound of the walk where the module is one), three-valued; the
-  output judged is the module's own.
+  two T2 bounds (each is within its own bound of the walk where the module is one), three-valued (a
+  NaN / inf on one side only disagrees; equal ones agree); the output judged is the module's own.
 * **A**: where the capture sees exactly one attention kernel in the module's call (a softmax consumed by
   a matmul / einsum, ``F.scaled_dot_product_attention``, ``F.multi_head_attention_forward``), its
   float64 attention ``(B, H, n, m)`` against the reported ``A``. The layout first: a reported ``A`` that
@@ -24,8 +24,9 @@ A disagreement is an :class:`~numerics.errors.AdapterMismatchError` naming the f
 must have, never a verdict on the module. What could not be observed is recorded per draw as
 ``trusted`` (the fields taken as reported) with ``why`` (:class:`Seen`): ``("output", "A")`` where the kit
 cannot run the module's forward on the drawn tokens (no ``torch.nn.Module``, a forward that raises or
-returns no ``(B, n, d_out)`` tensor, a padded draw its forward takes no mask for, an adapter that reports
-several layers or whose values are not the kit's tokens), ``("A",)`` where the forward ran but the
+returns no ``(B, n, d_out)`` tensor, a padded draw its forward takes no mask for, a causal draw an
+adapter passes its own way without running the module, an adapter that reports several layers or whose
+values are not the kit's tokens), ``("A",)`` where the forward ran but the
 capture saw no attention kernel in it, or several. The factors (``W_O``, ``W_V``, biases, ``values``)
 are claims the identity verifies on the module's own output, never trusted as evidence on their own."""
 
@@ -222,6 +223,8 @@ def extract_observed(
         if X is None:
             why = "the adapter did not run the module, and its values are not the kit's drawn tokens (B, n, d_model)"
             return exs, Seen(trusted=BOTH, why=why)
+        if d.causal and ad.takes_causal:  # the adapter passes the flag its own way: no convention to call with
+            return exs, Seen(trusted=BOTH, why="the draw is causal and the adapter did not run the module itself")
         kw: dict = {}
         kpm = d.key_padding_mask()
         if kpm is not None:
