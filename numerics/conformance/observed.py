@@ -314,13 +314,12 @@ def reconcile(ex: Extraction, seen: Seen, d: Draw, cross: bool = False) -> None:
 def _check_layout(ex: Extraction, obs: torch.Tensor, out, qm, how: str) -> None:
     rep, want = ex.A.detach(), tuple(obs.shape)
     same = tuple(rep.shape) == want
-    if same:
+    perms = [p for p in itertools.permutations(range(4)) if p != (0, 1, 2, 3) and tuple(rep.permute(p).shape) == want]
+    if same and perms:  # axes of equal sizes: only the values can tell the layout
         v = _fit(ex, qm, A=rep, output=out)
         if v is None or v.status != FAILS:
             return
-    for p in itertools.permutations(range(4)):
-        if p == (0, 1, 2, 3) or tuple(rep.permute(p).shape) != want:
-            continue
+    for p in perms:
         v = _fit(ex, qm, A=rep.permute(p), output=out)
         if v is not None and (v.status == HOLDS or (not same and v.status != FAILS)):
             raise AdapterMismatchError(

@@ -282,6 +282,15 @@ def test_a_causal_only_module_declares_it_and_every_draw_is_causal():
         check_attention(m, adapter=CausalOnlyAdapter(m), examples=6, hypotheses=False)
 
 
+def test_a_counterexample_of_a_check_declared_causal_replays_causal():
+    m = Unmasked(causal=True, defect="transpose_out")
+    rep = check_attention(m, examples=4, hypotheses=False, causal=True)
+    cx = rep.counterexample
+    assert rep.verdict == "fails" and cx is not None and cx.draw.causal and "causal=True)" in cx.replay()
+    (r,) = check_draw(m, cx.draw, causal=True)  # the replay runs: the draw is the module's input
+    assert r.t2.status == "fails"
+
+
 @pytest.mark.parametrize("value", ["yes", 1, 0.0])
 def test_a_bad_causal_is_named(value):
     with pytest.raises(ParameterError) as ei:
