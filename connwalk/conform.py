@@ -72,6 +72,7 @@ OPTION_NAMES = {
     "max_batch": "--max-batch",
     "layers": "--layers",
     "hypotheses": "--no-hypotheses",
+    "causal": "--causal",
 }
 
 #: the kit's fields of an extraction, in the words of the user whose module produced them
@@ -131,7 +132,9 @@ exit status:
      file that cannot be written, a target that does not import or is not
      an attention module, a factory or class that raises or needs
      arguments, a model or draw over the memory budget (environment
-     variable CONNWALK_MEMORY_BUDGET, e.g. 8G)
+     variable CONNWALK_MEMORY_BUDGET, e.g. 8G), an adapter
+     (connwalk_attention) whose reported output or A is not what the
+     module itself computed on the same input (the field is named)
   3  undecided: no draw fails, but one is within the rounding error of
      its bound (neither holds nor fails at the module's precision), or
      no draw determines A (the table's header: "k of N draws identifying")
@@ -161,6 +164,11 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
         "--min-length", type=int, default=1, help="shortest drawn sequence (default 1; at most --max-length)"
     )
     p.add_argument("--max-batch", type=int, default=2, help="largest drawn batch (default 2)")
+    p.add_argument(
+        "--causal",
+        action="store_true",
+        help="the module runs causal only: every draw is causal (as its attribute connwalk_causal = True declares)",
+    )
     p.add_argument(
         "--layers", type=int, nargs="+", default=None, metavar="I", help="layers of a whole model (default all)"
     )
@@ -402,6 +410,7 @@ def _check(args, obj, progress):
         min_length=args.min_length,
         max_batch=args.max_batch,
         hypotheses=not args.no_hypotheses,
+        causal=True if args.causal else None,
         adapter=adapter,
         progress=progress.status,
     )

@@ -239,6 +239,7 @@ ROOMS: dict[str, list[str]] = {
         "numerics.conformance.hf",
         "numerics.conformance.checks",
         "numerics.conformance.adapters",
+        "numerics.conformance.observed",
         "numerics.conformance.bounds",
         "numerics.conformance.kit",
         "numerics.conformance",
