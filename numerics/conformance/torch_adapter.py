@@ -128,8 +128,17 @@ def _value_projection(k: Kernel, linears: list[LinearCall], name: str, notes: li
     )
 
 
+#: the note of an attention output read among other columns of the projection's input or the module's output
+BESIDE = "columns beside the attention output (a convolution or mixing next to it) reach the output"
+
+
 def _output_projection(
-    k: Kernel, linears: list[LinearCall], own: torch.Tensor | None, name: str, projection_output: list | None = None
+    k: Kernel,
+    linears: list[LinearCall],
+    own: torch.Tensor | None,
+    name: str,
+    projection_output: list | None = None,
+    notes: list | None = None,
 ):
     """``(W_O, b_O)``: the linear after the kernel whose input columns are the kernel's output; else the
     linear after it whose output *is* the module's own output (natural head layout)."""
@@ -150,6 +159,18 @@ def _output_projection(
                 if projection_output is not None:  # the projection's own output, in the rows read
                     projection_output.append(list(_rows(lc.y, B, n))[r])
                 return W_O, _bias(lc)
+    for lc in after:  # a projection of the attention output beside other columns (a convolution's: not a walk)
+        for r, x in enumerate(_rows(lc.x, B, n)):
+            if x.shape[-1] <= H * dh:
+                continue
+            idx = match_columns(x.reshape(B * n, -1), att)
+            if idx is not None:
+                W = lc.W.detach()
+                if notes is not None:
+                    notes.append(BESIDE)
+                if projection_output is not None:
+                    projection_output.append(list(_rows(lc.y, B, n))[r])
+                return W[:, idx].reshape(W.shape[0], H, dh).permute(1, 0, 2), _bias(lc)
     for lc in after:
         if own is None or lc.x.shape[-1] != H * dh or lc.y.shape != own.shape:
             continue
@@ -158,15 +179,18 @@ def _output_projection(
             # the natural head layout, and the identity decides (the module's own output is judged)
             W = lc.W.detach()
             return W.reshape(W.shape[0], H, dh).permute(1, 0, 2), _bias(lc)
-    if own is not None and own.numel() == att.numel() and own.shape[-1] == H * dh:
-        # the module returns the attention output itself (its projection is another module's): W_O = I
-        ys = own.detach().reshape(B * n, H * dh)
-        idx = torch.arange(H * dh) if torch.equal(ys, att) else match_columns(att, ys)
+    for ys in [] if own is None else _rows(own.detach(), B, n):
+        # the module returns the attention output itself (its projection is another module's: W_O = I), or
+        # among other columns (a convolution beside it: W_O selects the attention's, the others are not a walk)
+        if ys.shape[-1] < H * dh:
+            continue
+        idx = match_columns(ys.reshape(B * n, -1), att)
         if idx is not None:
-            eye = torch.eye(H * dh, dtype=att.dtype)
-            inv = torch.empty_like(idx)
-            inv[idx] = torch.arange(idx.numel())
-            return eye[:, inv].reshape(H * dh, H, dh).permute(1, 0, 2), None
+            if notes is not None and ys.shape[-1] > H * dh:
+                notes.append(BESIDE)
+            W_O = torch.zeros(ys.shape[-1], H * dh, dtype=att.dtype)
+            W_O[idx, torch.arange(H * dh)] = 1.0
+            return W_O.reshape(-1, H, dh).permute(1, 0, 2), None
     raise TorchCaptureError(
         f"{name}: the kernel's output ({k.how}) reaches no F.linear output projection unchanged, and the "
         "module's output is no projection's output (a gate, norm or nonlinearity after it): not of the walk's "
@@ -231,7 +255,7 @@ def read_run(
         lin = [c for c in run.obs.linears if _inside(run, target, [c.seq])]
         W_V, b_V, values = _value_projection(k, lin, name, notes)
         seen: list = []
-        W_O, b_O = _output_projection(k, lin, own, name, seen)
+        W_O, b_O = _output_projection(k, lin, own, name, seen, notes)
         if projection and seen:
             own = seen[0]
         H, Hkv = k.A.shape[1], W_V.shape[0]

@@ -167,3 +167,13 @@ def test_every_row_is_judged_a_harness_gap_or_outside_the_class_exactly_once():
     assert "**Judged: 4 of 8 classes (50 %)**" in md and "3 are the census harness's gaps" in md
     assert "## Not judged: the harness's gaps" in md and "- `G` (f), declined: XModel did not run" in md
     assert "## Not judged: outside the class" in md and "- `F` (f): the module does not import" in md
+
+
+def test_a_convolution_beside_the_attention_fails_with_the_structure_named():
+    # ConvBERT concatenates a span-based convolution's output with the attention output before the output
+    # projection: the projection's input holds the attention's columns among others, which are no walk
+    from numerics.conformance.torch_adapter import BESIDE
+
+    row = _row("convbert", "ConvBertAttention")
+    assert row.status == FAILS_, row.reason
+    assert row.reason.startswith(BESIDE) and "violates T2" in row.reason
