@@ -31,6 +31,12 @@ the output of a linear after the kernel that reads as many columns (a gate, a no
 between the kernel and its output projection), that projection is ``W_O`` in the natural head layout and
 the identity decides: the module's own output is judged. The values are the tokens the value projection reads. What cannot be
 located raises :class:`TorchCaptureError` naming ``module``.
+
+``F.linear``'s arguments are read by name as well as by position. A vector over the features added in
+place to a linear's output (``qkv += bias``) is folded into that call's bias; any other in-place change
+of the output leaves the call stale (not used as a projection). A kernel output ``(B, H, n, d_h)``
+multiplied by a parameter or buffer of the module, or a tensor computed from them alone, that is
+constant over batch and tokens (a per-head scale) is a fixed diagonal on the values: it is folded into ``W_V`` (:attr:`Kernel.scale`).
 """
 
 from __future__ import annotations
@@ -61,6 +67,22 @@ F64 = torch.float64
 _SOFTMAX = {torch.softmax, F.softmax, torch.Tensor.softmax}
 _MATMUL = {torch.matmul, torch.Tensor.matmul, torch.Tensor.__matmul__, torch.bmm, torch.Tensor.bmm}
 _MHA_SIGNATURE = inspect.signature(F.multi_head_attention_forward)
+_IADD = {torch.Tensor.__iadd__, torch.Tensor.add_}
+_MUL = {
+    torch.mul,
+    torch.Tensor.mul,
+    torch.Tensor.__mul__,
+    torch.Tensor.__rmul__,
+    torch.Tensor.mul_,
+    torch.Tensor.__imul__,
+}
+
+
+def _version(t: torch.Tensor) -> int:
+    try:
+        return int(t._version)
+    except RuntimeError:  # an inference-mode tensor keeps no version counter
+        return 0
 
 
 class TorchCaptureError(CaptureError):
@@ -78,6 +100,11 @@ class LinearCall:
     W: torch.Tensor
     b: torch.Tensor | None
     y: torch.Tensor
+    version: int = 0  # ``y._version`` as read: another in-place change of ``y`` makes this call stale
+
+    def fresh(self) -> bool:
+        """``y`` is still what ``x Wᵀ + b`` made (no in-place change since, other than a folded bias)."""
+        return _version(self.y) == self.version
 
 
 @dataclass
@@ -94,6 +121,7 @@ class Kernel:
     out: torch.Tensor | None = None
     factors: tuple | None = None
     returned: torch.Tensor | None = None
+    scale: torch.Tensor | None = None  # ``(H, d_h)`` float64: a fixed per-head/channel factor on ``out``
 
 
 @dataclass
@@ -176,6 +204,9 @@ class Observer(TorchFunctionMode):
         self.calls: dict[int, _Call] = {}
         self.taint: dict[int, int] = {}  # id(tensor) → index of the softmax it derives from
         self.keep: list[torch.Tensor] = []  # tainted tensors held, so that their ids stay theirs
+        self.state: set[int] = set()  # ids of the run module's parameters and buffers (its fixed state)
+        self.kout: dict[int, int] = {}  # id(a kernel's (B, H, n, d_h) output, held) → its index in ``kernels``
+        self.lin_out: dict[int, int] = {}  # id(linear output) → its index in ``linears`` (held there)
 
     def _tick(self) -> int:
         self.seq += 1
@@ -187,10 +218,14 @@ class Observer(TorchFunctionMode):
             out = func(*args, **kwargs)
             self._mha(args, kwargs, out)
             return out
+        if func in _IADD and args and id(args[0]) in self.lin_out:
+            return self._bias_add(func, args, kwargs)
         out = func(*args, **kwargs)
         if func is F.linear:
-            b = args[2] if len(args) > 2 else kwargs.get("bias")
-            self.linears.append(LinearCall(self._tick(), args[0], args[1], b, out))
+            a = dict(zip(("input", "weight", "bias"), args), **kwargs)  # timm's EVA: F.linear(x, weight=…, bias=…)
+            lc = LinearCall(self._tick(), a["input"], a["weight"], a.get("bias"), out, _version(out))
+            self.lin_out[id(out)] = len(self.linears)
+            self.linears.append(lc)
         elif func is F.scaled_dot_product_attention:
             self._sdpa(args, kwargs, out)
         elif func in _SOFTMAX:
@@ -199,12 +234,68 @@ class Observer(TorchFunctionMode):
             if isinstance(dim, int) and isinstance(out, torch.Tensor):
                 self.softmaxes.append(_Softmax(self._tick(), args[0], dim, out, dt))
                 self._mark(out, len(self.softmaxes) - 1)
+        elif func in _MUL and self._scaled(args, out):
+            pass
         elif func in _MATMUL or func is torch.einsum:
             if not self._consumer(func, args, out):
                 self._spread(args, kwargs, out)
         elif self.taint:
             self._spread(args, kwargs, out)
+        self._derive(args, kwargs, out)
         return out
+
+    def _derive(self, args, kwargs, out) -> None:
+        """What is computed from the module's parameters and buffers alone (``head_gate.sigmoid()``) is
+        fixed state too (held, so that its id stays its own)."""
+        ts = list(_tensors((args, kwargs)))
+        if ts and all(id(t) in self.state for t in ts):
+            for t in _tensors(out):
+                self.state.add(id(t))
+                self.keep.append(t)
+
+    def _bias_add(self, func, args, kwargs):
+        """``y += b`` on a linear's output ``y`` (timm's EVA with ``qkv_bias_separate``): a vector over
+        ``y``'s last axis is folded into that call's bias; any other in-place change leaves it stale."""
+        lc = self.linears[self.lin_out[id(args[0])]]
+        other = args[1] if len(args) > 1 else kwargs.get("other")
+        was_fresh = lc.fresh()
+        out = func(*args, **kwargs)
+        vec = (
+            isinstance(other, torch.Tensor) and other.numel() == lc.y.shape[-1] and other.shape[-1:] == lc.y.shape[-1:]
+        )
+        if vec and was_fresh and kwargs.get("alpha", 1) == 1 and out is lc.y:
+            add = other.detach().reshape(-1).clone()
+            lc.b = add if lc.b is None else lc.b.detach() + add
+            lc.version = _version(lc.y)
+        return out
+
+    def _kernel_out(self, out) -> None:
+        if isinstance(out, torch.Tensor) and out.ndim == 4:
+            self.kout[id(out)] = len(self.kernels) - 1
+            self.keep.append(out)
+
+    def _scaled(self, args, out) -> bool:
+        """``out = o * s`` on a kernel's ``(B, H, n, d_h)`` output ``o`` with ``s`` a parameter or buffer of
+        the module or computed from them alone, constant over batch and tokens (open_clip's ``head_scale``):
+        a fixed diagonal on each head's values, folded into ``W_V``. A factor that reads the input (a gate)
+        is not folded."""
+        if len(args) != 2 or not isinstance(out, torch.Tensor):
+            return False
+        for o, sc in (args, args[::-1]):
+            if id(o) not in self.kout or id(sc) not in self.state or sc.ndim > 4 or out.shape != o.shape:
+                continue
+            s4 = sc.detach().reshape((1,) * (4 - sc.ndim) + tuple(sc.shape))
+            if s4.shape[0] != 1 or s4.shape[2] != 1:
+                return False  # varies with the batch row or the token: no fixed factor
+            k = self.kernels[self.kout[id(o)]]
+            if k.out is None or tuple(k.out.shape) != tuple(o.shape):
+                return False
+            f = s4.to(F64).expand(1, o.shape[1], 1, o.shape[3])[0, :, 0, :]
+            k.scale = f if k.scale is None else k.scale * f
+            k.out = out
+            self._kernel_out(out)
+            return True
+        return False
 
     def _mark(self, t: torch.Tensor, k: int) -> None:
         self.taint[id(t)] = k
@@ -241,6 +332,7 @@ class Observer(TorchFunctionMode):
         A4, v4, o4 = self._heads(A), self._heads(v), self._heads(out)
         if A4 is not None and v4 is not None and o4 is not None:
             self.kernels.append(Kernel(self._tick(), how, A4, q.dtype, v4, o4))
+            self._kernel_out(out)
 
     def _consumer(self, func, args, out) -> bool:
         """``P' @ V`` with ``P'`` derived from an observed softmax: a kernel; False if this is none."""
@@ -269,6 +361,7 @@ class Observer(TorchFunctionMode):
         if A4 is None or v4 is None or o4 is None:
             return False
         self.kernels.append(Kernel(self._tick(), how, A4, P.dtype, v4, o4))
+        self._kernel_out(out)
         return True
 
     def _mha(self, args, kwargs, out) -> None:
@@ -364,6 +457,7 @@ def observe(module: torch.nn.Module, *inputs, **kwargs) -> Run:
     """Run ``module(*inputs, **kwargs)`` under an :class:`Observer` (batch: the first input's first
     axis), with forward hooks placing each observation inside the module that made it."""
     obs = Observer(int(inputs[0].shape[0]))
+    obs.state = {id(t) for t in (*module.parameters(), *module.buffers())}
     paths = {id(m): nm for nm, m in module.named_modules()}
     handles = []
 
