@@ -187,7 +187,14 @@ def test_an_entry_point_only_runs_its_command_and_nothing_imports_it(entry):
 
 #: numerics' rooms by concern, bottom to top, each a one-way chain (a package's face last)
 ROOMS: dict[str, list[str]] = {
-    "base": ["numerics.errors", "numerics", "numerics.tolerance", "numerics.threads", "numerics.device"],
+    "base": [
+        "numerics.errors",
+        "numerics.vision_env",
+        "numerics",
+        "numerics.tolerance",
+        "numerics.threads",
+        "numerics.device",
+    ],
     "contracts": [
         "numerics.contracts.validate",
         "numerics.contracts.kinds",

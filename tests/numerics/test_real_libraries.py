@@ -13,8 +13,9 @@ transport depend on the query: no fixed ``W_O`` reproduces the output, *fails*.
 
 TransformerLens is not among them: its newest release (4.3.0) has no attention module of its own (4.0
 removed ``transformer_lens.components``; its ``TransformerBridge`` wraps transformers' modules, which the
-transformers path judges), and the last release that has one (3.9.0) imports its whole package —
-``datasets`` (with pyarrow), pandas, wandb — on ``import transformer_lens.components``."""
+transformers path judges), and the last release that has one (3.9.0) runs its package ``__init__`` on
+``import transformer_lens.components``, which imports ``datasets`` (with pyarrow) and pandas, and it
+declares wandb, sentencepiece, jaxtyping, beartype … besides: 10+ distributions the suite has no other use for."""
 
 from __future__ import annotations
 
