@@ -179,6 +179,31 @@ def test_timm_rotary_attention_conforms_judged_at_its_attention(factory):
     assert not torch.allclose(roped.A, plain.A)  # the rotation reached the kernel's scores
 
 
+# --------------------------------------------------------------------------- timm: differential attention
+def _diff(fused: bool, sub_norm: bool):
+    m = timm_layers.DiffAttention(32, num_heads=2)
+    m.fused_attn = fused
+    if not sub_norm:
+        m.sub_norm = nn.Identity()
+    return m
+
+
+@pytest.mark.parametrize("fused", [True, False], ids=["fused", "softmax"])
+def test_timm_differential_attention_is_no_walk(fused):
+    """``DiffAttention`` weights the values with ``A1 − λ·A2`` (two softmaxes; fused: two kernel calls over
+    the same ``v`` whose outputs are subtracted, which the capture combines into that one ``A``): entries
+    go negative and rows sum to ``1 − λ``, so T2's hypotheses fail. Without its per-head RMSNorm
+    (``sub_norm``) the output is ``(1 − λ_init)·W_O (A1 − λA2) V`` — the number folded into the values —
+    and the identity holds with that ``A``: *hypothesis fails*. With the norm (as timm builds it) the
+    transport depends on the query as well: *fails*. Both kernels' paths get the same verdict."""
+    rep = check_attention(_seeded(_diff, fused, sub_norm=False), examples=4, seed=0)
+    assert rep.verdict == "hypothesis fails", rep.table()
+    assert {"nonnegative", "row-stochastic"} <= set(rep.hypothesis_failures)
+    assert all(r.t2.status == "holds" for r in rep.results)
+    rep = check_attention(_seeded(_diff, fused, sub_norm=True), examples=4, seed=0)
+    assert rep.verdict == "fails" and any(r.t2.status == "fails" for r in rep.results), rep.table()
+
+
 # --------------------------------------------------------------------------- timm: fixed windows
 WINDOWED = [
     lambda: timm_swin.WindowAttention(32, num_heads=4, window_size=(2, 3)),
