@@ -189,19 +189,23 @@ def _diff(fused: bool, sub_norm: bool):
 
 
 @pytest.mark.parametrize("fused", [True, False], ids=["fused", "softmax"])
-def test_timm_differential_attention_is_no_walk(fused):
+@pytest.mark.parametrize("sub_norm", [False, True], ids=["no_sub_norm", "sub_norm"])
+def test_timm_differential_attention_is_no_walk(fused, sub_norm):
     """``DiffAttention`` weights the values with ``A1 − λ·A2`` (two softmaxes; fused: two kernel calls over
     the same ``v`` whose outputs are subtracted, which the capture combines into that one ``A``): entries
     go negative and rows sum to ``1 − λ``, so T2's hypotheses fail. Without its per-head RMSNorm
     (``sub_norm``) the output is ``(1 − λ_init)·W_O (A1 − λA2) V`` — the number folded into the values —
     and the identity holds with that ``A``: *hypothesis fails*. With the norm (as timm builds it) the
     transport depends on the query as well: *fails*. Both kernels' paths get the same verdict."""
-    rep = check_attention(_seeded(_diff, fused, sub_norm=False), examples=4, seed=0)
-    assert rep.verdict == "hypothesis fails", rep.table()
-    assert {"nonnegative", "row-stochastic"} <= set(rep.hypothesis_failures)
-    assert all(r.t2.status == "holds" for r in rep.results)
-    rep = check_attention(_seeded(_diff, fused, sub_norm=True), examples=4, seed=0)
-    assert rep.verdict == "fails" and any(r.t2.status == "fails" for r in rep.results), rep.table()
+    # small draws and no float64 shadow keep the counterexample's shrink (dozens of reruns) short: T2's
+    # hypotheses keep the module's own rounding in the shadow too, and with the norm the identity fails far
+    # above float32's bound
+    rep = check_attention(_seeded(_diff, fused, sub_norm), examples=3, seed=0, shadow=False, max_batch=1, max_length=4)
+    assert {"nonnegative", "row-stochastic"} <= set(rep.hypothesis_failures), rep.table()
+    if sub_norm:
+        assert rep.verdict == "fails" and any(r.t2.status == "fails" for r in rep.results), rep.table()
+    else:
+        assert rep.verdict == "hypothesis fails" and all(r.t2.status == "holds" for r in rep.results), rep.table()
 
 
 # --------------------------------------------------------------------------- timm: fixed windows
