@@ -22,6 +22,9 @@ __all__ = ["TorchCaptureAdapter", "capture_adapter_for", "read_run", "attention_
 F64 = torch.float64
 #: the dry run of :func:`capture_adapter_for`: batch and length told apart (a sequence-first module is seen)
 DRY = Draw(batch=2, n=3, m=3, pad=(0, 0), causal=False, seed=0, scale=1.0)
+#: the token counts the dry run tries, in order, until the module runs: a module that runs only on a fixed
+#: number of tokens (a Swin window, a relative-position table of fixed size) is found at its own
+DRY_LENGTHS = (3, *range(1, 3), *range(4, 65))
 
 
 def _rows(t: torch.Tensor, B: int, L: int):
@@ -97,7 +100,7 @@ def _value_projection(k: Kernel, linears: list[LinearCall], name: str, notes: li
     assert k.v is not None
     B, Hkv, m, dh = k.v.shape
     vals = k.v.detach().permute(0, 2, 1, 3).reshape(B * m, Hkv * dh)
-    for lc in reversed([c for c in linears if c.seq < k.seq]):
+    for lc in reversed([c for c in linears if c.seq < k.seq and c.fresh()]):
         for r, y in enumerate(_rows(lc.y, B, m)):
             idx = match_columns(y.reshape(B * m, -1), vals, distinct=False)
             if idx is None:
@@ -145,7 +148,7 @@ def _output_projection(
     assert k.out is not None
     B, H, n, dh = k.out.shape
     att = k.out.detach().permute(0, 2, 1, 3).reshape(B * n, H * dh)
-    after = [c for c in linears if c.seq > k.seq]
+    after = [c for c in linears if c.seq > k.seq and c.fresh()]
     for lc in after:
         for r, x in enumerate(_rows(lc.x, B, n)):
             if x.shape[-1] != H * dh:
@@ -263,6 +266,9 @@ def read_run(
             raise TorchCaptureError(f"{name}: {H} query heads and {Hkv} value heads", argument="module")
         kv = torch.arange(H) // (H // Hkv)
         W_V, b_V = W_V[kv], None if b_V is None else b_V[kv]
+        if k.scale is not None:  # a fixed per-head/channel factor on the kernel's output acts on the values
+            W_V = (W_V.to(F64) * k.scale[:, :, None]).to(W_V.dtype)  # the module's own precision
+            b_V = None if b_V is None else (b_V.to(F64) * k.scale).to(b_V.dtype)
     if not isinstance(own, torch.Tensor) or tuple(own.shape) != (B, n, W_O.shape[1]):
         got = tuple(own.shape) if isinstance(own, torch.Tensor) else type(own).__name__
         raise TorchCaptureError(
@@ -293,8 +299,10 @@ def attention_path(run: Run, root: torch.nn.Module) -> str:
 
 class TorchCaptureAdapter(Adapter):
     """Any attention module, run on drawn ``X`` ``(B, n, d_model)`` under the torch capture (module docstring);
-    ``path``: judge this submodule of ``module`` (a container run whole), named in :attr:`name`; ``d_model``:
-    the input width (default: the first ``nn.Linear``'s ``in_features``, an ``embed_dim``). Key padding is
+    ``path``: judge this submodule of ``module`` (a container run whole), named in :attr:`name`; ``length``:
+    the one token count the dry run found the module to run on, where it did not on 3 (a draw of another
+    length that the module refuses is then a :class:`TorchCaptureError` saying which ``min_length`` /
+    ``max_length`` to pass); ``d_model``: the input width (default: the first ``nn.Linear``'s ``in_features``, an ``embed_dim``). Key padding is
     drawn where ``module.forward`` takes torch's ``key_padding_mask`` / ``src_key_padding_mask`` (``(B, m)``
     bool, True = padded: a convention the name fixes); the kernel's mask is then read from its call. Other
     masks (``mask``, ``attn_mask``) are not drawn: their conventions differ between libraries."""
@@ -302,10 +310,12 @@ class TorchCaptureAdapter(Adapter):
     takes_mask = False
     mask_arg = ""
 
-    def __init__(self, module: torch.nn.Module, *, path: str = "", d_model: int | None = None) -> None:
+    def __init__(
+        self, module: torch.nn.Module, *, path: str = "", d_model: int | None = None, length: int | None = None
+    ) -> None:
         if not isinstance(module, torch.nn.Module):
             raise TorchCaptureError(f"expected a torch.nn.Module, got {type(module).__name__}", argument="module")
-        self.module, self.path = module, path
+        self.module, self.path, self.length = module, path, length
         try:
             self.target = module.get_submodule(path) if path else module
         except AttributeError:
@@ -328,9 +338,18 @@ class TorchCaptureAdapter(Adapter):
         X = draw.randn(draw.batch, draw.n, self.d_model, dtype=self.dtype)
         kpm = draw.key_padding_mask() if self.takes_mask else None
         kw = {} if kpm is None else {self.mask_arg: kpm}
-        with EvalMode(self.module), torch.no_grad():
-            run = observe(self.module, X, **kw)
         nm = type(self.module).__name__ + (f".{self.path}" if self.path else "")
+        try:
+            with EvalMode(self.module), torch.no_grad():
+                run = observe(self.module, X, **kw)
+        except Exception as exc:
+            if self.length is None or draw.n == self.length:
+                raise
+            raise TorchCaptureError(
+                f"{nm} raised {type(exc).__name__} on {draw.n} tokens; it ran on {self.length} (a window of fixed "
+                f"size?): pass min_length={self.length}, max_length={self.length} (--min-length, --max-length)",
+                argument="module",
+            ) from exc
         ex = read_run(run, self.target, draw.batch, draw.n, nm, label=self.path)
         ex.key_mask = None if kpm is None else ~kpm
         return [ex]
@@ -364,17 +383,21 @@ def capture_adapter_for(module) -> TorchCaptureAdapter | None:
     if not isinstance(module, torch.nn.Module) or _width(module) is None:
         return None
     ad = TorchCaptureAdapter(module)
-    X = DRY.randn(DRY.batch, DRY.n, ad.d_model, dtype=ad.dtype)
-    try:
-        with EvalMode(module), torch.no_grad():
-            run = observe(module, X)
-    except TorchCaptureError:
-        raise
-    except Exception:  # not a module of (B, n, d) tokens: not ours to judge
+    for n in DRY_LENGTHS:
+        X = DRY.randn(DRY.batch, n, ad.d_model, dtype=ad.dtype)
+        try:
+            with EvalMode(module), torch.no_grad():
+                run = observe(module, X)
+            break
+        except TorchCaptureError:
+            raise
+        except Exception:  # not at this length (a window of fixed size), or no module of (B, n, d) tokens
+            continue
+    else:
         return None
     if not run.obs.kernels:
         return None
     path = attention_path(run, module)
-    ad = TorchCaptureAdapter(module, path=path)
-    read_run(run, ad.target, DRY.batch, DRY.n, type(module).__name__, label=path)  # readable, or why not
+    ad = TorchCaptureAdapter(module, path=path, length=None if n == DRY.n else n)
+    read_run(run, ad.target, DRY.batch, n, type(module).__name__, label=path)  # readable, or why not
     return ad
