@@ -109,7 +109,7 @@ def _value_projection(k: Kernel, linears: list[LinearCall], name: str, notes: li
             W_V = W[idx].reshape(Hkv, dh, W.shape[1])
             b_V = None if lc.b is None else lc.b.detach()[idx].reshape(Hkv, dh)
             return W_V, b_V, list(_rows(lc.x, B, m))[r]
-    for lc in reversed([c for c in linears if c.seq < k.seq]):
+    for lc in reversed([c for c in linears if c.seq < k.seq and c.fresh()]):
         for r, y in enumerate(_rows(lc.y, B, m)):
             got = scaled_blocks(y.reshape(B * m, -1).detach().to(F64), vals.to(F64), Hkv, dh, k.dtype)
             if got is None:
