@@ -44,7 +44,7 @@ from numerics.conformance.adapters import ProtocolAdapter
 from numerics.conformance.checks import Verdict, t2_identity
 from numerics.conformance.protocol import Adapter, Draw, EvalMode, Extraction, extract_checked
 from numerics.conformance.torch_adapter import MASK_ARGUMENTS
-from numerics.conformance.torch_capture import Observer
+from numerics.conformance.torch_capture import Observer, tensors_in
 from numerics.errors import AdapterMismatchError
 from numerics.tolerance import FAILS, HOLDS, ROUNDING_SAFETY, decide, rounding_error, tol
 
@@ -157,19 +157,8 @@ class Seen:
     why: str = ""
 
 
-def _tensors(obj):
-    if isinstance(obj, torch.Tensor):
-        yield obj
-    elif isinstance(obj, (list, tuple)):
-        for o in obj:
-            yield from _tensors(o)
-    elif isinstance(obj, dict):
-        for o in obj.values():
-            yield from _tensors(o)
-
-
 def _batch_first(out, B: int, n: int) -> torch.Tensor | None:
-    t = next(_tensors(out), None)
+    t = next(tensors_in(out), None)
     if not isinstance(t, torch.Tensor) or t.ndim != 3:
         return None
     if tuple(t.shape[:2]) == (B, n):
@@ -248,7 +237,7 @@ def extract_observed(
     if not calls:
         return exs, Seen(trusted=BOTH, why="its forward ran without its forward hooks being called")
     c = calls[-1]
-    own, returned = _batch_first(c.output, d.batch, d.n), list(_tensors(c.output))
+    own, returned = _batch_first(c.output, d.batch, d.n), list(tensors_in(c.output))
     if own is None:
         got = [tuple(t.shape) for t in returned[:1]] or type(c.output).__name__
         why = f"its forward returned {got}, not ({d.batch}, {d.n}, d_out) (batch, tokens, features)"

@@ -183,15 +183,16 @@ def _softmax64(s: torch.Tensor, dim: int) -> torch.Tensor:
 
 
 # --------------------------------------------------------------------------- the observer
-def _tensors(obj):
+def tensors_in(obj):
+    """Every tensor in ``obj`` (nested lists, tuples and dicts), in order."""
     if isinstance(obj, torch.Tensor):
         yield obj
     elif isinstance(obj, (list, tuple)):
         for o in obj:
-            yield from _tensors(o)
+            yield from tensors_in(o)
     elif isinstance(obj, dict):
         for o in obj.values():
-            yield from _tensors(o)
+            yield from tensors_in(o)
 
 
 class Observer(TorchFunctionMode):
@@ -254,9 +255,9 @@ class Observer(TorchFunctionMode):
     def _derive(self, func, args, kwargs, out) -> None:
         """What is computed from the module's parameters and buffers alone (``head_gate.sigmoid()``) is
         fixed state too (held, so that its id stays its own)."""
-        ts = list(_tensors(args[:1] if func is torch.Tensor.type_as else (args, kwargs)))  # type_as(q): q's dtype
+        ts = list(tensors_in(args[:1] if func is torch.Tensor.type_as else (args, kwargs)))  # type_as(q): q's dtype
         if ts and all(id(t) in self.state for t in ts):
-            for t in _tensors(out):
+            for t in tensors_in(out):
                 self.state.add(id(t))
                 self.keep.append(t)
 
@@ -338,10 +339,10 @@ class Observer(TorchFunctionMode):
         self.keep.append(t)
 
     def _spread(self, args, kwargs, out) -> None:
-        src = {self.taint[id(t)] for t in _tensors((args, kwargs)) if id(t) in self.taint}
+        src = {self.taint[id(t)] for t in tensors_in((args, kwargs)) if id(t) in self.taint}
         if len(src) == 1:
             k = src.pop()
-            for t in _tensors(out):
+            for t in tensors_in(out):
                 self._mark(t, k)
 
     # ---- heads: a leading B·H axis split, a missing head axis added
