@@ -379,6 +379,26 @@ class CaptureAdapter(Adapter):
                 argument="model",
             ) from None
 
+    def run_drawn(self, draw: Draw, call):
+        """``call(kw)`` on the inputs drawn for ``draw``; a refusal naming a further input the forward's
+        signature has is answered by drawing it too, from the same seed (:func:`~numerics.conformance.
+        hf_inputs.amend`, at most three times). The inputs used are kept for :meth:`describe_inputs`;
+        an error of the last try (or one that names nothing to add) is raised as it is."""
+        kw = self.inputs(draw)
+        for tries in range(4):
+            try:
+                out = call(kw)
+                break
+            except (CaptureError, KernelDefect):
+                raise
+            except Exception as exc:
+                more = amend(self.root, self.main_input, kw, exc, draw, self.dtype, takes_mask=self.takes_mask)
+                if tries == 3 or more is None or set(more) == set(kw):
+                    raise
+                kw = more
+        self._drawn[draw] = kw
+        return out
+
     def describe_inputs(self, draw: Draw) -> str:
         """The inputs drawn beside the tokens for ``draw`` (from its seed), by shape."""
         return describe_inputs(self._drawn.get(draw, {}), self.main_input)
@@ -404,25 +424,17 @@ class CaptureAdapter(Adapter):
 
     def _extract(self, draw: Draw) -> list[Extraction]:
         root = self.root
-        kw = self.inputs(draw)
         watch = self.targets if self.targets is not None else None
-        for tries in range(4):  # a refusal naming a further input the signature has: drawn again with it
-            try:
-                records, calls = run_captured(root, lambda kw=kw: root(**kw), watch)
-                break
-            except (CaptureError, KernelDefect):  # a defect of the module's own kernel is a verdict
-                raise
-            except Exception as exc:
-                more = amend(root, self.main_input, kw, exc, draw, self.dtype, takes_mask=self.takes_mask)
-                if tries < 3 and more is not None and set(more) != set(kw):
-                    kw = more
-                    continue
-                raise CaptureError(
-                    f"{type(root).__name__} did not run on the drawn inputs ({type(exc).__name__}: "
-                    f"{str(exc).splitlines()[0][:160] if str(exc) else ''})",
-                    argument="model",
-                ) from None
-        self._drawn[draw] = kw
+        try:
+            records, calls = self.run_drawn(draw, lambda kw: run_captured(root, lambda: root(**kw), watch))
+        except (CaptureError, KernelDefect):  # a defect of the module's own kernel is a verdict
+            raise
+        except Exception as exc:
+            raise CaptureError(
+                f"{type(root).__name__} did not run on the drawn inputs ({type(exc).__name__}: "
+                f"{str(exc).splitlines()[0][:160] if str(exc) else ''})",
+                argument="model",
+            ) from None
         kpm = draw.key_padding_mask() if self.takes_mask else None
         if watch is None:
             order: list = []
