@@ -90,11 +90,11 @@ def build_tiny(model_type: str, *, dtype=None, seed: int = 0, cross: bool = Fals
             meta = cls._from_config(cfg, attn_implementation="eager")
     except Exception as exc:
         line = (str(exc).strip().splitlines() or [""])[0][:200]
-        who = suspects(changed, line)
+        who = suspects(changed, exc, before)
         raise ShrinkError(
             f"{model_type}: the shrunk configuration does not build ({type(exc).__name__}: {line})"
             + (f"; could not reconcile {', '.join(who[:3])}" if who else ""),
-            argument=who[0] if who else "model_type",
+            argument=who[0].split(" ")[0] if who else "model_type",
         ) from exc
     tensors = [*meta.parameters(), *meta.buffers()]
     n = sum(t.numel() for t in tensors)

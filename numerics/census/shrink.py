@@ -12,9 +12,12 @@ elementwise. Then it restores the relations the default configuration had among 
 (:func:`_reconcile`), family-agnostic:
 
 * **divisibility**: a width the heads divided still divides (the heads drop to the largest divisor),
-  kv heads still divide the heads;
+  kv heads still divide the heads (and equal them in latent attention, ``kv_lora_rank``, whose keys
+  have every query head);
 * **equality and sums** among dimensions: ``head_dim == qk_rope_head_dim`` stays equal (the smaller
   wins), ``qk_head_dim == qk_nope_head_dim + qk_rope_head_dim`` stays a sum;
+* **derived attributes** (set by a dataclass configuration's ``__post_init__`` from its fields) are
+  derived again from the shrunk fields;
 * **per-layer lists** (of the length of a layer count that was cut) are cut with it; a list of layer
   kinds keeps one layer of each of its first two kinds in their order (so that a hybrid keeps an
   attention layer); a layer period / offset (``attn_layer_period``, ``attn_layer_offset``) is brought
@@ -27,13 +30,14 @@ a failed build points at, and :func:`oversized` the attribute that sets a too la
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import re
 from typing import Any
 
 from numerics.errors import ModelError
 
-__all__ = ["WIDTH", "ShrinkError", "shrink", "kind_of", "suspects", "oversized", "TIMM_TINY"]
+__all__ = ["WIDTH", "UNSET", "SMALL", "ShrinkError", "shrink", "kind_of", "suspects", "oversized", "TIMM_TINY"]
 
 WIDTH = 64
 
@@ -94,6 +98,8 @@ SMALL = {
     "patch_size": 8,
     "num_mel_bins": 16,
 }
+#: sizes a default configuration leaves unset (None) that the model needs: set to these (vocabularies: 128)
+UNSET = {"prediction_length": 4, "context_length": 8}
 #: name parts of ``*_size`` / ``*_dim`` attributes that are no width (a kernel, a window, a grid, a count of positions)
 _NOT_WIDTH = (
     "kernel",
@@ -213,7 +219,7 @@ class _View:
         self.attrs = dict(cfg) if isinstance(cfg, dict) else dict(vars(cfg))
         self.orig = dict(self.attrs)
         self.where = str(cfg.get("model_type", "dict") if isinstance(cfg, dict) else getattr(cfg, "model_type", "?"))
-        before.update({f"{self.where}.{k}": v for k, v in self.orig.items() if _is_int(v)})
+        before.update({f"{self.where}.{k}": v for k, v in self.orig.items() if _is_int(v) or v is None})
 
     def get(self, k: str) -> Any:
         return self.attrs.get(k)
@@ -257,6 +263,7 @@ def _shrink(cfg: Any, seen: set, changed: dict, before: dict) -> None:
     _caps(vw)
     _timm(vw)
     _reconcile(vw)
+    _rederive(vw)
     _rope_sections(vw)
     _cut_per_layer(vw)
     _token_ids(vw)
@@ -272,6 +279,9 @@ def _is_config(x: Any) -> bool:
 
 
 def _caps(vw: _View) -> None:
+    for k, v in list(vw.attrs.items()):  # sizes the default leaves unset that the model needs
+        if v is None and (kind_of(k) == "vocab" or k in UNSET):
+            vw.put(k, UNSET.get(k, _CAP["vocab"]))
     stages = len(vw.get("depths")) if isinstance(vw.get("depths"), (list, tuple)) else None
     for k, v in list(vw.attrs.items()):
         kind = kind_of(k)
@@ -329,6 +339,17 @@ def _reconcile(vw: _View) -> None:
             for z in dims[i + 1 :]:
                 if x not in (y, z) and o[x] == o[y] + o[z] and a[x] != a[y] + a[z] and o[x] > max(o[y], o[z]):
                     vw.put(x, a[y] + a[z])
+    # a list of dimensions that summed to a width sums to the shrunk width, in the same proportions
+    for k, v in list(a.items()):
+        ov = o.get(k)
+        if not (_int_list(v) and isinstance(ov, (list, tuple)) and _int_list(ov) and len(ov) > 1):
+            continue
+        for w in (w for w in ints if kinds[w] == "width" and o[w] == sum(ov) and a[w] != sum(v)):
+            part = [max(1, x * a[w] // o[w]) for x in ov]
+            part[-1] += a[w] - sum(part)
+            if part[-1] >= 1:
+                vw.put(k, type(v)(part))
+            break
     # divisibility: widths by heads, heads by kv heads
     heads = [k for k in ints if kinds[k] == "heads"]
     widths = [k for k in ints if kinds[k] == "width" and k in _WIDTH_NAMES | {"hidden_size"}]
@@ -340,8 +361,10 @@ def _reconcile(vw: _View) -> None:
                 if a[w] % a[h]:
                     raise ShrinkError(f"{vw.where}: {h}={a[h]} does not divide {w}={a[w]}", argument=h)
     for kv in (k for k in ints if kinds[k] == "kv"):
-        for h in heads + [k for k in ints if k == "num_attention_heads"]:
-            if o[kv] >= 1 and o[h] % o[kv] == 0 and a[h] % a[kv]:
+        for h in heads:
+            if o[kv] == o[h] and "kv_lora_rank" in a:  # latent attention: keys of every query head
+                vw.put(kv, a[h])
+            elif o[kv] >= 1 and o[h] % o[kv] == 0 and a[h] % a[kv]:
                 vw.put(kv, _divisor(a[h], a[kv]))
     # per-stage lists: heads divide the stage widths
     hl = next((vw.get(k) for k in ("num_heads", "num_attention_heads") if _int_list(vw.get(k))), None)
@@ -353,6 +376,27 @@ def _reconcile(vw: _View) -> None:
             vw.put(key, type(hl)(_divisor(w, h) for w, h in zip(wl, hl, strict=True)))
         elif base is not None:
             vw.put(key, type(hl)(_divisor(base * 2**i, h) for i, h in enumerate(hl)))
+
+
+def _rederive(vw: _View) -> None:
+    """Attributes a dataclass configuration derives from its fields (``__post_init__``: Bros'
+    ``dim_bbox_projection = hidden_size // num_attention_heads``) derived again from the shrunk fields."""
+    cfg = vw.cfg
+    if isinstance(cfg, dict) or not dataclasses.is_dataclass(cfg):
+        return
+    fields = {f.name for f in dataclasses.fields(cfg) if f.init}
+    derived = [k for k, v in vw.attrs.items() if k not in fields and _is_int(v)]
+    if not derived:
+        return
+    cls: Any = type(cfg)
+    try:
+        fresh = cls(**{k: vw.attrs[k] for k in fields if k in vw.attrs})
+    except Exception:  # the fields alone do not make a configuration: nothing derived again
+        return
+    for k in derived:
+        v = getattr(fresh, k, None)
+        if _is_int(v) and v != vw.attrs[k]:
+            vw.put(k, v)
 
 
 def _rope_sections(vw: _View) -> None:
@@ -420,14 +464,28 @@ def _token_ids(vw: _View) -> None:
 _NUM = re.compile(r"\d+")
 
 
-def suspects(changed: dict, message: str) -> list[str]:
-    """The shrunk attributes a failed build's ``message`` points at: named in it, else whose new value
-    appears in it as a number (the most specific first)."""
-    named = [k for k in changed if k.split(".", 1)[-1] in message]
+def suspects(changed: dict, exc: BaseException, cfgs: dict | None = None) -> list[str]:
+    """The attributes a failed build's error ``exc`` points at: shrunk ones (``changed``) named in its
+    message, else whose new value appears in it as a number; else the ``config.<name>`` its failing
+    source lines read that is unset (None) in ``cfgs`` (``"model_type.attr"`` → value), or the attribute
+    it says the configuration lacks."""
+    import traceback
+
+    message = (str(exc).strip().splitlines() or [""])[0]
+    named = [k for k in changed if re.search(rf"\b{re.escape(k.split('.', 1)[-1])}\b", message)]
     if named:
         return named
     nums = {int(x) for x in _NUM.findall(message)}
-    return [k for k, (_, new) in changed.items() if _is_int(new) and new in nums and new > 2]
+    hit = [k for k, (_, new) in changed.items() if _is_int(new) and new in nums and new > 2]
+    if hit:
+        return hit
+    unset = {k.split(".", 1)[-1]: k for k, v in (cfgs or {}).items() if v is None}
+    for fr in reversed(traceback.extract_tb(exc.__traceback__)[-4:]):
+        for nm in re.findall(r"config\.(\w+)", fr.line or ""):
+            if nm in unset:
+                return [f"{unset[nm]} (unset in the default configuration)"]
+    lack = re.search(r"has no attribute '(\w+)'", message)
+    return [f"{lack.group(1)} (absent from the configuration)"] if lack else []
 
 
 def oversized(cfg_changed: dict, orig_ints: dict, shape: tuple) -> list[str]:
@@ -435,6 +493,6 @@ def oversized(cfg_changed: dict, orig_ints: dict, shape: tuple) -> list[str]:
     value is a dimension of ``shape`` (the largest tensor of a too large model) and that the shrinker
     left as they were."""
     dims = {d for d in shape if d > WIDTH}
-    return [k for k, v in orig_ints.items() if v in dims and k not in cfg_changed] or [
+    return [k for k, v in orig_ints.items() if _is_int(v) and v in dims and k not in cfg_changed] or [
         f"a size of {math.prod(shape):,} ({' x '.join(map(str, shape))}) no attribute names"
     ]

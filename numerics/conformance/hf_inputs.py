@@ -96,9 +96,14 @@ def _frames(x: _Ctx) -> int | None:
 
 
 def _bbox(x: _Ctx) -> torch.Tensor:
+    """Boxes ``x0, y0, x1, y1`` (``x0 ≤ x1``, ``y0 ≤ y1``, in ``0…1000``); a family of ``dim_bbox`` 8
+    (quadrilaterals) gets the box's four corners."""
     lo = x.ints(0, 500, x.B, x.n, 2)
-    size = x.ints(0, 500, x.B, x.n, 2)
-    return torch.cat([lo, lo + size], dim=-1)[..., [0, 1, 2, 3]]
+    hi = lo + x.ints(0, 500, x.B, x.n, 2)
+    if _int(x.cfg, 4, "dim_bbox") == 8:
+        x0, y0, x1, y1 = lo[..., 0], lo[..., 1], hi[..., 0], hi[..., 1]
+        return torch.stack([x0, y0, x1, y0, x1, y1, x0, y1], dim=-1)
+    return torch.cat([lo, hi], dim=-1)
 
 
 def _time_series(x: _Ctx, kw: dict) -> None:
