@@ -83,7 +83,7 @@ _FFN = {
     "inner_hidden_size",
 }
 _EXPERTS = {"num_experts", "num_local_experts", "n_routed_experts", "moe_num_experts"}
-_TOPK = {"num_experts_per_tok", "moe_topk", "top_k", "num_experts_per_token"}
+_TOPK = {"num_experts_per_tok", "moe_topk", "top_k", "num_experts_per_token", "moe_k"}
 _MOE_FFN = {"moe_intermediate_size", "shared_expert_intermediate_size", "expert_intermediate_size"}
 #: fixed caps
 SMALL = {
@@ -97,6 +97,10 @@ SMALL = {
     "image_size": 32,
     "patch_size": 8,
     "num_mel_bins": 16,
+    "n_group": 1,
+    "topk_group": 1,
+    "num_expert_group": 1,
+    "num_queries": 16,
 }
 #: sizes a default configuration leaves unset (None) that the model needs: set to these (vocabularies: 128)
 UNSET = {"prediction_length": 4, "context_length": 8}
@@ -366,12 +370,21 @@ def _reconcile(vw: _View) -> None:
                 vw.put(kv, a[h])
             elif o[kv] >= 1 and o[h] % o[kv] == 0 and a[h] % a[kv]:
                 vw.put(kv, _divisor(a[h], a[kv]))
+    # a window no larger than the patch grid
+    size, patch, window = a.get("image_size"), a.get("patch_size"), a.get("window_size")
+    if isinstance(size, int) and isinstance(patch, int) and isinstance(window, int) and size >= patch > 0:
+        side = size // patch // (4 if "depths" in a else 1)  # staged (Swin): two windows a side, two stages on
+        if window > max(1, side):
+            vw.put("window_size", max(1, side))
     # per-stage lists: heads divide the stage widths
     hl = next((vw.get(k) for k in ("num_heads", "num_attention_heads") if _int_list(vw.get(k))), None)
     if hl is not None:
         key = next(k for k in ("num_heads", "num_attention_heads") if _int_list(vw.get(k)))
         base = vw.get("embed_dim") if _is_int(vw.get("embed_dim")) else None
-        wl = next((vw.get(k) for k in ("hidden_sizes", "embed_dims", "hidden_size") if _int_list(vw.get(k))), None)
+        wl = next(
+            (vw.get(k) for k in ("hidden_sizes", "embed_dims", "embed_dim", "hidden_size") if _int_list(vw.get(k))),
+            None,
+        )
         if wl is not None and len(wl) == len(hl):
             vw.put(key, type(hl)(_divisor(w, h) for w, h in zip(wl, hl, strict=True)))
         elif base is not None:

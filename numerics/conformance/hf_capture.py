@@ -393,7 +393,7 @@ class CaptureAdapter(Adapter):
                 raise
             except Exception as exc:
                 more = amend(self.root, self.main_input, kw, exc, draw, self.dtype, takes_mask=self.takes_mask)
-                if tries == 3 or more is None or set(more) == set(kw):
+                if tries == 3 or more is None:
                     raise
                 kw = more
         self._drawn[draw] = kw

@@ -19,9 +19,10 @@ in a fixed order — so a draw (its ``describe()``, its seed) determines all of 
   ``visual_feats`` / ``visual_pos``;
 * a vision tower's patch grid: ``grid_thw`` (one image of 4 × 4 patches) with its flattened patches.
 
-:func:`amend` answers a forward that refused the drawn inputs: when its error names a further input
-the signature has (``You have to specify pixel_values``, a 5-D video or pair input, ``bbox``) the
-inputs are drawn again with it (from the same seed); None when there is nothing to add.
+:func:`amend` answers a forward that refused the drawn inputs: when its error (or the source line that
+raised it) names a further input the signature has (``You have to specify pixel_values``, ``bbox``)
+the inputs are drawn again with it (from the same seed); audio features a family takes as
+``(B, frames, bins)`` are the same features transposed; None when there is nothing to change.
 """
 
 from __future__ import annotations
@@ -38,11 +39,22 @@ __all__ = ["draw_inputs", "amend", "describe_inputs", "DRAWABLE"]
 F64 = torch.float64
 
 
-def _sub(cfg: Any, *names: str) -> Any:
-    """The first of ``names`` set on ``cfg`` or on its ``vision_config`` / ``text_config`` / ``audio_config``."""
-    for c in (cfg, *(getattr(cfg, s, None) for s in ("vision_config", "text_config", "audio_config", "encoder"))):
-        if c is None or isinstance(c, dict):
+def _configs(cfg: Any) -> list:
+    """``cfg`` and its sub-configurations, breadth first (``vision_config``, ``encoder_config`` …)."""
+    out, todo, seen = [], [cfg], set()
+    while todo:
+        c = todo.pop(0)
+        if c is None or isinstance(c, dict) or id(c) in seen or not hasattr(c, "to_dict"):
             continue
+        seen.add(id(c))
+        out.append(c)
+        todo += [v for v in vars(c).values() if hasattr(v, "to_dict") and hasattr(v, "model_type")]
+    return out
+
+
+def _sub(cfg: Any, *names: str) -> Any:
+    """The first of ``names`` set on ``cfg`` or on a sub-configuration of it (breadth first)."""
+    for c in _configs(cfg):
         for nm in names:
             v = getattr(c, nm, None)
             if v is not None and not isinstance(v, bool):
@@ -154,6 +166,9 @@ def _main(x: _Ctx, main: str, kw: dict, takes_mask: bool) -> None:
         kw["input_features"] = x.randn(x.B, bins, T)
         if "decoder_input_ids" in x.params:
             kw["decoder_input_ids"] = x.ints(1, 50, x.B, x.n)
+    elif main == "input_values" and _sub(cfg, "num_mel_bins") is not None and _sub(cfg, "max_length") is not None:
+        # a spectrogram (AST): max_length frames of num_mel_bins
+        kw["input_values"] = x.randn(x.B, _int(cfg, 128, "max_length"), _int(cfg, 16, "num_mel_bins"))
     elif main == "input_values":
         kw["input_values"] = x.randn(x.B, 1600)
     elif main == "audio_mel":
@@ -254,7 +269,10 @@ def draw_inputs(root: Any, main: str, draw: Draw, dtype: torch.dtype, *, takes_m
 def amend(root: Any, main: str, kw: dict, exc: BaseException, draw: Draw, dtype: torch.dtype, *, takes_mask: bool):
     """The inputs drawn again with what the error ``exc`` of a forward on ``kw`` asks for (module
     docstring), or None when it names nothing the signature has and the kit can draw."""
-    msg = str(exc).lower()
+    import traceback
+
+    lines = " ".join(fr.line or "" for fr in traceback.extract_tb(exc.__traceback__)[-3:])
+    msg = (str(exc) + " " + lines).lower()  # the message, and the source lines that raised it
     params = inspect.signature(root.forward).parameters
     also = [k for k in kw if k not in ("input_ids", main) and k in params]
     want = [
@@ -267,6 +285,11 @@ def amend(root: Any, main: str, kw: dict, exc: BaseException, draw: Draw, dtype:
     pixels = main == "input_ids" and "pixel_values" in params and "pixel_values" not in kw
     if not want and pixels and any(w in msg for w in ("pixel", "image", "visual")):
         want = ["pixel_values"]
+    feats = kw.get("input_features")
+    if not want and isinstance(feats, torch.Tensor) and feats.ndim == 3 and isinstance(exc, RuntimeError):
+        bins = _int(root.config, 80, "num_mel_bins", "feature_size", "input_feat_size", "n_mels")
+        if feats.shape[1] == bins != feats.shape[2]:  # the family takes (B, frames, bins): the same features
+            return {**kw, "input_features": feats.transpose(1, 2).contiguous()}
     if not want:
         return None
     return draw_inputs(root, main, draw, dtype, takes_mask=takes_mask, also=[*also, *want])
