@@ -14,10 +14,10 @@ elementwise. Then it restores the relations the default configuration had among 
 * **divisibility**: a width the heads divided still divides (the heads drop to the largest divisor),
   kv heads still divide the heads (and equal them in latent attention, ``kv_lora_rank``, whose keys
   have every query head);
-* **equality and sums** among dimensions: ``head_dim == qk_rope_head_dim`` stays equal (the smaller
-  wins), ``qk_head_dim == qk_nope_head_dim + qk_rope_head_dim`` stays a sum;
-* **derived attributes** (set by a dataclass configuration's ``__post_init__`` from its fields) are
-  derived again from the shrunk fields;
+* **equality and sums** among head dimensions: ``head_dim == qk_rope_head_dim`` stays equal (the
+  smaller wins), ``qk_head_dim == qk_nope_head_dim + qk_rope_head_dim`` stays a sum;
+* **derived attributes** (set by a dataclass configuration's ``__post_init__`` from its fields, and
+  not shrunk themselves) are derived again from the shrunk fields;
 * **per-layer lists** (of the length of a layer count that was cut) are cut with it; a list of layer
   kinds keeps one layer of each of its first two kinds in their order (so that a hybrid keeps an
   attention layer); a layer period / offset (``attn_layer_period``, ``attn_layer_offset``) is brought
@@ -178,7 +178,7 @@ def kind_of(name: str) -> str | None:
         return "small"
     if "vocab" in n and "position" not in n:
         return "vocab"
-    if n in _LAYERS or re.fullmatch(r"(num_|n_)?([a-z0-9]+_)*layers", n):
+    if n in _LAYERS or (re.fullmatch(r"(num_|n_)?([a-z0-9]+_)*layers", n) and not n.startswith("max_")):
         return "layers"
     if n in _KV or n.endswith(("key_value_heads", "kv_heads")):
         return "kv"
@@ -287,10 +287,13 @@ def _caps(vw: _View) -> None:
         if v is None and (kind_of(k) == "vocab" or k in UNSET):
             vw.put(k, UNSET.get(k, _CAP["vocab"]))
     stages = len(vw.get("depths")) if isinstance(vw.get("depths"), (list, tuple)) else None
+    # a layer count of a convolution stack (its per-layer lists hold strides or kernels) sets the input's
+    # downsampling: it stays, as the stages (``num_layers == len(depths)``) do, cut by ``depths``
+    convs = {len(v) for k, v in vw.attrs.items() if isinstance(v, (list, tuple)) and ("stride" in k or "kernel" in k)}
     for k, v in list(vw.attrs.items()):
         kind = kind_of(k)
-        if kind is None or kind in ("period", "offset") or (kind == "layers" and v == stages):
-            continue  # a stage count (``num_layers == len(depths)``) stays: the stages are cut by ``depths``
+        if kind is None or kind in ("period", "offset") or (kind == "layers" and _is_int(v) and (v == stages or v in convs)):
+            continue
         cap = SMALL[k] if kind == "small" else _CAP.get(kind, WIDTH)
         if _is_int(v) and v > cap:
             vw.put(k, cap)
@@ -329,15 +332,15 @@ def _reconcile(vw: _View) -> None:
         vw.put("num_key_value_heads", _divisor(h, _CAP["kv"]))
     if isinstance(h, int) and h > 0 and isinstance(hs, int) and "head_dim" in a and a["head_dim"] is None:
         vw.put("head_dim", hs // h)
-    dims = [k for k in ints if kinds[k] in ("width", "head_dim", "small", "ffn", "moe_ffn") and o[k] >= 8]
-    # equality among dimensions: the smaller shrunk value wins
+    # head dimensions (``head_dim``, ``qk_rope_head_dim``, ``qk_head_dim`` …): equal ones stay equal
+    # (the smaller shrunk value wins), a sum of two stays their sum
+    dims = [k for k in ints if "head_dim" in k and o[k] >= 8]
     for i, x in enumerate(dims):
         for y in dims[i + 1 :]:
             if o[x] == o[y] and a[x] != a[y] and (x in vw.changed_keys() or y in vw.changed_keys()):
                 m = min(a[x], a[y])
                 vw.put(x, m)
                 vw.put(y, m)
-    # sums among dimensions (qk_head_dim = nope + rope)
     for x in dims:
         for i, y in enumerate(dims):
             for z in dims[i + 1 :]:
@@ -398,7 +401,7 @@ def _rederive(vw: _View) -> None:
     if isinstance(cfg, dict) or not dataclasses.is_dataclass(cfg):
         return
     fields = {f.name for f in dataclasses.fields(cfg) if f.init}
-    derived = [k for k, v in vw.attrs.items() if k not in fields and _is_int(v)]
+    derived = [k for k, v in vw.attrs.items() if k not in fields and _is_int(v) and k not in vw.changed_keys()]
     if not derived:
         return
     cls: Any = type(cfg)
