@@ -101,6 +101,7 @@ SMALL = {
     "topk_group": 1,
     "num_expert_group": 1,
     "num_queries": 16,
+    "context_length": 64,
 }
 #: sizes a default configuration leaves unset (None) that the model needs: set to these (vocabularies: 128)
 UNSET = {"prediction_length": 4, "context_length": 8}
@@ -292,7 +293,11 @@ def _caps(vw: _View) -> None:
     convs = {len(v) for k, v in vw.attrs.items() if isinstance(v, (list, tuple)) and ("stride" in k or "kernel" in k)}
     for k, v in list(vw.attrs.items()):
         kind = kind_of(k)
-        if kind is None or kind in ("period", "offset") or (kind == "layers" and _is_int(v) and (v == stages or v in convs)):
+        if (
+            kind is None
+            or kind in ("period", "offset")
+            or (kind == "layers" and _is_int(v) and (v == stages or v in convs))
+        ):
             continue
         cap = SMALL[k] if kind == "small" else _CAP.get(kind, WIDTH)
         if _is_int(v) and v > cap:

@@ -135,7 +135,8 @@ def _time_series(x: _Ctx, kw: dict) -> None:
     if "freq" in x.params:
         kw["freq"] = torch.zeros(x.B, 1, dtype=torch.long)
     if "past_time_features" in x.params:
-        kw["past_time_features"] = x.randn(x.B, L, _int(cfg, 1, "num_time_features"))
+        nt = getattr(cfg, "num_time_features", 0)
+        kw["past_time_features"] = x.randn(x.B, L, int(nt) if isinstance(nt, int) and nt >= 0 else 0)
 
 
 def _tokens(x: _Ctx, kw: dict, takes_mask: bool) -> torch.Tensor:
