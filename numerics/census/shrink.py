@@ -103,7 +103,8 @@ SMALL = {
     "num_queries": 16,
     "context_length": 64,
 }
-#: sizes a default configuration leaves unset (None) that the model needs: set to these (vocabularies: 128)
+#: sizes a default configuration leaves unset (None) that the model needs: set to these (vocabularies: 128,
+#: experts per token: 2)
 UNSET = {"prediction_length": 4, "context_length": 8}
 #: name parts of ``*_size`` / ``*_dim`` attributes that are no width (a kernel, a window, a grid, a count of positions)
 _NOT_WIDTH = (
@@ -285,8 +286,8 @@ def _is_config(x: Any) -> bool:
 
 def _caps(vw: _View) -> None:
     for k, v in list(vw.attrs.items()):  # sizes the default leaves unset that the model needs
-        if v is None and (kind_of(k) == "vocab" or k in UNSET):
-            vw.put(k, UNSET.get(k, _CAP["vocab"]))
+        if v is None and (kind_of(k) in ("vocab", "topk") or k in UNSET):
+            vw.put(k, UNSET.get(k, _CAP[kind_of(k) or "vocab"]))
     stages = len(vw.get("depths")) if isinstance(vw.get("depths"), (list, tuple)) else None
     # a layer count of a convolution stack (its per-layer lists hold strides or kernels) sets the input's
     # downsampling: it stays, as the stages (``num_layers == len(depths)``) do, cut by ``depths``
@@ -431,12 +432,17 @@ def _rope_sections(vw: _View) -> None:
         ):
             sec = [16, 24, 24]  # the families' default when the key is absent
         if isinstance(rp, dict) and _int_list(sec):
-            hd = vw.get("head_dim")
-            half = (hd if _is_int(hd) and hd <= 16 else 16) // 2
+            hd, frac = vw.get("head_dim"), rp.get("partial_rotary_factor", vw.get("partial_rotary_factor"))
+            rot = hd if _is_int(hd) and hd <= 16 else 16
+            if isinstance(frac, float) and 0 < frac < 1:  # a partial rotary: sections of the rotated dims
+                rot = max(2, int(rot * frac))
+            half = rot // 2
             secs = [int(x) for x in sec or ()]
             tot = sum(secs)
             new = [max(1, x * half // tot) for x in secs]
-            new[0] += half - sum(new)
+            # the rest to a section of its own size (equal sections, paired by some families, stay equal)
+            alone = [i for i, x in enumerate(secs) if secs.count(x) == 1]
+            new[alone[0] if alone else 0] += half - sum(new)
             vw.put(k, {**rp, "mrope_section": new})
 
 
@@ -474,6 +480,11 @@ def _token_ids(vw: _View) -> None:
     if not (_is_int(vocab) and vocab <= 128):
         return
     nxt = 100
+    if vw.orig.get("vocab_size") is None:  # a vocabulary the default leaves to its tokenizer: its special ids too
+        for k in ("pad_token_id", "mask_token_id", "bos_token_id", "eos_token_id"):
+            if k in vw.attrs and vw.attrs[k] is None:
+                vw.put(k, nxt)
+                nxt += 1
     for k, v in list(vw.attrs.items()):
         if k.endswith(("_token_id", "_token_index")) and _is_int(v) and v >= 100:
             vw.put(k, nxt)
