@@ -13,7 +13,8 @@ elementwise. Then it restores the relations the default configuration had among 
 
 * **divisibility**: a width the heads divided still divides (the heads drop to the largest divisor),
   kv heads still divide the heads (and equal them in latent attention, ``kv_lora_rank``, whose keys
-  have every query head);
+  have every query head, and in a stack's own counts, ``encoder_num_key_value_heads ==
+  encoder_num_attention_heads``; the family's ``num_key_value_heads`` becomes 2, grouped-query);
 * **equality and sums** among head dimensions: ``head_dim == qk_rope_head_dim`` stays equal (the
   smaller wins), ``qk_head_dim == qk_nope_head_dim + qk_rope_head_dim`` stays a sum;
 * **derived attributes** (set by a dataclass configuration's ``__post_init__`` from its fields, and
@@ -375,8 +376,9 @@ def _reconcile(vw: _View) -> None:
                     raise ShrinkError(f"{vw.where}: {h}={a[h]} does not divide {w}={a[w]}", argument=h)
     for kv in (k for k in ints if kinds[k] == "kv"):
         for h in heads:
-            if o[kv] == o[h] and "kv_lora_rank" in a:  # latent attention: keys of every query head
-                vw.put(kv, a[h])
+            same_stack = kv.split("_num_")[0] == h.split("_num_")[0] and "_num_" in kv and "_num_" in h
+            if o[kv] == o[h] and ("kv_lora_rank" in a or same_stack):  # latent attention: keys of every
+                vw.put(kv, a[h])  # query head; a stack's own counts (``encoder_num_*``) kept as they were
             elif o[kv] >= 1 and o[h] % o[kv] == 0 and a[h] % a[kv]:
                 vw.put(kv, _divisor(a[h], a[kv]))
     # a window no larger than the patch grid
