@@ -288,7 +288,7 @@ def _is_config(x: Any) -> bool:
 def _caps(vw: _View) -> None:
     for k, v in list(vw.attrs.items()):  # sizes the default leaves unset that the model needs
         if v is None and (kind_of(k) in ("vocab", "topk") or k in UNSET):
-            vw.put(k, UNSET.get(k, _CAP[kind_of(k) or "vocab"]))
+            vw.put(k, UNSET[k] if k in UNSET else _CAP[kind_of(k) or "vocab"])
     stages = len(vw.get("depths")) if isinstance(vw.get("depths"), (list, tuple)) else None
     # a layer count of a convolution stack (its per-layer lists hold strides or kernels) sets the input's
     # downsampling: it stays, as the stages (``num_layers == len(depths)``) do, cut by ``depths``
