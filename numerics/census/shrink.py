@@ -103,6 +103,7 @@ SMALL = {
     "num_expert_group": 1,
     "num_queries": 16,
     "context_length": 64,
+    "num_frames": 4,
 }
 #: sizes a default configuration leaves unset (None) that the model needs: set to these (vocabularies: 128,
 #: experts per token: 2)
