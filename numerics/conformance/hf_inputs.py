@@ -17,6 +17,7 @@ in a fixed order — so a draw (its ``describe()``, its seed) determines all of 
 * ``flattened_patches`` (row and column ids, then the patch pixels), a decision transformer's
   ``states`` / ``actions`` / ``rewards`` / ``returns_to_go`` / ``timesteps``, LXMERT's
   ``visual_feats`` / ``visual_pos``;
+* ``inputs`` embeddings of the configured width (Perceiver);
 * a vision tower's patch grid: ``grid_thw`` (one image of 4 × 4 patches) with its flattened patches.
 
 :func:`amend` answers a forward that refused the drawn inputs: when its error (or the source line that
@@ -195,6 +196,8 @@ def _main(x: _Ctx, main: str, kw: dict, takes_mask: bool) -> None:
         kw["returns_to_go"] = x.randn(x.B, x.n, 1)
         kw["timesteps"] = x.ints(0, _int(cfg, 16, "max_ep_len"), x.B, x.n)
         kw["attention_mask"] = torch.ones(x.B, x.n, dtype=torch.long)
+    elif main == "inputs":  # embeddings of the model's width (Perceiver without a preprocessor)
+        kw["inputs"] = x.randn(x.B, x.n, _int(cfg, 64, "d_model", "hidden_size"), scale=x.draw.scale)
     elif main == "hidden_states" and "grid_thw" in x.params:
         _grid(x, kw)
     else:
@@ -223,6 +226,7 @@ DRAWABLE = (
     "past_values",
     "flattened_patches",
     "states",
+    "inputs",
     "hidden_states",
 )
 
