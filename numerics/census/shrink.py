@@ -104,6 +104,7 @@ SMALL = {
     "num_queries": 16,
     "context_length": 64,
     "num_frames": 4,
+    "num_latents": 16,
 }
 #: sizes a default configuration leaves unset (None) that the model needs: set to these (vocabularies: 128,
 #: experts per token: 2)
