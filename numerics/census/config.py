@@ -1,14 +1,18 @@
 r"""Tiny random models of any transformers family, for the census (:mod:`numerics.census.run`).
 
-:func:`tiny_config` takes the model type's default configuration and shrinks, in it and in every
-sub-configuration (``text_config``, ``vision_config``, ``encoder``, …), the attributes that set the
-size: widths to :data:`WIDTH` (64), heads to 4 (2 kv heads where the family has a kv-head count),
-head dims to 16, feed-forward widths to 64, layers to 2 (per-layer lists cut to match), the
-vocabulary to 128 (special token ids moved into ``100…127``, so that drawn ids ``1…99`` are plain
-tokens), experts to 4 (2 per token), images to 32 px in patches of 8, audio positions to 16.
+:func:`tiny_config` takes the model type's default configuration and shrinks it with
+:func:`numerics.census.shrink.shrink`: in it and in every sub-configuration (``text_config``,
+``vision_config``, ``encoder``, backbone configs, raw ``dict`` sub-configs), every attribute whose name
+says it is a size — widths to :data:`WIDTH` (64), heads to 4 (2 kv heads where the family has a kv-head
+count), head dims to 16, feed-forward widths to 64, layers to 2 (per-layer lists cut to match, a hybrid
+keeping an attention layer), vocabularies (entity tables too) to 128 (special token ids moved into
+``100…127``, so that drawn ids ``1…99`` are plain tokens), experts to 4 (2 per token), images to 32 px in
+patches of 8, audio positions to 16 — and restores the relations the default had among them (heads
+divide widths, kv heads divide heads, derived attributes derived again).
 :func:`build_tiny` builds the family's base model from it with eager attention — first on the
-``meta`` device, refusing a model that is still over :data:`MAX_PARAMS` parameters (a family whose
-size is set by an attribute this list does not know), then for real, seeded, in ``dtype``.
+``meta`` device, refusing a model that is still over :data:`MAX_PARAMS` parameters (naming the
+attribute its largest tensor is sized by), a configuration that does not build naming the attribute
+it could not reconcile (:class:`~numerics.census.shrink.ShrinkError`) — then for real, seeded, in ``dtype``.
 :func:`attention_classes` lists the attention classes the modeling modules of the model types define.
 """
 
