@@ -21,7 +21,8 @@ elementwise. Then it restores the relations the default configuration had among 
   not shrunk themselves) are derived again from the shrunk fields;
 * **per-layer lists** (of the length of a layer count that was cut) are cut with it; a list of layer
   kinds keeps one layer of each of its first two kinds in their order (so that a hybrid keeps an
-  attention layer); a layer period / offset (``attn_layer_period``, ``attn_layer_offset``) is brought
+  attention layer; so does a cycled pattern of kinds, and an unset ``attn_layer_indices`` puts attention
+  in the last layer); a layer period / offset (``attn_layer_period``, ``attn_layer_offset``) is brought
   inside the cut stack.
 
 A relation the shrinker cannot restore raises :class:`ShrinkError` naming the attribute (a
@@ -467,6 +468,14 @@ def _cut_per_layer(vw: _View) -> None:
     if not cut:
         return
     n = min(cut.values())
+    for k, v in list(a.items()):
+        kinds = list(dict.fromkeys(x for x in v if isinstance(x, str))) if isinstance(v, (list, tuple)) else []
+        seq = isinstance(v, (list, tuple))
+        if seq and len(v) not in cut and len(kinds) >= 2 and len(v) > n and not all(x in v[:n] for x in kinds[:2]):
+            # a cycled pattern of layer kinds longer than the cut stack: one layer of each of its first two kinds
+            vw.put(k, type(v)(v[i] for i in sorted(v.index(x) for x in kinds[:2])))
+        if v is None and k.endswith("attn_layer_indices"):  # a hybrid whose default places no attention layer
+            vw.put(k, [n - 1])
     for k in list(a):
         if kind_of(k) == "period" and _is_int(a[k]) and a[k] > n:
             vw.put(k, n)
