@@ -62,12 +62,18 @@ def test_mla_rope_dims_keep_their_relations_and_the_model_runs():
         model(input_ids=torch.tensor([[1, 2, 3, 4]]))
 
 
-def test_a_hybrid_keeps_an_attention_layer():
-    # Jamba places attention at attn_layer_offset 4 of every attn_layer_period 8: cut to two layers,
-    # neither was attention before
-    model = build_tiny("jamba", seed=0)
-    assert any(type(m).__name__ == "JambaAttention" for m in model.modules())
-    assert model.config.attn_layer_offset < model.config.num_hidden_layers
+@pytest.mark.parametrize(
+    ("model_type", "cls"),
+    [
+        ("jamba", "JambaAttention"),  # attention at attn_layer_offset 4 of every attn_layer_period 8
+        ("recurrent_gemma", "RecurrentGemmaAttention"),  # the cycled pattern recurrent, recurrent, attention
+        ("bamba", "BambaAttention"),  # attn_layer_indices unset: no attention layer in the default
+    ],
+)
+def test_a_hybrid_keeps_an_attention_layer(model_type, cls):
+    # cut to two layers, neither was attention before
+    model = build_tiny(model_type, seed=0)
+    assert any(type(m).__name__ == cls for m in model.modules())
 
 
 def test_a_list_that_summed_to_the_width_still_does():
