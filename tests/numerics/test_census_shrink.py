@@ -83,8 +83,8 @@ def test_a_list_that_summed_to_the_width_still_does():
 
 
 def test_a_build_that_fails_names_the_attribute():
-    # Qwen3-Omni's talker config lacks an attribute its model reads; Chameleon's default leaves the
-    # vocabulary map unset: each error names the attribute
+    # Chameleon's default leaves its vocabulary map unset; DBRX's attention config lacks an attribute
+    # its model reads: each error names the attribute
     with pytest.raises(ShrinkError) as exc:
         build_tiny("chameleon", seed=0)
     assert exc.value.argument == "chameleon.vocabulary_map"
