@@ -232,6 +232,7 @@ ROOMS: dict[str, list[str]] = {
     "conformance": [
         "numerics.conformance.protocol",
         "numerics.conformance.hf_returned",
+        "numerics.conformance.hf_inputs",
         "numerics.conformance.hf_capture",
         "numerics.conformance.torch_capture",
         "numerics.conformance.torch_adapter",
@@ -245,6 +246,7 @@ ROOMS: dict[str, list[str]] = {
         "numerics.conformance",
     ],
     "census": [
+        "numerics.census.shrink",
         "numerics.census.config",
         "numerics.census.report",
         "numerics.census.judge",

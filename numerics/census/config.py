@@ -1,14 +1,18 @@
 r"""Tiny random models of any transformers family, for the census (:mod:`numerics.census.run`).
 
-:func:`tiny_config` takes the model type's default configuration and shrinks, in it and in every
-sub-configuration (``text_config``, ``vision_config``, ``encoder``, …), the attributes that set the
-size: widths to :data:`WIDTH` (64), heads to 4 (2 kv heads where the family has a kv-head count),
-head dims to 16, feed-forward widths to 64, layers to 2 (per-layer lists cut to match), the
-vocabulary to 128 (special token ids moved into ``100…127``, so that drawn ids ``1…99`` are plain
-tokens), experts to 4 (2 per token), images to 32 px in patches of 8, audio positions to 16.
+:func:`tiny_config` takes the model type's default configuration and shrinks it with
+:func:`numerics.census.shrink.shrink`: in it and in every sub-configuration (``text_config``,
+``vision_config``, ``encoder``, backbone configs, raw ``dict`` sub-configs), every attribute whose name
+says it is a size — widths to :data:`WIDTH` (64), heads to 4 (2 kv heads where the family has a kv-head
+count), head dims to 16, feed-forward widths to 64, layers to 2 (per-layer lists cut to match, a hybrid
+keeping an attention layer), vocabularies (entity tables too) to 128 (special token ids moved into
+``100…127``, so that drawn ids ``1…99`` are plain tokens), experts to 4 (2 per token), images to 32 px in
+patches of 8, audio positions to 16 — and restores the relations the default had among them (heads
+divide widths, kv heads divide heads, derived attributes derived again).
 :func:`build_tiny` builds the family's base model from it with eager attention — first on the
-``meta`` device, refusing a model that is still over :data:`MAX_PARAMS` parameters (a family whose
-size is set by an attribute this list does not know), then for real, seeded, in ``dtype``.
+``meta`` device, refusing a model that is still over :data:`MAX_PARAMS` parameters (naming the
+attribute its largest tensor is sized by), a configuration that does not build naming the attribute
+it could not reconcile (:class:`~numerics.census.shrink.ShrinkError`) — then for real, seeded, in ``dtype``.
 :func:`attention_classes` lists the attention classes the modeling modules of the model types define.
 """
 
@@ -18,11 +22,13 @@ import importlib
 import os
 from typing import Any
 
+from numerics.census.shrink import WIDTH, ShrinkError, oversized, shrink, suspects
 from numerics.errors import ModelError, ParameterError
 
 __all__ = [
     "WIDTH",
     "MAX_PARAMS",
+    "ShrinkError",
     "tiny_config",
     "build_tiny",
     "model_class",
@@ -31,151 +37,7 @@ __all__ = [
     "known_model_types",
 ]
 
-WIDTH = 64
 MAX_PARAMS = 10_000_000
-
-_WIDTH = ("hidden_size", "d_model", "n_embd", "embed_dim", "dim", "model_dim", "d_embed", "word_embed_proj_dim")
-_FFN = (
-    "intermediate_size",
-    "ffn_dim",
-    "encoder_ffn_dim",
-    "decoder_ffn_dim",
-    "d_ff",
-    "n_inner",
-    "hidden_dim",
-    "feed_forward_size",
-    "mlp_dim",
-    "ffn_hidden_size",
-    "mlp_hidden_size",
-    "intermediate_dim",
-    "inner_hidden_size",
-)
-_HEADS = (
-    "num_attention_heads",
-    "n_head",
-    "n_heads",
-    "encoder_attention_heads",
-    "decoder_attention_heads",
-    "num_heads",
-    "attention_heads",
-)
-_KV = ("num_key_value_heads", "num_kv_heads", "n_kv_heads", "multi_query_group_num")
-_HEAD_DIM = ("head_dim", "d_kv", "kv_channels", "attention_head_dim", "v_head_dim", "attention_head_size")
-_LAYERS = (
-    "num_hidden_layers",
-    "n_layer",
-    "n_layers",
-    "num_layers",
-    "encoder_layers",
-    "decoder_layers",
-    "num_decoder_layers",
-    "num_encoder_layers",
-)
-_EXPERTS = ("num_experts", "num_local_experts", "n_routed_experts", "moe_num_experts")
-_TOPK = ("num_experts_per_tok", "moe_topk", "top_k", "num_experts_per_token")
-_MOE_FFN = ("moe_intermediate_size", "shared_expert_intermediate_size", "expert_intermediate_size")
-_SMALL = {
-    "kv_lora_rank": 16,
-    "q_lora_rank": 16,
-    "qk_rope_head_dim": 8,
-    "qk_nope_head_dim": 8,
-    "projection_dim": 32,
-    "max_source_positions": 16,
-    "n_shared_experts": 1,
-    "vocab_size": 128,
-    "image_size": 32,
-    "patch_size": 8,
-    "num_mel_bins": 16,
-}
-
-
-def _is_config(x: Any) -> bool:
-    return hasattr(x, "model_type") and hasattr(x, "to_dict") and hasattr(x, "sub_configs")
-
-
-def _shrink(cfg: Any, seen: set) -> None:
-    if id(cfg) in seen:
-        return
-    seen.add(id(cfg))
-    attrs = dict(vars(cfg))
-
-    def has_int(k: str) -> bool:
-        v = attrs.get(k)
-        return isinstance(v, int) and not isinstance(v, bool)
-
-    def put(k: str, v: Any) -> None:
-        try:
-            setattr(cfg, k, v)
-        except Exception:  # a read-only or validated attribute: left as it is
-            pass
-
-    old_layers = next((attrs[k] for k in _LAYERS if has_int(k)), None)
-    for k in _WIDTH:
-        if has_int(k) and attrs[k] > WIDTH:
-            put(k, WIDTH)
-    for k in _FFN:
-        if has_int(k) and attrs[k] > WIDTH:
-            put(k, WIDTH)
-    for k in _HEADS:
-        if has_int(k) and attrs[k] > 4:
-            put(k, 4)
-        elif isinstance(attrs.get(k), list) and all(isinstance(x, int) for x in attrs[k]):
-            put(k, [2] * len(attrs[k]))
-    caps = [(k, 2) for k in _KV] + [(k, 16) for k in _HEAD_DIM] + [(k, 2) for k in _LAYERS]
-    for k, v in caps:
-        if has_int(k) and attrs[k] > v:
-            put(k, v)
-    if isinstance(attrs.get("depths"), list):
-        put("depths", [1] * len(attrs["depths"]))
-    caps = [(k, 4) for k in _EXPERTS] + [(k, 2) for k in _TOPK] + [(k, 32) for k in _MOE_FFN]
-    for k, v in [*caps, *_SMALL.items()]:
-        if has_int(k) and attrs[k] > v:
-            put(k, v)
-        elif k in ("image_size", "patch_size") and isinstance(attrs.get(k), (list, tuple)) and attrs[k]:
-            put(k, type(attrs[k])([v] * len(attrs[k])))
-    for k in ("rope_parameters", "rope_scaling"):
-        rp = attrs.get(k)
-        sec = rp.get("mrope_section") if isinstance(rp, dict) else None
-        if (
-            isinstance(rp, dict)
-            and sec is None
-            and "mrope_section" in getattr(cfg, "ignore_keys_at_rope_validation", ())
-        ):
-            sec = [16, 24, 24]  # the families' default when the key is absent
-        if isinstance(rp, dict) and isinstance(sec, list) and sec and all(isinstance(x, int) for x in sec):
-            # multimodal RoPE sections split head_dim / 2 frequencies: rescale them to the tiny head dim
-            half, tot = 8, sum(sec)
-            new = [max(1, x * half // tot) for x in sec]
-            new[0] += half - sum(new)
-            put(k, {**rp, "mrope_section": new})
-    if old_layers is not None and old_layers > 2:
-        for k, v in attrs.items():
-            if isinstance(v, (list, tuple)) and len(v) == old_layers and k not in ("depths",):
-                kinds = list(dict.fromkeys(x for x in v if isinstance(x, str)))
-                if len(kinds) >= 2:  # per-layer types (hybrids: mamba / attention …): keep one layer of two kinds,
-                    keep = sorted(v.index(x) for x in kinds[:2])  # in their order, so an attention layer stays
-                    put(k, type(v)(v[i] for i in keep))
-                else:
-                    put(k, type(v)(v[:2]))
-    vocab = getattr(cfg, "vocab_size", None)
-    if isinstance(vocab, int) and vocab <= 128:
-        nxt = [100]
-        for k, v in attrs.items():
-            if (
-                k.endswith(("_token_id", "_token_index"))
-                and isinstance(v, int)
-                and not isinstance(v, bool)
-                and v >= 100
-            ):
-                put(k, nxt[0])
-                nxt[0] = min(nxt[0] + 1, 127)
-            elif k.endswith("_token_id") and isinstance(v, list) and v and all(isinstance(x, int) for x in v):
-                put(k, [x if x < 100 else 100 + i % 28 for i, x in enumerate(v)])
-    for k, v in attrs.items():
-        if _is_config(v):
-            _shrink(v, seen)
-        elif isinstance(v, dict) and "model_type" in v:
-            pass  # a raw dict sub-config: the family builds it later from defaults
 
 
 def tiny_config(model_type: str):
@@ -186,7 +48,7 @@ def tiny_config(model_type: str):
         cfg = AutoConfig.for_model(model_type)
     except Exception as exc:
         raise ModelError(f"no default configuration ({type(exc).__name__}: {exc})", argument="model_type") from None
-    _shrink(cfg, set())
+    shrink(cfg)
     return cfg
 
 
@@ -214,22 +76,39 @@ def build_tiny(model_type: str, *, dtype=None, seed: int = 0, cross: bool = Fals
     ``cross``: built as a decoder with cross-attention (``is_decoder``, ``add_cross_attention``),
     the configuration in which BERT-like families instantiate their cross-attention classes."""
     import torch
+    from transformers import AutoConfig
 
-    cfg = tiny_config(model_type)
+    try:
+        cfg = AutoConfig.for_model(model_type)
+    except Exception as exc:
+        raise ModelError(f"no default configuration ({type(exc).__name__}: {exc})", argument="model_type") from None
+    changed, before = shrink(cfg)
     if cross:
         if not hasattr(cfg, "add_cross_attention"):
             raise ModelError(f"{model_type}: the configuration has no add_cross_attention", argument="model_type")
         cfg.is_decoder = True
         cfg.add_cross_attention = True
     cls = model_class(model_type, cfg)
-    with torch.device("meta"):
-        meta = cls._from_config(cfg, attn_implementation="eager")
-    n = sum(p.numel() for p in meta.parameters()) + sum(b.numel() for b in meta.buffers())
-    del meta
+    try:
+        with torch.device("meta"):
+            meta = cls._from_config(cfg, attn_implementation="eager")
+    except Exception as exc:
+        line = (str(exc).strip().splitlines() or [""])[0][:200]
+        who = suspects(changed, exc, before)
+        raise ShrinkError(
+            f"{model_type}: the shrunk configuration does not build ({type(exc).__name__}: {line})"
+            + (f"; could not reconcile {', '.join(who[:3])}" if who else ""),
+            argument=who[0].split(" ")[0] if who else "model_type",
+        ) from exc
+    tensors = [*meta.parameters(), *meta.buffers()]
+    n = sum(t.numel() for t in tensors)
+    big = tuple(max(tensors, key=lambda t: t.numel()).shape) if tensors else ()
+    del meta, tensors
     if n > MAX_PARAMS:
+        who = oversized(changed, before, big)
         raise ModelError(
             f"{model_type}: the shrunk configuration still has {n:,} parameters and buffers (> {MAX_PARAMS:,}): "
-            "a size attribute the census does not shrink",
+            f"its largest tensor {big} is set by {', '.join(who[:3])}, which the census does not shrink",
             argument="model_type",
         )
     torch.manual_seed(seed)

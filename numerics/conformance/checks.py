@@ -399,6 +399,7 @@ class Counterexample:
     decided_by: str = ""
     shrunk: bool = True
     causal: bool = False  # the check was declared causal-only (causal=True): the replay says so too
+    inputs: str = ""  # the adapter's other inputs for this draw (drawn from its seed), by shape
 
     def replay(self) -> str:
         """A snippet that runs this draw again on ``module`` (the same adapter, seed and tokens)."""
@@ -411,7 +412,9 @@ class Counterexample:
         what = "‖Y − Ŷ‖_F" if self.statement == T2_STATEMENT else "residual"
         by = f" [{self.decided_by}]" if self.decided_by else ""
         return (
-            f"counterexample ({how}):{where} input {self.draw.describe()}\n  violates {self.statement}{by}\n"
+            f"counterexample ({how}):{where} input {self.draw.describe()}"
+            + (f" (with {self.inputs})" if self.inputs else "")
+            + f"\n  violates {self.statement}{by}\n"
             f"  {what} = {self.verdict.residual:.3e} > bound {self.verdict.bound:.3e}; {self.verdict.detail}\n"
             f"  replay: {self.replay().replace(chr(10), '; ')}"
         )
@@ -567,6 +570,7 @@ class ConformanceReport:
             if cx is None
             else {
                 "input": cx.draw.describe(),
+                "other_inputs": cx.inputs,
                 "layer": cx.layer,
                 "statement": cx.statement,
                 "decided_by": cx.decided_by,

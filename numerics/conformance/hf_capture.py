@@ -33,12 +33,12 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import inspect
 from dataclasses import dataclass
 from typing import Any
 
 import torch
 
+from numerics.conformance.hf_inputs import amend, describe_inputs, draw_inputs
 from numerics.conformance.hf_returned import affine_of, returned_weights_extraction
 from numerics.conformance.protocol import Adapter, Draw, EvalMode, Extraction, KernelDefect, dtype_of
 from numerics.errors import UnsupportedArchitectureError
@@ -340,6 +340,7 @@ class CaptureAdapter(Adapter):
             self.takes_mask = False
         self.d_model = int(getattr(cfg, "hidden_size", 0) or 0)
         self.max_length = None
+        self._drawn: dict = {}
 
     def _roots(self) -> list:
         """The models that may drive the targets: ``model``, then each smaller ``PreTrainedModel``
@@ -367,50 +368,40 @@ class CaptureAdapter(Adapter):
         return CaptureAdapter(model, targets, name=self.name)
 
     # ------------------------------------------------------------------ inputs
-    def inputs(self, draw: Draw) -> dict:
-        """The keyword inputs of one forward of ``root`` on ``draw`` (token ids from the draw's
-        generator; pixel values / audio features / samples sized from the config)."""
-        g = draw.generator()
-        cfg, B, n = self.root.config, draw.batch, draw.n
-        kw: dict = {}
-        dt = self.dtype
-        if self.main_input == "input_ids":
-            vocab = int(getattr(cfg, "vocab_size", 0) or getattr(getattr(cfg, "text_config", None), "vocab_size", 0))
-            hi = max(3, min(vocab, 100))
-            ids = torch.randint(1, hi, (B, n), generator=g)
-            kw["input_ids"] = ids
-            kpm = draw.key_padding_mask() if self.takes_mask else None
-            if kpm is not None:
-                kw["attention_mask"] = (~kpm).to(torch.long)
-            params = inspect.signature(self.root.forward).parameters
-            if "output_attentions" in params:  # modules that compute attention their own way return it then
-                kw["output_attentions"] = True
-            if getattr(cfg, "is_encoder_decoder", False) and "decoder_input_ids" in params:
-                kw["decoder_input_ids"] = ids.clone()
-            width = getattr(cfg, "hidden_size", None)
-            if "encoder_hidden_states" in params and getattr(cfg, "add_cross_attention", False) and width:
-                enc = torch.randn(B, n + 1, int(width), generator=g, dtype=F64)
-                kw["encoder_hidden_states"] = enc.to(dt)
-        elif self.main_input == "pixel_values":
-            c = int(getattr(cfg, "num_channels", 3) or 3)
-            s = getattr(cfg, "image_size", 32)
-            h, w = (s, s) if isinstance(s, int) else tuple(int(x) for x in s)
-            kw["pixel_values"] = (torch.randn(B, c, h, w, generator=g, dtype=F64) * draw.scale).to(dt)
-        elif self.main_input == "input_features":
-            bins = int(getattr(cfg, "num_mel_bins", 0) or getattr(cfg, "feature_size", 80))
-            T = 2 * int(getattr(cfg, "max_source_positions", 16))
-            kw["input_features"] = torch.randn(B, bins, T, generator=g, dtype=F64).to(dt)
-            params = inspect.signature(self.root.forward).parameters
-            if "decoder_input_ids" in params:
-                kw["decoder_input_ids"] = torch.randint(1, 50, (B, n), generator=g)
-        elif self.main_input == "input_values":
-            kw["input_values"] = torch.randn(B, 1600, generator=g, dtype=F64).to(dt)
-        else:
+    def inputs(self, draw: Draw, also=()) -> dict:
+        """The keyword inputs of one forward of ``root`` on ``draw``
+        (:func:`numerics.conformance.hf_inputs.draw_inputs`: the family's signature and configuration)."""
+        try:
+            return draw_inputs(self.root, self.main_input, draw, self.dtype, takes_mask=self.takes_mask, also=also)
+        except KeyError:
             raise CaptureError(
                 f"{type(self.root).__name__}'s main input {self.main_input!r} is no input the kit can draw",
                 argument="model",
-            )
-        return kw
+            ) from None
+
+    def run_drawn(self, draw: Draw, call):
+        """``call(kw)`` on the inputs drawn for ``draw``; a refusal naming a further input the forward's
+        signature has is answered by drawing it too, from the same seed (:func:`~numerics.conformance.
+        hf_inputs.amend`, at most three times). The inputs used are kept for :meth:`describe_inputs`;
+        an error of the last try (or one that names nothing to add) is raised as it is."""
+        kw = self.inputs(draw)
+        for tries in range(4):
+            try:
+                out = call(kw)
+                break
+            except (CaptureError, KernelDefect):
+                raise
+            except Exception as exc:
+                more = amend(self.root, self.main_input, kw, exc, draw, self.dtype, takes_mask=self.takes_mask)
+                if tries == 3 or more is None:
+                    raise
+                kw = more
+        self._drawn[draw] = kw
+        return out
+
+    def describe_inputs(self, draw: Draw) -> str:
+        """The inputs drawn beside the tokens for ``draw`` (from its seed), by shape."""
+        return describe_inputs(self._drawn.get(draw, {}), self.main_input)
 
     # ------------------------------------------------------------------ extraction
     def extract(self, draw: Draw) -> list[Extraction]:
@@ -433,10 +424,9 @@ class CaptureAdapter(Adapter):
 
     def _extract(self, draw: Draw) -> list[Extraction]:
         root = self.root
-        kw = self.inputs(draw)
         watch = self.targets if self.targets is not None else None
         try:
-            records, calls = run_captured(root, lambda: root(**kw), watch)
+            records, calls = self.run_drawn(draw, lambda kw: run_captured(root, lambda: root(**kw), watch))
         except (CaptureError, KernelDefect):  # a defect of the module's own kernel is a verdict
             raise
         except Exception as exc:

@@ -63,13 +63,13 @@ class ModelTorchAdapter(Adapter):
         for k, root in enumerate(hf.roots):
             hf.root, hf.main_input = root, getattr(root, "main_input_name", "input_ids")
             try:
-                kw = hf.inputs(draw)
+                hf.inputs(draw)
             except CaptureError as exc:
                 first = first or exc
                 continue
             try:
-                with torch.no_grad():
-                    run = observe_call(root, draw.batch, lambda: root(**kw))
+                with torch.no_grad():  # the interface adapter's inputs (and further ones a refusal names)
+                    run = hf.run_drawn(draw, lambda kw, root=root: observe_call(root, draw.batch, lambda: root(**kw)))
             except TorchCaptureError:
                 raise
             except Exception as exc:

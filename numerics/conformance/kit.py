@@ -480,6 +480,8 @@ def _check(module, ad: Adapter, examples, seed, sizes, masks, hypotheses, shadow
         target = None if rep.verdict == "fails" else rep.hypothesis_failures[0]
         rep.counterexample = _shrink(judge, strategy, target, results, max(examples, 50), seed, common)
         rep.counterexample.causal = bool(mode) and not ad.causal_only  # declared by causal=True: replayed so
+        said = getattr(ad, "describe_inputs", None)
+        rep.counterexample.inputs = said(rep.counterexample.draw) if callable(said) else ""
     if isinstance(ad, HFModelAdapter) and ad.handle is module:  # a loaded handle: its model name
         rep.module = str(ad.handle.name)
     rep.shadow = judge.note

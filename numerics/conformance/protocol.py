@@ -177,6 +177,11 @@ class Adapter:
     def extract(self, draw: Draw) -> list[Extraction]:  # pragma: no cover - interface
         raise NotImplementedError
 
+    def describe_inputs(self, draw: Draw) -> str:
+        """The inputs the adapter drew for ``draw`` beside its tokens ("" when none): they are a
+        function of the draw (its seed), stated beside a counterexample."""
+        return ""
+
     def shadow(self) -> tuple[Adapter | None, str]:
         """A float64 twin of this adapter for the kit's shadow run, or ``(None, why not)``.
 
