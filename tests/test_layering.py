@@ -235,7 +235,15 @@ ROOMS: dict[str, list[str]] = {
         "numerics.conformance.kit",
         "numerics.conformance",
     ],
-    "census": ["numerics.census.config", "numerics.census.report", "numerics.census.run", "numerics.census"],
+    "census": [
+        "numerics.census.config",
+        "numerics.census.report",
+        "numerics.census.pool",
+        "numerics.census.run",
+        "numerics.census.timm_report",
+        "numerics.census.timm",
+        "numerics.census",
+    ],
     "tooling": ["numerics.strategies", "numerics.pytest_plugin"],
     "documented paths": [
         "numerics.dynamics",

@@ -10,6 +10,7 @@ through that attention submodule, whose path the adapter's name carries)."""
 from __future__ import annotations
 
 import inspect
+import math
 
 import torch
 
@@ -36,6 +37,8 @@ def _rows(t: torch.Tensor, B: int, L: int):
             yield t.reshape(L, B, -1).transpose(0, 1)
     if t.ndim == 3 and B == L and tuple(t.shape[:2]) == (L, B):
         yield t.transpose(0, 1)
+    if t.ndim > 3 and t.shape[0] == B and math.prod(t.shape[1:-1]) == L:  # a grid of tokens (B, H, W, c)
+        yield t.reshape(B, L, -1)
 
 
 def _first_tensor(out):

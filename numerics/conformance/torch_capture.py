@@ -2,7 +2,9 @@ r"""Observe, never substitute: the conformance kit (:mod:`numerics.conformance.k
 module, read beneath the libraries by a ``torch.overrides.TorchFunctionMode`` while the module runs its
 *own* forward on a drawn input (issue 37, items 1–3).
 
-**What is observed** (:class:`Observer`, one run): every ``F.linear`` call (input, weight, bias, output);
+**What is observed** (:class:`Observer`, one run): every ``F.linear`` call (input, weight, bias, output),
+and every 1×1 ``F.conv1d`` / ``F.conv2d`` (stride 1, one group) as the linear map of each position it is
+(input and output read as ``(B, positions, C)``);
 every ``F.scaled_dot_product_attention`` call (q, k, v, ``attn_mask``, ``is_causal``, ``scale``,
 ``enable_gqa``, ``dropout_p`` and the output it returned); every softmax (``torch.softmax``,
 ``F.softmax``, ``Tensor.softmax``: its input scores, ``dim``, output) and the first ``matmul`` / ``@`` /
@@ -150,6 +152,41 @@ def _softmax64(s: torch.Tensor, dim: int) -> torch.Tensor:
 
 
 # --------------------------------------------------------------------------- the observer
+_CONV = {F.conv1d, F.conv2d}
+
+
+def _pointwise(func, args, kwargs) -> bool:
+    """A ``conv1d`` / ``conv2d`` call that is a linear map of each position: kernel 1 (×1), stride 1, no
+    padding or dilation, one group, batched input ``(B, C, …)``."""
+    names = ("input", "weight", "bias", "stride", "padding", "dilation", "groups")
+    a = dict(zip(names, args), **kwargs)
+    x, W = a.get("input"), a.get("weight")
+    if not isinstance(x, torch.Tensor) or not isinstance(W, torch.Tensor) or x.ndim != W.ndim:
+        return False
+    return (
+        all(int(k) == 1 for k in W.shape[2:])
+        and _each(a.get("stride", 1), 1)
+        and _each(a.get("padding", 0), 0)
+        and _each(a.get("dilation", 1), 1)
+        and a.get("groups", 1) == 1
+    )
+
+
+def _each(v, want: int) -> bool:
+    """A convolution's stride / padding / dilation ``v`` (an int, a tuple, or a padding mode) is ``want``
+    along every axis (for a kernel of 1, padding ``"same"`` is none)."""
+    if isinstance(v, str):
+        return v in ("valid", "same")
+    if isinstance(v, int):
+        return v == want
+    return all(int(e) == want for e in v)
+
+
+def _tokens(t: torch.Tensor) -> torch.Tensor:
+    """``(B, C, …)`` as ``(B, positions, C)`` (the positions in row-major order)."""
+    return t.flatten(2).transpose(1, 2)
+
+
 def _tensors(obj):
     if isinstance(obj, torch.Tensor):
         yield obj
@@ -188,9 +225,16 @@ class Observer(TorchFunctionMode):
             self._mha(args, kwargs, out)
             return out
         out = func(*args, **kwargs)
-        if func is F.linear:
+        if func is F.linear:  # F.linear(input, weight, bias), any of them by keyword
+            x = args[0] if args else kwargs.get("input")
+            W = args[1] if len(args) > 1 else kwargs.get("weight")
             b = args[2] if len(args) > 2 else kwargs.get("bias")
-            self.linears.append(LinearCall(self._tick(), args[0], args[1], b, out))
+            self.linears.append(LinearCall(self._tick(), x, W, b, out))
+        elif func in _CONV and _pointwise(func, args, kwargs):  # a 1×1 convolution: a linear map of each token
+            W = args[1] if len(args) > 1 else kwargs["weight"]
+            b = args[2] if len(args) > 2 else kwargs.get("bias")
+            x = args[0] if args else kwargs["input"]
+            self.linears.append(LinearCall(self._tick(), _tokens(x), W.reshape(W.shape[0], -1), b, _tokens(out)))
         elif func is F.scaled_dot_product_attention:
             self._sdpa(args, kwargs, out)
         elif func in _SOFTMAX:
@@ -247,11 +291,18 @@ class Observer(TorchFunctionMode):
         ops = list(args[1:]) if func is torch.einsum else list(args)
         if func is torch.einsum and len(ops) == 1 and isinstance(ops[0], (list, tuple)):
             ops = list(ops[0])
-        if len(ops) != 2 or not all(isinstance(o, torch.Tensor) for o in ops) or id(ops[0]) not in self.taint:
+        if len(ops) != 2 or not all(isinstance(o, torch.Tensor) for o in ops):
             return False
-        if id(ops[1]) in self.taint:
+        if (id(ops[0]) in self.taint) == (id(ops[1]) in self.taint):
             return False
-        P, V, O = ops[0], ops[1], out
+        if id(ops[1]) in self.taint:  # V @ Pᵀ (tokens on the last axis): read as P @ Vᵀ, transposed back
+            if func is torch.einsum or ops[0].ndim < 2 or ops[1].ndim < 2:
+                return False
+            src = ops[1]
+            P, V, O = ops[1].transpose(-1, -2), ops[0].transpose(-1, -2), out.transpose(-1, -2)
+        else:
+            src = ops[0]
+            P, V, O = ops[0], ops[1], out
         if func is torch.einsum:
             got = _einsum_layout(args[0], P, V, O)
             if got is None:
@@ -259,7 +310,7 @@ class Observer(TorchFunctionMode):
             P, V, O = got
         if P.ndim < 2 or V.ndim < 2 or P.shape[-1] != V.shape[-2]:
             return False
-        sm = self.softmaxes[self.taint[id(ops[0])]]
+        sm = self.softmaxes[self.taint[id(src)]]
         same = sm.probs.numel() == P.numel() and bool(torch.equal(sm.probs.detach().reshape(P.shape).to(P.dtype), P))
         if same:
             A, how = literal_softmax(sm.scores, sm.dim, sm.dtype).reshape(P.shape), "softmax → P @ V"
