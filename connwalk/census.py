@@ -94,7 +94,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
         "--jobs", type=int, default=None, help="worker processes (default 2, or 1 on one CPU; at most the CPUs)"
     )
     p.add_argument(
-        "--timeout", type=float, default=None, help="CPU seconds per model build and per class (default 20; timm 30)"
+        "--timeout", type=float, default=None, help="CPU seconds per model build and per class (default 20; timm 60)"
     )
     p.add_argument("--model-types", nargs="+", default=None, metavar="TYPE", help="only these model types")
     p.add_argument("--classes", nargs="+", default=None, metavar="CLASS", help="only these attention classes")
@@ -115,7 +115,7 @@ def check_options(args) -> None:
             "selects transformers' classes; with --library timm name architectures", argument="--classes"
         )
     if args.timeout is None:
-        args.timeout = 30.0 if args.library == "timm" else 20.0
+        args.timeout = 60.0 if args.library == "timm" else 20.0
     if args.jobs is None:
         args.jobs = min(2, max_jobs())
     for opt, v, lo, hi in (

@@ -7,7 +7,9 @@ conformance kit through the torch capture (:mod:`numerics.conformance.torch_capt
 the names are ranked by their size words (``test`` < ``atto`` < … < ``tiny`` < ``small`` …), and the
 first :data:`PROBE` of them are built on the ``meta`` device and their parameters counted; the fewest
 wins. It is built with random initialisation (no download), seeded, shrunk where its ``create_model``
-takes it: images of :data:`IMG` px (``img_size``), two blocks (``depth``); else at its own sizes.
+takes it: images of :data:`IMG` px (``img_size``), windows of 4 (``window_size``), and two blocks
+(``depth``) for a variant over :data:`BIG` parameters (a hybrid's attention may be in its later blocks);
+else at its own sizes. A weight its initialisation leaves all zero is drawn instead (:func:`_no_zero_weights`).
 
 **Attention modules** (:func:`find_attention`): one forward pass of the whole model on a random image
 under the torch capture's observer, with every module's first call recorded (its arguments); each
@@ -36,8 +38,9 @@ import gc
 import math
 import re
 import time
+from typing import Any
 
-from numerics.census import run as census_run
+import numerics.census.run as census_run
 from numerics.census.pool import Timeout, arm, children_cpu, disarm, one_line, run_tasks, timed_out
 from numerics.census.report import DECLINED, TIMED_OUT, hypotheses_of, status_of
 from numerics.census.timm_report import NO_ATTENTION, TimmCensusResult, TimmRow
@@ -54,6 +57,8 @@ __all__ = [
 
 #: images of this size where the variant's ``create_model`` takes ``img_size``
 IMG = 64
+#: parameters above which a variant is built with two blocks (``depth=2``) where it takes that
+BIG = 50_000_000
 #: variants probed on the meta device for the smallest (the first by the size words of their names)
 PROBE = 4
 #: the most tokens a module that runs only on its own token count is judged on
@@ -113,10 +118,14 @@ def _build(name: str, seed: int):
     import torch
 
     last: Exception | None = None
-    for kw in ({"img_size": IMG, "depth": 2}, {"img_size": IMG}, {"depth": 2}, {}):
+    with torch.device("meta"):  # two blocks only for a large model: a hybrid's later blocks may be its attention
+        big = sum(p.numel() for p in timm.create_model(name, pretrained=False).parameters()) > BIG
+    depths = ({"depth": 2}, {}) if big else ({},)
+    small: list[dict[str, Any]] = [{**d, **w} for d in depths for w in ({"window_size": 4}, {})]
+    for kw in [{"img_size": IMG, **k} for k in small] + small:
         torch.manual_seed(seed)
         try:
-            model = timm.create_model(name, pretrained=False, **kw).eval()
+            model = _no_zero_weights(timm.create_model(name, pretrained=False, **kw).eval(), seed)
             c, h, w = model.pretrained_cfg.get("input_size", (3, 224, 224))
             if "img_size" in kw:
                 h = w = IMG
@@ -128,6 +137,20 @@ def _build(name: str, seed: int):
             last = exc
     assert last is not None
     raise last
+
+
+def _no_zero_weights(model, seed: int):
+    """``model`` with every weight that its initialisation leaves all zero (a residual branch's last norm or
+    projection, zero-initialised so that a block starts as the identity: LeViT, …) drawn instead from
+    ``N(0, 0.02)``: a zero output projection makes every module's output zero, and T2's identity vacuous."""
+    import torch
+
+    g = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if name.endswith("weight") and p.numel() and not p.any():
+                p.copy_(0.02 * torch.randn(p.shape, generator=g, dtype=p.dtype))
+    return model
 
 
 # --------------------------------------------------------------------------- discovery
@@ -236,6 +259,7 @@ def _init(self, module, args: tuple, kwargs: dict, name: str) -> None:
 
         return tuple(one(a) for a in args[1:]), {k: one(v) for k, v in kwargs.items()}
 
+    layouts: list[tuple[str, int, tuple[int, ...] | None]]
     if x.ndim == 3:
         layouts = [("tokens", int(x.shape[2]), None)]
     else:
@@ -244,7 +268,7 @@ def _init(self, module, args: tuple, kwargs: dict, name: str) -> None:
         square = d2 == d3 != d1 or (d1 != d2 and _in_width(module) == d1 != d3)  # a square (H, W) last, or
         if square and not (d1 == d2 != d3):  # its first layer reads channels first: (B, C, H, W) first
             layouts.reverse()
-    fixed = int(x.shape[1]) if x.ndim == 3 else None
+    fixed = int(x.shape[1])  # the token count of a sequence (a grid's is H·W)
     # (layout, width, grid, tokens, keep): with its recorded tensors (rotary tables, masks) on its own
     # token count and batch 1 first, then without them on a free length, then on its own token count
     tensors = any(isinstance(a, torch.Tensor) for a in (*args[1:], *kwargs.values()))
@@ -430,7 +454,7 @@ def _lost(task) -> list[TimmRow]:
 
 # --------------------------------------------------------------------------- the run
 def run_timm_census(
-    *, architectures=None, examples: int = 2, seed: int = 0, timeout: float = 30.0, jobs: int = 1, progress=None
+    *, architectures=None, examples: int = 2, seed: int = 0, timeout: float = 60.0, jobs: int = 1, progress=None
 ) -> TimmCensusResult:
     """The timm census (module docstring). ``architectures``: only these (a list of ``timm.list_modules()``
     names); ``examples`` draws per class; ``timeout`` CPU seconds for an architecture's build and for

@@ -230,11 +230,19 @@ class Observer(TorchFunctionMode):
             W = args[1] if len(args) > 1 else kwargs.get("weight")
             b = args[2] if len(args) > 2 else kwargs.get("bias")
             self.linears.append(LinearCall(self._tick(), x, W, b, out))
+            if self.taint:  # a linear of the probabilities (talking heads) changes them: they are followed
+                self._spread(args, kwargs, out)
         elif func in _CONV and _pointwise(func, args, kwargs):  # a 1×1 convolution: a linear map of each token
             W = args[1] if len(args) > 1 else kwargs["weight"]
             b = args[2] if len(args) > 2 else kwargs.get("bias")
             x = args[0] if args else kwargs["input"]
             self.linears.append(LinearCall(self._tick(), _tokens(x), W.reshape(W.shape[0], -1), b, _tokens(out)))
+            if self.taint:
+                self._spread(args, kwargs, out)
+        elif func is F.batch_norm and self.linears:
+            self._batch_norm(args, kwargs, out)
+            if self.taint:
+                self._spread(args, kwargs, out)
         elif func is F.scaled_dot_product_attention:
             self._sdpa(args, kwargs, out)
         elif func in _SOFTMAX:
@@ -249,6 +257,27 @@ class Observer(TorchFunctionMode):
         elif self.taint:
             self._spread(args, kwargs, out)
         return out
+
+    def _batch_norm(self, args, kwargs, out) -> None:
+        """An inference batch norm (running statistics) of the last linear's output, in any shape: a
+        per-channel affine map, so the two are one linear map ``diag(s)·W``, observed as one more call."""
+        names = ("input", "running_mean", "running_var", "weight", "bias", "training", "momentum", "eps")
+        a = dict(zip(names, args), **kwargs)
+        x, mean, var, lc = a["input"], a.get("running_mean"), a.get("running_var"), self.linears[-1]
+        if a.get("training") or mean is None or var is None or not isinstance(out, torch.Tensor):
+            return
+        src = lc.y._base if lc.y._base is not None else lc.y  # a convolution's output is read through a view
+        same = x.untyped_storage().data_ptr() == src.untyped_storage().data_ptr() and x.numel() == src.numel()
+        if not same or x.shape[1] != lc.W.shape[0]:
+            return
+        s = torch.rsqrt(var.detach() + a.get("eps", 1e-5))
+        if a.get("weight") is not None:
+            s = s * a["weight"].detach()
+        shift = -mean.detach() * s + (0 if a.get("bias") is None else a["bias"].detach())
+        W = lc.W.detach() * s[:, None]
+        b = shift if lc.b is None else lc.b.detach() * s + shift
+        y = out if out.ndim == 2 else _tokens(out)
+        self.linears.append(LinearCall(self._tick(), lc.x, W, b, y))
 
     def _mark(self, t: torch.Tensor, k: int) -> None:
         self.taint[id(t)] = k

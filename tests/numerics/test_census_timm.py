@@ -149,10 +149,10 @@ class KeywordLinearAttention(torch.nn.Module):
 
 def test_one_by_one_convolutions_and_values_weighted_as_v_at_a_transposed_are_read():
     torch.manual_seed(0)
-    mod = ConvAttention().double().eval()
-    ad = call_adapter(mod, (torch.randn(1, 8, 2, 3, dtype=torch.float64),), {}, "ConvAttention")
-    assert ad.layout == "bchw" and ad.max_length == 6
-    rep = check_attention(mod, adapter=ad, examples=2, seed=0, max_length=6, min_length=6)
+    mod = ConvAttention(d=16).double().eval()
+    ad = call_adapter(mod, (torch.randn(1, 16, 2, 2, dtype=torch.float64),), {}, "ConvAttention")
+    assert ad.layout == "bchw" and ad.max_length == 4
+    rep = check_attention(mod, adapter=ad, examples=2, seed=0, max_length=4, min_length=4)
     assert rep.conforms and rep.results and all(r.t2.status == "holds" for r in rep.results)
 
 
@@ -163,7 +163,39 @@ def test_keyword_linear_projections_and_class_attention_are_read(class_token):
     ad = call_adapter(mod, (torch.randn(1, 5, 8, dtype=torch.float64),), {}, "KeywordLinearAttention")
     assert ad.max_length is None  # any number of tokens
     rep = check_attention(mod, adapter=ad, examples=2, seed=0, max_length=5)
-    assert rep.conforms and rep.results and all(r.cross == class_token for r in rep.results)
+    # class attention: one query over the n drawn tokens, read as cross-attention wherever n > 1
+    assert rep.conforms and all(r.cross == (class_token and r.draw.n > 1) for r in rep.results)
+    assert any(r.draw.n > 1 for r in rep.results)
+
+
+class LinearNormAttention(torch.nn.Module):
+    """LeViT's projections: a linear and an inference batch norm of its (B·n, c) rows (one affine map)."""
+
+    def __init__(self, d: int = 8, heads: int = 2) -> None:
+        super().__init__()
+        self.h = heads
+        self.qkv = torch.nn.Linear(d, 3 * d, bias=False)
+        self.bn = torch.nn.BatchNorm1d(3 * d)
+        self.proj = torch.nn.Linear(d, d)
+        with torch.no_grad():  # statistics and affine parameters of a trained norm, not the identity
+            for t in (self.bn.weight, self.bn.running_var):
+                t.uniform_(0.5, 1.5)
+            for t in (self.bn.bias, self.bn.running_mean):
+                t.normal_(0.0, 0.3)
+
+    def forward(self, x):
+        B, n, d = x.shape
+        qkv = self.bn(self.qkv(x).flatten(0, 1)).reshape(B, n, 3, self.h, d // self.h).permute(2, 0, 3, 1, 4)
+        y = torch.nn.functional.scaled_dot_product_attention(*qkv)
+        return self.proj(y.transpose(1, 2).reshape(B, n, d))
+
+
+def test_a_linear_followed_by_an_inference_batch_norm_is_read_as_one_linear_map():
+    torch.manual_seed(0)
+    mod = LinearNormAttention().double().eval()
+    ad = call_adapter(mod, (torch.randn(1, 3, 8, dtype=torch.float64),), {}, "LinearNormAttention")
+    rep = check_attention(mod, adapter=ad, examples=2, seed=0, max_length=3)
+    assert rep.conforms and rep.results and all(r.t2.status == "holds" for r in rep.results)
 
 
 # --------------------------------------------------------------------------- the command
