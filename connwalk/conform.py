@@ -36,6 +36,8 @@ from numerics.errors import ConnwalkError, MemoryBudgetError, ModelError, Parame
 from numerics.models.names import check_loadable
 
 _FACTORY = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
+#: ``census:MODEL_TYPE:Class``: one census row, reproduced alone (the class in the census's tiny model)
+_CENSUS = re.compile(r"^census:([\w.-]+):([A-Za-z_]\w*)$")
 _REGISTRY_PREFIXES = ("random", "tiny", "synthetic")
 TARGET = "MODULE_OR_MODEL"
 
@@ -70,6 +72,7 @@ OPTION_NAMES = {
     "max_batch": "--max-batch",
     "layers": "--layers",
     "hypotheses": "--no-hypotheses",
+    "causal": "--causal",
 }
 
 #: the kit's fields of an extraction, in the words of the user whose module produced them
@@ -102,6 +105,12 @@ MODULE_OR_MODEL is one of
   package.module:attribute  the module object itself
   a model name              minilm, smollm2-135m, tiny:llama, random:minilm
   a Hugging Face directory or a .gguf file
+  census:MODEL_TYPE:Class   one row of `connwalk census` reproduced alone:
+                            the attention class inside the census's tiny
+                            float64 model of that transformers model type,
+                            judged as the census judges it (e.g.
+                            census:llama:LlamaAttention --examples 2
+                            --max-length 6 gives the census's verdict)
 
 Replaying a failure: the counterexample printed under the table is the
 failing draw shrunk to a minimal one (batch, length, masks, layer, worst
@@ -123,7 +132,9 @@ exit status:
      file that cannot be written, a target that does not import or is not
      an attention module, a factory or class that raises or needs
      arguments, a model or draw over the memory budget (environment
-     variable CONNWALK_MEMORY_BUDGET, e.g. 8G)
+     variable CONNWALK_MEMORY_BUDGET, e.g. 8G), an adapter
+     (connwalk_attention) whose reported output or A is not what the
+     module itself computed on the same input (the field is named)
   3  undecided: no draw fails, but one is within the rounding error of
      its bound (neither holds nor fails at the module's precision), or
      no draw determines A (the table's header: "k of N draws identifying")
@@ -153,6 +164,11 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
         "--min-length", type=int, default=1, help="shortest drawn sequence (default 1; at most --max-length)"
     )
     p.add_argument("--max-batch", type=int, default=2, help="largest drawn batch (default 2)")
+    p.add_argument(
+        "--causal",
+        action="store_true",
+        help="the module runs causal only: every draw is causal (as its attribute connwalk_causal = True declares)",
+    )
     p.add_argument(
         "--layers", type=int, nargs="+", default=None, metavar="I", help="layers of a whole model (default all)"
     )
@@ -229,7 +245,8 @@ def names_a_module(target: str) -> bool:
     """``package.module:attribute`` (not a model name with a ``random:`` / ``tiny:`` / ``synthetic:``
     prefix, not an existing path); anything else is a model name for the registry."""
     head = target.split(":", 1)[0]
-    return bool(_FACTORY.match(target)) and head not in _REGISTRY_PREFIXES and not os.path.exists(target)
+    reserved = (*_REGISTRY_PREFIXES, "census")  # census:MODEL_TYPE:Class is a census row
+    return bool(_FACTORY.match(target)) and head not in reserved and not os.path.exists(target)
 
 
 def as_target_error(target: str, exc: ConnwalkError) -> ConnwalkError:
@@ -243,6 +260,10 @@ def check_model_target(target: str) -> None:
     names alone (:func:`numerics.models.names.check_loadable`) and a ``.gguf`` file's header
     (:func:`numerics.models.files.check_gguf`): standard library only, before torch loads."""
     if names_a_module(target):
+        return
+    if target.startswith("census:"):
+        if not _CENSUS.match(target):
+            raise ParameterError(f"{target}: expected census:MODEL_TYPE:Class", argument=TARGET)
         return
     try:
         check_loadable(target)
@@ -260,6 +281,14 @@ def check_model_target(target: str) -> None:
 def resolve(target: str, dtype: str = "float32"):
     """The object ``target`` names (``--help``); every failure is a :class:`ConnwalkError` naming
     ``MODULE_OR_MODEL``. A class is instantiated when its constructor needs no arguments."""
+    census = _CENSUS.match(target)
+    if census:
+        from numerics.census.judge import census_instance
+
+        try:
+            return CensusTarget(*census_instance(census.group(1), census.group(2)))
+        except ConnwalkError as exc:
+            raise as_target_error(target, exc) from None
     if names_a_module(target):
         mod_name, attr = target.split(":")
         try:
@@ -344,8 +373,29 @@ def run(args) -> int:
     return EXIT_CODES[rep.verdict]
 
 
+class CensusTarget:
+    """A census row's class inside its tiny model (``census:MODEL_TYPE:Class``)."""
+
+    def __init__(self, model, module) -> None:
+        self.model, self.module = model, module
+
+
 def _check(args, obj, progress):
     from numerics.conformance import kit as conformance
+
+    if isinstance(obj, CensusTarget):  # judged as the census judges it (numerics.census.judge.report_of)
+        from numerics.census.judge import report_of
+
+        progress(f"checking {args.examples} draws of {type(obj.module).__name__} as the census does")
+        rep, _ = report_of(
+            obj.model,
+            obj.module,
+            examples=args.examples,
+            seed=args.seed,
+            max_length=args.max_length,
+            progress=progress.status,
+        )
+        return rep
 
     # --layers chose the adapter's layers; the kit checks the adapter's. The adapter is handed over as
     # built: progress is reported through the kit's progress hook, never by wrapping the adapter (a
@@ -360,6 +410,7 @@ def _check(args, obj, progress):
         min_length=args.min_length,
         max_batch=args.max_batch,
         hypotheses=not args.no_hypotheses,
+        causal=True if args.causal else None,
         adapter=adapter,
         progress=progress.status,
     )

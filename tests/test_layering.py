@@ -187,7 +187,14 @@ def test_an_entry_point_only_runs_its_command_and_nothing_imports_it(entry):
 
 #: numerics' rooms by concern, bottom to top, each a one-way chain (a package's face last)
 ROOMS: dict[str, list[str]] = {
-    "base": ["numerics.errors", "numerics", "numerics.tolerance", "numerics.threads", "numerics.device"],
+    "base": [
+        "numerics.errors",
+        "numerics.vision_env",
+        "numerics",
+        "numerics.tolerance",
+        "numerics.threads",
+        "numerics.device",
+    ],
     "contracts": [
         "numerics.contracts.validate",
         "numerics.contracts.kinds",
@@ -228,9 +235,11 @@ ROOMS: dict[str, list[str]] = {
         "numerics.conformance.hf_capture",
         "numerics.conformance.torch_capture",
         "numerics.conformance.torch_adapter",
+        "numerics.conformance.hf_torch",
         "numerics.conformance.hf",
         "numerics.conformance.checks",
         "numerics.conformance.adapters",
+        "numerics.conformance.observed",
         "numerics.conformance.bounds",
         "numerics.conformance.kit",
         "numerics.conformance",
@@ -239,6 +248,7 @@ ROOMS: dict[str, list[str]] = {
         "numerics.census.config",
         "numerics.census.report",
         "numerics.census.pool",
+        "numerics.census.judge",
         "numerics.census.run",
         "numerics.census.timm_report",
         "numerics.census.timm",

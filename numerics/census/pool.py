@@ -21,7 +21,6 @@ __all__ = [
     "arm",
     "disarm",
     "timed_out",
-    "one_line",
     "max_jobs",
     "children_cpu",
     "run_tasks",
@@ -51,12 +50,6 @@ def timed_out(exc: Timeout, timeout: float, wall_factor: float, what: str = "") 
     if exc.clock == "CPU":
         return f"timed out after {timeout:g} s CPU{what}"
     return f"timed out after {wall_factor * timeout:g} s wall without using its {timeout:g} s CPU budget{what}"
-
-
-def one_line(exc: BaseException) -> str:
-    """``Type: first line of the message`` (at most 200 characters of it)."""
-    msg = str(exc).strip().splitlines()
-    return f"{type(exc).__name__}: {msg[0][:200] if msg else ''}".rstrip(": ")
 
 
 def arm(seconds: float, wall_factor: float):

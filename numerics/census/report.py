@@ -9,7 +9,17 @@ import math
 import re
 from collections import Counter
 
-__all__ = ["render_markdown", "reason_kind", "STATUSES", "HYPOTHESES", "verdict_of", "status_of", "hypotheses_of"]
+__all__ = [
+    "render_markdown",
+    "reason_kind",
+    "split_rows",
+    "JUDGED",
+    "STATUSES",
+    "HYPOTHESES",
+    "verdict_of",
+    "status_of",
+    "hypotheses_of",
+]
 
 CONFORMS, HYP_FAILS, FAILS_, DECLINED, UNDECIDED_, TIMED_OUT = (
     "conforms",
@@ -110,6 +120,23 @@ _KINDS = (
 )
 
 
+#: statuses that are verdicts on the class (the census judged it)
+JUDGED = (CONFORMS, HYP_FAILS, FAILS_, UNDECIDED_)
+#: decline groups whose cause lies outside the class (this environment lacks an optional package)
+OUTSIDE = ("the module does not import",)
+
+
+def split_rows(rows) -> tuple[list, list, list]:
+    """``(judged, harness gaps, outside the class)``: every row in exactly one — a verdict (:data:`JUDGED`),
+    a decline whose group is :data:`OUTSIDE`, else (any other decline, a timeout) a gap of the harness."""
+    judged = [r for r in rows if r.status in JUDGED]
+    outside = [r for r in rows if r.status == DECLINED and reason_kind(r.reason) in OUTSIDE]
+    gaps = [
+        r for r in rows if r.status not in JUDGED and not (r.status == DECLINED and reason_kind(r.reason) in OUTSIDE)
+    ]
+    return judged, gaps, outside
+
+
 def reason_kind(reason: str) -> str:
     """The group a decline reason belongs to (the table of reasons in ``CENSUS.md``)."""
     for key, kind in _KINDS:
@@ -141,7 +168,9 @@ def render_markdown(result) -> str:
         "`Attention`; each built inside its family's base model from a tiny random configuration and judged by "
         "the conformance kit through the attention-interface capture, which observes the family's own kernel "
         "(never substitutes it): the module's own output against the walk of the literal A of what the kernel "
-        "received",
+        "received; a class that capture does not see (its own softmax and matmul, a gate or norm before its output "
+        "projection, a norm on its values) through the torch-level capture inside the same model, on the same "
+        "inputs — a structural non-walk is then a verdict (fails, the structure named first)",
         "",
         "## Counts",
         "",
@@ -149,7 +178,15 @@ def render_markdown(result) -> str:
         "|---|---:|",
     ]
     lines += [f"| {s} | {counts[s]} |" for s in STATUSES]
+    judged, gaps, outside = split_rows(result.rows)
+    total = len(result.rows)
     lines += [
+        "",
+        f"**Judged: {len(judged)} of {total} classes ({100 * len(judged) / max(total, 1):.0f} %)** — conforms, "
+        f"identity holds / hypothesis fails, fails or undecided. Not judged: {len(gaps)} are the census harness's "
+        f"gaps (listed below with their errors: a tiny model it could not build or run, inputs it cannot draw, "
+        f"an attention neither capture reads, a class out of time) and {len(outside)} cannot be built in this "
+        "environment for a reason outside the class (an optional package that is absent, named).",
         "",
         f"**{len(fams)} model families** have at least one conforming class: " + ", ".join(f"`{f}`" for f in fams),
         "",
@@ -168,6 +205,14 @@ def render_markdown(result) -> str:
     if late:
         lines += ["## Timed out (also when retried alone)", ""]
         lines += [f"- `{r.cls}` ({r.family}): {_cell(r.reason, 400)}" for r in late]
+        lines.append("")
+    if gaps:
+        lines += ["## Not judged: the harness's gaps", ""]
+        lines += [f"- `{r.cls}` ({r.family}), {r.status}: {_cell(r.reason, 300)}" for r in gaps]
+        lines.append("")
+    if outside:
+        lines += ["## Not judged: outside the class", ""]
+        lines += [f"- `{r.cls}` ({r.family}): {_cell(r.reason, 300)}" for r in outside]
         lines.append("")
     dec = Counter(reason_kind(r.reason) for r in result.rows if r.status == DECLINED)
     lines += ["## Declines by reason", "", "| reason | classes |", "|---|---:|"]

@@ -48,19 +48,18 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from numerics.census.config import attention_classes, name_list
+from numerics.census.judge import judge as _judge
+from numerics.census.judge import one_line as _one_line
 from numerics.census.pool import Timeout as _Timeout
 from numerics.census.pool import arm, max_jobs, run_tasks, timed_out, write_files
 from numerics.census.pool import children_cpu as _children_cpu
 from numerics.census.pool import disarm as _disarm
-from numerics.census.pool import one_line as _one_line
 from numerics.census.report import (
     CONFORMS,
     DECLINED,
     STATUSES,
     TIMED_OUT,
-    hypotheses_of,
     render_markdown,
-    status_of,
     verdict_of,
 )
 from numerics.errors import ConnwalkError, ParameterError
@@ -162,37 +161,6 @@ def check_class(model, module, *, family: str, examples: int, seed: int, max_len
         row = CensusRow(row.cls, family, row.module, TIMED_OUT, _timed_out(exc, timeout))
     row.seconds = time.perf_counter() - t0
     return row
-
-
-def _judge(model, module, row: CensusRow, *, examples: int, seed: int, max_length: int) -> None:
-    import torch
-
-    from numerics.conformance.hf_capture import CaptureAdapter, CaptureError
-    from numerics.conformance.kit import check_attention
-
-    name = f"{row.cls} in {type(model).__name__}"
-    try:
-        ad = CaptureAdapter(model, [module], name=name)
-        try:
-            rep = check_attention(module, adapter=ad, examples=examples, seed=seed, max_length=max_length, max_batch=2)
-        except CaptureError as exc:
-            if "did not run" not in str(exc) or ad.dtype != torch.float64:
-                raise
-            model.float()  # a kernel without float64 (some MoE / fused kernels): the module's float32 run
-            try:
-                ad = CaptureAdapter(model, [module], name=name)
-                rep = check_attention(
-                    module, adapter=ad, examples=examples, seed=seed, max_length=max_length, max_batch=2
-                )
-            finally:
-                model.double()
-        row.status, row.reason, row.hypothesis_failures, row.decided_by = status_of(rep)
-        row.hypotheses = hypotheses_of(rep)
-        row.t2_ratio = max((r.t2.residual / r.t2.bound for r in rep.results if r.t2.bound > 0), default=math.nan)
-    except CaptureError as exc:
-        row.reason = str(exc).split(": ", 1)[-1]
-    except Exception as exc:  # the kit judges; whatever escapes is stated, never raised
-        row.reason = "the kit could not run it: " + _one_line(exc)
 
 
 # --------------------------------------------------------------------------- the run

@@ -41,7 +41,8 @@ import time
 from typing import Any
 
 import numerics.census.run as census_run
-from numerics.census.pool import Timeout, arm, children_cpu, disarm, one_line, run_tasks, timed_out
+from numerics.census.judge import one_line
+from numerics.census.pool import Timeout, arm, children_cpu, disarm, run_tasks, timed_out
 from numerics.census.report import DECLINED, TIMED_OUT, hypotheses_of, status_of
 from numerics.census.timm_report import NO_ATTENTION, TimmCensusResult, TimmRow
 from numerics.errors import ParameterError

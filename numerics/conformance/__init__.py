@@ -8,7 +8,8 @@ probabilities) → :mod:`~numerics.conformance.hf_capture` (capture through tran
 ``TorchFunctionMode``) → :mod:`~numerics.conformance.torch_adapter` (its adapter, and the fallback of
 ``adapter_for``) → :mod:`~numerics.conformance.hf` (stand-alone HF attention modules) → :mod:`~numerics.conformance.adapters`
 (torch MHA, the ``connwalk_attention`` protocol, whole models) → :mod:`~numerics.conformance.checks` (T2's
-hypotheses and identity, T3/T5 hypotheses per draw) → :mod:`~numerics.conformance.bounds` (the kit's
+hypotheses and identity, T3/T5 hypotheses per draw) → :mod:`~numerics.conformance.observed` (the module
+behind an adapter that reports its output and A, run and compared with the report) → :mod:`~numerics.conformance.bounds` (the kit's
 arguments and a given draw refused before any draw runs; a caller's signals) → :mod:`~numerics.conformance.kit`
 (:func:`check_attention`, :func:`assert_conforms`, reports) → this face."""
 

@@ -87,7 +87,9 @@ class MHAAdapter(Adapter):
 
 
 class ProtocolAdapter(Adapter):
-    """A user's module with ``connwalk_attention(X, key_padding_mask=None)`` (module docstring)."""
+    """A user's module with ``connwalk_attention(X, key_padding_mask=None)`` (module docstring); a module
+    attribute ``connwalk_causal = True`` declares it causal-only (it applies the causal mask itself: every
+    draw is causal). :meth:`tokens` are the drawn ``X`` it is given."""
 
     def __init__(self, module: Any) -> None:
         self.module = module
@@ -100,9 +102,21 @@ class ProtocolAdapter(Adapter):
         self.d_model = d
         self.takes_mask = "key_padding_mask" in inspect.signature(module.connwalk_attention).parameters
         self.dtype = dtype_of(module)
+        causal = getattr(module, "connwalk_causal", False)
+        if not isinstance(causal, bool):
+            raise ParameterError(
+                f"{type(module).__name__}.connwalk_causal: expected True (the module runs causal only) or False, "
+                f"got {causal!r}",
+                argument="module.connwalk_causal",
+            )
+        self.causal_only = causal
+
+    def tokens(self, draw: Draw) -> torch.Tensor:
+        """The drawn ``X`` ``(B, n, d_model)`` in the module's dtype: what ``connwalk_attention`` is given."""
+        return draw.randn(draw.batch, draw.n, self.d_model, dtype=self.dtype)
 
     def extract(self, draw: Draw) -> list[Extraction]:
-        X = draw.randn(draw.batch, draw.n, self.d_model, dtype=self.dtype)
+        X = self.tokens(draw)
         kpm = draw.key_padding_mask()
         kw = {"key_padding_mask": kpm} if self.takes_mask else {}
         with EvalMode(self.module), torch.no_grad():

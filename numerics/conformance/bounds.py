@@ -46,6 +46,7 @@ __all__ = [
     "CallerSignal",
     "caller_signals",
     "check_adapter",
+    "check_causal",
     "check_counts",
     "check_draw_memory",
     "check_min_length",
@@ -87,6 +88,26 @@ def check_min_length(min_length: int, max_length: int) -> None:
             f"module's context where it has one), got {min_length}",
             argument="min_length",
         )
+
+
+def check_causal(causal, ad: Adapter) -> bool | None:
+    """``causal``: None (the adapter's declaration: ``connwalk_causal``, else a drawn flag where the
+    module takes one), True (the module runs causal only: every draw causal) or False (no draw causal;
+    refused for a module that declares itself causal-only). :class:`~numerics.errors.ParameterError`
+    naming ``causal``. Returns the mode the draws follow (True where the adapter declares it)."""
+    if causal is not None and not isinstance(causal, bool):
+        raise ParameterError(
+            f"expected None (the module's own declaration), True (causal-only: every draw causal) or False, got "
+            f"{causal!r}",
+            argument="causal",
+        )
+    if causal is False and ad.causal_only:
+        raise ParameterError(
+            f"{ad.name} declares itself causal-only (connwalk_causal = True): it cannot be run without a causal "
+            "mask; leave causal out or pass True",
+            argument="causal",
+        )
+    return True if ad.causal_only else causal
 
 
 def check_progress(progress) -> None:
@@ -196,9 +217,10 @@ def max_scale(dtype: torch.dtype) -> float:
     return float(top) ** 0.25
 
 
-def validate_draw(draw, ad: Adapter) -> None:
+def validate_draw(draw, ad: Adapter, causal: bool | None = None) -> None:
     """Refuse a :class:`Draw` that is not an input of ``ad``'s module (module docstring), naming the
-    field: :class:`~numerics.errors.ParameterError` (a bad value), ``ShapeError`` (``pad``'s length, ``m``
+    field (``causal``: the mode of :func:`check_causal`; a causal-only module's draw must be causal):
+    :class:`~numerics.errors.ParameterError` (a bad value), ``ShapeError`` (``pad``'s length, ``m``
     against ``n``), ``NonFiniteError`` (a NaN/inf ``scale``), ``SequenceTooLongError`` (``n`` over the
     module's context)."""
     if not isinstance(draw, Draw):
@@ -247,7 +269,12 @@ def validate_draw(draw, ad: Adapter) -> None:
         )
     if any(pad) and not ad.takes_mask:
         raise ParameterError(f"{name} takes no key padding mask: the pad would be ignored", argument="draw.pad")
-    if draw.causal and not ad.takes_causal:
+    causal = check_causal(causal, ad)
+    if causal and not draw.causal:
+        raise ParameterError(
+            f"{name} runs causal only (declared: connwalk_causal / causal=True): expected True", argument="draw.causal"
+        )
+    if draw.causal and (causal is False or not (ad.takes_causal or causal)):
         raise ParameterError(
             f"{name} takes no causal flag (the kit never draws one for it): expected False", argument="draw.causal"
         )

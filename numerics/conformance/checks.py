@@ -353,6 +353,8 @@ class DrawResult:
     no_shadow: str = ""  # why no float64 shadow decided this row ("" when one did)
     identifying: bool | None = None  # whether the draw determines A (identifies): None = undecided / not weighed
     identifying_why: str = ""
+    trusted: tuple[str, ...] = ()  # the fields taken as the adapter reported them (not observable), and why
+    trusted_why: str = ""
 
     def failed(self, statement: str | None) -> bool:
         """Whether this result fails ``statement``: None = the identity, else a hypothesis name."""
@@ -373,6 +375,8 @@ class DrawResult:
             "shadow": self.no_shadow or "float64 shadow run",
             "identifying": self.identifying,
             "identifying_why": self.identifying_why,
+            "trusted": list(self.trusted),
+            "trusted_why": self.trusted_why,
             "hypotheses": {
                 k: {**v.as_dict(), "decided_by": self.hypotheses_by.get(k, "")} for k, v in self.hypotheses.items()
             },
@@ -394,10 +398,12 @@ class Counterexample:
     verdict: Verdict
     decided_by: str = ""
     shrunk: bool = True
+    causal: bool = False  # the check was declared causal-only (causal=True): the replay says so too
 
     def replay(self) -> str:
         """A snippet that runs this draw again on ``module`` (the same adapter, seed and tokens)."""
-        return f"from numerics.conformance.kit import Draw, check_draw\ncheck_draw(module, {self.draw!r})"
+        kw = ", causal=True" if self.causal else ""
+        return f"from numerics.conformance.kit import Draw, check_draw\ncheck_draw(module, {self.draw!r}{kw})"
 
     def __str__(self) -> str:
         where = f" layer {self.layer}," if self.layer else ""
@@ -470,6 +476,15 @@ class ConformanceReport:
         return txt
 
     @property
+    def trusted(self) -> str:
+        """What was taken as the adapter reported it (``""``: nothing): the fields, on how many rows, why."""
+        rows = [r for r in self.results if r.trusted]
+        if not rows:
+            return ""
+        fields = [f for f in ("output", "A") if any(f in r.trusted for r in rows)]
+        return f"{' and '.join(fields)} as reported on {len(rows)} of {len(self.results)} rows ({rows[0].trusted_why})"
+
+    @property
     def decided_by(self) -> str:
         if self.counterexample is not None and self.counterexample.decided_by:
             return self.counterexample.decided_by
@@ -498,11 +513,12 @@ class ConformanceReport:
         head = (
             f"conformance of {self.module} [{self.adapter}, {self.dtype}]: {self.headline()}, decided by "
             f"{self.decided_by} ({len({r.index for r in self.results})} draws, seed {self.seed}, "
-            f"{self.seconds:.1f} s; {shadow}; {self.evidence})"
+            f"{self.seconds:.1f} s; {shadow}; {self.evidence}"
+            + (f"; trusted: {self.trusted})" if self.trusted else ")")
         )
         cols = (
             f"{'#':>3} {'layer':>5}  {'input':<30} {'A≥0':<10}{'Σ_j A=1':<10}{'T2':<10}{'resid/bound':>11} "
-            f"{'by':<8} {'det A':<6}{'T3 (a) stoch':<13}{'(b) rev':<10}{'(c) metric':<11}{'T5 softmax':<12}{'reversible':<12}"
+            f"{'by':<8} {'det A':<6}{'trusted':<9}{'T3 (a) stoch':<13}{'(b) rev':<10}{'(c) metric':<11}{'T5 softmax':<12}{'reversible':<12}"
             f"{'involution':<12}"
         )
         lines = [head, cols]
@@ -512,7 +528,9 @@ class ConformanceReport:
             hyp = "".join(f"{r.hypotheses[k].status if k in r.hypotheses else '-':<10}" for k in HYPOTHESES)
             by = "f64" if r.decided_by == SHADOW else r.decided_by
             det = "?" if r.identifying is None else ("yes" if r.identifying else "no")
+            trust = ",".join(r.trusted) or "-"
             row = f"{r.index:>3} {r.layer or '-':>5}  {inp:<30} {hyp}{r.t2.status:<10}{ratio:>11.2e} {by:<8} {det:<6}"
+            row += f"{trust:<9}"
             if r.t3:
                 row += "".join(
                     f"{r.t3[k].status:<{w}}" for k, w in (("a stochastic", 13), ("b reversible", 10), ("c metric", 11))
@@ -543,6 +561,7 @@ class ConformanceReport:
             "seconds": self.seconds,
             "identifying_draws": self.identifying[0],
             "evidence": self.evidence,
+            "trusted": self.trusted,
             "draws": [r.as_dict() for r in self.results],
             "counterexample": None
             if cx is None

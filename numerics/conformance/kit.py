@@ -9,12 +9,19 @@ One call, on any attention ``nn.Module``::
     assert_conforms(module)                   # in a test: AssertionError with the counterexample
 
 **The contract.** The module is run in eval mode (``module.eval()`` for the call, its training flag
-restored after): dropout is off, as at inference. *Trusted as given*: the attention ``A`` the module
-(or its adapter) reports and the factors it claims (``W_O``, ``W_V``, biases, read from its
-parameters). *Verified*, on every draw: T2's hypotheses on that ``A`` and T2's identity between the
-module's own output and the walk those factors make — so a module that reports one ``A`` and uses
-another, or claims one ``W_O`` and applies another, fails; a module that uses and reports an ``A``
-that is not a walk fails a hypothesis.
+restored after): dropout is off, as at inference. *Claimed*: the factors (``W_O``, ``W_V``, biases,
+``values``), verified through the identity. *Observed, never taken on the adapter's word*: where an
+adapter reports the module's output and ``A`` (``connwalk_attention``, an ``Adapter`` of your own), the
+kit runs the module's own forward on the same tokens under the torch capture
+(:mod:`numerics.conformance.observed`) and judges *that* output; a reported output or ``A`` that
+disagrees with it (another output, ``A`` heads last, a null key's column left in, another attention
+than the kernel's) is an :class:`~numerics.errors.AdapterMismatchError` naming the field. What cannot be
+observed (no forward the kit can call on the tokens: output and ``A``; no single attention kernel in
+it: ``A``) is each row's ``trusted``, with why. *Verified*, on every draw: T2's hypotheses on ``A`` and
+T2's identity between the module's own output and the walk the factors make — so a module that returns
+one ``A`` and uses another, or claims one ``W_O`` and applies another, fails; a module that uses and
+reports an ``A`` that is not a walk fails a hypothesis. A module that runs causal only declares it
+(``connwalk_causal = True``, or ``causal=True``): every draw is causal.
 
 What it does, per Hypothesis draw (seeded: ``seed``; ``examples`` draws, then one more that repeats
 the last draw's shape with another seed, so that an ``A`` kept from the previous call is judged also
@@ -96,7 +103,9 @@ that runs the module on ``X`` ``(B, n, d)`` (``key_padding_mask`` ``(B, n)`` boo
 leave the parameter out if the module takes no mask) and returns the module's output together with
 the ``A`` it used (over the real keys; a sink's column left out) and the factors it claims
 (:class:`Extraction`'s fields), plus an attribute ``embed_dim`` (or ``d_model``); or pass
-``adapter=`` any :class:`Adapter`.
+``adapter=`` any :class:`Adapter`. So that the kit can run the module itself, its ``forward`` takes ``X``
+(and the mask as ``key_padding_mask``) and returns the output (first, where it returns a tuple); ``A`` is
+laid out ``(B, H, n, m)``, heads before queries. ``connwalk_causal = True`` declares a causal-only module.
 """
 
 from __future__ import annotations
@@ -116,6 +125,7 @@ from numerics.conformance.adapters import (
 from numerics.conformance.bounds import (
     caller_signals,
     check_adapter,
+    check_causal,
     check_counts,
     check_draw_memory,
     check_min_length,
@@ -142,6 +152,7 @@ from numerics.conformance.checks import (
     t2_identity,
     t3_t5,
 )
+from numerics.conformance.observed import BOTH, Seen, extract_observed, module_path, reconcile, reports
 from numerics.conformance.protocol import (
     Adapter,
     Draw,
@@ -152,7 +163,7 @@ from numerics.conformance.protocol import (
     draw_strategy,
     extract_checked,
 )
-from numerics.errors import ConnwalkError, ShapeError
+from numerics.errors import AdapterMismatchError, ConnwalkError, ShapeError
 from numerics.tolerance import FAILS, UNDECIDED
 
 __all__ = [
@@ -161,6 +172,7 @@ __all__ = [
     "Extraction",
     "ExtractionError",
     "KernelDefect",
+    "AdapterMismatchError",
     "Counterexample",
     "DrawResult",
     "ConformanceReport",
@@ -201,8 +213,10 @@ class _Judge:
     on the same draw; a shadow that raises, or whose tensors are not float64, is dropped, with the
     reason, for the rest of the check. ``progress`` (a callable taking one line) hears where it is."""
 
-    def __init__(self, ad: Adapter, name: str, shadow: bool, progress=None, examples: int = 0) -> None:
-        self.ad, self.name = ad, name
+    def __init__(self, ad: Adapter, name: str, shadow: bool, progress=None, examples: int = 0, module=None) -> None:
+        self.ad, self.name, self.module = ad, name, module
+        # an adapter that reports what the module computed is compared with the module itself (observed.py)
+        self.observe, self.path = reports(ad), module_path(ad, module)
         self.dtype_name = str(ad.dtype).replace("torch.", "")
         self.twin, self.note = ad.shadow() if shadow else (None, "shadow=False")
         self.progress, self.examples, self.calls = progress, examples, 0
@@ -223,16 +237,23 @@ class _Judge:
         kpm = d.key_padding_mask()
         return None if kpm is None or ex.A.shape[0] != d.batch else ~kpm
 
-    def _one(self, ex: Extraction, d: Draw, hdt: torch.dtype):
+    def _extract(self, ad: Adapter, d: Draw, native: bool) -> tuple[list[Extraction], Seen | None]:
+        if not self.observe:  # connwalk's own adapters read the output and A from the module's own call
+            return extract_checked(ad, d, self.name), None
+        return extract_observed(ad, d, self.name, self.module, self.path, native)
+
+    def _one(self, ex: Extraction, d: Draw, hdt: torch.dtype, seen: Seen | None = None):
+        for f in ("output", "A", "W_O", "W_V", "values", "b_V", "b_O", "key_mask"):
+            t = getattr(ex, f)  # judged on the CPU, whatever device the module ran on
+            if isinstance(t, torch.Tensor):
+                setattr(ex, f, t.detach().cpu())
+        if seen is not None:  # compared with the module itself; the module's own output is judged
+            reconcile(ex, seen, d, self.ad.cross)
         v = stale(ex, d.batch, d.n, d.m)
         if v is not None:
             return v, {}, (0, 0), True
         ex.validate()
-        try:  # judged on the CPU, whatever device the module ran on
-            for f in ("output", "A", "W_O", "W_V", "values", "b_V", "b_O", "key_mask"):
-                t = getattr(ex, f)
-                if isinstance(t, torch.Tensor):
-                    setattr(ex, f, t.detach().cpu())
+        try:
             qm = self._queries(d, ex)
             hyp = t2_hypotheses(ex, hdt, qm)
             v, loc = t2_identity(ex, qm)
@@ -249,7 +270,7 @@ class _Judge:
         if self.twin is None:
             return None
         try:
-            twins = self.twin.extract(d)
+            twins, seen = self._extract(self.twin, d, False)
             if not isinstance(twins, list) or len(twins) != len(hdts):
                 raise ShapeError("the float64 copy's extraction has another number of layers", argument="module")
             for t in twins:  # verified, never assumed: a run that is not float64 decides nothing
@@ -257,9 +278,11 @@ class _Judge:
                 bad = ", ".join(f"{f} {str(g).replace('torch.', '')}" for f, g in got.items() if g != torch.float64)
                 if bad:
                     raise _NotFloat64(f"the float64 copy's extraction is not float64 ({bad}): its run decides nothing")
-            return [self._one(t, d, hdt) for t, hdt in zip(twins, hdts)]
+            return [(*self._one(t, d, hdt, seen), seen) for t, hdt in zip(twins, hdts)]
         except KernelDefect as exc:  # the module's own kernel, observed in the float64 copy: a verdict
             return exc
+        except AdapterMismatchError:  # the adapter's report, against the float64 copy's own computation
+            raise
         except Exception as exc:  # the copy, not the module: no shadow from here on, and why
             self.twin = None
             why = str(exc) if isinstance(exc, _NotFloat64) else f"the float64 copy raised {type(exc).__name__}: {exc}"
@@ -270,14 +293,14 @@ class _Judge:
         self.calls += 1
         self._say("running the module")
         try:
-            native = extract_checked(self.ad, d, self.name)
+            native, seen = self._extract(self.ad, d, True)
         except KernelDefect as exc:  # the module's own kernel, observed: a verdict, not bad input
             return _defect(exc, d, index, self.dtype_name)
         hdts = [coarser(self.ad.dtype, ex.attention_dtype, _precision(ex)) for ex in native]
         judged = []
         for k, (ex, hdt) in enumerate(zip(native, hdts)):
             self._say(f"layer {k + 1}/{len(native)}: T2")
-            judged.append(self._one(ex, d, hdt))
+            judged.append(self._one(ex, d, hdt, seen))
         shadowed = self._shadow(d, hdts)
         if isinstance(shadowed, KernelDefect):  # seen at float64 precision only: the shadow decides
             return _defect(shadowed, d, index, SHADOW)
@@ -285,8 +308,10 @@ class _Judge:
         for k, (ex, (v, hyp, loc, is_stale)) in enumerate(zip(native, judged)):
             by = self.dtype_name
             hyp_by = dict.fromkeys(hyp, by)
+            seens = [seen]
             if shadowed is not None:
-                sv, shyp, sloc, s_stale = shadowed[k]
+                sv, shyp, sloc, s_stale, sseen = shadowed[k]
+                seens.append(sseen)
                 v, by = merge(v, sv, self.dtype_name)
                 loc = sloc if by == SHADOW else loc
                 is_stale = is_stale or s_stale
@@ -299,6 +324,9 @@ class _Judge:
                 v.detail += "; the reported A is the previous call's (kept from another call?)"
             r = DrawResult(index, d, ex.layer, v, cross=not ex.self_attention, hypotheses=hyp, decided_by=by)
             r.hypotheses_by, r.no_shadow = hyp_by, "" if shadowed is not None else self.note
+            seen_by = [x for x in seens if x is not None and x.trusted]  # what no run could observe
+            r.trusted = tuple(f for f in BOTH if any(f in x.trusted for x in seen_by))
+            r.trusted_why = "; ".join(dict.fromkeys(x.why for x in seen_by))
             # evidence: whether this draw could tell a wrong A from the right one (at the module's rounding)
             r.identifying, r.identifying_why = (
                 (None, "the reported A is not of this call") if is_stale else identifies(ex, ex.output.dtype)
@@ -329,7 +357,7 @@ def _precision(ex: Extraction) -> torch.dtype | None:
     return stored_precision(ex.A.detach()) if isinstance(ex.A, torch.Tensor) else None
 
 
-def check_draw(module, draw: Draw, *, adapter: Adapter | None = None, layers=None, shadow: bool = True):
+def check_draw(module, draw: Draw, *, adapter: Adapter | None = None, layers=None, shadow: bool = True, causal=None):
     """Judge one :class:`Draw` (a counterexample's, to replay it): the :class:`DrawResult` of each
     extracted layer (T2's hypotheses and identity, which run decided; no T3/T5). A draw that is no
     input of the module (:func:`numerics.conformance.bounds.validate_draw`) raises a typed error naming
@@ -337,11 +365,11 @@ def check_draw(module, draw: Draw, *, adapter: Adapter | None = None, layers=Non
     check_adapter(adapter, layers)
     check_module_data(module)
     ad = adapter if adapter is not None else adapter_for(module, layers=layers)
-    validate_draw(draw, ad)
+    validate_draw(draw, ad, causal)
     check_draw_memory(module, ad, draw.batch, draw.n, draw.m, argument="draw.n")
     name = module.name if isinstance(module, Adapter) else type(module).__name__
     with caller_signals():
-        return [j.result for j in _Judge(ad, name, shadow)(draw)]
+        return [j.result for j in _Judge(ad, name, shadow, module=module)(draw)]
 
 
 def check_attention(
@@ -357,6 +385,7 @@ def check_attention(
     adapter: Adapter | None = None,
     shadow: bool = True,
     min_length: int = 1,
+    causal: bool | None = None,
     progress=None,
 ) -> ConformanceReport:
     """Check ``module`` against T2 — its hypotheses, then its identity — on ``examples`` seeded
@@ -364,7 +393,9 @@ def check_attention(
     ``layers``: for a whole Hugging Face model, the layer indices to check (default all);
     ``shadow``: also run a float64 copy of the module on the same draws (default True);
     ``min_length``: the smallest ``n`` drawn (default 1; at most ``max_length``, else
-    :class:`~numerics.errors.ParameterError` naming it); ``progress``: a callable told, one line at a
+    :class:`~numerics.errors.ParameterError` naming it); ``causal``: True declares the module causal-only
+    (every draw causal), False draws none, None (default) follows the module's ``connwalk_causal``
+    (:func:`~numerics.conformance.bounds.check_causal`); ``progress``: a callable told, one line at a
     time, which draw and layer the check is at. The last draw repeats the shape of the one before with
     another seed (one draw more than ``examples``), so that attention kept from the previous call is caught also
     where the shapes agree. Returns a
@@ -385,10 +416,11 @@ def check_attention(
     if ad.max_length is not None:
         max_length = min(max_length, int(ad.max_length))
     check_min_length(min_length, max_length)
+    mode = check_causal(causal, ad)
     check_draw_memory(module, ad, max_batch, max_length, argument="max_length")
     sizes = (max_batch, min_length, max_length)
     with caller_signals():
-        return _check(module, ad, examples, seed, sizes, masks, hypotheses, shadow, progress)
+        return _check(module, ad, examples, seed, sizes, (masks, mode), hypotheses, shadow, progress)
 
 
 def _check(module, ad: Adapter, examples, seed, sizes, masks, hypotheses, shadow, progress) -> ConformanceReport:
@@ -398,10 +430,11 @@ def _check(module, ad: Adapter, examples, seed, sizes, masks, hypotheses, shadow
     name = module.name if isinstance(module, Adapter) else type(module).__name__
     t0 = time.perf_counter()
     max_batch, min_length, max_length = sizes
-    judge = _Judge(ad, name, shadow, progress, examples)
+    judge = _Judge(ad, name, shadow, progress, examples, module)
     results: list[DrawResult] = []
     errors: list[BaseException] = []
-    strategy = draw_strategy(ad, max_batch, max_length, masks, min_length)
+    (masks, mode) = masks
+    strategy = draw_strategy(ad, max_batch, max_length, masks, min_length, mode)
     common = dict(database=None, deadline=None, suppress_health_check=list(HealthCheck), derandomize=False)
 
     def judge_one(d: Draw, t3_t5_too: bool = True) -> None:
@@ -446,6 +479,7 @@ def _check(module, ad: Adapter, examples, seed, sizes, masks, hypotheses, shadow
     if rep.verdict in ("fails", "hypothesis fails"):
         target = None if rep.verdict == "fails" else rep.hypothesis_failures[0]
         rep.counterexample = _shrink(judge, strategy, target, results, max(examples, 50), seed, common)
+        rep.counterexample.causal = bool(mode) and not ad.causal_only  # declared by causal=True: replayed so
     if isinstance(ad, HFModelAdapter) and ad.handle is module:  # a loaded handle: its model name
         rep.module = str(ad.handle.name)
     rep.shadow = judge.note

@@ -161,14 +161,16 @@ class Extraction:
 
 class Adapter:
     """Extraction for one kind of module: ``d_model`` (input width), ``takes_mask`` (a key padding
-    mask), ``takes_causal`` (a causal flag), ``cross`` (keys/values from a second input of length
-    ``m``), ``max_length``, ``dtype``; :meth:`extract` runs the module on a :class:`Draw`."""
+    mask), ``takes_causal`` (a causal flag), ``causal_only`` (the module runs causal only: every draw
+    is causal), ``cross`` (keys/values from a second input of length ``m``), ``max_length``,
+    ``dtype``; :meth:`extract` runs the module on a :class:`Draw`."""
 
     name = "adapter"
     d_model: int = 0
     takes_mask = False
     takes_causal = False
     cross = False
+    causal_only = False  # the module runs causal only: every draw is causal (``connwalk_causal``)
     max_length: int | None = None
     dtype: torch.dtype = torch.float32
 
@@ -249,10 +251,17 @@ def dtype_of(module) -> torch.dtype:
     return torch.float32
 
 
-def draw_strategy(ad: Adapter, max_batch: int, max_length: int, masks: bool, min_length: int = 1):
+def draw_strategy(
+    ad: Adapter, max_batch: int, max_length: int, masks: bool, min_length: int = 1, causal: bool | None = None
+):
     """The Hypothesis strategy of :class:`Draw` for ``ad`` (sizes, key padding, causal flag, seed, scale);
-    ``n`` (and a cross-attention module's ``m``) in ``[min_length, max_length]``."""
+    ``n`` (and a cross-attention module's ``m``) in ``[min_length, max_length]``. ``causal``: True, every
+    draw causal (as for a module that declares ``causal_only``, whatever ``masks`` says); False, none;
+    None, the adapter's declaration, else a drawn flag where the module takes one."""
     from hypothesis import strategies as st
+
+    if causal is None and ad.causal_only:
+        causal = True
 
     @st.composite
     def draws(draw):
@@ -260,10 +269,10 @@ def draw_strategy(ad: Adapter, max_batch: int, max_length: int, masks: bool, min
         n = draw(st.integers(min_length, max_length))
         m = draw(st.integers(min_length, max_length)) if ad.cross else n
         pad = tuple(draw(st.integers(0, m - 1)) for _ in range(B)) if (masks and ad.takes_mask) else (0,) * B
-        causal = draw(st.booleans()) if (masks and ad.takes_causal) else False
+        flag = causal if causal is not None else (draw(st.booleans()) if (masks and ad.takes_causal) else False)
         seed = draw(st.integers(0, 2**31 - 1))
         scale = draw(st.sampled_from((1.0, 0.25, 4.0)))
-        return Draw(B, n, m, pad, causal, seed, scale)
+        return Draw(B, n, m, pad, flag, seed, scale)
 
     return draws()
 

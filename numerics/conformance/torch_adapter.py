@@ -10,7 +10,6 @@ through that attention submodule, whose path the adapter's name carries)."""
 from __future__ import annotations
 
 import inspect
-import math
 
 import torch
 
@@ -23,6 +22,9 @@ __all__ = ["TorchCaptureAdapter", "capture_adapter_for", "read_run", "attention_
 F64 = torch.float64
 #: the dry run of :func:`capture_adapter_for`: batch and length told apart (a sequence-first module is seen)
 DRY = Draw(batch=2, n=3, m=3, pad=(0, 0), causal=False, seed=0, scale=1.0)
+#: the token counts the dry run tries, in order, until the module runs: a module that runs only on a fixed
+#: number of tokens (a Swin window, a relative-position table of fixed size) is found at its own
+DRY_LENGTHS = (3, *range(1, 3), *range(4, 65))
 
 
 def _rows(t: torch.Tensor, B: int, L: int):
@@ -37,8 +39,8 @@ def _rows(t: torch.Tensor, B: int, L: int):
             yield t.reshape(L, B, -1).transpose(0, 1)
     if t.ndim == 3 and B == L and tuple(t.shape[:2]) == (L, B):
         yield t.transpose(0, 1)
-    if t.ndim > 3 and t.shape[0] == B and math.prod(t.shape[1:-1]) == L:  # a grid of tokens (B, H, W, c)
-        yield t.reshape(B, L, -1)
+    if t.ndim >= 4 and t.shape[0] == B and t.shape[1:-1].numel() == L:  # a grid of tokens (B, h, w, c)
+        yield t.reshape(B, L, t.shape[-1])
 
 
 def _first_tensor(out):
@@ -51,11 +53,54 @@ def _first_tensor(out):
     return None
 
 
-def _value_projection(k: Kernel, linears: list[LinearCall], name: str):
+def _tol(dtype) -> float:
+    """64 eps of ``dtype``, at most float32's: a norm on the values computes in float32 even in a float64
+    model (Hugging Face's RMSNorms cast to float32), and the values then carry float32's rounding."""
+    eps = torch.finfo(dtype if dtype.is_floating_point else F64).eps
+    return 64 * max(eps, torch.finfo(torch.float32).eps)
+
+
+def _constant(s: torch.Tensor, dtype) -> bool:
+    return bool(((s - s.mean(0)).abs() <= _tol(dtype) * s.abs().amax(0)).all())
+
+
+def scaled_blocks(Y: torch.Tensor, V: torch.Tensor, H: int, dh: int, dtype):
+    """``(idx, s, g)`` with ``V[:, h·dh + i] = s[:, h] · g[h·dh + i] · Y[:, idx[h·dh + i]]`` for every head
+    ``h`` (a block of ``dh`` consecutive columns of ``Y``, in its natural layout), to :func:`_tol` of ``dtype``
+    relative to the block's scale: a per-token, per-head rescaling (a norm, or a constant scale) of an
+    output's head blocks; None when some head is no such block (or a block has a zero entry: no evidence)."""
+    N, C = Y.shape
+    idx, S, G = [], [], []
+    for h in range(H):
+        Vh = V[:, h * dh : (h + 1) * dh]
+        scale = Vh.abs().max()
+        found = None
+        for o in range(0, C - dh + 1, dh):
+            Yo = Y[:, o : o + dh]
+            if bool((Yo == 0).any()) or scale == 0:
+                continue
+            R = Vh / Yo
+            s = R[:, :1]
+            if bool((s == 0).any()):
+                continue
+            g = (R / s).mean(0)
+            if bool((Vh - s * g * Yo).abs().max() <= _tol(dtype) * scale):
+                found = (o, s[:, 0], g)
+                break
+        if found is None:
+            return None
+        o, s_, g = found
+        idx.append(torch.arange(o, o + dh))
+        S.append(s_)
+        G.append(g)
+    return torch.cat(idx), torch.stack(S, 1), torch.cat(G)
+
+
+def _value_projection(k: Kernel, linears: list[LinearCall], name: str, notes: list | None = None):
     assert k.v is not None
     B, Hkv, m, dh = k.v.shape
     vals = k.v.detach().permute(0, 2, 1, 3).reshape(B * m, Hkv * dh)
-    for lc in reversed([c for c in linears if c.seq < k.seq]):
+    for lc in reversed([c for c in linears if c.seq < k.seq and c.fresh()]):
         for r, y in enumerate(_rows(lc.y, B, m)):
             idx = match_columns(y.reshape(B * m, -1), vals, distinct=False)
             if idx is None:
@@ -64,6 +109,21 @@ def _value_projection(k: Kernel, linears: list[LinearCall], name: str):
             W_V = W[idx].reshape(Hkv, dh, W.shape[1])
             b_V = None if lc.b is None else lc.b.detach()[idx].reshape(Hkv, dh)
             return W_V, b_V, list(_rows(lc.x, B, m))[r]
+    for lc in reversed([c for c in linears if c.seq < k.seq and c.fresh()]):
+        for r, y in enumerate(_rows(lc.y, B, m)):
+            got = scaled_blocks(y.reshape(B * m, -1).detach().to(F64), vals.to(F64), Hkv, dh, k.dtype)
+            if got is None:
+                continue
+            idx, s, g = got
+            # values = s (per token and head) · g (per column) · an F.linear output: a constant s is a scale
+            # folded into W_V (a walk); one that varies is a norm on the values, judged with its mean scale
+            c = s.mean(0).repeat_interleave(dh) * g
+            W = lc.W.detach()
+            W_V = (W[idx] * c[:, None].to(W.dtype)).reshape(Hkv, dh, W.shape[1])
+            b_V = None if lc.b is None else (lc.b.detach()[idx] * c.to(lc.b.dtype)).reshape(Hkv, dh)
+            if notes is not None and not _constant(s, k.dtype):
+                notes.append("a norm on the values (the kernel's values are an F.linear output rescaled per token)")
+            return W_V, b_V, list(_rows(lc.x, B, m))[r]
     raise TorchCaptureError(
         f"{name}: the kernel's values ({k.how}) are no F.linear output observed before it (a norm, rotation or "
         "mixing acts on v, or the projection is no F.linear): not of the walk's form W_O·A·(W_V x + b_V)",
@@ -71,15 +131,26 @@ def _value_projection(k: Kernel, linears: list[LinearCall], name: str):
     )
 
 
-def _output_projection(k: Kernel, linears: list[LinearCall], own: torch.Tensor | None, name: str):
+#: the note of an attention output read among other columns of the projection's input or the module's output
+BESIDE = "columns beside the attention output (a convolution or mixing next to it) reach the output"
+
+
+def _output_projection(
+    k: Kernel,
+    linears: list[LinearCall],
+    own: torch.Tensor | None,
+    name: str,
+    projection_output: list | None = None,
+    notes: list | None = None,
+):
     """``(W_O, b_O)``: the linear after the kernel whose input columns are the kernel's output; else the
     linear after it whose output *is* the module's own output (natural head layout)."""
     assert k.out is not None
     B, H, n, dh = k.out.shape
     att = k.out.detach().permute(0, 2, 1, 3).reshape(B * n, H * dh)
-    after = [c for c in linears if c.seq > k.seq]
+    after = [c for c in linears if c.seq > k.seq and c.fresh()]
     for lc in after:
-        for x in _rows(lc.x, B, n):
+        for r, x in enumerate(_rows(lc.x, B, n)):
             if x.shape[-1] != H * dh:
                 continue
             idx = match_columns(att, x.reshape(B * n, -1))
@@ -87,7 +158,22 @@ def _output_projection(k: Kernel, linears: list[LinearCall], own: torch.Tensor |
                 W = lc.W.detach()
                 inv = torch.empty_like(idx)
                 inv[idx] = torch.arange(idx.numel())
-                return W[:, inv].reshape(W.shape[0], H, dh).permute(1, 0, 2), _bias(lc)
+                W_O = W[:, inv].reshape(W.shape[0], H, dh).permute(1, 0, 2)
+                if projection_output is not None:  # the projection's own output, in the rows read
+                    projection_output.append(list(_rows(lc.y, B, n))[r])
+                return W_O, _bias(lc)
+    for lc in after:  # a projection of the attention output beside other columns (a convolution's: not a walk)
+        for r, x in enumerate(_rows(lc.x, B, n)):
+            if x.shape[-1] <= H * dh:
+                continue
+            idx = match_columns(x.reshape(B * n, -1), att)
+            if idx is not None:
+                W = lc.W.detach()
+                if notes is not None:
+                    notes.append(BESIDE)
+                if projection_output is not None:
+                    projection_output.append(list(_rows(lc.y, B, n))[r])
+                return W[:, idx].reshape(W.shape[0], H, dh).permute(1, 0, 2), _bias(lc)
     for lc in after:
         if own is None or lc.x.shape[-1] != H * dh or lc.y.numel() != own.numel():
             continue
@@ -96,6 +182,18 @@ def _output_projection(k: Kernel, linears: list[LinearCall], own: torch.Tensor |
             # the natural head layout, and the identity decides (the module's own output is judged)
             W = lc.W.detach()
             return W.reshape(W.shape[0], H, dh).permute(1, 0, 2), _bias(lc)
+    for ys in [] if own is None else _rows(own.detach(), B, n):
+        # the module returns the attention output itself (its projection is another module's: W_O = I), or
+        # among other columns (a convolution beside it: W_O selects the attention's, the others are not a walk)
+        if ys.shape[-1] < H * dh:
+            continue
+        idx = match_columns(ys.reshape(B * n, -1), att)
+        if idx is not None:
+            if notes is not None and ys.shape[-1] > H * dh:
+                notes.append(BESIDE)
+            W_O = torch.zeros(ys.shape[-1], H * dh, dtype=att.dtype)
+            W_O[idx, torch.arange(H * dh)] = 1.0
+            return W_O.reshape(-1, H, dh).permute(1, 0, 2), None
     raise TorchCaptureError(
         f"{name}: the kernel's output ({k.how}) reaches no F.linear output projection unchanged, and the "
         "module's output is no projection's output (a gate, norm or nonlinearity after it): not of the walk's "
@@ -130,8 +228,21 @@ def _kernel(run: Run, target: torch.nn.Module, name: str) -> Kernel:
     return ks[0]
 
 
-def read_run(run: Run, target: torch.nn.Module, B: int, n: int, name: str, label: str = "") -> Extraction:
-    """The :class:`Extraction` of ``target``'s first call in ``run`` (module docstring)."""
+def read_run(
+    run: Run,
+    target: torch.nn.Module,
+    B: int,
+    n: int,
+    name: str,
+    label: str = "",
+    *,
+    projection: bool = False,
+    notes: list | None = None,
+) -> Extraction:
+    """The :class:`Extraction` of ``target``'s first call in ``run`` (module docstring); ``projection``: where
+    an output projection consumes the kernel's output unchanged, its own output is judged (the attention
+    sublayer of a class that also adds a residual and a norm, as the interface capture reads it) rather
+    than the module's; ``notes`` hears what structure was read (a norm on the values)."""
     k = _kernel(run, target, name)
     if k.A.shape[0] != B or k.A.shape[2] != n:
         raise TorchCaptureError(
@@ -145,13 +256,19 @@ def read_run(run: Run, target: torch.nn.Module, B: int, n: int, name: str, label
         W_O, W_V, b_V, b_O, values = k.factors
     else:
         lin = [c for c in run.obs.linears if _inside(run, target, [c.seq])]
-        W_V, b_V, values = _value_projection(k, lin, name)
-        W_O, b_O = _output_projection(k, lin, own, name)
+        W_V, b_V, values = _value_projection(k, lin, name, notes)
+        seen: list = []
+        W_O, b_O = _output_projection(k, lin, own, name, seen, notes)
+        if projection and seen:
+            own = seen[0]
         H, Hkv = k.A.shape[1], W_V.shape[0]
         if H % Hkv:
             raise TorchCaptureError(f"{name}: {H} query heads and {Hkv} value heads", argument="module")
         kv = torch.arange(H) // (H // Hkv)
         W_V, b_V = W_V[kv], None if b_V is None else b_V[kv]
+        if k.scale is not None:  # a fixed per-head/channel factor on the kernel's output acts on the values
+            W_V = (W_V.to(F64) * k.scale[:, :, None]).to(W_V.dtype)  # the module's own precision
+            b_V = None if b_V is None else (b_V.to(F64) * k.scale).to(b_V.dtype)
     if not isinstance(own, torch.Tensor) or tuple(own.shape) != (B, n, W_O.shape[1]):
         got = tuple(own.shape) if isinstance(own, torch.Tensor) else type(own).__name__
         raise TorchCaptureError(
@@ -182,8 +299,10 @@ def attention_path(run: Run, root: torch.nn.Module) -> str:
 
 class TorchCaptureAdapter(Adapter):
     """Any attention module, run on drawn ``X`` ``(B, n, d_model)`` under the torch capture (module docstring);
-    ``path``: judge this submodule of ``module`` (a container run whole), named in :attr:`name`; ``d_model``:
-    the input width (default: the first ``nn.Linear``'s ``in_features``, an ``embed_dim``). Key padding is
+    ``path``: judge this submodule of ``module`` (a container run whole), named in :attr:`name`; ``length``:
+    the one token count the dry run found the module to run on, where it did not on 3 (a draw of another
+    length that the module refuses is then a :class:`TorchCaptureError` saying which ``min_length`` /
+    ``max_length`` to pass); ``d_model``: the input width (default: the first ``nn.Linear``'s ``in_features``, an ``embed_dim``). Key padding is
     drawn where ``module.forward`` takes torch's ``key_padding_mask`` / ``src_key_padding_mask`` (``(B, m)``
     bool, True = padded: a convention the name fixes); the kernel's mask is then read from its call. Other
     masks (``mask``, ``attn_mask``) are not drawn: their conventions differ between libraries."""
@@ -191,10 +310,12 @@ class TorchCaptureAdapter(Adapter):
     takes_mask = False
     mask_arg = ""
 
-    def __init__(self, module: torch.nn.Module, *, path: str = "", d_model: int | None = None) -> None:
+    def __init__(
+        self, module: torch.nn.Module, *, path: str = "", d_model: int | None = None, length: int | None = None
+    ) -> None:
         if not isinstance(module, torch.nn.Module):
             raise TorchCaptureError(f"expected a torch.nn.Module, got {type(module).__name__}", argument="module")
-        self.module, self.path = module, path
+        self.module, self.path, self.length = module, path, length
         try:
             self.target = module.get_submodule(path) if path else module
         except AttributeError:
@@ -217,9 +338,18 @@ class TorchCaptureAdapter(Adapter):
         X = draw.randn(draw.batch, draw.n, self.d_model, dtype=self.dtype)
         kpm = draw.key_padding_mask() if self.takes_mask else None
         kw = {} if kpm is None else {self.mask_arg: kpm}
-        with EvalMode(self.module), torch.no_grad():
-            run = observe(self.module, X, **kw)
         nm = type(self.module).__name__ + (f".{self.path}" if self.path else "")
+        try:
+            with EvalMode(self.module), torch.no_grad():
+                run = observe(self.module, X, **kw)
+        except Exception as exc:
+            if self.length is None or draw.n == self.length:
+                raise
+            raise TorchCaptureError(
+                f"{nm} raised {type(exc).__name__} on {draw.n} tokens; it ran on {self.length} (a window of fixed "
+                f"size?): pass min_length={self.length}, max_length={self.length} (--min-length, --max-length)",
+                argument="module",
+            ) from exc
         ex = read_run(run, self.target, draw.batch, draw.n, nm, label=self.path)
         ex.key_mask = None if kpm is None else ~kpm
         return [ex]
@@ -253,17 +383,21 @@ def capture_adapter_for(module) -> TorchCaptureAdapter | None:
     if not isinstance(module, torch.nn.Module) or _width(module) is None:
         return None
     ad = TorchCaptureAdapter(module)
-    X = DRY.randn(DRY.batch, DRY.n, ad.d_model, dtype=ad.dtype)
-    try:
-        with EvalMode(module), torch.no_grad():
-            run = observe(module, X)
-    except TorchCaptureError:
-        raise
-    except Exception:  # not a module of (B, n, d) tokens: not ours to judge
+    for n in DRY_LENGTHS:
+        X = DRY.randn(DRY.batch, n, ad.d_model, dtype=ad.dtype)
+        try:
+            with EvalMode(module), torch.no_grad():
+                run = observe(module, X)
+            break
+        except TorchCaptureError:
+            raise
+        except Exception:  # not at this length (a window of fixed size), or no module of (B, n, d) tokens
+            continue
+    else:
         return None
     if not run.obs.kernels:
         return None
     path = attention_path(run, module)
-    ad = TorchCaptureAdapter(module, path=path)
-    read_run(run, ad.target, DRY.batch, DRY.n, type(module).__name__, label=path)  # readable, or why not
+    ad = TorchCaptureAdapter(module, path=path, length=None if n == DRY.n else n)
+    read_run(run, ad.target, DRY.batch, n, type(module).__name__, label=path)  # readable, or why not
     return ad

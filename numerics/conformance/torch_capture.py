@@ -3,8 +3,8 @@ module, read beneath the libraries by a ``torch.overrides.TorchFunctionMode`` wh
 *own* forward on a drawn input (issue 37, items 1–3).
 
 **What is observed** (:class:`Observer`, one run): every ``F.linear`` call (input, weight, bias, output),
-and every 1×1 ``F.conv1d`` / ``F.conv2d`` (stride 1, one group) as the linear map of each position it is
-(input and output read as ``(B, positions, C)``);
+every 1×1 ``F.conv1d`` / ``F.conv2d`` (stride 1, one group) as the linear map of each position it is, and
+an inference ``F.batch_norm`` of a linear's output folded into it (one more linear call);
 every ``F.scaled_dot_product_attention`` call (q, k, v, ``attn_mask``, ``is_causal``, ``scale``,
 ``enable_gqa``, ``dropout_p`` and the output it returned); every softmax (``torch.softmax``,
 ``F.softmax``, ``Tensor.softmax``: its input scores, ``dim``, output) and the first ``matmul`` / ``@`` /
@@ -33,6 +33,14 @@ the output of a linear after the kernel that reads as many columns (a gate, a no
 between the kernel and its output projection), that projection is ``W_O`` in the natural head layout and
 the identity decides: the module's own output is judged. The values are the tokens the value projection reads. What cannot be
 located raises :class:`TorchCaptureError` naming ``module``.
+
+``F.linear``'s arguments are read by name as well as by position. A vector over the features added in
+place to a linear's output (``qkv += bias``) is folded into that call's bias; any other in-place change
+of the output leaves the call stale (not used as a projection). A kernel output ``(B, H, n, d_h)``
+multiplied by a number, a parameter or buffer of the module, or a tensor computed from them alone, that
+is constant over batch and tokens (a per-head scale) is a fixed diagonal on the values: it is folded
+into ``W_V`` (:attr:`Kernel.scale`). Two kernels' outputs over the same ``v`` added or subtracted, each
+scaled per head at most (differential attention), are one kernel whose ``A`` is that combination.
 """
 
 from __future__ import annotations
@@ -50,6 +58,7 @@ from torch.overrides import TorchFunctionMode
 from numerics.conformance.hf_capture import CaptureError
 
 __all__ = [
+    "observe_call",
     "TorchCaptureError",
     "Kernel",
     "LinearCall",
@@ -63,6 +72,24 @@ F64 = torch.float64
 _SOFTMAX = {torch.softmax, F.softmax, torch.Tensor.softmax}
 _MATMUL = {torch.matmul, torch.Tensor.matmul, torch.Tensor.__matmul__, torch.bmm, torch.Tensor.bmm}
 _MHA_SIGNATURE = inspect.signature(F.multi_head_attention_forward)
+_IADD = {torch.Tensor.__iadd__, torch.Tensor.add_}
+_SUB = {torch.sub, torch.Tensor.sub, torch.Tensor.__sub__}
+_ADD = {torch.add, torch.Tensor.add, torch.Tensor.__add__}
+_MUL = {
+    torch.mul,
+    torch.Tensor.mul,
+    torch.Tensor.__mul__,
+    torch.Tensor.__rmul__,
+    torch.Tensor.mul_,
+    torch.Tensor.__imul__,
+}
+
+
+def _version(t: torch.Tensor) -> int:
+    try:
+        return int(t._version)
+    except RuntimeError:  # an inference-mode tensor keeps no version counter
+        return 0
 
 
 class TorchCaptureError(CaptureError):
@@ -80,6 +107,11 @@ class LinearCall:
     W: torch.Tensor
     b: torch.Tensor | None
     y: torch.Tensor
+    version: int = 0  # ``y._version`` as read: another in-place change of ``y`` makes this call stale
+
+    def fresh(self) -> bool:
+        """``y`` is still what ``x Wᵀ + b`` made (no in-place change since, other than a folded bias)."""
+        return _version(self.y) == self.version
 
 
 @dataclass
@@ -96,6 +128,7 @@ class Kernel:
     out: torch.Tensor | None = None
     factors: tuple | None = None
     returned: torch.Tensor | None = None
+    scale: torch.Tensor | None = None  # ``(H, d_h)`` float64: a fixed per-head/channel factor on ``out``
 
 
 @dataclass
@@ -156,10 +189,8 @@ _CONV = {F.conv1d, F.conv2d}
 
 
 def _pointwise(func, args, kwargs) -> bool:
-    """A ``conv1d`` / ``conv2d`` call that is a linear map of each position: kernel 1 (×1), stride 1, no
-    padding or dilation, one group, batched input ``(B, C, …)``."""
-    names = ("input", "weight", "bias", "stride", "padding", "dilation", "groups")
-    a = dict(zip(names, args), **kwargs)
+    """A conv1d / conv2d that maps each position linearly: kernel 1, stride 1, no padding or dilation, 1 group."""
+    a = dict(zip(("input", "weight", "bias", "stride", "padding", "dilation", "groups"), args), **kwargs)
     x, W = a.get("input"), a.get("weight")
     if not isinstance(x, torch.Tensor) or not isinstance(W, torch.Tensor) or x.ndim != W.ndim:
         return False
@@ -173,12 +204,9 @@ def _pointwise(func, args, kwargs) -> bool:
 
 
 def _each(v, want: int) -> bool:
-    """A convolution's stride / padding / dilation ``v`` (an int, a tuple, or a padding mode) is ``want``
-    along every axis (for a kernel of 1, padding ``"same"`` is none)."""
-    if isinstance(v, str):
-        return v in ("valid", "same")
-    if isinstance(v, int):
-        return v == want
+    """A stride / padding / dilation (int, tuple, or a padding mode: ``"same"`` is none for a kernel of 1)."""
+    if isinstance(v, (str, int)):
+        return v in ("valid", "same") if isinstance(v, str) else v == want
     return all(int(e) == want for e in v)
 
 
@@ -187,15 +215,16 @@ def _tokens(t: torch.Tensor) -> torch.Tensor:
     return t.flatten(2).transpose(1, 2)
 
 
-def _tensors(obj):
+def tensors_in(obj):
+    """Every tensor in ``obj`` (nested lists, tuples and dicts), in order."""
     if isinstance(obj, torch.Tensor):
         yield obj
     elif isinstance(obj, (list, tuple)):
         for o in obj:
-            yield from _tensors(o)
+            yield from tensors_in(o)
     elif isinstance(obj, dict):
         for o in obj.values():
-            yield from _tensors(o)
+            yield from tensors_in(o)
 
 
 class Observer(TorchFunctionMode):
@@ -213,6 +242,9 @@ class Observer(TorchFunctionMode):
         self.calls: dict[int, _Call] = {}
         self.taint: dict[int, int] = {}  # id(tensor) → index of the softmax it derives from
         self.keep: list[torch.Tensor] = []  # tainted tensors held, so that their ids stay theirs
+        self.state: set[int] = set()  # ids of the run module's parameters and buffers (its fixed state)
+        self.kout: dict[int, Kernel] = {}  # id(a kernel's (B, H, n, d_h) output, held) → that kernel
+        self.lin_out: dict[int, int] = {}  # id(linear output) → its index in ``linears`` (held there)
 
     def _tick(self) -> int:
         self.seq += 1
@@ -224,19 +256,24 @@ class Observer(TorchFunctionMode):
             out = func(*args, **kwargs)
             self._mha(args, kwargs, out)
             return out
+        if func in _IADD and args and id(args[0]) in self.lin_out:
+            return self._bias_add(func, args, kwargs)
         out = func(*args, **kwargs)
-        if func is F.linear:  # F.linear(input, weight, bias), any of them by keyword
-            x = args[0] if args else kwargs.get("input")
-            W = args[1] if len(args) > 1 else kwargs.get("weight")
-            b = args[2] if len(args) > 2 else kwargs.get("bias")
-            self.linears.append(LinearCall(self._tick(), x, W, b, out))
+        if func is F.linear:
+            a = dict(zip(("input", "weight", "bias"), args), **kwargs)  # timm's EVA: F.linear(x, weight=…, bias=…)
+            lc = LinearCall(self._tick(), a["input"], a["weight"], a.get("bias"), out, _version(out))
+            self.lin_out[id(out)] = len(self.linears)
+            self.linears.append(lc)
             if self.taint:  # a linear of the probabilities (talking heads) changes them: they are followed
                 self._spread(args, kwargs, out)
         elif func in _CONV and _pointwise(func, args, kwargs):  # a 1×1 convolution: a linear map of each token
-            W = args[1] if len(args) > 1 else kwargs["weight"]
-            b = args[2] if len(args) > 2 else kwargs.get("bias")
-            x = args[0] if args else kwargs["input"]
-            self.linears.append(LinearCall(self._tick(), _tokens(x), W.reshape(W.shape[0], -1), b, _tokens(out)))
+            a = dict(zip(("input", "weight", "bias"), args), **kwargs)
+            W, y = a["weight"], _tokens(out)
+            self.linears.append(
+                LinearCall(
+                    self._tick(), _tokens(a["input"]), W.reshape(W.shape[0], -1), a.get("bias"), y, _version(out)
+                )
+            )
             if self.taint:
                 self._spread(args, kwargs, out)
         elif func is F.batch_norm and self.linears:
@@ -251,11 +288,16 @@ class Observer(TorchFunctionMode):
             if isinstance(dim, int) and isinstance(out, torch.Tensor):
                 self.softmaxes.append(_Softmax(self._tick(), args[0], dim, out, dt))
                 self._mark(out, len(self.softmaxes) - 1)
+        elif (func in _MUL and self._scaled(args, out)) or (
+            func in _SUB | _ADD and self._combined(func, args, kwargs, out)
+        ):
+            pass  # a kernel's output scaled by a fixed factor, or two kernels' outputs combined: folded
         elif func in _MATMUL or func is torch.einsum:
             if not self._consumer(func, args, out):
                 self._spread(args, kwargs, out)
         elif self.taint:
             self._spread(args, kwargs, out)
+        self._derive(func, args, kwargs, out)
         return out
 
     def _batch_norm(self, args, kwargs, out) -> None:
@@ -268,7 +310,7 @@ class Observer(TorchFunctionMode):
             return
         src = lc.y._base if lc.y._base is not None else lc.y  # a convolution's output is read through a view
         same = x.untyped_storage().data_ptr() == src.untyped_storage().data_ptr() and x.numel() == src.numel()
-        if not same or x.shape[1] != lc.W.shape[0]:
+        if not same or x.shape[1] != lc.W.shape[0] or not lc.fresh():
             return
         s = torch.rsqrt(var.detach() + a.get("eps", 1e-5))
         if a.get("weight") is not None:
@@ -277,23 +319,105 @@ class Observer(TorchFunctionMode):
         W = lc.W.detach() * s[:, None]
         b = shift if lc.b is None else lc.b.detach() * s + shift
         y = out if out.ndim == 2 else _tokens(out)
-        self.linears.append(LinearCall(self._tick(), lc.x, W, b, y))
+        self.linears.append(LinearCall(self._tick(), lc.x, W, b, y, _version(out)))
+
+    def _derive(self, func, args, kwargs, out) -> None:
+        """What is computed from the module's parameters and buffers alone (``head_gate.sigmoid()``) is
+        fixed state too (held, so that its id stays its own)."""
+        ts = list(tensors_in(args[:1] if func is torch.Tensor.type_as else (args, kwargs)))  # type_as(q): q's dtype
+        if ts and all(id(t) in self.state for t in ts):
+            for t in tensors_in(out):
+                self.state.add(id(t))
+                self.keep.append(t)
+
+    def _bias_add(self, func, args, kwargs):
+        """``y += b`` on a linear's output ``y`` (timm's EVA with ``qkv_bias_separate``): a vector over
+        ``y``'s last axis is folded into that call's bias; any other in-place change leaves it stale."""
+        lc = self.linears[self.lin_out[id(args[0])]]
+        other = args[1] if len(args) > 1 else kwargs.get("other")
+        was_fresh = lc.fresh()
+        out = func(*args, **kwargs)
+        vec = (
+            isinstance(other, torch.Tensor) and other.numel() == lc.y.shape[-1] and other.shape[-1:] == lc.y.shape[-1:]
+        )
+        if vec and was_fresh and kwargs.get("alpha", 1) == 1 and out is lc.y:
+            add = other.detach().reshape(-1).clone()
+            lc.b = add if lc.b is None else lc.b.detach() + add
+            lc.version = _version(lc.y)
+        return out
+
+    def _kernel_out(self, out, k: Kernel | None = None) -> None:
+        if isinstance(out, torch.Tensor) and out.ndim == 4:
+            self.kout[id(out)] = self.kernels[-1] if k is None else k
+            self.keep.append(out)
+
+    def _scaled(self, args, out) -> bool:
+        """``out = o * s`` on a kernel's ``(B, H, n, d_h)`` output ``o`` with ``s`` a number, a parameter or
+        buffer of the module or computed from them alone, constant over batch and tokens (open_clip's ``head_scale``):
+        a fixed diagonal on each head's values, folded into ``W_V``. A factor that reads the input (a gate)
+        is not folded."""
+        if len(args) != 2 or not isinstance(out, torch.Tensor):
+            return False
+        for o, sc in (args, args[::-1]):
+            if isinstance(sc, (int, float)) and not isinstance(sc, bool):
+                sc = torch.tensor(float(sc), dtype=F64)  # a number: fixed
+            elif id(sc) not in self.state:
+                continue
+            if id(o) not in self.kout or sc.ndim > 4 or out.shape != o.shape:
+                continue
+            s4 = sc.detach().reshape((1,) * (4 - sc.ndim) + tuple(sc.shape))
+            if s4.shape[0] != 1 or s4.shape[2] != 1:
+                return False  # varies with the batch row or the token: no fixed factor
+            k = self.kout[id(o)]
+            if k.out is None or tuple(k.out.shape) != tuple(o.shape):
+                return False
+            f = s4.to(F64).expand(1, o.shape[1], 1, o.shape[3])[0, :, 0, :]
+            k.scale = f if k.scale is None else k.scale * f
+            k.out = out
+            self._kernel_out(out, k)
+            return True
+        return False
+
+    def _combined(self, func, args, kwargs, out) -> bool:
+        """``o1 ± o2`` of two kernels' ``(B, H, n, d_h)`` outputs over the same ``v``, each scaled per head
+        at most (timm's fused ``DiffAttention``: ``attn1 - λ·attn2``): one kernel whose ``A`` is the
+        combination the values were weighted with, ``s1·A1 ± s2·A2`` (T2's hypotheses judge it)."""
+        if len(args) != 2 or kwargs or not isinstance(out, torch.Tensor):
+            return False
+        k1, k2 = (self.kout.get(id(a)) if isinstance(a, torch.Tensor) else None for a in args)
+        if k1 is None or k2 is None or k1 is k2 or k1.v is None or k2.v is None or k1.factors or k2.factors:
+            return False
+        if k1.v.shape != k2.v.shape or not torch.equal(k1.v, k2.v) or k1.A.shape != k2.A.shape:
+            return False
+        sign = -1.0 if func in _SUB else 1.0
+        w = []
+        for k in (k1, k2):
+            s = torch.ones(k.A.shape[1], 1, dtype=F64) if k.scale is None else k.scale
+            if not bool((s == s[:, :1]).all()):
+                return False  # a factor per value channel: no weight on the keys
+            w.append(s[:, 0].reshape(1, -1, 1, 1))
+        A = w[0] * k1.A + sign * w[1] * k2.A
+        how = f"two kernels combined ({k1.how} {'-' if sign < 0 else '+'} {k2.how}): the weights used, as combined"
+        self.kernels = [k for k in self.kernels if k is not k1 and k is not k2]
+        self.kernels.append(Kernel(self._tick(), how, A, k1.dtype, k1.v, self._heads(out)))
+        self._kernel_out(out)
+        return True
 
     def _mark(self, t: torch.Tensor, k: int) -> None:
         self.taint[id(t)] = k
         self.keep.append(t)
 
     def _spread(self, args, kwargs, out) -> None:
-        src = {self.taint[id(t)] for t in _tensors((args, kwargs)) if id(t) in self.taint}
+        src = {self.taint[id(t)] for t in tensors_in((args, kwargs)) if id(t) in self.taint}
         if len(src) == 1:
             k = src.pop()
-            for t in _tensors(out):
+            for t in tensors_in(out):
                 self._mark(t, k)
 
     # ---- heads: a leading B·H axis split, a missing head axis added
     def _heads(self, t: torch.Tensor) -> torch.Tensor | None:
         B = self.batch
-        if t.ndim == 4 and t.shape[0] == B:
+        if t.ndim == 4:  # (batch, heads, ·, ·); a batch folded with other axes (MobileViT's patch pixels) is its own
             return t
         if t.ndim == 3 and t.shape[0] == B:
             return t[:, None]
@@ -314,6 +438,7 @@ class Observer(TorchFunctionMode):
         A4, v4, o4 = self._heads(A), self._heads(v), self._heads(out)
         if A4 is not None and v4 is not None and o4 is not None:
             self.kernels.append(Kernel(self._tick(), how, A4, q.dtype, v4, o4))
+            self._kernel_out(out)
 
     def _consumer(self, func, args, out) -> bool:
         """``P' @ V`` with ``P'`` derived from an observed softmax: a kernel; False if this is none."""
@@ -349,6 +474,7 @@ class Observer(TorchFunctionMode):
         if A4 is None or v4 is None or o4 is None:
             return False
         self.kernels.append(Kernel(self._tick(), how, A4, P.dtype, v4, o4))
+        self._kernel_out(out)
         return True
 
     def _mha(self, args, kwargs, out) -> None:
@@ -443,7 +569,14 @@ class Run:
 def observe(module: torch.nn.Module, *inputs, **kwargs) -> Run:
     """Run ``module(*inputs, **kwargs)`` under an :class:`Observer` (batch: the first input's first
     axis), with forward hooks placing each observation inside the module that made it."""
-    obs = Observer(int(inputs[0].shape[0]))
+    return observe_call(module, int(inputs[0].shape[0]), lambda: module(*inputs, **kwargs))
+
+
+def observe_call(module: torch.nn.Module, batch: int, fn) -> Run:
+    """:func:`observe` of ``fn()`` (a forward of ``module`` on inputs of batch size ``batch``, such as a
+    model's keyword inputs)."""
+    obs = Observer(batch)
+    obs.state = {id(t) for t in (*module.parameters(), *module.buffers())}
     paths = {id(m): nm for nm, m in module.named_modules()}
     handles = []
 
@@ -460,7 +593,7 @@ def observe(module: torch.nn.Module, *inputs, **kwargs) -> Run:
         handles += [m.register_forward_pre_hook(pre), m.register_forward_hook(post)]
     try:
         with obs:
-            out = module(*inputs, **kwargs)
+            out = fn()
     finally:
         for h in handles:
             h.remove()

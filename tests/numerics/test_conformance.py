@@ -364,7 +364,7 @@ def test_report_table_and_dict():
     assert data["conforms"] is True and data["counterexample"] is None and len(data["draws"]) == 3 + 1
     assert set(data["draws"][0]) == {
         *("draw", "input", "layer", "decided_by", "shadow", "hypotheses", "T2", "T3", "T5"),
-        *("identifying", "identifying_why"),
+        *("identifying", "identifying_why", "trusted", "trusted_why"),
     }
     k = sum(r.draw.n <= 5 for r in rep.results)  # one head of dimension 4: n − 1 ≤ 4 keys' differences
     assert k > 0 and data["identifying_draws"] == k and data["evidence"] == f"{k} of 4 draws identifying"

@@ -78,11 +78,18 @@ def test_a_bad_min_length_is_named(value):
 # --------------------------------------------------------------------------- stale attention of the same shape
 class StaleByShape(Attn):
     """Reports the attention of the first call of each input shape on every later call of that shape
-    (while its output uses this call's): stale, and of the right shape."""
+    (while its output uses this call's): stale, and of the right shape. Its softmax is written out
+    (``exp`` / ``sum``), so the torch capture sees no attention kernel in its forward: its ``A`` is
+    taken as reported (``trusted``), and only the repeated shape can catch it (where a kernel is seen,
+    the kit compares the reported ``A`` with it: ``test_conformance_observed``)."""
 
     def __init__(self) -> None:
         super().__init__()
         self.kept: dict = {}
+
+    def _softmax(self, S, dim=-1):
+        e = (S - S.amax(dim, keepdim=True)).exp()
+        return e / e.sum(dim, keepdim=True)
 
     def connwalk_attention(self, X, key_padding_mask=None):
         ex = super().connwalk_attention(X, key_padding_mask)
@@ -98,6 +105,7 @@ def test_stale_attention_is_caught_when_the_shape_repeats():
     assert len(shapes) == 6 + 1 and shapes[-1] == shapes[-2]  # the repeated shape, right after its first
     assert rep.results[-1].draw.seed != rep.results[-2].draw.seed
     assert rep.results[-1].t2.status == "fails" and "previous call's" in rep.results[-1].t2.detail
+    assert all(r.trusted == ("A",) for r in rep.results)  # no kernel observed: A as reported, and said
 
 
 # --------------------------------------------------------------------------- a defective kernel is a verdict
