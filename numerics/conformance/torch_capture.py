@@ -210,8 +210,7 @@ def _each(v, want: int) -> bool:
     return all(int(e) == want for e in v)
 
 
-def _tokens(t: torch.Tensor) -> torch.Tensor:
-    """``(B, C, …)`` as ``(B, positions, C)`` (the positions in row-major order)."""
+def _tokens(t: torch.Tensor) -> torch.Tensor:  # (B, C, …) as (B, positions, C), row-major
     return t.flatten(2).transpose(1, 2)
 
 
@@ -264,16 +263,12 @@ class Observer(TorchFunctionMode):
             lc = LinearCall(self._tick(), a["input"], a["weight"], a.get("bias"), out, _version(out))
             self.lin_out[id(out)] = len(self.linears)
             self.linears.append(lc)
-            if self.taint:  # a linear of the probabilities (talking heads) changes them: they are followed
+            if self.taint:  # a linear of the probabilities (talking heads) changes them: followed
                 self._spread(args, kwargs, out)
         elif func in _CONV and _pointwise(func, args, kwargs):  # a 1×1 convolution: a linear map of each token
             a = dict(zip(("input", "weight", "bias"), args), **kwargs)
-            W, y = a["weight"], _tokens(out)
-            self.linears.append(
-                LinearCall(
-                    self._tick(), _tokens(a["input"]), W.reshape(W.shape[0], -1), a.get("bias"), y, _version(out)
-                )
-            )
+            W, x = a["weight"].flatten(1), _tokens(a["input"])
+            self.linears.append(LinearCall(self._tick(), x, W, a.get("bias"), _tokens(out), _version(out)))
             if self.taint:
                 self._spread(args, kwargs, out)
         elif func is F.batch_norm and self.linears:
@@ -452,8 +447,10 @@ class Observer(TorchFunctionMode):
         if id(ops[1]) in self.taint:  # V @ Pᵀ (tokens on the last axis): read as P @ Vᵀ, transposed back
             if func is torch.einsum or ops[0].ndim < 2 or ops[1].ndim < 2:
                 return False
-            src = ops[1]
-            P, V, O = ops[1].transpose(-1, -2), ops[0].transpose(-1, -2), out.transpose(-1, -2)
+            src, P, V, O = ops[1], ops[1].transpose(-1, -2), ops[0].transpose(-1, -2), out.transpose(-1, -2)
+            sm = self.softmaxes[self.taint[id(src)]]  # the transposed probabilities themselves (not a kernel)
+            if P.shape != sm.probs.shape or sm.dim not in (-1, sm.probs.ndim - 1):
+                return False
         else:
             src = ops[0]
             P, V, O = ops[0], ops[1], out
