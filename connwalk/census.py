@@ -1,6 +1,8 @@
-r"""``connwalk census [--out DIR] [--json PATH]``: every attention class of the installed transformers
-checked as a connection walk (:func:`numerics.census.run.run_census`). Writes ``DIR/CENSUS.md`` (default
-the current directory) and, with ``--json``, the rows as JSON; prints the counts per status.
+r"""``connwalk census [--library {transformers,timm}] [--out DIR] [--json PATH]``: every attention class of
+the installed transformers checked as a connection walk (:func:`numerics.census.run.run_census`), or with
+``--library timm`` every timm architecture's attention (:func:`numerics.census.timm.run_timm_census`).
+Writes ``DIR/CENSUS.md`` (default the current directory) and, with ``--json``, the rows as JSON — for timm
+``DIR/CENSUS-timm.md`` and ``DIR/census-timm.json`` (or ``--json``) —; prints the counts per status.
 
 Exit status (:data:`EPILOG`): 0 when the census ran (whatever its rows say: it is a report, not a
 gate); 2 on bad input, with one line on stderr naming the option, before any class runs (``--out`` or
@@ -27,7 +29,10 @@ OPTION_OF = {
     "seed": "--seed",
     "jobs": "--jobs",
     "timeout": "--timeout",
+    "architectures": "--model-types",
 }
+#: the libraries a census surveys (``--library``)
+LIBRARIES = ("transformers", "timm")
 
 DESCRIPTION = """\
 Every attention class of the installed transformers, checked as a connection
@@ -37,7 +42,13 @@ on T2's hypotheses (nonnegative, row-stochastic attention) and its identity.
 Writes DIR/CENSUS.md (and, with --json, one JSON row per class: class, family,
 status, reason, the T3/T5 hypotheses its heads satisfy) and prints the counts
 per status. Takes 10-15 minutes on 2 cores (--jobs 2); --model-types and
---classes check a part."""
+--classes check a part.
+
+--library timm: every timm architecture (timm.list_modules()), its smallest
+variant with random weights; its attention modules (those holding a softmax
+attention kernel the torch capture observes) judged the same way, one per
+class. Writes DIR/CENSUS-timm.md and DIR/census-timm.json (or --json PATH);
+--model-types then names timm architectures (vision_transformer, eva, ...)."""
 
 EPILOG = """\
 statuses: conforms; identity holds, hypothesis fails (which); fails (the
@@ -70,6 +81,11 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
+    p.add_argument(
+        "--library",
+        default="transformers",
+        help="the library surveyed: transformers (CENSUS.md) or timm (CENSUS-timm.md); default transformers",
+    )
     p.add_argument("--out", default=".", metavar="DIR", help="directory of CENSUS.md (default: .)")
     p.add_argument("--json", default=None, metavar="PATH", help="also write the rows as JSON")
     p.add_argument("--examples", type=int, default=2, help="draws per class (default 2)")
@@ -77,7 +93,9 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument(
         "--jobs", type=int, default=None, help="worker processes (default 2, or 1 on one CPU; at most the CPUs)"
     )
-    p.add_argument("--timeout", type=float, default=20.0, help="CPU seconds per model build and per class (default 20)")
+    p.add_argument(
+        "--timeout", type=float, default=None, help="CPU seconds per model build and per class (default 20; timm 60)"
+    )
     p.add_argument("--model-types", nargs="+", default=None, metavar="TYPE", help="only these model types")
     p.add_argument("--classes", nargs="+", default=None, metavar="CLASS", help="only these attention classes")
     p.add_argument("--quiet", action="store_true", help="no line per class")
@@ -90,6 +108,14 @@ def check_options(args) -> None:
     becomes 2 (1 on a single CPU)."""
     from numerics.census.run import max_jobs  # standard library only at import
 
+    if args.library not in LIBRARIES:
+        raise ParameterError(f"expected one of {', '.join(LIBRARIES)}, got {args.library!r}", argument="--library")
+    if args.library == "timm" and args.classes is not None:
+        raise ParameterError(
+            "selects transformers' classes; with --library timm name architectures", argument="--classes"
+        )
+    if args.timeout is None:
+        args.timeout = 60.0 if args.library == "timm" else 20.0
     if args.jobs is None:
         args.jobs = min(2, max_jobs())
     for opt, v, lo, hi in (
@@ -102,11 +128,11 @@ def check_options(args) -> None:
             raise ParameterError(f"expected an integer in [{lo}, {hi}]{why}, got {v}", argument=opt)
     if not 0 < args.timeout <= 3600:
         raise ParameterError(f"expected CPU seconds in (0, 3600], got {args.timeout:g}", argument="--timeout")
-    check_out_dir(args.out)
-    check_json_path(args.json, "census.json")
+    check_out_dir(args.out, "CENSUS-timm.md" if args.library == "timm" else "CENSUS.md")
+    check_json_path(args.json, "census-timm.json" if args.library == "timm" else "census.json")
 
 
-def check_out_dir(out: str) -> None:
+def check_out_dir(out: str, name: str = "CENSUS.md") -> None:
     """``--out DIR`` must take ``DIR/CENSUS.md``: DIR is a directory, or does not exist and its parent
     is one; a temporary file is written in the directory that will hold CENSUS.md (DIR, or the
     parent that DIR will be made in) and removed at once; an existing ``CENSUS.md`` is a file that can
@@ -117,7 +143,7 @@ def check_out_dir(out: str) -> None:
     if not os.path.isdir(out) and not os.path.isdir(parent):
         raise ParameterError(f"the parent directory {parent} does not exist", argument="--out")
     here = out if os.path.isdir(out) else parent
-    target = os.path.join(out, "CENSUS.md")
+    target = os.path.join(out, name)
     if os.path.lexists(target) and not os.path.isfile(target):
         raise ParameterError(f"{target} exists and is not a file", argument="--out")
     try:
@@ -138,6 +164,8 @@ def run(args) -> int:
 
 
 def _run(args) -> int:
+    if args.library == "timm":
+        return _run_timm(args)
     if not args.quiet:  # something within a second: importing transformers and listing its classes takes ~10 s
         print(
             "connwalk census: loading transformers and listing its attention classes ...", file=sys.stderr, flush=True
@@ -169,6 +197,40 @@ def _run(args) -> int:
     print(
         f"census of {len(res.rows)} attention classes (transformers {res.transformers_version}): {counts}; "
         f"{len(res.conforming_families())} families conform; wall {res.wall_seconds:.0f} s, CPU {res.cpu_seconds:.0f} s"
+    )
+    print("written: " + ", ".join(str(p) for p in paths))
+    sys.stdout.flush()
+    return 0
+
+
+def _run_timm(args) -> int:
+    if not args.quiet:
+        print("connwalk census: loading timm and listing its architectures ...", file=sys.stderr, flush=True)
+    from numerics.census.timm import run_timm_census
+    from numerics.census.timm_report import write_timm_census
+
+    def show(row) -> None:
+        if not args.quiet:
+            print(f"{row.family:<26} {row.cls:<28} {row.status:<32} {row.reason[:90]}", flush=True)
+
+    try:
+        res = run_timm_census(
+            architectures=args.model_types,
+            examples=args.examples,
+            seed=args.seed,
+            timeout=args.timeout,
+            jobs=args.jobs,
+            progress=show,
+        )
+    except ParameterError as exc:
+        raise readdress(exc, OPTION_OF) from None
+    paths = write_timm_census(res, args.out, args.json)
+    counts = ", ".join(f"{k}: {v}" for k, v in res.counts().items())
+    arch = res.architectures()
+    print(
+        f"census of {arch['total']} timm architectures (timm {res.timm_version}): {arch['with attention']} with "
+        f"attention, every class judged in {arch['judged']}; rows {counts}; "
+        f"wall {res.wall_seconds:.0f} s, CPU {res.cpu_seconds:.0f} s"
     )
     print("written: " + ", ".join(str(p) for p in paths))
     sys.stdout.flush()

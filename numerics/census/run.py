@@ -43,10 +43,6 @@ import gc
 import json
 import math
 import os
-import signal
-import sys
-import tempfile
-import threading
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -54,6 +50,10 @@ from pathlib import Path
 from numerics.census.config import attention_classes, name_list
 from numerics.census.judge import judge as _judge
 from numerics.census.judge import one_line as _one_line
+from numerics.census.pool import Timeout as _Timeout
+from numerics.census.pool import arm, max_jobs, run_tasks, timed_out, write_files
+from numerics.census.pool import children_cpu as _children_cpu
+from numerics.census.pool import disarm as _disarm
 from numerics.census.report import (
     CONFORMS,
     DECLINED,
@@ -136,23 +136,14 @@ class CensusResult:
 WALL_FACTOR = 10
 
 
-class _Timeout(BaseException):
-    """A budget ran out (``clock``: ``"CPU"`` or ``"wall"``). A ``BaseException``: no ``except
-    Exception`` of the code it interrupts swallows it."""
-
-    def __init__(self, clock: str):
-        super().__init__(clock)
-        self.clock = clock
-
-
-def _on_timer(signum, frame):
-    raise _Timeout("CPU" if signum == signal.SIGPROF else "wall")
+def _arm(seconds: float):
+    """The budget of one class or build (:func:`numerics.census.pool.arm`), with this module's
+    :data:`WALL_FACTOR`."""
+    return arm(seconds, WALL_FACTOR)
 
 
 def _timed_out(exc: _Timeout, timeout: float, what: str = "") -> str:
-    if exc.clock == "CPU":
-        return f"timed out after {timeout:g} s CPU{what}"
-    return f"timed out after {WALL_FACTOR * timeout:g} s wall without using its {timeout:g} s CPU budget{what}"
+    return timed_out(exc, timeout, WALL_FACTOR, what)
 
 
 def check_class(model, module, *, family: str, examples: int, seed: int, max_length: int, timeout: float) -> CensusRow:
@@ -172,53 +163,7 @@ def check_class(model, module, *, family: str, examples: int, seed: int, max_len
     return row
 
 
-def _arm(seconds: float):
-    """Start the budget: ``seconds`` of this process's CPU time (``ITIMER_PROF``: every thread's, so
-    torch's intra-op threads count) and :data:`WALL_FACTOR` times that in wall time (``ITIMER_REAL``);
-    either raises :class:`_Timeout`. ``None`` off the main thread (no budget there)."""
-    try:
-        handlers = (signal.signal(signal.SIGPROF, _on_timer), signal.signal(signal.SIGALRM, _on_timer))
-    except ValueError:  # not the main thread: no timeout
-        return None
-    start = (time.process_time(), time.monotonic())
-    prev = (signal.setitimer(signal.ITIMER_PROF, seconds), signal.setitimer(signal.ITIMER_REAL, WALL_FACTOR * seconds))
-    return handlers, prev, start
-
-
-def _disarm(armed) -> None:
-    """Stop the budget; the caller's own handlers and timers go on where they were (less the time
-    spent here). A tick that lands while this runs is dropped: the work it would stop is done."""
-    if armed is None:
-        return
-    handlers, prev, start = armed
-    while True:
-        try:
-            signal.signal(signal.SIGPROF, signal.SIG_IGN)
-            signal.signal(signal.SIGALRM, signal.SIG_IGN)
-            break
-        except _Timeout:
-            continue
-    signal.setitimer(signal.ITIMER_PROF, 0)
-    signal.setitimer(signal.ITIMER_REAL, 0)
-    for sig, handler in zip((signal.SIGPROF, signal.SIGALRM), handlers, strict=True):
-        signal.signal(sig, signal.SIG_DFL if handler is None else handler)  # None: not set from Python
-    spent = (time.process_time() - start[0], time.monotonic() - start[1])
-    for which, (left, every), used in zip((signal.ITIMER_PROF, signal.ITIMER_REAL), prev, spent, strict=True):
-        if left > 0:
-            signal.setitimer(which, max(left - used, 1e-6), every)
-
-
 # --------------------------------------------------------------------------- the run
-def max_jobs() -> int:
-    """The most worker processes :func:`run_census` takes: the CPUs this process may run on
-    (``os.sched_getaffinity``; ``os.cpu_count()`` where that is missing). More workers would only share
-    those CPUs, each holding its own tiny models (about 0.5 GB)."""
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except (AttributeError, OSError):  # pragma: no cover - a platform without affinity
-        return max(1, os.cpu_count() or 1)
-
-
 def _check_numbers(examples, seed, max_length, timeout, jobs) -> None:
     for nm, v, lo in (("examples", examples, 1), ("seed", seed, 0), ("max_length", max_length, 1), ("jobs", jobs, 1)):
         if isinstance(v, bool) or not isinstance(v, int) or v < lo:
@@ -306,127 +251,18 @@ def _tasks(todo: list, examples: int, seed: int, max_length: int, timeout: float
     return [(modname, items, examples, seed, max_length, timeout) for modname, items in by_module.items()]
 
 
-def _children_cpu() -> float:
-    import resource
-
-    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return ru.ru_utime + ru.ru_stime
-
-
 def _run_tasks(tasks: list, jobs: int):
-    """Rows of each task (one modeling module), in ``jobs`` forked worker processes (1: here; never more
-    processes than tasks). A worker that dies (a crash inside a kernel) loses nothing else: the tasks
-    it had not finished are rerun one per fresh process, and the one that kills its process is declined
-    with that reason. Closing the generator early, or an exception while it waits (SIGINT, SIGTERM),
-    kills the workers at once (:func:`_pool`)."""
-    if jobs <= 1:
-        for t in tasks:
-            yield _module_rows(t)
-        return
-    if not tasks:
-        return
-    import concurrent.futures as cf
-    from concurrent.futures.process import BrokenProcessPool
-
-    left = list(tasks)
-    with _pool(min(jobs, len(tasks))) as ex:
-        futs = {ex.submit(_module_rows, t): t for t in tasks}
-        try:
-            for f in cf.as_completed(futs):
-                yield f.result()
-                left.remove(futs[f])
-        except BrokenProcessPool:
-            pass
-    for t in left:  # only after a worker died: one process per task
-        with _pool(1) as ex:
-            try:
-                yield ex.submit(_module_rows, t).result()
-            except BrokenProcessPool:
-                modname, items = t[0], t[1]
-                yield [
-                    CensusRow(name, mt, modname, DECLINED, "the process running it died (a crash inside a kernel)")
-                    for mt, _, name in items
-                ]
+    """Rows of each task (one modeling module) in ``jobs`` forked workers
+    (:func:`numerics.census.pool.run_tasks`); a task whose process dies is declined with that reason."""
+    return run_tasks(tasks, jobs, _module_rows, _lost)
 
 
-@contextlib.contextmanager
-def _pool(workers: int):
-    """A pool of ``workers`` forked census workers (:func:`_worker_init`). Left normally: shut down
-    after its tasks. Left by an exception (``KeyboardInterrupt``, a SIGTERM handler's ``SystemExit``,
-    ``GeneratorExit``): its workers are killed at once and its queued tasks cancelled, nothing waited for."""
-    import concurrent.futures as cf
-    import multiprocessing as mp
-
-    ex = cf.ProcessPoolExecutor(
-        workers, mp_context=mp.get_context("fork"), initializer=_worker_init, initargs=(os.getpid(),)
-    )
-    try:
-        yield ex
-    except BaseException:
-        procs = list((getattr(ex, "_processes", None) or {}).values())  # Python < 3.14 has no kill_workers()
-        for proc in procs:
-            with contextlib.suppress(Exception):
-                proc.kill()
-        ex.shutdown(wait=False, cancel_futures=True)
-        for proc in procs:
-            with contextlib.suppress(Exception):
-                proc.join(5)
-        raise
-    ex.shutdown(wait=True)
-
-
-#: address-space limit of a census worker: a family whose tiny model still allocates more fails that
-#: allocation (a row saying so) instead of swapping the machine
-WORKER_MEMORY = 6 * 2**30
-
-
-def _worker_init(parent: int | None = None) -> None:
-    import resource
-    import warnings
-
-    import torch
-
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # a Ctrl-C is the parent's to handle: it kills the workers
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)  # not the parent's handler (inherited by the fork)
-    if parent is not None:
-        _die_with(parent)
-    try:
-        soft, hard = resource.getrlimit(resource.RLIMIT_AS)
-        lim = WORKER_MEMORY if hard == resource.RLIM_INFINITY else min(WORKER_MEMORY, hard)
-        resource.setrlimit(resource.RLIMIT_AS, (lim, hard))
-    except (ValueError, OSError):  # pragma: no cover - a platform without the limit
-        pass
-
-    torch.set_num_threads(1)
-    warnings.filterwarnings("ignore")
-    try:
-        import transformers
-
-        transformers.logging.set_verbosity_error()
-    except Exception:  # pragma: no cover
-        pass
-
-
-def _die_with(parent: int) -> None:
-    """This worker ends when the process ``parent`` does (killed, even by SIGKILL): the kernel's
-    ``PR_SET_PDEATHSIG`` on Linux, else a thread that watches the parent id twice a second."""
-    if sys.platform.startswith("linux"):
-        try:
-            import ctypes
-
-            if ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGKILL), 0, 0, 0) == 0:  # PR_SET_PDEATHSIG
-                if os.getppid() != parent:  # it died before the request took hold
-                    os._exit(1)
-                return
-        except (OSError, AttributeError):  # pragma: no cover - no libc prctl: the watchdog below
-            pass
-
-    def watch() -> None:  # pragma: no cover - platforms without PR_SET_PDEATHSIG
-        while os.getppid() == parent:
-            time.sleep(0.5)
-        os._exit(1)
-
-    threading.Thread(target=watch, name="census-parent-watch", daemon=True).start()
+def _lost(task) -> list[CensusRow]:
+    modname, items = task[0], task[1]
+    return [
+        CensusRow(name, mt, modname, DECLINED, "the process running it died (a crash inside a kernel)")
+        for mt, _, name in items
+    ]
 
 
 def _module_rows(task) -> list[CensusRow]:
@@ -513,20 +349,4 @@ def write_census(result: CensusResult, out_dir: str | os.PathLike | None = None,
     out = [(d / "CENSUS.md", render_markdown(result))]
     if json_path is not None:
         out.append((Path(json_path), json.dumps(result.as_dict(), indent=1, ensure_ascii=False) + "\n"))
-    mask = os.umask(0o22)
-    os.umask(mask)
-    temps: list[str] = []
-    try:
-        for path, text in out:
-            fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-            temps.append(tmp)
-            with os.fdopen(fd, "w", encoding="utf-8") as f:
-                f.write(text)
-            os.chmod(tmp, 0o666 & ~mask)  # the mode a plain open() would give, not mkstemp's 0600
-        for (path, _), tmp in zip(out, temps, strict=True):
-            os.replace(tmp, path)
-    finally:
-        for tmp in temps:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(tmp)
-    return [path for path, _ in out]
+    return write_files(out)

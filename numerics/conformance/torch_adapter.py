@@ -175,9 +175,9 @@ def _output_projection(
                     projection_output.append(list(_rows(lc.y, B, n))[r])
                 return W[:, idx].reshape(W.shape[0], H, dh).permute(1, 0, 2), _bias(lc)
     for lc in after:
-        if own is None or lc.x.shape[-1] != H * dh or lc.y.shape != own.shape:
+        if own is None or lc.x.shape[-1] != H * dh or lc.y.numel() != own.numel():
             continue
-        if torch.equal(lc.y.detach(), own.detach()):
+        if torch.equal(lc.y.detach().reshape(own.shape), own.detach()):  # (B·n, c) rows of (B, n, c) too
             # the kernel's output reaches the projection that makes the module's output changed: W_O in
             # the natural head layout, and the identity decides (the module's own output is judged)
             W = lc.W.detach()

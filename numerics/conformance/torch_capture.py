@@ -2,7 +2,9 @@ r"""Observe, never substitute: the conformance kit (:mod:`numerics.conformance.k
 module, read beneath the libraries by a ``torch.overrides.TorchFunctionMode`` while the module runs its
 *own* forward on a drawn input (issue 37, items 1–3).
 
-**What is observed** (:class:`Observer`, one run): every ``F.linear`` call (input, weight, bias, output);
+**What is observed** (:class:`Observer`, one run): every ``F.linear`` call (input, weight, bias, output),
+every 1×1 ``F.conv1d`` / ``F.conv2d`` (stride 1, one group) as the linear map of each position it is, and
+an inference ``F.batch_norm`` of a linear's output folded into it (one more linear call);
 every ``F.scaled_dot_product_attention`` call (q, k, v, ``attn_mask``, ``is_causal``, ``scale``,
 ``enable_gqa``, ``dropout_p`` and the output it returned); every softmax (``torch.softmax``,
 ``F.softmax``, ``Tensor.softmax``: its input scores, ``dim``, output) and the first ``matmul`` / ``@`` /
@@ -183,6 +185,35 @@ def _softmax64(s: torch.Tensor, dim: int) -> torch.Tensor:
 
 
 # --------------------------------------------------------------------------- the observer
+_CONV = {F.conv1d, F.conv2d}
+
+
+def _pointwise(func, args, kwargs) -> bool:
+    """A conv1d / conv2d that maps each position linearly: kernel 1, stride 1, no padding or dilation, 1 group."""
+    a = dict(zip(("input", "weight", "bias", "stride", "padding", "dilation", "groups"), args), **kwargs)
+    x, W = a.get("input"), a.get("weight")
+    if not isinstance(x, torch.Tensor) or not isinstance(W, torch.Tensor) or x.ndim != W.ndim:
+        return False
+    return (
+        all(int(k) == 1 for k in W.shape[2:])
+        and _each(a.get("stride", 1), 1)
+        and _each(a.get("padding", 0), 0)
+        and _each(a.get("dilation", 1), 1)
+        and a.get("groups", 1) == 1
+    )
+
+
+def _each(v, want: int) -> bool:
+    """A stride / padding / dilation (int, tuple, or a padding mode: ``"same"`` is none for a kernel of 1)."""
+    if isinstance(v, (str, int)):
+        return v in ("valid", "same") if isinstance(v, str) else v == want
+    return all(int(e) == want for e in v)
+
+
+def _tokens(t: torch.Tensor) -> torch.Tensor:  # (B, C, …) as (B, positions, C), row-major
+    return t.flatten(2).transpose(1, 2)
+
+
 def tensors_in(obj):
     """Every tensor in ``obj`` (nested lists, tuples and dicts), in order."""
     if isinstance(obj, torch.Tensor):
@@ -232,6 +263,18 @@ class Observer(TorchFunctionMode):
             lc = LinearCall(self._tick(), a["input"], a["weight"], a.get("bias"), out, _version(out))
             self.lin_out[id(out)] = len(self.linears)
             self.linears.append(lc)
+            if self.taint:  # a linear of the probabilities (talking heads) changes them: followed
+                self._spread(args, kwargs, out)
+        elif func in _CONV and _pointwise(func, args, kwargs):  # a 1×1 convolution: a linear map of each token
+            a = dict(zip(("input", "weight", "bias"), args), **kwargs)
+            W, x = a["weight"].flatten(1), _tokens(a["input"])
+            self.linears.append(LinearCall(self._tick(), x, W, a.get("bias"), _tokens(out), _version(out)))
+            if self.taint:
+                self._spread(args, kwargs, out)
+        elif func is F.batch_norm and self.linears:
+            self._batch_norm(args, kwargs, out)
+            if self.taint:
+                self._spread(args, kwargs, out)
         elif func is F.scaled_dot_product_attention:
             self._sdpa(args, kwargs, out)
         elif func in _SOFTMAX:
@@ -251,6 +294,27 @@ class Observer(TorchFunctionMode):
             self._spread(args, kwargs, out)
         self._derive(func, args, kwargs, out)
         return out
+
+    def _batch_norm(self, args, kwargs, out) -> None:
+        """An inference batch norm (running statistics) of the last linear's output, in any shape: a
+        per-channel affine map, so the two are one linear map ``diag(s)·W``, observed as one more call."""
+        names = ("input", "running_mean", "running_var", "weight", "bias", "training", "momentum", "eps")
+        a = dict(zip(names, args), **kwargs)
+        x, mean, var, lc = a["input"], a.get("running_mean"), a.get("running_var"), self.linears[-1]
+        if a.get("training") or mean is None or var is None or not isinstance(out, torch.Tensor):
+            return
+        src = lc.y._base if lc.y._base is not None else lc.y  # a convolution's output is read through a view
+        same = x.untyped_storage().data_ptr() == src.untyped_storage().data_ptr() and x.numel() == src.numel()
+        if not same or x.shape[1] != lc.W.shape[0] or not lc.fresh():
+            return
+        s = torch.rsqrt(var.detach() + a.get("eps", 1e-5))
+        if a.get("weight") is not None:
+            s = s * a["weight"].detach()
+        shift = -mean.detach() * s + (0 if a.get("bias") is None else a["bias"].detach())
+        W = lc.W.detach() * s[:, None]
+        b = shift if lc.b is None else lc.b.detach() * s + shift
+        y = out if out.ndim == 2 else _tokens(out)
+        self.linears.append(LinearCall(self._tick(), lc.x, W, b, y, _version(out)))
 
     def _derive(self, func, args, kwargs, out) -> None:
         """What is computed from the module's parameters and buffers alone (``head_gate.sigmoid()``) is
@@ -376,11 +440,20 @@ class Observer(TorchFunctionMode):
         ops = list(args[1:]) if func is torch.einsum else list(args)
         if func is torch.einsum and len(ops) == 1 and isinstance(ops[0], (list, tuple)):
             ops = list(ops[0])
-        if len(ops) != 2 or not all(isinstance(o, torch.Tensor) for o in ops) or id(ops[0]) not in self.taint:
+        if len(ops) != 2 or not all(isinstance(o, torch.Tensor) for o in ops):
             return False
-        if id(ops[1]) in self.taint:
+        if (id(ops[0]) in self.taint) == (id(ops[1]) in self.taint):
             return False
-        P, V, O = ops[0], ops[1], out
+        if id(ops[1]) in self.taint:  # V @ Pᵀ (tokens on the last axis): read as P @ Vᵀ, transposed back
+            if func is torch.einsum or ops[0].ndim < 2 or ops[1].ndim < 2:
+                return False
+            src, P, V, O = ops[1], ops[1].transpose(-1, -2), ops[0].transpose(-1, -2), out.transpose(-1, -2)
+            sm = self.softmaxes[self.taint[id(src)]]  # the transposed probabilities themselves (not a kernel)
+            if P.shape != sm.probs.shape or sm.dim not in (-1, sm.probs.ndim - 1):
+                return False
+        else:
+            src = ops[0]
+            P, V, O = ops[0], ops[1], out
         if func is torch.einsum:
             got = _einsum_layout(args[0], P, V, O)
             if got is None:
@@ -388,7 +461,7 @@ class Observer(TorchFunctionMode):
             P, V, O = got
         if P.ndim < 2 or V.ndim < 2 or P.shape[-1] != V.shape[-2]:
             return False
-        sm = self.softmaxes[self.taint[id(ops[0])]]
+        sm = self.softmaxes[self.taint[id(src)]]
         same = sm.probs.numel() == P.numel() and bool(torch.equal(sm.probs.detach().reshape(P.shape).to(P.dtype), P))
         if same:
             A, how = literal_softmax(sm.scores, sm.dim, sm.dtype).reshape(P.shape), "softmax → P @ V"
