@@ -66,6 +66,14 @@ def test_the_committed_census_belongs_to_the_locked_transformers_and_torch():
     assert f"transformers {pins['transformers']}, torch {pins['torch']}" in (ROOT / "CENSUS.md").read_text()
 
 
+def test_the_committed_timm_census_belongs_to_the_locked_timm_and_torch():
+    census = json.loads((ROOT / "census-timm.json").read_text())
+    pins = _pins()
+    assert census["timm_version"] == pins["timm"], "regenerate: connwalk census --library timm"
+    assert census["torch_version"].split("+")[0] == pins["torch"]
+    assert f"timm {pins['timm']}, torch {pins['torch']}" in (ROOT / "CENSUS-timm.md").read_text()
+
+
 def test_the_installed_environment_is_the_lock_and_the_lock_is_closed():
     diff = _lock_diff().differences(_pins())
     assert diff == [], "the environment is not the locked one (bash scripts/install.sh):\n" + "\n".join(diff)

@@ -442,9 +442,12 @@ class Observer(TorchFunctionMode):
             ops = list(ops[0])
         if len(ops) != 2 or not all(isinstance(o, torch.Tensor) for o in ops):
             return False
-        if (id(ops[0]) in self.taint) == (id(ops[1]) in self.taint):
+        # the probabilities derive from the newer softmax (values may carry an older one's: a MoE router's
+        # weights mixed into the residual stream, followed through the next projections)
+        t0, t1 = self.taint.get(id(ops[0]), -1), self.taint.get(id(ops[1]), -1)
+        if t0 == t1:
             return False
-        if id(ops[1]) in self.taint:  # V @ Pᵀ (tokens on the last axis): read as P @ Vᵀ, transposed back
+        if t1 > t0:  # V @ Pᵀ (tokens on the last axis): read as P @ Vᵀ, transposed back
             if func is torch.einsum or ops[0].ndim < 2 or ops[1].ndim < 2:
                 return False
             src, P, V, O = ops[1], ops[1].transpose(-1, -2), ops[0].transpose(-1, -2), out.transpose(-1, -2)

@@ -108,8 +108,11 @@ def test_census_target_syntax_and_unknowns_exit_2(capsys):
     ],
 )
 def test_the_torch_capture_reads_folded_batches_and_token_grids(model_type, cls):
+    # read, and T2's identity holds on every draw (conforms, or undecided only for want of a draw that
+    # determines A: the census's tiny configuration fixes the number of patches); before, declined
     row = _row(model_type, cls)
-    assert row.status == CONFORMS, row.reason
+    assert row.status == CONFORMS or (row.status == "undecided" and "T2's identity holds" in row.reason), row.reason
+    assert row.t2_ratio <= 1.0
 
 
 def test_values_rescaled_by_a_constant_are_a_walk_and_a_norm_on_them_fails():
@@ -177,3 +180,30 @@ def test_a_convolution_beside_the_attention_fails_with_the_structure_named():
     row = _row("convbert", "ConvBertAttention")
     assert row.status == FAILS_, row.reason
     assert row.reason.startswith(BESIDE) and "violates T2" in row.reason
+
+
+class _Routed(torch.nn.Module):
+    """A router's softmax mixed into the tokens before an ordinary attention (a MoE layer before it in a model):
+    the values then derive from that older softmax too; the attention's probabilities are the newer one's."""
+
+    def __init__(self, d: int = 16, heads: int = 2) -> None:
+        super().__init__()
+        self.router = torch.nn.Linear(d, 2)
+        self.q, self.k, self.v, self.o = (torch.nn.Linear(d, d) for _ in range(4))
+        self.heads, self.embed_dim = heads, d
+
+    def forward(self, x):
+        g = torch.softmax(self.router(x), dim=-1)
+        x = x * g[..., :1] + x * g[..., 1:] * 0.5
+        B, n, d = x.shape
+        q, k, v = (f(x).reshape(B, n, self.heads, -1).transpose(1, 2) for f in (self.q, self.k, self.v))
+        p = torch.softmax(q @ k.transpose(-1, -2) / (d // self.heads) ** 0.5, dim=-1)
+        return self.o((p @ v).transpose(1, 2).reshape(B, n, d))
+
+
+def test_values_carrying_an_older_softmax_are_still_values():
+    from numerics.conformance.kit import check_attention
+
+    torch.manual_seed(0)
+    rep = check_attention(_Routed().double(), examples=3, seed=0, max_length=6)
+    assert rep.verdict == "conforms", rep.table()
