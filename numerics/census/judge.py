@@ -14,7 +14,7 @@ import math
 
 from numerics.census.report import FAILS_, hypotheses_of, status_of
 
-__all__ = ["judge", "report_of", "one_line"]
+__all__ = ["judge", "report_of", "fill_row", "one_line", "census_instance"]
 
 
 def one_line(exc: BaseException) -> str:
@@ -60,15 +60,21 @@ def judge(model, module, row, *, examples: int, seed: int, max_length: int) -> N
 
     try:
         rep, why = report_of(model, module, examples=examples, seed=seed, max_length=max_length)
-        row.status, row.reason, row.hypothesis_failures, row.decided_by = status_of(rep)
-        if why and row.status == FAILS_:
-            row.reason = f"{why} — {row.reason}"
-        row.hypotheses = hypotheses_of(rep)
-        row.t2_ratio = max((r.t2.residual / r.t2.bound for r in rep.results if r.t2.bound > 0), default=math.nan)
+        fill_row(row, rep, why)
     except CaptureError as exc:
         row.reason = str(exc).split(": ", 1)[-1]
     except Exception as exc:  # the kit judges; whatever escapes is stated, never raised
         row.reason = "the kit could not run it: " + one_line(exc)
+
+
+def fill_row(row, rep, why: str = "") -> None:
+    """``row``'s status, reason, hypotheses and worst residual/bound from the kit's report ``rep``; ``why``
+    (a structure the capture read) first in a failing row's reason."""
+    row.status, row.reason, row.hypothesis_failures, row.decided_by = status_of(rep)
+    if why and row.status == FAILS_:
+        row.reason = f"{why} — {row.reason}"
+    row.hypotheses = hypotheses_of(rep)
+    row.t2_ratio = max((r.t2.residual / r.t2.bound for r in rep.results if r.t2.bound > 0), default=math.nan)
 
 
 #: interface-capture reasons the torch-level capture can go past → what a failing row then says first

@@ -41,9 +41,9 @@ import time
 from typing import Any
 
 import numerics.census.run as census_run
-from numerics.census.judge import one_line
+from numerics.census.judge import fill_row, one_line
 from numerics.census.pool import Timeout, arm, children_cpu, disarm, run_tasks, timed_out
-from numerics.census.report import DECLINED, TIMED_OUT, hypotheses_of, status_of
+from numerics.census.report import DECLINED, TIMED_OUT
 from numerics.census.timm_report import NO_ATTENTION, TimmCensusResult, TimmRow
 from numerics.errors import ParameterError
 
@@ -384,9 +384,7 @@ def _judge_one(module, args, kwargs, row: TimmRow, *, examples: int, seed: int) 
             min_length=1 if ad.max_length is None else ml,
             max_batch=ad.max_batch,
         )
-        row.status, row.reason, row.hypothesis_failures, row.decided_by = status_of(rep)
-        row.hypotheses = hypotheses_of(rep)
-        row.t2_ratio = max((r.t2.residual / r.t2.bound for r in rep.results if r.t2.bound > 0), default=math.nan)
+        fill_row(row, rep)
     except CaptureError as exc:
         row.reason = str(exc).split(": ", 1)[-1]
     except Exception as exc:  # the kit judges; whatever escapes is stated, never raised
