@@ -102,6 +102,7 @@ def status_of(report) -> tuple[str, str, list[str], str]:
 
 
 _KINDS = (
+    ("library but it was not found", "an optional package is absent"),  # first: a build error may say so too
     (
         "made no call through transformers' attention interface",
         "computes attention its own way and returns no probabilities",
@@ -123,7 +124,7 @@ _KINDS = (
 #: statuses that are verdicts on the class (the census judged it)
 JUDGED = (CONFORMS, HYP_FAILS, FAILS_, UNDECIDED_)
 #: decline groups whose cause lies outside the class (this environment lacks an optional package)
-OUTSIDE = ("the module does not import",)
+OUTSIDE = ("the module does not import", "an optional package is absent")
 
 
 def split_rows(rows) -> tuple[list, list, list]:
