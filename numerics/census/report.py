@@ -151,6 +151,12 @@ def _cell(s: str, width: int = 160) -> str:
     return s if len(s) <= width else s[: width - 1] + "…"
 
 
+def hypothesis_cells(row) -> str:
+    """The hypothesis columns of a row (:data:`HYPOTHESES`): h holds, f fails, u undecided, – not applicable."""
+    ab = {"holds": "h", "fails": "f", "undecided": "u"}
+    return " | ".join(ab.get(row.hypotheses.get(h[0], ""), "–") if row.hypotheses else "" for h in HYPOTHESES)
+
+
 def render_markdown(result) -> str:
     counts = result.counts()
     fams = result.conforming_families()
@@ -229,8 +235,6 @@ def render_markdown(result) -> str:
         "| family | class | status | " + " | ".join(h[0] for h in HYPOTHESES) + " | reason |",
         "|---|---|---|" + "---|" * len(HYPOTHESES) + "---|",
     ]
-    ab = {"holds": "h", "fails": "f", "undecided": "u"}
     for r in result.rows:
-        hs = " | ".join(ab.get(r.hypotheses.get(h[0], ""), "–") if r.hypotheses else "" for h in HYPOTHESES)
-        lines.append(f"| {r.family} | `{r.cls}` | {r.status} | {hs} | {_cell(r.reason)} |")
+        lines.append(f"| {r.family} | `{r.cls}` | {r.status} | {hypothesis_cells(r)} | {_cell(r.reason)} |")
     return "\n".join(lines) + "\n"

@@ -19,6 +19,7 @@ from numerics.census.report import (
     HYPOTHESES,
     STATUSES,
     UNDECIDED_,
+    hypothesis_cells,
     reason_kind,
 )
 from numerics.census.run import CensusRow
@@ -141,11 +142,9 @@ def render_timm_markdown(result: TimmCensusResult) -> str:
         "| architecture | variant | class | status | " + " | ".join(h[0] for h in HYPOTHESES) + " | reason |",
         "|---|---|---|---|" + "---|" * len(HYPOTHESES) + "---|",
     ]
-    ab = {"holds": "h", "fails": "f", "undecided": "u"}
     for r in result.rows:
-        hs = " | ".join(ab.get(r.hypotheses.get(h[0], ""), "–") if r.hypotheses else "" for h in HYPOTHESES)
         cls = f"`{r.cls}`" if r.cls else ""
-        lines.append(f"| {r.family} | {r.variant} | {cls} | {r.status} | {hs} | {_cell(r.reason)} |")
+        lines.append(f"| {r.family} | {r.variant} | {cls} | {r.status} | {hypothesis_cells(r)} | {_cell(r.reason)} |")
     return "\n".join(lines) + "\n"
 
 
