@@ -175,7 +175,11 @@ def test_every_row_is_judged_a_harness_gap_or_outside_the_class_exactly_once():
     assert [r.cls for r in outside] == ["F", "I"]
     res = CensusResult(rows, "5.24.0", "2.13.0", 0, 2, "today", 1.0, 1.0, 1)
     md = render_markdown(res)
-    assert "**Judged: 4 of 9 classes (44 %)**" in md and "3 are the census harness's gaps" in md and "and 2 cannot be built" in md
+    assert (
+        "**Judged: 4 of 9 classes (44 %)**" in md
+        and "3 are the census harness's gaps" in md
+        and "and 2 cannot be built" in md
+    )
     assert "## Not judged: the harness's gaps" in md and "- `G` (f), declined: XModel did not run" in md
     assert "## Not judged: outside the class" in md and "- `F` (f): the module does not import" in md
 
