@@ -181,12 +181,12 @@ def find_attention(model, x) -> dict[str, tuple]:
 
     def pre(mod, args, kwargs):
         if id(mod) not in calls:
-            calls[id(mod)] = [mod, obs._tick(), -1, args, kwargs]
+            calls[id(mod)] = [mod, obs.tick(), -1, args, kwargs]
 
     def post(mod, args, kwargs, out):
         c = calls.get(id(mod))
         if c is not None and c[2] < 0:
-            c[2] = obs._tick()
+            c[2] = obs.tick()
 
     handles = []
     for m in model.modules():

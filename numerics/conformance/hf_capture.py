@@ -20,13 +20,9 @@ is also registered as ``"connwalk_capture"`` (:func:`register`).
 ``nn.Linear`` / ``Conv1D`` inside the attention module whose output columns *are* the captured value
 states (matched column by column, so fused ``qkv`` layouts, interleaved heads and GQA need no table),
 the output projection the one whose input columns are the captured attention output (none: ``W_O``
-is the identity when the module returns the attention output itself). A module whose values are
-not a projection's output (a norm or rotation on ``v``) or whose attention output reaches its output
-projection changed (a gate, a norm) raises :class:`CaptureError` saying so.
-
-:class:`CaptureAdapter` drives a whole model (or the smallest ``PreTrainedModel`` holding the
-target) on drawn inputs (token ids; pixel values, audio features or samples for models whose main
-input is one) and extracts every captured attention layer, or only ``targets``.
+is the identity when the module returns the attention output itself); else :class:`CaptureError`
+says why (the census then reads the class with :mod:`numerics.conformance.hf_torch`). :class:`CaptureAdapter`
+drives a model (or a smaller ``PreTrainedModel`` holding the targets) on drawn inputs.
 """
 
 from __future__ import annotations
@@ -311,6 +307,10 @@ def _first(x):
     return x[0] if isinstance(x, (tuple, list)) else x
 
 
+#: refusals that say a root model does not reach the targets (the next, smaller root is tried)
+NEXT_ROOT = ("made no call", "did not run", "no input the kit", "is not called in a forward")
+
+
 class CaptureAdapter(Adapter):
     """A Hugging Face model driven on drawn inputs with :func:`capture_attention` as its eager
     kernel: one :class:`Extraction` per captured attention module (``targets``: only these
@@ -407,14 +407,19 @@ class CaptureAdapter(Adapter):
     def extract(self, draw: Draw) -> list[Extraction]:
         if self.targets is None or len(self.roots) == 1:
             return self._extract(draw)
+        return self.over_roots(lambda: self._extract(draw))
+
+    def over_roots(self, attempt):
+        """``attempt()`` with each root as :attr:`root`, outermost first, until one answers (kept first); a
+        refusal of :data:`NEXT_ROOT` tries the next (the first is raised if none answers), others raise."""
         first: Exception | None = None
         for k, root in enumerate(self.roots):
             self.root, self.main_input = root, getattr(root, "main_input_name", "input_ids")
             try:
-                got = self._extract(draw)
+                got = attempt()
             except CaptureError as exc:
                 first = first or exc
-                if "made no call" in str(exc) or "did not run" in str(exc) or "no input the kit" in str(exc):
+                if any(s in str(exc) for s in NEXT_ROOT):
                     continue
                 raise
             self.roots = self.roots[k:]  # this one reaches the targets: keep it first
@@ -422,19 +427,23 @@ class CaptureAdapter(Adapter):
         assert first is not None
         raise first
 
-    def _extract(self, draw: Draw) -> list[Extraction]:
-        root = self.root
-        watch = self.targets if self.targets is not None else None
+    def run_forward(self, draw: Draw, call):
+        """:meth:`run_drawn`; the forward's own error is a :class:`CaptureError`: the root did not run."""
         try:
-            records, calls = self.run_drawn(draw, lambda kw: run_captured(root, lambda: root(**kw), watch))
+            return self.run_drawn(draw, call)
         except (CaptureError, KernelDefect):  # a defect of the module's own kernel is a verdict
             raise
         except Exception as exc:
             raise CaptureError(
-                f"{type(root).__name__} did not run on the drawn inputs ({type(exc).__name__}: "
+                f"{type(self.root).__name__} did not run on the drawn inputs ({type(exc).__name__}: "
                 f"{str(exc).splitlines()[0][:160] if str(exc) else ''})",
                 argument="model",
             ) from None
+
+    def _extract(self, draw: Draw) -> list[Extraction]:
+        root = self.root
+        watch = self.targets if self.targets is not None else None
+        records, calls = self.run_forward(draw, lambda kw: run_captured(root, lambda: root(**kw), watch))
         kpm = draw.key_padding_mask() if self.takes_mask else None
         if watch is None:
             order: list = []

@@ -59,36 +59,17 @@ class ModelTorchAdapter(Adapter):
         self.structure = ""
 
     def extract(self, draw: Draw) -> list[Extraction]:
-        hf, first = self.hf, None
-        for k, root in enumerate(hf.roots):
-            hf.root, hf.main_input = root, getattr(root, "main_input_name", "input_ids")
-            try:
-                hf.inputs(draw)
-            except CaptureError as exc:
-                first = first or exc
-                continue
-            try:
-                with torch.no_grad():  # the interface adapter's inputs (and further ones a refusal names)
-                    run = hf.run_drawn(draw, lambda kw, root=root: observe_call(root, draw.batch, lambda: root(**kw)))
-            except TorchCaptureError:
-                raise
-            except Exception as exc:
-                first = first or CaptureError(
-                    f"{type(root).__name__} did not run on the drawn inputs ({type(exc).__name__}: "
-                    f"{str(exc).splitlines()[0][:160] if str(exc) else ''})",
-                    argument="model",
-                )
-                continue
-            if id(self.target) not in run.obs.calls:
-                first = first or CaptureError(
-                    f"{type(self.target).__name__} is not called in a forward of {type(root).__name__}",
-                    argument="module",
-                )
-                continue
-            hf.roots = hf.roots[k:]
-            return [self._read(run, draw)]
-        assert first is not None
-        raise first
+        return [self.hf.over_roots(lambda: self._run(draw))]
+
+    def _run(self, draw: Draw) -> Extraction:
+        hf, root = self.hf, self.hf.root
+        with torch.no_grad():  # the interface adapter's inputs (and further ones a refusal names)
+            run = hf.run_forward(draw, lambda kw: observe_call(root, draw.batch, lambda: root(**kw)))
+        if id(self.target) not in run.obs.calls:
+            raise CaptureError(
+                f"{type(self.target).__name__} is not called in a forward of {type(root).__name__}", argument="module"
+            )
+        return self._read(run, draw)
 
     def _read(self, run, draw: Draw) -> Extraction:
         name = type(self.target).__name__

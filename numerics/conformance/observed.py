@@ -111,12 +111,12 @@ class Watcher(Observer):
             self.handles = [root.register_forward_pre_hook(self._pre), root.register_forward_hook(self._post)]
 
     def _pre(self, _mod, _args) -> None:
-        self.root_calls.append(_RootCall(self._tick()))
+        self.root_calls.append(_RootCall(self.tick()))
 
     def _post(self, _mod, _args, out) -> None:
         open_ = [c for c in self.root_calls if c.end < 0]
         if open_:
-            open_[-1].end, open_[-1].output = self._tick(), out
+            open_[-1].end, open_[-1].output = self.tick(), out
 
     def close(self) -> None:
         for h in self.handles:

@@ -245,7 +245,7 @@ class Observer(TorchFunctionMode):
         self.kout: dict[int, Kernel] = {}  # id(a kernel's (B, H, n, d_h) output, held) → that kernel
         self.lin_out: dict[int, int] = {}  # id(linear output) → its index in ``linears`` (held there)
 
-    def _tick(self) -> int:
+    def tick(self) -> int:  # the next sequence number: the order of observations and module calls
         self.seq += 1
         return self.seq
 
@@ -260,7 +260,7 @@ class Observer(TorchFunctionMode):
         out = func(*args, **kwargs)
         if func is F.linear:
             a = dict(zip(("input", "weight", "bias"), args), **kwargs)  # timm's EVA: F.linear(x, weight=…, bias=…)
-            lc = LinearCall(self._tick(), a["input"], a["weight"], a.get("bias"), out, _version(out))
+            lc = LinearCall(self.tick(), a["input"], a["weight"], a.get("bias"), out, _version(out))
             self.lin_out[id(out)] = len(self.linears)
             self.linears.append(lc)
             if self.taint:  # a linear of the probabilities (talking heads) changes them: followed
@@ -268,7 +268,7 @@ class Observer(TorchFunctionMode):
         elif func in _CONV and _pointwise(func, args, kwargs):  # a 1×1 convolution: a linear map of each token
             a = dict(zip(("input", "weight", "bias"), args), **kwargs)
             W, x = a["weight"].flatten(1), _tokens(a["input"])
-            self.linears.append(LinearCall(self._tick(), x, W, a.get("bias"), _tokens(out), _version(out)))
+            self.linears.append(LinearCall(self.tick(), x, W, a.get("bias"), _tokens(out), _version(out)))
             if self.taint:
                 self._spread(args, kwargs, out)
         elif func is F.batch_norm and self.linears:
@@ -281,7 +281,7 @@ class Observer(TorchFunctionMode):
             dim = args[1] if len(args) > 1 else kwargs.get("dim")
             dt = kwargs.get("dtype") or next((a for a in args[2:] if isinstance(a, torch.dtype)), None)
             if isinstance(dim, int) and isinstance(out, torch.Tensor):
-                self.softmaxes.append(_Softmax(self._tick(), args[0], dim, out, dt))
+                self.softmaxes.append(_Softmax(self.tick(), args[0], dim, out, dt))
                 self._mark(out, len(self.softmaxes) - 1)
         elif (func in _MUL and self._scaled(args, out)) or (
             func in _SUB | _ADD and self._combined(func, args, kwargs, out)
@@ -314,7 +314,7 @@ class Observer(TorchFunctionMode):
         W = lc.W.detach() * s[:, None]
         b = shift if lc.b is None else lc.b.detach() * s + shift
         y = out if out.ndim == 2 else _tokens(out)
-        self.linears.append(LinearCall(self._tick(), lc.x, W, b, y, _version(out)))
+        self.linears.append(LinearCall(self.tick(), lc.x, W, b, y, _version(out)))
 
     def _derive(self, func, args, kwargs, out) -> None:
         """What is computed from the module's parameters and buffers alone (``head_gate.sigmoid()``) is
@@ -394,7 +394,7 @@ class Observer(TorchFunctionMode):
         A = w[0] * k1.A + sign * w[1] * k2.A
         how = f"two kernels combined ({k1.how} {'-' if sign < 0 else '+'} {k2.how}): the weights used, as combined"
         self.kernels = [k for k in self.kernels if k is not k1 and k is not k2]
-        self.kernels.append(Kernel(self._tick(), how, A, k1.dtype, k1.v, self._heads(out)))
+        self.kernels.append(Kernel(self.tick(), how, A, k1.dtype, k1.v, self._heads(out)))
         self._kernel_out(out)
         return True
 
@@ -432,7 +432,7 @@ class Observer(TorchFunctionMode):
             how += f" (dropout_p={a['dropout_p']} passed to the kernel)"
         A4, v4, o4 = self._heads(A), self._heads(v), self._heads(out)
         if A4 is not None and v4 is not None and o4 is not None:
-            self.kernels.append(Kernel(self._tick(), how, A4, q.dtype, v4, o4))
+            self.kernels.append(Kernel(self.tick(), how, A4, q.dtype, v4, o4))
             self._kernel_out(out)
 
     def _consumer(self, func, args, out) -> bool:
@@ -473,13 +473,13 @@ class Observer(TorchFunctionMode):
         A4, v4, o4 = self._heads(A), self._heads(V), self._heads(O)
         if A4 is None or v4 is None or o4 is None:
             return False
-        self.kernels.append(Kernel(self._tick(), how, A4, P.dtype, v4, o4))
+        self.kernels.append(Kernel(self.tick(), how, A4, P.dtype, v4, o4))
         self._kernel_out(out)
         return True
 
     def _mha(self, args, kwargs, out) -> None:
         a = _MHA_SIGNATURE.bind(*args, **kwargs).arguments
-        seq = self._tick()
+        seq = self.tick()
         bad = [nm for nm in ("bias_k", "bias_v", "static_k", "static_v") if a.get(nm) is not None]
         if a.get("add_zero_attn"):
             bad.append("add_zero_attn")
@@ -582,12 +582,12 @@ def observe_call(module: torch.nn.Module, batch: int, fn) -> Run:
 
     def pre(mod, _args):
         if id(mod) not in obs.calls:
-            obs.calls[id(mod)] = _Call(mod, obs._tick())
+            obs.calls[id(mod)] = _Call(mod, obs.tick())
 
     def post(mod, _args, out):
         c = obs.calls.get(id(mod))
         if c is not None and c.end < 0:
-            c.end, c.output = obs._tick(), out
+            c.end, c.output = obs.tick(), out
 
     for m in module.modules():
         handles += [m.register_forward_pre_hook(pre), m.register_forward_hook(post)]

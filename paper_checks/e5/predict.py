@@ -38,14 +38,14 @@ class CellPrediction:
     max_growth: float = 0.0
 
 
-def _annihilated(s: torch.Tensor) -> torch.Tensor:
+def annihilated(s: torch.Tensor) -> torch.Tensor:
     """A layer factor of exactly 0 (log = −inf, NaN phase) annihilates the mode: exponent −inf + 0i."""
     bad = ~torch.isfinite(s)
     return torch.where(bad, torch.complex(torch.full_like(s.real, -math.inf), torch.zeros_like(s.real)), s)
 
 
 def exponent_scale(s: torch.Tensor) -> float:
-    """``max(1, max|s|)`` over the finite exponents: an annihilated mode's −inf (:func:`_annihilated`) is
+    """``max(1, max|s|)`` over the finite exponents: an annihilated mode's −inf (:func:`annihilated`) is
     no magnitude the growth rates are compared at (with it, the tie tolerance was infinite — every mode
     tied — and is now refused by :func:`numerics.tolerance.tol`)."""
     fin = s[torch.isfinite(s)]
@@ -62,13 +62,13 @@ def _exponents(mu: torch.Tensor, dynamics: str, eta: float, layers: int, first: 
         return mu - 1
     if dynamics == "postnorm":
         h = postnorm_layer_step(eta)
-        return _annihilated(torch.log(1 + h * (mu - 1)))
+        return annihilated(torch.log(1 + h * (mu - 1)))
     if dynamics == "prenorm":
         acc = torch.zeros_like(mu)
         steps = prenorm_layer_steps(eta, max(int(layers), int(first) + 1), int(first)).tolist()
         for h_l in steps:
             acc = acc + torch.log(1 + h_l * (mu - 1))
-        return _annihilated(acc / len(steps))
+        return annihilated(acc / len(steps))
     raise ParameterError(f"unknown dynamics {dynamics!r}; expected one of {DYNAMICS + ('flow',)}", argument="dynamics")
 
 
