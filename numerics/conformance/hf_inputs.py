@@ -28,12 +28,11 @@ the inputs are drawn again with it (from the same seed); audio features a family
 
 from __future__ import annotations
 
-import inspect
 from typing import Any
 
 import torch
 
-from numerics.conformance.protocol import Draw
+from numerics.conformance.protocol import Draw, forward_parameters
 
 __all__ = ["draw_inputs", "amend", "describe_inputs", "DRAWABLE"]
 
@@ -82,7 +81,7 @@ class _Ctx:
 
     def __init__(self, root: Any, draw: Draw, dtype: torch.dtype) -> None:
         self.root, self.cfg, self.draw, self.dtype = root, root.config, draw, dtype
-        self.params = inspect.signature(root.forward).parameters
+        self.params = forward_parameters(root)
         self.g = draw.generator()
         self.B, self.n = draw.batch, draw.n
 
@@ -278,7 +277,7 @@ def amend(root: Any, main: str, kw: dict, exc: BaseException, draw: Draw, dtype:
 
     lines = " ".join(fr.line or "" for fr in traceback.extract_tb(exc.__traceback__)[-3:])
     msg = (str(exc) + " " + lines).lower()  # the message, and the source lines that raised it
-    params = inspect.signature(root.forward).parameters
+    params = forward_parameters(root)
     also = [k for k in kw if k not in ("input_ids", main) and k in params]
     want = [
         p

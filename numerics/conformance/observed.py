@@ -32,7 +32,6 @@ are claims the identity verifies on the module's own output, never trusted as ev
 
 from __future__ import annotations
 
-import inspect
 import itertools
 import math
 from dataclasses import dataclass, field
@@ -42,7 +41,7 @@ import torch
 
 from numerics.conformance.adapters import ProtocolAdapter
 from numerics.conformance.checks import Verdict, t2_identity
-from numerics.conformance.protocol import Adapter, Draw, EvalMode, Extraction, extract_checked
+from numerics.conformance.protocol import Adapter, Draw, EvalMode, Extraction, extract_checked, forward_parameters
 from numerics.conformance.torch_adapter import MASK_ARGUMENTS
 from numerics.conformance.torch_capture import Observer, tensors_in
 from numerics.errors import AdapterMismatchError
@@ -168,13 +167,6 @@ def _batch_first(out, B: int, n: int) -> torch.Tensor | None:
     return None
 
 
-def _forward_parameters(root: torch.nn.Module) -> set[str]:
-    try:
-        return set(inspect.signature(root.forward).parameters)
-    except (TypeError, ValueError):
-        return set()
-
-
 def _tokens(ad: Adapter, d: Draw, ex: Extraction) -> torch.Tensor | None:
     """The drawn tokens the module's forward is run on: the protocol's ``X``; for another adapter the
     kit's own draw ``(B, n, d_model)``, when the extraction's ``values`` are exactly those."""
@@ -217,7 +209,7 @@ def extract_observed(
         kw: dict = {}
         kpm = d.key_padding_mask()
         if kpm is not None:
-            arg = next((p for p in MASK_ARGUMENTS if p in _forward_parameters(root)), "")
+            arg = next((p for p in MASK_ARGUMENTS if p in forward_parameters(root)), "")
             if not arg:
                 return exs, Seen(
                     trusted=BOTH,

@@ -7,6 +7,7 @@ documented as ``numerics.conformance.kit.Draw`` / ``Extraction`` / ``Adapter``, 
 from __future__ import annotations
 
 import copy
+import inspect
 import math
 from dataclasses import dataclass
 
@@ -17,6 +18,7 @@ from numerics.errors import ConnwalkError, MemoryBudgetError, ModelError, NonFin
 from numerics.tolerance import FAILS, HOLDS, ROUNDING_SAFETY, combine, decide, rounding_error, status, tol
 
 __all__ = [
+    "forward_parameters",
     "Draw",
     "Extraction",
     "Adapter",
@@ -245,6 +247,14 @@ class EvalMode:
     def __exit__(self, *exc):
         if self.module is not None:
             self.module.train(self.was)
+
+
+def forward_parameters(module) -> tuple[str, ...]:
+    """The names ``module.forward`` takes, in order (none where its signature cannot be read)."""
+    try:
+        return tuple(inspect.signature(module.forward).parameters)
+    except (TypeError, ValueError):
+        return ()
 
 
 def dtype_of(module) -> torch.dtype:

@@ -9,12 +9,10 @@ through that attention submodule, whose path the adapter's name carries)."""
 
 from __future__ import annotations
 
-import inspect
-
 import torch
 
 from numerics.conformance.hf_capture import match_columns
-from numerics.conformance.protocol import Adapter, Draw, EvalMode, Extraction, dtype_of
+from numerics.conformance.protocol import Adapter, Draw, EvalMode, Extraction, dtype_of, forward_parameters
 from numerics.conformance.torch_capture import Kernel, LinearCall, Run, TorchCaptureError, observe
 
 __all__ = ["TorchCaptureAdapter", "capture_adapter_for", "read_run", "attention_path"]
@@ -328,7 +326,7 @@ class TorchCaptureAdapter(Adapter):
             )
         self.d_model = d
         self.dtype = dtype_of(module)
-        params = _parameters(module)
+        params = forward_parameters(module)
         self.mask_arg = next((p for p in MASK_ARGUMENTS if p in params), "")
         self.takes_mask = bool(self.mask_arg)
         where = f" at {path} ({type(self.target).__name__})" if path else ""
@@ -357,13 +355,6 @@ class TorchCaptureAdapter(Adapter):
 
 #: the key padding arguments drawn (torch's convention: ``(B, m)`` bool, True = padded)
 MASK_ARGUMENTS = ("src_key_padding_mask", "key_padding_mask")
-
-
-def _parameters(module: torch.nn.Module) -> set[str]:
-    try:
-        return set(inspect.signature(module.forward).parameters)
-    except (TypeError, ValueError):
-        return set()
 
 
 def _width(module: torch.nn.Module) -> int | None:
