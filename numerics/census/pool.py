@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 
 __all__ = [
+    "Clock",
     "Timeout",
     "arm",
     "disarm",
@@ -104,6 +105,20 @@ def children_cpu() -> float:
 
     ru = resource.getrusage(resource.RUSAGE_CHILDREN)
     return ru.ru_utime + ru.ru_stime
+
+
+class Clock:
+    """A run's clock: started at construction; :meth:`facts` is ``(date, wall seconds, CPU seconds)`` since
+    then, the CPU time of this process and of its waited-for worker processes."""
+
+    def __init__(self) -> None:
+        self.wall0, self.cpu0, self.child0 = time.perf_counter(), time.process_time(), children_cpu()
+
+    def facts(self) -> tuple[str, float, float]:
+        import datetime as _dt
+
+        cpu = time.process_time() - self.cpu0 + children_cpu() - self.child0
+        return _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%d %H:%M UTC"), time.perf_counter() - self.wall0, cpu
 
 
 def run_tasks(tasks: list, jobs: int, work, lost):

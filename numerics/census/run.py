@@ -38,7 +38,6 @@ file through a temporary file in the same directory (``os.replace``): a file is 
 from __future__ import annotations
 
 import contextlib
-import datetime as _dt
 import gc
 import json
 import math
@@ -50,9 +49,8 @@ from pathlib import Path
 from numerics.census.config import attention_classes, name_list
 from numerics.census.judge import judge as _judge
 from numerics.census.judge import one_line as _one_line
+from numerics.census.pool import Clock, arm, max_jobs, run_tasks, timed_out, write_files
 from numerics.census.pool import Timeout as _Timeout
-from numerics.census.pool import arm, max_jobs, run_tasks, timed_out, write_files
-from numerics.census.pool import children_cpu as _children_cpu
 from numerics.census.pool import disarm as _disarm
 from numerics.census.report import (
     CONFORMS,
@@ -197,7 +195,7 @@ def run_census(
     import torch
     import transformers
 
-    wall0, cpu0 = time.perf_counter(), time.process_time()
+    clock = Clock()
     todo = attention_classes(types_)
     if want is not None:
         unknown = sorted(set(want) - {c[2] for c in todo})
@@ -207,7 +205,6 @@ def run_census(
         todo = [c for c in todo if c[2] in set(want)]
     rows: list[CensusRow] = []
     late: list[CensusRow] = []
-    child0 = _children_cpu()
 
     def take(got: list[CensusRow], final: bool) -> None:
         for row in got:
@@ -236,9 +233,7 @@ def run_census(
         torch.__version__.split("+")[0],
         seed,
         examples,
-        _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%d %H:%M UTC"),
-        time.perf_counter() - wall0,
-        time.process_time() - cpu0 + _children_cpu() - child0,
+        *clock.facts(),
         jobs,
     )
 

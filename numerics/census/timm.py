@@ -32,7 +32,6 @@ budget, workers and file writing are :mod:`numerics.census.pool`'s.
 from __future__ import annotations
 
 import contextlib
-import datetime as _dt
 import functools
 import gc
 import math
@@ -42,7 +41,7 @@ from typing import Any
 
 import numerics.census.run as census_run
 from numerics.census.judge import fill_row, one_line
-from numerics.census.pool import Timeout, arm, children_cpu, disarm, run_tasks, timed_out
+from numerics.census.pool import Clock, Timeout, arm, disarm, run_tasks, timed_out
 from numerics.census.report import DECLINED, TIMED_OUT
 from numerics.census.timm_report import NO_ATTENTION, TimmCensusResult, TimmRow
 from numerics.errors import ParameterError
@@ -467,7 +466,7 @@ def run_timm_census(
     import timm
     import torch
 
-    wall0, cpu0, child0 = time.perf_counter(), time.process_time(), children_cpu()
+    clock = Clock()
     tasks = [(a, names, examples, seed, timeout) for a, names in timm_architectures(want)]
     rows: list[TimmRow] = []
     again = []
@@ -497,9 +496,7 @@ def run_timm_census(
         torch.__version__.split("+")[0],
         seed,
         examples,
-        _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%d %H:%M UTC"),
-        time.perf_counter() - wall0,
-        time.process_time() - cpu0 + children_cpu() - child0,
+        *clock.facts(),
         jobs,
     )
 
