@@ -28,8 +28,6 @@ def report_of(model, module, *, examples: int, seed: int, max_length: int, progr
     :class:`~numerics.conformance.hf_capture.CaptureError` when neither capture can read it (its reason,
     then the torch capture's)."""
     from numerics.conformance.hf_capture import CaptureAdapter, CaptureError
-    from numerics.conformance.hf_torch import ModelTorchAdapter
-    from numerics.conformance.torch_capture import TorchCaptureError
 
     name = f"{type(module).__name__} in {type(model).__name__}"
     kw = {"examples": examples, "seed": seed, "max_length": max_length, "progress": progress}
@@ -41,6 +39,9 @@ def report_of(model, module, *, examples: int, seed: int, max_length: int, progr
             raise
         # the interface capture does not see this class's attention (its own softmax and matmul) or its
         # output projection (a gate, norm or nonlinearity before it): the torch-level capture, in the model
+        from numerics.conformance.hf_torch import ModelTorchAdapter
+        from numerics.conformance.torch_capture import TorchCaptureError
+
         made: list = []
 
         def make():

@@ -49,6 +49,7 @@ class _Capture:
 def _kit(monkeypatch, body):
     """check_class's kit replaced by ``body`` (the capture by a stand-in)."""
     import numerics.conformance.hf_capture as hf_capture
+    import numerics.conformance.hf_torch  # noqa: F401 - imported first: it binds the real CaptureAdapter, never the stand-in
     import numerics.conformance.kit as kit
 
     monkeypatch.setattr(hf_capture, "CaptureAdapter", _Capture)
